@@ -1,0 +1,87 @@
+//! The command-line layer: clap definitions (one file per command), rendering, prompts, progress and exit codes.
+//!
+//! This is the only layer that prints, prompts or exits. Each command file converts its arguments into the
+//! library's options, calls the library, and renders the outcome.
+
+mod completions;
+pub mod error;
+pub mod ui;
+
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+
+pub use error::{CliError, CliResult, Kind};
+use ui::Ui;
+
+/// Backport patch series with git-compatible rerere, and keep perf callchains working on old kernels.
+///
+/// Exit codes: 0 done, 1 stopped for the user (a conflict), 2 usage or bad input, 3 verify found a failing
+/// check, 4 the environment lacks something needed (the message says what to do), 70 internal error.
+#[derive(Debug, Parser)]
+#[command(
+    name = "bport",
+    version,
+    propagate_version = true,
+    max_term_width = 110
+)]
+pub struct Cli {
+    /// No status messages or progress on stderr (data on stdout and errors are still written).
+    #[arg(short, long, global = true)]
+    pub quiet: bool,
+
+    /// More detail on stderr for developers (-v info, -vv debug, -vvv trace; also BPORT_LOG=debug).
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    pub verbose: u8,
+
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Print shell completions for bash, zsh, fish, elvish or powershell.
+    ///
+    /// Example: bport completions bash > /etc/bash_completion.d/bport
+    Completions(completions::CompletionsArgs),
+    /// Write the bport(1) man page (roff) to stdout or a directory.
+    ///
+    /// Example: bport man --dir /usr/local/share/man/man1
+    Man(completions::ManArgs),
+}
+
+/// Parses the command line, runs the command and maps the result to an exit code.
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    ui::init_logging(cli.verbose);
+    let ui = Ui {
+        quiet: cli.quiet,
+        verbose: cli.verbose,
+    };
+    match run(cli.command, &ui) {
+        Ok(code) => code,
+        Err(err) => {
+            if is_broken_pipe(&err) {
+                // `bport script | head` is normal use, not an error.
+                return ExitCode::SUCCESS;
+            }
+            let _ = err.render(&mut std::io::stderr().lock());
+            ExitCode::from(err.kind.exit_code())
+        }
+    }
+}
+
+fn run(command: Command, _ui: &Ui) -> CliResult<ExitCode> {
+    match command {
+        Command::Completions(args) => completions::run_completions(args),
+        Command::Man(args) => completions::run_man(args),
+    }
+    .map(|()| ExitCode::SUCCESS)
+}
+
+fn is_broken_pipe(err: &CliError) -> bool {
+    err.error
+        .chain()
+        .filter_map(|e| e.downcast_ref::<std::io::Error>())
+        .any(|e| e.kind() == std::io::ErrorKind::BrokenPipe)
+}

@@ -1,0 +1,1 @@
+//! perf-script-compatible text output of a perf.data file.

@@ -1,0 +1,5 @@
+//! The one integration test binary (STYLE 2.10): every module here shares one link of git2, gimli and object.
+
+mod support;
+
+mod cli_help;

@@ -1,0 +1,64 @@
+//! The only place that runs external tools (`git`, `perf`, qemu …) as oracles.
+//!
+//! Every spawned command gets a hermetic environment set on the `Command` (never on the test process): no user or
+//! system git config, a fixed identity and clock. A missing tool is a loud skip locally and a failure under CI.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+/// Whether `tool` can be run; when it cannot, prints a loud SKIPPED line, or panics under `CI=true`
+/// (CI must run every test; a skip there would hide a missing install step in `.ci/run`).
+pub fn require(tool: &str, install_hint: &str) -> bool {
+    let found = Command::new(tool)
+        .arg("--version")
+        .output()
+        .map(|o| o.status.success())
+        .unwrap_or(false);
+    if found {
+        return true;
+    }
+    if std::env::var("CI").is_ok_and(|v| v == "true" || v == "1") {
+        panic!("{tool} is required under CI but was not found ({install_hint}); fix .ci/run");
+    }
+    eprintln!("SKIPPED ({tool} not found; {install_hint})");
+    false
+}
+
+/// A `git` command in `dir` with a hermetic environment: no global/system config, fixed identity and dates.
+pub fn git(dir: &Path) -> Command {
+    let mut cmd = Command::new("git");
+    cmd.current_dir(dir)
+        .env_remove("GIT_DIR")
+        .env_remove("GIT_WORK_TREE")
+        .env_remove("GIT_INDEX_FILE")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("HOME", dir)
+        .env("XDG_CONFIG_HOME", dir.join(".xdg"))
+        .env("GIT_AUTHOR_NAME", "Oracle Author")
+        .env("GIT_AUTHOR_EMAIL", "author@example.com")
+        .env("GIT_AUTHOR_DATE", "1700000000 +0000")
+        .env("GIT_COMMITTER_NAME", "Test Committer")
+        .env("GIT_COMMITTER_EMAIL", "committer@example.com")
+        .env("GIT_COMMITTER_DATE", "1700000000 +0000")
+        .env("LC_ALL", "C");
+    cmd
+}
+
+/// Runs `git args…` in `dir` and returns its stdout; panics with git's stderr when it fails.
+pub fn git_ok(dir: &Path, args: &[&str]) -> String {
+    let out = git(dir).args(args).output().expect("spawn git");
+    assert_success(&out, &format!("git {}", args.join(" ")));
+    String::from_utf8(out.stdout).expect("git output is UTF-8")
+}
+
+/// Panics with the command's stderr unless it succeeded.
+pub fn assert_success(out: &Output, what: &str) {
+    assert!(
+        out.status.success(),
+        "{what} failed ({}):\nstdout:\n{}\nstderr:\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
