@@ -43,14 +43,20 @@ pub enum Checkpoint {
 
 /// Runs the steps from `state.position`, updating `state` and saving it at the points the module doc shows.
 /// With `dry_run`, nothing is written: conflicts are recorded as predictions and the run goes on.
-pub fn run(repo: &Repository, st: &mut State, progress: &mut dyn Progress, dry_run: bool) -> Result<RunEnd, Error> {
+pub fn run(
+    repo: &Repository,
+    st: &mut State,
+    progress: &mut dyn Progress,
+    dry_run: bool,
+) -> Result<RunEnd, Error> {
     // Objects are only created from trees and commits we just read; re-validating each one costs a lookup per
     // entry (DESIGN.md: 143 ms vs 42 ms a pick on a 30,000-file repo).
     git2::opts::strict_object_creation(false);
     git2::opts::strict_hash_verification(false);
     // A private handle: the mempack is attached to its object database only, so nothing written later through
     // `repo` (index trees, rerere) can land in memory and be lost.
-    let work = Repository::open(repo.path()).context_git(|| format!("opening {}", repo.path().display()))?;
+    let work = Repository::open(repo.path())
+        .context_git(|| format!("opening {}", repo.path().display()))?;
     let odb = work.odb().context_git(|| "opening the object database")?;
     let mempack = odb
         .add_new_mempack_backend(1000)
@@ -63,7 +69,9 @@ pub fn run(repo: &Repository, st: &mut State, progress: &mut dyn Progress, dry_r
     );
     let style = ConflictStyle::from_config(&work);
     let total = st.plan.steps.len();
-    let mut tip_commit = work.find_commit(st.tip).context_git(|| format!("reading {}", st.tip))?;
+    let mut tip_commit = work
+        .find_commit(st.tip)
+        .context_git(|| format!("reading {}", st.tip))?;
     let mut tip_tree = tip_commit.tree().context_git(|| "reading the tip tree")?;
     let mut wrote = false;
 
@@ -73,9 +81,18 @@ pub fn run(repo: &Repository, st: &mut State, progress: &mut dyn Progress, dry_r
         let result = match step.action {
             Action::Skip { because } => StepResult::Applied { because },
             Action::Pick { .. } => {
-                let commit = work.find_commit(step.commit).context_git(|| format!("reading {}", step.commit))?;
+                let commit = work
+                    .find_commit(step.commit)
+                    .context_git(|| format!("reading {}", step.commit))?;
                 let markers = Markers::for_commit(&commit, &step.subject, style);
-                let picked = pick::pick(&work, &tip_tree, &commit, st.options.mainline, st.options.favor, &markers)?;
+                let picked = pick::pick(
+                    &work,
+                    &tip_tree,
+                    &commit,
+                    st.options.mainline,
+                    st.options.favor,
+                    &markers,
+                )?;
                 if !picked.conflicts.is_empty() {
                     if dry_run {
                         StepResult::Conflict {
@@ -92,9 +109,19 @@ pub fn run(repo: &Repository, st: &mut State, progress: &mut dyn Progress, dry_r
                 } else if picked.tree == tip_tree.id() {
                     StepResult::Empty
                 } else {
-                    let new = commit_pick(&work, &commit, picked.tree, &tip_commit, st, &committer, &sob)?;
+                    let new = commit_pick(
+                        &work,
+                        &commit,
+                        picked.tree,
+                        &tip_commit,
+                        st,
+                        &committer,
+                        &sob,
+                    )?;
                     wrote = true;
-                    tip_commit = work.find_commit(new).context_git(|| format!("reading {new}"))?;
+                    tip_commit = work
+                        .find_commit(new)
+                        .context_git(|| format!("reading {new}"))?;
                     tip_tree = tip_commit.tree().context_git(|| "reading the new tree")?;
                     st.tip = new;
                     StepResult::Picked { new }
@@ -106,7 +133,9 @@ pub fn run(repo: &Repository, st: &mut State, progress: &mut dyn Progress, dry_r
         st.position += 1;
     }
     if dry_run {
-        mempack.reset().context_git(|| "dropping in-memory objects")?;
+        mempack
+            .reset()
+            .context_git(|| "dropping in-memory objects")?;
         return Ok(RunEnd::Done);
     }
     if wrote {
@@ -129,7 +158,9 @@ pub fn commit_pick(
     committer: &git2::Signature<'_>,
     sob: &str,
 ) -> Result<Oid, Error> {
-    let tree = repo.find_tree(tree).context_git(|| format!("reading tree {tree}"))?;
+    let tree = repo
+        .find_tree(tree)
+        .context_git(|| format!("reading tree {tree}"))?;
     let message = String::from_utf8_lossy(original.message_raw_bytes());
     let message = picked_message(
         &message,
@@ -138,14 +169,27 @@ pub fn commit_pick(
         st.options.signoff.then_some(sob),
     );
     Ok(repo
-        .commit(None, &original.author(), committer, &message, &tree, &[parent])
+        .commit(
+            None,
+            &original.author(),
+            committer,
+            &message,
+            &tree,
+            &[parent],
+        )
         .context_git(|| format!("committing the pick of {}", original.id()))?)
 }
 
 /// Writes everything in the mempack to the object database as one pack, then empties the mempack.
-fn flush(repo: &Repository, mempack: &git2::Mempack<'_>, progress: &mut dyn Progress) -> Result<(), Error> {
+fn flush(
+    repo: &Repository,
+    mempack: &git2::Mempack<'_>,
+    progress: &mut dyn Progress,
+) -> Result<(), Error> {
     let mut buf = git2::Buf::new();
-    mempack.dump(repo, &mut buf).context_git(|| "packing the new objects")?;
+    mempack
+        .dump(repo, &mut buf)
+        .context_git(|| "packing the new objects")?;
     let odb = repo.odb().context_git(|| "opening the object database")?;
     let mut writer = odb.packwriter().context_git(|| "writing the pack")?;
     std::io::Write::write_all(&mut writer, &buf).map_err(|source| Error::Io {
@@ -153,13 +197,19 @@ fn flush(repo: &Repository, mempack: &git2::Mempack<'_>, progress: &mut dyn Prog
         source,
     })?;
     writer.commit().context_git(|| "indexing the pack")?;
-    mempack.reset().context_git(|| "emptying the in-memory object store")?;
+    mempack
+        .reset()
+        .context_git(|| "emptying the in-memory object store")?;
     progress.checkpoint(Checkpoint::PackWritten);
     Ok(())
 }
 
 /// Checks out `st.tip` and moves the branch there (from `st.anchor`), then records the new anchor.
-fn move_to_tip(repo: &Repository, st: &mut State, progress: &mut dyn Progress) -> Result<(), Error> {
+fn move_to_tip(
+    repo: &Repository,
+    st: &mut State,
+    progress: &mut dyn Progress,
+) -> Result<(), Error> {
     if st.tip != st.anchor {
         let tree = repo
             .find_commit(st.tip)
@@ -181,7 +231,9 @@ pub fn set_branch(repo: &Repository, st: &State, to: Oid, why: &str) -> Result<(
             repo.reference_matching(name, to, true, st.anchor, why)
                 .context_git(|| format!("moving {name} to {to}"))?;
         }
-        None => repo.set_head_detached(to).context_git(|| format!("moving HEAD to {to}"))?,
+        None => repo
+            .set_head_detached(to)
+            .context_git(|| format!("moving HEAD to {to}"))?,
     }
     Ok(())
 }
@@ -203,7 +255,9 @@ pub fn stop_at_conflict(
     state::save(repo.path(), st)?;
     progress.checkpoint(Checkpoint::StateSaved);
 
-    let tree = repo.find_tree(partial).context_git(|| format!("reading tree {partial}"))?;
+    let tree = repo
+        .find_tree(partial)
+        .context_git(|| format!("reading tree {partial}"))?;
     repo.checkout_tree(tree.as_object(), Some(CheckoutBuilder::new().safe()))
         .context_git(|| "updating the worktree")?;
     let workdir = repo.workdir().ok_or_else(|| Error::BareRepository {
@@ -282,14 +336,20 @@ fn set_executable(file: &Path, executable: bool) -> Result<(), Error> {
     };
     let mut perms = std::fs::metadata(file).map_err(io)?.permissions();
     let mode = perms.mode();
-    perms.set_mode(if executable { mode | 0o111 } else { mode & !0o111 });
+    perms.set_mode(if executable {
+        mode | 0o111
+    } else {
+        mode & !0o111
+    });
     std::fs::set_permissions(file, perms).map_err(io)
 }
 
 /// Resets HEAD (and its branch), index and worktree to `to`, and deletes files that only the
 /// index knew about (paths a stopped pick added), which a hard reset would leave behind as untracked.
 pub fn hard_reset(repo: &Repository, to: Oid) -> Result<(), Error> {
-    let target = repo.find_commit(to).context_git(|| format!("reading {to}"))?;
+    let target = repo
+        .find_commit(to)
+        .context_git(|| format!("reading {to}"))?;
     let target_tree = target.tree().context_git(|| "reading the tree")?;
     let head_tree = repo.head().and_then(|h| h.peel_to_tree()).ok();
     let index = repo.index().context_git(|| "reading the index")?;
@@ -303,8 +363,12 @@ pub fn hard_reset(repo: &Repository, to: Oid) -> Result<(), Error> {
     }
     // libgit2's hard reset checks out against the *current* HEAD tree (so files the picks added are removed) and
     // only then moves HEAD; moving the branch first would leave those files behind.
-    repo.reset(target.as_object(), ResetType::Hard, Some(CheckoutBuilder::new().force()))
-        .context_git(|| format!("resetting to {to}"))?;
+    repo.reset(
+        target.as_object(),
+        ResetType::Hard,
+        Some(CheckoutBuilder::new().force()),
+    )
+    .context_git(|| format!("resetting to {to}"))?;
     if let Some(workdir) = repo.workdir() {
         for path in strays {
             let _ = std::fs::remove_file(workdir.join(path));

@@ -82,7 +82,14 @@ pub enum Verdict {
 /// Normalizes a subject for comparison: stacked vendor prefixes and `[PATCH …]` tags stripped, whitespace
 /// collapsed.
 pub fn normalize_subject(subject: &str) -> String {
-    const PREFIXES: [&str; 6] = ["UPSTREAM:", "BACKPORT:", "FROMGIT:", "FROMLIST:", "ANDROID:", "CHROMIUM:"];
+    const PREFIXES: [&str; 6] = [
+        "UPSTREAM:",
+        "BACKPORT:",
+        "FROMGIT:",
+        "FROMLIST:",
+        "ANDROID:",
+        "CHROMIUM:",
+    ];
     let mut s = subject.trim();
     loop {
         let before = s;
@@ -121,13 +128,22 @@ pub struct Branch<'r> {
 impl<'r> Branch<'r> {
     /// Collects the commits reachable from `tip` but not from the parents of any listed commit (nor from
     /// `hide`, when the list's commits are not in the repository).
-    pub fn collect(repo: &'r Repository, tip: Oid, listed: &[Oid], hide: &[Oid]) -> Result<Self, Error> {
+    pub fn collect(
+        repo: &'r Repository,
+        tip: Oid,
+        listed: &[Oid],
+        hide: &[Oid],
+    ) -> Result<Self, Error> {
         let mut walk = repo.revwalk().context_git(|| "starting a revision walk")?;
-        walk.push(tip).context_git(|| format!("walking from {tip}"))?;
+        walk.push(tip)
+            .context_git(|| format!("walking from {tip}"))?;
         for &oid in listed {
-            let commit = repo.find_commit(oid).context_git(|| format!("reading commit {oid}"))?;
+            let commit = repo
+                .find_commit(oid)
+                .context_git(|| format!("reading commit {oid}"))?;
             for parent in commit.parent_ids() {
-                walk.hide(parent).context_git(|| format!("hiding {parent}"))?;
+                walk.hide(parent)
+                    .context_git(|| format!("hiding {parent}"))?;
             }
         }
         for &oid in hide {
@@ -143,7 +159,9 @@ impl<'r> Branch<'r> {
         };
         for oid in walk {
             let oid = oid.context_git(|| "walking the branch")?;
-            let commit = repo.find_commit(oid).context_git(|| format!("reading commit {oid}"))?;
+            let commit = repo
+                .find_commit(oid)
+                .context_git(|| format!("reading commit {oid}"))?;
             let message = String::from_utf8_lossy(commit.message_bytes());
             let index = branch.commits.len();
             let origins = git::origins(&message);
@@ -180,7 +198,10 @@ impl<'r> Branch<'r> {
         }
         self.short_origins
             .iter()
-            .find(|(hex, i)| full_hex.starts_with(hex.as_str()) && self.commits[*i].origins.iter().any(|o| o.names(full_hex)))
+            .find(|(hex, i)| {
+                full_hex.starts_with(hex.as_str())
+                    && self.commits[*i].origins.iter().any(|o| o.names(full_hex))
+            })
             .map(|&(_, i)| i)
     }
 
@@ -188,7 +209,10 @@ impl<'r> Branch<'r> {
         if self.patch_ids.is_none() {
             let mut map = HashMap::new();
             for (i, c) in self.commits.iter().enumerate() {
-                let commit = self.repo.find_commit(c.oid).context_git(|| format!("reading commit {}", c.oid))?;
+                let commit = self
+                    .repo
+                    .find_commit(c.oid)
+                    .context_git(|| format!("reading commit {}", c.oid))?;
                 // A merge's patch-id against its first parent is not a port of anything; skip merges.
                 if commit.parent_count() > 1 {
                     continue;
@@ -204,10 +228,16 @@ impl<'r> Branch<'r> {
 }
 
 /// Decides, for every resolved entry, whether the branch already carries it.
-pub fn judge(branch: &mut Branch<'_>, list: &[Resolved], rules: Rules) -> Result<Vec<Verdict>, Error> {
+pub fn judge(
+    branch: &mut Branch<'_>,
+    list: &[Resolved],
+    rules: Rules,
+) -> Result<Vec<Verdict>, Error> {
     let mut listed_subjects: HashMap<String, usize> = HashMap::new();
     for r in list {
-        *listed_subjects.entry(normalize_subject(&r.subject)).or_default() += 1;
+        *listed_subjects
+            .entry(normalize_subject(&r.subject))
+            .or_default() += 1;
     }
     let mut out = Vec::with_capacity(list.len());
     for r in list {
@@ -229,7 +259,10 @@ pub fn judge(branch: &mut Branch<'_>, list: &[Resolved], rules: Rules) -> Result
             ambiguous = true;
         }
         if rules.patch_id {
-            let commit = branch.repo.find_commit(r.oid).context_git(|| format!("reading commit {}", r.oid))?;
+            let commit = branch
+                .repo
+                .find_commit(r.oid)
+                .context_git(|| format!("reading commit {}", r.oid))?;
             if commit.parent_count() <= 1 {
                 if let Some(pid) = git::patch_id_of_commit(branch.repo, &commit)? {
                     if let Some(i) = branch.by_patch_id(pid)? {
@@ -277,9 +310,19 @@ pub fn presence(
         range: reference.to_owned(),
         source,
     };
-    let tip = repo.revparse_single(reference).map_err(bad)?.peel_to_commit().map_err(bad)?.id();
+    let tip = repo
+        .revparse_single(reference)
+        .map_err(bad)?
+        .peel_to_commit()
+        .map_err(bad)?
+        .id();
     let hide = match since {
-        Some(s) => vec![repo.revparse_single(s).map_err(bad)?.peel_to_commit().map_err(bad)?.id()],
+        Some(s) => vec![repo
+            .revparse_single(s)
+            .map_err(bad)?
+            .peel_to_commit()
+            .map_err(bad)?
+            .id()],
         None => Vec::new(),
     };
     let odb = repo.odb().context_git(|| "opening the object database")?;
@@ -315,18 +358,25 @@ pub fn presence(
                 let by_trailer = rules
                     .trailer
                     .then(|| {
-                        branch
-                            .commits
-                            .iter()
-                            .find(|c| c.origins.iter().any(|o| o.hex.starts_with(&r.entry.sha) || r.entry.sha.starts_with(&o.hex)))
+                        branch.commits.iter().find(|c| {
+                            c.origins.iter().any(|o| {
+                                o.hex.starts_with(&r.entry.sha) || r.entry.sha.starts_with(&o.hex)
+                            })
+                        })
                     })
                     .flatten();
                 match by_trailer {
                     Some(c) => applied(Rule::Trailer, c.oid),
                     None => match branch.by_subject.get(&normalize_subject(&r.subject)) {
-                        Some(v) if rules.subject && v.len() == 1 => applied(Rule::Subject, branch.commits[v[0]].oid),
-                        Some(_) if rules.subject => Verdict::Missing { ambiguous_subject: true },
-                        _ => Verdict::Missing { ambiguous_subject: false },
+                        Some(v) if rules.subject && v.len() == 1 => {
+                            applied(Rule::Subject, branch.commits[v[0]].oid)
+                        }
+                        Some(_) if rules.subject => Verdict::Missing {
+                            ambiguous_subject: true,
+                        },
+                        _ => Verdict::Missing {
+                            ambiguous_subject: false,
+                        },
                     },
                 }
             }
@@ -347,8 +397,14 @@ mod tests {
     #[test]
     fn subjects_normalize_stacked_prefixes_and_patch_tags() {
         assert_eq!(normalize_subject("perf script: fix"), "perf script: fix");
-        assert_eq!(normalize_subject("BACKPORT: FROMGIT: perf script:   fix\t x"), "perf script: fix x");
-        assert_eq!(normalize_subject("[PATCH v2 3/7] UPSTREAM: perf: a"), "perf: a");
+        assert_eq!(
+            normalize_subject("BACKPORT: FROMGIT: perf script:   fix\t x"),
+            "perf script: fix x"
+        );
+        assert_eq!(
+            normalize_subject("[PATCH v2 3/7] UPSTREAM: perf: a"),
+            "perf: a"
+        );
         assert_eq!(normalize_subject("ANDROID: CHROMIUM: FROMLIST: x"), "x");
         assert_ne!(normalize_subject("perf: a"), normalize_subject("perf: b"));
     }

@@ -4,7 +4,12 @@
 //! (`has_conforming_footer` in sequencer.c); a `Signed-off-by` already last is not repeated.
 
 /// The message for picking a commit whose message is `original` (`oid_hex` = its full id).
-pub fn picked_message(original: &str, oid_hex: &str, record_origin: bool, signoff: Option<&str>) -> String {
+pub fn picked_message(
+    original: &str,
+    oid_hex: &str,
+    record_origin: bool,
+    signoff: Option<&str>,
+) -> String {
     let mut msg = original.to_owned();
     if record_origin {
         complete_line(&mut msg);

@@ -205,8 +205,17 @@ pub enum Outcome {
 }
 
 /// Plans and runs `bport apply` for `list` on the current branch.
-pub fn apply(repo: &Repository, list: &PatchList, opts: &ApplyOptions, progress: &mut dyn Progress) -> Result<Outcome, Error> {
-    let _lock = if opts.dry_run { None } else { Some(state::lock(repo.path())?) };
+pub fn apply(
+    repo: &Repository,
+    list: &PatchList,
+    opts: &ApplyOptions,
+    progress: &mut dyn Progress,
+) -> Result<Outcome, Error> {
+    let _lock = if opts.dry_run {
+        None
+    } else {
+        Some(state::lock(repo.path())?)
+    };
     if state::exists(repo.path()) {
         return Err(Error::RunInProgress {
             path: state::dir(repo.path()).join("state.json"),
@@ -241,7 +250,9 @@ pub fn apply(repo: &Repository, list: &PatchList, opts: &ApplyOptions, progress:
             subject: r.subject.clone(),
             action: match v {
                 matcher::Verdict::Applied(because) => Action::Skip { because },
-                matcher::Verdict::Missing { ambiguous_subject } => Action::Pick { ambiguous_subject },
+                matcher::Verdict::Missing { ambiguous_subject } => {
+                    Action::Pick { ambiguous_subject }
+                }
             },
         })
         .collect::<Vec<_>>();
@@ -277,15 +288,30 @@ pub enum Resume {
 }
 
 /// Resumes a stopped (or interrupted) run.
-pub fn resume(repo: &Repository, how: Resume, progress: &mut dyn Progress) -> Result<Outcome, Error> {
+pub fn resume(
+    repo: &Repository,
+    how: Resume,
+    progress: &mut dyn Progress,
+) -> Result<Outcome, Error> {
     let _lock = state::lock(repo.path())?;
     let mut st = state::load(repo.path())?.ok_or(Error::NoRun)?;
-    let head = repo.head().ok().and_then(|h| h.target()).ok_or(Error::UnbornHead)?;
+    let head = repo
+        .head()
+        .ok()
+        .and_then(|h| h.target())
+        .ok_or(Error::UnbornHead)?;
     if how == Resume::Abort {
         execute::hard_reset(repo, st.orig_head)?;
         if let Some(name) = &st.branch {
-            if repo.head().ok().and_then(|h| h.name().ok().map(|n| n.to_string())).as_deref() != Some(name) {
-                repo.set_head(name).context_git(|| format!("checking out {name}"))?;
+            if repo
+                .head()
+                .ok()
+                .and_then(|h| h.name().ok().map(|n| n.to_string()))
+                .as_deref()
+                != Some(name)
+            {
+                repo.set_head(name)
+                    .context_git(|| format!("checking out {name}"))?;
             }
         }
         state::remove(repo.path())?;
@@ -302,7 +328,12 @@ pub fn resume(repo: &Repository, how: Resume, progress: &mut dyn Progress) -> Re
             }
             execute::hard_reset(repo, head)?;
             if head != st.tip {
-                execute::set_branch(repo, &st, st.tip, "bport apply: recovering an interrupted run")?;
+                execute::set_branch(
+                    repo,
+                    &st,
+                    st.tip,
+                    "bport apply: recovering an interrupted run",
+                )?;
                 execute::hard_reset(repo, st.tip)?;
             }
             st.anchor = st.tip;
@@ -335,10 +366,14 @@ pub fn resume(repo: &Repository, how: Resume, progress: &mut dyn Progress) -> Re
 /// Commits the user's resolution of the stopped step.
 fn continue_stopped(repo: &Repository, st: &mut State, head: Oid) -> Result<(), Error> {
     let step = st.plan.steps[st.position].clone();
-    let original = repo.find_commit(step.commit).context_git(|| format!("reading {}", step.commit))?;
+    let original = repo
+        .find_commit(step.commit)
+        .context_git(|| format!("reading {}", step.commit))?;
     if head != st.tip {
         // The user committed the resolution with git: take that commit as the pick.
-        let committed = repo.find_commit(head).context_git(|| format!("reading {head}"))?;
+        let committed = repo
+            .find_commit(head)
+            .context_git(|| format!("reading {head}"))?;
         if committed.parent_id(0).ok() != Some(st.tip) {
             return Err(Error::HeadMoved {
                 expected: st.tip,
@@ -370,16 +405,21 @@ fn continue_stopped(repo: &Repository, st: &mut State, head: Oid) -> Result<(), 
         .context_git(|| "reading the worktree status")?
         .iter()
         .filter(|e| {
-            e.status()
-                .intersects(git2::Status::WT_MODIFIED | git2::Status::WT_DELETED | git2::Status::WT_TYPECHANGE)
+            e.status().intersects(
+                git2::Status::WT_MODIFIED | git2::Status::WT_DELETED | git2::Status::WT_TYPECHANGE,
+            )
         })
         .map(|e| String::from_utf8_lossy(e.path_bytes()).into_owned())
         .collect();
     if !unstaged.is_empty() {
         return Err(Error::UnstagedChanges { paths: unstaged });
     }
-    let tree = index.write_tree().context_git(|| "writing the index as a tree")?;
-    let parent = repo.find_commit(st.tip).context_git(|| format!("reading {}", st.tip))?;
+    let tree = index
+        .write_tree()
+        .context_git(|| "writing the index as a tree")?;
+    let parent = repo
+        .find_commit(st.tip)
+        .context_git(|| format!("reading {}", st.tip))?;
     let result = if tree == parent.tree_id() {
         StepResult::Empty
     } else {
@@ -428,12 +468,27 @@ fn finish(repo: &Repository, mut st: State, progress: &mut dyn Progress) -> Resu
 /// Commits between the branch and the stopped commit's parent that touched a conflicted file, are not earlier in
 /// the list, and are not on the branch by trailer or subject: the dependencies a backporter most often misses.
 /// File-level, not line-level: a cheap first answer.
-fn likely_missing(repo: &Repository, st: &State, conflicts: &[pick::Conflict]) -> Result<Vec<(Oid, String)>, Error> {
+fn likely_missing(
+    repo: &Repository,
+    st: &State,
+    conflicts: &[pick::Conflict],
+) -> Result<Vec<(Oid, String)>, Error> {
     let step = &st.plan.steps[st.position];
-    let commit = repo.find_commit(step.commit).context_git(|| "reading the stopped commit")?;
-    let parent = commit.parent_id(st.options.mainline.map_or(0, |m| m.saturating_sub(1) as usize));
-    let Ok(parent) = parent else { return Ok(Vec::new()) };
-    let earlier: std::collections::HashSet<Oid> = st.plan.steps[..st.position].iter().map(|s| s.commit).collect();
+    let commit = repo
+        .find_commit(step.commit)
+        .context_git(|| "reading the stopped commit")?;
+    let parent = commit.parent_id(
+        st.options
+            .mainline
+            .map_or(0, |m| m.saturating_sub(1) as usize),
+    );
+    let Ok(parent) = parent else {
+        return Ok(Vec::new());
+    };
+    let earlier: std::collections::HashSet<Oid> = st.plan.steps[..st.position]
+        .iter()
+        .map(|s| s.commit)
+        .collect();
     let mut walk = repo.revwalk().context_git(|| "walking")?;
     walk.push(parent).context_git(|| "walking")?;
     walk.hide(st.tip).context_git(|| "walking")?;

@@ -76,7 +76,11 @@ impl PatchList {
 
     /// Looks every entry up: the sha must name exactly one commit, and a listed subject must be that commit's.
     /// A merge commit is an error unless `mainline` names the parent to diff against.
-    pub fn resolve(&self, repo: &Repository, mainline: Option<u32>) -> Result<Vec<Resolved>, Error> {
+    pub fn resolve(
+        &self,
+        repo: &Repository,
+        mainline: Option<u32>,
+    ) -> Result<Vec<Resolved>, Error> {
         let odb = repo.odb().context_git(|| "opening the object database")?;
         let mut out = Vec::with_capacity(self.entries.len());
         for entry in &self.entries {
@@ -90,9 +94,15 @@ impl PatchList {
             let oid = match odb.exists_prefix(prefix, entry.sha.len()) {
                 Ok(oid) => oid,
                 Err(e) if e.code() == git2::ErrorCode::Ambiguous => {
-                    return Err(bad("the abbreviation is ambiguous; write more digits".into()))
+                    return Err(bad(
+                        "the abbreviation is ambiguous; write more digits".into()
+                    ))
                 }
-                Err(_) => return Err(bad("no such object in this repository (fetch it first?)".into())),
+                Err(_) => {
+                    return Err(bad(
+                        "no such object in this repository (fetch it first?)".into()
+                    ))
+                }
             };
             let commit = repo
                 .find_commit(oid)
@@ -138,11 +148,21 @@ pub fn list_range(repo: &Repository, range: &str) -> Result<PatchList, Error> {
         for word in range.split_whitespace() {
             match word.strip_prefix('^') {
                 Some(hidden) => {
-                    let oid = repo.revparse_single(hidden).map_err(bad)?.peel_to_commit().map_err(bad)?.id();
+                    let oid = repo
+                        .revparse_single(hidden)
+                        .map_err(bad)?
+                        .peel_to_commit()
+                        .map_err(bad)?
+                        .id();
                     walk.hide(oid).map_err(bad)?;
                 }
                 None => {
-                    let oid = repo.revparse_single(word).map_err(bad)?.peel_to_commit().map_err(bad)?.id();
+                    let oid = repo
+                        .revparse_single(word)
+                        .map_err(bad)?
+                        .peel_to_commit()
+                        .map_err(bad)?
+                        .id();
                     walk.push(oid).map_err(bad)?;
                 }
             }
@@ -152,7 +172,9 @@ pub fn list_range(repo: &Repository, range: &str) -> Result<PatchList, Error> {
     let mut entries = Vec::new();
     for (i, oid) in walk.enumerate() {
         let oid = oid.context_git(|| format!("walking {range}"))?;
-        let commit = repo.find_commit(oid).context_git(|| format!("reading commit {oid}"))?;
+        let commit = repo
+            .find_commit(oid)
+            .context_git(|| format!("reading commit {oid}"))?;
         entries.push(Entry {
             line: i + 1,
             sha: git::short_id(repo, oid, min_len)?,
@@ -189,8 +211,14 @@ mod tests {
     #[test]
     fn malformed_lines_name_their_number() {
         let err = PatchList::parse("abc1234 ok\nnot-a-sha subject\n").unwrap_err();
-        assert!(matches!(err, Error::MalformedLine { line: 2, .. }), "{err:?}");
+        assert!(
+            matches!(err, Error::MalformedLine { line: 2, .. }),
+            "{err:?}"
+        );
         let err = PatchList::parse("abc subject\n").unwrap_err();
-        assert!(matches!(err, Error::MalformedLine { line: 1, .. }), "{err:?}");
+        assert!(
+            matches!(err, Error::MalformedLine { line: 1, .. }),
+            "{err:?}"
+        );
     }
 }

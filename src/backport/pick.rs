@@ -15,7 +15,10 @@ use super::state::Favor;
 use super::Error;
 use crate::git::Context;
 use git2::build::TreeUpdateBuilder;
-use git2::{Commit, Delta, DiffFindOptions, DiffOptions, FileMode, MergeFileInput, MergeFileOptions, Oid, Repository, Tree};
+use git2::{
+    Commit, Delta, DiffFindOptions, DiffOptions, FileMode, MergeFileInput, MergeFileOptions, Oid,
+    Repository, Tree,
+};
 use std::path::Path;
 
 /// A blob (or link) as a tree entry has it.
@@ -96,7 +99,10 @@ pub enum ConflictStyle {
 impl ConflictStyle {
     /// Reads `merge.conflictStyle` from the repository's config.
     pub fn from_config(repo: &Repository) -> ConflictStyle {
-        let value = repo.config().ok().and_then(|c| c.get_string("merge.conflictstyle").ok());
+        let value = repo
+            .config()
+            .ok()
+            .and_then(|c| c.get_string("merge.conflictstyle").ok());
         match value.as_deref() {
             Some("diff3") => ConflictStyle::Diff3,
             Some("zdiff3") => ConflictStyle::Zdiff3,
@@ -127,10 +133,15 @@ pub fn pick(
     favor: Favor,
     markers: &Markers,
 ) -> Result<Picked, Error> {
-    let theirs_tree = commit.tree().context_git(|| format!("reading the tree of {}", commit.id()))?;
+    let theirs_tree = commit
+        .tree()
+        .context_git(|| format!("reading the tree of {}", commit.id()))?;
     let parent_index = mainline.map_or(0, |m| m.saturating_sub(1) as usize);
     let base_tree = match commit.parent(parent_index) {
-        Ok(p) => Some(p.tree().context_git(|| format!("reading the tree of {}", p.id()))?),
+        Ok(p) => Some(
+            p.tree()
+                .context_git(|| format!("reading the tree of {}", p.id()))?,
+        ),
         Err(_) => None,
     };
     let mut dopts = DiffOptions::new();
@@ -151,9 +162,17 @@ pub fn pick(
     for delta in diff.deltas() {
         let old = delta.old_file();
         let new = delta.new_file();
-        let path_of = |f: &git2::DiffFile<'_>| f.path_bytes().map(|p| String::from_utf8_lossy(p).into_owned());
+        let path_of = |f: &git2::DiffFile<'_>| {
+            f.path_bytes()
+                .map(|p| String::from_utf8_lossy(p).into_owned())
+        };
         let (old_path, new_path) = (path_of(&old), path_of(&new));
-        let side = |f: &git2::DiffFile<'_>| f.exists().then(|| Side { oid: f.id(), mode: u32::from(f.mode()) });
+        let side = |f: &git2::DiffFile<'_>| {
+            f.exists().then(|| Side {
+                oid: f.id(),
+                mode: u32::from(f.mode()),
+            })
+        };
         let (base, theirs) = (side(&old), side(&new));
         let (ours_path, target_path) = match delta.status() {
             Delta::Added => (new_path.clone(), new_path.clone()),
@@ -242,7 +261,11 @@ fn resolve_path(
             let is_file = |s: Side| s.mode & 0o170000 == 0o100000;
             if !is_file(o) || !is_file(t) || base.is_some_and(|b| !is_file(b)) {
                 return Ok(conflict(
-                    if base.is_some() { ConflictKind::Content } else { ConflictKind::AddAdd },
+                    if base.is_some() {
+                        ConflictKind::Content
+                    } else {
+                        ConflictKind::AddAdd
+                    },
                     None,
                     o.mode,
                 ));
@@ -298,7 +321,11 @@ fn resolve_path(
                     .context_git(|| format!("writing the merged {path}"))?;
                 Ok(PathOutcome::Set(Some(Side { oid, mode })))
             } else {
-                let kind = if base.is_some() { ConflictKind::Content } else { ConflictKind::AddAdd };
+                let kind = if base.is_some() {
+                    ConflictKind::Content
+                } else {
+                    ConflictKind::AddAdd
+                };
                 Ok(conflict(kind, Some(merged.content().to_vec()), mode))
             }
         }
@@ -310,7 +337,10 @@ fn resolve_path(
 pub fn lookup(tree: &Tree<'_>, path: &str) -> Option<Side> {
     let entry = tree.get_path(Path::new(path)).ok()?;
     let mode = entry.filemode() as u32;
-    (mode & 0o170000 != 0o040000).then(|| Side { oid: entry.id(), mode })
+    (mode & 0o170000 != 0o040000).then(|| Side {
+        oid: entry.id(),
+        mode,
+    })
 }
 
 fn blob(repo: &Repository, oid: Oid) -> Result<Vec<u8>, Error> {

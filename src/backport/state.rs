@@ -123,7 +123,9 @@ pub fn load(git_dir: &Path) -> Result<Option<State>, Error> {
         });
     }
     let raw = upgrade(raw, version);
-    serde_json::from_value(raw).map(Some).map_err(|e| corrupt(e.to_string()))
+    serde_json::from_value(raw)
+        .map(Some)
+        .map_err(|e| corrupt(e.to_string()))
 }
 
 /// Migrates an older state file to [`VERSION`]; version 1 is the first, so there is nothing to do yet.
@@ -162,14 +164,20 @@ pub fn remove(git_dir: &Path) -> Result<(), Error> {
     }
 }
 
-/// An exclusive lock on `.git/bport/lock`, held for the whole command; the OS drops it if the process dies, so a
-/// killed run never leaves a stale lock behind.
+/// An exclusive lock on `.git/bport/lock`, held for the whole command. The file holds the owner's pid; a lock
+/// whose process is gone (a killed run) is stale and taken over, so a crash never blocks `--continue`.
 #[derive(Debug)]
 pub struct Lock {
-    _file: File,
+    path: PathBuf,
 }
 
-/// Takes the lock, or fails at once when another bport holds it.
+impl Drop for Lock {
+    fn drop(&mut self) {
+        let _ = fs::remove_file(&self.path);
+    }
+}
+
+/// Takes the lock, or fails at once when a live bport holds it.
 pub fn lock(git_dir: &Path) -> Result<Lock, Error> {
     let dir = dir(git_dir);
     fs::create_dir_all(&dir).map_err(|source| Error::Io {
@@ -177,20 +185,26 @@ pub fn lock(git_dir: &Path) -> Result<Lock, Error> {
         source,
     })?;
     let path = dir.join("lock");
-    let file = File::options()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(&path)
-        .map_err(|source| Error::Io {
-            path: path.clone(),
-            source,
-        })?;
-    match file.try_lock() {
-        Ok(()) => Ok(Lock { _file: file }),
-        Err(fs::TryLockError::WouldBlock) => Err(Error::Locked { path }),
-        Err(fs::TryLockError::Error(source)) => Err(Error::Io { path, source }),
+    for _ in 0..2 {
+        match File::options().write(true).create_new(true).open(&path) {
+            Ok(mut f) => {
+                let _ = writeln!(f, "{}", std::process::id());
+                return Ok(Lock { path });
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                let owner = fs::read_to_string(&path)
+                    .ok()
+                    .and_then(|s| s.trim().parse::<u32>().ok());
+                let alive = owner.is_some_and(|pid| Path::new(&format!("/proc/{pid}")).exists());
+                if alive {
+                    return Err(Error::Locked { path });
+                }
+                let _ = fs::remove_file(&path);
+            }
+            Err(source) => return Err(Error::Io { path, source }),
+        }
     }
+    Err(Error::Locked { path })
 }
 
 /// serde for `Oid` as 40 hex digits.
@@ -239,9 +253,23 @@ mod tests {
         save(dir.path(), &sample()).unwrap();
         assert_eq!(load(dir.path()).unwrap(), Some(sample()));
         let text = fs::read_to_string(state_path(dir.path())).unwrap();
-        fs::write(state_path(dir.path()), text.replace("\"version\": 1", "\"version\": 9")).unwrap();
+        fs::write(
+            state_path(dir.path()),
+            text.replace("\"version\": 1", "\"version\": 9"),
+        )
+        .unwrap();
         let err = load(dir.path()).unwrap_err();
-        assert!(matches!(err, Error::StateVersion { found: 9, supported: 1, .. }), "{err:?}");
+        assert!(
+            matches!(
+                err,
+                Error::StateVersion {
+                    found: 9,
+                    supported: 1,
+                    ..
+                }
+            ),
+            "{err:?}"
+        );
     }
 
     #[test]
@@ -250,6 +278,10 @@ mod tests {
         let first = lock(dir.path()).unwrap();
         assert!(matches!(lock(dir.path()), Err(Error::Locked { .. })));
         drop(first);
+        let second = lock(dir.path()).unwrap();
+        std::mem::forget(second);
+        // A lock left by a dead process (pid 0 never names a running bport) is stale and taken over.
+        fs::write(super::dir(dir.path()).join("lock"), "0\n").unwrap();
         lock(dir.path()).unwrap();
     }
 }

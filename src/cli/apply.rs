@@ -2,8 +2,8 @@
 
 use super::{CliError, CliResult, Kind, Ui};
 use crate::backport::{
-    self, ApplyOptions, Checkpoint, Favor, Outcome, PatchList, PickOptions, Progress, Resume, Rules, Step,
-    StepResult,
+    self, ApplyOptions, Checkpoint, Favor, Outcome, PatchList, PickOptions, Progress, Resume,
+    Rules, Step, StepResult,
 };
 use crate::git;
 use std::io::Write;
@@ -101,12 +101,18 @@ pub fn run(args: ApplyArgs, ui: &Ui) -> CliResult<ExitCode> {
     let outcome = match how {
         Some(how) => backport::resume(&repo, how, &mut progress)?,
         None => {
-            let path = args.patchlist.clone().expect("clap requires a patch list without a resume flag");
+            let path = args
+                .patchlist
+                .clone()
+                .expect("clap requires a patch list without a resume flag");
             let text = if path.as_os_str() == "-" {
                 std::io::read_to_string(std::io::stdin())?
             } else {
                 std::fs::read_to_string(&path).map_err(|e| {
-                    CliError::new(Kind::User, anyhow::Error::new(e).context(format!("reading {}", path.display())))
+                    CliError::new(
+                        Kind::User,
+                        anyhow::Error::new(e).context(format!("reading {}", path.display())),
+                    )
                 })?
             };
             let list = PatchList::parse(&text)?;
@@ -163,7 +169,11 @@ pub fn result_words(result: &StepResult) -> String {
     match result {
         StepResult::Picked { new } => format!("picked as {}", &new.to_string()[..7]),
         StepResult::Applied { because } => {
-            format!("skipped (already applied: {}, {})", because.rule, &because.by.to_string()[..7])
+            format!(
+                "skipped (already applied: {}, {})",
+                because.rule,
+                &because.by.to_string()[..7]
+            )
         }
         StepResult::Empty => "skipped (empty)".into(),
         StepResult::SkippedByUser => "skipped (--skip)".into(),
@@ -186,7 +196,9 @@ impl<'u> CliProgress<'u> {
             bar: indicatif::ProgressBar::hidden(),
             picks: 0,
             // Test-only fault injection (tests/it/apply.rs): die like a SIGKILL at a chosen point.
-            crash_after_picks: std::env::var("BPORT_TEST_CRASH_AFTER_PICKS").ok().and_then(|v| v.parse().ok()),
+            crash_after_picks: std::env::var("BPORT_TEST_CRASH_AFTER_PICKS")
+                .ok()
+                .and_then(|v| v.parse().ok()),
             crash_at: std::env::var("BPORT_TEST_CRASH_AT").ok(),
         }
     }
@@ -199,7 +211,10 @@ impl Progress for CliProgress<'_> {
         }
         self.bar.set_position(index as u64 + 1);
         self.bar.set_message(step.subject.clone());
-        if let backport::Action::Pick { ambiguous_subject: true } = step.action {
+        if let backport::Action::Pick {
+            ambiguous_subject: true,
+        } = step.action
+        {
             self.bar.suspend(|| {
                 self.ui.warn(format!(
                     "{}: the subject occurs more than once in the list or on the branch and neither trailer nor \
@@ -210,7 +225,12 @@ impl Progress for CliProgress<'_> {
         }
         if !matches!(result, StepResult::Conflict { .. }) || self.ui.verbose > 0 {
             self.bar.suspend(|| {
-                self.ui.status(format!("{}/{total} {}: {}", index + 1, step_title(step), result_words(result)))
+                self.ui.status(format!(
+                    "{}/{total} {}: {}",
+                    index + 1,
+                    step_title(step),
+                    result_words(result)
+                ))
             });
         }
         if matches!(result, StepResult::Picked { .. }) {
@@ -234,11 +254,14 @@ impl Progress for CliProgress<'_> {
 }
 
 fn summary(st: &backport::State) -> String {
-    let (mut picked, mut by_rule, mut empty, mut user) = (0, std::collections::BTreeMap::new(), 0, 0);
+    let (mut picked, mut by_rule, mut empty, mut user) =
+        (0, std::collections::BTreeMap::new(), 0, 0);
     for r in st.results.iter().flatten() {
         match r {
             StepResult::Picked { .. } => picked += 1,
-            StepResult::Applied { because } => *by_rule.entry(because.rule.to_string()).or_insert(0) += 1,
+            StepResult::Applied { because } => {
+                *by_rule.entry(because.rule.to_string()).or_insert(0) += 1
+            }
             StepResult::Empty => empty += 1,
             StepResult::SkippedByUser => user += 1,
             StepResult::Conflict { .. } => {}
@@ -266,7 +289,11 @@ fn render(repo: &git2::Repository, outcome: Outcome, ui: &Ui, yes: bool) -> CliR
             Ok(ExitCode::SUCCESS)
         }
         Outcome::Aborted(st) => {
-            ui.status(format!("Aborted; {} is back at {}.", st.branch.as_deref().unwrap_or("HEAD"), &st.orig_head.to_string()[..7]));
+            ui.status(format!(
+                "Aborted; {} is back at {}.",
+                st.branch.as_deref().unwrap_or("HEAD"),
+                &st.orig_head.to_string()[..7]
+            ));
             Ok(ExitCode::SUCCESS)
         }
         Outcome::DryRun(st) => {
@@ -275,7 +302,9 @@ fn render(repo: &git2::Repository, outcome: Outcome, ui: &Ui, yes: bool) -> CliR
             for (i, (step, r)) in st.plan.steps.iter().zip(&st.results).enumerate() {
                 let what = match r {
                     Some(StepResult::Picked { .. }) => "pick".to_owned(),
-                    Some(StepResult::Conflict { paths }) => format!("pick, conflict predicted in {}", paths.join(", ")),
+                    Some(StepResult::Conflict { paths }) => {
+                        format!("pick, conflict predicted in {}", paths.join(", "))
+                    }
                     Some(other) => result_words(other),
                     None => "pick".to_owned(),
                 };
@@ -319,7 +348,13 @@ fn render(repo: &git2::Repository, outcome: Outcome, ui: &Ui, yes: bool) -> CliR
 
 /// On a terminal: show the diff, open the editor, or leave the stop for later.
 fn prompt(repo: &git2::Repository, info: &backport::StopInfo) -> CliResult {
-    let items = ["show diff", "open $EDITOR on the conflicted files", "skip this patch", "abort the run", "leave it (resolve later)"];
+    let items = [
+        "show diff",
+        "open $EDITOR on the conflicted files",
+        "skip this patch",
+        "abort the run",
+        "leave it (resolve later)",
+    ];
     loop {
         let choice = dialoguer::Select::new()
             .with_prompt("What now?")
@@ -344,7 +379,9 @@ fn prompt(repo: &git2::Repository, info: &backport::StopInfo) -> CliResult {
                 .map_err(|e| CliError::new(Kind::Internal, e))?;
             }
             Some(1) => {
-                let editor = std::env::var("VISUAL").or_else(|_| std::env::var("EDITOR")).unwrap_or_else(|_| "vi".into());
+                let editor = std::env::var("VISUAL")
+                    .or_else(|_| std::env::var("EDITOR"))
+                    .unwrap_or_else(|_| "vi".into());
                 let workdir = repo.workdir().map(PathBuf::from).unwrap_or_default();
                 let mut parts = editor.split_whitespace();
                 let program = parts.next().unwrap_or("vi");

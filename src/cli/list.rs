@@ -27,7 +27,10 @@ pub fn run(args: ListArgs, _ui: &Ui) -> CliResult {
     let text = list.to_text();
     match args.output {
         Some(path) => std::fs::write(&path, text).map_err(|e| {
-            super::CliError::new(super::Kind::User, anyhow::Error::new(e).context(format!("writing {}", path.display())))
+            super::CliError::new(
+                super::Kind::User,
+                anyhow::Error::new(e).context(format!("writing {}", path.display())),
+            )
         })?,
         None => std::io::stdout().lock().write_all(text.as_bytes())?,
     }

@@ -5,9 +5,9 @@
 
 mod apply;
 mod completions;
+pub mod error;
 mod list;
 mod status;
-pub mod error;
 pub mod ui;
 
 use clap::{Parser, Subcommand};

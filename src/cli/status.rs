@@ -36,12 +36,21 @@ pub fn run(_args: StatusArgs, _ui: &Ui) -> CliResult {
     for (i, step) in st.plan.steps.iter().enumerate() {
         let marker = if i == st.position { ">" } else { " " };
         let what = match (&st.results[i], step.action) {
-            (Some(StepResult::Conflict { .. }), _) if i == st.position => "conflict (stopped here)".to_owned(),
+            (Some(StepResult::Conflict { .. }), _) if i == st.position => {
+                "conflict (stopped here)".to_owned()
+            }
             (Some(r), _) => super::apply::result_words(r),
-            (None, backport::Action::Skip { because }) => format!("will skip (already applied: {})", because.rule),
+            (None, backport::Action::Skip { because }) => {
+                format!("will skip (already applied: {})", because.rule)
+            }
             (None, backport::Action::Pick { .. }) => "pending".to_owned(),
         };
-        writeln!(out, "{marker} {}/{total} {}: {what}", i + 1, super::apply::step_title(step))?;
+        writeln!(
+            out,
+            "{marker} {}/{total} {}: {what}",
+            i + 1,
+            super::apply::step_title(step)
+        )?;
     }
     Ok(())
 }

@@ -11,7 +11,8 @@ mod trailers;
 
 pub use patch_id::{patch_id_of_commit, patch_id_of_diff_text, PatchId};
 pub use repo::{
-    abbrev_len, check_clean, check_no_operation, committer, commit_subject, discover, short_id, Operation,
+    abbrev_len, check_clean, check_no_operation, commit_subject, committer, discover, short_id,
+    Operation,
 };
 pub use trailers::{origins, Origin, OriginForm};
 

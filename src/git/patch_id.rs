@@ -25,10 +25,19 @@ impl fmt::Display for PatchId {
 
 /// The stable patch-id of `commit` against its first parent (or the empty tree for a root commit), or `None`
 /// when the commit changes nothing (git prints no patch-id for an empty diff).
-pub fn patch_id_of_commit(repo: &Repository, commit: &Commit<'_>) -> Result<Option<PatchId>, Error> {
-    let new_tree = commit.tree().context_git(|| format!("reading the tree of {}", commit.id()))?;
+pub fn patch_id_of_commit(
+    repo: &Repository,
+    commit: &Commit<'_>,
+) -> Result<Option<PatchId>, Error> {
+    let new_tree = commit
+        .tree()
+        .context_git(|| format!("reading the tree of {}", commit.id()))?;
     let old_tree = match commit.parent(0) {
-        Ok(parent) => Some(parent.tree().context_git(|| format!("reading the tree of {}", parent.id()))?),
+        Ok(parent) => Some(
+            parent
+                .tree()
+                .context_git(|| format!("reading the tree of {}", parent.id()))?,
+        ),
         Err(_) => None,
     };
     // Rename detection stays off, as for git's own patch-ids (patch-ids.c); context is git's default 3 lines.
@@ -124,7 +133,11 @@ pub fn patch_id_of_diff_text(text: &[u8]) -> Option<PatchId> {
             }
             _ => {}
         }
-        let squeezed: Vec<u8> = line.iter().copied().filter(|b| !b.is_ascii_whitespace()).collect();
+        let squeezed: Vec<u8> = line
+            .iter()
+            .copied()
+            .filter(|b| !b.is_ascii_whitespace())
+            .collect();
         patchlen += squeezed.len();
         ctx.update(&squeezed);
     }
@@ -181,7 +194,10 @@ mod tests {
             patch_id_of_diff_text(ONE)
         );
         let ws = String::from_utf8_lossy(ONE).replace("+c", "+ c ");
-        assert_eq!(patch_id_of_diff_text(ws.as_bytes()), patch_id_of_diff_text(ONE));
+        assert_eq!(
+            patch_id_of_diff_text(ws.as_bytes()),
+            patch_id_of_diff_text(ONE)
+        );
         assert_ne!(patch_id_of_diff_text(ONE), patch_id_of_diff_text(TWO));
     }
 

@@ -52,7 +52,9 @@ pub fn check_no_operation(repo: &Repository) -> Result<(), Error> {
         RepositoryState::Revert | RepositoryState::RevertSequence => Operation::Revert,
         RepositoryState::CherryPick | RepositoryState::CherryPickSequence => Operation::CherryPick,
         RepositoryState::Bisect => Operation::Bisect,
-        RepositoryState::ApplyMailbox | RepositoryState::ApplyMailboxOrRebase => Operation::ApplyMailbox,
+        RepositoryState::ApplyMailbox | RepositoryState::ApplyMailboxOrRebase => {
+            Operation::ApplyMailbox
+        }
         _ => Operation::Rebase,
     };
     Err(Error::OperationInProgress {

@@ -42,7 +42,8 @@ pub struct Origin {
 impl Origin {
     /// Whether this origin names the commit `full_hex` (40 hex digits, any case).
     pub fn names(&self, full_hex: &str) -> bool {
-        full_hex.len() >= self.hex.len() && full_hex[..self.hex.len()].eq_ignore_ascii_case(&self.hex)
+        full_hex.len() >= self.hex.len()
+            && full_hex[..self.hex.len()].eq_ignore_ascii_case(&self.hex)
     }
 }
 
@@ -98,7 +99,10 @@ fn after<'a>(line: &'a str, marker: &str) -> Option<&'a str> {
 /// A run of 7–40 hex digits at the start of `s`, ended by a non-hex character or the end.
 fn hex_prefix(s: &str) -> Option<&str> {
     let len = s.bytes().take_while(u8::is_ascii_hexdigit).count();
-    let ends_cleanly = s[len..].chars().next().is_none_or(|c| !c.is_ascii_alphanumeric());
+    let ends_cleanly = s[len..]
+        .chars()
+        .next()
+        .is_none_or(|c| !c.is_ascii_alphanumeric());
     ((7..=40).contains(&len) && ends_cleanly).then(|| &s[..len])
 }
 
@@ -146,6 +150,10 @@ mod tests {
         assert_eq!(one(&format!("s\n\nStable-dep-of: {X} (\"x\")\n")), None);
         assert_eq!(one("s\n\n(cherry picked from commit nothex)\n"), None);
         assert_eq!(one("s\n\ncommit 0123456 is broken upstream\n"), None);
-        assert_eq!(one("s\n\ncommit 012345 upstream.\n"), None, "6 digits is too short to be an id");
+        assert_eq!(
+            one("s\n\ncommit 012345 upstream.\n"),
+            None,
+            "6 digits is too short to be an id"
+        );
     }
 }

@@ -2,4 +2,5 @@
 
 mod support;
 
+mod apply;
 mod cli_help;
