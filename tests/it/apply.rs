@@ -130,3 +130,34 @@ fn foo_bar_workflow_stops_resolves_continues_and_then_skips_by_subject() {
         "foo\nbar description\nmore bar description\n"
     );
 }
+
+/// Must show 2: on a list without conflicts, every commit (tree, author, committer, message, so the id) equals what
+/// `git cherry-pick <range>` makes on a copy. With `-x -s` too.
+#[test]
+fn clean_list_equals_git_cherry_pick_commit_for_commit() {
+    if !has_git() {
+        return;
+    }
+    for flags in [&[][..], &["-x", "-s"][..]] {
+        let t = repo::upstream_and_vendor();
+        let g = t.copy();
+        let mut args = vec!["cherry-pick"];
+        args.extend(flags);
+        args.push("master..upstream");
+        git_ok(g.path(), &args);
+
+        let (_d, list) = list_file(&t.list("master..upstream"));
+        let mut args = vec!["apply"];
+        args.extend(flags);
+        args.push(list.to_str().unwrap());
+        let out = bport::run(t.path(), &args);
+        assert_eq!(out.code, Some(0), "{}", out.transcript());
+        assert!(out.stderr.ends_with("Done: picked 7, skipped 0.\n"), "{}", out.stderr);
+
+        let ours = git_ok(t.path(), &["log", "--format=%H %T %an <%ae> %ad | %cn <%ce> %cd%n%B", "master..HEAD"]);
+        let theirs = git_ok(g.path(), &["log", "--format=%H %T %an <%ae> %ad | %cn <%ce> %cd%n%B", "master..HEAD"]);
+        assert_eq!(ours, theirs, "flags {flags:?}");
+        assert_eq!(git_ok(t.path(), &["status", "--porcelain"]), "", "worktree and index match HEAD");
+        assert_eq!(t.snapshot().files, g.snapshot().files);
+    }
+}
