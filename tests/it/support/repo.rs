@@ -295,29 +295,59 @@ pub fn upstream_and_vendor() -> TestRepo {
     t.branch("upstream", "master");
     t.branch("vendor", "master");
     t.checkout("upstream");
-    t.commit("a: change line 2", &[("a.txt", Some(&a.replace("a line 2\n", "a line two\n")))]);
-    t.commit("dir: add new.txt\n\nWith a body.\n", &[("dir/new.txt", Some("new\n"))]);
+    t.commit(
+        "a: change line 2",
+        &[("a.txt", Some(&a.replace("a line 2\n", "a line two\n")))],
+    );
+    t.commit(
+        "dir: add new.txt\n\nWith a body.\n",
+        &[("dir/new.txt", Some("new\n"))],
+    );
     t.commit("b: remove", &[("b.txt", None)]);
     t.commit(
         "old: move into dir",
-        &[("old.txt", None), ("dir/renamed.txt", Some(&old.replace("old line 20\n", "old line twenty\n")))],
+        &[
+            ("old.txt", None),
+            (
+                "dir/renamed.txt",
+                Some(&old.replace("old line 20\n", "old line twenty\n")),
+            ),
+        ],
     );
     {
         use std::os::unix::fs::PermissionsExt;
         let p = t.path().join("script.sh");
         std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
     }
-    t.commit("script: make executable\n\nSigned-off-by: Up Stream <up@example.com>\n", &[]);
+    t.commit(
+        "script: make executable\n\nSigned-off-by: Up Stream <up@example.com>\n",
+        &[],
+    );
     let a_now = t.read("a.txt");
     t.commit(
         "a, c: two files at once",
-        &[("a.txt", Some(&a_now.replace("a line 11\n", "a line eleven\n"))), ("dir/c.txt", Some("c line 1\nc\n"))],
+        &[
+            (
+                "a.txt",
+                Some(&a_now.replace("a line 11\n", "a line eleven\n")),
+            ),
+            ("dir/c.txt", Some("c line 1\nc\n")),
+        ],
     );
-    t.commit("c: no newline at end", &[("dir/c.txt", Some("c line 1\nc"))]);
+    t.commit(
+        "c: no newline at end",
+        &[("dir/c.txt", Some("c line 1\nc"))],
+    );
     t.checkout("vendor");
     t.commit(
         "vendor: local change",
-        &[("a.txt", Some(&a.replace("a line 6\n", "a line six (vendor)\n"))), ("v.txt", Some("vendor\n"))],
+        &[
+            (
+                "a.txt",
+                Some(&a.replace("a line 6\n", "a line six (vendor)\n")),
+            ),
+            ("v.txt", Some("vendor\n")),
+        ],
     );
     t
 }
