@@ -739,3 +739,162 @@ fn dry_run_predicts_and_touches_nothing() {
     assert_eq!(t.snapshot(), before);
     assert!(!t.path().join(".git/bport").join("state.json").exists());
 }
+
+/// `-X theirs` / `-X ours` resolve conflicting hunks as `git cherry-pick -X …` does (same commits).
+#[test]
+fn strategy_option_favours_a_side_like_git() {
+    if !has_git() {
+        return;
+    }
+    for side in ["theirs", "ours"] {
+        let t = repo::foo_bar();
+        let g = t.copy();
+        // Named deviation: a pick that ends up empty (as "bar description" does under -X ours) stops git's
+        // cherry-pick but is skipped by bport; `--empty=drop` makes git do the same.
+        git_ok(
+            g.path(),
+            &["cherry-pick", "--empty=drop", "-X", side, "master..bar"],
+        );
+        let (_d, list) = list_file(&t.list("master..bar"));
+        let out = bport::run(t.path(), &["apply", "-X", side, list.to_str().unwrap()]);
+        assert_eq!(out.code, Some(0), "{}", out.transcript());
+        let fmt = "--format=%H %T%n%B";
+        assert_eq!(
+            git_ok(t.path(), &["log", fmt, "master..HEAD"]),
+            git_ok(g.path(), &["log", fmt, "master..HEAD"]),
+            "-X {side}"
+        );
+    }
+}
+
+/// merge.conflictStyle=diff3 and zdiff3 markers (with the `parent of …` base label) are git's, byte for byte.
+#[test]
+fn conflict_style_diff3_markers_match_git() {
+    if !has_git() {
+        return;
+    }
+    for style in ["diff3", "zdiff3"] {
+        let t = repo::foo_bar();
+        t.repo
+            .config()
+            .unwrap()
+            .set_str("merge.conflictStyle", style)
+            .unwrap();
+        let g = t.copy();
+        let out = oracle::git(g.path())
+            .args(["cherry-pick", "bar~1"])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(1));
+        let (_d, list) = list_file(&t.list("master..bar"));
+        let stop = bport::run(t.path(), &["apply", list.to_str().unwrap()]);
+        assert_eq!(stop.code, Some(1), "{}", stop.transcript());
+        assert_eq!(t.read("README"), g.read("README"), "{style}");
+        assert!(t.read("README").contains(&format!(
+            "||||||| parent of {} (bar description)\n",
+            short(&t, "bar~1")
+        )));
+    }
+}
+
+/// A rename in the patch is followed: the branch's edit of the old path and the patch's edit merge at the new path,
+/// as with git.
+#[test]
+fn renames_are_followed_like_git() {
+    if !has_git() {
+        return;
+    }
+    let t = repo::upstream_and_vendor();
+    let old = t
+        .read("old.txt")
+        .replace("old line 1\n", "old line one (vendor)\n");
+    t.commit("vendor: edit old.txt", &[("old.txt", Some(&old))]);
+    let g = t.copy();
+    git_ok(g.path(), &["cherry-pick", "master..upstream"]);
+    let (_d, list) = list_file(&t.list("master..upstream"));
+    let out = bport::run(t.path(), &["apply", list.to_str().unwrap()]);
+    assert_eq!(out.code, Some(0), "{}", out.transcript());
+    assert_eq!(t.read("dir/renamed.txt"), g.read("dir/renamed.txt"));
+    assert!(t
+        .read("dir/renamed.txt")
+        .starts_with("old line one (vendor)\n"));
+    assert!(!t.path().join("old.txt").exists());
+    let fmt = "--format=%T %s";
+    assert_eq!(
+        git_ok(t.path(), &["log", fmt, "master..HEAD"]),
+        git_ok(g.path(), &["log", fmt, "master..HEAD"])
+    );
+}
+
+/// At a stop, bport names upstream commits that touched the conflicted file but are neither earlier in the list
+/// nor on the branch: the likely missing dependency.
+#[test]
+fn stop_names_likely_missing_dependencies() {
+    let t = repo::foo_bar();
+    t.checkout("bar");
+    let readme = t
+        .read("README")
+        .replace("ON WHAT HARDWARE", "ON WHICH HARDWARE");
+    t.commit("README: reword a heading", &[("README", Some(&readme))]);
+    let readme = t.read("README").replace("today Linux", "these days Linux");
+    t.commit("README: needs the reword", &[("README", Some(&readme))]);
+    t.checkout("foo");
+    // List only the last commit: its context needs the reword, which is missing.
+    let (_d, list) = list_file(&t.list("bar~1..bar"));
+    let out = bport::run(t.path(), &["apply", list.to_str().unwrap()]);
+    assert_eq!(out.code, Some(1), "{}", out.transcript());
+    assert!(
+        out.stderr.contains(&format!(
+            "Likely missing dependencies (changed these files before this patch, not in the list before it, not on the branch):\n  {} README: reword a heading\n  {} more bar description\n  {} bar description\n",
+            short(&t, "bar~1"),
+            short(&t, "bar~2"),
+            short(&t, "bar~3"),
+        )),
+        "{}",
+        out.stderr
+    );
+}
+
+/// The read-only matcher API for `verify`'s branch check: presence of each entry and the deciding rule, also for
+/// entries whose commits the repository lacks (trailer by abbreviation, or subject).
+#[test]
+fn presence_reports_each_entry_and_its_rule() {
+    use ::bport::backport::matcher::{presence, Verdict};
+    use ::bport::backport::{PatchList, Rule, Rules};
+    let t = four_fixes();
+    let u1 = t.oid("upstream~3");
+    let p1 = t.read("p1").replace("p1 line 3\n", "p1 line 3 fixed\n");
+    let by_trailer = t.commit(
+        &format!("vendor: port\n\ncommit {u1} upstream.\n"),
+        &[("p1", Some(&p1))],
+    );
+    let p2 = t.read("p2").replace("p2 line 3\n", "p2 line 3 fixed\n");
+    let by_patch_id = t.commit("vendor: renamed", &[("p2", Some(&p2))]);
+    let by_subject = t.commit("UPSTREAM: perf: fix 3", &[("p3", Some("x\n"))]);
+    let gone = t.commit("vendor: port of a commit this repo lacks\n\n[ Upstream commit 0123456789abcdef0123456789abcdef01234567 ]\n", &[("p4", Some("y\n"))]);
+    let text = format!(
+        "{}0123456789ab perf: not in this repository\nfedcba987654 perf: missing everywhere\n",
+        t.list("master..upstream")
+    );
+    let list = PatchList::parse(&text).unwrap();
+    let report = presence(&t.repo, "vendor", &list, Rules::default(), Some("master")).unwrap();
+    let verdicts: Vec<Verdict> = report.iter().map(|p| p.verdict).collect();
+    let applied = |rule, by| Verdict::Applied(::bport::backport::AppliedBecause { rule, by });
+    assert_eq!(
+        verdicts,
+        vec![
+            applied(Rule::Trailer, by_trailer),
+            applied(Rule::PatchId, by_patch_id),
+            applied(Rule::Subject, by_subject),
+            Verdict::Missing {
+                ambiguous_subject: false
+            },
+            applied(Rule::Trailer, gone),
+            Verdict::Missing {
+                ambiguous_subject: false
+            },
+        ]
+    );
+    assert_eq!(report[4].oid, None);
+    assert_eq!(report[0].oid, Some(u1));
+}
