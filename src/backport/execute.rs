@@ -26,8 +26,8 @@ use std::path::Path;
 pub enum RunEnd {
     /// Every step is done; the branch is at the final tip.
     Done,
-    /// Stopped at a conflict.
-    Stopped(Vec<Conflict>),
+    /// Stopped at a conflict: the conflicts, and the paths recorded resolutions resolved in the worktree.
+    Stopped(Vec<Conflict>, Vec<String>),
 }
 
 /// Crash-test checkpoints reported to [`Progress::checkpoint`].
@@ -103,8 +103,9 @@ pub fn run(
                             flush(&work, &mempack, progress)?;
                         }
                         let conflicts = picked.conflicts;
-                        stop_at_conflict(repo, st, picked.tree, &conflicts, progress)?;
-                        return Ok(RunEnd::Stopped(conflicts));
+                        let resolved =
+                            stop_at_conflict(repo, st, picked.tree, &conflicts, progress)?;
+                        return Ok(RunEnd::Stopped(conflicts, resolved));
                     }
                 } else if picked.tree == tip_tree.id() {
                     StepResult::Empty
@@ -250,7 +251,7 @@ pub fn stop_at_conflict(
     partial: Oid,
     conflicts: &[Conflict],
     progress: &mut dyn Progress,
-) -> Result<(), Error> {
+) -> Result<Vec<String>, Error> {
     st.phase = Phase::Running;
     state::save(repo.path(), st)?;
     progress.checkpoint(Checkpoint::StateSaved);
@@ -294,7 +295,7 @@ pub fn stop_at_conflict(
     set_branch(repo, st, st.tip, "bport apply: stopped at a conflict")?;
     st.anchor = st.tip;
 
-    rerere_step(repo, conflicts)?;
+    let resolved = rerere_step(repo, st, conflicts)?;
 
     st.phase = Phase::Stopped {
         paths: conflicts.iter().map(|c| c.path.clone()).collect(),
@@ -302,12 +303,25 @@ pub fn stop_at_conflict(
     st.results[st.position] = Some(StepResult::Conflict {
         paths: conflicts.iter().map(|c| c.path.clone()).collect(),
     });
-    state::save(repo.path(), st)
+    state::save(repo.path(), st)?;
+    Ok(resolved)
 }
 
-/// Where recorded resolutions are replayed at a stop (issue: rerere). Nothing is recorded yet, so nothing is
-/// replayed; the rerere module replaces this body.
-fn rerere_step(_repo: &Repository, _conflicts: &[Conflict]) -> Result<(), Error> {
+/// Where recorded resolutions are replayed at a stop (the rerere issue fills this in): called with markers in the
+/// worktree and stages in the index; returns the paths it resolved in the worktree (reported as
+/// `Resolved 'PATH' using previous resolution.`). With `st.options.autoupdate` and every path resolved, the
+/// rerere step may stage them and the caller continues. Until rerere lands nothing is recorded, so nothing resolves.
+fn rerere_step(
+    _repo: &Repository,
+    _st: &State,
+    _conflicts: &[Conflict],
+) -> Result<Vec<String>, Error> {
+    Ok(Vec::new())
+}
+
+/// Where `--continue` records the user's resolution before committing it (the rerere issue fills this in): the
+/// index holds the resolved stage-0 entries for `paths`, the conflicted paths of the stop.
+pub fn rerere_record(_repo: &Repository, _paths: &[String]) -> Result<(), Error> {
     Ok(())
 }
 

@@ -189,6 +189,8 @@ pub struct StopInfo {
     /// Commits on the picked commit's side that touched the conflicted files and are neither earlier in the list
     /// nor on the branch: likely missing dependencies (newest first, at most five).
     pub missing: Vec<(Oid, String)>,
+    /// Paths that recorded resolutions resolved in the worktree (left for review unless `--autoupdate`).
+    pub resolved: Vec<String>,
 }
 
 /// How a command ended.
@@ -447,7 +449,7 @@ fn finish(repo: &Repository, mut st: State, progress: &mut dyn Progress) -> Resu
             state::remove(repo.path())?;
             Ok(Outcome::Done(st))
         }
-        execute::RunEnd::Stopped(conflicts) => {
+        execute::RunEnd::Stopped(conflicts, resolved) => {
             let missing = likely_missing(repo, &st, &conflicts).unwrap_or_default();
             let info = StopInfo {
                 step: st.position,
@@ -459,6 +461,7 @@ fn finish(repo: &Repository, mut st: State, progress: &mut dyn Progress) -> Resu
                     })
                     .collect(),
                 missing,
+                resolved,
             };
             Ok(Outcome::Stopped(st, info))
         }

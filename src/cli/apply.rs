@@ -315,6 +315,9 @@ fn render(repo: &git2::Repository, outcome: Outcome, ui: &Ui, yes: bool) -> CliR
         Outcome::Stopped(st, info) => {
             let total = st.plan.steps.len();
             let step = &st.plan.steps[info.step];
+            for path in &info.resolved {
+                eprintln!("Resolved '{path}' using previous resolution.");
+            }
             let mut msg = format!(
                 "Stopped at {}/{total} {}: conflicts in\n",
                 info.step + 1,

@@ -9,7 +9,7 @@ mod patch_id;
 mod repo;
 mod trailers;
 
-pub use patch_id::{patch_id_of_commit, patch_id_of_diff_text, PatchId};
+pub use patch_id::{changed_paths, patch_id_of_commit, patch_id_of_diff_text, PatchId};
 pub use repo::{
     abbrev_len, check_clean, check_no_operation, commit_subject, committer, discover, short_id,
     Operation,

@@ -61,6 +61,36 @@ pub fn patch_id_of_commit(
     Ok(patch_id_of_diff_text(&text))
 }
 
+/// The paths `commit` changes against its first parent (no rename detection), sorted: equal patch-ids imply
+/// equal path sets, and this costs a tree diff only, so the matcher uses it to avoid most patch-id computations.
+pub fn changed_paths(repo: &Repository, commit: &Commit<'_>) -> Result<Vec<Vec<u8>>, Error> {
+    let new_tree = commit
+        .tree()
+        .context_git(|| format!("reading the tree of {}", commit.id()))?;
+    let old_tree = match commit.parent(0) {
+        Ok(parent) => Some(
+            parent
+                .tree()
+                .context_git(|| format!("reading the tree of {}", parent.id()))?,
+        ),
+        Err(_) => None,
+    };
+    let diff = repo
+        .diff_tree_to_tree(old_tree.as_ref(), Some(&new_tree), None)
+        .context_git(|| format!("diffing {}", commit.id()))?;
+    let mut paths: Vec<Vec<u8>> = diff
+        .deltas()
+        .filter_map(|d| {
+            d.new_file()
+                .path_bytes()
+                .or(d.old_file().path_bytes())
+                .map(<[u8]>::to_vec)
+        })
+        .collect();
+    paths.sort();
+    Ok(paths)
+}
+
 /// git's `get_one_patchid` in stable mode over one commit's diff text (`diff --git` headers onward).
 pub fn patch_id_of_diff_text(text: &[u8]) -> Option<PatchId> {
     let mut result = [0u8; 20];
