@@ -4,6 +4,7 @@
 //! library's options, calls the library, and renders the outcome.
 
 mod completions;
+mod dump;
 pub mod error;
 pub mod ui;
 
@@ -48,6 +49,13 @@ pub enum Command {
     ///
     /// Example: bport man --dir /usr/local/share/man/man1
     Man(completions::ManArgs),
+    /// Print every record of a perf.data file, one line each, for debugging.
+    ///
+    /// Like `perf report -D`: the header, attrs and features, then each record with its file offset and parsed
+    /// fields, then the count of records per type.
+    ///
+    /// Example: bport dump -i perf.data --header-only
+    Dump(dump::DumpArgs),
 }
 
 /// Parses the command line, runs the command and maps the result to an exit code.
@@ -71,10 +79,11 @@ pub fn main() -> ExitCode {
     }
 }
 
-fn run(command: Command, _ui: &Ui) -> CliResult<ExitCode> {
+fn run(command: Command, ui: &Ui) -> CliResult<ExitCode> {
     match command {
         Command::Completions(args) => completions::run_completions(args),
         Command::Man(args) => completions::run_man(args),
+        Command::Dump(args) => dump::run(args, ui),
     }
     .map(|()| ExitCode::SUCCESS)
 }
