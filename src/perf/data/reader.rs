@@ -233,7 +233,7 @@ impl PerfFile {
         let mut pos = 0usize;
         for i in 0..nr {
             let at = attrs_off + pos as u64;
-            let (attr, used) = PerfEventAttr::parse(&attrs[pos..], at, endian)?;
+            let (attr, used) = PerfEventAttr::parse(attrs.get(pos..).unwrap_or(&[]), at, endian)?;
             let mut ids_c = Cursor::new(
                 &attrs[pos + used..],
                 at + used as u64,
@@ -582,6 +582,14 @@ fn raw_at<E: Endian>(
         return Ok(None);
     }
     let data = &bytes[pos..data_end];
+    if data.len() < 8 {
+        return Err(ReadError::Truncated {
+            what: "record header",
+            offset: pos as u64,
+            needed: 8,
+            available: data.len() as u64,
+        });
+    }
     let mut c = Cursor::new(data, pos as u64, endian, "record header");
     let (ty, misc, size) = (c.u32()?, c.u16()?, c.u16()?);
     if size < 8 {
