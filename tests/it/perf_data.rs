@@ -3,7 +3,7 @@
 
 use crate::support::oracle::{assert_success, require};
 use bport::perf::abi::*;
-use bport::perf::data::{PerfFile, Record};
+use bport::perf::data::{PerfFile, PerfFileWriter, Record, WriteOutcome, WriterOptions};
 use bport::verify::workloads::Build;
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
@@ -319,4 +319,115 @@ fn dump_lists_every_record_with_counts_equal_to_perf() {
         .collect();
     assert_eq!(dumped, counts);
     assert!(text.contains("# feature 12 EVENT_DESC:"), "{text}");
+}
+
+/// Re-writes `src` through bport's writer, capping attrs to `opts.abi` the way `record --kernel` does.
+fn rewrite(src: &Path, dst: &Path, opts: WriterOptions) -> WriteOutcome {
+    let abi = opts.abi.clone();
+    let file = PerfFile::open(src).unwrap();
+    let mut w = PerfFileWriter::create(dst, opts).unwrap();
+    for a in file.attrs() {
+        let mut attr = a.attr.clone();
+        attr.flags &= abi.attr_flags;
+        attr.read_format &= abi.read_formats;
+        w.add_attr(&attr, &a.ids).unwrap();
+    }
+    for r in file.records_in_file_order() {
+        w.write_record(&r.unwrap()).unwrap();
+    }
+    let (_, outcome) = w.finish(file.features()).unwrap();
+    outcome
+}
+
+fn perf_script_full(dir: &Path, file: &Path) -> String {
+    let o = perf(dir).args(["script", "-i"]).arg(file).output().unwrap();
+    assert_success(&o, "perf script");
+    assert_eq!(
+        String::from_utf8_lossy(&o.stderr),
+        "",
+        "perf script warns about {file:?}"
+    );
+    String::from_utf8(o.stdout).unwrap()
+}
+
+#[test]
+fn perf_reads_what_bport_writes_and_sees_the_same_callchains() {
+    if !require("perf", "apt-get install linux-perf") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    for (name, args) in [
+        ("fp.data", &["-g", "-F", "999"][..]),
+        (
+            "dwarf.data",
+            &["--call-graph", "dwarf,4096", "-F", "999"][..],
+        ),
+    ] {
+        let src = record(dir.path(), name, args);
+        let want = perf_script_full(dir.path(), &src);
+        assert!(want.contains("chain_c"), "{want}");
+
+        let native = dir.path().join(format!("bport-{name}"));
+        let outcome = rewrite(&src, &native, WriterOptions::default());
+        assert!(outcome.dropped.is_empty());
+        assert_eq!(
+            perf_script_full(dir.path(), &native),
+            want,
+            "{name} rewritten by bport"
+        );
+
+        // Capped to 4.1's ABI: smaller attrs, no records or features newer than 4.1's perf; perf still reads it
+        // and shows the same samples and callchains.
+        let v41: KernelVersion = "4.1".parse().unwrap();
+        let old = dir.path().join(format!("bport-4.1-{name}"));
+        let outcome = rewrite(&src, &old, WriterOptions::for_kernel(&v41));
+        let abi = KernelAbi::for_version(&v41);
+        assert!(outcome.dropped.keys().all(|&t| !abi.supports_record(t)));
+        assert!(outcome.dropped.contains_key(&PERF_RECORD_FINISHED_INIT));
+        assert!(outcome.features.iter().all(|&f| abi.supports_feature(f)));
+        let file = PerfFile::open(&old).unwrap();
+        assert!(file
+            .attrs()
+            .iter()
+            .all(|a| a.attr.size <= PERF_ATTR_SIZE_VER5));
+        for r in file.records() {
+            let ty = r.unwrap().meta().ty;
+            assert!(abi.supports_record(ty), "type {ty} in a 4.1 file");
+        }
+        assert_eq!(
+            perf_script_full(dir.path(), &old),
+            want,
+            "{name} capped to 4.1"
+        );
+    }
+}
+
+#[test]
+fn perf_reads_bport_pipe_mode_output() {
+    if !require("perf", "apt-get install linux-perf") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let src = record(dir.path(), "fp.data", &["-g", "-F", "999"]);
+    let file = PerfFile::open(&src).unwrap();
+    let mut w = PerfFileWriter::new_pipe(Vec::new(), WriterOptions::default()).unwrap();
+    for a in file.attrs() {
+        w.add_attr(&a.attr, &a.ids).unwrap();
+    }
+    for r in file.records_in_file_order() {
+        w.write_record(&r.unwrap()).unwrap();
+    }
+    let (bytes, _) = w.finish_pipe(file.features()).unwrap();
+    let pipe = dir.path().join("bport-pipe.data");
+    std::fs::write(&pipe, bytes).unwrap();
+    let o = perf(dir.path())
+        .args(["script", "-i", "-"])
+        .stdin(Stdio::from(std::fs::File::open(&pipe).unwrap()))
+        .output()
+        .unwrap();
+    assert_success(&o, "perf script on bport's pipe output");
+    assert_eq!(
+        String::from_utf8(o.stdout).unwrap(),
+        perf_script_full(dir.path(), &src)
+    );
 }
