@@ -5,6 +5,7 @@
 
 mod apply;
 mod completions;
+mod dump;
 pub mod error;
 mod list;
 mod status;
@@ -68,6 +69,13 @@ pub enum Command {
     ///
     /// Example: bport status
     Status(status::StatusArgs),
+    /// Print every record of a perf.data file, one line each, for debugging.
+    ///
+    /// Like `perf report -D`: the header, attrs and features, then each record with its file offset and parsed
+    /// fields, then the count of records per type.
+    ///
+    /// Example: bport dump -i perf.data --header-only
+    Dump(dump::DumpArgs),
 }
 
 /// Parses the command line, runs the command and maps the result to an exit code.
@@ -98,6 +106,7 @@ fn run(command: Command, ui: &Ui) -> CliResult<ExitCode> {
         Command::Status(args) => status::run(args, ui),
         Command::Completions(args) => completions::run_completions(args),
         Command::Man(args) => completions::run_man(args),
+        Command::Dump(args) => dump::run(args, ui),
     }
     .map(|()| ExitCode::SUCCESS)
 }

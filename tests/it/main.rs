@@ -4,3 +4,4 @@ mod support;
 
 mod apply;
 mod cli_help;
+mod perf_data;
