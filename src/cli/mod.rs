@@ -5,6 +5,7 @@
 
 mod completions;
 pub mod error;
+mod rerere;
 pub mod ui;
 
 use clap::{Parser, Subcommand};
@@ -48,6 +49,13 @@ pub enum Command {
     ///
     /// Example: bport man --dir /usr/local/share/man/man1
     Man(completions::ManArgs),
+    /// Recorded conflict resolutions, compatible with git's rerere.
+    ///
+    /// Without a subcommand, runs the rerere step on the current conflicts as `git rerere` does: records
+    /// preimages, replays recorded resolutions (.git/rr-cache, then rerere-cache/) and records resolutions.
+    ///
+    /// Example: bport rerere train v4.1..vendor-4.1
+    Rerere(rerere::RerereArgs),
 }
 
 /// Parses the command line, runs the command and maps the result to an exit code.
@@ -71,8 +79,9 @@ pub fn main() -> ExitCode {
     }
 }
 
-fn run(command: Command, _ui: &Ui) -> CliResult<ExitCode> {
+fn run(command: Command, ui: &Ui) -> CliResult<ExitCode> {
     match command {
+        Command::Rerere(args) => return rerere::run(args, ui),
         Command::Completions(args) => completions::run_completions(args),
         Command::Man(args) => completions::run_man(args),
     }

@@ -3,4 +3,5 @@
 mod support;
 
 mod cli_help;
+mod rerere;
 mod rerere_render;

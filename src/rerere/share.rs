@@ -1,0 +1,46 @@
+//! Copying complete resolutions (preimage + postimage) between `.git/rr-cache` and a shared cache directory,
+//! `bport rerere export` and `import`. Entries keep git's layout, so a committed `rerere-cache/` can be copied
+//! back into any clone's `.git/rr-cache` by hand, too.
+
+use super::cache::{Image, RrCache, Warning};
+use super::record::import_resolution;
+use super::{ConflictId, Error};
+
+/// What a copy did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CopyOutcome {
+    /// Resolutions written to the destination.
+    pub copied: Vec<ConflictId>,
+    /// Resolutions the destination already had.
+    pub already_present: usize,
+    /// Source entries that were incomplete (no postimage) and not copied.
+    pub incomplete: usize,
+    /// Entries skipped in either cache.
+    pub warnings: Vec<Warning>,
+}
+
+/// Copies every complete resolution of `from` into `to`; an identical pair already in `to` is not duplicated,
+/// a different one goes to the next free variant.
+pub fn copy_resolutions(from: &RrCache, to: &RrCache) -> Result<CopyOutcome, Error> {
+    let (entries, warnings) = from.scan()?;
+    let mut out = CopyOutcome {
+        warnings,
+        ..CopyOutcome::default()
+    };
+    for entry in entries {
+        for (&v, files) in &entry.variants {
+            if !files.complete() {
+                out.incomplete += 1;
+                continue;
+            }
+            let pre = from.read(&entry.id, Image::Preimage, v)?;
+            let post = from.read(&entry.id, Image::Postimage, v)?;
+            if import_resolution(to, &entry.id, &pre, &post, &mut out.warnings)? {
+                out.copied.push(entry.id);
+            } else {
+                out.already_present += 1;
+            }
+        }
+    }
+    Ok(out)
+}
