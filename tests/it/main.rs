@@ -2,6 +2,7 @@
 
 mod support;
 
+mod apply;
 mod cli_help;
 mod rerere;
 mod rerere_render;
