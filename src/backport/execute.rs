@@ -26,8 +26,8 @@ use std::path::Path;
 pub enum RunEnd {
     /// Every step is done; the branch is at the final tip.
     Done,
-    /// Stopped at a conflict.
-    Stopped(Vec<Conflict>),
+    /// Stopped at a conflict; rerere's outcome at the stop.
+    Stopped(Vec<Conflict>, crate::rerere::RerereOutcome),
 }
 
 /// Crash-test checkpoints reported to [`Progress::checkpoint`].
@@ -103,8 +103,8 @@ pub fn run(
                             flush(&work, &mempack, progress)?;
                         }
                         let conflicts = picked.conflicts;
-                        stop_at_conflict(repo, st, picked.tree, &conflicts, progress)?;
-                        return Ok(RunEnd::Stopped(conflicts));
+                        let rerere = stop_at_conflict(repo, st, picked.tree, &conflicts, progress)?;
+                        return Ok(RunEnd::Stopped(conflicts, rerere));
                     }
                 } else if picked.tree == tip_tree.id() {
                     StepResult::Empty
@@ -250,7 +250,7 @@ pub fn stop_at_conflict(
     partial: Oid,
     conflicts: &[Conflict],
     progress: &mut dyn Progress,
-) -> Result<(), Error> {
+) -> Result<crate::rerere::RerereOutcome, Error> {
     st.phase = Phase::Running;
     state::save(repo.path(), st)?;
     progress.checkpoint(Checkpoint::StateSaved);
@@ -294,7 +294,8 @@ pub fn stop_at_conflict(
     set_branch(repo, st, st.tip, "bport apply: stopped at a conflict")?;
     st.anchor = st.tip;
 
-    rerere_step(repo, conflicts)?;
+    let outcome = rerere_step(repo, st)?;
+    progress.rerere(&outcome);
 
     st.phase = Phase::Stopped {
         paths: conflicts.iter().map(|c| c.path.clone()).collect(),
@@ -302,13 +303,25 @@ pub fn stop_at_conflict(
     st.results[st.position] = Some(StepResult::Conflict {
         paths: conflicts.iter().map(|c| c.path.clone()).collect(),
     });
-    state::save(repo.path(), st)
+    state::save(repo.path(), st)?;
+    Ok(outcome)
 }
 
-/// Where recorded resolutions are replayed at a stop (issue: rerere). Nothing is recorded yet, so nothing is
-/// replayed; the rerere module replaces this body.
-fn rerere_step(_repo: &Repository, _conflicts: &[Conflict]) -> Result<(), Error> {
-    Ok(())
+/// Records preimages and replays recorded resolutions for the conflicts just written (git's `rerere()` after a
+/// failed pick); with `--autoupdate` the resolved files are staged.
+fn rerere_step(repo: &Repository, st: &State) -> Result<crate::rerere::RerereOutcome, Error> {
+    let rr = crate::rerere::Rerere::open(repo)?;
+    Ok(crate::rerere::rerere(
+        &rr,
+        &crate::rerere::RerereOptions {
+            autoupdate: st.options.autoupdate,
+        },
+    )?)
+}
+
+/// The stop's rerere outcome decides whether an `--autoupdate` run may go on without the user.
+pub fn stop_fully_resolved(outcome: &crate::rerere::RerereOutcome) -> bool {
+    outcome.all_resolved()
 }
 
 fn stage_entry(path: &str, side: pick::Side, stage: u16) -> IndexEntry {

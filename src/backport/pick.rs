@@ -280,6 +280,38 @@ fn resolve_path(
                 _ => Vec::new(),
             };
             let (ours_bytes, theirs_bytes) = (blob(repo, o.oid)?, blob(repo, t.oid)?);
+            let binary = [&base_bytes, &ours_bytes, &theirs_bytes]
+                .iter()
+                .any(|b| crate::rerere::resolve::is_binary(b));
+            if favor == Favor::None && !binary {
+                // git's own rendering (histogram diff, xdiff's refinement), so that conflict text and rerere ids
+                // are the ones `git cherry-pick` produces; libgit2 only renders with Myers.
+                let opts = crate::rerere::render::RenderOptions {
+                    style: match markers.style {
+                        ConflictStyle::Merge => crate::rerere::xdiff::merge::Style::Merge,
+                        ConflictStyle::Diff3 => crate::rerere::xdiff::merge::Style::Diff3,
+                        ConflictStyle::Zdiff3 => crate::rerere::xdiff::merge::Style::Zdiff3,
+                    },
+                    marker_size: crate::rerere::render::marker_size(repo, path),
+                    ours_label: markers.ours.clone(),
+                    theirs_label: markers.theirs.clone(),
+                    base_label: markers.base.clone(),
+                };
+                let merged =
+                    crate::rerere::render::render(&base_bytes, &ours_bytes, &theirs_bytes, &opts);
+                if merged.conflicts == 0 {
+                    let oid = repo
+                        .blob(&merged.content)
+                        .context_git(|| format!("writing the merged {path}"))?;
+                    return Ok(PathOutcome::Set(Some(Side { oid, mode })));
+                }
+                let kind = if base.is_some() {
+                    ConflictKind::Content
+                } else {
+                    ConflictKind::AddAdd
+                };
+                return Ok(conflict(kind, Some(merged.content), mode));
+            }
             let input = |bytes: &[u8], mode| {
                 let mut i = MergeFileInput::new();
                 i.path(path).mode(Some(file_mode(mode)));

@@ -241,6 +241,10 @@ impl Progress for CliProgress<'_> {
         }
     }
 
+    fn rerere(&mut self, outcome: &crate::rerere::RerereOutcome) {
+        self.bar.suspend(|| super::rerere::report(self.ui, outcome));
+    }
+
     fn checkpoint(&mut self, at: Checkpoint) {
         let name = match at {
             Checkpoint::PackWritten => "pack-written",

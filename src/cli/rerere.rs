@@ -109,7 +109,7 @@ impl From<rerere::Error> for CliError {
 }
 
 /// Prints rerere's per-path messages in git's words (stderr).
-pub fn report(ui: &Ui, outcome: &RerereOutcome) {
+pub(super) fn report(ui: &Ui, outcome: &RerereOutcome) {
     for w in &outcome.warnings {
         ui.warn(w);
     }
@@ -120,9 +120,10 @@ pub fn report(ui: &Ui, outcome: &RerereOutcome) {
                 "Recorded resolution for '{}' did not apply; the file stays conflicted (recorded preimage)",
                 p.path
             )),
-            PathAction::Resolved { staged, .. } => {
+            PathAction::Resolved { staged, reused, .. } => {
                 if *staged {
                     ui.status(format!("Staged '{}' using previous resolution.", p.path));
+                    ui.status(reused.trim_end());
                 } else {
                     ui.status(format!("Resolved '{}' using previous resolution.", p.path));
                 }

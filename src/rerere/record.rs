@@ -50,6 +50,8 @@ pub enum PathAction {
         recorded_id: ConflictId,
         /// Whether the file was staged (`autoupdate`).
         staged: bool,
+        /// The resolution that was reused: a unified diff from its recorded preimage to its postimage.
+        reused: String,
     },
     /// The user's resolution was recorded as postimage.
     RecordedPostimage,
@@ -329,10 +331,18 @@ fn one_path(
             } else {
                 import_resolution(&rr.local, &rendering.id, &pre, &post, warnings)?;
             }
+            let reused = similar::TextDiff::from_lines(
+                String::from_utf8_lossy(&pre).as_ref(),
+                String::from_utf8_lossy(&post).as_ref(),
+            )
+            .unified_diff()
+            .header(&format!("a/{}", item.path), &format!("b/{}", item.path))
+            .to_string();
             return Ok(OnePath::Done(PathAction::Resolved {
                 source,
                 recorded_id: rendering.id,
                 staged: opts.autoupdate,
+                reused,
             }));
         }
     }

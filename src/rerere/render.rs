@@ -37,6 +37,20 @@ impl Default for RenderOptions {
     }
 }
 
+/// A path's `conflict-marker-size` attribute (git's `ll_merge_marker_size`): 7 unless set to a positive number.
+pub fn marker_size(repo: &git2::Repository, path: &str) -> usize {
+    repo.get_attr(
+        std::path::Path::new(path),
+        "conflict-marker-size",
+        git2::AttrCheckFlags::FILE_THEN_INDEX,
+    )
+    .ok()
+    .flatten()
+    .and_then(|v| v.parse::<i64>().ok())
+    .filter(|&n| n > 0)
+    .map_or(super::conflict_id::DEFAULT_MARKER_SIZE, |n| n as usize)
+}
+
 /// Merges one file's three versions and renders conflicts exactly as git's merge-ort does.
 pub fn render(base: &[u8], ours: &[u8], theirs: &[u8], opts: &RenderOptions) -> MergeOutput {
     render_with(base, ours, theirs, opts, Algorithm::Histogram)

@@ -179,3 +179,23 @@ pub fn gc(rr: &Rerere<'_>, opts: &GcOptions, now: SystemTime) -> Result<GcOutcom
     }
     Ok(out)
 }
+
+/// `clear`: abandons the current session (git's `rerere_clear`, run by `--skip`/`--abort`): preimages recorded in
+/// it that never got a resolution are removed, and `MERGE_RR` is deleted. Recorded resolutions stay.
+pub fn clear(rr: &Rerere<'_>) -> Result<(), Error> {
+    let tracked = MergeRr::read(&rr.merge_rr_path())?;
+    let mut warnings = Vec::new();
+    for (id, variant) in tracked.entries.values() {
+        let complete = rr
+            .local
+            .entry(id, &mut warnings)?
+            .and_then(|e| e.variants.get(variant).copied())
+            .is_some_and(|f| f.complete());
+        if !complete {
+            rr.local.remove(id, Image::Preimage, *variant)?;
+            rr.local.remove(id, Image::Postimage, *variant)?;
+            rr.local.remove_dir_if_empty(id);
+        }
+    }
+    MergeRr::default().write(&rr.merge_rr_path())
+}

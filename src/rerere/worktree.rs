@@ -2,10 +2,9 @@
 //! and reading and writing work-tree files. All git access of the rerere module goes through here (git2).
 
 use super::cache::RrCache;
-use super::conflict_id::DEFAULT_MARKER_SIZE;
 use super::xdiff::merge::Style;
 use super::{git_err, Error};
-use git2::{AttrCheckFlags, Oid, Repository};
+use git2::{Oid, Repository};
 use std::path::{Path, PathBuf};
 
 /// The default shared cache directory, relative to the work tree.
@@ -94,17 +93,7 @@ impl<'r> Rerere<'r> {
     /// The path's `conflict-marker-size` attribute (git's `ll_merge_marker_size`): 7 unless set to a positive
     /// number.
     pub fn marker_size(&self, path: &str) -> usize {
-        self.repo
-            .get_attr(
-                Path::new(path),
-                "conflict-marker-size",
-                AttrCheckFlags::FILE_THEN_INDEX,
-            )
-            .ok()
-            .flatten()
-            .and_then(|v| v.parse::<i64>().ok())
-            .filter(|&n| n > 0)
-            .map_or(DEFAULT_MARKER_SIZE, |n| n as usize)
+        super::render::marker_size(self.repo, path)
     }
 
     /// Conflicted paths in the index, in index order.

@@ -56,6 +56,7 @@ fn foo_bar_workflow_stops_resolves_continues_and_then_skips_by_subject() {
         stop.transcript(),
         format!(
             "------- stderr -------\n\
+             Recorded preimage for 'README'\n\
              Stopped at 1/2 {bar1} bar description: conflicts in\n  both modified: README\n\
              So far: picked 0, skipped 0.\n\
              Resolve the conflicts and stage them with `git add`, then run one of:\n  \
@@ -103,7 +104,8 @@ fn foo_bar_workflow_stops_resolves_continues_and_then_skips_by_subject() {
     assert_eq!(
         cont.stderr,
         format!(
-            "2/2 {bar2} more bar description: picked as {}\nDone: picked 2, skipped 0.\n",
+            "Recorded resolution for 'README'.\n\
+             2/2 {bar2} more bar description: picked as {}\nDone: picked 2, skipped 0.\n",
             short(&t, "HEAD")
         )
     );
