@@ -177,6 +177,12 @@ pub fn rerere(rr: &Rerere<'_>, opts: &RerereOptions) -> Result<RerereOutcome, Er
     }
     items.sort_by(|a, b| a.path.cmp(&b.path));
 
+    if !items.is_empty() {
+        // Report every unusable entry of both caches once per run, not only those under the ids looked up.
+        for cache in [&rr.local, &rr.shared] {
+            outcome.warnings.extend(cache.scan()?.1);
+        }
+    }
     let mut to_stage = Vec::new();
     for item in items {
         let action = match one_path(rr, &item, opts, &mut outcome.warnings)? {
@@ -200,6 +206,10 @@ pub fn rerere(rr: &Rerere<'_>, opts: &RerereOptions) -> Result<RerereOutcome, Er
             action,
         });
     }
+    let mut seen = std::collections::HashSet::new();
+    outcome
+        .warnings
+        .retain(|w| seen.insert((w.path.clone(), w.reason.clone())));
     rr.stage(&to_stage)?;
     tracked.write(&merge_rr_path)?;
     outcome.paths.sort_by(|a, b| a.path.cmp(&b.path));

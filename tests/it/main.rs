@@ -5,4 +5,5 @@ mod support;
 mod apply;
 mod cli_help;
 mod rerere;
+mod rerere_apply;
 mod rerere_render;
