@@ -1,7 +1,7 @@
 //! rerere against real git 2.47: ids equal to the rr-cache directories git creates, resolutions reused in both
 //! directions, sharing through `rerere-cache/`, training, and bad cache entries.
 
-use crate::rerere_render::triple;
+use crate::rerere_render::{code_triple, triple};
 use crate::support::{bport, oracle};
 use ::bport::rerere::conflict_id::normalize;
 use ::bport::rerere::render::{render, RenderOptions};
@@ -258,13 +258,19 @@ fn conflict_ids_match_the_rr_cache_directories_git_creates() {
     git(dir, &["init", "-q", "-b", "main"]);
     let repo = git2::Repository::open(dir).unwrap();
     let (mut total, mut from_file, mut rendered, mut libgit2) = (0, 0, 0, 0);
+    let mut algorithms_differ = 0;
     let mut misses = Vec::new();
     let mut kinds = BTreeSet::new();
     let mut seed = 999u64;
     while total < 240 && seed < 5000 {
         seed += 1;
-        let (base, ours, theirs) = triple(seed);
-        let style = ["merge", "diff3", "zdiff3"][(seed % 3) as usize];
+        // Half generic line soup, half C-like code where Myers and histogram disagree more often.
+        let (base, ours, theirs) = if seed % 2 == 0 {
+            triple(seed)
+        } else {
+            code_triple(seed)
+        };
+        let style = ["merge", "diff3", "zdiff3"][(seed / 2 % 3) as usize];
         // Only conflicting triples are worth a git run; which triples conflict is proven against git by
         // rerere_render's merge-file comparison, so this prefilter does not bias the id comparison.
         let probe = render(&base, &ours, &theirs, &RenderOptions::default());
@@ -326,6 +332,27 @@ fn conflict_ids_match_the_rr_cache_directories_git_creates() {
         } else {
             misses.push(seed);
         }
+        // Where Myers would give another id: the cases that need the histogram port.
+        let myers = ::bport::rerere::xdiff::merge::merge(
+            &base,
+            &ours,
+            &theirs,
+            &::bport::rerere::xdiff::merge::MergeOptions {
+                algorithm: ::bport::rerere::xdiff::Algorithm::Myers,
+                style: Style::from_config(style).unwrap(),
+                ours_label: "HEAD".into(),
+                theirs_label: "theirs".into(),
+                ..Default::default()
+            },
+        );
+        if normalize(&myers.content, 7)
+            .unwrap()
+            .map(|n| n.id.to_string())
+            .as_deref()
+            != Some(git_id.as_str())
+        {
+            algorithms_differ += 1;
+        }
         // libgit2's rendering of the same stages, for reference.
         let mut mopts = git2::MergeFileOptions::new();
         mopts.our_label("HEAD").their_label("theirs");
@@ -373,7 +400,12 @@ fn conflict_ids_match_the_rr_cache_directories_git_creates() {
     }
     eprintln!(
         "rerere id corpus: {total} conflicts recorded by git ({kinds:?}); bport id from git's file {from_file}/{total}, \
-         bport's own rendering {rendered}/{total}, libgit2 rendering {libgit2}/{total}"
+         bport's own rendering {rendered}/{total}, libgit2 rendering {libgit2}/{total}; \
+         {algorithms_differ} where a Myers rendering gives another id"
+    );
+    assert!(
+        algorithms_differ > 0,
+        "the corpus no longer has conflicts where Myers and histogram differ"
     );
     assert!(total >= 240, "the corpus shrank to {total} conflicts");
     for k in [

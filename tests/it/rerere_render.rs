@@ -93,6 +93,62 @@ pub fn triple(seed: u64) -> (Vec<u8>, Vec<u8>, Vec<u8>) {
     (join(&base), join(&ours), join(&theirs))
 }
 
+/// C-like code: functions of braces, blank lines and bodies; sides add, edit and drop functions and lines.
+/// Inserting a function next to an edited one is where Myers and histogram split hunks differently.
+pub fn code_triple(seed: u64) -> (Vec<u8>, Vec<u8>, Vec<u8>) {
+    let mut rng = Rng::new(seed ^ 0xC0DE);
+    let function = |rng: &mut Rng, name: &str| -> Vec<String> {
+        let mut f = vec![format!("static int {name}(void)"), "{".into()];
+        for i in 0..1 + rng.below(4) {
+            f.push(match rng.below(4) {
+                0 => "\tif (x) {".into(),
+                1 => "\t}".into(),
+                2 => String::new(),
+                _ => format!("\tcall_{name}_{i}();"),
+            });
+        }
+        f.push("\treturn 0;".into());
+        f.push("}".into());
+        f.push(String::new());
+        f
+    };
+    let n = 3 + rng.below(6);
+    let base: Vec<Vec<String>> = (0..n)
+        .map(|i| function(&mut rng, &format!("f{i}")))
+        .collect();
+    let side = |rng: &mut Rng, tag: &str| -> Vec<String> {
+        let mut fns = base.clone();
+        for k in 0..1 + rng.below(3) {
+            let at = rng.below(fns.len() as u64) as usize;
+            match rng.below(4) {
+                0 => fns.insert(at, function(rng, &format!("{tag}_new{k}"))),
+                1 => {
+                    let body = &mut fns[at];
+                    let line = 2 + rng.below((body.len() - 4) as u64 + 1) as usize;
+                    body.insert(line, format!("\t{tag}_{k}();"));
+                }
+                2 => {
+                    let body = &mut fns[at];
+                    body[0] = format!("static long {tag}_{k}(void)");
+                }
+                _ if fns.len() > 1 => {
+                    fns.remove(at);
+                }
+                _ => {}
+            }
+        }
+        fns.concat()
+    };
+    let ours = side(&mut rng, "ours");
+    let theirs = side(&mut rng, "theirs");
+    let join = |lines: &[String]| -> Vec<u8> {
+        let mut s = lines.join("\n");
+        s.push('\n');
+        s.into_bytes()
+    };
+    (join(&base.concat()), join(&ours), join(&theirs))
+}
+
 #[test]
 fn xdiff_port_renders_merges_byte_identical_to_git_merge_file() {
     if !oracle::require("git", "apt-get install git") {
@@ -107,8 +163,12 @@ fn xdiff_port_renders_merges_byte_identical_to_git_merge_file() {
     let mut mismatches = Vec::new();
     let mut cases = 0;
     let mut conflicted = 0;
-    for seed in 0..120u64 {
-        let (base, ours, theirs) = triple(seed);
+    for seed in 0..160u64 {
+        let (base, ours, theirs) = if seed < 120 {
+            triple(seed)
+        } else {
+            code_triple(seed)
+        };
         std::fs::write(&b, &base).unwrap();
         std::fs::write(&o, &ours).unwrap();
         std::fs::write(&t, &theirs).unwrap();
@@ -181,4 +241,73 @@ fn xdiff_port_renders_merges_byte_identical_to_git_merge_file() {
         mismatches.len(),
         mismatches[0]
     );
+}
+
+/// Regression: xdl_merge computes a side's position from the other side's script, which goes negative before
+/// `append` folds it back; an unsigned port overflowed on this case (found by the id corpus, seed 1139).
+#[test]
+fn transiently_negative_positions_merge_like_git() {
+    if !oracle::require("git", "apt-get install git") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let (base, ours, theirs) = code_triple(1139);
+    std::fs::write(dir.path().join("base"), &base).unwrap();
+    std::fs::write(dir.path().join("ours"), &ours).unwrap();
+    std::fs::write(dir.path().join("theirs"), &theirs).unwrap();
+    let out = oracle::git(dir.path())
+        .args([
+            "merge-file",
+            "-p",
+            "-L",
+            "ours",
+            "-L",
+            "base",
+            "-L",
+            "theirs",
+            "--diff-algorithm=histogram",
+        ])
+        .args(["ours", "base", "theirs"])
+        .output()
+        .unwrap();
+    let opts = MergeOptions {
+        level: Level::ZealousAlnum,
+        ours_label: "ours".into(),
+        theirs_label: "theirs".into(),
+        base_label: "base".into(),
+        ..MergeOptions::default()
+    };
+    let mine = merge(&base, &ours, &theirs, &opts);
+    assert_eq!(
+        String::from_utf8_lossy(&mine.content),
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert_eq!(mine.conflicts as i32, out.status.code().unwrap());
+}
+
+/// No input makes the merge panic: many generated triples, every style, both algorithms (in-process, no oracle).
+#[test]
+fn merge_never_panics_on_generated_input() {
+    for seed in 0..600u64 {
+        for (base, ours, theirs) in [triple(seed + 7000), code_triple(seed + 7000)] {
+            for algorithm in [Algorithm::Histogram, Algorithm::Myers] {
+                for style in [Style::Merge, Style::Diff3, Style::Zdiff3] {
+                    let opts = MergeOptions {
+                        algorithm,
+                        style,
+                        ..MergeOptions::default()
+                    };
+                    // Swapping the sides must give the same number of conflict hunks (the merge is symmetric
+                    // in what conflicts, only the order of sides differs).
+                    let a = merge(&base, &ours, &theirs, &opts);
+                    let b = merge(&base, &theirs, &ours, &opts);
+                    assert_eq!(
+                        a.conflicts == 0,
+                        b.conflicts == 0,
+                        "seed {seed} {algorithm:?} {style:?}"
+                    );
+                }
+            }
+        }
+    }
 }

@@ -91,12 +91,42 @@ pub struct MergeOutput {
 struct Hunk {
     /// 0 conflict, 1 ours, 2 theirs, 3 both, 4 identical after refinement.
     mode: u8,
-    i0: usize,
-    chg0: usize,
-    i1: usize,
-    chg1: usize,
-    i2: usize,
-    chg2: usize,
+    // Signed, as in xdiff: positions computed from the other side's script go negative transiently and are
+    // folded back by `append`.
+    i0: isize,
+    chg0: isize,
+    i1: isize,
+    chg1: isize,
+    i2: isize,
+    chg2: isize,
+}
+
+/// The signed form of a script hunk.
+#[derive(Clone, Copy)]
+struct SChange {
+    i1: isize,
+    i2: isize,
+    chg1: isize,
+    chg2: isize,
+}
+
+impl From<Change> for SChange {
+    fn from(c: Change) -> Self {
+        SChange {
+            i1: c.i1 as isize,
+            i2: c.i2 as isize,
+            chg1: c.chg1 as isize,
+            chg2: c.chg2 as isize,
+        }
+    }
+}
+
+/// `lines[start..start+len]`, clamped to the file so that inconsistent input can never panic.
+fn range<'a, 'b>(lines: &'b [&'a [u8]], start: isize, len: isize) -> &'b [&'a [u8]] {
+    let n = lines.len() as isize;
+    let a = start.clamp(0, n);
+    let b = (start + len.max(0)).clamp(a, n);
+    &lines[a as usize..b as usize]
 }
 
 /// Merges `ours` and `theirs` against `base` the way `xdl_merge` does.
@@ -162,10 +192,10 @@ fn combine(
 ) -> Vec<Hunk> {
     let mut hunks: Vec<Hunk> = Vec::new();
     let (mut x1, mut x2) = (0usize, 0usize);
-    // Signed arithmetic: xdiff computes positions with offsets that go negative transiently.
+    let (n0, n1, n2) = (l0.len() as isize, l1.len() as isize, l2.len() as isize);
     while x1 < s1.len() && x2 < s2.len() {
-        let c1 = s1[x1];
-        let c2 = s2[x2];
+        let c1 = SChange::from(s1[x1]);
+        let c2 = SChange::from(s2[x2]);
         if c1.i1 + c1.chg1 < c2.i1 {
             append(
                 &mut hunks,
@@ -175,7 +205,7 @@ fn combine(
                     chg0: c1.chg1,
                     i1: c1.i2,
                     chg1: c1.chg2,
-                    i2: (c2.i2 as isize - c2.i1 as isize + c1.i1 as isize) as usize,
+                    i2: c2.i2 - c2.i1 + c1.i1,
                     chg2: c1.chg1,
                 },
             );
@@ -189,7 +219,7 @@ fn combine(
                     mode: 2,
                     i0: c2.i1,
                     chg0: c2.chg1,
-                    i1: (c1.i2 as isize - c1.i1 as isize + c2.i1 as isize) as usize,
+                    i1: c1.i2 - c1.i1 + c2.i1,
                     chg1: c2.chg1,
                     i2: c2.i2,
                     chg2: c2.chg2,
@@ -201,20 +231,20 @@ fn combine(
         let identical = c1.i1 == c2.i1
             && c1.chg1 == c2.chg1
             && c1.chg2 == c2.chg2
-            && l1[c1.i2..c1.i2 + c1.chg2] == l2[c2.i2..c2.i2 + c2.chg2];
+            && range(l1, c1.i2, c1.chg2) == range(l2, c2.i2, c2.chg2);
         if level == Level::Minimal || !identical {
-            let off = c1.i1 as isize - c2.i1 as isize;
-            let ffo = off + c1.chg1 as isize - c2.chg1 as isize;
-            let (mut i0, mut i1, mut i2) = (c1.i1 as isize, c1.i2 as isize, c2.i2 as isize);
+            let off = c1.i1 - c2.i1;
+            let ffo = off + c1.chg1 - c2.chg1;
+            let (mut i0, mut i1, mut i2) = (c1.i1, c1.i2, c2.i2);
             if off > 0 {
                 i0 -= off;
                 i1 -= off;
             } else {
                 i2 += off;
             }
-            let mut chg0 = c1.i1 as isize + c1.chg1 as isize - i0;
-            let mut chg1 = c1.i2 as isize + c1.chg2 as isize - i1;
-            let mut chg2 = c2.i2 as isize + c2.chg2 as isize - i2;
+            let mut chg0 = c1.i1 + c1.chg1 - i0;
+            let mut chg1 = c1.i2 + c1.chg2 - i1;
+            let mut chg2 = c2.i2 + c2.chg2 - i2;
             if ffo < 0 {
                 chg0 -= ffo;
                 chg1 -= ffo;
@@ -225,12 +255,12 @@ fn combine(
                 &mut hunks,
                 Hunk {
                     mode: 0,
-                    i0: i0 as usize,
-                    chg0: chg0 as usize,
-                    i1: i1 as usize,
-                    chg1: chg1 as usize,
-                    i2: i2 as usize,
-                    chg2: chg2 as usize,
+                    i0,
+                    chg0,
+                    i1,
+                    chg1,
+                    i2,
+                    chg2,
                 },
             );
         }
@@ -243,8 +273,8 @@ fn combine(
             x1 += 1;
         }
     }
-    let _ = l0;
-    for c1 in &s1[x1..] {
+    for &c1 in &s1[x1..] {
+        let c1 = SChange::from(c1);
         append(
             &mut hunks,
             Hunk {
@@ -253,19 +283,20 @@ fn combine(
                 chg0: c1.chg1,
                 i1: c1.i2,
                 chg1: c1.chg2,
-                i2: (c1.i1 as isize + l2.len() as isize - l0.len() as isize) as usize,
+                i2: c1.i1 + n2 - n0,
                 chg2: c1.chg1,
             },
         );
     }
-    for c2 in &s2[x2..] {
+    for &c2 in &s2[x2..] {
+        let c2 = SChange::from(c2);
         append(
             &mut hunks,
             Hunk {
                 mode: 2,
                 i0: c2.i1,
                 chg0: c2.chg1,
-                i1: (c2.i1 as isize + l1.len() as isize - l0.len() as isize) as usize,
+                i1: c2.i1 + n1 - n0,
                 chg1: c2.chg1,
                 i2: c2.i2,
                 chg2: c2.chg2,
@@ -275,16 +306,22 @@ fn combine(
     hunks
 }
 
+/// Line `i`, or `None` outside the file.
+fn line<'a>(lines: &[&'a [u8]], i: isize) -> Option<&'a [u8]> {
+    usize::try_from(i).ok().and_then(|i| lines.get(i).copied())
+}
+
 /// xdl_refine_zdiff3_conflicts: move lines common to both sides at a conflict's start and end out of it.
 fn refine_zdiff3(hunks: &mut [Hunk], l1: &[&[u8]], l2: &[&[u8]]) {
     for m in hunks.iter_mut().filter(|m| m.mode == 0) {
-        while m.chg1 > 0 && m.chg2 > 0 && l1[m.i1] == l2[m.i2] {
+        while m.chg1 > 0 && m.chg2 > 0 && line(l1, m.i1) == line(l2, m.i2) {
             m.chg1 -= 1;
             m.chg2 -= 1;
             m.i1 += 1;
             m.i2 += 1;
         }
-        while m.chg1 > 0 && m.chg2 > 0 && l1[m.i1 + m.chg1 - 1] == l2[m.i2 + m.chg2 - 1] {
+        while m.chg1 > 0 && m.chg2 > 0 && line(l1, m.i1 + m.chg1 - 1) == line(l2, m.i2 + m.chg2 - 1)
+        {
             m.chg1 -= 1;
             m.chg2 -= 1;
         }
@@ -299,8 +336,8 @@ fn refine_conflicts(hunks: Vec<Hunk>, l1: &[&[u8]], l2: &[&[u8]], alg: Algorithm
             out.push(m);
             continue;
         }
-        let t1 = &l1[m.i1..m.i1 + m.chg1];
-        let t2 = &l2[m.i2..m.i2 + m.chg2];
+        let t1 = range(l1, m.i1, m.chg1);
+        let t2 = range(l2, m.i2, m.chg2);
         let script = diff(t1, t2, alg);
         if script.is_empty() {
             m.mode = 4;
@@ -312,10 +349,10 @@ fn refine_conflicts(hunks: Vec<Hunk>, l1: &[&[u8]], l2: &[&[u8]], alg: Algorithm
             // The base range stays the whole original conflict's, as in git (only diff3 prints it).
             out.push(Hunk {
                 mode: 0,
-                i1: x.i1 + i1,
-                chg1: x.chg1,
-                i2: x.i2 + i2,
-                chg2: x.chg2,
+                i1: x.i1 as isize + i1,
+                chg1: x.chg1 as isize,
+                i2: x.i2 as isize + i2,
+                chg2: x.chg2 as isize,
                 ..m
             });
         }
@@ -338,7 +375,8 @@ fn simplify_non_conflicts(hunks: &mut Vec<Hunk>, l1: &[&[u8]], simplify_if_no_al
         let end = next.i1;
         if m.mode != 0
             || next.mode != 0
-            || (end - begin > 3 && (!simplify_if_no_alnum || lines_contain_alnum(&l1[begin..end])))
+            || (end - begin > 3
+                && (!simplify_if_no_alnum || lines_contain_alnum(range(l1, begin, end - begin))))
         {
             i += 1;
         } else {
@@ -351,28 +389,31 @@ fn simplify_non_conflicts(hunks: &mut Vec<Hunk>, l1: &[&[u8]], simplify_if_no_al
 }
 
 /// is_eol_crlf: 1 CRLF, 0 LF, -1 unknown, for line `i` (or the line before a last line without newline).
-fn is_eol_crlf(lines: &[&[u8]], i: usize) -> i8 {
+fn is_eol_crlf(lines: &[&[u8]], i: isize) -> i8 {
     let crlf = |l: &[u8]| (l.len() > 1 && l[l.len() - 2] == b'\r') as i8;
-    if i + 1 < lines.len() {
-        return crlf(lines[i]);
+    let n = lines.len() as isize;
+    if i < n - 1 {
+        return line(lines, i).map_or(0, crlf);
     }
-    if lines.is_empty() {
+    if n == 0 {
         return -1;
     }
-    let last = lines[i];
+    let Some(last) = line(lines, i) else {
+        return -1;
+    };
     if last.last() == Some(&b'\n') {
         return crlf(last);
     }
     if i == 0 {
         return -1;
     }
-    crlf(lines[i - 1])
+    line(lines, i - 1).map_or(0, crlf)
 }
 
 fn is_cr_needed(l0: &[&[u8]], l1: &[&[u8]], l2: &[&[u8]], m: &Hunk) -> bool {
-    let mut needs = is_eol_crlf(l1, m.i1.saturating_sub(1));
+    let mut needs = is_eol_crlf(l1, if m.i1 > 0 { m.i1 - 1 } else { 0 });
     if needs != 0 {
-        needs = is_eol_crlf(l2, m.i2.saturating_sub(1));
+        needs = is_eol_crlf(l2, if m.i2 > 0 { m.i2 - 1 } else { 0 });
     }
     if needs != 0 {
         needs = is_eol_crlf(l0, 0);
@@ -417,40 +458,35 @@ fn fill(hunks: &[Hunk], l0: &[&[u8]], l1: &[&[u8]], l2: &[&[u8]], opts: &MergeOp
         opts.marker_size
     };
     let mut out = Vec::new();
-    let mut i = 0;
+    let mut i: isize = 0;
     for m in hunks {
         if m.mode == 0 {
             let needs_cr = is_cr_needed(l0, l1, l2, m);
-            copy(&mut out, &l1[i..m.i1], false, false);
+            copy(&mut out, range(l1, i, m.i1 - i), false, false);
             marker(&mut out, b'<', size, &opts.ours_label, needs_cr);
-            copy(&mut out, &l1[m.i1..m.i1 + m.chg1], needs_cr, true);
+            copy(&mut out, range(l1, m.i1, m.chg1), needs_cr, true);
             if matches!(opts.style, Style::Diff3 | Style::Zdiff3) {
                 marker(&mut out, b'|', size, &opts.base_label, needs_cr);
-                copy(&mut out, &l0[m.i0..m.i0 + m.chg0], needs_cr, true);
+                copy(&mut out, range(l0, m.i0, m.chg0), needs_cr, true);
             }
             marker(&mut out, b'=', size, "", needs_cr);
-            copy(&mut out, &l2[m.i2..m.i2 + m.chg2], needs_cr, true);
+            copy(&mut out, range(l2, m.i2, m.chg2), needs_cr, true);
             marker(&mut out, b'>', size, &opts.theirs_label, needs_cr);
         } else if m.mode & 3 != 0 {
-            copy(&mut out, &l1[i..m.i1], false, false);
+            copy(&mut out, range(l1, i, m.i1 - i), false, false);
             if m.mode & 1 != 0 {
                 let needs_cr = is_cr_needed(l0, l1, l2, m);
-                copy(
-                    &mut out,
-                    &l1[m.i1..m.i1 + m.chg1],
-                    needs_cr,
-                    m.mode & 2 != 0,
-                );
+                copy(&mut out, range(l1, m.i1, m.chg1), needs_cr, m.mode & 2 != 0);
             }
             if m.mode & 2 != 0 {
-                copy(&mut out, &l2[m.i2..m.i2 + m.chg2], false, false);
+                copy(&mut out, range(l2, m.i2, m.chg2), false, false);
             }
         } else {
             continue;
         }
         i = m.i1 + m.chg1;
     }
-    copy(&mut out, &l1[i..], false, false);
+    copy(&mut out, range(l1, i, l1.len() as isize - i), false, false);
     out
 }
 
