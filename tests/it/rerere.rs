@@ -427,3 +427,170 @@ fn conflict_ids_match_the_rr_cache_directories_git_creates() {
         "seeds whose rendering differs from git's: {misses:?}"
     );
 }
+
+/// Records a resolution with git for the README conflict, then recreates the conflict with rerere off.
+fn recorded_then_conflicted(dir: &Path) -> String {
+    conflict_repo(dir, BASE, OURS, THEIRS);
+    let (ok, _) = git_try(dir, &["-c", "rerere.enabled=true", "cherry-pick", "topic"]);
+    assert!(!ok);
+    std::fs::write(dir.join("README"), RESOLVED).unwrap();
+    git(dir, &["add", "README"]);
+    git(
+        dir,
+        &[
+            "-c",
+            "rerere.enabled=true",
+            "-c",
+            "core.editor=true",
+            "cherry-pick",
+            "--continue",
+        ],
+    );
+    git(dir, &["reset", "-q", "--hard", "HEAD~1"]);
+    let (ok, _) = git_try(dir, &["-c", "rerere.enabled=false", "cherry-pick", "topic"]);
+    assert!(!ok);
+    rr_dirs(dir).into_iter().next().unwrap()
+}
+
+#[test]
+fn forget_drops_the_resolution_and_tracks_the_conflict_again() {
+    if !oracle::require("git", "apt-get install git") {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let id = recorded_then_conflicted(dir);
+    let run = bport::run(dir, &["rerere", "forget", "README"]);
+    assert_eq!(
+        run.transcript(),
+        "------- stderr -------\nUpdated preimage for 'README'\nForgot resolution for 'README'\n"
+    );
+    let entry = dir.join(".git/rr-cache").join(&id);
+    assert!(!entry.join("postimage").exists());
+    assert!(entry.join("preimage").exists());
+    // git reads bport's MERGE_RR.
+    assert_eq!(git(dir, &["rerere", "status"]), "README\n");
+    // A new resolution is recorded under the same id.
+    std::fs::write(dir.join("README"), b"title\nnew resolution\nend\n").unwrap();
+    git(dir, &["add", "README"]);
+    let run = bport::run(dir, &["rerere"]);
+    assert_eq!(run.stderr, "Recorded resolution for 'README'.\n");
+    assert_eq!(
+        std::fs::read(entry.join("postimage")).unwrap(),
+        b"title\nnew resolution\nend\n"
+    );
+    let run = bport::run(dir, &["rerere", "forget", "nothing-here"]);
+    assert_eq!(run.code, Some(2), "{}", run.transcript());
+}
+
+#[test]
+fn a_resolution_that_does_not_apply_leaves_the_file_conflicted() {
+    if !oracle::require("git", "apt-get install git") {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let id = recorded_then_conflicted(dir);
+    // Same id (same sides), but the recorded context around the hunk differs right next to it.
+    let entry = dir.join(".git/rr-cache").join(&id);
+    let pre = std::fs::read_to_string(entry.join("preimage")).unwrap();
+    std::fs::write(
+        entry.join("preimage"),
+        pre.replace("title\n", "other title\n")
+            .replace("end\n", "END\n"),
+    )
+    .unwrap();
+    std::fs::write(entry.join("postimage"), "other title\nresolved\nEND\n").unwrap();
+    let before = std::fs::read(dir.join("README")).unwrap();
+    let run = bport::run(dir, &["rerere"]);
+    assert_eq!(
+        run.stderr,
+        "Recorded resolution for 'README' did not apply; the file stays conflicted (recorded preimage)\n"
+    );
+    assert_eq!(std::fs::read(dir.join("README")).unwrap(), before);
+    assert!(
+        entry.join("preimage.1").exists(),
+        "a new variant for this conflict"
+    );
+    assert_eq!(
+        std::fs::read(dir.join(".git/MERGE_RR")).unwrap(),
+        format!("{id}.1\tREADME\0").into_bytes()
+    );
+}
+
+/// gc prunes exactly what `git rerere gc` prunes, on copies of the same cache with the same file times.
+#[test]
+fn gc_prunes_like_git() {
+    if !oracle::require("git", "apt-get install git") {
+        return;
+    }
+    let days = |n: u64| std::time::SystemTime::now() - std::time::Duration::from_secs(n * 86_400);
+    let mut listings = Vec::new();
+    for tool in ["git", "bport"] {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path();
+        git(dir, &["init", "-q"]);
+        let cache = dir.join(".git/rr-cache");
+        // (id, variant files with their age in days)
+        let entries: &[(&str, &[(&str, u64)])] = &[
+            (
+                "1111111111111111111111111111111111111111",
+                &[("preimage", 100), ("postimage", 10)],
+            ),
+            (
+                "2222222222222222222222222222222222222222",
+                &[("preimage", 100), ("postimage", 70)],
+            ),
+            (
+                "3333333333333333333333333333333333333333",
+                &[("preimage", 20)],
+            ),
+            (
+                "4444444444444444444444444444444444444444",
+                &[("preimage", 5)],
+            ),
+            (
+                "5555555555555555555555555555555555555555",
+                &[("preimage", 90), ("postimage", 90), ("preimage.1", 1)],
+            ),
+        ];
+        for (id, files) in entries {
+            std::fs::create_dir_all(cache.join(id)).unwrap();
+            for (name, age) in *files {
+                let p = cache.join(id).join(name);
+                std::fs::write(&p, format!("{name}\n")).unwrap();
+                std::fs::File::options()
+                    .append(true)
+                    .open(&p)
+                    .unwrap()
+                    .set_modified(days(*age))
+                    .unwrap();
+            }
+        }
+        if tool == "git" {
+            git(dir, &["rerere", "gc"]);
+        } else {
+            let run = bport::run(dir, &["rerere", "gc"]);
+            assert_eq!(run.stderr, "Pruned 3 old rr-cache entries.\n");
+        }
+        let mut listing = Vec::new();
+        for id in rr_dirs(dir) {
+            let mut files: Vec<String> = std::fs::read_dir(cache.join(&id))
+                .unwrap()
+                .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                .collect();
+            files.sort();
+            listing.push(format!("{id}: {}", files.join(" ")));
+        }
+        listings.push(listing);
+    }
+    assert_eq!(listings[0], listings[1]);
+    assert_eq!(
+        listings[1],
+        vec![
+            "1111111111111111111111111111111111111111: postimage preimage",
+            "4444444444444444444444444444444444444444: preimage",
+            "5555555555555555555555555555555555555555: preimage.1",
+        ]
+    );
+}
