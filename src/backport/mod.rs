@@ -194,6 +194,8 @@ pub struct StopInfo {
     /// Commits on the picked commit's side that touched the conflicted files and are neither earlier in the list
     /// nor on the branch: likely missing dependencies (newest first, at most five).
     pub missing: Vec<(Oid, String)>,
+    /// Paths that recorded resolutions resolved in the worktree (left for review unless `--autoupdate`).
+    pub resolved: Vec<String>,
 }
 
 /// How a command ended.
@@ -489,13 +491,21 @@ fn finish(repo: &Repository, mut st: State, progress: &mut dyn Progress) -> Resu
                 st.phase = state::Phase::Running;
                 state::save(repo.path(), &st)?;
             }
-            execute::RunEnd::Stopped(conflicts, _) => return stopped(repo, st, conflicts),
+            execute::RunEnd::Stopped(conflicts, rerere) => {
+                let resolved = rerere.resolved().map(|p| p.path.clone()).collect();
+                return stopped(repo, st, conflicts, resolved);
+            }
         }
     }
 }
 
 /// Builds the outcome of a stop.
-fn stopped(repo: &Repository, st: State, conflicts: Vec<pick::Conflict>) -> Result<Outcome, Error> {
+fn stopped(
+    repo: &Repository,
+    st: State,
+    conflicts: Vec<pick::Conflict>,
+    resolved: Vec<String>,
+) -> Result<Outcome, Error> {
     let missing = likely_missing(repo, &st, &conflicts).unwrap_or_default();
     let info = StopInfo {
         step: st.position,
@@ -507,6 +517,7 @@ fn stopped(repo: &Repository, st: State, conflicts: Vec<pick::Conflict>) -> Resu
             })
             .collect(),
         missing,
+        resolved,
     };
     Ok(Outcome::Stopped(st, info))
 }

@@ -319,6 +319,8 @@ fn render(repo: &git2::Repository, outcome: Outcome, ui: &Ui, yes: bool) -> CliR
         Outcome::Stopped(st, info) => {
             let total = st.plan.steps.len();
             let step = &st.plan.steps[info.step];
+            // `Resolved 'PATH' using previous resolution.` lines (info.resolved) were printed by the rerere step,
+            // in git's order, through Progress::rerere.
             let mut msg = format!(
                 "Stopped at {}/{total} {}: conflicts in\n",
                 info.step + 1,
