@@ -16,7 +16,7 @@ pub use repo::{
     Operation,
 };
 pub use trailers::{origins, Origin, OriginForm};
-pub use tree_diff::{tree_changes, Change, Side};
+pub use tree_diff::{new_objects, tree_changes, Change, Side};
 
 use std::path::PathBuf;
 

@@ -183,6 +183,8 @@ fn clean_list_equals_git_cherry_pick_commit_for_commit() {
             "worktree and index match HEAD"
         );
         assert_eq!(t.snapshot().files, g.snapshot().files);
+        // Objects were written into memory and packed at the end: nothing may be missing.
+        git_ok(t.path(), &["fsck", "--full", "--strict"]);
     }
 }
 
