@@ -135,6 +135,18 @@ pub(super) fn report(ui: &Ui, outcome: &RerereOutcome) {
                 ui.warn(format!("could not parse conflict hunks in '{}': {reason}", p.path))
             }
             PathAction::NotHandled => {}
+            PathAction::DecisionReplayed {
+                decision, staged, ..
+            } => {
+                let verb = if *staged { "Staged" } else { "Resolved" };
+                ui.status(format!(
+                    "{verb} '{}' using previous decision ({decision}).",
+                    p.path
+                ))
+            }
+            PathAction::RecordedDecision { decision } => {
+                ui.status(format!("Recorded decision for '{}' ({decision}).", p.path))
+            }
         }
     }
 }

@@ -150,6 +150,9 @@ impl RrCache {
             })?;
             let path = dirent.path();
             let name = dirent.file_name();
+            if name == super::decision::DIR {
+                continue; // bport's modify/delete decisions, not an rr-cache entry
+            }
             let Some(id) = name.to_str().and_then(|n| n.parse::<ConflictId>().ok()) else {
                 warnings.push(Warning {
                     path,

@@ -8,6 +8,7 @@
 
 pub mod cache;
 pub mod conflict_id;
+pub mod decision;
 pub mod merge_rr;
 pub mod record;
 pub mod render;

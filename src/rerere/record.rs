@@ -12,6 +12,7 @@
 
 use super::cache::{Entry, Image, RrCache, Warning};
 use super::conflict_id::{has_conflicts, normalize, ConflictId, Normalized};
+use super::decision;
 use super::merge_rr::MergeRr;
 use super::render::alternative_ids;
 use super::resolve::replay;
@@ -60,8 +61,23 @@ pub enum PathAction {
         /// Why.
         reason: String,
     },
-    /// A conflict rerere does not handle (not two regular-file sides: modify/delete, symlinks, submodules).
+    /// A conflict git's rerere does not handle (symlinks, submodules; modify/delete without a recorded decision,
+    /// which bport records when the user resolves it).
     NotHandled,
+    /// A modify/delete conflict resolved from a recorded decision (beyond git).
+    DecisionReplayed {
+        /// `keep` or `delete`.
+        decision: &'static str,
+        /// Which cache it came from.
+        source: Source,
+        /// Whether the result was staged (`autoupdate`).
+        staged: bool,
+    },
+    /// The user's decision on a modify/delete conflict was recorded (beyond git).
+    RecordedDecision {
+        /// `keep` or `delete`.
+        decision: &'static str,
+    },
 }
 
 /// One path's result.
@@ -91,8 +107,8 @@ impl RerereOutcome {
         let mut any = false;
         for p in &self.paths {
             match p.action {
-                PathAction::Resolved { .. } => any = true,
-                PathAction::RecordedPostimage => {}
+                PathAction::Resolved { .. } | PathAction::DecisionReplayed { .. } => any = true,
+                PathAction::RecordedPostimage | PathAction::RecordedDecision { .. } => {}
                 _ => return false,
             }
         }
@@ -101,9 +117,12 @@ impl RerereOutcome {
 
     /// Paths resolved from recorded resolutions.
     pub fn resolved(&self) -> impl Iterator<Item = &PathOutcome> {
-        self.paths
-            .iter()
-            .filter(|p| matches!(p.action, PathAction::Resolved { .. }))
+        self.paths.iter().filter(|p| {
+            matches!(
+                p.action,
+                PathAction::Resolved { .. } | PathAction::DecisionReplayed { .. }
+            )
+        })
     }
 }
 
@@ -123,8 +142,86 @@ pub fn rerere(rr: &Rerere<'_>, opts: &RerereOptions) -> Result<RerereOutcome, Er
     let mut tracked = MergeRr::read(&merge_rr_path)?;
     let mut outcome = RerereOutcome::default();
     let mut items: Vec<Item> = Vec::new();
+    let decisions_path = rr.decisions_path();
+    let mut pending = MergeRr::read(&decisions_path)?;
+    let conflicts = rr.conflicts()?;
+    let mut deletions = Vec::new();
+    let mut to_stage = Vec::new();
 
-    for conflict in rr.conflicts()? {
+    // Decisions the user made since the stop: tracked paths that are no longer conflicted.
+    for (path, (key, _)) in std::mem::take(&mut pending.entries) {
+        if conflicts.iter().any(|c| c.path == path) {
+            pending.entries.insert(path, (key, 0));
+            continue;
+        }
+        let d = match rr.staged_blob(&path)? {
+            Some(oid) => decision::Decision::Keep(rr.blob(Some(oid))?),
+            None => decision::Decision::Delete,
+        };
+        decision::write(&rr.local, &key, &d)?;
+        outcome.paths.push(PathOutcome {
+            path,
+            id: None,
+            action: PathAction::RecordedDecision { decision: d.word() },
+        });
+    }
+
+    for conflict in conflicts {
+        if conflict.modify_delete() {
+            let key = decision::key(
+                &conflict.path,
+                conflict.ours.map(|(o, _)| o),
+                conflict.theirs.map(|(o, _)| o),
+            );
+            let mut found = None;
+            for (source, cache) in [(Source::Local, &rr.local), (Source::Shared, &rr.shared)] {
+                if let Some(d) = decision::read(cache, &key, &mut outcome.warnings)? {
+                    found = Some((source, d));
+                    break;
+                }
+            }
+            let action = match found {
+                Some((source, d)) => {
+                    match &d {
+                        decision::Decision::Delete => {
+                            rr.remove_file(&conflict.path)?;
+                            if opts.autoupdate {
+                                deletions.push(conflict.path.clone());
+                            }
+                        }
+                        decision::Decision::Keep(content) => {
+                            rr.write_file(&conflict.path, content)?;
+                        }
+                    }
+                    if source == Source::Shared {
+                        decision::write(&rr.local, &key, &d)?;
+                    }
+                    PathAction::DecisionReplayed {
+                        decision: d.word(),
+                        source,
+                        staged: opts.autoupdate,
+                    }
+                }
+                None => {
+                    pending.entries.insert(conflict.path.clone(), (key, 0));
+                    PathAction::NotHandled
+                }
+            };
+            if let PathAction::DecisionReplayed {
+                decision: "keep",
+                staged: true,
+                ..
+            } = action
+            {
+                to_stage.push(conflict.path.clone());
+            }
+            outcome.paths.push(PathOutcome {
+                path: conflict.path.clone(),
+                id: None,
+                action,
+            });
+            continue;
+        }
         if !conflict.three_staged() {
             outcome.paths.push(PathOutcome {
                 path: conflict.path.clone(),
@@ -183,7 +280,6 @@ pub fn rerere(rr: &Rerere<'_>, opts: &RerereOptions) -> Result<RerereOutcome, Er
             outcome.warnings.extend(cache.scan()?.1);
         }
     }
-    let mut to_stage = Vec::new();
     for item in items {
         let action = match one_path(rr, &item, opts, &mut outcome.warnings)? {
             OnePath::Pending { variant, action } => {
@@ -211,7 +307,9 @@ pub fn rerere(rr: &Rerere<'_>, opts: &RerereOptions) -> Result<RerereOutcome, Er
         .warnings
         .retain(|w| seen.insert((w.path.clone(), w.reason.clone())));
     rr.stage(&to_stage)?;
+    rr.stage_deletions(&deletions)?;
     tracked.write(&merge_rr_path)?;
+    pending.write(&decisions_path)?;
     outcome.paths.sort_by(|a, b| a.path.cmp(&b.path));
     Ok(outcome)
 }

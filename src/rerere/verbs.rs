@@ -197,5 +197,6 @@ pub fn clear(rr: &Rerere<'_>) -> Result<(), Error> {
             rr.local.remove_dir_if_empty(id);
         }
     }
+    MergeRr::default().write(&rr.decisions_path())?;
     MergeRr::default().write(&rr.merge_rr_path())
 }

@@ -27,6 +27,16 @@ pub struct Conflict {
 }
 
 impl Conflict {
+    /// Exactly one side is present and it is a regular file: a modify/delete (or delete/modify) conflict, which
+    /// bport records as a decision.
+    pub fn modify_delete(&self) -> bool {
+        let regular = |m: u32| m & 0o170000 == 0o100000;
+        match (self.ours, self.theirs) {
+            (Some((_, m)), None) | (None, Some((_, m))) => regular(m) && self.base.is_some(),
+            _ => false,
+        }
+    }
+
     /// Both sides are regular files: the only conflicts git's rerere handles.
     pub fn three_staged(&self) -> bool {
         let regular = |m: u32| m & 0o170000 == 0o100000;
@@ -147,6 +157,43 @@ impl<'r> Rerere<'r> {
     pub fn write_file(&self, path: &str, content: &[u8]) -> Result<(), Error> {
         let full = self.workdir.join(path);
         std::fs::write(&full, content).map_err(|source| Error::Io { path: full, source })
+    }
+
+    /// `.git/BPORT_RERERE_DECISIONS`: modify/delete conflicts waiting for the user's decision.
+    pub fn decisions_path(&self) -> PathBuf {
+        self.repo.path().join("BPORT_RERERE_DECISIONS")
+    }
+
+    /// The blob staged (stage 0) for `path`, if any.
+    pub fn staged_blob(&self, path: &str) -> Result<Option<Oid>, Error> {
+        let mut index = self.repo.index().map_err(git_err("opening the index"))?;
+        index.read(true).map_err(git_err("reading the index"))?;
+        Ok(index.get_path(Path::new(path), 0).map(|e| e.id))
+    }
+
+    /// Removes a work-tree file if present.
+    pub fn remove_file(&self, path: &str) -> Result<(), Error> {
+        let full = self.workdir.join(path);
+        match std::fs::remove_file(&full) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            Err(source) => Err(Error::Io { path: full, source }),
+        }
+    }
+
+    /// Stages the deletion of paths, resolving their conflicts in the index.
+    pub fn stage_deletions(&self, paths: &[String]) -> Result<(), Error> {
+        if paths.is_empty() {
+            return Ok(());
+        }
+        let mut index = self.repo.index().map_err(git_err("opening the index"))?;
+        index.read(true).map_err(git_err("reading the index"))?;
+        for p in paths {
+            index
+                .remove_path(Path::new(p))
+                .map_err(git_err(format!("staging the deletion of '{p}'")))?;
+        }
+        index.write().map_err(git_err("writing the index"))
     }
 
     /// Stages work-tree files, resolving their conflicts in the index (`rerere.autoupdate`).

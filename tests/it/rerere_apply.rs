@@ -345,3 +345,76 @@ fn bad_cache_entries_are_skipped_with_warnings() {
     assert_eq!(t.read("README"), resolved_readme());
     assert_eq!(std::fs::read_dir(outside.path()).unwrap().count(), 0);
 }
+
+/// Beyond git: a modify/delete conflict's decision is recorded at `--continue` and replayed the next time the
+/// same modification meets the same deletion; with `--autoupdate` the run goes on by itself.
+#[test]
+fn modify_delete_decisions_are_recorded_and_replayed() {
+    if !has_git() {
+        return;
+    }
+    let t = TestRepo::new();
+    t.commit(
+        "base",
+        &[
+            ("old.c", Some("int old;\n")),
+            ("main.c", Some("int main;\n")),
+        ],
+    );
+    t.branch("upstream", "master");
+    t.commit("remove old.c", &[("old.c", None)]);
+    t.checkout("upstream");
+    t.commit(
+        "fix old.c and main.c",
+        &[
+            ("old.c", Some("int old = 1;\n")),
+            ("main.c", Some("int main = 1;\n")),
+        ],
+    );
+    t.checkout("master");
+    let (_d, list) = list_file(&t.list("master..upstream"));
+
+    let stop = bport::run(t.path(), &["apply", list.to_str().unwrap()]);
+    assert_eq!(stop.code, Some(1), "{}", stop.transcript());
+    assert!(
+        stop.stderr.contains("  deleted by us: old.c\n"),
+        "{}",
+        stop.stderr
+    );
+    git_ok(t.path(), &["rm", "-q", "old.c"]);
+    let cont = bport::run(t.path(), &["apply", "--continue"]);
+    assert_eq!(cont.code, Some(0), "{}", cont.transcript());
+    assert!(
+        cont.stderr
+            .starts_with("Recorded decision for 'old.c' (delete).\n"),
+        "{}",
+        cont.stderr
+    );
+    let decided = git_ok(t.path(), &["rev-parse", "HEAD^{tree}"]);
+    git_ok(t.path(), &["reset", "-q", "--hard", "HEAD~1"]);
+
+    // Replayed, left for review.
+    let stop = bport::run(t.path(), &["apply", list.to_str().unwrap()]);
+    assert_eq!(stop.code, Some(1), "{}", stop.transcript());
+    assert!(
+        stop.stderr
+            .starts_with("Resolved 'old.c' using previous decision (delete).\n"),
+        "{}",
+        stop.stderr
+    );
+    assert!(!t.path().join("old.c").exists());
+    let abort = bport::run(t.path(), &["apply", "--abort"]);
+    assert_eq!(abort.code, Some(0), "{}", abort.transcript());
+
+    // Replayed and continued.
+    let run = bport::run(t.path(), &["apply", "--autoupdate", list.to_str().unwrap()]);
+    assert_eq!(run.code, Some(0), "{}", run.transcript());
+    assert!(
+        run.stderr
+            .starts_with("Staged 'old.c' using previous decision (delete).\n"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(git_ok(t.path(), &["rev-parse", "HEAD^{tree}"]), decided);
+    assert_eq!(git_ok(t.path(), &["status", "--porcelain"]), "");
+}
