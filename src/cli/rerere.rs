@@ -235,8 +235,13 @@ fn report_copy(ui: &Ui, outcome: &share::CopyOutcome, verb: &str, dest: &std::pa
     for w in &outcome.warnings {
         ui.warn(w);
     }
+    let decisions = if outcome.decisions_copied > 0 {
+        format!(" and {} modify/delete decisions", outcome.decisions_copied)
+    } else {
+        String::new()
+    };
     ui.status(format!(
-        "{verb} {} resolutions to {} ({} already there, {} incomplete skipped).",
+        "{verb} {} resolutions{decisions} to {} ({} already there, {} incomplete skipped).",
         outcome.copied.len(),
         dest.display(),
         outcome.already_present,

@@ -115,6 +115,36 @@ pub fn write(cache: &RrCache, key: &super::ConflictId, decision: &Decision) -> R
     write_atomic(&path, &decision.encode())
 }
 
+/// Every valid decision key in `cache`; bad names and files are skipped with warnings.
+pub fn keys(cache: &RrCache, warnings: &mut Vec<Warning>) -> Result<Vec<super::ConflictId>, Error> {
+    let dir = cache.dir().join(DIR);
+    let read = match std::fs::read_dir(&dir) {
+        Ok(r) => r,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(source) => return Err(Error::Io { path: dir, source }),
+    };
+    let mut out = Vec::new();
+    for dirent in read {
+        let dirent = dirent.map_err(|source| Error::Io {
+            path: dir.clone(),
+            source,
+        })?;
+        match dirent
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<super::ConflictId>().ok())
+        {
+            Some(k) => out.push(k),
+            None => warnings.push(Warning {
+                path: dirent.path(),
+                reason: "name is not a decision key (40 lowercase hex digits)".into(),
+            }),
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

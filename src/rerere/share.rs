@@ -3,6 +3,7 @@
 //! back into any clone's `.git/rr-cache` by hand, too.
 
 use super::cache::{Image, RrCache, Warning};
+use super::decision;
 use super::record::import_resolution;
 use super::{ConflictId, Error};
 
@@ -13,6 +14,8 @@ pub struct CopyOutcome {
     pub copied: Vec<ConflictId>,
     /// Resolutions the destination already had.
     pub already_present: usize,
+    /// Modify/delete decisions written to the destination.
+    pub decisions_copied: usize,
     /// Source entries that were incomplete (no postimage) and not copied.
     pub incomplete: usize,
     /// Entries skipped in either cache.
@@ -40,6 +43,17 @@ pub fn copy_resolutions(from: &RrCache, to: &RrCache) -> Result<CopyOutcome, Err
             } else {
                 out.already_present += 1;
             }
+        }
+    }
+    for key in decision::keys(from, &mut out.warnings)? {
+        let Some(d) = decision::read(from, &key, &mut out.warnings)? else {
+            continue;
+        };
+        if decision::read(to, &key, &mut out.warnings)?.is_some() {
+            out.already_present += 1;
+        } else {
+            decision::write(to, &key, &d)?;
+            out.decisions_copied += 1;
         }
     }
     Ok(out)

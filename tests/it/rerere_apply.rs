@@ -392,6 +392,16 @@ fn modify_delete_decisions_are_recorded_and_replayed() {
     );
     let decided = git_ok(t.path(), &["rev-parse", "HEAD^{tree}"]);
     git_ok(t.path(), &["reset", "-q", "--hard", "HEAD~1"]);
+    // Shared like resolutions: exported, then found in rerere-cache/ alone.
+    let export = bport::run(t.path(), &["rerere", "export"]);
+    assert_eq!(
+        export.stderr,
+        format!(
+            "Exported 0 resolutions and 1 modify/delete decisions to {} (0 already there, 0 incomplete skipped).\n",
+            t.path().join("rerere-cache").display()
+        )
+    );
+    std::fs::remove_dir_all(t.path().join(".git/rr-cache")).unwrap();
 
     // Replayed, left for review.
     let stop = bport::run(t.path(), &["apply", list.to_str().unwrap()]);
@@ -416,5 +426,8 @@ fn modify_delete_decisions_are_recorded_and_replayed() {
         run.stderr
     );
     assert_eq!(git_ok(t.path(), &["rev-parse", "HEAD^{tree}"]), decided);
-    assert_eq!(git_ok(t.path(), &["status", "--porcelain"]), "");
+    assert_eq!(
+        git_ok(t.path(), &["status", "--porcelain"]),
+        "?? rerere-cache/\n"
+    );
 }
