@@ -431,3 +431,91 @@ fn modify_delete_decisions_are_recorded_and_replayed() {
         "?? rerere-cache/\n"
     );
 }
+
+fn rr_cache_ids(dir: &Path) -> Vec<String> {
+    let mut ids: Vec<String> = match std::fs::read_dir(dir.join(".git/rr-cache")) {
+        Ok(r) => r
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n.len() == 40)
+            .collect(),
+        Err(_) => Vec::new(),
+    };
+    ids.sort();
+    ids
+}
+
+/// End to end: the preimages `bport apply` records at its stops are filed under the same ids as the ones
+/// `git cherry-pick` records for the same conflicts, with the repo's conflict style and a
+/// `conflict-marker-size` attribute in play.
+#[test]
+fn apply_records_preimages_under_gits_ids() {
+    if !has_git() {
+        return;
+    }
+    let (mut cases, mut same) = (0, 0);
+    let mut differing = Vec::new();
+    let mut seed = 20_000u64;
+    while cases < 24 {
+        seed += 1;
+        let (base, ours, theirs) = if seed % 2 == 0 {
+            crate::rerere_render::triple(seed)
+        } else {
+            crate::rerere_render::code_triple(seed)
+        };
+        let probe = ::bport::rerere::render::render(
+            &base,
+            &ours,
+            &theirs,
+            &::bport::rerere::render::RenderOptions::default(),
+        );
+        if probe.conflicts == 0 {
+            continue;
+        }
+        cases += 1;
+        let text = |b: &[u8]| String::from_utf8(b.to_vec()).unwrap();
+        let t = TestRepo::new();
+        let style = ["merge", "diff3", "zdiff3"][cases % 3];
+        git_ok(t.path(), &["config", "merge.conflictStyle", style]);
+        let mut files = vec![("f.c", Some(text(&base)))];
+        if cases % 4 == 0 {
+            files.push((
+                ".gitattributes",
+                Some("f.c conflict-marker-size=10\n".to_owned()),
+            ));
+        }
+        let files: Vec<(&str, Option<&str>)> =
+            files.iter().map(|(p, c)| (*p, c.as_deref())).collect();
+        t.commit("base", &files);
+        t.branch("upstream", "master");
+        t.commit("ours", &[("f.c", Some(&text(&ours)))]);
+        t.checkout("upstream");
+        t.commit("theirs", &[("f.c", Some(&text(&theirs)))]);
+        t.checkout("master");
+        let (_d, list) = list_file(&t.list("master..upstream"));
+        let g = t.copy();
+        let out = oracle::git(g.path())
+            .args(["-c", "rerere.enabled=true", "cherry-pick", "upstream"])
+            .output()
+            .unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(1),
+            "git must conflict too (seed {seed})"
+        );
+        let stop = bport::run(t.path(), &["apply", list.to_str().unwrap()]);
+        assert_eq!(stop.code, Some(1), "{}", stop.transcript());
+        assert_eq!(
+            t.read("f.c"),
+            g.read("f.c"),
+            "conflicted file as git writes it (seed {seed})"
+        );
+        let (mine, gits) = (rr_cache_ids(t.path()), rr_cache_ids(g.path()));
+        if mine == gits && mine.len() == 1 {
+            same += 1;
+        } else {
+            differing.push(seed);
+        }
+    }
+    eprintln!("bport apply vs git cherry-pick: {same}/{cases} preimages under the same id");
+    assert_eq!(same, cases, "seeds: {differing:?}");
+}
