@@ -519,3 +519,103 @@ fn apply_records_preimages_under_gits_ids() {
     eprintln!("bport apply vs git cherry-pick: {same}/{cases} preimages under the same id");
     assert_eq!(same, cases, "seeds: {differing:?}");
 }
+
+/// A resolution recorded under another rendering's id (here git with `-X diff-algorithm=myers`, the id
+/// libgit2-based tools also produce) is found by trying the ids of the other renderings after a miss.
+#[test]
+fn a_resolution_recorded_under_a_myers_rendering_is_found() {
+    if !has_git() {
+        return;
+    }
+    use ::bport::rerere::conflict_id::normalize;
+    use ::bport::rerere::xdiff::merge::{merge, MergeOptions};
+    use ::bport::rerere::xdiff::Algorithm;
+    let id_of = |b: &[u8], o: &[u8], t: &[u8], algorithm| {
+        let opts = MergeOptions {
+            algorithm,
+            ours_label: "HEAD".into(),
+            theirs_label: "x".into(),
+            ..MergeOptions::default()
+        };
+        normalize(&merge(b, o, t, &opts).content, 7)
+            .unwrap()
+            .map(|n| n.id)
+    };
+    let (base, ours, theirs) = (30_000u64..40_000)
+        .map(crate::rerere_render::code_triple)
+        .find(|(b, o, t)| {
+            let h = id_of(b, o, t, Algorithm::Histogram);
+            h.is_some() && h != id_of(b, o, t, Algorithm::Myers)
+        })
+        .expect("the generator yields conflicts whose Myers and histogram ids differ");
+    let text = |b: &[u8]| String::from_utf8(b.to_vec()).unwrap();
+    let t = TestRepo::new();
+    t.commit("base", &[("f.c", Some(&text(&base)))]);
+    t.branch("upstream", "master");
+    t.commit("ours", &[("f.c", Some(&text(&ours)))]);
+    t.checkout("upstream");
+    t.commit("theirs", &[("f.c", Some(&text(&theirs)))]);
+    t.checkout("master");
+    let (_d, list) = list_file(&t.list("master..upstream"));
+
+    // git 2.47's cherry-pick renders with histogram whatever `-X diff-algorithm` says, so the Myers rendering a
+    // libgit2-based tool would write is made with `git merge-file`, then recorded by `git rerere`.
+    let out = oracle::git(t.path())
+        .args(["-c", "rerere.enabled=false", "cherry-pick", "upstream"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let scratch = tempfile::tempdir().unwrap();
+    for (name, content) in [("ours", &ours), ("base", &base), ("theirs", &theirs)] {
+        std::fs::write(scratch.path().join(name), content).unwrap();
+    }
+    let rendered = oracle::git(scratch.path())
+        .args([
+            "merge-file",
+            "-p",
+            "--diff-algorithm=myers",
+            "-L",
+            "HEAD",
+            "-L",
+            "base",
+            "-L",
+            "theirs",
+        ])
+        .args(["ours", "base", "theirs"])
+        .output()
+        .unwrap();
+    std::fs::write(t.path().join("f.c"), &rendered.stdout).unwrap();
+    git_ok(t.path(), &["-c", "rerere.enabled=true", "rerere"]);
+    std::fs::write(t.path().join("f.c"), "resolved by hand\n").unwrap();
+    let out = oracle::git(t.path())
+        .args(["-c", "rerere.enabled=true", "rerere"])
+        .output()
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("Recorded resolution for 'f.c'."),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    git_ok(t.path(), &["cherry-pick", "--abort"]);
+    let recorded = rr_cache_ids(t.path());
+    let histogram_id = id_of(&base, &ours, &theirs, Algorithm::Histogram)
+        .unwrap()
+        .to_string();
+    assert_eq!(recorded.len(), 1);
+    assert_ne!(recorded[0], histogram_id, "git recorded under the Myers id");
+
+    let stop = bport::run(t.path(), &["apply", list.to_str().unwrap()]);
+    assert!(
+        stop.stderr
+            .starts_with("Resolved 'f.c' using previous resolution.\n"),
+        "{}",
+        stop.transcript()
+    );
+    assert_eq!(t.read("f.c"), "resolved by hand\n");
+    // bport's own (histogram) rendering has another id, so a lookup by that id alone would have missed.
+    let stop_ids = rr_cache_ids(t.path());
+    assert_eq!(
+        stop_ids, recorded,
+        "nothing new recorded: the conflict was resolved"
+    );
+}
