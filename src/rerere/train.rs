@@ -175,6 +175,9 @@ pub fn train(rr: &Rerere<'_>, opts: &TrainOptions) -> Result<TrainOutcome, Error
         let original = repo
             .find_commit(original)
             .map_err(git_err(format!("reading commit {original}")))?;
+        if original.parent_count() != 1 {
+            continue; // a merge has no single change to replay
+        }
         learn_one(rr, &port, &original, &mut out)?;
     }
     Ok(out)
