@@ -256,6 +256,32 @@ mod tests {
     use super::*;
 
     #[test]
+    fn trailers_name_the_original_in_every_common_form() {
+        let tmp = tempfile::tempdir().unwrap();
+        let repo = Repository::init(tmp.path()).unwrap();
+        let sig = git2::Signature::new("T", "t@e", &git2::Time::new(1_700_000_000, 0)).unwrap();
+        let tree = repo
+            .find_tree(repo.treebuilder(None).unwrap().write().unwrap())
+            .unwrap();
+        let oid = repo.commit(None, &sig, &sig, "orig", &tree, &[]).unwrap();
+        let hex = oid.to_string();
+        for message in [
+            format!("x\n\n(cherry picked from commit {hex})\n"),
+            format!("x\n\n(cherry-picked from {})\n", &hex[..12]),
+            format!("x\n\ncommit {hex} upstream.\n"),
+            format!("x\n\n[ Upstream commit {hex} ]\n"),
+            format!("x\n\nupstream commit {} (\"x\")\n", &hex[..10]),
+        ] {
+            assert_eq!(trailer_original(&repo, &message), Some(oid), "{message}");
+        }
+        assert_eq!(trailer_original(&repo, "x\n\nStable-dep-of: 123\n"), None);
+        assert_eq!(
+            trailer_original(&repo, "x\n\n(cherry picked from commit 0123456789abcdef)\n"),
+            None
+        );
+    }
+
+    #[test]
     fn subjects_lose_vendor_prefixes() {
         assert_eq!(
             normalized_subject("UPSTREAM: [PATCH v2 3/7]  perf:  fix   x"),
