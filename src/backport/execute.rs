@@ -192,6 +192,8 @@ fn flush(
     progress: &mut dyn Progress,
 ) -> Result<(), Error> {
     let mut builder = repo.packbuilder().context_git(|| "starting a pack")?;
+    // Delta search dominates packing (rewritten trees delta well against each other); use every core for it.
+    builder.set_threads(0);
     let mut seen = std::collections::HashSet::with_capacity(created.len());
     for &oid in created {
         if seen.insert(oid) {
