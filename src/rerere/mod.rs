@@ -3,8 +3,12 @@
 //!
 //! Owns: computing ids ([`conflict_id`]), rendering conflicts as git does ([`render`], on the [`xdiff`] port),
 //! the cache directories ([`cache`]), `MERGE_RR` ([`merge_rr`]), replay ([`resolve`]), the rerere step run at a
-//! conflict stop and at `--continue` ([`record`]), the user verbs ([`verbs`]), sharing ([`share`]) and
-//! training ([`train`]). Does not own: the cherry-pick loop (backport) or printing (cli).
+//! conflict stop and at `--continue` ([`record`]), the user verbs ([`verbs`]), sharing ([`share`]),
+//! training ([`train`]) and, beyond git, modify/delete decisions ([`decision`]). Does not own: the cherry-pick
+//! loop (backport) or printing (cli).
+//!
+//! Specs followed: git v2.47's `rerere.c` (ids, layout, `MERGE_RR`, replay, forget, gc) and `xdiff/`
+//! (rendering). The rr-cache lives in the common git dir (shared by worktrees), `MERGE_RR` per worktree, as in git.
 
 pub mod cache;
 pub mod conflict_id;
