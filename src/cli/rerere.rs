@@ -202,7 +202,7 @@ pub fn run(args: RerereArgs, ui: &Ui) -> CliResult<ExitCode> {
         }
         Some(RerereCommand::Export { to }) => {
             let dest = to.map_or_else(|| rr.shared.clone(), rerere::RrCache::new);
-            let outcome = share::copy_resolutions(&rr.local, &dest)?;
+            let outcome = share::export(&rr.local, &dest)?;
             report_copy(ui, &outcome, "Exported", dest.dir());
         }
         Some(RerereCommand::Import { from }) => {

@@ -153,6 +153,9 @@ impl RrCache {
             if name == super::decision::DIR {
                 continue; // bport's modify/delete decisions, not an rr-cache entry
             }
+            if is_documentation(&name) && dirent.file_type().is_ok_and(|t| t.is_file()) {
+                continue; // a committed rerere-cache/ may carry a README or .gitattributes; not entries
+            }
             let Some(id) = name.to_str().and_then(|n| n.parse::<ConflictId>().ok()) else {
                 warnings.push(Warning {
                     path,
@@ -279,6 +282,13 @@ impl RrCache {
     }
 }
 
+/// Dotfiles and READMEs (regular files only) sit in a committed shared cache legitimately and are neither entries
+/// nor worth a warning.
+fn is_documentation(name: &std::ffi::OsStr) -> bool {
+    name.to_str()
+        .is_some_and(|n| n.starts_with('.') || n.starts_with("README"))
+}
+
 /// `preimage`, `postimage.3` → (image, variant); anything else → None (as git's `is_rr_file`).
 pub fn parse_file_name(name: &str) -> Option<(Image, u32)> {
     for image in [Image::Preimage, Image::Postimage] {
@@ -347,6 +357,8 @@ mod tests {
         fs::write(cache.path(&id, Image::Postimage, 2), b"").unwrap();
         fs::create_dir(cache.path(&id, Image::Postimage, 3)).unwrap();
         fs::create_dir_all(cache.dir().join("not-hex")).unwrap();
+        fs::write(cache.dir().join("README.md"), b"shared resolutions\n").unwrap();
+        fs::write(cache.dir().join(".gitattributes"), b"* -text\n").unwrap();
         let outside = tmp.path().join("outside");
         fs::create_dir(&outside).unwrap();
         fs::write(outside.join("preimage"), b"x").unwrap();

@@ -58,3 +58,17 @@ pub fn copy_resolutions(from: &RrCache, to: &RrCache) -> Result<CopyOutcome, Err
     }
     Ok(out)
 }
+
+/// The `.gitattributes` an exported cache gets: preimages and postimages must survive commits byte for byte (a
+/// CRLF conflict normalized by `core.autocrlf` would no longer match its id).
+pub const ATTRIBUTES: &str = "* -text\n";
+
+/// `export`: copies resolutions into `to` and makes sure `to/.gitattributes` keeps them byte-exact in git.
+pub fn export(from: &RrCache, to: &RrCache) -> Result<CopyOutcome, Error> {
+    let out = copy_resolutions(from, to)?;
+    let attrs = to.dir().join(".gitattributes");
+    if !attrs.exists() && to.dir().is_dir() {
+        super::cache::write_atomic(&attrs, ATTRIBUTES.as_bytes())?;
+    }
+    Ok(out)
+}

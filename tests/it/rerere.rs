@@ -184,6 +184,10 @@ fn export_import_and_bad_cache_entries() {
             dir.join("rerere-cache").display()
         )
     );
+    assert_eq!(
+        std::fs::read_to_string(dir.join("rerere-cache/.gitattributes")).unwrap(),
+        "* -text\n"
+    );
     for f in ["preimage", "postimage"] {
         assert_eq!(
             std::fs::read(dir.join("rerere-cache").join(&id).join(f)).unwrap(),
@@ -593,4 +597,53 @@ fn gc_prunes_like_git() {
             "5555555555555555555555555555555555555555: preimage.1",
         ]
     );
+}
+
+/// An exported CRLF resolution survives a commit with `core.autocrlf=input` byte for byte (export writes
+/// `rerere-cache/.gitattributes` with `* -text`), so a clone's cache still matches git's id.
+#[test]
+fn exported_crlf_resolutions_survive_commit_and_clone() {
+    if !oracle::require("git", "apt-get install git") {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("a");
+    std::fs::create_dir(&dir).unwrap();
+    let crlf = |s: &[u8]| {
+        String::from_utf8_lossy(s)
+            .replace('\n', "\r\n")
+            .into_bytes()
+    };
+    conflict_repo(&dir, &crlf(BASE), &crlf(OURS), &crlf(THEIRS));
+    let (ok, _) = git_try(&dir, &["-c", "rerere.enabled=true", "cherry-pick", "topic"]);
+    assert!(!ok);
+    std::fs::write(dir.join("README"), crlf(RESOLVED)).unwrap();
+    git(&dir, &["add", "README"]);
+    git(
+        &dir,
+        &[
+            "-c",
+            "rerere.enabled=true",
+            "-c",
+            "core.editor=true",
+            "cherry-pick",
+            "--continue",
+        ],
+    );
+    let id = rr_dirs(&dir).into_iter().next().unwrap();
+    let run = bport::run(&dir, &["rerere", "export"]);
+    assert_eq!(run.code, Some(0), "{}", run.transcript());
+    git(&dir, &["-c", "core.autocrlf=input", "add", "rerere-cache"]);
+    git(
+        &dir,
+        &["-c", "core.autocrlf=input", "commit", "-q", "-m", "share"],
+    );
+    git(tmp.path(), &["clone", "-q", dir.to_str().unwrap(), "b"]);
+    for f in ["preimage", "postimage"] {
+        assert_eq!(
+            std::fs::read(tmp.path().join("b/rerere-cache").join(&id).join(f)).unwrap(),
+            std::fs::read(dir.join(".git/rr-cache").join(&id).join(f)).unwrap(),
+            "{f}"
+        );
+    }
 }
