@@ -291,7 +291,7 @@ fn resolve_path(
             let binary = [&base_bytes, &ours_bytes, &theirs_bytes]
                 .iter()
                 .any(|b| crate::rerere::resolve::is_binary(b));
-            if favor == Favor::None && !binary {
+            if !binary {
                 // git's own rendering (histogram diff, xdiff's refinement), so that conflict text and rerere ids
                 // are the ones `git cherry-pick` produces; libgit2 only renders with Myers.
                 let opts = crate::rerere::render::RenderOptions {
@@ -304,6 +304,11 @@ fn resolve_path(
                     ours_label: markers.ours.clone(),
                     theirs_label: markers.theirs.clone(),
                     base_label: markers.base.clone(),
+                    favor: match favor {
+                        Favor::None => None,
+                        Favor::Ours => Some(crate::rerere::xdiff::merge::Favor::Ours),
+                        Favor::Theirs => Some(crate::rerere::xdiff::merge::Favor::Theirs),
+                    },
                 };
                 let merged =
                     crate::rerere::render::render(&base_bytes, &ours_bytes, &theirs_bytes, &opts);

@@ -23,6 +23,8 @@ pub struct RenderOptions {
     pub theirs_label: String,
     /// Label of the base (diff3 styles), e.g. `parent of 1a2b3c4 (perf: fix x)`.
     pub base_label: String,
+    /// `-X ours|theirs`: resolve conflicting hunks for one side.
+    pub favor: Option<super::xdiff::merge::Favor>,
 }
 
 impl Default for RenderOptions {
@@ -33,6 +35,7 @@ impl Default for RenderOptions {
             ours_label: "HEAD".into(),
             theirs_label: "theirs".into(),
             base_label: "base".into(),
+            favor: None,
         }
     }
 }
@@ -75,6 +78,7 @@ fn render_with(
             ours_label: opts.ours_label.clone(),
             theirs_label: opts.theirs_label.clone(),
             base_label: opts.base_label.clone(),
+            favor: opts.favor,
         },
     )
 }
@@ -96,6 +100,7 @@ pub fn alternative_ids(
                 ours_label: "ours".into(),
                 theirs_label: "theirs".into(),
                 base_label: "base".into(),
+                favor: None,
             };
             let rendered = render_with(base, ours, theirs, &opts, algorithm);
             if let Ok(Some(n)) = normalize(&rendered.content, marker_size) {

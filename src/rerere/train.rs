@@ -229,6 +229,7 @@ fn learn_one(
             ours_label: "HEAD".into(),
             theirs_label: format!("{short} ({})", summary(original)),
             base_label: format!("parent of {short} ({})", summary(original)),
+            favor: None,
         };
         let rendered = render(
             &base,

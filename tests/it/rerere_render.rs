@@ -3,7 +3,7 @@
 //! algorithms, CRLF and missing final newlines. Output must be byte-identical.
 
 use crate::support::oracle;
-use bport::rerere::xdiff::merge::{merge, Level, MergeOptions, Style};
+use bport::rerere::xdiff::merge::{merge, Favor, Level, MergeOptions, Style};
 use bport::rerere::xdiff::Algorithm;
 
 /// A small deterministic generator (xorshift), so failures reproduce from the case number.
@@ -163,6 +163,7 @@ fn xdiff_port_renders_merges_byte_identical_to_git_merge_file() {
     let mut mismatches = Vec::new();
     let mut cases = 0;
     let mut conflicted = 0;
+    let mut favored = 0;
     for seed in 0..160u64 {
         let (base, ours, theirs) = if seed < 120 {
             triple(seed)
@@ -176,6 +177,37 @@ fn xdiff_port_renders_merges_byte_identical_to_git_merge_file() {
             (Algorithm::Histogram, "histogram"),
             (Algorithm::Myers, "myers"),
         ] {
+            for (favor, favor_flag) in [
+                (Favor::Ours, "--ours"),
+                (Favor::Theirs, "--theirs"),
+                (Favor::Union, "--union"),
+            ] {
+                favored += 1;
+                let alg_arg = format!("--diff-algorithm={alg_name}");
+                let out = oracle::git(dir.path())
+                    .args([
+                        "merge-file",
+                        "-p",
+                        favor_flag,
+                        &alg_arg,
+                        "ours",
+                        "base",
+                        "theirs",
+                    ])
+                    .output()
+                    .unwrap();
+                let opts = MergeOptions {
+                    algorithm: alg,
+                    level: Level::ZealousAlnum,
+                    favor: Some(favor),
+                    ..MergeOptions::default()
+                };
+                let mine = merge(&base, &ours, &theirs, &opts);
+                if mine.content != out.stdout || out.status.code() != Some(0) || mine.conflicts != 0
+                {
+                    mismatches.push(format!("seed {seed} {alg_name} {favor:?}"));
+                }
+            }
             for (style, flag) in [
                 (Style::Merge, None),
                 (Style::Diff3, Some("--diff3")),
@@ -227,8 +259,10 @@ fn xdiff_port_renders_merges_byte_identical_to_git_merge_file() {
         }
     }
     eprintln!(
-        "xdiff port vs git merge-file: {} of {cases} identical ({conflicted} with conflicts)",
-        cases - mismatches.len()
+        "xdiff port vs git merge-file: {} of {} identical ({conflicted} of {cases} with conflicts; \
+         {favored} with --ours/--theirs/--union)",
+        cases + favored - mismatches.len(),
+        cases + favored
     );
     // The generator must keep producing conflicts, or this test would prove little.
     assert!(

@@ -45,6 +45,17 @@ impl Style {
     }
 }
 
+/// Which side wins a conflicting hunk (`-X ours|theirs`, `merge=union`); git's `XDL_MERGE_FAVOR_*`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Favor {
+    /// Take our side of each conflict.
+    Ours,
+    /// Take their side.
+    Theirs,
+    /// Take both, ours first.
+    Union,
+}
+
 /// What to merge with and how to print conflicts.
 #[derive(Clone, Debug)]
 pub struct MergeOptions {
@@ -62,6 +73,8 @@ pub struct MergeOptions {
     pub theirs_label: String,
     /// Label after `|||||||` (empty: none).
     pub base_label: String,
+    /// Resolve conflicting hunks in favour of a side instead of writing markers.
+    pub favor: Option<Favor>,
 }
 
 impl Default for MergeOptions {
@@ -74,6 +87,7 @@ impl Default for MergeOptions {
             ours_label: String::new(),
             theirs_label: String::new(),
             base_label: String::new(),
+            favor: None,
         }
     }
 }
@@ -159,6 +173,17 @@ pub fn merge(base: &[u8], ours: &[u8], theirs: &[u8], opts: &MergeOptions) -> Me
     } else if level >= Level::Zealous {
         hunks = refine_conflicts(hunks, &l1, &l2, opts.algorithm);
         simplify_non_conflicts(&mut hunks, &l1, level > Level::Zealous);
+    }
+    if let Some(favor) = opts.favor {
+        // xdl_fill_merge_buffer: a favoured conflict becomes a clean hunk of that side (or both).
+        let mode = match favor {
+            Favor::Ours => 1,
+            Favor::Theirs => 2,
+            Favor::Union => 3,
+        };
+        for h in hunks.iter_mut().filter(|h| h.mode == 0) {
+            h.mode = mode;
+        }
     }
     let conflicts = hunks.iter().filter(|h| h.mode == 0).count();
     let content = fill(&hunks, &l0, &l1, &l2, opts);
