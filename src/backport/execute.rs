@@ -26,8 +26,8 @@ use std::path::Path;
 pub enum RunEnd {
     /// Every step is done; the branch is at the final tip.
     Done,
-    /// Stopped at a conflict: the conflicts, and the paths recorded resolutions resolved in the worktree.
-    Stopped(Vec<Conflict>, Vec<String>),
+    /// Stopped at a conflict; rerere's outcome at the stop.
+    Stopped(Vec<Conflict>, crate::rerere::RerereOutcome),
 }
 
 /// Crash-test checkpoints reported to [`Progress::checkpoint`].
@@ -73,7 +73,10 @@ pub fn run(
         .find_commit(st.tip)
         .context_git(|| format!("reading {}", st.tip))?;
     let mut tip_tree = tip_commit.tree().context_git(|| "reading the tip tree")?;
-    let mut wrote = false;
+    // Every object the run creates, for the one pack at the end: the mempack cannot list its objects, and
+    // `git_mempack_dump` walks each commit's whole tree (30,000 entries a commit in the benchmark). New trees and
+    // blobs are found by comparing each result tree with the tree it was built on.
+    let mut created: Vec<Oid> = Vec::new();
 
     while st.position < total {
         let i = st.position;
@@ -93,19 +96,19 @@ pub fn run(
                     st.options.favor,
                     &markers,
                 )?;
+                crate::git::new_objects(&work, Some(tip_tree.id()), picked.tree, &mut created)?;
                 if !picked.conflicts.is_empty() {
                     if dry_run {
                         StepResult::Conflict {
                             paths: picked.conflicts.iter().map(|c| c.path.clone()).collect(),
                         }
                     } else {
-                        if wrote || picked.tree != tip_tree.id() {
-                            flush(&work, &mempack, progress)?;
+                        if !created.is_empty() {
+                            flush(&work, &mempack, &created, progress)?;
                         }
                         let conflicts = picked.conflicts;
-                        let resolved =
-                            stop_at_conflict(repo, st, picked.tree, &conflicts, progress)?;
-                        return Ok(RunEnd::Stopped(conflicts, resolved));
+                        let rerere = stop_at_conflict(repo, st, picked.tree, &conflicts, progress)?;
+                        return Ok(RunEnd::Stopped(conflicts, rerere));
                     }
                 } else if picked.tree == tip_tree.id() {
                     StepResult::Empty
@@ -119,7 +122,7 @@ pub fn run(
                         &committer,
                         &sob,
                     )?;
-                    wrote = true;
+                    created.push(new);
                     tip_commit = work
                         .find_commit(new)
                         .context_git(|| format!("reading {new}"))?;
@@ -139,8 +142,8 @@ pub fn run(
             .context_git(|| "dropping in-memory objects")?;
         return Ok(RunEnd::Done);
     }
-    if wrote {
-        flush(&work, &mempack, progress)?;
+    if !created.is_empty() {
+        flush(&work, &mempack, &created, progress)?;
     }
     st.phase = Phase::Running;
     state::save(repo.path(), st)?;
@@ -181,15 +184,27 @@ pub fn commit_pick(
         .context_git(|| format!("committing the pick of {}", original.id()))?)
 }
 
-/// Writes everything in the mempack to the object database as one pack, then empties the mempack.
+/// Writes the objects the run created to the object database as one pack, then empties the mempack.
 fn flush(
     repo: &Repository,
     mempack: &git2::Mempack<'_>,
+    created: &[Oid],
     progress: &mut dyn Progress,
 ) -> Result<(), Error> {
+    let mut builder = repo.packbuilder().context_git(|| "starting a pack")?;
+    // Delta search dominates packing (rewritten trees delta well against each other); use every core for it.
+    builder.set_threads(0);
+    let mut seen = std::collections::HashSet::with_capacity(created.len());
+    for &oid in created {
+        if seen.insert(oid) {
+            builder
+                .insert_object(oid, None)
+                .context_git(|| format!("packing {oid}"))?;
+        }
+    }
     let mut buf = git2::Buf::new();
-    mempack
-        .dump(repo, &mut buf)
+    builder
+        .write_buf(&mut buf)
         .context_git(|| "packing the new objects")?;
     let odb = repo.odb().context_git(|| "opening the object database")?;
     let mut writer = odb.packwriter().context_git(|| "writing the pack")?;
@@ -251,7 +266,7 @@ pub fn stop_at_conflict(
     partial: Oid,
     conflicts: &[Conflict],
     progress: &mut dyn Progress,
-) -> Result<Vec<String>, Error> {
+) -> Result<crate::rerere::RerereOutcome, Error> {
     st.phase = Phase::Running;
     state::save(repo.path(), st)?;
     progress.checkpoint(Checkpoint::StateSaved);
@@ -295,7 +310,8 @@ pub fn stop_at_conflict(
     set_branch(repo, st, st.tip, "bport apply: stopped at a conflict")?;
     st.anchor = st.tip;
 
-    let resolved = rerere_step(repo, st, conflicts)?;
+    let outcome = rerere_step(repo, st)?;
+    progress.rerere(&outcome);
 
     st.phase = Phase::Stopped {
         paths: conflicts.iter().map(|c| c.path.clone()).collect(),
@@ -304,25 +320,24 @@ pub fn stop_at_conflict(
         paths: conflicts.iter().map(|c| c.path.clone()).collect(),
     });
     state::save(repo.path(), st)?;
-    Ok(resolved)
+    Ok(outcome)
 }
 
-/// Where recorded resolutions are replayed at a stop (the rerere issue fills this in): called with markers in the
-/// worktree and stages in the index; returns the paths it resolved in the worktree (reported as
-/// `Resolved 'PATH' using previous resolution.`). With `st.options.autoupdate` and every path resolved, the
-/// rerere step may stage them and the caller continues. Until rerere lands nothing is recorded, so nothing resolves.
-fn rerere_step(
-    _repo: &Repository,
-    _st: &State,
-    _conflicts: &[Conflict],
-) -> Result<Vec<String>, Error> {
-    Ok(Vec::new())
+/// Records preimages and replays recorded resolutions for the conflicts just written (git's `rerere()` after a
+/// failed pick); with `--autoupdate` the resolved files are staged.
+fn rerere_step(repo: &Repository, st: &State) -> Result<crate::rerere::RerereOutcome, Error> {
+    let rr = crate::rerere::Rerere::open(repo)?;
+    Ok(crate::rerere::rerere(
+        &rr,
+        &crate::rerere::RerereOptions {
+            autoupdate: st.options.autoupdate,
+        },
+    )?)
 }
 
-/// Where `--continue` records the user's resolution before committing it (the rerere issue fills this in): the
-/// index holds the resolved stage-0 entries for `paths`, the conflicted paths of the stop.
-pub fn rerere_record(_repo: &Repository, _paths: &[String]) -> Result<(), Error> {
-    Ok(())
+/// The stop's rerere outcome decides whether an `--autoupdate` run may go on without the user.
+pub fn stop_fully_resolved(outcome: &crate::rerere::RerereOutcome) -> bool {
+    outcome.all_resolved()
 }
 
 fn stage_entry(path: &str, side: pick::Side, stage: u16) -> IndexEntry {

@@ -122,7 +122,7 @@ pub struct Branch<'r> {
     by_subject: HashMap<String, Vec<usize>>,
     by_origin: HashMap<String, usize>,
     short_origins: Vec<(String, usize)>,
-    by_paths: Option<HashMap<Vec<Vec<u8>>, Vec<usize>>>,
+    by_paths: Option<HashMap<Vec<String>, Vec<usize>>>,
     patch_ids: HashMap<usize, Option<PatchId>>,
 }
 
@@ -211,7 +211,7 @@ impl<'r> Branch<'r> {
     /// same paths can match, so patch-ids are computed for those alone.
     fn by_patch_id(&mut self, commit: &git2::Commit<'_>) -> Result<Option<usize>, Error> {
         if self.by_paths.is_none() {
-            let mut map: HashMap<Vec<Vec<u8>>, Vec<usize>> = HashMap::new();
+            let mut map: HashMap<Vec<String>, Vec<usize>> = HashMap::new();
             for (i, c) in self.commits.iter().enumerate() {
                 let bc = self
                     .repo

@@ -142,6 +142,9 @@ pub enum Error {
     /// HEAD does not point at a commit yet.
     #[error("HEAD has no commit yet; commit something first")]
     UnbornHead,
+    /// Recording or replaying a resolution failed.
+    #[error(transparent)]
+    Rerere(#[from] crate::rerere::Error),
 }
 
 /// Options of `bport apply`.
@@ -161,6 +164,8 @@ pub trait Progress {
     fn step(&mut self, index: usize, total: usize, step: &Step, result: &StepResult);
     /// A crash-safety checkpoint was reached (used by crash tests).
     fn checkpoint(&mut self, _at: Checkpoint) {}
+    /// rerere ran at a stop or at `--continue` (the CLI prints git's per-path messages).
+    fn rerere(&mut self, _outcome: &crate::rerere::RerereOutcome) {}
 }
 
 /// A progress sink that ignores everything.
@@ -303,6 +308,7 @@ pub fn resume(
         .and_then(|h| h.target())
         .ok_or(Error::UnbornHead)?;
     if how == Resume::Abort {
+        crate::rerere::verbs::clear(&crate::rerere::Rerere::open(repo)?)?;
         execute::hard_reset(repo, st.orig_head)?;
         if let Some(name) = &st.branch {
             if repo
@@ -345,8 +351,9 @@ pub fn resume(
             }
         }
         state::Phase::Stopped { .. } => match how {
-            Resume::Continue => continue_stopped(repo, &mut st, head)?,
+            Resume::Continue => continue_stopped(repo, &mut st, head, progress)?,
             Resume::Skip => {
+                crate::rerere::verbs::clear(&crate::rerere::Rerere::open(repo)?)?;
                 if head != st.tip {
                     return Err(Error::HeadMoved {
                         expected: st.tip,
@@ -365,8 +372,22 @@ pub fn resume(
     finish(repo, st, progress)
 }
 
+/// Records the user's resolutions as postimages (git's rerere at commit time); only once nothing is conflicted,
+/// so a refused `--continue` records nothing.
+fn record_resolutions(repo: &Repository, progress: &mut dyn Progress) -> Result<(), Error> {
+    let rr = crate::rerere::Rerere::open(repo)?;
+    let outcome = crate::rerere::rerere(&rr, &crate::rerere::RerereOptions::default())?;
+    progress.rerere(&outcome);
+    Ok(())
+}
+
 /// Commits the user's resolution of the stopped step.
-fn continue_stopped(repo: &Repository, st: &mut State, head: Oid) -> Result<(), Error> {
+fn continue_stopped(
+    repo: &Repository,
+    st: &mut State,
+    head: Oid,
+    progress: &mut dyn Progress,
+) -> Result<(), Error> {
     let step = st.plan.steps[st.position].clone();
     let original = repo
         .find_commit(step.commit)
@@ -382,6 +403,7 @@ fn continue_stopped(repo: &Repository, st: &mut State, head: Oid) -> Result<(), 
                 found: head,
             });
         }
+        record_resolutions(repo, progress)?;
         st.results[st.position] = Some(StepResult::Picked { new: head });
         st.tip = head;
         st.anchor = head;
@@ -416,6 +438,7 @@ fn continue_stopped(repo: &Repository, st: &mut State, head: Oid) -> Result<(), 
     if !unstaged.is_empty() {
         return Err(Error::UnstagedChanges { paths: unstaged });
     }
+    record_resolutions(repo, progress)?;
     let tree = index
         .write_tree()
         .context_git(|| "writing the index as a tree")?;
@@ -444,28 +467,59 @@ fn continue_stopped(repo: &Repository, st: &mut State, head: Oid) -> Result<(), 
 
 /// Runs the remaining steps and turns the end into an outcome; removes the state when done.
 fn finish(repo: &Repository, mut st: State, progress: &mut dyn Progress) -> Result<Outcome, Error> {
-    match execute::run(repo, &mut st, progress, false)? {
-        execute::RunEnd::Done => {
-            state::remove(repo.path())?;
-            Ok(Outcome::Done(st))
-        }
-        execute::RunEnd::Stopped(conflicts, resolved) => {
-            let missing = likely_missing(repo, &st, &conflicts).unwrap_or_default();
-            let info = StopInfo {
-                step: st.position,
-                conflicts: conflicts
-                    .iter()
-                    .map(|c| ConflictedPath {
-                        path: c.path.clone(),
-                        kind: execute::kind_label(c.kind),
-                    })
-                    .collect(),
-                missing,
-                resolved,
-            };
-            Ok(Outcome::Stopped(st, info))
+    loop {
+        match execute::run(repo, &mut st, progress, false)? {
+            execute::RunEnd::Done => {
+                state::remove(repo.path())?;
+                return Ok(Outcome::Done(st));
+            }
+            execute::RunEnd::Stopped(conflicts, rerere)
+                if st.options.autoupdate && execute::stop_fully_resolved(&rerere) =>
+            {
+                // Every conflict was resolved from recorded resolutions and staged: continue as the user would.
+                let _ = conflicts;
+                let head = st.tip;
+                continue_stopped(repo, &mut st, head, progress)?;
+                progress.step(
+                    st.position - 1,
+                    st.plan.steps.len(),
+                    &st.plan.steps[st.position - 1],
+                    st.results[st.position - 1]
+                        .as_ref()
+                        .expect("continue_stopped records the step's result"),
+                );
+                st.phase = state::Phase::Running;
+                state::save(repo.path(), &st)?;
+            }
+            execute::RunEnd::Stopped(conflicts, rerere) => {
+                let resolved = rerere.resolved().map(|p| p.path.clone()).collect();
+                return stopped(repo, st, conflicts, resolved);
+            }
         }
     }
+}
+
+/// Builds the outcome of a stop.
+fn stopped(
+    repo: &Repository,
+    st: State,
+    conflicts: Vec<pick::Conflict>,
+    resolved: Vec<String>,
+) -> Result<Outcome, Error> {
+    let missing = likely_missing(repo, &st, &conflicts).unwrap_or_default();
+    let info = StopInfo {
+        step: st.position,
+        conflicts: conflicts
+            .iter()
+            .map(|c| ConflictedPath {
+                path: c.path.clone(),
+                kind: execute::kind_label(c.kind),
+            })
+            .collect(),
+        missing,
+        resolved,
+    };
+    Ok(Outcome::Stopped(st, info))
 }
 
 /// Commits between the branch and the stopped commit's parent that touched a conflicted file, are not earlier in

@@ -241,6 +241,10 @@ impl Progress for CliProgress<'_> {
         }
     }
 
+    fn rerere(&mut self, outcome: &crate::rerere::RerereOutcome) {
+        self.bar.suspend(|| super::rerere::report(self.ui, outcome));
+    }
+
     fn checkpoint(&mut self, at: Checkpoint) {
         let name = match at {
             Checkpoint::PackWritten => "pack-written",
@@ -315,9 +319,8 @@ fn render(repo: &git2::Repository, outcome: Outcome, ui: &Ui, yes: bool) -> CliR
         Outcome::Stopped(st, info) => {
             let total = st.plan.steps.len();
             let step = &st.plan.steps[info.step];
-            for path in &info.resolved {
-                eprintln!("Resolved '{path}' using previous resolution.");
-            }
+            // `Resolved 'PATH' using previous resolution.` lines (info.resolved) were printed by the rerere step,
+            // in git's order, through Progress::rerere.
             let mut msg = format!(
                 "Stopped at {}/{total} {}: conflicts in\n",
                 info.step + 1,

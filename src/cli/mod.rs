@@ -8,6 +8,7 @@ mod completions;
 mod dump;
 pub mod error;
 mod list;
+mod rerere;
 mod status;
 pub mod ui;
 
@@ -52,6 +53,13 @@ pub enum Command {
     ///
     /// Example: bport man --dir /usr/local/share/man/man1
     Man(completions::ManArgs),
+    /// Recorded conflict resolutions, compatible with git's rerere.
+    ///
+    /// Without a subcommand, runs the rerere step on the current conflicts as `git rerere` does: records
+    /// preimages, replays recorded resolutions (.git/rr-cache, then rerere-cache/) and records resolutions.
+    ///
+    /// Example: bport rerere train v4.1..vendor-4.1
+    Rerere(rerere::RerereArgs),
     /// Write the patch list for a revision range (as `git log --reverse --oneline`).
     ///
     /// Example: bport list v6.1..perf-fixes > perf-fixes.txt
@@ -101,6 +109,7 @@ pub fn main() -> ExitCode {
 
 fn run(command: Command, ui: &Ui) -> CliResult<ExitCode> {
     match command {
+        Command::Rerere(args) => return rerere::run(args, ui),
         Command::Apply(args) => return apply::run(args, ui),
         Command::List(args) => list::run(args, ui),
         Command::Status(args) => status::run(args, ui),

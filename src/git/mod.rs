@@ -8,6 +8,7 @@
 mod patch_id;
 mod repo;
 mod trailers;
+mod tree_diff;
 
 pub use patch_id::{changed_paths, patch_id_of_commit, patch_id_of_diff_text, PatchId};
 pub use repo::{
@@ -15,6 +16,7 @@ pub use repo::{
     Operation,
 };
 pub use trailers::{origins, Origin, OriginForm};
+pub use tree_diff::{new_objects, tree_changes, Change, Side};
 
 use std::path::PathBuf;
 

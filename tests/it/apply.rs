@@ -56,6 +56,7 @@ fn foo_bar_workflow_stops_resolves_continues_and_then_skips_by_subject() {
         stop.transcript(),
         format!(
             "------- stderr -------\n\
+             Recorded preimage for 'README'\n\
              Stopped at 1/2 {bar1} bar description: conflicts in\n  both modified: README\n\
              So far: picked 0, skipped 0.\n\
              Resolve the conflicts and stage them with `git add`, then run one of:\n  \
@@ -103,7 +104,8 @@ fn foo_bar_workflow_stops_resolves_continues_and_then_skips_by_subject() {
     assert_eq!(
         cont.stderr,
         format!(
-            "2/2 {bar2} more bar description: picked as {}\nDone: picked 2, skipped 0.\n",
+            "Recorded resolution for 'README'.\n\
+             2/2 {bar2} more bar description: picked as {}\nDone: picked 2, skipped 0.\n",
             short(&t, "HEAD")
         )
     );
@@ -181,6 +183,8 @@ fn clean_list_equals_git_cherry_pick_commit_for_commit() {
             "worktree and index match HEAD"
         );
         assert_eq!(t.snapshot().files, g.snapshot().files);
+        // Objects were written into memory and packed at the end: nothing may be missing.
+        git_ok(t.path(), &["fsck", "--full", "--strict"]);
     }
 }
 
@@ -409,9 +413,28 @@ fn patch_id_equals_git_patch_id_stable() {
         return;
     }
     let t = repo::upstream_and_vendor();
+    // Odd cases on a side branch: binary add and change, an empty file, a symlink, a mode change with an edit.
+    t.branch("odd", "master");
+    t.checkout("odd");
+    t.commit(
+        "binary: add",
+        &[("bin.dat", Some("a\0b\n")), ("empty", Some(""))],
+    );
+    t.commit("binary: change", &[("bin.dat", Some("a\0c\n"))]);
+    std::os::unix::fs::symlink("a.txt", t.path().join("link")).unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let p = t.path().join("b.txt");
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    t.commit(
+        "link, and b.txt executable and edited",
+        &[("b.txt", Some("b\nmore\n"))],
+    );
     let mut walk = t.repo.revwalk().unwrap();
     walk.push(t.oid("upstream")).unwrap();
     walk.push(t.oid("vendor")).unwrap();
+    walk.push(t.oid("odd")).unwrap();
     let mut checked = 0;
     for oid in walk {
         let oid = oid.unwrap();
@@ -439,7 +462,7 @@ fn patch_id_equals_git_patch_id_stable() {
         );
         checked += 1;
     }
-    assert_eq!(checked, 9);
+    assert_eq!(checked, 12);
 }
 
 /// foo/bar plus two clean upstream commits after the conflicting one: a list of four where step 2 conflicts.
@@ -897,4 +920,34 @@ fn presence_reports_each_entry_and_its_rule() {
     );
     assert_eq!(report[4].oid, None);
     assert_eq!(report[0].oid, Some(u1));
+}
+
+/// `-m 1` picks a merge's changes against its first parent, as `git cherry-pick -m 1` does.
+#[test]
+fn merge_commit_with_mainline_matches_git() {
+    if !has_git() {
+        return;
+    }
+    let t = repo::upstream_and_vendor();
+    t.checkout("upstream");
+    t.branch("topic", "upstream~2");
+    t.checkout("topic");
+    t.commit("topic: add a file", &[("topic.txt", Some("topic\n"))]);
+    t.checkout("upstream");
+    git_ok(
+        t.path(),
+        &["merge", "--no-ff", "-m", "Merge topic", "topic"],
+    );
+    t.checkout("vendor");
+    let merge = t.oid("upstream");
+    let g = t.copy();
+    git_ok(g.path(), &["cherry-pick", "-m", "1", &merge.to_string()]);
+    let (_d, list) = list_file(&format!("{} Merge topic\n", &merge.to_string()[..7]));
+    let out = bport::run(t.path(), &["apply", "-m", "1", list.to_str().unwrap()]);
+    assert_eq!(out.code, Some(0), "{}", out.transcript());
+    let fmt = "--format=%H %T %B";
+    assert_eq!(
+        git_ok(t.path(), &["log", "-1", fmt]),
+        git_ok(g.path(), &["log", "-1", fmt])
+    );
 }

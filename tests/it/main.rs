@@ -5,3 +5,6 @@ mod support;
 mod apply;
 mod cli_help;
 mod perf_data;
+mod rerere;
+mod rerere_apply;
+mod rerere_render;

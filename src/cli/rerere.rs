@@ -1,0 +1,250 @@
+//! `bport rerere`: git's rerere verbs on any conflicted index, plus sharing and training.
+
+use super::ui::Ui;
+use super::{CliError, CliResult, Kind};
+use crate::rerere::verbs::{self, GcOptions};
+use crate::rerere::{self, share, train, PathAction, Rerere, RerereOptions, RerereOutcome};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// Recorded conflict resolutions, compatible with git's rerere and its .git/rr-cache.
+///
+/// Without a subcommand, runs the rerere step on the current conflicts like `git rerere`: records
+/// preimages, replays recorded resolutions, and records the user's resolutions.
+///
+/// Example: bport rerere export && git add rerere-cache && git commit -m "share resolutions"
+#[derive(Debug, clap::Args)]
+pub struct RerereArgs {
+    /// Stage files resolved from recorded resolutions (like rerere.autoupdate).
+    #[arg(long)]
+    pub autoupdate: bool,
+
+    #[command(subcommand)]
+    pub command: Option<RerereCommand>,
+}
+
+/// The rerere verbs.
+#[derive(Debug, clap::Subcommand)]
+pub enum RerereCommand {
+    /// Print the paths rerere is tracking in the current conflict session.
+    ///
+    /// Example: bport rerere status
+    Status,
+    /// Print the conflicted paths that still need a resolution.
+    ///
+    /// Example: bport rerere remaining
+    Remaining,
+    /// Show what was changed in each tracked file since its conflict was recorded.
+    ///
+    /// Example: bport rerere diff
+    Diff,
+    /// Forget the recorded resolution for a path's current conflict, so it is recorded anew.
+    ///
+    /// Example: bport rerere forget drivers/foo.c
+    Forget {
+        /// A path that is conflicted in the index.
+        path: String,
+    },
+    /// Prune old entries of .git/rr-cache (gc.rerereResolved, gc.rerereUnresolved days).
+    ///
+    /// Example: bport rerere gc
+    Gc,
+    /// Copy complete resolutions from .git/rr-cache into the shared cache (rerere-cache/).
+    ///
+    /// Example: bport rerere export --to /srv/team/rerere-cache
+    Export {
+        /// Destination directory instead of rerere-cache/ (or bport.rerereCache).
+        #[arg(long)]
+        to: Option<PathBuf>,
+    },
+    /// Copy complete resolutions from the shared cache into .git/rr-cache.
+    ///
+    /// Example: bport rerere import --from /srv/team/rerere-cache
+    Import {
+        /// Source directory instead of rerere-cache/ (or bport.rerereCache).
+        #[arg(long)]
+        from: Option<PathBuf>,
+    },
+    /// Learn resolutions from an existing port: replay each commit's original and record the port's result.
+    ///
+    /// Example: bport rerere train v4.1..vendor-4.1 --from v4.1..v4.9
+    Train {
+        /// The port commits (a range like base..branch, or one commit).
+        range: String,
+        /// Find originals by subject in this range when a port commit has no cherry-pick trailer.
+        #[arg(long)]
+        from: Option<String>,
+    },
+}
+
+fn open_repo() -> CliResult<git2::Repository> {
+    git2::Repository::open_from_env().map_err(|e| {
+        CliError::environment(format!("not in a git repository ({})", e.message()))
+            .hint("run bport inside the work tree of the repository")
+    })
+}
+
+impl From<rerere::Error> for CliError {
+    fn from(error: rerere::Error) -> Self {
+        let kind = match &error {
+            rerere::Error::NotConflicted { .. }
+            | rerere::Error::NoResolution { .. }
+            | rerere::Error::BadRevision { .. } => Kind::User,
+            rerere::Error::BareRepository { .. } => Kind::Environment,
+            _ => Kind::Internal,
+        };
+        let hint = match &error {
+            rerere::Error::CorruptMergeRr { .. } => Some("`git rerere clear` also removes it"),
+            rerere::Error::NotConflicted { .. } => {
+                Some("`git checkout -m PATH` recreates the conflict of a staged path")
+            }
+            _ => None,
+        };
+        let err = CliError::new(kind, error);
+        match hint {
+            Some(h) => err.hint(h),
+            None => err,
+        }
+    }
+}
+
+/// Prints rerere's per-path messages in git's words (stderr).
+pub(super) fn report(ui: &Ui, outcome: &RerereOutcome) {
+    for w in &outcome.warnings {
+        ui.warn(w);
+    }
+    for p in &outcome.paths {
+        match &p.action {
+            PathAction::RecordedPreimage => ui.status(format!("Recorded preimage for '{}'", p.path)),
+            PathAction::ResolutionDidNotApply => ui.status(format!(
+                "Recorded resolution for '{}' did not apply; the file stays conflicted (recorded preimage)",
+                p.path
+            )),
+            PathAction::Resolved { staged, reused, .. } => {
+                if *staged {
+                    ui.status(format!("Staged '{}' using previous resolution.", p.path));
+                    ui.status(reused.trim_end());
+                } else {
+                    ui.status(format!("Resolved '{}' using previous resolution.", p.path));
+                }
+            }
+            PathAction::RecordedPostimage => {
+                ui.status(format!("Recorded resolution for '{}'.", p.path))
+            }
+            PathAction::Unparseable { reason } => {
+                ui.warn(format!("could not parse conflict hunks in '{}': {reason}", p.path))
+            }
+            PathAction::NotHandled => {}
+            PathAction::DecisionReplayed {
+                decision, staged, ..
+            } => {
+                let verb = if *staged { "Staged" } else { "Resolved" };
+                ui.status(format!(
+                    "{verb} '{}' using previous decision ({decision}).",
+                    p.path
+                ))
+            }
+            PathAction::RecordedDecision { decision } => {
+                ui.status(format!("Recorded decision for '{}' ({decision}).", p.path))
+            }
+        }
+    }
+}
+
+pub fn run(args: RerereArgs, ui: &Ui) -> CliResult<ExitCode> {
+    let repo = open_repo()?;
+    let rr = Rerere::open(&repo)?;
+    let mut out = std::io::stdout().lock();
+    use std::io::Write;
+    match args.command {
+        None => {
+            let outcome = rerere::rerere(
+                &rr,
+                &RerereOptions {
+                    autoupdate: args.autoupdate,
+                },
+            )?;
+            report(ui, &outcome);
+        }
+        Some(RerereCommand::Status) => {
+            for p in verbs::status(&rr)? {
+                writeln!(out, "{p}")?;
+            }
+        }
+        Some(RerereCommand::Remaining) => {
+            for p in verbs::remaining(&rr)? {
+                writeln!(out, "{p}")?;
+            }
+        }
+        Some(RerereCommand::Diff) => {
+            for d in verbs::diff(&rr)? {
+                write!(out, "{}", d.diff)?;
+            }
+        }
+        Some(RerereCommand::Forget { path }) => {
+            verbs::forget(&rr, &path)?;
+            ui.status(format!("Updated preimage for '{path}'"));
+            ui.status(format!("Forgot resolution for '{path}'"));
+        }
+        Some(RerereCommand::Gc) => {
+            let outcome = verbs::gc(
+                &rr,
+                &GcOptions::from_config(&repo),
+                std::time::SystemTime::now(),
+            )?;
+            for w in &outcome.warnings {
+                ui.warn(w);
+            }
+            ui.status(format!(
+                "Pruned {} old rr-cache entries.",
+                outcome.removed.len()
+            ));
+        }
+        Some(RerereCommand::Export { to }) => {
+            let dest = to.map_or_else(|| rr.shared.clone(), rerere::RrCache::new);
+            let outcome = share::export(&rr.local, &dest)?;
+            report_copy(ui, &outcome, "Exported", dest.dir());
+        }
+        Some(RerereCommand::Import { from }) => {
+            let src = from.map_or_else(|| rr.shared.clone(), rerere::RrCache::new);
+            let outcome = share::copy_resolutions(&src, &rr.local)?;
+            report_copy(ui, &outcome, "Imported", rr.local.dir());
+        }
+        Some(RerereCommand::Train { range, from }) => {
+            let outcome = train::train(&rr, &train::TrainOptions { range, from })?;
+            for w in &outcome.warnings {
+                ui.warn(w);
+            }
+            for l in &outcome.learned {
+                let short = &l.commit.to_string()[..7];
+                ui.status(format!("Learned resolution for '{}' from {short}", l.path));
+            }
+            let new = outcome.learned.iter().filter(|l| l.new).count();
+            ui.status(format!(
+                "Learned {} resolutions ({new} new) from {} commits ({} with a known original).",
+                outcome.learned.len(),
+                outcome.commits,
+                outcome.with_original
+            ));
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn report_copy(ui: &Ui, outcome: &share::CopyOutcome, verb: &str, dest: &std::path::Path) {
+    for w in &outcome.warnings {
+        ui.warn(w);
+    }
+    let decisions = if outcome.decisions_copied > 0 {
+        format!(" and {} modify/delete decisions", outcome.decisions_copied)
+    } else {
+        String::new()
+    };
+    ui.status(format!(
+        "{verb} {} resolutions{decisions} to {} ({} already there, {} incomplete skipped).",
+        outcome.copied.len(),
+        dest.display(),
+        outcome.already_present,
+        outcome.incomplete
+    ));
+}

@@ -1,0 +1,499 @@
+//! The rerere step itself, as git's `do_plain_rerere`/`do_rerere_one_path`: run at every conflict stop and again
+//! when the user continues.
+//!
+//! For each conflicted path whose stages 2 and 3 are regular files, and each path already tracked in `MERGE_RR`:
+//! - if a tracked path no longer has conflict markers, the user resolved it: record it as `postimage`;
+//! - else, if a recorded resolution replays cleanly, write the resolved file (and stage it with `autoupdate`);
+//! - else record the normalized conflict as `preimage` in a free variant and track it in `MERGE_RR`.
+//!
+//! Beyond git, a lookup that misses `.git/rr-cache` under the file's id also tries the ids of the other
+//! renderings of the same conflict (see [`super::render`]) and then the shared cache; a resolution found in the
+//! shared cache is copied into `.git/rr-cache` so later runs, and git itself, find it locally.
+
+use super::cache::{Entry, Image, RrCache, Warning};
+use super::conflict_id::{has_conflicts, normalize, ConflictId, Normalized};
+use super::decision;
+use super::merge_rr::MergeRr;
+use super::render::alternative_ids;
+use super::resolve::replay;
+use super::worktree::{Conflict, Rerere};
+use super::Error;
+
+/// Options of one rerere run.
+#[derive(Clone, Debug, Default)]
+pub struct RerereOptions {
+    /// Stage files resolved from recorded resolutions (`rerere.autoupdate`, `--autoupdate`).
+    pub autoupdate: bool,
+}
+
+/// Where a replayed resolution came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Source {
+    /// `.git/rr-cache`.
+    Local,
+    /// The shared cache (`rerere-cache/` or `bport.rerereCache`).
+    Shared,
+}
+
+/// What happened to one path.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PathAction {
+    /// The conflict was recorded as a preimage; no recorded resolution existed.
+    RecordedPreimage,
+    /// Recorded resolutions exist for this conflict id, but none applied cleanly; the preimage was recorded as
+    /// a new variant and the file stays conflicted.
+    ResolutionDidNotApply,
+    /// A recorded resolution was replayed and written to the work tree.
+    Resolved {
+        /// Which cache it came from.
+        source: Source,
+        /// The id it was recorded under (differs from the file's when found under another rendering).
+        recorded_id: ConflictId,
+        /// Whether the file was staged (`autoupdate`).
+        staged: bool,
+        /// The resolution that was reused: a unified diff from its recorded preimage to its postimage.
+        reused: String,
+    },
+    /// The user's resolution was recorded as postimage.
+    RecordedPostimage,
+    /// The file's conflict markers could not be parsed; nothing recorded (git: "could not parse conflict hunks").
+    Unparseable {
+        /// Why.
+        reason: String,
+    },
+    /// A conflict git's rerere does not handle (symlinks, submodules; modify/delete without a recorded decision,
+    /// which bport records when the user resolves it).
+    NotHandled,
+    /// A modify/delete conflict resolved from a recorded decision (beyond git).
+    DecisionReplayed {
+        /// `keep` or `delete`.
+        decision: &'static str,
+        /// Which cache it came from.
+        source: Source,
+        /// Whether the result was staged (`autoupdate`).
+        staged: bool,
+    },
+    /// The user's decision on a modify/delete conflict was recorded (beyond git).
+    RecordedDecision {
+        /// `keep` or `delete`.
+        decision: &'static str,
+    },
+}
+
+/// One path's result.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PathOutcome {
+    /// Repository-relative path.
+    pub path: String,
+    /// The conflict id of the file (None when it had no parsable conflict).
+    pub id: Option<ConflictId>,
+    /// What happened.
+    pub action: PathAction,
+}
+
+/// The result of a rerere run.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RerereOutcome {
+    /// Per path, in path order.
+    pub paths: Vec<PathOutcome>,
+    /// Cache entries skipped on the way.
+    pub warnings: Vec<Warning>,
+}
+
+impl RerereOutcome {
+    /// Whether every conflict of the index was resolved from recorded resolutions (so `--autoupdate` may
+    /// continue), and there was at least one.
+    pub fn all_resolved(&self) -> bool {
+        let mut any = false;
+        for p in &self.paths {
+            match p.action {
+                PathAction::Resolved { .. } | PathAction::DecisionReplayed { .. } => any = true,
+                PathAction::RecordedPostimage | PathAction::RecordedDecision { .. } => {}
+                _ => return false,
+            }
+        }
+        any
+    }
+
+    /// Paths resolved from recorded resolutions.
+    pub fn resolved(&self) -> impl Iterator<Item = &PathOutcome> {
+        self.paths.iter().filter(|p| {
+            matches!(
+                p.action,
+                PathAction::Resolved { .. } | PathAction::DecisionReplayed { .. }
+            )
+        })
+    }
+}
+
+/// One path being worked on.
+struct Item {
+    path: String,
+    id: ConflictId,
+    /// Known variant (from MERGE_RR, or assigned).
+    variant: Option<u32>,
+    /// The index stages, when the path is conflicted in the index.
+    conflict: Option<Conflict>,
+}
+
+/// Runs rerere on the current conflicts: records preimages, replays resolutions, records postimages.
+pub fn rerere(rr: &Rerere<'_>, opts: &RerereOptions) -> Result<RerereOutcome, Error> {
+    let merge_rr_path = rr.merge_rr_path();
+    let mut tracked = MergeRr::read(&merge_rr_path)?;
+    let mut outcome = RerereOutcome::default();
+    let mut items: Vec<Item> = Vec::new();
+    let decisions_path = rr.decisions_path();
+    let mut pending = MergeRr::read(&decisions_path)?;
+    let conflicts = rr.conflicts()?;
+    let mut deletions = Vec::new();
+    let mut to_stage = Vec::new();
+
+    // Decisions the user made since the stop: tracked paths that are no longer conflicted.
+    for (path, (key, _)) in std::mem::take(&mut pending.entries) {
+        if conflicts.iter().any(|c| c.path == path) {
+            pending.entries.insert(path, (key, 0));
+            continue;
+        }
+        let d = match rr.staged_blob(&path)? {
+            Some(oid) => decision::Decision::Keep(rr.blob(Some(oid))?),
+            None => decision::Decision::Delete,
+        };
+        decision::write(&rr.local, &key, &d)?;
+        outcome.paths.push(PathOutcome {
+            path,
+            id: None,
+            action: PathAction::RecordedDecision { decision: d.word() },
+        });
+    }
+
+    for conflict in conflicts {
+        if conflict.modify_delete() {
+            let key = decision::key(
+                &conflict.path,
+                conflict.ours.map(|(o, _)| o),
+                conflict.theirs.map(|(o, _)| o),
+            );
+            let mut found = None;
+            for (source, cache) in [(Source::Local, &rr.local), (Source::Shared, &rr.shared)] {
+                if let Some(d) = decision::read(cache, &key, &mut outcome.warnings)? {
+                    found = Some((source, d));
+                    break;
+                }
+            }
+            let action = match found {
+                Some((source, d)) => {
+                    match &d {
+                        decision::Decision::Delete => {
+                            rr.remove_file(&conflict.path)?;
+                            if opts.autoupdate {
+                                deletions.push(conflict.path.clone());
+                            }
+                        }
+                        decision::Decision::Keep(content) => {
+                            rr.write_file(&conflict.path, content)?;
+                        }
+                    }
+                    if source == Source::Shared {
+                        decision::write(&rr.local, &key, &d)?;
+                    }
+                    PathAction::DecisionReplayed {
+                        decision: d.word(),
+                        source,
+                        staged: opts.autoupdate,
+                    }
+                }
+                None => {
+                    pending.entries.insert(conflict.path.clone(), (key, 0));
+                    PathAction::NotHandled
+                }
+            };
+            if let PathAction::DecisionReplayed {
+                decision: "keep",
+                staged: true,
+                ..
+            } = action
+            {
+                to_stage.push(conflict.path.clone());
+            }
+            outcome.paths.push(PathOutcome {
+                path: conflict.path.clone(),
+                id: None,
+                action,
+            });
+            continue;
+        }
+        if !conflict.three_staged() {
+            outcome.paths.push(PathOutcome {
+                path: conflict.path.clone(),
+                id: None,
+                action: PathAction::NotHandled,
+            });
+            continue;
+        }
+        let content = rr.read_file(&conflict.path)?.unwrap_or_default();
+        match normalize(&content, rr.marker_size(&conflict.path)) {
+            Ok(Some(n)) => {
+                // Still conflicted: a tracked variant is stale (git's remove_variant) and is re-recorded.
+                if let Some((old_id, v)) = tracked.entries.remove(&conflict.path) {
+                    remove_variant(&rr.local, &old_id, v)?;
+                }
+                items.push(Item {
+                    path: conflict.path.clone(),
+                    id: n.id,
+                    variant: None,
+                    conflict: Some(conflict),
+                });
+            }
+            Ok(None) => {
+                // Resolved in the work tree but not staged; a tracked entry records it below.
+            }
+            Err(e) => {
+                if let Some((old_id, v)) = tracked.entries.remove(&conflict.path) {
+                    remove_variant(&rr.local, &old_id, v)?;
+                }
+                outcome.paths.push(PathOutcome {
+                    path: conflict.path.clone(),
+                    id: None,
+                    action: PathAction::Unparseable {
+                        reason: e.to_string(),
+                    },
+                });
+            }
+        }
+    }
+    for (path, (id, variant)) in std::mem::take(&mut tracked.entries) {
+        if items.iter().any(|i| i.path == path) {
+            continue;
+        }
+        items.push(Item {
+            path,
+            id,
+            variant: Some(variant),
+            conflict: None,
+        });
+    }
+    items.sort_by(|a, b| a.path.cmp(&b.path));
+
+    if !items.is_empty() {
+        // Report every unusable entry of both caches once per run, not only those under the ids looked up.
+        for cache in [&rr.local, &rr.shared] {
+            outcome.warnings.extend(cache.scan()?.1);
+        }
+    }
+    for item in items {
+        let action = match one_path(rr, &item, opts, &mut outcome.warnings)? {
+            OnePath::Pending { variant, action } => {
+                tracked
+                    .entries
+                    .insert(item.path.clone(), (item.id, variant));
+                action
+            }
+            OnePath::Done(action) => {
+                if let PathAction::Resolved { staged: true, .. } = action {
+                    to_stage.push(item.path.clone());
+                }
+                action
+            }
+            OnePath::Gone => continue,
+        };
+        outcome.paths.push(PathOutcome {
+            path: item.path,
+            id: Some(item.id),
+            action,
+        });
+    }
+    let mut seen = std::collections::HashSet::new();
+    outcome
+        .warnings
+        .retain(|w| seen.insert((w.path.clone(), w.reason.clone())));
+    rr.stage(&to_stage)?;
+    rr.stage_deletions(&deletions)?;
+    tracked.write(&merge_rr_path)?;
+    pending.write(&decisions_path)?;
+    outcome.paths.sort_by(|a, b| a.path.cmp(&b.path));
+    Ok(outcome)
+}
+
+enum OnePath {
+    /// Preimage recorded; still tracked in MERGE_RR under this variant.
+    Pending { variant: u32, action: PathAction },
+    /// Finished (resolved or postimage recorded); no longer tracked.
+    Done(PathAction),
+    /// The tracked file vanished or lost its markers without being tracked; nothing to do.
+    Gone,
+}
+
+fn remove_variant(cache: &RrCache, id: &ConflictId, variant: u32) -> Result<(), Error> {
+    cache.remove(id, Image::Postimage, variant)?;
+    cache.remove(id, Image::Preimage, variant)?;
+    Ok(())
+}
+
+fn entry_or_empty(
+    cache: &RrCache,
+    id: &ConflictId,
+    warnings: &mut Vec<Warning>,
+) -> Result<Entry, Error> {
+    Ok(cache.entry(id, warnings)?.unwrap_or(Entry {
+        id: *id,
+        variants: Default::default(),
+    }))
+}
+
+/// A resolution that applied: the resolved text, and the variant with its files.
+struct Replayed {
+    resolved: Vec<u8>,
+    variant: u32,
+    pre: Vec<u8>,
+    post: Vec<u8>,
+}
+
+/// Tries every complete variant of `id` in `cache` against `thisimage`; returns the resolved text and the
+/// variant, and whether any resolution existed at all.
+fn try_variants(
+    rr: &Rerere<'_>,
+    cache: &RrCache,
+    id: &ConflictId,
+    thisimage: &[u8],
+    warnings: &mut Vec<Warning>,
+) -> Result<(Option<Replayed>, bool), Error> {
+    let entry = entry_or_empty(cache, id, warnings)?;
+    let mut any = false;
+    for v in entry.resolutions() {
+        any = true;
+        let pre = cache.read(id, Image::Preimage, v)?;
+        let post = cache.read(id, Image::Postimage, v)?;
+        if let Some(resolved) = replay(&pre, thisimage, &post, rr.style) {
+            return Ok((
+                Some(Replayed {
+                    resolved,
+                    variant: v,
+                    pre,
+                    post,
+                }),
+                true,
+            ));
+        }
+    }
+    Ok((None, any))
+}
+
+fn one_path(
+    rr: &Rerere<'_>,
+    item: &Item,
+    opts: &RerereOptions,
+    warnings: &mut Vec<Warning>,
+) -> Result<OnePath, Error> {
+    let marker_size = rr.marker_size(&item.path);
+    let Some(content) = rr.read_file(&item.path)? else {
+        return Ok(OnePath::Gone);
+    };
+    // Has the user resolved it already?
+    if let Some(variant) = item.variant {
+        if !has_conflicts(&content, marker_size) {
+            rr.local
+                .write(&item.id, Image::Postimage, variant, &content)?;
+            return Ok(OnePath::Done(PathAction::RecordedPostimage));
+        }
+    }
+    let Ok(Some(this)) = normalize(&content, marker_size) else {
+        return Ok(OnePath::Gone);
+    };
+
+    // Candidates in lookup order: the file's own id locally, other renderings locally, then the shared cache.
+    let mut renderings: Vec<Normalized> = vec![this.clone()];
+    if let Some(c) = &item.conflict {
+        let base = rr.blob(c.base)?;
+        let ours = rr.blob(c.ours.map(|(o, _)| o))?;
+        let theirs = rr.blob(c.theirs.map(|(o, _)| o))?;
+        for alt in alternative_ids(&base, &ours, &theirs, marker_size) {
+            if !renderings.iter().any(|r| r.id == alt.id) {
+                renderings.push(alt);
+            }
+        }
+    }
+    let mut had_resolution = false;
+    for (source, cache) in [(Source::Local, &rr.local), (Source::Shared, &rr.shared)] {
+        for rendering in &renderings {
+            let (found, any) =
+                try_variants(rr, cache, &rendering.id, &rendering.preimage, warnings)?;
+            had_resolution |= any && rendering.id == item.id;
+            let Some(Replayed {
+                resolved,
+                variant: v,
+                pre,
+                post,
+            }) = found
+            else {
+                continue;
+            };
+            rr.write_file(&item.path, &resolved)?;
+            if source == Source::Local {
+                // Mark the resolution as used, for gc (git's utime on postimage).
+                touch(&cache.path(&rendering.id, Image::Postimage, v));
+                if let Some(own) = item.variant {
+                    if rendering.id == item.id && own != v {
+                        remove_variant(&rr.local, &item.id, own)?;
+                    }
+                }
+            } else {
+                import_resolution(&rr.local, &rendering.id, &pre, &post, warnings)?;
+            }
+            let reused = similar::TextDiff::from_lines(
+                String::from_utf8_lossy(&pre).as_ref(),
+                String::from_utf8_lossy(&post).as_ref(),
+            )
+            .unified_diff()
+            .header(&format!("a/{}", item.path), &format!("b/{}", item.path))
+            .to_string();
+            return Ok(OnePath::Done(PathAction::Resolved {
+                source,
+                recorded_id: rendering.id,
+                staged: opts.autoupdate,
+                reused,
+            }));
+        }
+    }
+
+    // None applies: record the preimage in our variant (or the first free one).
+    let entry = entry_or_empty(&rr.local, &item.id, warnings)?;
+    let variant = item.variant.unwrap_or_else(|| entry.free_variant());
+    rr.local
+        .write(&item.id, Image::Preimage, variant, &this.preimage)?;
+    rr.local.remove(&item.id, Image::Postimage, variant)?;
+    let action = if had_resolution {
+        PathAction::ResolutionDidNotApply
+    } else {
+        PathAction::RecordedPreimage
+    };
+    Ok(OnePath::Pending { variant, action })
+}
+
+/// Copies a (preimage, postimage) pair into `cache` under `id` unless an identical pair is already there.
+pub(crate) fn import_resolution(
+    cache: &RrCache,
+    id: &ConflictId,
+    pre: &[u8],
+    post: &[u8],
+    warnings: &mut Vec<Warning>,
+) -> Result<bool, Error> {
+    let entry = entry_or_empty(cache, id, warnings)?;
+    for v in entry.resolutions() {
+        if cache.read(id, Image::Preimage, v)? == pre
+            && cache.read(id, Image::Postimage, v)? == post
+        {
+            return Ok(false);
+        }
+    }
+    let v = entry.free_variant();
+    cache.write(id, Image::Preimage, v, pre)?;
+    cache.write(id, Image::Postimage, v, post)?;
+    Ok(true)
+}
+
+fn touch(path: &std::path::Path) {
+    // Best effort, like git's warning-only utime: failing to mark use only affects gc timing.
+    if let Ok(f) = std::fs::OpenOptions::new().append(true).open(path) {
+        let _ = f.set_modified(std::time::SystemTime::now());
+    }
+}

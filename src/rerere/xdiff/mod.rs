@@ -1,0 +1,228 @@
+//! A port of the parts of git's xdiff that decide how a conflict is rendered: line records, the Myers and
+//! histogram diffs, change compaction, and the three-way merge with its conflict refinement.
+//!
+//! Why our own port: git's rerere id hashes the conflict *as git rendered it*, and git renders with merge-ort's
+//! histogram diff plus xdiff's merge refinement (xmerge.c). libgit2 only offers Myers/patience, which gives a
+//! different hunk split on repetitive input (braces, blank lines). Matching git byte for byte needs the same
+//! algorithms with the same tie-breaks, so this follows git v2.47's `xdiff/` (xprepare.c, xdiffi.c,
+//! xhistogram.c, xmerge.c) step by step. It owns nothing else: no I/O, no git objects.
+//!
+//! Known deviation: xhistogram gives up (and git's merge fails) when 64 distinct lines share one bucket of its
+//! hash table; that depends on git's table layout and is not reproduced here. It needs at least 65 distinct
+//! lines in one region that all collide, which real input does not produce in practice.
+
+mod compact;
+mod histogram;
+pub mod merge;
+mod myers;
+
+use std::collections::HashMap;
+
+/// Which diff algorithm computes the two base→side scripts of a merge.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Algorithm {
+    /// xdiff's Myers with its heuristics (git's default for `git diff`, and what rerere's replay merge uses).
+    Myers,
+    /// xdiff's histogram diff (merge-ort's default, so the one git renders cherry-pick conflicts with).
+    Histogram,
+}
+
+/// One hunk of an edit script: `chg1` lines of file 1 from `i1` became `chg2` lines of file 2 from `i2`
+/// (0-based line indexes, like xdiff's `xdchange_t`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Change {
+    /// First changed line in file 1.
+    pub i1: usize,
+    /// First changed line in file 2.
+    pub i2: usize,
+    /// Number of lines of file 1 in the hunk.
+    pub chg1: usize,
+    /// Number of lines of file 2 in the hunk.
+    pub chg2: usize,
+}
+
+/// Splits `data` into lines as xdiff does: each record keeps its `\n`; a last line without one is a record too.
+pub fn split_lines(data: &[u8]) -> Vec<&[u8]> {
+    let mut lines = Vec::new();
+    let mut start = 0;
+    for (i, &b) in data.iter().enumerate() {
+        if b == b'\n' {
+            lines.push(&data[start..=i]);
+            start = i + 1;
+        }
+    }
+    if start < data.len() {
+        lines.push(&data[start..]);
+    }
+    lines
+}
+
+/// "changed" flags with one guard slot on each side, as xdiff's `rchg` (indexes -1 and `n` read as false).
+#[derive(Clone, Debug)]
+pub(crate) struct Changed {
+    flags: Vec<bool>,
+}
+
+impl Changed {
+    fn new(n: usize) -> Self {
+        Changed {
+            flags: vec![false; n + 2],
+        }
+    }
+
+    /// Number of records (without the guards).
+    fn len(&self) -> usize {
+        self.flags.len() - 2
+    }
+
+    fn get(&self, i: isize) -> bool {
+        self.flags[(i + 1) as usize]
+    }
+
+    fn set(&mut self, i: isize, v: bool) {
+        self.flags[(i + 1) as usize] = v;
+    }
+}
+
+/// Two files' lines as class ids: equal lines get equal ids, numbered by first appearance (file 1 first), as
+/// xdiff's classifier does. Counts per class and file feed Myers' record cleanup.
+pub(crate) struct Classified {
+    pub(crate) ids1: Vec<u32>,
+    pub(crate) ids2: Vec<u32>,
+    pub(crate) count1: Vec<u32>,
+    pub(crate) count2: Vec<u32>,
+}
+
+pub(crate) fn classify(a: &[&[u8]], b: &[&[u8]]) -> Classified {
+    let mut map: HashMap<&[u8], u32> = HashMap::with_capacity(a.len() + b.len());
+    let mut count1: Vec<u32> = Vec::new();
+    let mut count2: Vec<u32> = Vec::new();
+    let mut ids1 = Vec::with_capacity(a.len());
+    for line in a {
+        let next = count1.len() as u32;
+        let id = *map.entry(line).or_insert(next);
+        if id == next {
+            count1.push(0);
+            count2.push(0);
+        }
+        count1[id as usize] += 1;
+        ids1.push(id);
+    }
+    let mut ids2 = Vec::with_capacity(b.len());
+    for line in b {
+        let next = count1.len() as u32;
+        let id = *map.entry(line).or_insert(next);
+        if id == next {
+            count1.push(0);
+            count2.push(0);
+        }
+        count2[id as usize] += 1;
+        ids2.push(id);
+    }
+    Classified {
+        ids1,
+        ids2,
+        count1,
+        count2,
+    }
+}
+
+/// Marks changed lines of `a` and `b` with `algorithm`, before compaction (xdiff's `xdl_do_diff`).
+fn do_diff(a: &[&[u8]], b: &[&[u8]], algorithm: Algorithm) -> (Classified, Changed, Changed) {
+    let cls = classify(a, b);
+    let mut ch1 = Changed::new(a.len());
+    let mut ch2 = Changed::new(b.len());
+    match algorithm {
+        Algorithm::Myers => myers::diff(&cls, &mut ch1, &mut ch2),
+        Algorithm::Histogram => histogram::diff(a, b, &cls, &mut ch1, &mut ch2),
+    }
+    (cls, ch1, ch2)
+}
+
+/// Diffs `a` against `b` and returns the compacted edit script (xdl_do_diff + xdl_change_compact both ways +
+/// xdl_build_script), which is what xdl_merge and the refinement consume.
+pub fn diff(a: &[&[u8]], b: &[&[u8]], algorithm: Algorithm) -> Vec<Change> {
+    let (cls, mut ch1, mut ch2) = do_diff(a, b, algorithm);
+    compact::change_compact(&cls.ids1, &mut ch1, &mut ch2);
+    compact::change_compact(&cls.ids2, &mut ch2, &mut ch1);
+    build_script(&ch1, &ch2)
+}
+
+/// Collects runs of changed lines into hunks (xdl_build_script), in file order.
+fn build_script(ch1: &Changed, ch2: &Changed) -> Vec<Change> {
+    let mut script = Vec::new();
+    let mut i1 = ch1.len() as isize;
+    let mut i2 = ch2.len() as isize;
+    while i1 >= 0 || i2 >= 0 {
+        if ch1.get(i1 - 1) || ch2.get(i2 - 1) {
+            let l1 = i1;
+            while ch1.get(i1 - 1) {
+                i1 -= 1;
+            }
+            let l2 = i2;
+            while ch2.get(i2 - 1) {
+                i2 -= 1;
+            }
+            script.push(Change {
+                i1: i1 as usize,
+                i2: i2 as usize,
+                chg1: (l1 - i1) as usize,
+                chg2: (l2 - i2) as usize,
+            });
+        }
+        i1 -= 1;
+        i2 -= 1;
+    }
+    script.reverse();
+    script
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lines(s: &str) -> Vec<&[u8]> {
+        split_lines(s.as_bytes())
+    }
+
+    #[test]
+    fn split_keeps_newlines_and_a_last_partial_line() {
+        assert_eq!(split_lines(b"a\nb\r\nc"), vec![&b"a\n"[..], b"b\r\n", b"c"]);
+        assert!(split_lines(b"").is_empty());
+    }
+
+    #[test]
+    fn both_algorithms_find_a_simple_replacement() {
+        for alg in [Algorithm::Myers, Algorithm::Histogram] {
+            let script = diff(&lines("a\nb\nc\n"), &lines("a\nB\nc\n"), alg);
+            assert_eq!(
+                script,
+                vec![Change {
+                    i1: 1,
+                    i2: 1,
+                    chg1: 1,
+                    chg2: 1
+                }],
+                "{alg:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn insertion_between_equal_lines_slides_down_as_git_does() {
+        // "}\n" inserted after a "}\n": compaction slides the group to its last possible position.
+        for alg in [Algorithm::Myers, Algorithm::Histogram] {
+            let script = diff(&lines("a\n}\nb\n"), &lines("a\n}\n}\nb\n"), alg);
+            assert_eq!(
+                script,
+                vec![Change {
+                    i1: 2,
+                    i2: 2,
+                    chg1: 0,
+                    chg2: 1
+                }],
+                "{alg:?}"
+            );
+        }
+    }
+}
