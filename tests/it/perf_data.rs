@@ -328,8 +328,7 @@ fn rewrite(src: &Path, dst: &Path, opts: WriterOptions) -> WriteOutcome {
     let mut w = PerfFileWriter::create(dst, opts).unwrap();
     for a in file.attrs() {
         let mut attr = a.attr.clone();
-        attr.flags &= abi.attr_flags;
-        attr.read_format &= abi.read_formats;
+        attr.cap_to(&abi);
         w.add_attr(&attr, &a.ids).unwrap();
     }
     for r in file.records_in_file_order() {
@@ -430,4 +429,22 @@ fn perf_reads_bport_pipe_mode_output() {
         String::from_utf8(o.stdout).unwrap(),
         perf_script_full(dir.path(), &src)
     );
+}
+
+#[test]
+fn host_description_matches_what_perf_writes() {
+    if !require("perf", "apt-get install linux-perf") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let src = record(dir.path(), "fp.data", &["-F", "99"]);
+    let perf_wrote = PerfFile::open(&src).unwrap().features().clone();
+    let ours = bport::perf::data::Features::describe_host(vec!["bport".into()]);
+    assert_eq!(ours.hostname, perf_wrote.hostname);
+    assert_eq!(ours.osrelease, perf_wrote.osrelease);
+    assert_eq!(ours.arch, perf_wrote.arch);
+    assert_eq!(ours.nrcpus, perf_wrote.nrcpus);
+    assert_eq!(ours.cpudesc, perf_wrote.cpudesc);
+    assert_eq!(ours.cpuid, perf_wrote.cpuid);
+    assert_eq!(ours.total_mem, perf_wrote.total_mem);
 }

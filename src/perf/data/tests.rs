@@ -902,3 +902,140 @@ fn random_bytes_and_random_damage() {
         }
     }
 }
+
+#[test]
+fn raw_ring_buffer_records_are_written_verbatim() {
+    let attr = PerfEventAttr {
+        sample_type: PERF_SAMPLE_IP | PERF_SAMPLE_TID,
+        size: 64,
+        ..Default::default()
+    };
+    let mut w = PerfFileWriter::new(IoCursor::new(Vec::new()), WriterOptions::default()).unwrap();
+    w.add_attr(&attr, &[1]).unwrap();
+    // A sample as the kernel writes it: header, ip, pid, tid (native byte order).
+    let mut raw = Vec::new();
+    raw.extend_from_slice(&PERF_RECORD_SAMPLE.to_ne_bytes());
+    raw.extend_from_slice(&PERF_RECORD_MISC_USER.to_ne_bytes());
+    raw.extend_from_slice(&24u16.to_ne_bytes());
+    raw.extend_from_slice(&0x40_1136u64.to_ne_bytes());
+    raw.extend_from_slice(&7u32.to_ne_bytes());
+    raw.extend_from_slice(&8u32.to_ne_bytes());
+    w.write_raw_record(&raw).unwrap();
+    assert!(matches!(
+        w.write_raw_record(&raw[..20]),
+        Err(WriteError::Usage(_))
+    ));
+    assert!(matches!(
+        w.write_raw_record(&raw[..4]),
+        Err(WriteError::Usage(_))
+    ));
+    // Attrs cannot follow data.
+    assert!(matches!(w.add_attr(&attr, &[2]), Err(WriteError::Usage(_))));
+    let (out, outcome) = w.finish(&Features::default()).unwrap();
+    assert_eq!(
+        (outcome.records, outcome.samples, outcome.data_bytes),
+        (1, 1, 24)
+    );
+    let file = PerfFile::from_bytes(out.into_inner()).unwrap();
+    let recs: Vec<_> = file.records().map(|r| r.unwrap()).collect();
+    let Record::Sample(s) = recs[0] else { panic!() };
+    assert_eq!(
+        (s.ip, s.pid, s.tid, s.meta.misc),
+        (Some(0x401136), Some(7), Some(8), PERF_RECORD_MISC_USER)
+    );
+}
+
+#[test]
+fn mmap2_falls_back_to_mmap_for_kernels_before_3_16() {
+    let opts = WriterOptions::for_kernel(&"3.10".parse().unwrap());
+    let mut w = PerfFileWriter::new(IoCursor::new(Vec::new()), opts).unwrap();
+    let attr = PerfEventAttr {
+        sample_type: PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME,
+        flags: ATTR_FLAG_SAMPLE_ID_ALL,
+        size: 64,
+        ..Default::default()
+    };
+    w.add_attr(&attr, &[1]).unwrap();
+    let m2 = Mmap2Record {
+        pid: 5,
+        tid: 5,
+        addr: 0x400000,
+        len: 0x1000,
+        pgoff: 0,
+        filename: b"/bin/x",
+        ..Default::default()
+    };
+    let sample_id = SampleId {
+        pid: Some(5),
+        tid: Some(5),
+        time: Some(9),
+        ..Default::default()
+    };
+    w.write_mmap2(m2, PERF_RECORD_MISC_USER, sample_id).unwrap();
+    let (out, _) = w.finish(&Features::default()).unwrap();
+    let file = PerfFile::from_bytes(out.into_inner()).unwrap();
+    let recs: Vec<_> = file.records().map(|r| r.unwrap()).collect();
+    assert_eq!(
+        recs,
+        [Record::Mmap(MmapRecord {
+            meta: RecordMeta {
+                offset: file.data_range().start as u64,
+                ty: PERF_RECORD_MMAP,
+                misc: PERF_RECORD_MISC_USER,
+                attr_index: Some(0),
+                sample_id,
+            },
+            pid: 5,
+            tid: 5,
+            addr: 0x400000,
+            len: 0x1000,
+            pgoff: 0,
+            filename: b"/bin/x",
+        })]
+    );
+}
+
+#[test]
+fn legacy_magic_and_larger_headers_are_read() {
+    let attr = PerfEventAttr {
+        sample_type: PERF_SAMPLE_IP,
+        size: 64,
+        ..Default::default()
+    };
+    for endian in [Endianness::Little, Endianness::Big] {
+        let opts = WriterOptions {
+            endian,
+            ..Default::default()
+        };
+        let mut w = PerfFileWriter::new(IoCursor::new(Vec::new()), opts).unwrap();
+        w.add_attr(&attr, &[1]).unwrap();
+        w.write_finished_round().unwrap();
+        let (out, _) = w.finish(&features()).unwrap();
+        let good = out.into_inner();
+        // perf before 3.4 wrote "PERFFILE" with no byte-order mark; the attr entry size (64 + 16) decides.
+        let mut legacy = good.clone();
+        legacy[0..8].copy_from_slice(b"PERFFILE");
+        let file = PerfFile::from_bytes(legacy).unwrap();
+        assert_eq!(file.endian(), endian);
+        assert_eq!(file.records().count(), 1);
+        // A header that says it is bigger than 104 (a newer writer): known fields used, one warning.
+        let mut big = good.clone();
+        let size: u64 = 120;
+        big[8..16].copy_from_slice(&if endian == Endianness::Big {
+            size.to_be_bytes()
+        } else {
+            size.to_le_bytes()
+        });
+        let file = PerfFile::from_bytes(big).unwrap();
+        assert_eq!(file.header_size(), 120);
+        assert_eq!(
+            file.warnings()
+                .iter()
+                .map(|w| w.message.as_str())
+                .collect::<Vec<_>>(),
+            ["header size 120 is larger than the 104 bytes perf writes; extra bytes ignored"]
+        );
+        assert_eq!(file.features(), &features());
+        assert_eq!(file.records().count(), 1);
+    }
+}
