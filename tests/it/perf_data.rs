@@ -448,3 +448,23 @@ fn host_description_matches_what_perf_writes() {
     assert_eq!(ours.cpuid, perf_wrote.cpuid);
     assert_eq!(ours.total_mem, perf_wrote.total_mem);
 }
+
+#[test]
+fn reads_perf_zstd_compressed_recording() {
+    if !require("perf", "apt-get install linux-perf") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let path = record(dir.path(), "z.data", &["-z", "-g", "-F", "999"]);
+    let n = check_against_perf(dir.path(), &path, false, "-z");
+    assert!(n >= 20, "{n} samples");
+    let file = PerfFile::open(&path).unwrap();
+    let compressed = file
+        .records_in_file_order()
+        .filter(|r| r.as_ref().unwrap().meta().ty == PERF_RECORD_COMPRESSED)
+        .count();
+    assert!(
+        compressed >= 1,
+        "perf record -z wrote no COMPRESSED records"
+    );
+}

@@ -1039,3 +1039,71 @@ fn legacy_magic_and_larger_headers_are_read() {
         assert_eq!(file.records().count(), 1);
     }
 }
+
+#[test]
+fn zstd_compressed_records_are_read_in_place() {
+    // What `perf record -z` writes: ordinary records, zstd-compressed, split over COMPRESSED records.
+    let inner = all_records()[..7].to_vec();
+    let layouts = [
+        sample::SampleLayout::of(&attr0()),
+        sample::SampleLayout::of(&attr1()),
+    ];
+    let mut plain = Vec::new();
+    for r in &inner {
+        let layout = r.meta().attr_index.map(|i| &layouts[i]);
+        plain.extend(records::encode(r, layout, object::endian::LittleEndian).unwrap());
+    }
+    let z =
+        ruzstd::encoding::compress_to_vec(&plain[..], ruzstd::encoding::CompressionLevel::Fastest);
+    let (first, second) = z.split_at(z.len() / 2);
+    let mut w = PerfFileWriter::new(IoCursor::new(Vec::new()), WriterOptions::default()).unwrap();
+    w.add_attr(&attr0(), &[7]).unwrap();
+    w.add_attr(&attr1(), &[8, 9]).unwrap();
+    for part in [first, second] {
+        w.write_record(&Record::User(RawRecord {
+            meta: m(PERF_RECORD_COMPRESSED, 0, None, SampleId::default()),
+            body: part,
+        }))
+        .unwrap();
+    }
+    w.write_finished_round().unwrap();
+    let (out, _) = w.finish(&features()).unwrap();
+    let file = PerfFile::from_bytes(out.into_inner()).unwrap();
+    assert!(file.warnings().is_empty(), "{:?}", file.warnings());
+    let got: Vec<Record<'_>> = file.records_in_file_order().map(|r| r.unwrap()).collect();
+    let types: Vec<u32> = got.iter().map(|r| r.meta().ty).collect();
+    assert_eq!(&types[..2], &[PERF_RECORD_COMPRESSED; 2]);
+    assert_eq!(types.last(), Some(&PERF_RECORD_FINISHED_ROUND));
+    // The frame ends in the second COMPRESSED record: its records come right after it, with its offset.
+    let second_at = got[1].meta().offset;
+    assert_eq!(got.len(), 2 + inner.len() + 1);
+    for (g, w) in got[2..2 + inner.len()].iter().zip(&inner) {
+        assert_eq!(g.meta().offset, second_at);
+        assert_eq!(g.with_offset(0), *w);
+    }
+    // Time order draws from the decompressed records too.
+    assert_eq!(
+        file.records()
+            .filter(|r| matches!(r, Ok(Record::Sample(_))))
+            .count(),
+        2
+    );
+}
+
+#[test]
+fn corrupt_zstd_data_is_a_warning() {
+    let mut w = PerfFileWriter::new(IoCursor::new(Vec::new()), WriterOptions::default()).unwrap();
+    w.add_attr(&attr0(), &[7]).unwrap();
+    w.write_record(&Record::User(RawRecord {
+        meta: m(PERF_RECORD_COMPRESSED, 0, None, SampleId::default()),
+        body: &[0x28, 0xb5, 0x2f, 0xfd, 0xff, 0xff, 0xff, 0xff],
+    }))
+    .unwrap();
+    let (out, _) = w.finish(&Features::default()).unwrap();
+    let file = PerfFile::from_bytes(out.into_inner()).unwrap();
+    assert_eq!(file.warnings().len(), 1, "{:?}", file.warnings());
+    assert!(file.warnings()[0]
+        .message
+        .starts_with("zstd data of a COMPRESSED record could not be decompressed"));
+    assert_eq!(file.records().count(), 1);
+}
