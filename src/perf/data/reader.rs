@@ -798,24 +798,26 @@ fn type_label(ty: u32) -> String {
     table::record_type_name(ty).map_or_else(|| format!("type {ty}"), |n| n.to_string())
 }
 
-struct Queued<'a> {
+/// A queued record's sort key; the record itself waits in `Records::slots` (heap moves stay 24 bytes, not a
+/// whole `Record`).
+struct Queued {
     time: u64,
     seq: u64,
-    record: Record<'a>,
+    slot: usize,
 }
 
-impl PartialEq for Queued<'_> {
+impl PartialEq for Queued {
     fn eq(&self, o: &Self) -> bool {
         (self.time, self.seq) == (o.time, o.seq)
     }
 }
-impl Eq for Queued<'_> {}
-impl PartialOrd for Queued<'_> {
+impl Eq for Queued {}
+impl PartialOrd for Queued {
     fn partial_cmp(&self, o: &Self) -> Option<std::cmp::Ordering> {
         Some(self.cmp(o))
     }
 }
-impl Ord for Queued<'_> {
+impl Ord for Queued {
     // Reversed: BinaryHeap is a max-heap and we pop the oldest first; ties keep file order.
     fn cmp(&self, o: &Self) -> std::cmp::Ordering {
         (o.time, o.seq).cmp(&(self.time, self.seq))
@@ -828,7 +830,9 @@ pub struct Records<'a> {
     file: &'a PerfFile,
     pos: usize,
     sorted: bool,
-    queue: BinaryHeap<Queued<'a>>,
+    queue: BinaryHeap<Queued>,
+    slots: Vec<Option<Record<'a>>>,
+    free_slots: Vec<usize>,
     ready: VecDeque<Record<'a>>,
     seq: u64,
     next_flush: u64,
@@ -848,6 +852,8 @@ impl<'a> Records<'a> {
             pos: file.data_start,
             sorted,
             queue: BinaryHeap::new(),
+            slots: Vec::new(),
+            free_slots: Vec::new(),
             ready: VecDeque::new(),
             seq: 0,
             next_flush: 0,
@@ -868,7 +874,11 @@ impl<'a> Records<'a> {
     fn flush_up_to(&mut self, limit: u64) {
         while self.queue.peek().is_some_and(|q| q.time <= limit) {
             let q = self.queue.pop().expect("peeked");
-            self.ready.push_back(q.record);
+            let record = self.slots[q.slot]
+                .take()
+                .expect("a queued slot holds its record");
+            self.free_slots.push(q.slot);
+            self.ready.push_back(record);
         }
     }
 
@@ -945,10 +955,20 @@ impl<'a> Records<'a> {
             (ty, Some(time)) if ty < PERF_RECORD_USER_TYPE_START => {
                 self.max_time = self.max_time.max(time);
                 self.seq += 1;
+                let slot = match self.free_slots.pop() {
+                    Some(i) => {
+                        self.slots[i] = Some(record);
+                        i
+                    }
+                    None => {
+                        self.slots.push(Some(record));
+                        self.slots.len() - 1
+                    }
+                };
                 self.queue.push(Queued {
                     time,
                     seq: self.seq,
-                    record,
+                    slot,
                 });
             }
             _ => self.ready.push_back(record),
