@@ -1107,3 +1107,84 @@ fn corrupt_zstd_data_is_a_warning() {
         .starts_with("zstd data of a COMPRESSED record could not be decompressed"));
     assert_eq!(file.records().count(), 1);
 }
+
+#[test]
+fn compressed2_records_are_read_too() {
+    let inner = all_records()[..1].to_vec();
+    let layout = sample::SampleLayout::of(&attr0());
+    let plain = records::encode(&inner[0], Some(&layout), object::endian::LittleEndian).unwrap();
+    let z =
+        ruzstd::encoding::compress_to_vec(&plain[..], ruzstd::encoding::CompressionLevel::Fastest);
+    // `u64 data_size`, the data, then padding to 8 bytes that data_size leaves out.
+    let mut body = (z.len() as u64).to_le_bytes().to_vec();
+    body.extend_from_slice(&z);
+    body.resize(body.len().div_ceil(8) * 8, 0);
+    let mut w = PerfFileWriter::new(IoCursor::new(Vec::new()), WriterOptions::default()).unwrap();
+    w.add_attr(&attr0(), &[7]).unwrap();
+    w.add_attr(&attr1(), &[8, 9]).unwrap();
+    w.write_record(&Record::User(RawRecord {
+        meta: m(PERF_RECORD_COMPRESSED2, 0, None, SampleId::default()),
+        body: &body,
+    }))
+    .unwrap();
+    let (out, _) = w.finish(&Features::default()).unwrap();
+    let file = PerfFile::from_bytes(out.into_inner()).unwrap();
+    assert!(file.warnings().is_empty(), "{:?}", file.warnings());
+    let got: Vec<Record<'_>> = file
+        .records_in_file_order()
+        .map(|r| r.unwrap().with_offset(0))
+        .collect();
+    assert_eq!(got.len(), 2);
+    assert_eq!(got[1], inner[0]);
+}
+
+#[test]
+fn payloads_after_tracing_data_and_auxtrace_records_are_skipped() {
+    let mut w = PerfFileWriter::new_pipe(Vec::new(), WriterOptions::default()).unwrap();
+    w.add_attr(&attr0(), &[7]).unwrap();
+    let (mut bytes, _) = w.finish_pipe(&Features::default()).unwrap();
+    let layout = sample::SampleLayout::of(&attr0());
+    let comm = records::encode(
+        &all_records()[0],
+        Some(&layout),
+        object::endian::LittleEndian,
+    )
+    .unwrap();
+    let rec = |ty: u32, body: &[u8]| {
+        let mut r = ty.to_le_bytes().to_vec();
+        r.extend_from_slice(&0u16.to_le_bytes());
+        r.extend_from_slice(&(8 + body.len() as u16).to_le_bytes());
+        r.extend_from_slice(body);
+        r
+    };
+    // HEADER_TRACING_DATA { u32 size; u32 pad } followed by `size` bytes padded to 8.
+    let mut tracing = 10u32.to_le_bytes().to_vec();
+    tracing.extend_from_slice(&[0; 4]);
+    bytes.extend(rec(PERF_RECORD_HEADER_TRACING_DATA, &tracing));
+    bytes.extend_from_slice(&[0xee; 16]);
+    bytes.extend_from_slice(&comm);
+    // AUXTRACE { u64 size, offset, reference; u32 idx, tid, cpu, reserved } followed by `size` bytes.
+    let mut aux = 24u64.to_le_bytes().to_vec();
+    aux.extend_from_slice(&[0; 8 + 8 + 16]);
+    bytes.extend(rec(PERF_RECORD_AUXTRACE, &aux));
+    bytes.extend_from_slice(&[0xdd; 24]);
+    bytes.extend_from_slice(&comm);
+    let (got, err, warnings) = read_damaged(bytes.clone()).unwrap();
+    assert!(err.is_none() && warnings.is_empty(), "{err:?} {warnings:?}");
+    assert_eq!(
+        got.iter().map(|g| g.1).collect::<Vec<_>>(),
+        [
+            PERF_RECORD_HEADER_ATTR,
+            PERF_RECORD_HEADER_TRACING_DATA,
+            PERF_RECORD_COMM,
+            PERF_RECORD_AUXTRACE,
+            PERF_RECORD_COMM
+        ]
+    );
+    // An AUXTRACE payload larger than the stream: an error at that record, the records before it kept.
+    let aux_at = bytes.len() - comm.len() - 24 - 48;
+    bytes[aux_at + 8..aux_at + 16].copy_from_slice(&u64::MAX.to_le_bytes());
+    let (got, err, _) = read_damaged(bytes).unwrap();
+    assert_eq!(got.len(), 3);
+    assert_eq!(err.unwrap().offset(), Some(aux_at as u64));
+}
