@@ -468,3 +468,56 @@ fn reads_perf_zstd_compressed_recording() {
         "perf record -z wrote no COMPRESSED records"
     );
 }
+
+const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/perf");
+
+#[test]
+fn fixtures_read_as_perf_saw_them() {
+    let dir = Path::new(FIXTURES);
+    for name in ["fp", "dwarf", "zstd", "pipe"] {
+        let file = PerfFile::open(dir.join(format!("{name}.data"))).unwrap();
+        assert_eq!(file.is_pipe(), name == "pipe");
+        assert_eq!(file.warnings(), &[], "{name}");
+        let (counts, lines) = bport_view(&file);
+        let want_counts: BTreeMap<String, u64> =
+            std::fs::read_to_string(dir.join(format!("{name}.counts")))
+                .unwrap()
+                .lines()
+                .map(|l| {
+                    let (t, n) = l.split_once(' ').unwrap();
+                    (t.to_string(), n.parse().unwrap())
+                })
+                .collect();
+        assert_eq!(counts, want_counts, "{name}: record counts");
+        let want =
+            parse_script(&std::fs::read_to_string(dir.join(format!("{name}.script"))).unwrap());
+        assert_eq!(lines, want, "{name}: samples");
+    }
+}
+
+#[test]
+fn fixture_readme_documents_every_fixture() {
+    let readme = std::fs::read_to_string(Path::new(FIXTURES).join("README.md")).unwrap();
+    let mut files: Vec<String> = std::fs::read_dir(FIXTURES)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|f| f.ends_with(".data"))
+        .collect();
+    files.sort();
+    assert_eq!(files, ["dwarf.data", "fp.data", "pipe.data", "zstd.data"]);
+    for f in &files {
+        assert!(
+            readme.contains(&format!("| `{f}` |")),
+            "README.md does not document {f}"
+        );
+        let stem = f.trim_end_matches(".data");
+        for golden in ["script", "counts"] {
+            assert!(
+                Path::new(FIXTURES)
+                    .join(format!("{stem}.{golden}"))
+                    .exists(),
+                "{stem}.{golden} missing"
+            );
+        }
+    }
+}
