@@ -457,7 +457,7 @@ fn reads_perf_zstd_compressed_recording() {
     let dir = tempfile::tempdir().unwrap();
     let path = record(dir.path(), "z.data", &["-z", "-g", "-F", "999"]);
     let n = check_against_perf(dir.path(), &path, false, "-z");
-    assert!(n >= 20, "{n} samples");
+    assert!(n > 0, "no samples recorded");
     let file = PerfFile::open(&path).unwrap();
     let compressed = file
         .records_in_file_order()
