@@ -109,10 +109,11 @@ impl PerfFile {
             if meta.len() == 0 {
                 return Err(ReadError::Empty);
             }
-            // SAFETY-free: memmap2's map is `unsafe` only because another process could truncate the file under
-            // us; perf.data files are not rewritten while read, and every access below is bounds-checked anyway.
-            // (The call itself lives in memmap2.)
-            #[allow(unsafe_code)]
+            // The one `unsafe` outside perf/record/sys.rs, kept here because records borrow from the map
+            // (STYLE 2.8) and `data` must not depend on `record`.
+            // SAFETY: the map is read-only and private to this PerfFile; the only hazard is another process
+            // truncating the file while it is mapped (SIGBUS). perf.data files are written once and then only read;
+            // every access through the map is bounds-checked against the length seen at open.
             let map = unsafe { memmap2::Mmap::map(&file) }.map_err(io)?;
             return Self::parse(Backing::Map(map));
         }
