@@ -519,3 +519,23 @@ fn fixture_readme_documents_every_fixture() {
         }
     }
 }
+
+/// `bport dump` of a fixture, compared with its golden file; `BPORT_UPDATE_GOLDEN=1` rewrites the golden.
+#[test]
+fn dump_of_fixture_matches_golden() {
+    let dir = Path::new(FIXTURES);
+    let out = crate::support::bport::run(dir, &["dump", "-i", "fp.data"]);
+    assert_eq!(out.code, Some(0), "{}", out.transcript());
+    let golden = dir.join("fp.dump");
+    if std::env::var_os("BPORT_UPDATE_GOLDEN").is_some() {
+        std::fs::write(&golden, out.transcript()).unwrap();
+    }
+    let want = std::fs::read_to_string(&golden).unwrap();
+    if out.transcript() != want {
+        let diff = similar::TextDiff::from_lines(&want, &out.transcript())
+            .unified_diff()
+            .header("golden", "bport dump")
+            .to_string();
+        panic!("bport dump differs from {golden:?} (BPORT_UPDATE_GOLDEN=1 to accept):\n{diff}");
+    }
+}
