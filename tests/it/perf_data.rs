@@ -144,7 +144,7 @@ fn bport_view(file: &PerfFile) -> (BTreeMap<String, u64>, Vec<Line>) {
                     if tid == 0 {
                         "swapper".into()
                     } else {
-                        format!(":{tid}")
+                        format!(":{}", tid as i32)
                     }
                 });
                 lines.push(Line {

@@ -495,23 +495,28 @@ impl PerfFile {
         raw_at(&self.bytes, self.data_end, pos, endian)
     }
 
+    /// Which attr a kernel record belongs to (user records: none). Found by the event id where every attr puts
+    /// it at the same place; otherwise, and for id 0 (synthesized records, perf's `evlist__event2evsel`) or ids
+    /// no attr lists, the first attr — whose layout perf requires every attr's `sample_id` to share.
     fn attr_index_for(&self, ty: u32, body: &[u8]) -> Option<usize> {
-        if self.attrs.len() <= 1 || ty >= PERF_RECORD_USER_TYPE_START {
-            return if self.attrs.is_empty() || ty >= PERF_RECORD_USER_TYPE_START {
-                None
-            } else {
-                Some(0)
-            };
+        if self.attrs.is_empty() || ty >= PERF_RECORD_USER_TYPE_START {
+            return None;
+        }
+        if self.attrs.len() == 1 {
+            return Some(0);
         }
         let pos = if ty == PERF_RECORD_SAMPLE {
-            self.sample_id_pos?
+            self.sample_id_pos
         } else {
-            body.len().checked_sub(self.trailer_id_pos?)?
+            self.trailer_id_pos.and_then(|p| body.len().checked_sub(p))
         };
-        let b = body.get(pos..pos + 8)?;
-        let id = self.endian.read_u64(b.try_into().ok()?);
-        // Synthesized records carry id 0 (perf's evlist__event2evsel: "Synthesized events have an id of zero").
-        Some(self.id_to_attr.get(&id).copied().unwrap_or(0))
+        let id = pos
+            .and_then(|p| body.get(p..p + 8))
+            .map(|b| self.endian.read_u64(b.try_into().expect("8 bytes")));
+        Some(
+            id.and_then(|id| self.id_to_attr.get(&id).copied())
+                .unwrap_or(0),
+        )
     }
 
     pub(super) fn parse_record<'a, E: Endian>(
