@@ -539,3 +539,61 @@ fn dump_of_fixture_matches_golden() {
         panic!("bport dump differs from {golden:?} (BPORT_UPDATE_GOLDEN=1 to accept):\n{diff}");
     }
 }
+
+#[test]
+fn dump_reads_a_pipe_stream_from_stdin() {
+    let dir = Path::new(FIXTURES);
+    let out = crate::support::bport::bport(dir)
+        .args(["dump", "-i", "-", "--header-only"])
+        .stdin(Stdio::from(
+            std::fs::File::open(dir.join("pipe.data")).unwrap(),
+        ))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    let first = text.lines().next().unwrap();
+    assert_eq!(
+        first,
+        "# pipe mode, Little endian, header size 16, data 0x10..0x1418"
+    );
+    assert!(
+        text.contains(
+            "# feature 11 CMDLINE: Some([\"/usr/bin/perf\", \"record\", \"-q\", \"-o\", \"-\""
+        ),
+        "{text}"
+    );
+    assert!(
+        !text.lines().any(|l| l.starts_with("0x")),
+        "--header-only prints no records"
+    );
+}
+
+#[test]
+fn dump_of_a_damaged_file_names_the_offset_and_exits_2() {
+    let tmp = tempfile::tempdir().unwrap();
+    let bytes = std::fs::read(Path::new(FIXTURES).join("fp.data")).unwrap();
+    // Cut in the middle of the data section: records before the cut are printed, then the error.
+    let file = PerfFile::open(Path::new(FIXTURES).join("fp.data")).unwrap();
+    let cut = file.data_range().start + 100;
+    std::fs::write(tmp.path().join("cut.data"), &bytes[..cut]).unwrap();
+    let out = crate::support::bport::run(tmp.path(), &["dump", "-i", "cut.data"]);
+    assert_eq!(out.code, Some(2), "{}", out.transcript());
+    assert!(
+        out.stdout
+            .lines()
+            .any(|l| l.starts_with("0x108 PERF_RECORD_ID_INDEX")),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stderr.contains("warning: data section ends at")
+            && out.stderr.contains("error: record at offset 0x"),
+        "{}",
+        out.stderr
+    );
+}
