@@ -10,94 +10,7 @@
 //! Owns the layout of the attr bytes we send; the table of which kernel has what is `perf::abi`.
 
 use super::sys::AttrBuf;
-use perf_event_open_sys::bindings as uapi;
-
-/// PERF_SAMPLE_* bits as u64 (the uapi header's enum is u32 in the bindings).
-pub mod sample {
-    use super::uapi;
-    /// PERF_SAMPLE_IP.
-    pub const IP: u64 = uapi::PERF_SAMPLE_IP as u64;
-    /// PERF_SAMPLE_TID.
-    pub const TID: u64 = uapi::PERF_SAMPLE_TID as u64;
-    /// PERF_SAMPLE_TIME.
-    pub const TIME: u64 = uapi::PERF_SAMPLE_TIME as u64;
-    /// PERF_SAMPLE_CPU.
-    pub const CPU: u64 = uapi::PERF_SAMPLE_CPU as u64;
-    /// PERF_SAMPLE_PERIOD.
-    pub const PERIOD: u64 = uapi::PERF_SAMPLE_PERIOD as u64;
-    /// PERF_SAMPLE_CALLCHAIN.
-    pub const CALLCHAIN: u64 = uapi::PERF_SAMPLE_CALLCHAIN as u64;
-    /// PERF_SAMPLE_BRANCH_STACK.
-    pub const BRANCH_STACK: u64 = uapi::PERF_SAMPLE_BRANCH_STACK as u64;
-    /// PERF_SAMPLE_REGS_USER.
-    pub const REGS_USER: u64 = uapi::PERF_SAMPLE_REGS_USER as u64;
-    /// PERF_SAMPLE_STACK_USER.
-    pub const STACK_USER: u64 = uapi::PERF_SAMPLE_STACK_USER as u64;
-}
-
-/// What a target kernel offers, as far as the recorder cares: the limits `--kernel V` imposes, taken from the
-/// `perf::abi` table (or "everything" when recording for the running kernel only).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct AbiLimits {
-    /// Largest attr size.
-    pub attr_size: u32,
-    /// Attr flag bits allowed.
-    pub attr_flags: u64,
-    /// PERF_SAMPLE_* bits allowed.
-    pub sample_type: u64,
-    /// PERF_SAMPLE_BRANCH_* bits allowed.
-    pub branch_sample_type: u64,
-    /// Record types (kernel and user) a perf of that era reads, as a bit set over type numbers 0..128.
-    pub record_types: u128,
-}
-
-impl AbiLimits {
-    /// No cap: the running kernel decides alone.
-    pub fn unlimited() -> AbiLimits {
-        AbiLimits {
-            attr_size: NEWEST_ATTR_SIZE,
-            attr_flags: u64::MAX,
-            sample_type: u64::MAX,
-            branch_sample_type: u64::MAX,
-            record_types: u128::MAX,
-        }
-    }
-
-    /// Whether records of type `ty` may be written.
-    pub fn allows_record(&self, ty: u32) -> bool {
-        ty < 128 && self.record_types & (1u128 << ty) != 0
-    }
-}
-
-/// Attr flag bits used by the recorder (bit numbers of the flags word at offset 40, uapi perf_event.h).
-pub mod flag {
-    /// Start disabled.
-    pub const DISABLED: u64 = 1 << 0;
-    /// Children inherit the event.
-    pub const INHERIT: u64 = 1 << 1;
-    /// Don't count kernel (used when the target only allows user space).
-    pub const EXCLUDE_KERNEL: u64 = 1 << 5;
-    /// PERF_RECORD_MMAP for executable mappings.
-    pub const MMAP: u64 = 1 << 8;
-    /// PERF_RECORD_COMM.
-    pub const COMM: u64 = 1 << 9;
-    /// `sample_freq` instead of `sample_period`.
-    pub const FREQ: u64 = 1 << 10;
-    /// Enable at the next exec.
-    pub const ENABLE_ON_EXEC: u64 = 1 << 12;
-    /// PERF_RECORD_FORK / EXIT.
-    pub const TASK: u64 = 1 << 13;
-    /// Wake up by bytes (`wakeup_watermark`) rather than events.
-    pub const WATERMARK: u64 = 1 << 14;
-    /// `sample_id` trailer on non-sample records (2.6.38).
-    pub const SAMPLE_ID_ALL: u64 = 1 << 18;
-    /// No user part in the kernel's callchain (3.7); DWARF mode unwinds user space itself.
-    pub const EXCLUDE_CALLCHAIN_USER: u64 = 1 << 22;
-    /// PERF_RECORD_MMAP2 instead of MMAP (3.16).
-    pub const MMAP2: u64 = 1 << 23;
-    /// PERF_RECORD_MISC_COMM_EXEC on exec COMMs (3.16).
-    pub const COMM_EXEC: u64 = 1 << 24;
-}
+use crate::perf::abi::{self, KernelAbi};
 
 /// The fields of `perf_event_attr` the recorder sets; everything else is zero.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -108,15 +21,15 @@ pub struct EventAttr {
     pub size: u32,
     /// `config`.
     pub config: u64,
-    /// `sample_period` or, with [`flag::FREQ`], `sample_freq`.
+    /// `sample_period` or, with `ATTR_FLAG_FREQ`, `sample_freq`.
     pub sample_period_or_freq: u64,
     /// `sample_type` (PERF_SAMPLE_*).
     pub sample_type: u64,
     /// `read_format`.
     pub read_format: u64,
-    /// The flags word ([`flag`]).
+    /// The flags word (`abi::ATTR_FLAG_*`).
     pub flags: u64,
-    /// `wakeup_events` or, with [`flag::WATERMARK`], `wakeup_watermark` in bytes.
+    /// `wakeup_events` or, with `ATTR_FLAG_WATERMARK`, `wakeup_watermark` in bytes.
     pub wakeup: u32,
     /// `branch_sample_type` (PERF_SAMPLE_BRANCH_*).
     pub branch_sample_type: u64,
@@ -125,11 +38,6 @@ pub struct EventAttr {
     /// `sample_stack_user` in bytes.
     pub sample_stack_user: u32,
 }
-
-/// The newest attr layout bport knows (VER8, Linux 6.3).
-pub const NEWEST_ATTR_SIZE: u32 = 136;
-/// PERF_ATTR_SIZE_VER0: the smallest layout.
-pub const ATTR_SIZE_VER0: u32 = 64;
 
 impl EventAttr {
     /// The byte image of the attr, `size` bytes meaningful, the rest zero.
@@ -186,32 +94,32 @@ pub const DROP_ORDER: [Droppable; 4] = [
     Droppable {
         name: "comm_exec",
         since: "3.16",
-        flags: flag::COMM_EXEC,
+        flags: abi::ATTR_FLAG_COMM_EXEC,
     },
     Droppable {
         name: "mmap2",
         since: "3.16",
-        flags: flag::MMAP2,
+        flags: abi::ATTR_FLAG_MMAP2,
     },
     Droppable {
         name: "exclude_callchain_user",
         since: "3.7",
-        flags: flag::EXCLUDE_CALLCHAIN_USER,
+        flags: abi::ATTR_FLAG_EXCLUDE_CALLCHAIN_USER,
     },
     Droppable {
         name: "sample_id_all",
         since: "2.6.38",
-        flags: flag::SAMPLE_ID_ALL,
+        flags: abi::ATTR_FLAG_SAMPLE_ID_ALL,
     },
 ];
 
 /// Applies a target ABI's limits: attr size, flag bits and sample bits the target lacks are removed and reported
 /// as `(what, reason)` pairs. The caller decides whether a removed sample bit is fatal (DWARF without REGS_USER).
-pub fn cap_to_abi(attr: &mut EventAttr, target: &AbiLimits) -> Vec<String> {
+pub fn cap_to_abi(attr: &mut EventAttr, target: &KernelAbi) -> Vec<String> {
     let mut notes = Vec::new();
-    attr.size = attr.size.min(target.attr_size);
+    attr.size = target.cap_attr_size(attr.size);
     for d in DROP_ORDER {
-        if attr.flags & d.flags != 0 && target.attr_flags & d.flags != d.flags {
+        if attr.flags & d.flags != 0 && !target.supports_flag(d.flags) {
             attr.flags &= !d.flags;
             notes.push(format!(
                 "{} (Linux {}) is not in the target ABI",
@@ -219,20 +127,20 @@ pub fn cap_to_abi(attr: &mut EventAttr, target: &AbiLimits) -> Vec<String> {
             ));
         }
     }
-    let unsupported = attr.sample_type & !target.sample_type;
+    let unsupported = attr.sample_type & !target.sample_types;
     if unsupported != 0 {
         attr.sample_type &= !unsupported;
         notes.push(format!(
             "sample_type bits {unsupported:#x} are not in the target ABI"
         ));
     }
-    if attr.branch_sample_type & !target.branch_sample_type != 0 {
+    if attr.branch_sample_type & !target.branch_sample_types != 0 {
         notes.push(format!(
             "branch_sample_type bits {:#x} are not in the target ABI",
-            attr.branch_sample_type & !target.branch_sample_type
+            attr.branch_sample_type & !target.branch_sample_types
         ));
         attr.branch_sample_type = 0;
-        attr.sample_type &= !sample::BRANCH_STACK;
+        attr.sample_type &= !abi::PERF_SAMPLE_BRANCH_STACK;
     }
     notes
 }
@@ -250,7 +158,7 @@ pub enum Retry {
 /// (the kernel's own struct size on E2BIG).
 pub fn next_attempt(attr: &EventAttr, errno: i32, kernel_size: u32) -> Retry {
     match errno {
-        libc::E2BIG if kernel_size >= ATTR_SIZE_VER0 && kernel_size < attr.size => {
+        libc::E2BIG if kernel_size >= abi::PERF_ATTR_SIZE_VER0 && kernel_size < attr.size => {
             if attr.minimal_size() > kernel_size {
                 // The fields we need do not exist in that kernel: no smaller attr can work.
                 return Retry::GiveUp;
@@ -289,16 +197,20 @@ mod tests {
     fn dwarf_attr() -> EventAttr {
         EventAttr {
             type_: 1,
-            size: NEWEST_ATTR_SIZE,
+            size: abi::PERF_ATTR_SIZE_NEWEST,
             config: 0,
             sample_period_or_freq: 999,
-            sample_type: sample::IP
-                | sample::TID
-                | sample::CALLCHAIN
-                | sample::REGS_USER
-                | sample::STACK_USER,
+            sample_type: abi::PERF_SAMPLE_IP
+                | abi::PERF_SAMPLE_TID
+                | abi::PERF_SAMPLE_CALLCHAIN
+                | abi::PERF_SAMPLE_REGS_USER
+                | abi::PERF_SAMPLE_STACK_USER,
             read_format: 0,
-            flags: flag::FREQ | flag::MMAP | flag::MMAP2 | flag::COMM_EXEC | flag::SAMPLE_ID_ALL,
+            flags: abi::ATTR_FLAG_FREQ
+                | abi::ATTR_FLAG_MMAP
+                | abi::ATTR_FLAG_MMAP2
+                | abi::ATTR_FLAG_COMM_EXEC
+                | abi::ATTR_FLAG_SAMPLE_ID_ALL,
             wakeup: 0,
             branch_sample_type: 0,
             sample_regs_user: 0xff0fff,
@@ -314,7 +226,11 @@ mod tests {
         assert_eq!(u64_at(16), 999);
         assert_eq!(
             u64_at(40),
-            flag::FREQ | flag::MMAP | flag::MMAP2 | flag::COMM_EXEC | flag::SAMPLE_ID_ALL
+            abi::ATTR_FLAG_FREQ
+                | abi::ATTR_FLAG_MMAP
+                | abi::ATTR_FLAG_MMAP2
+                | abi::ATTR_FLAG_COMM_EXEC
+                | abi::ATTR_FLAG_SAMPLE_ID_ALL
         );
         assert_eq!(u64_at(80), 0xff0fff);
         assert_eq!(u32::from_ne_bytes(b.0[88..92].try_into().unwrap()), 8192);
@@ -324,7 +240,7 @@ mod tests {
     #[test]
     fn einval_drops_features_newest_first_then_gives_up() {
         let mut attr = dwarf_attr();
-        attr.flags |= flag::EXCLUDE_CALLCHAIN_USER;
+        attr.flags |= abi::ATTR_FLAG_EXCLUDE_CALLCHAIN_USER;
         let mut dropped = Vec::new();
         while let Retry::With(next, why) = next_attempt(&attr, libc::EINVAL, attr.size) {
             dropped.push(why);
@@ -339,7 +255,7 @@ mod tests {
                 "kernel rejected the attr (EINVAL); dropping sample_id_all (Linux 2.6.38)",
             ]
         );
-        assert_eq!(attr.flags, flag::FREQ | flag::MMAP);
+        assert_eq!(attr.flags, abi::ATTR_FLAG_FREQ | abi::ATTR_FLAG_MMAP);
     }
 
     #[test]

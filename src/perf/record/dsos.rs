@@ -8,14 +8,11 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-use super::attr::sample;
 use super::ring::RawData;
-use perf_event_open_sys::bindings as uapi;
+use crate::perf::abi;
 
 /// Where the kernel's addresses start on x86-64 (and the callchain context markers live above that).
 const KERNEL_START: u64 = 0xffff_8000_0000_0000;
-/// `PERF_CONTEXT_MAX` = (u64)-4095: callchain entries at or above it are context markers, not addresses.
-const CONTEXT_MAX: u64 = (-4095i64) as u64;
 
 /// The name perf gives the kernel's DSO in BUILD_ID entries.
 pub const KERNEL_DSO: &str = "[kernel.kallsyms]";
@@ -48,9 +45,9 @@ impl DsoTracker {
     /// Looks at one record (kernel or synthesized, header included).
     pub fn observe(&mut self, raw: &RawData<'_>) {
         match raw.record_type() {
-            uapi::PERF_RECORD_MMAP => self.mmap(raw, false),
-            uapi::PERF_RECORD_MMAP2 => self.mmap(raw, true),
-            uapi::PERF_RECORD_FORK => {
+            abi::PERF_RECORD_MMAP => self.mmap(raw, false),
+            abi::PERF_RECORD_MMAP2 => self.mmap(raw, true),
+            abi::PERF_RECORD_FORK => {
                 // pid, ppid: a new process (pid != ppid) starts with a copy of its parent's maps.
                 if let (Some(pid), Some(ppid)) = (raw.u32_at(8), raw.u32_at(12)) {
                     if pid != ppid {
@@ -60,7 +57,7 @@ impl DsoTracker {
                     }
                 }
             }
-            uapi::PERF_RECORD_SAMPLE => self.sample(raw),
+            abi::PERF_RECORD_SAMPLE => self.sample(raw),
             _ => {}
         }
     }
@@ -102,30 +99,30 @@ impl DsoTracker {
         let mut at = 8;
         let mut ip = None;
         let mut pid = None;
-        if st & uapi::PERF_SAMPLE_IDENTIFIER as u64 != 0 {
+        if st & abi::PERF_SAMPLE_IDENTIFIER != 0 {
             at += 8;
         }
-        if st & sample::IP != 0 {
+        if st & abi::PERF_SAMPLE_IP != 0 {
             ip = raw.u64_at(at);
             at += 8;
         }
-        if st & sample::TID != 0 {
+        if st & abi::PERF_SAMPLE_TID != 0 {
             pid = raw.u32_at(at);
             at += 8;
         }
         for bit in [
-            sample::TIME,
-            uapi::PERF_SAMPLE_ADDR as u64,
-            uapi::PERF_SAMPLE_ID as u64,
+            abi::PERF_SAMPLE_TIME,
+            abi::PERF_SAMPLE_ADDR,
+            abi::PERF_SAMPLE_ID,
         ] {
             if st & bit != 0 {
                 at += 8;
             }
         }
         for bit in [
-            uapi::PERF_SAMPLE_STREAM_ID as u64,
-            sample::CPU,
-            sample::PERIOD,
+            abi::PERF_SAMPLE_STREAM_ID,
+            abi::PERF_SAMPLE_CPU,
+            abi::PERF_SAMPLE_PERIOD,
         ] {
             if st & bit != 0 {
                 at += 8;
@@ -135,11 +132,11 @@ impl DsoTracker {
         if let Some(ip) = ip {
             self.mark(pid, ip);
         }
-        if st & sample::CALLCHAIN != 0 {
+        if st & abi::PERF_SAMPLE_CALLCHAIN != 0 {
             let nr = raw.u64_at(at).unwrap_or(0).min(1024) as usize;
             for i in 0..nr {
                 match raw.u64_at(at + 8 + i * 8) {
-                    Some(addr) if addr < CONTEXT_MAX => self.mark(pid, addr),
+                    Some(addr) if addr < abi::PERF_CONTEXT_MAX => self.mark(pid, addr),
                     Some(_) => {}
                     None => break,
                 }
@@ -213,17 +210,17 @@ pub fn kernel_build_id(notes: &[u8]) -> Option<Vec<u8>> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::synth::{parse_maps, Framing, MISC_USER};
+    use super::super::synth::{parse_maps, Framing};
     use super::*;
 
     #[test]
     fn samples_mark_the_dsos_their_ip_and_callchain_hit() {
-        let st = sample::IP
-            | sample::TID
-            | sample::TIME
-            | sample::CPU
-            | sample::PERIOD
-            | sample::CALLCHAIN;
+        let st = abi::PERF_SAMPLE_IP
+            | abi::PERF_SAMPLE_TID
+            | abi::PERF_SAMPLE_TIME
+            | abi::PERF_SAMPLE_CPU
+            | abi::PERF_SAMPLE_PERIOD
+            | abi::PERF_SAMPLE_CALLCHAIN;
         let framing = Framing {
             sample_type: st,
             sample_id_all: true,
@@ -235,7 +232,12 @@ mod tests {
              7f0000200000-7f0000300000 r-xp 0 fd:01 9 /lib/unused.so\n",
         );
         for m in &maps {
-            t.observe(&RawData::Single(&framing.mmap(42, 42, m, MISC_USER)));
+            t.observe(&RawData::Single(&framing.mmap(
+                42,
+                42,
+                m,
+                abi::PERF_RECORD_MISC_USER,
+            )));
         }
         // A sample: ip in /bin/app, callchain [PERF_CONTEXT_USER, libc addr].
         let mut s = Vec::new();

@@ -11,13 +11,7 @@ use std::fs;
 use std::io;
 use std::path::Path;
 
-use super::attr::sample;
-use perf_event_open_sys::bindings as uapi;
-
-/// PERF_RECORD_MISC_KERNEL.
-pub const MISC_KERNEL: u16 = uapi::PERF_RECORD_MISC_KERNEL as u16;
-/// PERF_RECORD_MISC_USER.
-pub const MISC_USER: u16 = uapi::PERF_RECORD_MISC_USER as u16;
+use crate::perf::abi;
 
 /// How synthesized records are framed: the same choices the kernel makes for the attr in use.
 #[derive(Clone, Copy, Debug)]
@@ -137,13 +131,13 @@ impl RecordBuf {
             // The sample_id trailer, in the kernel's order (perf_event__header_size / __perf_event_header__init_id).
             // Synthesized records carry time 0, as perf's do: they describe the state before the first sample.
             let st = framing.sample_type;
-            if st & sample::TID != 0 {
+            if st & abi::PERF_SAMPLE_TID != 0 {
                 self.u32(pid).u32(tid);
             }
-            if st & sample::TIME != 0 {
+            if st & abi::PERF_SAMPLE_TIME != 0 {
                 self.u64(0);
             }
-            if st & sample::CPU != 0 {
+            if st & abi::PERF_SAMPLE_CPU != 0 {
                 self.u32(0).u32(0);
             }
         }
@@ -156,7 +150,7 @@ impl RecordBuf {
 impl Framing {
     /// PERF_RECORD_COMM for thread `tid` of process `pid`.
     pub fn comm(&self, pid: u32, tid: u32, comm: &str) -> Vec<u8> {
-        let mut r = RecordBuf::new(uapi::PERF_RECORD_COMM, 0);
+        let mut r = RecordBuf::new(abi::PERF_RECORD_COMM, 0);
         // The kernel's TASK_COMM_LEN is 16 with the NUL.
         let comm = truncate_utf8(comm, 15);
         r.u32(pid).u32(tid).string(comm);
@@ -165,7 +159,7 @@ impl Framing {
 
     /// PERF_RECORD_FORK: `tid` of process `pid` was created by `ptid` of `ppid`.
     pub fn fork(&self, pid: u32, ppid: u32, tid: u32, ptid: u32) -> Vec<u8> {
-        let mut r = RecordBuf::new(uapi::PERF_RECORD_FORK, 0);
+        let mut r = RecordBuf::new(abi::PERF_RECORD_FORK, 0);
         r.u32(pid).u32(ppid).u32(tid).u32(ptid).u64(0);
         r.finish(self, pid, tid)
     }
@@ -174,13 +168,13 @@ impl Framing {
     pub fn mmap(&self, pid: u32, tid: u32, map: &MapsEntry, misc: u16) -> Vec<u8> {
         let len = map.end.wrapping_sub(map.start);
         if self.mmap2 {
-            let mut r = RecordBuf::new(uapi::PERF_RECORD_MMAP2, misc);
+            let mut r = RecordBuf::new(abi::PERF_RECORD_MMAP2, misc);
             r.u32(pid).u32(tid).u64(map.start).u64(len).u64(map.pgoff);
             r.u32(map.maj).u32(map.min).u64(map.ino).u64(0);
             r.u32(map.prot).u32(map.flags).string(&map.filename);
             r.finish(self, pid, tid)
         } else {
-            let mut r = RecordBuf::new(uapi::PERF_RECORD_MMAP, misc);
+            let mut r = RecordBuf::new(abi::PERF_RECORD_MMAP, misc);
             r.u32(pid)
                 .u32(tid)
                 .u64(map.start)
@@ -195,7 +189,7 @@ impl Framing {
     /// space, pgoff = the `_text` address (perf's `ref_reloc_sym`, which lets it relocate vmlinux symbols). Always
     /// an MMAP record, as perf writes it.
     pub fn kernel_mmap(&self, text: u64) -> Vec<u8> {
-        let mut r = RecordBuf::new(uapi::PERF_RECORD_MMAP, MISC_KERNEL);
+        let mut r = RecordBuf::new(abi::PERF_RECORD_MMAP, abi::PERF_RECORD_MISC_KERNEL);
         r.u32(u32::MAX)
             .u32(0)
             .u64(text)
@@ -227,7 +221,7 @@ impl Framing {
         if with_maps {
             if let Ok(maps) = fs::read_to_string(dir.join("maps")) {
                 for map in parse_maps(&maps) {
-                    out.push(self.mmap(pid, pid, &map, MISC_USER));
+                    out.push(self.mmap(pid, pid, &map, abi::PERF_RECORD_MISC_USER));
                 }
             }
         }
@@ -286,7 +280,11 @@ mod tests {
     use super::*;
 
     const FRAMING: Framing = Framing {
-        sample_type: sample::IP | sample::TID | sample::TIME | sample::CPU | sample::PERIOD,
+        sample_type: abi::PERF_SAMPLE_IP
+            | abi::PERF_SAMPLE_TID
+            | abi::PERF_SAMPLE_TIME
+            | abi::PERF_SAMPLE_CPU
+            | abi::PERF_SAMPLE_PERIOD,
         sample_id_all: true,
         mmap2: true,
     };
@@ -340,7 +338,7 @@ mod tests {
     #[test]
     fn mmap_falls_back_to_the_old_record_without_mmap2() {
         let map = parse_maps("400000-401000 r-xp 00000000 fd:01 7 /bin/x\n").remove(0);
-        let m2 = FRAMING.mmap(5, 5, &map, MISC_USER);
+        let m2 = FRAMING.mmap(5, 5, &map, abi::PERF_RECORD_MISC_USER);
         assert_eq!(u32::from_ne_bytes(m2[0..4].try_into().unwrap()), 10);
         // 8 + 8 + 24 + maj/min 8 + ino 16 + prot/flags 8 + "/bin/x\0" 8 + trailer 24
         assert_eq!(m2.len(), 104);
@@ -348,7 +346,7 @@ mod tests {
             mmap2: false,
             ..FRAMING
         };
-        let m1 = old.mmap(5, 5, &map, MISC_USER);
+        let m1 = old.mmap(5, 5, &map, abi::PERF_RECORD_MISC_USER);
         assert_eq!(u32::from_ne_bytes(m1[0..4].try_into().unwrap()), 1);
         assert_eq!(m1.len(), 8 + 8 + 24 + 8 + 24);
         assert_eq!(&m1[40..47], b"/bin/x\0");
@@ -357,7 +355,7 @@ mod tests {
             sample_id_all: false,
             ..old
         };
-        assert_eq!(bare.mmap(5, 5, &map, MISC_USER).len(), 48);
+        assert_eq!(bare.mmap(5, 5, &map, abi::PERF_RECORD_MISC_USER).len(), 48);
     }
 
     #[test]
@@ -370,7 +368,10 @@ mod tests {
         );
         assert_eq!(kernel_text_address("0000000000000000 T _text\n"), None);
         let k = FRAMING.kernel_mmap(0xffffffff81000000);
-        assert_eq!(u16::from_ne_bytes([k[4], k[5]]), MISC_KERNEL);
+        assert_eq!(
+            u16::from_ne_bytes([k[4], k[5]]),
+            abi::PERF_RECORD_MISC_KERNEL
+        );
         assert_eq!(&k[40..63], b"[kernel.kallsyms]_text\0");
     }
 
