@@ -14,7 +14,11 @@ fn main() {
     let variants: [(&str, &[&str]); 2] = [
         (
             "chain-fp",
-            &["-fno-omit-frame-pointer", "-mno-omit-leaf-frame-pointer"],
+            &[
+                "-fno-omit-frame-pointer",
+                "-mno-omit-leaf-frame-pointer",
+                "-DCHAIN_LEAF_FRAME",
+            ],
         ),
         ("chain-nofp", &["-fomit-frame-pointer"]),
     ];

@@ -5,6 +5,7 @@
 
 mod completions;
 pub mod error;
+mod record;
 pub mod ui;
 
 use clap::{Parser, Subcommand};
@@ -48,6 +49,10 @@ pub enum Command {
     ///
     /// Example: bport man --dir /usr/local/share/man/man1
     Man(completions::ManArgs),
+    /// Record a profile into perf.data with perf's flags (fp, DWARF or LBR callchains).
+    ///
+    /// Example: bport record -F 999 -g -- ./my-program args
+    Record(record::RecordArgs),
 }
 
 /// Parses the command line, runs the command and maps the result to an exit code.
@@ -71,10 +76,11 @@ pub fn main() -> ExitCode {
     }
 }
 
-fn run(command: Command, _ui: &Ui) -> CliResult<ExitCode> {
+fn run(command: Command, ui: &Ui) -> CliResult<ExitCode> {
     match command {
         Command::Completions(args) => completions::run_completions(args),
         Command::Man(args) => completions::run_man(args),
+        Command::Record(args) => record::run(args, ui),
     }
     .map(|()| ExitCode::SUCCESS)
 }

@@ -90,7 +90,7 @@ pub struct Droppable {
 
 /// Optional features in the order they are dropped on EINVAL: newest first, as perf's fallbacks do, so a kernel
 /// that lacks a recent feature loses only that.
-pub const DROP_ORDER: [Droppable; 4] = [
+pub const DROP_ORDER: [Droppable; 5] = [
     Droppable {
         name: "comm_exec",
         since: "3.16",
@@ -110,6 +110,11 @@ pub const DROP_ORDER: [Droppable; 4] = [
         name: "sample_id_all",
         since: "2.6.38",
         flags: abi::ATTR_FLAG_SAMPLE_ID_ALL,
+    },
+    Droppable {
+        name: "mmap_data",
+        since: "2.6.36",
+        flags: abi::ATTR_FLAG_MMAP_DATA,
     },
 ];
 
@@ -240,7 +245,7 @@ mod tests {
     #[test]
     fn einval_drops_features_newest_first_then_gives_up() {
         let mut attr = dwarf_attr();
-        attr.flags |= abi::ATTR_FLAG_EXCLUDE_CALLCHAIN_USER;
+        attr.flags |= abi::ATTR_FLAG_EXCLUDE_CALLCHAIN_USER | abi::ATTR_FLAG_MMAP_DATA;
         let mut dropped = Vec::new();
         while let Retry::With(next, why) = next_attempt(&attr, libc::EINVAL, attr.size) {
             dropped.push(why);
@@ -253,6 +258,7 @@ mod tests {
                 "kernel rejected the attr (EINVAL); dropping mmap2 (Linux 3.16)",
                 "kernel rejected the attr (EINVAL); dropping exclude_callchain_user (Linux 3.7)",
                 "kernel rejected the attr (EINVAL); dropping sample_id_all (Linux 2.6.38)",
+                "kernel rejected the attr (EINVAL); dropping mmap_data (Linux 2.6.36)",
             ]
         );
         assert_eq!(attr.flags, abi::ATTR_FLAG_FREQ | abi::ATTR_FLAG_MMAP);

@@ -225,6 +225,7 @@ mod tests {
             sample_type: st,
             sample_id_all: true,
             mmap2: true,
+            mmap_data: false,
         };
         let mut t = DsoTracker::new(st);
         let maps = parse_maps(

@@ -11,7 +11,9 @@
 
 pub mod attr;
 pub mod dsos;
+pub mod host;
 pub mod open;
+pub mod output;
 pub mod ring;
 pub mod session;
 pub mod synth;
@@ -23,6 +25,7 @@ use std::path::PathBuf;
 
 use crate::perf::abi::KernelVersion;
 
+pub use output::record;
 pub use session::{BuildIdEntry, Session, Sink, Stats};
 
 /// The event to sample on (`-e`).

@@ -74,7 +74,8 @@ pub fn initial_attr(config: &Config, data_bytes: usize) -> EventAttr {
                 | abi::PERF_SAMPLE_STACK_USER;
             attr.sample_type |= sample_type;
             // The kernel part of the chain still comes from the kernel; user space is unwound from the copy.
-            attr.flags |= abi::ATTR_FLAG_EXCLUDE_CALLCHAIN_USER;
+            // Data maps let unwinders read .eh_frame_hdr, which sits in a read-only segment (perf does the same).
+            attr.flags |= abi::ATTR_FLAG_EXCLUDE_CALLCHAIN_USER | abi::ATTR_FLAG_MMAP_DATA;
             attr.sample_regs_user = X86_64_USER_REGS;
             attr.sample_stack_user = stack_size;
         }

@@ -176,6 +176,7 @@ impl Session {
             sample_type: attr.sample_type,
             sample_id_all: attr.has(abi::ATTR_FLAG_SAMPLE_ID_ALL),
             mmap2: attr.has(abi::ATTR_FLAG_MMAP2),
+            mmap_data: attr.has(abi::ATTR_FLAG_MMAP_DATA),
         };
         Ok(Session {
             tracker: DsoTracker::new(attr.sample_type),
@@ -354,7 +355,8 @@ impl Session {
 
     fn handle(&mut self, raw: &RawData<'_>, sink: &mut dyn Sink) -> Result<(), Error> {
         let ty = raw.record_type();
-        if !self.abi.supports_record(ty) {
+        // Uncapped, every record the kernel wrote is kept (even types bport does not know: newer readers may).
+        if self.abi.version.is_some() && !self.abi.supports_record(ty) {
             self.stats.records_dropped += 1;
             return Ok(());
         }

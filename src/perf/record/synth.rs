@@ -22,9 +22,12 @@ pub struct Framing {
     pub sample_id_all: bool,
     /// MMAP2 (Linux 3.16) rather than MMAP.
     pub mmap2: bool,
+    /// Describe readable non-executable mappings too (`mmap_data`), flagged PERF_RECORD_MISC_MMAP_DATA: perf's
+    /// DWARF unwinder reads `.eh_frame_hdr` through them (it lies in a read-only segment, outside the text map).
+    pub mmap_data: bool,
 }
 
-/// One executable mapping from `/proc/PID/maps`.
+/// One readable or executable mapping from `/proc/PID/maps`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct MapsEntry {
     /// First address.
@@ -47,7 +50,7 @@ pub struct MapsEntry {
     pub filename: String,
 }
 
-/// Parses the executable mappings of a `/proc/PID/maps` text; other lines are skipped.
+/// Parses the readable or executable mappings of a `/proc/PID/maps` text; other lines are skipped.
 pub fn parse_maps(text: &str) -> Vec<MapsEntry> {
     text.lines().filter_map(parse_maps_line).collect()
 }
@@ -62,7 +65,7 @@ fn parse_maps_line(line: &str) -> Option<MapsEntry> {
     let inode = fields.next()?;
     let path = fields.next().unwrap_or("").trim_start();
     let perms = perms.as_bytes();
-    if perms.len() < 4 || perms[2] != b'x' {
+    if perms.len() < 4 || (perms[0] != b'r' && perms[2] != b'x') {
         return None;
     }
     let (start, end) = range.split_once('-')?;
@@ -221,7 +224,13 @@ impl Framing {
         if with_maps {
             if let Ok(maps) = fs::read_to_string(dir.join("maps")) {
                 for map in parse_maps(&maps) {
-                    out.push(self.mmap(pid, pid, &map, abi::PERF_RECORD_MISC_USER));
+                    let exec = map.prot & libc::PROT_EXEC as u32 != 0;
+                    if exec {
+                        out.push(self.mmap(pid, pid, &map, abi::PERF_RECORD_MISC_USER));
+                    } else if self.mmap_data {
+                        let misc = abi::PERF_RECORD_MISC_USER | abi::PERF_RECORD_MISC_MMAP_DATA;
+                        out.push(self.mmap(pid, pid, &map, misc));
+                    }
                 }
             }
         }
@@ -287,6 +296,7 @@ mod tests {
             | abi::PERF_SAMPLE_PERIOD,
         sample_id_all: true,
         mmap2: true,
+        mmap_data: false,
     };
 
     #[test]
@@ -298,7 +308,15 @@ mod tests {
 7ffd3c1f2000-7ffd3c1f4000 r-xp 00000000 00:00 0                          [vdso]
 7f00ab000000-7f00ab001000 r-xs 00001000 08:10 99 /dev/shm/jit
 ";
-        let maps = parse_maps(text);
+        let all = parse_maps(text);
+        assert_eq!(
+            (all[0].start, all[0].prot),
+            (0x55d0c0a00000, libc::PROT_READ as u32)
+        );
+        let maps: Vec<MapsEntry> = all
+            .into_iter()
+            .filter(|m| m.prot & libc::PROT_EXEC as u32 != 0)
+            .collect();
         assert_eq!(
             maps.iter()
                 .map(|m| (m.start, m.end, m.pgoff, m.filename.as_str()))
