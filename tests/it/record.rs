@@ -306,3 +306,106 @@ fn lbr_without_hardware_names_the_reason() {
          with frame pointers\n"
     );
 }
+
+#[test]
+fn attaching_to_a_running_process_records_until_it_exits() {
+    if !oracle::require(PERF, PERF_HINT) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let exe = Build::FramePointer.write_to(dir.path()).unwrap();
+    let mut workload = Command::new(&exe).arg("1000").spawn().unwrap();
+    let pid = workload.id().to_string();
+    let file = dir.path().join("attach.data");
+    let args = [
+        "record",
+        "-e",
+        "cpu-clock",
+        "-F",
+        "999",
+        "-g",
+        "-p",
+        &pid,
+        "-o",
+        file.to_str().unwrap(),
+    ];
+    let run = bport::run(dir.path(), &args);
+    assert_eq!(run.code, Some(0), "{}", run.transcript());
+    assert!(workload.wait().unwrap().success());
+    // The process existed before recording: its COMM and maps come from /proc synthesis, so perf names and
+    // symbolizes it exactly as for a recorded command.
+    check_perf_reads(dir.path(), &file);
+    check_chains(dir.path(), &file, Build::FramePointer);
+}
+
+#[test]
+fn ctrl_c_ends_a_system_wide_recording_cleanly() {
+    if !oracle::require(PERF, PERF_HINT) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("sigint.data");
+    let child = bport::bport(dir.path())
+        .args([
+            "record",
+            "-a",
+            "-e",
+            "cpu-clock",
+            "-F",
+            "99",
+            "-o",
+            file.to_str().unwrap(),
+        ])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait until recording has started (the file exists), then interrupt as a terminal would.
+    while !file.exists() {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    let status = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains("[ bport record: Captured and wrote "),
+        "{stderr}"
+    );
+    check_perf_reads(dir.path(), &file);
+}
+
+#[test]
+fn cycles_without_a_pmu_falls_back_to_cpu_clock_with_a_note() {
+    if !oracle::require(PERF, PERF_HINT) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let exe = Build::FramePointer.write_to(dir.path()).unwrap();
+    let run = bport::run(
+        dir.path(),
+        &["record", "-e", "cycles", "--", exe.to_str().unwrap(), "100"],
+    );
+    assert_eq!(run.code, Some(0), "{}", run.transcript());
+    let file = dir.path().join("perf.data");
+    let data = PerfFile::open(&file).unwrap();
+    let has_pmu = Path::new("/sys/bus/event_source/devices/cpu").exists();
+    let note = "note: the cycles event is not supported here";
+    if has_pmu {
+        assert!(!run.stderr.contains(note), "{}", run.transcript());
+        assert_eq!(data.attrs()[0].attr.type_, abi::PERF_TYPE_HARDWARE);
+    } else {
+        assert!(run.stderr.contains(note), "{}", run.transcript());
+        assert_eq!(data.attrs()[0].attr.type_, abi::PERF_TYPE_SOFTWARE);
+        assert_eq!(data.attrs()[0].attr.config, abi::PERF_COUNT_SW_CPU_CLOCK);
+        assert_eq!(
+            data.features().event_desc.as_ref().unwrap()[0].name,
+            "cpu-clock"
+        );
+    }
+    check_perf_reads(dir.path(), &file);
+}
