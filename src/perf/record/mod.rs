@@ -282,12 +282,13 @@ pub enum Error {
         source: io::Error,
     },
     /// The perf.data writer failed.
-    #[error("writing perf.data {path}: {message}")]
+    #[error("writing {path}")]
     Write {
         /// The output file.
         path: PathBuf,
         /// The writer's error.
-        message: String,
+        #[source]
+        source: crate::perf::data::WriteError,
     },
     /// The config is contradictory (a library caller's mistake; the CLI validates first).
     #[error("invalid record configuration: {0}")]
