@@ -4,6 +4,7 @@
 //! library's options, calls the library, and renders the outcome.
 
 mod completions;
+mod dump;
 pub mod error;
 mod record;
 pub mod ui;
@@ -53,6 +54,13 @@ pub enum Command {
     ///
     /// Example: bport record -F 999 -g -- ./my-program args
     Record(record::RecordArgs),
+    /// Print every record of a perf.data file, one line each, for debugging.
+    ///
+    /// Like `perf report -D`: the header, attrs and features, then each record with its file offset and parsed
+    /// fields, then the count of records per type.
+    ///
+    /// Example: bport dump -i perf.data --header-only
+    Dump(dump::DumpArgs),
 }
 
 /// Parses the command line, runs the command and maps the result to an exit code.
@@ -81,6 +89,7 @@ fn run(command: Command, ui: &Ui) -> CliResult<ExitCode> {
         Command::Completions(args) => completions::run_completions(args),
         Command::Man(args) => completions::run_man(args),
         Command::Record(args) => record::run(args, ui),
+        Command::Dump(args) => dump::run(args, ui),
     }
     .map(|()| ExitCode::SUCCESS)
 }

@@ -3,4 +3,5 @@
 mod support;
 
 mod cli_help;
+mod perf_data;
 mod record;
