@@ -227,13 +227,8 @@ pub fn run(args: RecordArgs, ui: &Ui) -> CliResult {
 fn into_cli_error(err: record::Error) -> CliError {
     use record::Error as E;
     let (kind, hints): (Kind, Vec<String>) = match &err {
-        E::PermissionDenied { paranoid, .. } => {
-            let mut hints = Vec::new();
-            if let Some(p) = paranoid.filter(|&p| p > 1) {
-                hints.push(format!(
-                    "kernel.perf_event_paranoid is {p}; allow profiling with: sudo sysctl -w kernel.perf_event_paranoid=1"
-                ));
-            }
+        E::PermissionDenied { needed, .. } => {
+            let mut hints = vec![format!("allow it with: sudo sysctl -w kernel.perf_event_paranoid={needed}")];
             hints.push(
                 "or run as root, or grant the capability: sudo setcap cap_perfmon,cap_sys_ptrace=ep \
                  $(command -v bport) (Linux 5.8+; CAP_SYS_ADMIN before)"

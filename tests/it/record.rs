@@ -409,3 +409,55 @@ fn cycles_without_a_pmu_falls_back_to_cpu_clock_with_a_note() {
     }
     check_perf_reads(dir.path(), &file);
 }
+
+#[test]
+fn an_unprivileged_system_wide_recording_names_the_paranoid_level_and_the_fix() {
+    let paranoid: i32 = std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid")
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    // Needs root (to drop to nobody) and a paranoid level that forbids -a for unprivileged users.
+    if running_as_root() != Some(true)
+        || paranoid < 1
+        || !oracle::require("setpriv", "apt-get install util-linux")
+    {
+        eprintln!("SKIPPED (needs root and kernel.perf_event_paranoid >= 1; it is {paranoid})");
+        return;
+    }
+    let out = Command::new("setpriv")
+        .args([
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            env!("CARGO_BIN_EXE_bport"),
+        ])
+        .args([
+            "record",
+            "-a",
+            "-o",
+            "/nonexistent/never-written.data",
+            "--",
+            "true",
+        ])
+        .env("LC_ALL", "C")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(4));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        format!(
+            "error: perf_event_open was denied: kernel.perf_event_paranoid is {paranoid}, this recording needs 0 or \
+             lower (or root / CAP_PERFMON)\n  caused by: Permission denied (os error 13)\nhint: allow it with: sudo \
+             sysctl -w kernel.perf_event_paranoid=0\nhint: or run as root, or grant the capability: sudo setcap \
+             cap_perfmon,cap_sys_ptrace=ep $(command -v bport) (Linux 5.8+; CAP_SYS_ADMIN before)\n"
+        )
+    );
+}
+
+/// Whether the test runs as root, from /proc/self/status (no libc call in tests).
+fn running_as_root() -> Option<bool> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let uid = status.lines().find_map(|l| l.strip_prefix("Uid:"))?;
+    Some(uid.split_whitespace().next()? == "0")
+}

@@ -213,10 +213,17 @@ pub struct Outcome {
 #[non_exhaustive]
 pub enum Error {
     /// The kernel refused access (EACCES/EPERM).
-    #[error("perf_event_open was denied ({source}); kernel.perf_event_paranoid is {}", paranoid.map_or("unreadable".to_string(), |p| p.to_string()))]
+    #[error(
+        "perf_event_open was denied: kernel.perf_event_paranoid is {}, this recording needs {needed} or lower \
+         (or root / CAP_PERFMON)",
+        paranoid.map_or("unreadable".to_string(), |p| p.to_string())
+    )]
     PermissionDenied {
         /// `/proc/sys/kernel/perf_event_paranoid`, if readable.
         paranoid: Option<i32>,
+        /// The paranoid level that allows this recording for an unprivileged user: 0 for system-wide (`-a`),
+        /// 1 with kernel samples, 2 for user space only (perf_event_open(2), "perf_event_paranoid").
+        needed: i32,
         /// The errno.
         #[source]
         source: io::Error,

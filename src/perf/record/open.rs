@@ -172,7 +172,9 @@ pub fn open_negotiated(
             Err(err) => {
                 let errno = err.raw_os_error().unwrap_or(0);
                 tried.push(format!("size {} flags {:#x}: {err}", attr.size, attr.flags));
-                if let Some(next) = fallback(&attr, event, call_graph, errno, buf.size(), &err)? {
+                if let Some(next) =
+                    fallback(&attr, event, call_graph, pid == -1, errno, buf.size(), &err)?
+                {
                     let (next_attr, next_event, why) = next;
                     log::info!("perf_event_open: {why}");
                     notes.push(why);
@@ -199,6 +201,7 @@ fn fallback(
     attr: &EventAttr,
     event: Event,
     call_graph: CallGraph,
+    system_wide: bool,
     errno: i32,
     kernel_size: u32,
     err: &io::Error,
@@ -207,8 +210,12 @@ fn fallback(
     match errno {
         libc::EACCES | libc::EPERM => {
             let paranoid = Error::read_paranoid();
-            // perf_event_paranoid 2 allows user-space-only profiling: retry that before giving up, as perf does.
-            if attr.flags & abi::ATTR_FLAG_EXCLUDE_KERNEL == 0 && paranoid.is_some_and(|p| p >= 2) {
+            // perf_event_paranoid 2 allows user-space-only profiling of one's own tasks: retry that before giving
+            // up, as perf does (system-wide needs 0 whatever is excluded).
+            if !system_wide
+                && attr.flags & abi::ATTR_FLAG_EXCLUDE_KERNEL == 0
+                && paranoid.is_some_and(|p| p >= 2)
+            {
                 let mut next = attr.clone();
                 next.flags |= abi::ATTR_FLAG_EXCLUDE_KERNEL;
                 return Ok(Some((
@@ -220,8 +227,16 @@ fn fallback(
                     ),
                 )));
             }
+            let needed = if system_wide {
+                0
+            } else if attr.flags & abi::ATTR_FLAG_EXCLUDE_KERNEL == 0 {
+                1
+            } else {
+                2
+            };
             return Err(Error::PermissionDenied {
                 paranoid,
+                needed,
                 source: io::Error::from_raw_os_error(errno),
             });
         }

@@ -250,11 +250,13 @@ pub fn poll(fds: &mut [libc::pollfd], timeout_ms: i32) -> io::Result<usize> {
 
 /// A workload forked and waiting, before `exec`, for the events to be opened on its pid (perf's
 /// `evlist__prepare_workload`): the events get `enable_on_exec`, so sampling starts exactly at the exec.
+/// Dropped without [`PausedChild::start`] (opening the events failed), the child sees EOF instead of the go byte,
+/// exits without running anything, and is reaped, so a library caller is left with no zombie.
 #[derive(Debug)]
 pub struct PausedChild {
     /// The child's pid.
     pub pid: i32,
-    go: OwnedFd,
+    go: Option<OwnedFd>,
     exec_error: OwnedFd,
 }
 
@@ -297,22 +299,37 @@ pub fn fork_paused(program: &CString, argv: &[CString]) -> io::Result<PausedChil
     drop(err_write);
     Ok(PausedChild {
         pid,
-        go: go_write,
+        go: Some(go_write),
         exec_error: err_read,
     })
 }
 
 impl PausedChild {
     /// Lets the child exec and waits until it did: Ok when exec succeeded, the exec errno otherwise.
-    pub fn start(self) -> io::Result<()> {
-        write_all(&self.go, &[1])?;
-        drop(self.go);
+    pub fn start(mut self) -> io::Result<()> {
+        let go = self
+            .go
+            .take()
+            .expect("start consumes the child, so go is still there");
+        write_all(&go, &[1])?;
+        drop(go);
         let mut buf = [0u8; 4];
         let n = read_full(&self.exec_error, &mut buf)?;
         if n == 4 {
             return Err(io::Error::from_raw_os_error(i32::from_ne_bytes(buf)));
         }
         Ok(())
+    }
+}
+
+impl Drop for PausedChild {
+    fn drop(&mut self) {
+        if let Some(go) = self.go.take() {
+            drop(go);
+            let mut status = 0;
+            // SAFETY: waitpid writes the status into a live local; the child exits as soon as it reads EOF.
+            unsafe { libc::waitpid(self.pid, &mut status, 0) };
+        }
     }
 }
 
@@ -389,6 +406,28 @@ pub fn try_wait(pid: i32) -> io::Result<Option<ChildExit>> {
     }
 }
 
+/// Waits for `pid` to end and reaps it.
+pub fn wait(pid: i32) -> io::Result<ChildExit> {
+    loop {
+        let mut status = 0;
+        // SAFETY: waitpid writes the status into a live local.
+        let rc = unsafe { libc::waitpid(pid, &mut status, 0) };
+        if rc < 0 {
+            let err = io::Error::last_os_error();
+            if err.raw_os_error() == Some(libc::EINTR) {
+                continue;
+            }
+            return Err(err);
+        }
+        if libc::WIFEXITED(status) {
+            return Ok(ChildExit::Code(libc::WEXITSTATUS(status)));
+        }
+        if libc::WIFSIGNALED(status) {
+            return Ok(ChildExit::Signal(libc::WTERMSIG(status)));
+        }
+    }
+}
+
 /// Sends `signal` to `pid`.
 pub fn kill(pid: i32, signal: i32) -> io::Result<()> {
     // SAFETY: kill has no memory effects.
@@ -461,18 +500,46 @@ mod tests {
     }
 
     #[test]
+    fn a_child_dropped_before_start_exits_without_running_and_is_reaped() {
+        let program = CString::new("/bin/true").unwrap();
+        let child = fork_paused(&program, std::slice::from_ref(&program)).unwrap();
+        let pid = child.pid;
+        drop(child);
+        // Reaped by the drop: waitpid now finds no such child.
+        assert_eq!(
+            try_wait(pid).unwrap_err().raw_os_error(),
+            Some(libc::ECHILD)
+        );
+    }
+
+    #[test]
+    fn the_kernel_writes_its_attr_size_back_on_e2big() {
+        // A byte set beyond any kernel's struct: the kernel must refuse with E2BIG and say what it supports.
+        let mut buf = AttrBuf([0; AttrBuf::CAPACITY]);
+        buf.0[0..4].copy_from_slice(&1u32.to_ne_bytes()); // PERF_TYPE_SOFTWARE, cpu-clock
+        buf.0[4..8].copy_from_slice(&(AttrBuf::CAPACITY as u32).to_ne_bytes());
+        buf.0[AttrBuf::CAPACITY - 1] = 1;
+        let err = perf_event_open(&mut buf, 0, -1).unwrap_err();
+        assert_eq!(err.raw_os_error(), Some(libc::E2BIG));
+        let size = buf.size();
+        assert!(
+            (crate::perf::abi::PERF_ATTR_SIZE_VER0..AttrBuf::CAPACITY as u32).contains(&size)
+                && size & 7 == 0,
+            "kernel wrote back {size}"
+        );
+        // At that size, with the extra byte gone, the same attr opens.
+        buf.0[AttrBuf::CAPACITY - 1] = 0;
+        buf.0[4..8].copy_from_slice(&size.to_ne_bytes());
+        perf_event_open(&mut buf, 0, -1).unwrap();
+    }
+
+    #[test]
     fn exec_failure_is_reported_with_its_errno() {
         let program = CString::new("/nonexistent/bport-test").unwrap();
         let child = fork_paused(&program, std::slice::from_ref(&program)).unwrap();
         let pid = child.pid;
         let err = child.start().unwrap_err();
         assert_eq!(err.raw_os_error(), Some(libc::ENOENT));
-        loop {
-            if let Some(exit) = try_wait(pid).unwrap() {
-                assert_eq!(exit, ChildExit::Code(127));
-                break;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(5));
-        }
+        assert_eq!(wait(pid).unwrap(), ChildExit::Code(127));
     }
 }
