@@ -115,15 +115,20 @@ pub fn apply_target(
             return Err(Error::ModeUnsupported {
                 mode: "dwarf",
                 kernel: kernel(),
-                reason: "user registers and stack in samples (PERF_SAMPLE_REGS_USER/STACK_USER) arrived in Linux 3.7"
-                    .into(),
+                reason: format!(
+                    "user registers and stack in samples (PERF_SAMPLE_REGS_USER/STACK_USER) arrived in Linux {}",
+                    since(abi::table::SAMPLE_TYPES, abi::PERF_SAMPLE_REGS_USER)
+                ),
             })
         }
         CallGraph::Lbr if !target.supports_lbr_callstack() => {
             return Err(Error::ModeUnsupported {
                 mode: "lbr",
                 kernel: kernel(),
-                reason: "LBR call stacks (PERF_SAMPLE_BRANCH_CALL_STACK) arrived in Linux 4.1".into(),
+                reason: format!(
+                    "LBR call stacks (PERF_SAMPLE_BRANCH_CALL_STACK) arrived in Linux {}",
+                    since(abi::table::BRANCH_SAMPLE_TYPES, abi::PERF_SAMPLE_BRANCH_CALL_STACK)
+                ),
             })
         }
         _ => {}
@@ -152,6 +157,11 @@ pub fn apply_target(
         notes.push(format!("--kernel {}: {note}", kernel()));
     }
     Ok(())
+}
+
+/// The kernel version that introduced `value`, as the ABI table says.
+fn since(table: &[abi::AbiItem], value: u64) -> String {
+    abi::table::find(table, value).map_or_else(|| "?".to_string(), |i| i.since.to_string())
 }
 
 /// Opens the first descriptor, negotiating the attr with the kernel. Returns the settled attr (used unchanged
