@@ -461,3 +461,44 @@ fn running_as_root() -> Option<bool> {
     let uid = status.lines().find_map(|l| l.strip_prefix("Uid:"))?;
     Some(uid.split_whitespace().next()? == "0")
 }
+
+#[test]
+fn attaching_to_one_thread_with_a_fixed_period() {
+    if !oracle::require(PERF, PERF_HINT) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let exe = Build::FramePointer.write_to(dir.path()).unwrap();
+    let mut workload = Command::new(&exe).arg("600").spawn().unwrap();
+    let tid = workload.id().to_string(); // single-threaded: the main thread's tid is the pid
+    let file = dir.path().join("thread.data");
+    // cpu-clock counts nanoseconds: one sample per 2 ms of CPU.
+    let args = [
+        "record",
+        "-e",
+        "cpu-clock",
+        "-c",
+        "2000000",
+        "-g",
+        "-t",
+        &tid,
+        "-o",
+        file.to_str().unwrap(),
+    ];
+    let run = bport::run(dir.path(), &args);
+    assert_eq!(run.code, Some(0), "{}", run.transcript());
+    assert!(workload.wait().unwrap().success());
+    let data = PerfFile::open(&file).unwrap();
+    let attr = &data.attrs()[0].attr;
+    assert_eq!(
+        (attr.sample_period_or_freq, attr.freq()),
+        (2_000_000, false)
+    );
+    for record in data.records() {
+        if let Record::Sample(s) = record.unwrap() {
+            assert_eq!((s.tid, s.period), (Some(workload.id()), Some(2_000_000)));
+        }
+    }
+    check_perf_reads(dir.path(), &file);
+    check_chains(dir.path(), &file, Build::FramePointer);
+}
