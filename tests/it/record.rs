@@ -70,27 +70,32 @@ fn perf(dir: &Path, args: &[&str], file: &Path) -> String {
     String::from_utf8(out.stdout).expect("perf output is UTF-8")
 }
 
-/// `pid/tid time ip` per sample, as perf prints them and as bport's reader gives them.
+/// `comm pid/tid time ip` per sample, as perf prints them and as bport's reader gives them.
 fn perf_samples(dir: &Path, file: &Path) -> Vec<String> {
     perf(
         dir,
-        &["script", "-F", "pid,tid,time,ip", "--ns", "-G"],
+        &["script", "-F", "comm,pid,tid,time,ip", "--ns", "-G"],
         file,
     )
     .lines()
     .map(|l| {
+        // From the right: a comm may contain spaces.
         let f: Vec<&str> = l.split_whitespace().collect();
-        assert_eq!(f.len(), 3, "unexpected perf script line {l:?}");
+        assert!(f.len() >= 4, "unexpected perf script line {l:?}");
+        let n = f.len();
         format!(
-            "{} {} {}",
-            f[0],
-            f[1].trim_end_matches(':'),
-            f[2].trim_start_matches("0x")
+            "{} {} {} {}",
+            f[..n - 3].join(" "),
+            f[n - 3],
+            f[n - 2].trim_end_matches(':'),
+            f[n - 1].trim_start_matches("0x")
         )
     })
     .collect()
 }
 
+/// The same view from bport's reader: comms follow COMM records and are inherited on FORK, as perf's thread
+/// table does; a thread never named prints as `:TID`, as perf prints it.
 fn bport_samples(file: &Path) -> Vec<String> {
     let data = PerfFile::open(file).expect("bport reads its own file");
     assert_eq!(
@@ -99,18 +104,37 @@ fn bport_samples(file: &Path) -> Vec<String> {
         "bport's reader warned about {}",
         file.display()
     );
+    let mut comms: std::collections::HashMap<u32, String> = std::collections::HashMap::new();
     let mut out = Vec::new();
     for record in data.records() {
-        if let Record::Sample(s) = record.expect("record") {
-            let time = s.time.expect("TIME");
-            out.push(format!(
-                "{}/{} {}.{:09} {:x}",
-                s.pid.expect("TID") as i32,
-                s.tid.expect("TID") as i32,
-                time / 1_000_000_000,
-                time % 1_000_000_000,
-                s.ip.expect("IP")
-            ));
+        match record.expect("record") {
+            Record::Comm(c) => {
+                comms.insert(c.tid, String::from_utf8_lossy(c.comm).into_owned());
+            }
+            Record::Fork(f) => {
+                // A new thread starts with its parent's comm until it sets its own.
+                match comms.get(&f.ptid).cloned() {
+                    Some(parent) => comms.insert(f.tid, parent),
+                    None => comms.remove(&f.tid),
+                };
+            }
+            Record::Sample(s) => {
+                let time = s.time.expect("TIME");
+                let tid = s.tid.expect("TID");
+                let comm = comms
+                    .get(&tid)
+                    .cloned()
+                    .unwrap_or_else(|| format!(":{}", tid as i32));
+                out.push(format!(
+                    "{comm} {}/{} {}.{:09} {:x}",
+                    s.pid.expect("TID") as i32,
+                    tid as i32,
+                    time / 1_000_000_000,
+                    time % 1_000_000_000,
+                    s.ip.expect("IP")
+                ));
+            }
+            _ => {}
         }
     }
     out
