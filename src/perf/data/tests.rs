@@ -1188,3 +1188,42 @@ fn payloads_after_tracing_data_and_auxtrace_records_are_skipped() {
     assert_eq!(got.len(), 3);
     assert_eq!(err.unwrap().offset(), Some(aux_at as u64));
 }
+
+#[test]
+fn samples_find_their_attr_by_id_or_fall_back_to_the_first() {
+    let sample = |attr_index: usize, id: u64| {
+        Record::Sample(SampleRecord {
+            meta: m(PERF_RECORD_SAMPLE, 0, Some(attr_index), SampleId::default()),
+            ip: Some(0x1000 + id),
+            id: Some(id),
+            ..Default::default()
+        })
+    };
+    // ID (not IDENTIFIER) at the same place in both attrs: perf's id_pos works, and so does ours.
+    let with_id = |period| PerfEventAttr {
+        sample_type: PERF_SAMPLE_IP | PERF_SAMPLE_ID,
+        sample_period_or_freq: period,
+        size: 64,
+        ..Default::default()
+    };
+    let mut w = PerfFileWriter::new(IoCursor::new(Vec::new()), WriterOptions::default()).unwrap();
+    w.add_attr(&with_id(1), &[10, 11]).unwrap();
+    w.add_attr(&with_id(2), &[20]).unwrap();
+    for (i, id) in [(1, 20), (0, 11), (0, 10), (0, 99)] {
+        w.write_record(&sample(i, id)).unwrap();
+    }
+    let (out, _) = w.finish(&Features::default()).unwrap();
+    let file = PerfFile::from_bytes(out.into_inner()).unwrap();
+    let got: Vec<(usize, Option<u64>)> = file
+        .records()
+        .map(|r| match r.unwrap() {
+            Record::Sample(s) => (s.attr_index, s.id),
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    // An id no attr lists (99) falls back to the first attr, as synthesized id-0 records do.
+    assert_eq!(
+        got,
+        [(1, Some(20)), (0, Some(11)), (0, Some(10)), (0, Some(99))]
+    );
+}
