@@ -204,17 +204,41 @@ impl RingMap {
         t.store(tail, Ordering::Release);
     }
 
-    /// The data area, for reading the bytes between `data_tail` and a `data_head` loaded before this call.
+    /// The bytes the kernel has published between `tail` and `head` (positions as in `data_tail`/`data_head`,
+    /// `head` loaded before this call), as one slice or, when they wrap around the end of the data area, two.
     ///
-    /// Bytes outside that window may be written by the kernel concurrently; callers (only `ring::Ring`) index
-    /// only inside the published window, which the kernel does not touch until `data_tail` moves past it.
-    pub fn data(&self) -> &[u8] {
-        // SAFETY: the data area lies inside the mapping (checked in new), lives as long as self, and u8 has no
-        // invalid values. The kernel writes only the unpublished part (from head on, up to the tail), which the
-        // ring reader never reads; the published part is stable until set_data_tail, which needs `&mut self`.
+    /// Only this window is borrowed: the kernel keeps writing the rest of the area concurrently, but never this
+    /// part until `data_tail` moves past it, which needs `&mut self` and so ends the borrow first.
+    pub fn published(&self, tail: u64, head: u64) -> (&[u8], &[u8]) {
+        let (first, second) = window(self.data_size, tail, head);
+        // SAFETY: both ranges lie inside the data area (window clamps them to data_size), which lies inside the
+        // mapping (checked in new) and lives as long as self; u8 has no invalid values. The kernel does not write
+        // published, unconsumed bytes (perf_event_open(2): it stops at data_tail), so they do not change while
+        // borrowed.
         unsafe {
-            std::slice::from_raw_parts(self.base.as_ptr().add(self.data_offset), self.data_size)
+            let data = self.base.as_ptr().add(self.data_offset);
+            (
+                std::slice::from_raw_parts(data.add(first.start), first.len()),
+                std::slice::from_raw_parts(data.add(second.start), second.len()),
+            )
         }
+    }
+}
+
+/// The ranges of a ring's data area (of power-of-two `size`) that hold positions `tail..head`: the part up to
+/// the end of the area, then the wrapped part from its start (empty when nothing wraps). A window larger than
+/// the area (impossible unless the kernel overwrote unread data) is clamped to the area.
+pub fn window(
+    size: usize,
+    tail: u64,
+    head: u64,
+) -> (std::ops::Range<usize>, std::ops::Range<usize>) {
+    let len = (head.wrapping_sub(tail) as usize).min(size);
+    let start = (tail as usize) & (size - 1);
+    if start + len <= size {
+        (start..start + len, 0..0)
+    } else {
+        (start..size, 0..start + len - size)
     }
 }
 
@@ -489,6 +513,16 @@ mod tests {
         assert_eq!(parse_cpu_list("0,2-4,7"), Some(vec![0, 2, 3, 4, 7]));
         assert_eq!(parse_cpu_list("3-1"), None);
         assert_eq!(parse_cpu_list("x"), None);
+    }
+
+    #[test]
+    fn the_published_window_wraps_into_two_ranges() {
+        assert_eq!(window(64, 48, 72), (48..64, 0..8));
+        assert_eq!(window(64, 640 + 8, 640 + 40), (8..40, 0..0));
+        assert_eq!(window(64, 5 * 64, 5 * 64), (0..0, 0..0));
+        // A full ring starting mid-area, and an impossible larger window clamped to the area.
+        assert_eq!(window(64, 16, 80), (16..64, 0..16));
+        assert_eq!(window(64, 16, 1000), (16..64, 0..16));
     }
 
     #[test]
