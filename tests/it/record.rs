@@ -526,3 +526,71 @@ fn attaching_to_one_thread_with_a_fixed_period() {
     check_perf_reads(dir.path(), &file);
     check_chains(dir.path(), &file, Build::FramePointer);
 }
+
+#[test]
+fn lost_samples_are_counted_as_the_file_and_perf_count_them() {
+    if !oracle::require(PERF, PERF_HINT) {
+        return;
+    }
+    // A one-page ring cannot hold a single 8 KiB-stack sample: the kernel loses every sample and says so with
+    // PERF_RECORD_LOST, which is what must reach the summary and the file.
+    let dir = tempfile::tempdir().unwrap();
+    let exe = Build::NoFramePointer.write_to(dir.path()).unwrap();
+    let file = dir.path().join("lost.data");
+    let args = [
+        "record",
+        "-m",
+        "1",
+        "-e",
+        "cpu-clock",
+        "--call-graph",
+        "dwarf,8192",
+        "-o",
+        file.to_str().unwrap(),
+        "--",
+        exe.to_str().unwrap(),
+        "200",
+    ];
+    let run = bport::run(dir.path(), &args);
+    assert_eq!(run.code, Some(0), "{}", run.transcript());
+    let (mut lost, mut chunks, mut samples) = (0, 0, 0);
+    for record in PerfFile::open(&file).unwrap().records() {
+        match record.unwrap() {
+            Record::Lost(l) => {
+                lost += l.lost;
+                chunks += 1;
+            }
+            Record::Sample(_) => samples += 1,
+            _ => {}
+        }
+    }
+    assert_eq!(samples, 0);
+    assert!(chunks > 0, "no LOST record:\n{}", run.transcript());
+    assert!(
+        run.stderr.contains(&format!(
+            "warning: lost {lost} events in {chunks} chunks: the buffers overflowed (try a larger -m or a lower -F)\n"
+        )),
+        "{}",
+        run.transcript()
+    );
+    assert!(
+        run.stderr
+            .contains(&format!("{} (0 samples) ]\n", file.display())),
+        "{}",
+        run.transcript()
+    );
+    let stats = Command::new(PERF)
+        .args(["report", "--stats", "-i"])
+        .arg(&file)
+        .env("HOME", dir.path())
+        .output()
+        .unwrap();
+    let stats = String::from_utf8_lossy(&stats.stdout);
+    let perf_chunks: u64 = stats
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("LOST events:"))
+        .and_then(|v| v.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .expect("perf report --stats prints LOST events");
+    assert_eq!(perf_chunks, chunks);
+}
