@@ -8,6 +8,22 @@
 //! (records borrowed from the mapping), [`attr`] (the attr bytes and ABI negotiation), [`open`] (opening with
 //! fallbacks), [`synth`] (/proc → COMM/FORK/MMAP records), [`dsos`] (build-ids of hit DSOs), [`session`] (the
 //! poll loop). Does not own the file format: records go to `perf::data`'s writer as bytes.
+//!
+//! Recording a workload as a 4.1 kernel would allow (what `verify` does):
+//!
+//! ```no_run
+//! use bport::perf::record::{self, CallGraph, Config, Event, Sampling, Target};
+//!
+//! let mut config = Config::new(Target::Command(vec!["./chain-nofp".into(), "1000".into()]));
+//! config.event = Event::CpuClock;
+//! config.sampling = Sampling::Frequency(999);
+//! config.call_graph = CallGraph::Dwarf { stack_size: CallGraph::DEFAULT_DWARF_STACK };
+//! config.kernel = Some("4.1".parse().expect("a kernel version"));
+//! config.output = "chain.data".into();
+//! let outcome = record::record(&config)?; // Error::ModeUnsupported / LbrUnavailable: the mode cannot work
+//! println!("{} samples, {} lost, {} bytes", outcome.samples, outcome.lost, outcome.bytes_written);
+//! # Ok::<(), record::Error>(())
+//! ```
 
 pub mod attr;
 pub mod dsos;
