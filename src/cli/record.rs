@@ -244,13 +244,17 @@ fn into_cli_error(err: record::Error) -> CliError {
             Kind::Environment,
             vec!["use -g (frame pointers) for that kernel; build the program with -fno-omit-frame-pointer".into()],
         ),
+        E::EventUnavailable { .. } => (
+            Kind::Environment,
+            vec!["sample on a timer instead: -e cpu-clock".into()],
+        ),
         E::NoSuchTask { .. } | E::InvalidConfig(_) => (Kind::User, vec![]),
         E::Exec { .. } => (Kind::User, vec!["check the command name and that it is executable".into()]),
         E::Mmap { .. } => (
             Kind::Environment,
             vec!["use a smaller -m, or raise kernel.perf_event_mlock_kb".into()],
         ),
-        E::Output { .. } | E::Write { .. } => (Kind::Environment, vec![]),
+        E::Output { .. } | E::Write { .. } | E::Open { .. } => (Kind::Environment, vec![]),
         _ => (Kind::Internal, vec![]),
     };
     let mut cli = CliError::new(kind, err);

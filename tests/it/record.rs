@@ -594,3 +594,24 @@ fn lost_samples_are_counted_as_the_file_and_perf_count_them() {
         .expect("perf report --stats prints LOST events");
     assert_eq!(perf_chunks, chunks);
 }
+
+#[test]
+fn instructions_without_a_pmu_is_an_environment_error_not_a_silent_timer() {
+    if Path::new("/sys/bus/event_source/devices/cpu").exists() {
+        eprintln!("SKIPPED (this machine has a hardware PMU; the error path needs one without)");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let run = bport::run(dir.path(), &["record", "-e", "instructions", "--", "true"]);
+    assert_eq!(run.code, Some(4), "{}", run.transcript());
+    assert_eq!(
+        run.stderr,
+        "error: the instructions event is not available here: this machine exposes no hardware PMU \
+         (/sys/bus/event_source/devices/cpu is missing; virtual machines usually have none)\nhint: sample on a \
+         timer instead: -e cpu-clock\n"
+    );
+    assert!(
+        !dir.path().join("perf.data").exists(),
+        "nothing is written when nothing can be recorded"
+    );
+}

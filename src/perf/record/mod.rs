@@ -260,8 +260,16 @@ pub enum Error {
         /// What is missing.
         reason: String,
     },
+    /// A hardware event on a machine (or VM) without the PMU to count it.
+    #[error("the {event} event is not available here: {reason}")]
+    EventUnavailable {
+        /// The event.
+        event: &'static str,
+        /// Why.
+        reason: String,
+    },
     /// The event could not be opened and no fallback applied.
-    #[error("cannot open event {event} (after: {tried}): {source}")]
+    #[error("cannot open event {event} (tried: {tried})")]
     Open {
         /// The event.
         event: &'static str,
@@ -278,7 +286,7 @@ pub enum Error {
         pid: u32,
     },
     /// The command was not found on PATH or is not executable.
-    #[error("cannot run {program:?}: {source}")]
+    #[error("cannot run {program:?}")]
     Exec {
         /// The program as given.
         program: OsString,
@@ -287,7 +295,7 @@ pub enum Error {
         source: io::Error,
     },
     /// The ring buffer could not be mapped.
-    #[error("cannot map a {pages}-page ring buffer: {source}")]
+    #[error("cannot map a {pages}-page ring buffer")]
     Mmap {
         /// Data pages asked for.
         pages: usize,
@@ -296,7 +304,7 @@ pub enum Error {
         source: io::Error,
     },
     /// Writing the output file failed.
-    #[error("cannot write {path}: {source}")]
+    #[error("cannot write {path}")]
     Output {
         /// The output file.
         path: PathBuf,
@@ -317,7 +325,7 @@ pub enum Error {
     #[error("invalid record configuration: {0}")]
     InvalidConfig(String),
     /// A system call of the recording loop failed.
-    #[error("{what}: {source}")]
+    #[error("{what} failed")]
     System {
         /// What was being done.
         what: &'static str,

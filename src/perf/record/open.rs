@@ -159,6 +159,15 @@ pub fn apply_target(
     Ok(())
 }
 
+/// Why a hardware event failed to open, in the user's terms.
+fn pmu_reason(err: &io::Error) -> String {
+    if Path::new(CPU_PMU).exists() {
+        format!("the kernel refused it ({err})")
+    } else {
+        format!("this machine exposes no hardware PMU ({CPU_PMU} is missing; virtual machines usually have none)")
+    }
+}
+
 /// The kernel version that introduced `value`, as the ABI table says.
 fn since(table: &[abi::AbiItem], value: u64) -> String {
     abi::table::find(table, value).map_or_else(|| "?".to_string(), |i| i.since.to_string())
@@ -269,7 +278,11 @@ fn fallback(
                     format!("the cycles event is not supported here ({err}; no hardware PMU?): falling back to cpu-clock"),
                 )));
             }
-            return Ok(None);
+            // Other hardware events have no software stand-in: a timer would measure something else.
+            return Err(Error::EventUnavailable {
+                event: event.name(),
+                reason: pmu_reason(err),
+            });
         }
         libc::EOPNOTSUPP if attr.branch_sample_type != 0 => {
             return Err(Error::LbrUnavailable {
