@@ -204,3 +204,6 @@ impl<'a> Iterator for Records<'a> {
         }
     }
 }
+
+// After the end or the first framing error, `next` keeps returning `None`.
+impl std::iter::FusedIterator for Records<'_> {}

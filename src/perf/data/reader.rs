@@ -283,7 +283,12 @@ impl PerfFile {
             ));
         }
         let mut data_end = data_off.saturating_add(data_size);
-        if data_size == 0 && len > data_off {
+        // perf record writes data size 0 at the start and the real size at the end. A file with size 0 is either
+        // finished with no records (a valid feature table follows) or was killed (records follow).
+        let killed = data_size == 0
+            && len > data_off
+            && !feature_table_fits(&self.bytes, data_off, &bitmap, endian);
+        if killed {
             warn(&mut self.warnings, None, "data size is 0 (was 'perf record' properly terminated?); reading records to the end of the file");
             data_end = len;
         } else if data_end > len {
@@ -297,7 +302,7 @@ impl PerfFile {
         self.data_end = data_end as usize;
 
         // Features: one section per set bit, ascending, right after the data.
-        if data_size == 0 {
+        if killed {
             return Ok(());
         }
         let table_at = data_off.saturating_add(data_size);
@@ -673,6 +678,27 @@ pub(super) fn raw_at<E: Endian>(
         body,
         next: next as usize,
     }))
+}
+
+/// Whether a feature section table for `bitmap` at `at` lies in the file and every entry points inside it.
+fn feature_table_fits<E: Endian>(bytes: &[u8], at: u64, bitmap: &[u64; 4], endian: E) -> bool {
+    let n: u32 = bitmap.iter().map(|w| w.count_ones()).sum();
+    if n == 0 {
+        return false;
+    }
+    let len = bytes.len() as u64;
+    let Some(table) = at
+        .checked_add(16 * u64::from(n))
+        .filter(|&end| end <= len)
+        .map(|end| &bytes[at as usize..end as usize])
+    else {
+        return false;
+    };
+    table.chunks_exact(16).all(|e| {
+        let off = endian.read_u64(e[..8].try_into().expect("8 bytes"));
+        let size = endian.read_u64(e[8..].try_into().expect("8 bytes"));
+        off >= at && off.checked_add(size).is_some_and(|end| end <= len)
+    })
 }
 
 fn legacy_endian(bytes: &[u8]) -> Result<Endianness, ReadError> {

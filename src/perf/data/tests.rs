@@ -1227,3 +1227,73 @@ fn samples_find_their_attr_by_id_or_fall_back_to_the_first() {
         [(1, Some(20)), (0, Some(11)), (0, Some(10)), (0, Some(99))]
     );
 }
+
+#[test]
+fn unknown_feature_sections_are_skipped_with_one_warning_each() {
+    let mut f = features();
+    f.other.push((40, vec![1, 2, 3, 4, 5, 6, 7, 8]));
+    f.other.push((HEADER_CPU_TOPOLOGY, vec![9; 16]));
+    f.other.sort();
+    for pipe in [false, true] {
+        let bytes = if pipe {
+            let mut w = PerfFileWriter::new_pipe(Vec::new(), WriterOptions::default()).unwrap();
+            w.add_attr(&attr0(), &[7]).unwrap();
+            w.finish_pipe(&f).unwrap().0
+        } else {
+            let mut w =
+                PerfFileWriter::new(IoCursor::new(Vec::new()), WriterOptions::default()).unwrap();
+            w.add_attr(&attr0(), &[7]).unwrap();
+            w.finish(&f).unwrap().0.into_inner()
+        };
+        let file = PerfFile::from_bytes(bytes).unwrap();
+        let msgs: Vec<&str> = file.warnings().iter().map(|w| w.message.as_str()).collect();
+        if pipe {
+            assert_eq!(
+                msgs,
+                ["unknown feature 40 skipped; written by a newer perf?"]
+            );
+        } else {
+            assert_eq!(
+                msgs,
+                ["unknown feature 40 (8 bytes) skipped; written by a newer perf?"]
+            );
+        }
+        // Everything else is read, and the unknown section is kept raw.
+        assert_eq!(file.features(), &f, "pipe {pipe}");
+        assert!(file.feature_ids().contains(&40));
+    }
+}
+
+#[test]
+fn a_killed_recording_is_read_to_its_end() {
+    // perf record killed before it fixed the header: data size 0, no feature sections after the records (the
+    // bitmap may still claim some).
+    let want = all_records();
+    let (bytes, _) = write_file(Endianness::Little, &want);
+    let file = PerfFile::from_bytes(bytes.clone()).unwrap();
+    let data = file.data_range();
+    drop(file);
+    let mut killed = bytes[..data.end].to_vec();
+    put_u64(&mut killed, 48, 0);
+    let (got, err, warnings) = read_damaged(killed.clone()).unwrap();
+    assert!(err.is_none());
+    assert_eq!(got.len(), want.len());
+    assert_eq!(
+        warnings.iter().map(|w| w.message.as_str()).collect::<Vec<_>>()[..1],
+        ["data size is 0 (was 'perf record' properly terminated?); reading records to the end of the file"]
+    );
+    // The same with an empty feature bitmap.
+    for w in 0..4 {
+        put_u64(&mut killed, 72 + 8 * w, 0);
+    }
+    let (got, _, _) = read_damaged(killed).unwrap();
+    assert_eq!(got.len(), want.len());
+    // A finished file with no records: data size 0, features right after; no records, no warning.
+    let mut w = PerfFileWriter::new(IoCursor::new(Vec::new()), WriterOptions::default()).unwrap();
+    w.add_attr(&attr0(), &[7]).unwrap();
+    let empty = w.finish(&features()).unwrap().0.into_inner();
+    let file = PerfFile::from_bytes(empty).unwrap();
+    assert!(file.warnings().is_empty(), "{:?}", file.warnings());
+    assert_eq!(file.records().count(), 0);
+    assert_eq!(file.features(), &features());
+}
