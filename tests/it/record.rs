@@ -615,3 +615,54 @@ fn instructions_without_a_pmu_is_an_environment_error_not_a_silent_timer() {
         "nothing is written when nothing can be recorded"
     );
 }
+
+#[test]
+fn an_attached_process_is_followed_into_the_children_it_starts_later() {
+    if !oracle::require(PERF, PERF_HINT) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let exe = Build::FramePointer.write_to(dir.path()).unwrap();
+    let go = dir.path().join("go");
+    // The shell starts the workload only once recording runs, so its samples come only through inheritance.
+    let script = format!(
+        "while [ ! -e {go} ]; do sleep 0.05; done; {exe} 500; true",
+        go = go.display(),
+        exe = exe.display()
+    );
+    let mut shell = Command::new("sh").args(["-c", &script]).spawn().unwrap();
+    let file = dir.path().join("children.data");
+    let pid = shell.id().to_string();
+    let args = [
+        "record",
+        "-e",
+        "cpu-clock",
+        "-F",
+        "999",
+        "-g",
+        "-p",
+        &pid,
+        "-o",
+        file.to_str().unwrap(),
+    ];
+    let recorder = bport::bport(dir.path())
+        .args(args)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    while !file.exists() {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(300)); // the file exists before the events are enabled
+    std::fs::write(&go, b"").unwrap();
+    let out = recorder.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(shell.wait().unwrap().success());
+    check_perf_reads(dir.path(), &file);
+    check_chains(dir.path(), &file, Build::FramePointer);
+}

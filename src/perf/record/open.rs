@@ -48,7 +48,9 @@ pub fn initial_attr(config: &Config, data_bytes: usize) -> EventAttr {
         super::Target::Command(_) => {
             flags |= abi::ATTR_FLAG_INHERIT | abi::ATTR_FLAG_ENABLE_ON_EXEC
         }
-        super::Target::SystemWide(_) | super::Target::Process(_) | super::Target::Thread(_) => {}
+        // Threads and processes the attached process starts later are followed too, as perf's -p does.
+        super::Target::Process(_) => flags |= abi::ATTR_FLAG_INHERIT,
+        super::Target::SystemWide(_) | super::Target::Thread(_) => {}
     }
     let mut attr = EventAttr {
         type_,

@@ -130,7 +130,12 @@ impl Session {
                 let tids =
                     synth::list_numeric(&Path::new("/proc").join(pid.to_string()).join("task"))
                         .map_err(|_| Error::NoSuchTask { pid: *pid })?;
-                tids.into_iter().map(|tid| (tid as i32, -1)).collect()
+                // Inherited events must be per CPU (the kernel refuses to map an inherited per-task event): one
+                // event per thread and CPU, all of a CPU's events writing into one ring (SET_OUTPUT below).
+                let cpus = cpus()?;
+                tids.into_iter()
+                    .flat_map(|tid| cpus.iter().map(move |&cpu| (tid as i32, cpu as i32)))
+                    .collect()
             }
             Target::Thread(tid) => vec![(*tid as i32, -1)],
         };
@@ -144,10 +149,14 @@ impl Session {
             &mut notes,
         )?;
         let mut fds = vec![first];
+        let mut fd_cpus = vec![first_cpu];
         for &(pid, cpu) in &places[1..] {
             let mut buf = attr.encode();
             match sys::perf_event_open(&mut buf, pid, cpu) {
-                Ok(fd) => fds.push(fd),
+                Ok(fd) => {
+                    fds.push(fd);
+                    fd_cpus.push(cpu);
+                }
                 // A thread of an attached process may exit between listing and opening.
                 Err(e) if e.raw_os_error() == Some(libc::ESRCH) && pid > 0 => {}
                 Err(source) => {
@@ -159,11 +168,24 @@ impl Session {
                 }
             }
         }
-        let mut rings = Vec::with_capacity(fds.len());
-        for fd in &fds {
+        // One ring per CPU: the first event on a CPU owns it, the others redirect into it. Per-task events
+        // (cpu -1) each get their own.
+        let mut rings = Vec::new();
+        let mut owner_of_cpu: std::collections::HashMap<i32, usize> =
+            std::collections::HashMap::new();
+        for (i, fd) in fds.iter().enumerate() {
+            let cpu = fd_cpus[i];
+            if cpu >= 0 {
+                if let Some(&owner) = owner_of_cpu.get(&cpu) {
+                    if fd.set_output(&fds[owner]).is_ok() {
+                        continue;
+                    }
+                }
+            }
             let map =
                 sys::RingMap::new(fd, pages).map_err(|source| Error::Mmap { pages, source })?;
             rings.push(Ring::new(map));
+            owner_of_cpu.entry(cpu).or_insert(i);
         }
         // PERF_EVENT_IOC_ID is 3.12+; without ids the reader maps every sample to the only attr, which is right.
         let ids = fds.iter().filter_map(|fd| fd.id().ok()).collect::<Vec<_>>();

@@ -87,6 +87,16 @@ impl EventFd {
         check(rc).map(|()| id)
     }
 
+    /// Sends this event's records into `target`'s ring buffer (`PERF_EVENT_IOC_SET_OUTPUT`, 2.6.34), so many
+    /// events on one CPU share one mapping, as perf does for every thread of an attached process.
+    pub fn set_output(&self, target: &EventFd) -> io::Result<()> {
+        // SAFETY: both are valid perf descriptors we own; SET_OUTPUT takes a descriptor number, no pointer.
+        let rc = unsafe {
+            perf_event_open_sys::ioctls::SET_OUTPUT(self.0.as_raw_fd(), target.0.as_raw_fd())
+        };
+        check(rc)
+    }
+
     /// The raw descriptor, for `poll`.
     pub fn raw(&self) -> RawFd {
         self.0.as_raw_fd()
