@@ -7,7 +7,8 @@
 //! Layers, bottom up: [`sys`] (the crate's only `unsafe`: syscall, mmap, ioctl, head/tail, fork/exec), [`ring`]
 //! (records borrowed from the mapping), [`attr`] (the attr bytes and ABI negotiation), [`open`] (opening with
 //! fallbacks), [`synth`] (/proc → COMM/FORK/MMAP records), [`dsos`] (build-ids of hit DSOs), [`session`] (the
-//! poll loop). Does not own the file format: records go to `perf::data`'s writer as bytes.
+//! poll loop), [`host`] (the machine's header features) and [`output`] (the session into a perf.data file). Does
+//! not own the file format: records go to `perf::data`'s writer as bytes.
 //!
 //! Recording a workload as a 4.1 kernel would allow (what `verify` does):
 //!
