@@ -14,6 +14,9 @@ use crate::perf::abi;
 /// Where the kernel's addresses start on x86-64 (and the callchain context markers live above that).
 const KERNEL_START: u64 = 0xffff_8000_0000_0000;
 
+/// The name the kernel gives the vDSO mapping, and perf its BUILD_ID entry.
+pub const VDSO: &str = "[vdso]";
+
 /// The name perf gives the kernel's DSO in BUILD_ID entries.
 pub const KERNEL_DSO: &str = "[kernel.kallsyms]";
 
@@ -167,6 +170,11 @@ impl DsoTracker {
             .filter(|n| n.starts_with('/'))
     }
 
+    /// Whether any sample hit the vDSO (`[vdso]`).
+    pub fn vdso_hit(&self) -> bool {
+        self.hits.contains(VDSO)
+    }
+
     /// Whether any sample hit the kernel.
     pub fn kernel_hit(&self) -> bool {
         self.kernel_hit
@@ -179,6 +187,26 @@ pub fn elf_build_id(path: &std::path::Path) -> Option<Vec<u8>> {
     // Read, not mapped: mapping is unsafe (the file could change under us) and only hit DSOs are read, once.
     let bytes = std::fs::read(path).ok()?;
     let obj = object::File::parse(&*bytes).ok()?;
+    obj.build_id().ok().flatten().map(<[u8]>::to_vec)
+}
+
+/// The build-id of the vDSO, which the kernel maps into every process, read from this process's own copy
+/// through /proc/self/mem (perf does the same: the workload's vDSO is the recorder's).
+pub fn vdso_build_id() -> Option<Vec<u8>> {
+    use std::io::{Read, Seek, SeekFrom};
+    let maps = std::fs::read_to_string("/proc/self/maps").ok()?;
+    let line = maps.lines().find(|l| l.ends_with(VDSO))?;
+    let (start, end) = line.split_whitespace().next()?.split_once('-')?;
+    let (start, end) = (
+        u64::from_str_radix(start, 16).ok()?,
+        u64::from_str_radix(end, 16).ok()?,
+    );
+    let mut mem = std::fs::File::open("/proc/self/mem").ok()?;
+    mem.seek(SeekFrom::Start(start)).ok()?;
+    let mut image = vec![0u8; usize::try_from(end.checked_sub(start)?).ok()?];
+    mem.read_exact(&mut image).ok()?;
+    use object::Object;
+    let obj = object::File::parse(&*image).ok()?;
     obj.build_id().ok().flatten().map(<[u8]>::to_vec)
 }
 
@@ -263,6 +291,18 @@ mod tests {
             t.user_hits().collect::<Vec<_>>(),
             ["/bin/app", "/lib/libc.so"]
         );
+        assert!(!t.vdso_hit());
+        // A sample in the vDSO marks it (its build-id then comes from our own mapping).
+        let vdso = parse_maps("7ffd3c1f2000-7ffd3c1f4000 r-xp 00000000 00:00 0 [vdso]\n").remove(0);
+        t.observe(&RawData::Single(&framing.mmap(
+            42,
+            42,
+            &vdso,
+            abi::PERF_RECORD_MISC_USER,
+        )));
+        s[8..16].copy_from_slice(&0x7ffd3c1f2100u64.to_ne_bytes());
+        t.observe(&RawData::Single(&s));
+        assert!(t.vdso_hit());
         assert!(!t.kernel_hit());
     }
 
@@ -283,6 +323,12 @@ mod tests {
         }
         assert_eq!(kernel_build_id(&notes), Some(vec![0xab; 20]));
         assert_eq!(kernel_build_id(&notes[..20]), None);
+    }
+
+    #[test]
+    fn the_vdso_build_id_is_read_from_our_own_mapping() {
+        // x86-64 kernels build the vDSO with a GNU build-id note.
+        assert_eq!(vdso_build_id().map(|b| b.len()), Some(20));
     }
 
     #[test]

@@ -437,6 +437,15 @@ impl Session {
                 });
             }
         }
+        if self.tracker.vdso_hit() {
+            if let Some(id) = dsos::vdso_build_id() {
+                out.push(BuildIdEntry {
+                    misc: abi::PERF_RECORD_MISC_USER,
+                    build_id: id,
+                    filename: dsos::VDSO.to_string(),
+                });
+            }
+        }
         for path in self.tracker.user_hits() {
             if let Some(id) = dsos::elf_build_id(Path::new(path)) {
                 out.push(BuildIdEntry {
