@@ -8,6 +8,7 @@ mod completions;
 mod dump;
 pub mod error;
 mod list;
+mod record;
 mod rerere;
 mod status;
 pub mod ui;
@@ -77,6 +78,10 @@ pub enum Command {
     ///
     /// Example: bport status
     Status(status::StatusArgs),
+    /// Record a profile into perf.data with perf's flags (fp, DWARF or LBR callchains).
+    ///
+    /// Example: bport record -F 999 -g -- ./my-program args
+    Record(record::RecordArgs),
     /// Print every record of a perf.data file, one line each, for debugging.
     ///
     /// Like `perf report -D`: the header, attrs and features, then each record with its file offset and parsed
@@ -115,6 +120,7 @@ fn run(command: Command, ui: &Ui) -> CliResult<ExitCode> {
         Command::Status(args) => status::run(args, ui),
         Command::Completions(args) => completions::run_completions(args),
         Command::Man(args) => completions::run_man(args),
+        Command::Record(args) => record::run(args, ui),
         Command::Dump(args) => dump::run(args, ui),
     }
     .map(|()| ExitCode::SUCCESS)

@@ -5,6 +5,7 @@ mod support;
 mod apply;
 mod cli_help;
 mod perf_data;
+mod record;
 mod rerere;
 mod rerere_apply;
 mod rerere_render;
