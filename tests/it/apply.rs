@@ -949,3 +949,99 @@ fn merge_commit_with_mainline_matches_git() {
         git_ok(g.path(), &["log", "-1", fmt])
     );
 }
+
+/// Modify/delete, delete/modify and add/add conflicts leave index stages, worktree files and `git status` as
+/// `git cherry-pick` leaves them.
+#[test]
+fn every_conflict_kind_is_left_as_git_leaves_it() {
+    if !has_git() {
+        return;
+    }
+    let t = TestRepo::new();
+    t.commit(
+        "base",
+        &[
+            ("gone-upstream", Some("1\n2\n")),
+            ("gone-here", Some("a\nb\n")),
+        ],
+    );
+    t.branch("upstream", "master");
+    t.branch("vendor", "master");
+    t.checkout("upstream");
+    t.commit(
+        "upstream: three conflicting changes",
+        &[
+            ("gone-upstream", None),
+            ("gone-here", Some("a\nb upstream\n")),
+            ("both-added", Some("upstream\n")),
+        ],
+    );
+    t.checkout("vendor");
+    t.commit(
+        "vendor: the other sides",
+        &[
+            ("gone-upstream", Some("1\n2 vendor\n")),
+            ("gone-here", None),
+            ("both-added", Some("vendor\n")),
+        ],
+    );
+    let g = t.copy();
+    let out = oracle::git(g.path())
+        .args(["cherry-pick", "upstream"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let (_d, list) = list_file(&t.list("master..upstream"));
+    let stop = bport::run(t.path(), &["apply", list.to_str().unwrap()]);
+    assert_eq!(stop.code, Some(1), "{}", stop.transcript());
+    assert!(
+        stop.stderr.contains(
+            "conflicts in\n  both added: both-added\n  deleted by us: gone-here\n  deleted by them: gone-upstream\n"
+        ),
+        "{}",
+        stop.stderr
+    );
+    assert_eq!(
+        git_ok(t.path(), &["ls-files", "-s"]),
+        git_ok(g.path(), &["ls-files", "-s"])
+    );
+    assert_eq!(
+        git_ok(t.path(), &["status", "--porcelain"]),
+        git_ok(g.path(), &["status", "--porcelain"])
+    );
+    assert_eq!(t.snapshot().files, g.snapshot().files);
+    // Resolve by taking the branch's side everywhere, then continue.
+    git_ok(t.path(), &["checkout", "--ours", "both-added"]);
+    git_ok(t.path(), &["add", "both-added", "gone-upstream"]);
+    git_ok(t.path(), &["rm", "-q", "gone-here"]);
+    let cont = bport::run(t.path(), &["apply", "--continue"]);
+    assert_eq!(cont.code, Some(0), "{}", cont.transcript());
+    assert_eq!(cont.stderr, "Done: picked 0, skipped 1 (empty: 1).\n");
+}
+
+/// The user may commit the resolution with git instead of `--continue`ing: bport takes that commit as the pick.
+#[test]
+fn continue_accepts_a_resolution_committed_with_git() {
+    if !has_git() {
+        return;
+    }
+    let t = repo::foo_bar();
+    let (_d, list) = list_file(&t.list("master..bar"));
+    let stop = bport::run(t.path(), &["apply", list.to_str().unwrap()]);
+    assert_eq!(stop.code, Some(1), "{}", stop.transcript());
+    std::fs::write(
+        t.path().join("README"),
+        repo::README.replace("WHAT IS LINUX?\n", "WHAT IS LINUX?\nfoo\nbar\n"),
+    )
+    .unwrap();
+    git_ok(t.path(), &["commit", "-qam", "bar description"]);
+    let cont = bport::run(t.path(), &["apply", "--continue"]);
+    assert_eq!(cont.code, Some(0), "{}", cont.transcript());
+    assert_eq!(
+        git_ok(
+            t.path(),
+            &["log", "--format=%s", "--reverse", "master..HEAD"]
+        ),
+        "foo\nbar description\nmore bar description\n"
+    );
+}
