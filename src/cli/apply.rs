@@ -241,6 +241,14 @@ impl Progress for CliProgress<'_> {
         }
     }
 
+    fn resolved(&mut self, _step: &Step, paths: &[String], _staged: bool) {
+        for path in paths {
+            // Shown even with --quiet, like a stop: the user should review what was resolved for them.
+            self.bar
+                .suspend(|| eprintln!("Resolved '{path}' using previous resolution."));
+        }
+    }
+
     fn checkpoint(&mut self, at: Checkpoint) {
         let name = match at {
             Checkpoint::PackWritten => "pack-written",
@@ -315,9 +323,6 @@ fn render(repo: &git2::Repository, outcome: Outcome, ui: &Ui, yes: bool) -> CliR
         Outcome::Stopped(st, info) => {
             let total = st.plan.steps.len();
             let step = &st.plan.steps[info.step];
-            for path in &info.resolved {
-                eprintln!("Resolved '{path}' using previous resolution.");
-            }
             let mut msg = format!(
                 "Stopped at {}/{total} {}: conflicts in\n",
                 info.step + 1,
