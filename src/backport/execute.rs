@@ -68,6 +68,8 @@ pub fn run(
         committer.email().unwrap_or_default()
     );
     let style = ConflictStyle::from_config(&work);
+    // Marker labels carry the abbreviation git would print (longer than 7 digits in big repositories).
+    let abbrev = git::abbrev_len(&work);
     let total = st.plan.steps.len();
     let mut tip_commit = work
         .find_commit(st.tip)
@@ -87,7 +89,8 @@ pub fn run(
                 let commit = work
                     .find_commit(step.commit)
                     .context_git(|| format!("reading {}", step.commit))?;
-                let markers = Markers::for_commit(&commit, &step.subject, style);
+                let short = git::short_id(&work, commit.id(), abbrev)?;
+                let markers = Markers::for_commit(&short, &step.subject, style);
                 let picked = pick::pick(
                     &work,
                     &tip_tree,

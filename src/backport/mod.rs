@@ -558,10 +558,10 @@ fn likely_missing(
     }
     let resolved: Vec<patchlist::Resolved> = touched
         .iter()
-        .map(|&oid| {
-            let c = repo.find_commit(oid).expect("walked commits exist");
+        .filter_map(|&oid| {
+            let c = repo.find_commit(oid).ok()?;
             let subject = git::commit_subject(&String::from_utf8_lossy(c.message_bytes()));
-            patchlist::Resolved {
+            Some(patchlist::Resolved {
                 entry: patchlist::Entry {
                     line: 0,
                     sha: oid.to_string(),
@@ -569,7 +569,7 @@ fn likely_missing(
                 },
                 oid,
                 subject,
-            }
+            })
         })
         .collect();
     let mut branch = matcher::Branch::collect(repo, st.tip, &[step.commit], &[])?;
