@@ -1045,3 +1045,30 @@ fn continue_accepts_a_resolution_committed_with_git() {
         "foo\nbar description\nmore bar description\n"
     );
 }
+
+/// --abort also removes files that only the stopped pick added (staged, never committed), and --skip does too.
+#[test]
+fn abort_and_skip_remove_files_only_the_stopped_pick_added() {
+    for how in ["--abort", "--skip"] {
+        let t = four_fixes();
+        t.checkout("upstream");
+        let p1 = t
+            .read("p1")
+            .replace("p1 line 3 fixed\n", "p1 line 3 fixed again\n");
+        t.commit(
+            "perf: fix 5",
+            &[("p1", Some(&p1)), ("added/new.c", Some("new\n"))],
+        );
+        t.checkout("vendor");
+        let p1 = t.read("p1").replace("p1 line 3\n", "p1 line 3 vendor\n");
+        t.commit("vendor: p1", &[("p1", Some(&p1))]);
+        let before = t.snapshot();
+        let (_d, list) = list_file(&t.list("upstream~1..upstream"));
+        let stop = bport::run(t.path(), &["apply", list.to_str().unwrap()]);
+        assert_eq!(stop.code, Some(1), "{}", stop.transcript());
+        assert_eq!(t.read("added/new.c"), "new\n");
+        let out = bport::run(t.path(), &["apply", how]);
+        assert_eq!(out.code, Some(0), "{}", out.transcript());
+        assert_eq!(t.snapshot(), before, "{how}");
+    }
+}
