@@ -1072,3 +1072,54 @@ fn abort_and_skip_remove_files_only_the_stopped_pick_added() {
         assert_eq!(t.snapshot(), before, "{how}");
     }
 }
+
+/// A detached HEAD works like a branch: picks move HEAD, --abort puts it back, and no branch is touched.
+#[test]
+fn detached_head_is_picked_onto_and_restored() {
+    let t = repo::foo_bar();
+    let foo = t.oid("foo");
+    t.repo.set_head_detached(foo).unwrap();
+    let before = t.snapshot();
+    let (_d, list) = list_file(&t.list("master..bar"));
+    let stop = bport::run(t.path(), &["apply", list.to_str().unwrap()]);
+    assert_eq!(stop.code, Some(1), "{}", stop.transcript());
+    let abort = bport::run(t.path(), &["apply", "--abort"]);
+    assert_eq!(abort.code, Some(0), "{}", abort.transcript());
+    assert_eq!(t.snapshot(), before);
+    let out = bport::run(t.path(), &["apply", "-X", "theirs", list.to_str().unwrap()]);
+    assert_eq!(out.code, Some(0), "{}", out.transcript());
+    assert!(t.repo.head_detached().unwrap());
+    assert_eq!(t.oid("foo"), foo, "the branch stays where it was");
+    assert_eq!(
+        t.subjects_since("master"),
+        ["foo", "bar description", "more bar description"]
+    );
+}
+
+/// `bport status` after a killed run says so and how to go on.
+#[test]
+fn status_after_a_killed_run() {
+    let t = repo::upstream_and_vendor();
+    let (_d, list) = list_file(&t.list("master..upstream"));
+    let out = bport::bport(t.path())
+        .args(["apply", list.to_str().unwrap()])
+        .env("BPORT_TEST_CRASH_AFTER_PICKS", "3")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), None);
+    let status = bport::run(t.path(), &["status"]);
+    assert_eq!(status.code, Some(0), "{}", status.transcript());
+    let first = status.stdout.lines().next().unwrap();
+    assert_eq!(
+        first,
+        "Interrupted at 1/7; run `bport apply --continue` or `bport apply --abort`"
+    );
+    assert_eq!(
+        status
+            .stdout
+            .lines()
+            .filter(|l| l.ends_with(": pending"))
+            .count(),
+        7
+    );
+}
