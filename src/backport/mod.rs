@@ -133,6 +133,12 @@ pub enum Error {
         /// Where it is.
         found: Oid,
     },
+    /// HEAD is on another branch than the run's.
+    #[error("the bport apply in progress is on {expected}, but HEAD is elsewhere")]
+    BranchSwitched {
+        /// The run's branch.
+        expected: String,
+    },
     /// The repository has no worktree.
     #[error("{} is a bare repository; bport apply needs a worktree", path.display())]
     BareRepository {
@@ -305,25 +311,31 @@ pub fn resume(
         .ok()
         .and_then(|h| h.target())
         .ok_or(Error::UnbornHead)?;
+    // The run owns one branch (or the detached HEAD); resuming on another would move the wrong ref.
+    let on = repo
+        .head()
+        .ok()
+        .and_then(|h| h.name().ok().map(|n| n.to_string()));
+    let detached = repo.head_detached().unwrap_or(false);
+    let same_place = match &st.branch {
+        Some(name) => !detached && on.as_deref() == Some(name.as_str()),
+        None => detached,
+    };
+    if !same_place {
+        return Err(Error::BranchSwitched {
+            expected: st
+                .branch
+                .clone()
+                .unwrap_or_else(|| "a detached HEAD".into()),
+        });
+    }
     if how == Resume::Abort {
         execute::hard_reset(repo, st.orig_head)?;
-        if let Some(name) = &st.branch {
-            if repo
-                .head()
-                .ok()
-                .and_then(|h| h.name().ok().map(|n| n.to_string()))
-                .as_deref()
-                != Some(name)
-            {
-                repo.set_head(name)
-                    .context_git(|| format!("checking out {name}"))?;
-            }
-        }
         state::remove(repo.path())?;
         return Ok(Outcome::Aborted(st));
     }
-    match st.phase.clone() {
-        state::Phase::Running => {
+    match (st.phase.clone(), how) {
+        (state::Phase::Running, _) => {
             // Interrupted: the worktree belongs to the run. Roll forward to the last written tip, or back to it.
             if head != st.anchor && head != st.tip {
                 return Err(Error::HeadMoved {
@@ -347,21 +359,18 @@ pub fn resume(
                 st.position += 1;
             }
         }
-        state::Phase::Stopped { .. } => match how {
-            Resume::Continue => continue_stopped(repo, &mut st, head)?,
-            Resume::Skip => {
-                if head != st.tip {
-                    return Err(Error::HeadMoved {
-                        expected: st.tip,
-                        found: head,
-                    });
-                }
-                execute::hard_reset(repo, st.tip)?;
-                st.results[st.position] = Some(StepResult::SkippedByUser);
-                st.position += 1;
+        (state::Phase::Stopped { .. }, Resume::Continue) => continue_stopped(repo, &mut st, head)?,
+        (state::Phase::Stopped { .. }, _) => {
+            if head != st.tip {
+                return Err(Error::HeadMoved {
+                    expected: st.tip,
+                    found: head,
+                });
             }
-            Resume::Abort => unreachable!("handled above"),
-        },
+            execute::hard_reset(repo, st.tip)?;
+            st.results[st.position] = Some(StepResult::SkippedByUser);
+            st.position += 1;
+        }
     }
     st.phase = state::Phase::Running;
     state::save(repo.path(), &st)?;

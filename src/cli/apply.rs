@@ -425,6 +425,7 @@ impl From<backport::Error> for CliError {
             E::NoRun => (Kind::User, Some("start one with: bport apply <patchlist>")),
             E::ConflictsRemain { .. } => (Kind::User, Some("edit the files, `git add` them, then run bport apply --continue")),
             E::UnstagedChanges { .. } => (Kind::User, Some("`git add` the resolution (or `git checkout -- <path>` to drop a change), then --continue")),
+            E::BranchSwitched { .. } => (Kind::User, Some("check that branch out again (git switch <branch>), then resume")),
             E::HeadMoved { .. } => (Kind::User, Some("check out the commit bport left, or run bport apply --abort")),
             E::StateVersion { .. } => (Kind::Environment, Some("finish the run with the newer bport that started it")),
             E::StateCorrupt { .. } => (Kind::Environment, Some("inspect .git/bport/state.json; `rm -r .git/bport` forgets the run")),

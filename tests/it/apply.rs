@@ -511,6 +511,17 @@ fn abort_restores_the_exact_prior_state() {
             head = s("HEAD"),
         )
     );
+    // On another branch, resuming would move the wrong ref: refused, nothing touched.
+    let stopped = t.snapshot();
+    t.repo.set_head("refs/heads/master").unwrap();
+    let elsewhere = bport::run(t.path(), &["apply", "--abort"]);
+    assert_eq!(
+        elsewhere.transcript(),
+        "------- stderr -------\nerror: the bport apply in progress is on refs/heads/foo, but HEAD is elsewhere\n\
+         hint: check that branch out again (git switch <branch>), then resume\n[exit status: 2]\n"
+    );
+    t.repo.set_head("refs/heads/foo").unwrap();
+    assert_eq!(t.snapshot(), stopped);
     let abort = bport::run(t.path(), &["apply", "--abort"]);
     assert_eq!(abort.code, Some(0), "{}", abort.transcript());
     assert_eq!(t.snapshot(), before);
