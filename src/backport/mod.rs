@@ -7,6 +7,7 @@
 //!
 //! Entry points: [`apply`], [`resume`], [`status`], [`patchlist::list_range`].
 
+mod deps;
 pub mod execute;
 pub mod matcher;
 pub mod message;
@@ -195,8 +196,8 @@ pub struct StopInfo {
     pub step: usize,
     /// The conflicted paths.
     pub conflicts: Vec<ConflictedPath>,
-    /// Commits on the picked commit's side that touched the conflicted files and are neither earlier in the list
-    /// nor on the branch: likely missing dependencies (newest first, at most five).
+    /// Commits on the picked commit's side that added lines the patch relies on in the conflicted files and are
+    /// neither earlier in the list nor on the branch: likely missing dependencies (newest first, at most five).
     pub missing: Vec<(Oid, String)>,
     /// Paths that recorded resolutions resolved in the worktree (left for review unless `--autoupdate`).
     pub resolved: Vec<String>,
@@ -478,7 +479,7 @@ fn finish(repo: &Repository, mut st: State, progress: &mut dyn Progress) -> Resu
             state::save(repo.path(), &st)?;
             continue;
         }
-        let missing = likely_missing(repo, &st, &conflicts).unwrap_or_default();
+        let missing = deps::likely_missing(repo, &st, &conflicts).unwrap_or_default();
         let info = StopInfo {
             step: st.position,
             conflicts: conflicts
@@ -515,85 +516,6 @@ fn stage_worktree_paths(repo: &Repository, paths: &[String]) -> Result<(), Error
     }
     index.write().context_git(|| "writing the index")?;
     Ok(())
-}
-
-/// Commits between the branch and the stopped commit's parent that touched a conflicted file, are not earlier in
-/// the list, and are not on the branch by trailer or subject: the dependencies a backporter most often misses.
-/// File-level, not line-level: a cheap first answer.
-fn likely_missing(
-    repo: &Repository,
-    st: &State,
-    conflicts: &[pick::Conflict],
-) -> Result<Vec<(Oid, String)>, Error> {
-    let step = &st.plan.steps[st.position];
-    let commit = repo
-        .find_commit(step.commit)
-        .context_git(|| "reading the stopped commit")?;
-    let parent = commit.parent_id(
-        st.options
-            .mainline
-            .map_or(0, |m| m.saturating_sub(1) as usize),
-    );
-    let Ok(parent) = parent else {
-        return Ok(Vec::new());
-    };
-    let earlier: std::collections::HashSet<Oid> = st.plan.steps[..st.position]
-        .iter()
-        .map(|s| s.commit)
-        .collect();
-    let mut walk = repo.revwalk().context_git(|| "walking")?;
-    walk.push(parent).context_git(|| "walking")?;
-    walk.hide(st.tip).context_git(|| "walking")?;
-    let mut touched = Vec::new();
-    for oid in walk.take(5000) {
-        let oid = oid.context_git(|| "walking")?;
-        if earlier.contains(&oid) {
-            continue;
-        }
-        let c = repo.find_commit(oid).context_git(|| "reading a commit")?;
-        let Ok(tree) = c.tree() else { continue };
-        let ptree = c.parent(0).ok().and_then(|p| p.tree().ok());
-        let touches = conflicts.iter().any(|k| {
-            let here = pick::lookup(&tree, &k.path);
-            let before = ptree.as_ref().and_then(|t| pick::lookup(t, &k.path));
-            here != before
-        });
-        if touches {
-            touched.push(oid);
-        }
-    }
-    if touched.is_empty() {
-        return Ok(Vec::new());
-    }
-    let resolved: Vec<patchlist::Resolved> = touched
-        .iter()
-        .filter_map(|&oid| {
-            let c = repo.find_commit(oid).ok()?;
-            let subject = git::commit_subject(&String::from_utf8_lossy(c.message_bytes()));
-            Some(patchlist::Resolved {
-                entry: patchlist::Entry {
-                    line: 0,
-                    sha: oid.to_string(),
-                    subject: subject.clone(),
-                },
-                oid,
-                subject,
-            })
-        })
-        .collect();
-    let mut branch = matcher::Branch::collect(repo, st.tip, &[step.commit], &[])?;
-    let rules = Rules {
-        patch_id: false,
-        ..Rules::default()
-    };
-    let verdicts = matcher::judge(&mut branch, &resolved, rules)?;
-    Ok(resolved
-        .into_iter()
-        .zip(verdicts)
-        .filter(|(_, v)| matches!(v, matcher::Verdict::Missing { .. }))
-        .map(|(r, _)| (r.oid, r.subject))
-        .take(5)
-        .collect())
 }
 
 /// The state of the run in progress, if any (for `bport status`).

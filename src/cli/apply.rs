@@ -332,7 +332,7 @@ fn render(repo: &git2::Repository, outcome: Outcome, ui: &Ui, yes: bool) -> CliR
                 msg.push_str(&format!("  {}: {}\n", c.kind, c.path));
             }
             if !info.missing.is_empty() {
-                msg.push_str("Likely missing dependencies (changed these files before this patch, not in the list before it, not on the branch):\n");
+                msg.push_str("Likely missing dependencies (they added lines this patch relies on, and are neither earlier in the list nor on the branch):\n");
                 for (oid, subject) in &info.missing {
                     msg.push_str(&format!("  {} {subject}\n", &oid.to_string()[..7]));
                 }

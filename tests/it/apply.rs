@@ -858,8 +858,9 @@ fn renames_are_followed_like_git() {
     );
 }
 
-/// At a stop, bport names upstream commits that touched the conflicted file but are neither earlier in the list
-/// nor on the branch: the likely missing dependency.
+/// At a stop, bport names upstream commits that added lines the patch relies on (its context and removed lines)
+/// and are neither earlier in the list nor on the branch: the likely missing dependencies. "bar description" also
+/// changed README, but far from this patch's lines, so it is not named.
 #[test]
 fn stop_names_likely_missing_dependencies() {
     let t = repo::foo_bar();
@@ -877,10 +878,9 @@ fn stop_names_likely_missing_dependencies() {
     assert_eq!(out.code, Some(1), "{}", out.transcript());
     assert!(
         out.stderr.contains(&format!(
-            "Likely missing dependencies (changed these files before this patch, not in the list before it, not on the branch):\n  {} README: reword a heading\n  {} more bar description\n  {} bar description\n",
+            "Likely missing dependencies (they added lines this patch relies on, and are neither earlier in the list nor on the branch):\n  {} README: reword a heading\n  {} more bar description\nSo far",
             short(&t, "bar~1"),
             short(&t, "bar~2"),
-            short(&t, "bar~3"),
         )),
         "{}",
         out.stderr
