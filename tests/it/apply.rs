@@ -948,6 +948,15 @@ fn merge_commit_with_mainline_matches_git() {
         &["merge", "--no-ff", "-m", "Merge topic", "topic"],
     );
     t.checkout("vendor");
+    let listed = bport::run(t.path(), &["list", "master..upstream"]);
+    assert_eq!(
+        listed.stdout,
+        git_ok(
+            t.path(),
+            &["log", "--reverse", "--oneline", "master..upstream"]
+        ),
+        "with a merge"
+    );
     let merge = t.oid("upstream");
     let g = t.copy();
     git_ok(g.path(), &["cherry-pick", "-m", "1", &merge.to_string()]);
