@@ -68,6 +68,8 @@ pub fn run(
         committer.email().unwrap_or_default()
     );
     let style = ConflictStyle::from_config(&work);
+    // Marker labels carry the abbreviation git would print (longer than 7 digits in big repositories).
+    let abbrev = git::abbrev_len(&work);
     let total = st.plan.steps.len();
     let mut tip_commit = work
         .find_commit(st.tip)
@@ -87,8 +89,11 @@ pub fn run(
                 let commit = work
                     .find_commit(step.commit)
                     .context_git(|| format!("reading {}", step.commit))?;
-                let markers = Markers::for_commit(&commit, &step.subject, style);
-                let picked = pick::pick(
+                // Labels only show in conflicts; the uniqueness check of the abbreviation costs a prefix lookup,
+                // so it runs only when a pick conflicts (and re-renders in the rare case of a collision).
+                let hex = commit.id().to_string();
+                let mut markers = Markers::for_commit(&hex[..abbrev.min(40)], &step.subject, style);
+                let mut picked = pick::pick(
                     &work,
                     &tip_tree,
                     &commit,
@@ -96,6 +101,20 @@ pub fn run(
                     st.options.favor,
                     &markers,
                 )?;
+                if !picked.conflicts.is_empty() {
+                    let short = git::short_id(&work, commit.id(), abbrev)?;
+                    if short.len() != abbrev {
+                        markers = Markers::for_commit(&short, &step.subject, style);
+                        picked = pick::pick(
+                            &work,
+                            &tip_tree,
+                            &commit,
+                            st.options.mainline,
+                            st.options.favor,
+                            &markers,
+                        )?;
+                    }
+                }
                 crate::git::new_objects(&work, Some(tip_tree.id()), picked.tree, &mut created)?;
                 if !picked.conflicts.is_empty() {
                     if dry_run {

@@ -7,6 +7,7 @@
 //!
 //! Entry points: [`apply`], [`resume`], [`status`], [`patchlist::list_range`].
 
+mod deps;
 pub mod execute;
 pub mod matcher;
 pub mod message;
@@ -133,6 +134,12 @@ pub enum Error {
         /// Where it is.
         found: Oid,
     },
+    /// HEAD is on another branch than the run's.
+    #[error("the bport apply in progress is on {expected}, but HEAD is elsewhere")]
+    BranchSwitched {
+        /// The run's branch.
+        expected: String,
+    },
     /// The repository has no worktree.
     #[error("{} is a bare repository; bport apply needs a worktree", path.display())]
     BareRepository {
@@ -191,8 +198,8 @@ pub struct StopInfo {
     pub step: usize,
     /// The conflicted paths.
     pub conflicts: Vec<ConflictedPath>,
-    /// Commits on the picked commit's side that touched the conflicted files and are neither earlier in the list
-    /// nor on the branch: likely missing dependencies (newest first, at most five).
+    /// Commits on the picked commit's side that added lines the patch relies on in the conflicted files and are
+    /// neither earlier in the list nor on the branch: likely missing dependencies (newest first, at most five).
     pub missing: Vec<(Oid, String)>,
     /// Paths that recorded resolutions resolved in the worktree (left for review unless `--autoupdate`).
     pub resolved: Vec<String>,
@@ -307,26 +314,32 @@ pub fn resume(
         .ok()
         .and_then(|h| h.target())
         .ok_or(Error::UnbornHead)?;
+    // The run owns one branch (or the detached HEAD); resuming on another would move the wrong ref.
+    let on = repo
+        .head()
+        .ok()
+        .and_then(|h| h.name().ok().map(|n| n.to_string()));
+    let detached = repo.head_detached().unwrap_or(false);
+    let same_place = match &st.branch {
+        Some(name) => !detached && on.as_deref() == Some(name.as_str()),
+        None => detached,
+    };
+    if !same_place {
+        return Err(Error::BranchSwitched {
+            expected: st
+                .branch
+                .clone()
+                .unwrap_or_else(|| "a detached HEAD".into()),
+        });
+    }
     if how == Resume::Abort {
         crate::rerere::verbs::clear(&crate::rerere::Rerere::open(repo)?)?;
         execute::hard_reset(repo, st.orig_head)?;
-        if let Some(name) = &st.branch {
-            if repo
-                .head()
-                .ok()
-                .and_then(|h| h.name().ok().map(|n| n.to_string()))
-                .as_deref()
-                != Some(name)
-            {
-                repo.set_head(name)
-                    .context_git(|| format!("checking out {name}"))?;
-            }
-        }
         state::remove(repo.path())?;
         return Ok(Outcome::Aborted(st));
     }
-    match st.phase.clone() {
-        state::Phase::Running => {
+    match (st.phase.clone(), how) {
+        (state::Phase::Running, _) => {
             // Interrupted: the worktree belongs to the run. Roll forward to the last written tip, or back to it.
             if head != st.anchor && head != st.tip {
                 return Err(Error::HeadMoved {
@@ -350,22 +363,21 @@ pub fn resume(
                 st.position += 1;
             }
         }
-        state::Phase::Stopped { .. } => match how {
-            Resume::Continue => continue_stopped(repo, &mut st, head, progress)?,
-            Resume::Skip => {
-                crate::rerere::verbs::clear(&crate::rerere::Rerere::open(repo)?)?;
-                if head != st.tip {
-                    return Err(Error::HeadMoved {
-                        expected: st.tip,
-                        found: head,
-                    });
-                }
-                execute::hard_reset(repo, st.tip)?;
-                st.results[st.position] = Some(StepResult::SkippedByUser);
-                st.position += 1;
+        (state::Phase::Stopped { .. }, Resume::Continue) => {
+            continue_stopped(repo, &mut st, head, progress)?
+        }
+        (state::Phase::Stopped { .. }, _) => {
+            crate::rerere::verbs::clear(&crate::rerere::Rerere::open(repo)?)?;
+            if head != st.tip {
+                return Err(Error::HeadMoved {
+                    expected: st.tip,
+                    found: head,
+                });
             }
-            Resume::Abort => unreachable!("handled above"),
-        },
+            execute::hard_reset(repo, st.tip)?;
+            st.results[st.position] = Some(StepResult::SkippedByUser);
+            st.position += 1;
+        }
     }
     st.phase = state::Phase::Running;
     state::save(repo.path(), &st)?;
@@ -473,11 +485,11 @@ fn finish(repo: &Repository, mut st: State, progress: &mut dyn Progress) -> Resu
                 state::remove(repo.path())?;
                 return Ok(Outcome::Done(st));
             }
-            execute::RunEnd::Stopped(conflicts, rerere)
+            execute::RunEnd::Stopped(_conflicts, rerere)
                 if st.options.autoupdate && execute::stop_fully_resolved(&rerere) =>
             {
-                // Every conflict was resolved from recorded resolutions and staged: continue as the user would.
-                let _ = conflicts;
+                // Every conflict was resolved from recorded resolutions and staged: unlike git's sequencer, go on
+                // as the user would (DESIGN.md, rerere contracts).
                 let head = st.tip;
                 continue_stopped(repo, &mut st, head, progress)?;
                 progress.step(
@@ -499,14 +511,14 @@ fn finish(repo: &Repository, mut st: State, progress: &mut dyn Progress) -> Resu
     }
 }
 
-/// Builds the outcome of a stop.
+/// Builds the outcome of a stop, naming likely missing dependencies.
 fn stopped(
     repo: &Repository,
     st: State,
     conflicts: Vec<pick::Conflict>,
     resolved: Vec<String>,
 ) -> Result<Outcome, Error> {
-    let missing = likely_missing(repo, &st, &conflicts).unwrap_or_default();
+    let missing = deps::likely_missing(repo, &st, &conflicts).unwrap_or_default();
     let info = StopInfo {
         step: st.position,
         conflicts: conflicts
@@ -520,85 +532,6 @@ fn stopped(
         resolved,
     };
     Ok(Outcome::Stopped(st, info))
-}
-
-/// Commits between the branch and the stopped commit's parent that touched a conflicted file, are not earlier in
-/// the list, and are not on the branch by trailer or subject: the dependencies a backporter most often misses.
-/// File-level, not line-level: a cheap first answer.
-fn likely_missing(
-    repo: &Repository,
-    st: &State,
-    conflicts: &[pick::Conflict],
-) -> Result<Vec<(Oid, String)>, Error> {
-    let step = &st.plan.steps[st.position];
-    let commit = repo
-        .find_commit(step.commit)
-        .context_git(|| "reading the stopped commit")?;
-    let parent = commit.parent_id(
-        st.options
-            .mainline
-            .map_or(0, |m| m.saturating_sub(1) as usize),
-    );
-    let Ok(parent) = parent else {
-        return Ok(Vec::new());
-    };
-    let earlier: std::collections::HashSet<Oid> = st.plan.steps[..st.position]
-        .iter()
-        .map(|s| s.commit)
-        .collect();
-    let mut walk = repo.revwalk().context_git(|| "walking")?;
-    walk.push(parent).context_git(|| "walking")?;
-    walk.hide(st.tip).context_git(|| "walking")?;
-    let mut touched = Vec::new();
-    for oid in walk.take(5000) {
-        let oid = oid.context_git(|| "walking")?;
-        if earlier.contains(&oid) {
-            continue;
-        }
-        let c = repo.find_commit(oid).context_git(|| "reading a commit")?;
-        let Ok(tree) = c.tree() else { continue };
-        let ptree = c.parent(0).ok().and_then(|p| p.tree().ok());
-        let touches = conflicts.iter().any(|k| {
-            let here = pick::lookup(&tree, &k.path);
-            let before = ptree.as_ref().and_then(|t| pick::lookup(t, &k.path));
-            here != before
-        });
-        if touches {
-            touched.push(oid);
-        }
-    }
-    if touched.is_empty() {
-        return Ok(Vec::new());
-    }
-    let resolved: Vec<patchlist::Resolved> = touched
-        .iter()
-        .map(|&oid| {
-            let c = repo.find_commit(oid).expect("walked commits exist");
-            let subject = git::commit_subject(&String::from_utf8_lossy(c.message_bytes()));
-            patchlist::Resolved {
-                entry: patchlist::Entry {
-                    line: 0,
-                    sha: oid.to_string(),
-                    subject: subject.clone(),
-                },
-                oid,
-                subject,
-            }
-        })
-        .collect();
-    let mut branch = matcher::Branch::collect(repo, st.tip, &[step.commit], &[])?;
-    let rules = Rules {
-        patch_id: false,
-        ..Rules::default()
-    };
-    let verdicts = matcher::judge(&mut branch, &resolved, rules)?;
-    Ok(resolved
-        .into_iter()
-        .zip(verdicts)
-        .filter(|(_, v)| matches!(v, matcher::Verdict::Missing { .. }))
-        .map(|(r, _)| (r.oid, r.subject))
-        .take(5)
-        .collect())
 }
 
 /// The state of the run in progress, if any (for `bport status`).

@@ -105,9 +105,9 @@ impl ConflictStyle {
 }
 
 impl Markers {
-    /// Labels for picking `commit`, as git's sequencer builds them.
-    pub fn for_commit(commit: &Commit<'_>, subject: &str, style: ConflictStyle) -> Markers {
-        let short = &commit.id().to_string()[..7];
+    /// Labels for picking the commit abbreviated as `short` (git's abbreviation, see [`crate::git::short_id`]), as
+    /// git's sequencer builds them.
+    pub fn for_commit(short: &str, subject: &str, style: ConflictStyle) -> Markers {
         Markers {
             ours: "HEAD".into(),
             theirs: format!("{short} ({subject})"),

@@ -330,7 +330,7 @@ fn render(repo: &git2::Repository, outcome: Outcome, ui: &Ui, yes: bool) -> CliR
                 msg.push_str(&format!("  {}: {}\n", c.kind, c.path));
             }
             if !info.missing.is_empty() {
-                msg.push_str("Likely missing dependencies (changed these files before this patch, not in the list before it, not on the branch):\n");
+                msg.push_str("Likely missing dependencies (they added lines this patch relies on, and are neither earlier in the list nor on the branch):\n");
                 for (oid, subject) in &info.missing {
                     msg.push_str(&format!("  {} {subject}\n", &oid.to_string()[..7]));
                 }
@@ -423,6 +423,7 @@ impl From<backport::Error> for CliError {
             E::NoRun => (Kind::User, Some("start one with: bport apply <patchlist>")),
             E::ConflictsRemain { .. } => (Kind::User, Some("edit the files, `git add` them, then run bport apply --continue")),
             E::UnstagedChanges { .. } => (Kind::User, Some("`git add` the resolution (or `git checkout -- <path>` to drop a change), then --continue")),
+            E::BranchSwitched { .. } => (Kind::User, Some("check that branch out again (git switch <branch>), then resume")),
             E::HeadMoved { .. } => (Kind::User, Some("check out the commit bport left, or run bport apply --abort")),
             E::StateVersion { .. } => (Kind::Environment, Some("finish the run with the newer bport that started it")),
             E::StateCorrupt { .. } => (Kind::Environment, Some("inspect .git/bport/state.json; `rm -r .git/bport` forgets the run")),

@@ -162,3 +162,90 @@ pub fn new_objects(
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use git2::build::TreeUpdateBuilder;
+    use git2::FileMode;
+
+    fn tree_with<'r>(
+        repo: &'r Repository,
+        base: &Tree<'_>,
+        files: &[(&str, Option<&str>)],
+    ) -> Tree<'r> {
+        let mut b = TreeUpdateBuilder::new();
+        for (path, content) in files {
+            match content {
+                Some(c) => b.upsert(*path, repo.blob(c.as_bytes()).unwrap(), FileMode::Blob),
+                None => b.remove(*path),
+            };
+        }
+        repo.find_tree(b.create_updated(repo, base).unwrap())
+            .unwrap()
+    }
+
+    #[test]
+    fn lists_changed_files_and_new_objects_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = Repository::init(dir.path()).unwrap();
+        let empty = repo
+            .find_tree(repo.treebuilder(None).unwrap().write().unwrap())
+            .unwrap();
+        let old = tree_with(
+            &repo,
+            &empty,
+            &[
+                ("a/x", Some("1")),
+                ("a/y", Some("2")),
+                ("b/z", Some("3")),
+                ("f", Some("4")),
+            ],
+        );
+        // Modify a/x, delete b/z (and so b/), replace file f by a directory f/g, add c.
+        let new = tree_with(
+            &repo,
+            &old,
+            &[
+                ("a/x", Some("1'")),
+                ("b/z", None),
+                ("f", None),
+                ("c", Some("5")),
+            ],
+        );
+        let new = tree_with(&repo, &new, &[("f/g", Some("6"))]);
+        let changes = tree_changes(&repo, Some(&old), Some(&new)).unwrap();
+        let summary: Vec<(&str, bool, bool)> = changes
+            .iter()
+            .map(|c| (c.path.as_str(), c.old.is_some(), c.new.is_some()))
+            .collect();
+        assert_eq!(
+            summary,
+            vec![
+                ("a/x", true, true),
+                ("b/z", true, false),
+                ("c", false, true),
+                ("f", true, false),
+                ("f/g", false, true)
+            ]
+        );
+        // New objects: the root, a/ and f/ trees, and the blobs of a/x, c and f/g; nothing under unchanged paths.
+        let mut objects = Vec::new();
+        new_objects(&repo, Some(old.id()), new.id(), &mut objects).unwrap();
+        let blob = |s: &str| repo.blob(s.as_bytes()).unwrap();
+        let mut expected = vec![
+            new.id(),
+            new.get_path(std::path::Path::new("a")).unwrap().id(),
+            new.get_path(std::path::Path::new("f")).unwrap().id(),
+            blob("1'"),
+            blob("5"),
+            blob("6"),
+        ];
+        expected.sort();
+        objects.sort();
+        assert_eq!(objects, expected);
+        assert!(tree_changes(&repo, Some(&new), Some(&new))
+            .unwrap()
+            .is_empty());
+    }
+}

@@ -269,7 +269,7 @@ fn conflict_ids_match_the_rr_cache_directories_git_creates() {
     while total < 240 && seed < 5000 {
         seed += 1;
         // Half generic line soup, half C-like code where Myers and histogram disagree more often.
-        let (base, ours, theirs) = if seed % 2 == 0 {
+        let (base, ours, theirs) = if seed.is_multiple_of(2) {
             triple(seed)
         } else {
             code_triple(seed)

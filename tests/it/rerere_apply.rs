@@ -457,7 +457,7 @@ fn apply_records_preimages_under_gits_ids() {
     let mut seed = 20_000u64;
     while cases < 24 {
         seed += 1;
-        let (base, ours, theirs) = if seed % 2 == 0 {
+        let (base, ours, theirs) = if seed.is_multiple_of(2) {
             crate::rerere_render::triple(seed)
         } else {
             crate::rerere_render::code_triple(seed)

@@ -47,7 +47,7 @@ pub fn triple(seed: u64) -> (Vec<u8>, Vec<u8>, Vec<u8>) {
     let mut rng = Rng::new(seed);
     // Every tenth case is large, so that lines occur more than 64 times (histogram falls back to Myers) and
     // Myers' cost heuristics come into play.
-    let big = seed % 10 == 0;
+    let big = seed.is_multiple_of(10);
     let n = if big {
         150 + rng.below(400)
     } else {

@@ -1,0 +1,99 @@
+//! `bport list`, `bport apply` (with --continue/--skip/--abort) and `bport status`, with the real git as oracle
+//! (issue #2, "Must show" 1–5). Shared scenario helpers live here; the tests are grouped by concern.
+
+mod git_equal;
+mod recovery;
+mod skip_rules;
+mod workflow;
+
+use crate::support::bport;
+use crate::support::oracle;
+use crate::support::repo::{self, TestRepo};
+use std::path::PathBuf;
+
+/// Writes `text` as a patch list outside the worktree (an untracked file would be fine, but keeps snapshots pure).
+pub(crate) fn list_file(text: &str) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("patches.txt");
+    std::fs::write(&path, text).unwrap();
+    (dir, path)
+}
+
+pub(crate) fn short(t: &TestRepo, rev: &str) -> String {
+    t.oid(rev).to_string()[..7].to_owned()
+}
+
+pub(crate) fn has_git() -> bool {
+    oracle::require("git", "apt-get install git")
+}
+
+/// The upstream series for the skip-rule tests: four fixes on branch `upstream`, each in its own file, and an
+/// empty vendor branch `vendor` (HEAD) from master.
+pub(crate) fn four_fixes() -> TestRepo {
+    let t = TestRepo::new();
+    let file = |n: usize| {
+        (1..=10)
+            .map(|i| format!("p{n} line {i}\n"))
+            .collect::<String>()
+    };
+    t.commit(
+        "base",
+        &[
+            ("p1", Some(&file(1))),
+            ("p2", Some(&file(2))),
+            ("p3", Some(&file(3))),
+            ("p4", Some(&file(4))),
+        ],
+    );
+    t.branch("upstream", "master");
+    t.branch("vendor", "master");
+    t.checkout("upstream");
+    for n in 1..=4 {
+        let name = format!("p{n}");
+        let changed = t
+            .read(&name)
+            .replace(&format!("p{n} line 3\n"), &format!("p{n} line 3 fixed\n"));
+        t.commit(&format!("perf: fix {n}"), &[(&name, Some(&changed))]);
+    }
+    t.checkout("vendor");
+    t
+}
+
+/// Runs `bport apply` of master..upstream and returns stderr (asserting exit 0).
+pub(crate) fn apply_all(t: &TestRepo, extra: &[&str]) -> String {
+    let (_d, list) = list_file(&t.list("master..upstream"));
+    let mut args = vec!["apply"];
+    args.extend(extra);
+    args.push(list.to_str().unwrap());
+    let out = bport::run(t.path(), &args);
+    assert_eq!(out.code, Some(0), "{}", out.transcript());
+    out.stderr
+}
+
+pub(crate) fn step_line(t: &TestRepo, n: usize, what: &str) -> String {
+    format!(
+        "{n}/4 {} perf: fix {n}: {what}\n",
+        short(t, &format!("upstream~{}", 4 - n))
+    )
+}
+
+/// foo/bar plus two clean upstream commits after the conflicting one: a list of four where step 2 conflicts.
+pub(crate) fn conflict_in_the_middle() -> (TestRepo, tempfile::TempDir, PathBuf) {
+    let t = repo::foo_bar();
+    t.checkout("bar");
+    t.commit("bar: add notes", &[("notes/bar.txt", Some("notes\n"))]);
+    t.commit("bar: more notes", &[("notes/more.txt", Some("more\n"))]);
+    t.checkout("foo");
+    t.commit("foo: add a tool", &[("tools/foo.sh", Some("echo foo\n"))]);
+    // Step 1 ("bar: add notes") adds a file cleanly, step 2 ("bar description") conflicts: the stop must carry
+    // step 1's commit.
+    let notes = t.list("bar~2..bar~1");
+    let rest: String = t
+        .list("master..bar")
+        .lines()
+        .filter(|l| !l.contains("add notes"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let (d, p) = list_file(&format!("# notes first, then the conflict\n{notes}{rest}"));
+    (t, d, p)
+}
