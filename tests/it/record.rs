@@ -121,10 +121,12 @@ fn bport_samples(file: &Path) -> Vec<String> {
             Record::Sample(s) => {
                 let time = s.time.expect("TIME");
                 let tid = s.tid.expect("TID");
-                let comm = comms
-                    .get(&tid)
-                    .cloned()
-                    .unwrap_or_else(|| format!(":{}", tid as i32));
+                // perf's machine starts with the idle thread named "swapper" (tid 0), which no COMM record names.
+                let comm = match comms.get(&tid) {
+                    Some(comm) => comm.clone(),
+                    None if tid == 0 => "swapper".to_owned(),
+                    None => format!(":{}", tid as i32),
+                };
                 out.push(format!(
                     "{comm} {}/{} {}.{:09} {:x}",
                     s.pid.expect("TID") as i32,
@@ -387,7 +389,9 @@ fn ctrl_c_ends_a_system_wide_recording_cleanly() {
     while !file.exists() {
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
-    std::thread::sleep(std::time::Duration::from_millis(200));
+    // The file appears before the events are enabled; a second at 99 Hz on every CPU leaves samples to compare
+    // even on a loaded machine (the comparison below refuses to pass on an empty file).
+    std::thread::sleep(std::time::Duration::from_millis(1000));
     let status = Command::new("kill")
         .args(["-INT", &child.id().to_string()])
         .status()
