@@ -1,4 +1,388 @@
 //! `bport verify`: per backport target, prove that record and script deliver complete callchains under that
 //! kernel's perf ABI, and that the target branch carries the required perf fixes.
+//!
+//! A [`Request`] (kernel version, targets file, optional kernel image) becomes a [`Report`]; nothing here prints.
+//! The report has one [`Cell`] per built-in workload × callchain mode, a readability verdict per recorded file,
+//! and the branch check when the target names a branch. With a kernel image the matrix runs inside a qemu virtual
+//! machine ([`qemu`]), and the guest's report comes back over the serial console.
+//!
+//! Owns: the matrix ([`matrix`]), the verdicts ([`checks`]), the targets file ([`targets`]), the VM backend
+//! ([`qemu`], [`initramfs`]). Does not own: recording, unwinding, perf.data (those are `perf`'s), or
+//! already-applied detection (the backport matcher's, used read-only).
 
+pub mod checks;
+pub mod initramfs;
+pub mod qemu;
+pub mod targets;
 pub mod workloads;
+
+use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
+
+/// A callchain mode, named as `perf record --call-graph` names it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    /// The kernel walks frame pointers (`PERF_SAMPLE_CALLCHAIN`).
+    Fp,
+    /// Registers and a stack snapshot (`REGS_USER` + `STACK_USER`), unwound with DWARF CFI afterwards.
+    Dwarf,
+    /// The LBR call stack (`BRANCH_STACK` with `PERF_SAMPLE_BRANCH_CALL_STACK`).
+    Lbr,
+}
+
+impl Mode {
+    /// Every mode, in report order.
+    pub const ALL: [Mode; 3] = [Mode::Fp, Mode::Dwarf, Mode::Lbr];
+
+    /// The name `--call-graph` takes.
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Fp => "fp",
+            Mode::Dwarf => "dwarf",
+            Mode::Lbr => "lbr",
+        }
+    }
+}
+
+/// One frame of a scripted sample, innermost first in [`Sample::frames`].
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Frame {
+    /// The address as `perf script` prints it (an AVMA).
+    pub address: u64,
+    /// The function, when it was resolved.
+    pub symbol: Option<String>,
+    /// The object file (`[unknown]` when unresolved).
+    pub dso: String,
+}
+
+/// A scripted sample of the workload: its user-space chain, innermost frame first.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Sample {
+    /// Sample time in nanoseconds (perf's clock), to find it in `perf script` output.
+    pub time: u64,
+    /// Process id.
+    pub pid: u32,
+    /// Thread id.
+    pub tid: u32,
+    /// User frames, innermost first; kernel frames are dropped (the chain under test is the workload's own).
+    pub frames: Vec<Frame>,
+}
+
+/// What a cell's recording showed.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ChainStats {
+    /// Samples of the workload.
+    pub samples: usize,
+    /// Samples whose innermost frame is the hot leaf (`chain_c`).
+    pub leaf_samples: usize,
+    /// Leaf samples with the full chain `chain_c ← chain_b ← chain_a ← main`.
+    pub full_chains: usize,
+    /// The first leaf sample without the full chain, shown when the cell fails.
+    pub first_bad: Option<Sample>,
+}
+
+/// A cell's verdict.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "status", rename_all = "kebab-case")]
+pub enum CellStatus {
+    /// The full chain in at least [`checks::PASS_PERCENT`]% of leaf samples.
+    Pass {
+        /// The counts.
+        stats: ChainStats,
+    },
+    /// Fewer full chains than required where the mode should work.
+    Fail {
+        /// The counts and the first bad sample.
+        stats: ChainStats,
+    },
+    /// The mode cannot work on this build (fp without frame pointers), and indeed it did not.
+    ExpectedFail {
+        /// The counts.
+        stats: ChainStats,
+    },
+    /// The mode should not have worked on this build but did: the workload or the check is not what we think.
+    Surprise {
+        /// The counts.
+        stats: ChainStats,
+    },
+    /// The target kernel (or this machine) does not offer the mode.
+    Unsupported {
+        /// Why, e.g. "kernel 3.6 lacks PERF_SAMPLE_REGS_USER/STACK_USER (3.7)" or "no LBR hardware".
+        reason: String,
+    },
+    /// Recording or scripting failed outright.
+    Error {
+        /// What failed.
+        message: String,
+    },
+}
+
+impl CellStatus {
+    /// The short word shown in the table.
+    pub fn word(&self) -> &'static str {
+        match self {
+            CellStatus::Pass { .. } => "pass",
+            CellStatus::Fail { .. } => "fail",
+            CellStatus::ExpectedFail { .. } => "expected-fail",
+            CellStatus::Surprise { .. } => "surprise",
+            CellStatus::Unsupported { .. } => "unsupported",
+            CellStatus::Error { .. } => "error",
+        }
+    }
+
+    /// Whether this cell lets the target pass: a pass, an expected failure, or a mode the target does not offer.
+    pub fn is_ok(&self) -> bool {
+        matches!(
+            self,
+            CellStatus::Pass { .. }
+                | CellStatus::ExpectedFail { .. }
+                | CellStatus::Unsupported { .. }
+        )
+    }
+}
+
+/// One workload × mode result.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Cell {
+    /// The workload's name (`chain-fp`, `chain-nofp`).
+    pub workload: String,
+    /// The callchain mode.
+    pub mode: Mode,
+    /// The verdict.
+    #[serde(flatten)]
+    pub status: CellStatus,
+    /// Whether the file recorded for this cell is readable by a perf of the target's era.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub readability: Option<Readability>,
+}
+
+/// Whether a recorded file is readable by a perf of the target's era, and by the installed Linux perf.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Readability {
+    /// Record types, header features or attr bits the target era's perf does not know (empty = fine).
+    pub era_problems: Vec<String>,
+    /// What the installed Linux perf made of the file.
+    pub perf: PerfCheck,
+}
+
+impl Readability {
+    /// Whether nothing is wrong.
+    pub fn is_ok(&self) -> bool {
+        self.era_problems.is_empty() && !matches!(self.perf, PerfCheck::Mismatch { .. })
+    }
+}
+
+/// The Linux perf oracle's verdict on a recorded file.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "status", rename_all = "kebab-case")]
+pub enum PerfCheck {
+    /// `perf script` read the file and printed the same chain as bport for every sample compared.
+    Same {
+        /// Samples compared.
+        samples: usize,
+    },
+    /// perf failed to read the file, or showed a different chain.
+    Mismatch {
+        /// The first difference, or perf's error.
+        detail: String,
+    },
+    /// No Linux perf here (e.g. inside the verify VM), so only the era check ran.
+    NotInstalled,
+}
+
+/// Where the matrix ran.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "on", rename_all = "kebab-case")]
+pub enum Environment {
+    /// On this machine, with the ABI capped to the target version.
+    Host {
+        /// This machine's kernel release.
+        release: String,
+    },
+    /// Inside a qemu VM booted from a kernel image.
+    Vm {
+        /// The kernel image.
+        image: PathBuf,
+        /// The release the guest kernel reported (empty if it never got that far).
+        release: String,
+        /// `kvm` or `tcg`.
+        accel: String,
+    },
+}
+
+/// The branch check's result for one required patch list entry.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BranchEntry {
+    /// The list file.
+    pub list: PathBuf,
+    /// The sha as listed.
+    pub sha: String,
+    /// The subject as listed.
+    pub subject: String,
+    /// By which rule it is present (`trailer`, `subject`, `patch-id`), or `None` when missing.
+    pub present_by: Option<String>,
+}
+
+/// The branch check: every required commit present on the target branch.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BranchReport {
+    /// The kernel tree.
+    pub repo: PathBuf,
+    /// The target branch.
+    pub branch: String,
+    /// Every entry of every required list.
+    pub entries: Vec<BranchEntry>,
+    /// For each list with a missing entry, the command that adds the missing fixes.
+    pub apply_commands: Vec<String>,
+}
+
+impl BranchReport {
+    /// The entries that are missing.
+    pub fn missing(&self) -> impl Iterator<Item = &BranchEntry> {
+        self.entries.iter().filter(|e| e.present_by.is_none())
+    }
+}
+
+/// Why the branch check did not run although the target names a branch.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "status", rename_all = "kebab-case")]
+pub enum BranchCheck {
+    /// It ran.
+    Checked(BranchReport),
+    /// The target names a branch, but bport does not run inside a kernel tree that has it.
+    Skipped {
+        /// Why (e.g. "not inside a git repository").
+        reason: String,
+    },
+}
+
+/// A VM that did not deliver a report: this is not a failed check but a failed boot, reported as such.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BootFailure {
+    /// What went wrong ("no report within 120 s", "qemu exited with status 1", ...).
+    pub reason: String,
+    /// The last lines of the serial console, to see how far the kernel got.
+    pub console_tail: Vec<String>,
+}
+
+/// What the target file says about the verified kernel, if it is a known target.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TargetRef {
+    /// The targets file.
+    pub file: PathBuf,
+    /// The target's line in it.
+    pub line: usize,
+}
+
+/// The outcome of `verify` for one kernel version.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Report {
+    /// The kernel version whose ABI was verified (as given, or the running kernel's release).
+    pub kernel: String,
+    /// The matching entry of the targets file, when there is one.
+    pub target: Option<TargetRef>,
+    /// Where the matrix ran.
+    pub environment: Environment,
+    /// Set when the VM did not boot or report; then `cells` is empty.
+    pub boot_failure: Option<BootFailure>,
+    /// Workload × mode cells, in a fixed order (workload, then fp, dwarf, lbr).
+    pub cells: Vec<Cell>,
+    /// The branch check, when the target names a branch.
+    pub branch: Option<BranchCheck>,
+}
+
+impl Report {
+    /// Whether every required check passed: each cell ok, each recorded file readable, no missing fix, a boot.
+    pub fn passed(&self) -> bool {
+        self.boot_failure.is_none()
+            && !self.cells.is_empty()
+            && self
+                .cells
+                .iter()
+                .all(|c| c.status.is_ok() && c.readability.as_ref().is_none_or(Readability::is_ok))
+            && match &self.branch {
+                Some(BranchCheck::Checked(b)) => b.missing().next().is_none(),
+                _ => true,
+            }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stats() -> ChainStats {
+        ChainStats {
+            samples: 10,
+            leaf_samples: 9,
+            full_chains: 9,
+            first_bad: None,
+        }
+    }
+
+    fn report(cells: Vec<Cell>) -> Report {
+        Report {
+            kernel: "4.1".into(),
+            target: None,
+            environment: Environment::Host {
+                release: "6.1.0".into(),
+            },
+            boot_failure: None,
+            cells,
+            branch: None,
+        }
+    }
+
+    fn cell(status: CellStatus) -> Cell {
+        Cell {
+            workload: "chain-fp".into(),
+            mode: Mode::Fp,
+            status,
+            readability: None,
+        }
+    }
+
+    #[test]
+    fn report_passes_only_when_every_required_cell_is_ok() {
+        let ok = vec![
+            cell(CellStatus::Pass { stats: stats() }),
+            cell(CellStatus::ExpectedFail { stats: stats() }),
+            cell(CellStatus::Unsupported {
+                reason: "no LBR hardware".into(),
+            }),
+        ];
+        assert!(report(ok.clone()).passed());
+        for bad in [
+            CellStatus::Fail { stats: stats() },
+            CellStatus::Surprise { stats: stats() },
+            CellStatus::Error {
+                message: "x".into(),
+            },
+        ] {
+            let mut cells = ok.clone();
+            cells.push(cell(bad.clone()));
+            assert!(!report(cells).passed(), "{bad:?}");
+        }
+        assert!(!report(vec![]).passed(), "no cells proves nothing");
+        let mut unreadable = ok;
+        unreadable[0].readability = Some(Readability {
+            era_problems: vec!["record type 79 (TIME_CONV) needs perf 4.6".into()],
+            perf: PerfCheck::NotInstalled,
+        });
+        assert!(!report(unreadable).passed());
+    }
+
+    #[test]
+    fn report_round_trips_through_json_with_readable_tags() {
+        let r = report(vec![cell(CellStatus::Unsupported {
+            reason: "no LBR hardware".into(),
+        })]);
+        let json = serde_json::to_string(&r).unwrap();
+        assert!(
+            json.contains(r#""mode":"fp","status":"unsupported","reason":"no LBR hardware""#),
+            "{json}"
+        );
+        assert_eq!(serde_json::from_str::<Report>(&json).unwrap(), r);
+    }
+}
