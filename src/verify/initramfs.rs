@@ -319,8 +319,12 @@ fn dynamic_deps(path: &Path) -> Result<(Option<String>, Vec<String>), Error> {
 mod tests {
     use super::*;
 
-    /// Reads a newc archive back: (name, mode, rdev, data) per entry, trailer excluded.
-    fn parse(mut bytes: &[u8]) -> Vec<(String, u32, (u32, u32), Vec<u8>)> {
+    /// One archive entry read back: name, mode, rdev, data.
+    type Parsed = (String, u32, (u32, u32), Vec<u8>);
+    type Summary<'a> = (&'a str, u32, (u32, u32), &'a [u8]);
+
+    /// Reads a newc archive back, trailer excluded.
+    fn parse(mut bytes: &[u8]) -> Vec<Parsed> {
         let mut out = Vec::new();
         let mut offset = 0usize;
         loop {
@@ -360,7 +364,7 @@ mod tests {
             .symlink("/init", "/bin/bport")
             .dir("/proc");
         let entries = parse(&fs.to_bytes());
-        let summary: Vec<(&str, u32, (u32, u32), &[u8])> = entries
+        let summary: Vec<Summary> = entries
             .iter()
             .map(|(n, m, r, d)| (n.as_str(), *m, *r, d.as_slice()))
             .collect();
