@@ -6,6 +6,7 @@
 mod completions;
 pub mod error;
 pub mod ui;
+mod verify;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -48,6 +49,13 @@ pub enum Command {
     ///
     /// Example: bport man --dir /usr/local/share/man/man1
     Man(completions::ManArgs),
+    /// Prove that profiling yields complete callchains on a target kernel, and that its branch carries the fixes.
+    ///
+    /// Example: bport verify --kernel 4.1
+    Verify(verify::VerifyArgs),
+    /// The verify VM's init (internal: run by `bport verify --kernel-image`).
+    #[command(name = "verify-guest", hide = true)]
+    VerifyGuest(verify::GuestArgs),
 }
 
 /// Parses the command line, runs the command and maps the result to an exit code.
@@ -71,8 +79,10 @@ pub fn main() -> ExitCode {
     }
 }
 
-fn run(command: Command, _ui: &Ui) -> CliResult<ExitCode> {
+fn run(command: Command, ui: &Ui) -> CliResult<ExitCode> {
     match command {
+        Command::Verify(args) => return verify::run(args, ui),
+        Command::VerifyGuest(args) => return verify::run_guest(args),
         Command::Completions(args) => completions::run_completions(args),
         Command::Man(args) => completions::run_man(args),
     }

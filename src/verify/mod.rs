@@ -12,6 +12,7 @@
 
 pub mod checks;
 pub mod initramfs;
+pub mod matrix;
 pub mod qemu;
 pub mod targets;
 pub mod workloads;
@@ -306,6 +307,215 @@ impl Report {
                 _ => true,
             }
     }
+}
+
+/// What to verify.
+#[derive(Clone, Debug)]
+pub struct Request {
+    /// The target kernel version; `None` verifies the running kernel (inside the VM: the guest's).
+    pub kernel: Option<String>,
+    /// The targets file; `None` uses `patchlists/targets.yaml` under `repo_dir` or the current directory when
+    /// it exists (a version not in the file is verified by version alone).
+    pub targets: Option<PathBuf>,
+    /// Boot this kernel image in qemu and run the matrix inside.
+    pub kernel_image: Option<PathBuf>,
+    /// Where to look for the kernel tree of the branch check (usually the current directory).
+    pub repo_dir: PathBuf,
+    /// The bport executable to put into the VM (usually the running one).
+    pub bport_exe: PathBuf,
+    /// How to accelerate the VM.
+    pub accel: qemu::Accel,
+    /// Upper bound of one VM boot, in seconds.
+    pub vm_timeout_secs: u64,
+    /// How long each workload runs, in milliseconds.
+    pub workload_ms: u32,
+    /// Where workloads and perf.data files go.
+    pub workdir: PathBuf,
+}
+
+/// Why `verify` could not produce a report at all (a failing check is a [`Report`], not an error).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The kernel version does not parse.
+    #[error("{text:?} is not a kernel version like \"4.1\", \"4.1.15\" or \"5.14.0-331.el9\"")]
+    BadVersion {
+        /// What was given.
+        text: String,
+    },
+    /// The running kernel's version could not be read from /proc/sys/kernel/osrelease.
+    #[error("cannot read the running kernel's version from /proc/sys/kernel/osrelease")]
+    NoRunningVersion,
+    /// The targets file is wrong.
+    #[error(transparent)]
+    Targets(#[from] targets::Error),
+    /// The VM could not be started.
+    #[error(transparent)]
+    Qemu(#[from] qemu::Error),
+    /// The guest's report did not parse.
+    #[error("the guest's report is not valid: {message}")]
+    GuestReport {
+        /// The parser's message.
+        message: String,
+    },
+    /// The work directory could not be created.
+    #[error("cannot create the work directory {path}")]
+    Workdir {
+        /// The directory.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+fn parse_version(text: &str) -> Result<crate::perf::abi::KernelVersion, Error> {
+    text.trim().parse().map_err(|_| Error::BadVersion {
+        text: text.to_owned(),
+    })
+}
+
+/// The running kernel's release (`uname -r`).
+pub fn running_release() -> Option<String> {
+    std::fs::read_to_string("/proc/sys/kernel/osrelease")
+        .ok()
+        .map(|s| s.trim().to_owned())
+}
+
+/// Runs the verification the request asks for: the matrix (here or in a VM), then the branch check.
+pub fn run(request: &Request) -> Result<Report, Error> {
+    let targets = load_targets(request)?;
+    if let Some(image) = &request.kernel_image {
+        let mut options = qemu::BootOptions::new(image.clone(), request.bport_exe.clone());
+        options.accel = request.accel;
+        options.timeout = std::time::Duration::from_secs(request.vm_timeout_secs);
+        options.guest_args = vec!["--duration-ms".into(), request.workload_ms.to_string()];
+        if let Some(k) = &request.kernel {
+            parse_version(k)?;
+            options.guest_args.extend(["--kernel".into(), k.clone()]);
+        }
+        let boot = qemu::boot(&options)?;
+        let mut report = match &boot.report {
+            Some(text) => {
+                let mut guest: Report =
+                    serde_json::from_str(text).map_err(|e| Error::GuestReport {
+                        message: e.to_string(),
+                    })?;
+                if let Environment::Host { release } = &guest.environment {
+                    guest.environment = Environment::Vm {
+                        image: image.clone(),
+                        release: release.clone(),
+                        accel: boot.accel.name().to_owned(),
+                    };
+                }
+                guest
+            }
+            None => Report {
+                kernel: request.kernel.clone().unwrap_or_default(),
+                target: None,
+                environment: Environment::Vm {
+                    image: image.clone(),
+                    release: String::new(),
+                    accel: boot.accel.name().to_owned(),
+                },
+                boot_failure: Some(BootFailure {
+                    reason: boot.failure.clone().unwrap_or_default(),
+                    console_tail: qemu::console_tail(&boot.console, 15),
+                }),
+                cells: Vec::new(),
+                branch: None,
+            },
+        };
+        attach_target(&mut report, targets.as_ref(), request);
+        return Ok(report);
+    }
+    let release = running_release().ok_or(Error::NoRunningVersion)?;
+    let kernel = request.kernel.clone().unwrap_or_else(|| release.clone());
+    let version = parse_version(&kernel)?;
+    std::fs::create_dir_all(&request.workdir).map_err(|source| Error::Workdir {
+        path: request.workdir.clone(),
+        source,
+    })?;
+    let options = matrix::MatrixOptions {
+        version,
+        workload_ms: request.workload_ms,
+        workdir: request.workdir.clone(),
+        perf: find_perf(),
+    };
+    let cells = matrix::run(&options, matrix::Hardware::detect());
+    let mut report = Report {
+        kernel,
+        target: None,
+        environment: Environment::Host { release },
+        boot_failure: None,
+        cells,
+        branch: None,
+    };
+    attach_target(&mut report, targets.as_ref(), request);
+    Ok(report)
+}
+
+/// Linux perf, when installed (the readability oracle).
+pub fn find_perf() -> Option<PathBuf> {
+    ["/usr/bin/perf", "/usr/local/bin/perf"]
+        .into_iter()
+        .map(PathBuf::from)
+        .find(|p| p.is_file())
+}
+
+fn load_targets(request: &Request) -> Result<Option<targets::Targets>, Error> {
+    match &request.targets {
+        Some(path) => Ok(Some(targets::Targets::load(path)?)),
+        None => {
+            let path = request.repo_dir.join(targets::DEFAULT_TARGETS);
+            if path.is_file() {
+                Ok(Some(targets::Targets::load(&path)?))
+            } else {
+                Ok(None)
+            }
+        }
+    }
+}
+
+/// Names the matching target and runs its branch check.
+fn attach_target(report: &mut Report, targets: Option<&targets::Targets>, request: &Request) {
+    let Some(targets) = targets else { return };
+    let Some(target) = find_target(targets, &report.kernel) else {
+        return;
+    };
+    report.target = Some(TargetRef {
+        file: targets.path.clone(),
+        line: target.line,
+    });
+    let _ = request;
+}
+
+/// The target for `kernel`: the exact string, else the same `MAJOR.MINOR` (a running `6.1.0-56-cloud-amd64`
+/// is the 6.1 target).
+pub fn find_target<'t>(targets: &'t targets::Targets, kernel: &str) -> Option<&'t targets::Target> {
+    targets.find(kernel).or_else(|| {
+        let v = parse_version(kernel).ok()?;
+        targets.targets.iter().find(|t| {
+            parse_version(&t.kernel)
+                .is_ok_and(|tv| tv.major == v.major && tv.minor == v.minor && tv.patch.is_none())
+        })
+    })
+}
+
+/// The guest side of `--kernel-image`: the matrix on the running (guest) kernel, capped to `kernel` if given.
+pub fn run_guest(kernel: Option<String>, workload_ms: u32) -> Result<Report, Error> {
+    let request = Request {
+        kernel,
+        targets: None,
+        kernel_image: None,
+        repo_dir: PathBuf::from("/nonexistent"),
+        bport_exe: PathBuf::new(),
+        accel: qemu::Accel::Tcg,
+        vm_timeout_secs: 0,
+        workload_ms,
+        workdir: PathBuf::from("/tmp/bport-verify"),
+    };
+    run(&request)
 }
 
 #[cfg(test)]

@@ -230,17 +230,24 @@ fn run_vm(
     first_output: Option<Duration>,
 ) -> Result<Boot, Error> {
     let mut cmd = Command::new(QEMU);
-    cmd.args(["-nodefaults", "-no-reboot", "-display", "none", "-serial", "stdio"])
-        .args(["-m", &options.memory_mib.to_string(), "-smp", "1"])
-        .args(["-accel", accel.name()])
-        .arg("-kernel")
-        .arg(&options.kernel_image)
-        .arg("-initrd")
-        .arg(initrd)
-        .args(["-append", &kernel_cmdline(&options.guest_args)])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
+    cmd.args([
+        "-nodefaults",
+        "-no-reboot",
+        "-display",
+        "none",
+        "-serial",
+        "stdio",
+    ])
+    .args(["-m", &options.memory_mib.to_string(), "-smp", "1"])
+    .args(["-accel", accel.name()])
+    .arg("-kernel")
+    .arg(&options.kernel_image)
+    .arg("-initrd")
+    .arg(initrd)
+    .args(["-append", &kernel_cmdline(&options.guest_args)])
+    .stdin(Stdio::null())
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped());
     if accel == Accel::Kvm {
         cmd.args(["-cpu", "host"]);
     } else {
