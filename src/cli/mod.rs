@@ -49,7 +49,7 @@ pub enum Command {
     ///
     /// Example: bport man --dir /usr/local/share/man/man1
     Man(completions::ManArgs),
-    /// Prove that profiling yields complete callchains on a target kernel, and that its branch carries the fixes.
+    /// Prove complete callchains on a target kernel, and the perf fixes on its branch.
     ///
     /// Example: bport verify --kernel 4.1
     Verify(verify::VerifyArgs),
