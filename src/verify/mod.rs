@@ -13,6 +13,7 @@
 pub mod checks;
 pub mod initramfs;
 pub mod matrix;
+pub mod perf_check;
 pub mod qemu;
 pub mod targets;
 pub mod workloads;
