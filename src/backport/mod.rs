@@ -1,2 +1,550 @@
 //! The backport engine: parse a patch list, decide what is already applied, and cherry-pick the rest in memory,
 //! stopping at conflicts with resumable state.
+//!
+//! Owns: patch lists ([`patchlist`]), already-applied detection ([`matcher`], read-only, also used by `verify`),
+//! the typed plan ([`plan`]), the in-memory pick ([`pick`]), the loop and its stops ([`execute`]) and the state in
+//! `.git/bport/` ([`state`]). Does not own: recorded resolutions (`rerere`, called at a stop), printing (`cli`).
+//!
+//! Entry points: [`apply`], [`resume`], [`status`], [`patchlist::list_range`].
+
+pub mod execute;
+pub mod matcher;
+pub mod message;
+pub mod patchlist;
+pub mod pick;
+pub mod plan;
+pub mod state;
+
+pub use execute::Checkpoint;
+pub use matcher::{AppliedBecause, Rule, Rules};
+pub use patchlist::PatchList;
+pub use plan::{Action, Plan, Step, StepResult};
+pub use state::{Favor, PickOptions, State};
+
+use crate::git::{self, Context};
+use git2::{Oid, Repository};
+use std::path::PathBuf;
+
+/// Errors of the backport engine.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A line of the patch list is not `<sha> <subject>`.
+    #[error("patch list line {line}: expected `<sha> <subject>`, found {text:?}")]
+    MalformedLine {
+        /// 1-based line.
+        line: usize,
+        /// The line.
+        text: String,
+    },
+    /// A listed sha does not name exactly one commit, or names a merge without `-m`.
+    #[error("patch list line {line}: {sha}: {reason}")]
+    BadCommit {
+        /// 1-based line.
+        line: usize,
+        /// The sha as listed.
+        sha: String,
+        /// What is wrong.
+        reason: String,
+    },
+    /// The listed subject is not the commit's.
+    #[error("patch list line {line}: {sha} is {actual:?}, but the list says {listed:?}")]
+    SubjectMismatch {
+        /// 1-based line.
+        line: usize,
+        /// The sha as listed.
+        sha: String,
+        /// The subject in the list.
+        listed: String,
+        /// The commit's subject.
+        actual: String,
+    },
+    /// A revision or range does not parse.
+    #[error("bad revision or range {range:?}")]
+    BadRange {
+        /// The range as given.
+        range: String,
+        /// What libgit2 said.
+        #[source]
+        source: git2::Error,
+    },
+    /// Reading or writing a file failed.
+    #[error("{}", path.display())]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// What failed.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A git operation failed or the repository is not in a state to start.
+    #[error(transparent)]
+    Git(#[from] git::Error),
+    /// The state file cannot be read.
+    #[error("the bport state {} is damaged: {reason}", path.display())]
+    StateCorrupt {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        reason: String,
+    },
+    /// The state file was written by a newer bport.
+    #[error("the bport state {} has version {found}; this bport reads up to {supported}", path.display())]
+    StateVersion {
+        /// The file.
+        path: PathBuf,
+        /// Its version.
+        found: u64,
+        /// Ours.
+        supported: u32,
+    },
+    /// Another bport holds the lock.
+    #[error("another bport apply is running in this repository (lock {})", path.display())]
+    Locked {
+        /// The lock file.
+        path: PathBuf,
+    },
+    /// `--continue`/`--skip`/`--abort` without a run in progress.
+    #[error("no bport apply is in progress")]
+    NoRun,
+    /// `apply` while a run is stopped.
+    #[error("a bport apply is already in progress ({})", path.display())]
+    RunInProgress {
+        /// The state file.
+        path: PathBuf,
+    },
+    /// `--continue` with unresolved paths.
+    #[error("unresolved conflicts remain: {}", paths.join(", "))]
+    ConflictsRemain {
+        /// The conflicted paths.
+        paths: Vec<String>,
+    },
+    /// `--continue` with changes that are not staged.
+    #[error("changes not staged for the commit: {}", paths.join(", "))]
+    UnstagedChanges {
+        /// The paths.
+        paths: Vec<String>,
+    },
+    /// HEAD is not where the run left it.
+    #[error("HEAD is at {found}, but the stopped run left it at {expected}")]
+    HeadMoved {
+        /// Where bport left it.
+        expected: Oid,
+        /// Where it is.
+        found: Oid,
+    },
+    /// The repository has no worktree.
+    #[error("{} is a bare repository; bport apply needs a worktree", path.display())]
+    BareRepository {
+        /// The git directory.
+        path: PathBuf,
+    },
+    /// HEAD does not point at a commit yet.
+    #[error("HEAD has no commit yet; commit something first")]
+    UnbornHead,
+}
+
+/// Options of `bport apply`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ApplyOptions {
+    /// What each pick does.
+    pub pick: PickOptions,
+    /// Which rules decide "already applied".
+    pub rules: Rules,
+    /// Plan and predict conflicts only.
+    pub dry_run: bool,
+}
+
+/// Receives progress from a run (the CLI draws it; tests may count it).
+pub trait Progress {
+    /// A step finished (or, in a dry run, was predicted).
+    fn step(&mut self, index: usize, total: usize, step: &Step, result: &StepResult);
+    /// A crash-safety checkpoint was reached (used by crash tests).
+    fn checkpoint(&mut self, _at: Checkpoint) {}
+}
+
+/// A progress sink that ignores everything.
+pub struct NoProgress;
+
+impl Progress for NoProgress {
+    fn step(&mut self, _: usize, _: usize, _: &Step, _: &StepResult) {}
+}
+
+/// One conflicted path of a stop.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConflictedPath {
+    /// The path.
+    pub path: String,
+    /// How it conflicts, in `git status` words (`both modified`, …).
+    pub kind: &'static str,
+}
+
+/// Details of a stop at a conflict.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StopInfo {
+    /// Index of the step in the plan.
+    pub step: usize,
+    /// The conflicted paths.
+    pub conflicts: Vec<ConflictedPath>,
+    /// Commits on the picked commit's side that touched the conflicted files and are neither earlier in the list
+    /// nor on the branch: likely missing dependencies (newest first, at most five).
+    pub missing: Vec<(Oid, String)>,
+}
+
+/// How a command ended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// All steps done.
+    Done(State),
+    /// Stopped at a conflict.
+    Stopped(State, StopInfo),
+    /// Nothing was touched; `State.results` holds the predictions.
+    DryRun(State),
+    /// `--abort` restored the state before the run.
+    Aborted(State),
+}
+
+/// Plans and runs `bport apply` for `list` on the current branch.
+pub fn apply(
+    repo: &Repository,
+    list: &PatchList,
+    opts: &ApplyOptions,
+    progress: &mut dyn Progress,
+) -> Result<Outcome, Error> {
+    let _lock = if opts.dry_run {
+        None
+    } else {
+        Some(state::lock(repo.path())?)
+    };
+    if state::exists(repo.path()) {
+        return Err(Error::RunInProgress {
+            path: state::dir(repo.path()).join("state.json"),
+        });
+    }
+    if repo.is_bare() {
+        return Err(Error::BareRepository {
+            path: repo.path().to_path_buf(),
+        });
+    }
+    git::check_no_operation(repo)?;
+    let head = repo.head().map_err(|_| Error::UnbornHead)?;
+    let head_oid = head.target().ok_or(Error::UnbornHead)?;
+    let branch = if repo.head_detached().unwrap_or(false) {
+        None
+    } else {
+        head.name().ok().map(|n| n.to_string())
+    };
+    let resolved = list.resolve(repo, opts.pick.mainline)?;
+    if !opts.dry_run {
+        git::check_clean(repo)?;
+    }
+    let listed: Vec<Oid> = resolved.iter().map(|r| r.oid).collect();
+    let mut on_branch = matcher::Branch::collect(repo, head_oid, &listed, &[])?;
+    let verdicts = matcher::judge(&mut on_branch, &resolved, opts.rules)?;
+    let steps = resolved
+        .iter()
+        .zip(verdicts)
+        .map(|(r, v)| Step {
+            line: r.entry.line,
+            commit: r.oid,
+            subject: r.subject.clone(),
+            action: match v {
+                matcher::Verdict::Applied(because) => Action::Skip { because },
+                matcher::Verdict::Missing { ambiguous_subject } => {
+                    Action::Pick { ambiguous_subject }
+                }
+            },
+        })
+        .collect::<Vec<_>>();
+    let mut st = State {
+        version: state::VERSION,
+        results: vec![None; steps.len()],
+        plan: Plan { steps },
+        position: 0,
+        orig_head: head_oid,
+        branch,
+        tip: head_oid,
+        anchor: head_oid,
+        options: opts.pick,
+        phase: state::Phase::Running,
+    };
+    if opts.dry_run {
+        execute::run(repo, &mut st, progress, true)?;
+        return Ok(Outcome::DryRun(st));
+    }
+    state::save(repo.path(), &st)?;
+    finish(repo, st, progress)
+}
+
+/// `--continue`, `--skip` or `--abort`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Resume {
+    /// Commit the staged resolution and go on.
+    Continue,
+    /// Drop the stopped patch and go on.
+    Skip,
+    /// Restore branch, index and worktree as they were before the run.
+    Abort,
+}
+
+/// Resumes a stopped (or interrupted) run.
+pub fn resume(
+    repo: &Repository,
+    how: Resume,
+    progress: &mut dyn Progress,
+) -> Result<Outcome, Error> {
+    let _lock = state::lock(repo.path())?;
+    let mut st = state::load(repo.path())?.ok_or(Error::NoRun)?;
+    let head = repo
+        .head()
+        .ok()
+        .and_then(|h| h.target())
+        .ok_or(Error::UnbornHead)?;
+    if how == Resume::Abort {
+        execute::hard_reset(repo, st.orig_head)?;
+        if let Some(name) = &st.branch {
+            if repo
+                .head()
+                .ok()
+                .and_then(|h| h.name().ok().map(|n| n.to_string()))
+                .as_deref()
+                != Some(name)
+            {
+                repo.set_head(name)
+                    .context_git(|| format!("checking out {name}"))?;
+            }
+        }
+        state::remove(repo.path())?;
+        return Ok(Outcome::Aborted(st));
+    }
+    match st.phase.clone() {
+        state::Phase::Running => {
+            // Interrupted: the worktree belongs to the run. Roll forward to the last written tip, or back to it.
+            if head != st.anchor && head != st.tip {
+                return Err(Error::HeadMoved {
+                    expected: st.tip,
+                    found: head,
+                });
+            }
+            execute::hard_reset(repo, head)?;
+            if head != st.tip {
+                execute::set_branch(
+                    repo,
+                    &st,
+                    st.tip,
+                    "bport apply: recovering an interrupted run",
+                )?;
+                execute::hard_reset(repo, st.tip)?;
+            }
+            st.anchor = st.tip;
+            if how == Resume::Skip {
+                st.results[st.position] = Some(StepResult::SkippedByUser);
+                st.position += 1;
+            }
+        }
+        state::Phase::Stopped { .. } => match how {
+            Resume::Continue => continue_stopped(repo, &mut st, head)?,
+            Resume::Skip => {
+                if head != st.tip {
+                    return Err(Error::HeadMoved {
+                        expected: st.tip,
+                        found: head,
+                    });
+                }
+                execute::hard_reset(repo, st.tip)?;
+                st.results[st.position] = Some(StepResult::SkippedByUser);
+                st.position += 1;
+            }
+            Resume::Abort => unreachable!("handled above"),
+        },
+    }
+    st.phase = state::Phase::Running;
+    state::save(repo.path(), &st)?;
+    finish(repo, st, progress)
+}
+
+/// Commits the user's resolution of the stopped step.
+fn continue_stopped(repo: &Repository, st: &mut State, head: Oid) -> Result<(), Error> {
+    let step = st.plan.steps[st.position].clone();
+    let original = repo
+        .find_commit(step.commit)
+        .context_git(|| format!("reading {}", step.commit))?;
+    if head != st.tip {
+        // The user committed the resolution with git: take that commit as the pick.
+        let committed = repo
+            .find_commit(head)
+            .context_git(|| format!("reading {head}"))?;
+        if committed.parent_id(0).ok() != Some(st.tip) {
+            return Err(Error::HeadMoved {
+                expected: st.tip,
+                found: head,
+            });
+        }
+        st.results[st.position] = Some(StepResult::Picked { new: head });
+        st.tip = head;
+        st.anchor = head;
+        st.position += 1;
+        return Ok(());
+    }
+    let mut index = repo.index().context_git(|| "reading the index")?;
+    if index.has_conflicts() {
+        let mut paths: Vec<String> = index
+            .conflicts()
+            .context_git(|| "reading conflicts")?
+            .filter_map(Result::ok)
+            .filter_map(|c| c.our.or(c.their).or(c.ancestor))
+            .map(|e| String::from_utf8_lossy(&e.path).into_owned())
+            .collect();
+        paths.dedup();
+        return Err(Error::ConflictsRemain { paths });
+    }
+    let mut sopts = git2::StatusOptions::new();
+    sopts.include_untracked(false).exclude_submodules(true);
+    let unstaged: Vec<String> = repo
+        .statuses(Some(&mut sopts))
+        .context_git(|| "reading the worktree status")?
+        .iter()
+        .filter(|e| {
+            e.status().intersects(
+                git2::Status::WT_MODIFIED | git2::Status::WT_DELETED | git2::Status::WT_TYPECHANGE,
+            )
+        })
+        .map(|e| String::from_utf8_lossy(e.path_bytes()).into_owned())
+        .collect();
+    if !unstaged.is_empty() {
+        return Err(Error::UnstagedChanges { paths: unstaged });
+    }
+    let tree = index
+        .write_tree()
+        .context_git(|| "writing the index as a tree")?;
+    let parent = repo
+        .find_commit(st.tip)
+        .context_git(|| format!("reading {}", st.tip))?;
+    let result = if tree == parent.tree_id() {
+        StepResult::Empty
+    } else {
+        let committer = git::committer(repo)?;
+        let sob = format!(
+            "Signed-off-by: {} <{}>",
+            committer.name().unwrap_or_default(),
+            committer.email().unwrap_or_default()
+        );
+        let new = execute::commit_pick(repo, &original, tree, &parent, st, &committer, &sob)?;
+        execute::set_branch(repo, st, new, "bport apply --continue")?;
+        st.tip = new;
+        st.anchor = new;
+        StepResult::Picked { new }
+    };
+    st.results[st.position] = Some(result);
+    st.position += 1;
+    Ok(())
+}
+
+/// Runs the remaining steps and turns the end into an outcome; removes the state when done.
+fn finish(repo: &Repository, mut st: State, progress: &mut dyn Progress) -> Result<Outcome, Error> {
+    match execute::run(repo, &mut st, progress, false)? {
+        execute::RunEnd::Done => {
+            state::remove(repo.path())?;
+            Ok(Outcome::Done(st))
+        }
+        execute::RunEnd::Stopped(conflicts) => {
+            let missing = likely_missing(repo, &st, &conflicts).unwrap_or_default();
+            let info = StopInfo {
+                step: st.position,
+                conflicts: conflicts
+                    .iter()
+                    .map(|c| ConflictedPath {
+                        path: c.path.clone(),
+                        kind: execute::kind_label(c.kind),
+                    })
+                    .collect(),
+                missing,
+            };
+            Ok(Outcome::Stopped(st, info))
+        }
+    }
+}
+
+/// Commits between the branch and the stopped commit's parent that touched a conflicted file, are not earlier in
+/// the list, and are not on the branch by trailer or subject: the dependencies a backporter most often misses.
+/// File-level, not line-level: a cheap first answer.
+fn likely_missing(
+    repo: &Repository,
+    st: &State,
+    conflicts: &[pick::Conflict],
+) -> Result<Vec<(Oid, String)>, Error> {
+    let step = &st.plan.steps[st.position];
+    let commit = repo
+        .find_commit(step.commit)
+        .context_git(|| "reading the stopped commit")?;
+    let parent = commit.parent_id(
+        st.options
+            .mainline
+            .map_or(0, |m| m.saturating_sub(1) as usize),
+    );
+    let Ok(parent) = parent else {
+        return Ok(Vec::new());
+    };
+    let earlier: std::collections::HashSet<Oid> = st.plan.steps[..st.position]
+        .iter()
+        .map(|s| s.commit)
+        .collect();
+    let mut walk = repo.revwalk().context_git(|| "walking")?;
+    walk.push(parent).context_git(|| "walking")?;
+    walk.hide(st.tip).context_git(|| "walking")?;
+    let mut touched = Vec::new();
+    for oid in walk.take(5000) {
+        let oid = oid.context_git(|| "walking")?;
+        if earlier.contains(&oid) {
+            continue;
+        }
+        let c = repo.find_commit(oid).context_git(|| "reading a commit")?;
+        let Ok(tree) = c.tree() else { continue };
+        let ptree = c.parent(0).ok().and_then(|p| p.tree().ok());
+        let touches = conflicts.iter().any(|k| {
+            let here = pick::lookup(&tree, &k.path);
+            let before = ptree.as_ref().and_then(|t| pick::lookup(t, &k.path));
+            here != before
+        });
+        if touches {
+            touched.push(oid);
+        }
+    }
+    if touched.is_empty() {
+        return Ok(Vec::new());
+    }
+    let resolved: Vec<patchlist::Resolved> = touched
+        .iter()
+        .map(|&oid| {
+            let c = repo.find_commit(oid).expect("walked commits exist");
+            let subject = git::commit_subject(&String::from_utf8_lossy(c.message_bytes()));
+            patchlist::Resolved {
+                entry: patchlist::Entry {
+                    line: 0,
+                    sha: oid.to_string(),
+                    subject: subject.clone(),
+                },
+                oid,
+                subject,
+            }
+        })
+        .collect();
+    let mut branch = matcher::Branch::collect(repo, st.tip, &[step.commit], &[])?;
+    let rules = Rules {
+        patch_id: false,
+        ..Rules::default()
+    };
+    let verdicts = matcher::judge(&mut branch, &resolved, rules)?;
+    Ok(resolved
+        .into_iter()
+        .zip(verdicts)
+        .filter(|(_, v)| matches!(v, matcher::Verdict::Missing { .. }))
+        .map(|(r, _)| (r.oid, r.subject))
+        .take(5)
+        .collect())
+}
+
+/// The state of the run in progress, if any (for `bport status`).
+pub fn status(repo: &Repository) -> Result<Option<State>, Error> {
+    state::load(repo.path())
+}

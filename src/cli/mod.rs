@@ -3,8 +3,11 @@
 //! This is the only layer that prints, prompts or exits. Each command file converts its arguments into the
 //! library's options, calls the library, and renders the outcome.
 
+mod apply;
 mod completions;
 pub mod error;
+mod list;
+mod status;
 pub mod ui;
 mod verify;
 
@@ -56,6 +59,23 @@ pub enum Command {
     /// The verify VM's init (internal: run by `bport verify --kernel-image`).
     #[command(name = "verify-guest", hide = true)]
     VerifyGuest(verify::GuestArgs),
+    /// Write the patch list for a revision range (as `git log --reverse --oneline`).
+    ///
+    /// Example: bport list v6.1..perf-fixes > perf-fixes.txt
+    List(list::ListArgs),
+    /// Cherry-pick a patch list onto the current branch; resumable at conflicts.
+    ///
+    /// Each patch is picked in memory, or skipped because the branch already carries it (by upstream trailer,
+    /// subject or patch-id; the rule is named), or skipped as empty. At a conflict bport stops with exit code 1,
+    /// leaving git's conflict markers in the files and the conflict stages in the index; resolve, `git add`, then
+    /// `bport apply --continue` (or `--skip` / `--abort`).
+    ///
+    /// Example: bport list v6.1..perf-fixes > fixes.txt && bport apply -x fixes.txt
+    Apply(apply::ApplyArgs),
+    /// Show the bport apply run in progress: the plan, the position and the stop.
+    ///
+    /// Example: bport status
+    Status(status::StatusArgs),
 }
 
 /// Parses the command line, runs the command and maps the result to an exit code.
@@ -83,6 +103,9 @@ fn run(command: Command, ui: &Ui) -> CliResult<ExitCode> {
     match command {
         Command::Verify(args) => return verify::run(args, ui),
         Command::VerifyGuest(args) => return verify::run_guest(args),
+        Command::Apply(args) => return apply::run(args, ui),
+        Command::List(args) => list::run(args, ui),
+        Command::Status(args) => status::run(args, ui),
         Command::Completions(args) => completions::run_completions(args),
         Command::Man(args) => completions::run_man(args),
     }

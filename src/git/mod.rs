@@ -1,4 +1,79 @@
 //! Thin adapter over git2: the one place that opens repositories and speaks git2 broadly.
 //!
 //! `backport` and `rerere` reach git through here so that error context and object ids stay consistent, and so
-//! that the rule "no shelling out to git" has a single home.
+//! that the rule "no shelling out to git" has a single home. What git itself defines (the stable patch-id of
+//! `builtin/patch-id.c`, the `%s` subject of `pretty.c`, the abbreviation length of `object-name.c`) is
+//! reimplemented here against git's behaviour and tested against the real `git` in `tests/it/`.
+
+mod patch_id;
+mod repo;
+mod trailers;
+
+pub use patch_id::{patch_id_of_commit, patch_id_of_diff_text, PatchId};
+pub use repo::{
+    abbrev_len, check_clean, check_no_operation, commit_subject, committer, discover, short_id,
+    Operation,
+};
+pub use trailers::{origins, Origin, OriginForm};
+
+use std::path::PathBuf;
+
+/// Errors of the git adapter.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// No repository at or above the directory.
+    #[error("no git repository at or above {path}")]
+    NotARepository {
+        /// Where the search started.
+        path: PathBuf,
+        /// What libgit2 said.
+        #[source]
+        source: git2::Error,
+    },
+    /// The worktree or index has changes that a run could overwrite or mix into a commit.
+    #[error("the worktree has uncommitted changes: {}", paths.join(", "))]
+    Dirty {
+        /// The changed paths (at most a handful, for the message).
+        paths: Vec<String>,
+    },
+    /// Another git operation (merge, rebase, cherry-pick, …) is in progress.
+    #[error("a git {operation} is in progress in {path}")]
+    OperationInProgress {
+        /// Which operation.
+        operation: Operation,
+        /// The repository's git directory.
+        path: PathBuf,
+    },
+    /// The committer identity could not be determined.
+    #[error("no committer identity (set user.name and user.email, or GIT_COMMITTER_NAME/EMAIL)")]
+    NoIdentity {
+        /// What libgit2 said.
+        #[source]
+        source: git2::Error,
+    },
+    /// A git2 call failed; `context` says what bport was doing.
+    #[error("{context}")]
+    Git {
+        /// What bport was doing.
+        context: String,
+        /// What libgit2 said.
+        #[source]
+        source: git2::Error,
+    },
+}
+
+/// Attaches what bport was doing to a git2 error.
+pub trait Context<T> {
+    /// Wraps the error into [`Error::Git`] with the message `context()` builds.
+    fn context_git<S: Into<String>>(self, context: impl FnOnce() -> S) -> Result<T, Error>;
+}
+
+impl<T> Context<T> for Result<T, git2::Error> {
+    fn context_git<S: Into<String>>(self, context: impl FnOnce() -> S) -> Result<T, Error> {
+        self.map_err(|source| Error::Git {
+            context: context().into(),
+            source,
+        })
+    }
+}

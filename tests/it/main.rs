@@ -2,5 +2,6 @@
 
 mod support;
 
+mod apply;
 mod cli_help;
 mod verify;

@@ -5,3 +5,4 @@
 
 pub mod bport;
 pub mod oracle;
+pub mod repo;

@@ -1,0 +1,388 @@
+//! The cherry-pick loop: picks in memory into a mempack, then writes one pack and updates HEAD, index and worktree
+//! once, at the end or at a stop.
+//!
+//! Crash safety comes from the order of writes:
+//!
+//! ```text
+//!  picks (mempack only) ─▶ pack written ─▶ state {tip, anchor=old HEAD, Running} ─▶ worktree/index ─▶ ref
+//!        crash here: state still says "from position p at anchor": --continue redoes the picks
+//!                                  crash here: HEAD is at anchor, objects exist: --continue rolls forward to tip
+//! ```
+//!
+//! [`stop_at_conflict`] is the one place a run stops; rerere hooks in there.
+
+use super::message::picked_message;
+use super::pick::{self, Conflict, ConflictKind, ConflictStyle, Markers};
+use super::plan::{Action, StepResult};
+use super::state::{self, Phase, State};
+use super::{Error, Progress};
+use crate::git::{self, Context};
+use git2::build::CheckoutBuilder;
+use git2::{Commit, IndexEntry, IndexTime, Oid, Repository, ResetType};
+use std::path::Path;
+
+/// Why [`run`] returned.
+#[derive(Debug)]
+pub enum RunEnd {
+    /// Every step is done; the branch is at the final tip.
+    Done,
+    /// Stopped at a conflict.
+    Stopped(Vec<Conflict>),
+}
+
+/// Crash-test checkpoints reported to [`Progress::checkpoint`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Checkpoint {
+    /// The pack with the new objects is written.
+    PackWritten,
+    /// The state naming the new tip is saved; the branch has not moved yet.
+    StateSaved,
+    /// Index and worktree are updated; the branch has not moved yet.
+    WorktreeUpdated,
+}
+
+/// Runs the steps from `state.position`, updating `state` and saving it at the points the module doc shows.
+/// With `dry_run`, nothing is written: conflicts are recorded as predictions and the run goes on.
+pub fn run(
+    repo: &Repository,
+    st: &mut State,
+    progress: &mut dyn Progress,
+    dry_run: bool,
+) -> Result<RunEnd, Error> {
+    // Objects are only created from trees and commits we just read; re-validating each one costs a lookup per
+    // entry (DESIGN.md: 143 ms vs 42 ms a pick on a 30,000-file repo).
+    git2::opts::strict_object_creation(false);
+    git2::opts::strict_hash_verification(false);
+    // A private handle: the mempack is attached to its object database only, so nothing written later through
+    // `repo` (index trees, rerere) can land in memory and be lost.
+    let work = Repository::open(repo.path())
+        .context_git(|| format!("opening {}", repo.path().display()))?;
+    let odb = work.odb().context_git(|| "opening the object database")?;
+    let mempack = odb
+        .add_new_mempack_backend(1000)
+        .context_git(|| "adding an in-memory object store")?;
+    let committer = git::committer(&work)?;
+    let sob = format!(
+        "Signed-off-by: {} <{}>",
+        committer.name().unwrap_or_default(),
+        committer.email().unwrap_or_default()
+    );
+    let style = ConflictStyle::from_config(&work);
+    let total = st.plan.steps.len();
+    let mut tip_commit = work
+        .find_commit(st.tip)
+        .context_git(|| format!("reading {}", st.tip))?;
+    let mut tip_tree = tip_commit.tree().context_git(|| "reading the tip tree")?;
+    let mut wrote = false;
+
+    while st.position < total {
+        let i = st.position;
+        let step = st.plan.steps[i].clone();
+        let result = match step.action {
+            Action::Skip { because } => StepResult::Applied { because },
+            Action::Pick { .. } => {
+                let commit = work
+                    .find_commit(step.commit)
+                    .context_git(|| format!("reading {}", step.commit))?;
+                let markers = Markers::for_commit(&commit, &step.subject, style);
+                let picked = pick::pick(
+                    &work,
+                    &tip_tree,
+                    &commit,
+                    st.options.mainline,
+                    st.options.favor,
+                    &markers,
+                )?;
+                if !picked.conflicts.is_empty() {
+                    if dry_run {
+                        StepResult::Conflict {
+                            paths: picked.conflicts.iter().map(|c| c.path.clone()).collect(),
+                        }
+                    } else {
+                        if wrote || picked.tree != tip_tree.id() {
+                            flush(&work, &mempack, progress)?;
+                        }
+                        let conflicts = picked.conflicts;
+                        stop_at_conflict(repo, st, picked.tree, &conflicts, progress)?;
+                        return Ok(RunEnd::Stopped(conflicts));
+                    }
+                } else if picked.tree == tip_tree.id() {
+                    StepResult::Empty
+                } else {
+                    let new = commit_pick(
+                        &work,
+                        &commit,
+                        picked.tree,
+                        &tip_commit,
+                        st,
+                        &committer,
+                        &sob,
+                    )?;
+                    wrote = true;
+                    tip_commit = work
+                        .find_commit(new)
+                        .context_git(|| format!("reading {new}"))?;
+                    tip_tree = tip_commit.tree().context_git(|| "reading the new tree")?;
+                    st.tip = new;
+                    StepResult::Picked { new }
+                }
+            }
+        };
+        progress.step(i, total, &step, &result);
+        st.results[i] = Some(result);
+        st.position += 1;
+    }
+    if dry_run {
+        mempack
+            .reset()
+            .context_git(|| "dropping in-memory objects")?;
+        return Ok(RunEnd::Done);
+    }
+    if wrote {
+        flush(&work, &mempack, progress)?;
+    }
+    st.phase = Phase::Running;
+    state::save(repo.path(), st)?;
+    progress.checkpoint(Checkpoint::StateSaved);
+    move_to_tip(repo, st, progress)?;
+    Ok(RunEnd::Done)
+}
+
+/// Creates the commit for a clean pick (or a resolved stop): original author and message, the user as committer.
+pub fn commit_pick(
+    repo: &Repository,
+    original: &Commit<'_>,
+    tree: Oid,
+    parent: &Commit<'_>,
+    st: &State,
+    committer: &git2::Signature<'_>,
+    sob: &str,
+) -> Result<Oid, Error> {
+    let tree = repo
+        .find_tree(tree)
+        .context_git(|| format!("reading tree {tree}"))?;
+    let message = String::from_utf8_lossy(original.message_raw_bytes());
+    let message = picked_message(
+        &message,
+        &original.id().to_string(),
+        st.options.record_origin,
+        st.options.signoff.then_some(sob),
+    );
+    Ok(repo
+        .commit(
+            None,
+            &original.author(),
+            committer,
+            &message,
+            &tree,
+            &[parent],
+        )
+        .context_git(|| format!("committing the pick of {}", original.id()))?)
+}
+
+/// Writes everything in the mempack to the object database as one pack, then empties the mempack.
+fn flush(
+    repo: &Repository,
+    mempack: &git2::Mempack<'_>,
+    progress: &mut dyn Progress,
+) -> Result<(), Error> {
+    let mut buf = git2::Buf::new();
+    mempack
+        .dump(repo, &mut buf)
+        .context_git(|| "packing the new objects")?;
+    let odb = repo.odb().context_git(|| "opening the object database")?;
+    let mut writer = odb.packwriter().context_git(|| "writing the pack")?;
+    std::io::Write::write_all(&mut writer, &buf).map_err(|source| Error::Io {
+        path: repo.path().join("objects/pack"),
+        source,
+    })?;
+    writer.commit().context_git(|| "indexing the pack")?;
+    mempack
+        .reset()
+        .context_git(|| "emptying the in-memory object store")?;
+    progress.checkpoint(Checkpoint::PackWritten);
+    Ok(())
+}
+
+/// Checks out `st.tip` and moves the branch there (from `st.anchor`), then records the new anchor.
+fn move_to_tip(
+    repo: &Repository,
+    st: &mut State,
+    progress: &mut dyn Progress,
+) -> Result<(), Error> {
+    if st.tip != st.anchor {
+        let tree = repo
+            .find_commit(st.tip)
+            .and_then(|c| c.tree())
+            .context_git(|| format!("reading {}", st.tip))?;
+        repo.checkout_tree(tree.as_object(), Some(CheckoutBuilder::new().safe()))
+            .context_git(|| "updating the worktree")?;
+        progress.checkpoint(Checkpoint::WorktreeUpdated);
+        set_branch(repo, st, st.tip, "bport apply")?;
+        st.anchor = st.tip;
+    }
+    Ok(())
+}
+
+/// Moves the branch (or detached HEAD) from `st.anchor` to `to`.
+pub fn set_branch(repo: &Repository, st: &State, to: Oid, why: &str) -> Result<(), Error> {
+    match &st.branch {
+        Some(name) => {
+            repo.reference_matching(name, to, true, st.anchor, why)
+                .context_git(|| format!("moving {name} to {to}"))?;
+        }
+        None => repo
+            .set_head_detached(to)
+            .context_git(|| format!("moving HEAD to {to}"))?,
+    }
+    Ok(())
+}
+
+/// The one place a run stops at a conflict: index and worktree get the partial pick `partial` (clean paths staged)
+/// with each conflicted path as git leaves it (stages 1–3 in the index, markers in the file), the branch moves to
+/// the last pick, and the state records the stop.
+///
+/// The rerere helper hooks in at `rerere_step` below: after markers and stages are written, before the stop is
+/// saved, so that a resolution it replays is part of the stop the user sees.
+pub fn stop_at_conflict(
+    repo: &Repository,
+    st: &mut State,
+    partial: Oid,
+    conflicts: &[Conflict],
+    progress: &mut dyn Progress,
+) -> Result<(), Error> {
+    st.phase = Phase::Running;
+    state::save(repo.path(), st)?;
+    progress.checkpoint(Checkpoint::StateSaved);
+
+    let tree = repo
+        .find_tree(partial)
+        .context_git(|| format!("reading tree {partial}"))?;
+    repo.checkout_tree(tree.as_object(), Some(CheckoutBuilder::new().safe()))
+        .context_git(|| "updating the worktree")?;
+    let workdir = repo.workdir().ok_or_else(|| Error::BareRepository {
+        path: repo.path().to_path_buf(),
+    })?;
+    let mut index = repo.index().context_git(|| "reading the index")?;
+    for c in conflicts {
+        let path = Path::new(&c.path);
+        let _ = index.remove(path, 0);
+        for (stage, side) in [(1u16, c.base), (2, c.ours), (3, c.theirs)] {
+            if let Some(side) = side {
+                index
+                    .add(&stage_entry(&c.path, side, stage))
+                    .context_git(|| format!("staging {} (stage {stage})", c.path))?;
+            }
+        }
+        let file = workdir.join(path);
+        if let Some(content) = &c.worktree {
+            if let Some(dir) = file.parent() {
+                std::fs::create_dir_all(dir).map_err(|source| Error::Io {
+                    path: dir.to_path_buf(),
+                    source,
+                })?;
+            }
+            std::fs::write(&file, content).map_err(|source| Error::Io {
+                path: file.clone(),
+                source,
+            })?;
+            set_executable(&file, c.mode == 0o100755)?;
+        }
+    }
+    index.write().context_git(|| "writing the index")?;
+    progress.checkpoint(Checkpoint::WorktreeUpdated);
+    set_branch(repo, st, st.tip, "bport apply: stopped at a conflict")?;
+    st.anchor = st.tip;
+
+    rerere_step(repo, conflicts)?;
+
+    st.phase = Phase::Stopped {
+        paths: conflicts.iter().map(|c| c.path.clone()).collect(),
+    };
+    st.results[st.position] = Some(StepResult::Conflict {
+        paths: conflicts.iter().map(|c| c.path.clone()).collect(),
+    });
+    state::save(repo.path(), st)
+}
+
+/// Where recorded resolutions are replayed at a stop (issue: rerere). Nothing is recorded yet, so nothing is
+/// replayed; the rerere module replaces this body.
+fn rerere_step(_repo: &Repository, _conflicts: &[Conflict]) -> Result<(), Error> {
+    Ok(())
+}
+
+fn stage_entry(path: &str, side: pick::Side, stage: u16) -> IndexEntry {
+    IndexEntry {
+        ctime: IndexTime::new(0, 0),
+        mtime: IndexTime::new(0, 0),
+        dev: 0,
+        ino: 0,
+        mode: side.mode,
+        uid: 0,
+        gid: 0,
+        file_size: 0,
+        id: side.oid,
+        flags: (stage << 12) | (path.len().min(0xfff) as u16),
+        flags_extended: 0,
+        path: path.as_bytes().to_vec(),
+    }
+}
+
+fn set_executable(file: &Path, executable: bool) -> Result<(), Error> {
+    use std::os::unix::fs::PermissionsExt;
+    let io = |source| Error::Io {
+        path: file.to_path_buf(),
+        source,
+    };
+    let mut perms = std::fs::metadata(file).map_err(io)?.permissions();
+    let mode = perms.mode();
+    perms.set_mode(if executable {
+        mode | 0o111
+    } else {
+        mode & !0o111
+    });
+    std::fs::set_permissions(file, perms).map_err(io)
+}
+
+/// Resets HEAD (and its branch), index and worktree to `to`, and deletes files that only the
+/// index knew about (paths a stopped pick added), which a hard reset would leave behind as untracked.
+pub fn hard_reset(repo: &Repository, to: Oid) -> Result<(), Error> {
+    let target = repo
+        .find_commit(to)
+        .context_git(|| format!("reading {to}"))?;
+    let target_tree = target.tree().context_git(|| "reading the tree")?;
+    let head_tree = repo.head().and_then(|h| h.peel_to_tree()).ok();
+    let index = repo.index().context_git(|| "reading the index")?;
+    let mut strays = Vec::new();
+    for entry in index.iter() {
+        let path = String::from_utf8_lossy(&entry.path).into_owned();
+        let in_tree = |t: &git2::Tree<'_>| t.get_path(Path::new(&path)).is_ok();
+        if !in_tree(&target_tree) && !head_tree.as_ref().is_some_and(in_tree) {
+            strays.push(path);
+        }
+    }
+    // libgit2's hard reset checks out against the *current* HEAD tree (so files the picks added are removed) and
+    // only then moves HEAD; moving the branch first would leave those files behind.
+    repo.reset(
+        target.as_object(),
+        ResetType::Hard,
+        Some(CheckoutBuilder::new().force()),
+    )
+    .context_git(|| format!("resetting to {to}"))?;
+    if let Some(workdir) = repo.workdir() {
+        for path in strays {
+            let _ = std::fs::remove_file(workdir.join(path));
+        }
+    }
+    Ok(())
+}
+
+/// Describes a conflict kind as `git status` words it.
+pub fn kind_label(kind: ConflictKind) -> &'static str {
+    match kind {
+        ConflictKind::Content => "both modified",
+        ConflictKind::AddAdd => "both added",
+        ConflictKind::ModifyDelete => "deleted by them",
+        ConflictKind::DeleteModify => "deleted by us",
+    }
+}

@@ -1,0 +1,411 @@
+//! Already-applied detection: does the branch carry a listed commit under another id?
+//!
+//! Three rules, tried in this order, each naming itself in the skip (DESIGN.md, "Already applied"):
+//! a *trailer* on a branch commit names the listed commit; the *subject*s are equal after normalizing; the stable
+//! *patch-id*s are equal. A subject that occurs twice in the list or on the branch cannot decide alone: then only a
+//! trailer or patch-id can, and if neither does the patch is picked with a warning.
+//!
+//! This module only reads; `verify` uses [`presence`] for its branch check.
+
+use super::patchlist::{PatchList, Resolved};
+use super::Error;
+use crate::git::{self, Context, PatchId};
+use git2::{Oid, Repository};
+use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+
+/// Which rules may decide that a patch is already applied (`--match`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Rules {
+    /// Trailer naming the listed commit.
+    pub trailer: bool,
+    /// Normalized subject.
+    pub subject: bool,
+    /// Stable patch-id.
+    pub patch_id: bool,
+}
+
+impl Default for Rules {
+    fn default() -> Self {
+        Rules {
+            trailer: true,
+            subject: true,
+            patch_id: true,
+        }
+    }
+}
+
+/// The rule that found a listed commit on the branch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Rule {
+    /// A trailer on the branch commit names the listed commit.
+    Trailer,
+    /// Equal normalized subjects.
+    Subject,
+    /// Equal stable patch-ids.
+    PatchId,
+}
+
+impl std::fmt::Display for Rule {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Rule::Trailer => "upstream trailer",
+            Rule::Subject => "subject",
+            Rule::PatchId => "patch-id",
+        })
+    }
+}
+
+/// Why a listed commit counts as applied.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AppliedBecause {
+    /// The deciding rule.
+    pub rule: Rule,
+    /// The branch commit that carries it.
+    #[serde(with = "super::state::oid_hex")]
+    pub by: Oid,
+}
+
+/// The verdict for one listed commit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    /// Already on the branch.
+    Applied(AppliedBecause),
+    /// Not found; `ambiguous_subject` says a subject match existed but was not unique, so nothing decided.
+    Missing {
+        /// The subject occurs more than once in the list or on the branch and no other rule matched.
+        ambiguous_subject: bool,
+    },
+}
+
+/// Normalizes a subject for comparison: stacked vendor prefixes and `[PATCH …]` tags stripped, whitespace
+/// collapsed.
+pub fn normalize_subject(subject: &str) -> String {
+    const PREFIXES: [&str; 6] = [
+        "UPSTREAM:",
+        "BACKPORT:",
+        "FROMGIT:",
+        "FROMLIST:",
+        "ANDROID:",
+        "CHROMIUM:",
+    ];
+    let mut s = subject.trim();
+    loop {
+        let before = s;
+        for p in PREFIXES {
+            if s.len() >= p.len() && s[..p.len()].eq_ignore_ascii_case(p) {
+                s = s[p.len()..].trim_start();
+            }
+        }
+        if s.len() >= 6 && s[..6].eq_ignore_ascii_case("[PATCH") {
+            if let Some(end) = s.find(']') {
+                s = s[end + 1..].trim_start();
+            }
+        }
+        if s == before {
+            break;
+        }
+    }
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+struct BranchCommit {
+    oid: Oid,
+    origins: Vec<git::Origin>,
+}
+
+/// The commits on a branch since it diverged from a patch list, indexed for the three rules.
+pub struct Branch<'r> {
+    repo: &'r Repository,
+    commits: Vec<BranchCommit>,
+    by_subject: HashMap<String, Vec<usize>>,
+    by_origin: HashMap<String, usize>,
+    short_origins: Vec<(String, usize)>,
+    patch_ids: Option<HashMap<PatchId, usize>>,
+}
+
+impl<'r> Branch<'r> {
+    /// Collects the commits reachable from `tip` but not from the parents of any listed commit (nor from
+    /// `hide`, when the list's commits are not in the repository).
+    pub fn collect(
+        repo: &'r Repository,
+        tip: Oid,
+        listed: &[Oid],
+        hide: &[Oid],
+    ) -> Result<Self, Error> {
+        let mut walk = repo.revwalk().context_git(|| "starting a revision walk")?;
+        walk.push(tip)
+            .context_git(|| format!("walking from {tip}"))?;
+        for &oid in listed {
+            let commit = repo
+                .find_commit(oid)
+                .context_git(|| format!("reading commit {oid}"))?;
+            for parent in commit.parent_ids() {
+                walk.hide(parent)
+                    .context_git(|| format!("hiding {parent}"))?;
+            }
+        }
+        for &oid in hide {
+            walk.hide(oid).context_git(|| format!("hiding {oid}"))?;
+        }
+        let mut branch = Branch {
+            repo,
+            commits: Vec::new(),
+            by_subject: HashMap::new(),
+            by_origin: HashMap::new(),
+            short_origins: Vec::new(),
+            patch_ids: None,
+        };
+        for oid in walk {
+            let oid = oid.context_git(|| "walking the branch")?;
+            let commit = repo
+                .find_commit(oid)
+                .context_git(|| format!("reading commit {oid}"))?;
+            let message = String::from_utf8_lossy(commit.message_bytes());
+            let index = branch.commits.len();
+            let origins = git::origins(&message);
+            for origin in &origins {
+                if origin.hex.len() == 40 {
+                    branch.by_origin.entry(origin.hex.clone()).or_insert(index);
+                } else {
+                    branch.short_origins.push((origin.hex.clone(), index));
+                }
+            }
+            branch
+                .by_subject
+                .entry(normalize_subject(&git::commit_subject(&message)))
+                .or_default()
+                .push(index);
+            branch.commits.push(BranchCommit { oid, origins });
+        }
+        Ok(branch)
+    }
+
+    /// How many commits the branch has since it diverged.
+    pub fn len(&self) -> usize {
+        self.commits.len()
+    }
+
+    /// Whether the branch has no commits since it diverged.
+    pub fn is_empty(&self) -> bool {
+        self.commits.is_empty()
+    }
+
+    fn by_trailer(&self, full_hex: &str) -> Option<usize> {
+        if let Some(&i) = self.by_origin.get(full_hex) {
+            return Some(i);
+        }
+        self.short_origins
+            .iter()
+            .find(|(hex, i)| {
+                full_hex.starts_with(hex.as_str())
+                    && self.commits[*i].origins.iter().any(|o| o.names(full_hex))
+            })
+            .map(|&(_, i)| i)
+    }
+
+    fn by_patch_id(&mut self, id: PatchId) -> Result<Option<usize>, Error> {
+        if self.patch_ids.is_none() {
+            let mut map = HashMap::new();
+            for (i, c) in self.commits.iter().enumerate() {
+                let commit = self
+                    .repo
+                    .find_commit(c.oid)
+                    .context_git(|| format!("reading commit {}", c.oid))?;
+                // A merge's patch-id against its first parent is not a port of anything; skip merges.
+                if commit.parent_count() > 1 {
+                    continue;
+                }
+                if let Some(pid) = git::patch_id_of_commit(self.repo, &commit)? {
+                    map.entry(pid).or_insert(i);
+                }
+            }
+            self.patch_ids = Some(map);
+        }
+        Ok(self.patch_ids.as_ref().and_then(|m| m.get(&id).copied()))
+    }
+}
+
+/// Decides, for every resolved entry, whether the branch already carries it.
+pub fn judge(
+    branch: &mut Branch<'_>,
+    list: &[Resolved],
+    rules: Rules,
+) -> Result<Vec<Verdict>, Error> {
+    let mut listed_subjects: HashMap<String, usize> = HashMap::new();
+    for r in list {
+        *listed_subjects
+            .entry(normalize_subject(&r.subject))
+            .or_default() += 1;
+    }
+    let mut out = Vec::with_capacity(list.len());
+    for r in list {
+        let hex = r.oid.to_string();
+        if rules.trailer {
+            if let Some(i) = branch.by_trailer(&hex) {
+                out.push(applied(Rule::Trailer, branch.commits[i].oid));
+                continue;
+            }
+        }
+        let norm = normalize_subject(&r.subject);
+        let on_branch = branch.by_subject.get(&norm).map_or(&[][..], Vec::as_slice);
+        let mut ambiguous = false;
+        if rules.subject && !on_branch.is_empty() {
+            if on_branch.len() == 1 && listed_subjects[&norm] == 1 {
+                out.push(applied(Rule::Subject, branch.commits[on_branch[0]].oid));
+                continue;
+            }
+            ambiguous = true;
+        }
+        if rules.patch_id {
+            let commit = branch
+                .repo
+                .find_commit(r.oid)
+                .context_git(|| format!("reading commit {}", r.oid))?;
+            if commit.parent_count() <= 1 {
+                if let Some(pid) = git::patch_id_of_commit(branch.repo, &commit)? {
+                    if let Some(i) = branch.by_patch_id(pid)? {
+                        out.push(applied(Rule::PatchId, branch.commits[i].oid));
+                        continue;
+                    }
+                }
+            }
+        }
+        out.push(Verdict::Missing {
+            ambiguous_subject: ambiguous,
+        });
+    }
+    Ok(out)
+}
+
+fn applied(rule: Rule, by: Oid) -> Verdict {
+    Verdict::Applied(AppliedBecause { rule, by })
+}
+
+/// One entry of a [`presence`] report.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Presence {
+    /// The list entry.
+    pub entry: super::patchlist::Entry,
+    /// The listed commit, when the repository has it.
+    pub oid: Option<Oid>,
+    /// Whether and how the branch carries it.
+    pub verdict: Verdict,
+}
+
+/// Read-only branch check for `verify`: for each entry of `list`, whether the commit `reference` points at (a
+/// branch, tag or any revision) carries it, and by which rule.
+///
+/// Entries whose commit the repository lacks can still be found by trailer (by the listed abbreviation) and by
+/// subject; the branch is then walked back to `since` when given, else to the root.
+pub fn presence(
+    repo: &Repository,
+    reference: &str,
+    list: &PatchList,
+    rules: Rules,
+    since: Option<&str>,
+) -> Result<Vec<Presence>, Error> {
+    let bad = |source: git2::Error| Error::BadRange {
+        range: reference.to_owned(),
+        source,
+    };
+    let tip = repo
+        .revparse_single(reference)
+        .map_err(bad)?
+        .peel_to_commit()
+        .map_err(bad)?
+        .id();
+    let hide = match since {
+        Some(s) => vec![repo
+            .revparse_single(s)
+            .map_err(bad)?
+            .peel_to_commit()
+            .map_err(bad)?
+            .id()],
+        None => Vec::new(),
+    };
+    let odb = repo.odb().context_git(|| "opening the object database")?;
+    let mut known = Vec::new();
+    let mut oids = Vec::new();
+    for entry in &list.entries {
+        let oid = Oid::from_str(&format!("{:0<40}", entry.sha))
+            .ok()
+            .and_then(|p| odb.exists_prefix(p, entry.sha.len()).ok())
+            .filter(|oid| repo.find_commit(*oid).is_ok());
+        oids.push(oid);
+        if let Some(oid) = oid {
+            known.push(oid);
+        }
+    }
+    let mut branch = Branch::collect(repo, tip, &known, &hide)?;
+    let resolved: Vec<Resolved> = list
+        .entries
+        .iter()
+        .zip(&oids)
+        .map(|(entry, oid)| Resolved {
+            entry: entry.clone(),
+            oid: oid.unwrap_or(Oid::ZERO_SHA1),
+            subject: entry.subject.clone(),
+        })
+        .collect();
+    let mut out = Vec::with_capacity(resolved.len());
+    for (r, oid) in resolved.iter().zip(&oids) {
+        let verdict = match oid {
+            Some(_) => judge(&mut branch, std::slice::from_ref(r), rules)?[0],
+            None => {
+                // Without the commit only the listed text is known: trailer by abbreviation, then subject.
+                let by_trailer = rules
+                    .trailer
+                    .then(|| {
+                        branch.commits.iter().find(|c| {
+                            c.origins.iter().any(|o| {
+                                o.hex.starts_with(&r.entry.sha) || r.entry.sha.starts_with(&o.hex)
+                            })
+                        })
+                    })
+                    .flatten();
+                match by_trailer {
+                    Some(c) => applied(Rule::Trailer, c.oid),
+                    None => match branch.by_subject.get(&normalize_subject(&r.subject)) {
+                        Some(v) if rules.subject && v.len() == 1 => {
+                            applied(Rule::Subject, branch.commits[v[0]].oid)
+                        }
+                        Some(_) if rules.subject => Verdict::Missing {
+                            ambiguous_subject: true,
+                        },
+                        _ => Verdict::Missing {
+                            ambiguous_subject: false,
+                        },
+                    },
+                }
+            }
+        };
+        out.push(Presence {
+            entry: r.entry.clone(),
+            oid: *oid,
+            verdict,
+        });
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn subjects_normalize_stacked_prefixes_and_patch_tags() {
+        assert_eq!(normalize_subject("perf script: fix"), "perf script: fix");
+        assert_eq!(
+            normalize_subject("BACKPORT: FROMGIT: perf script:   fix\t x"),
+            "perf script: fix x"
+        );
+        assert_eq!(
+            normalize_subject("[PATCH v2 3/7] UPSTREAM: perf: a"),
+            "perf: a"
+        );
+        assert_eq!(normalize_subject("ANDROID: CHROMIUM: FROMLIST: x"), "x");
+        assert_ne!(normalize_subject("perf: a"), normalize_subject("perf: b"));
+    }
+}

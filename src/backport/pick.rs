@@ -1,0 +1,363 @@
+//! One cherry-pick in memory: three-way merge of only the paths the commit touches, onto a tree.
+//!
+//! ```text
+//!   parent tree ──diff──▶ commit tree        (the patch: a handful of deltas)
+//!        │ base               │ theirs
+//!        ▼                    ▼
+//!   tip tree ─── per touched path: ours ──▶ merged blob / conflict
+//!        └── TreeUpdateBuilder rewrites only the trees on those paths ──▶ new tree
+//! ```
+//!
+//! Nothing here touches the worktree, the index or a ref; objects go to whatever the repository's object database
+//! writes first (a mempack during `apply`). Conflicts are returned as data for the one place that stops a run.
+
+use super::state::Favor;
+use super::Error;
+use crate::git::Context;
+use git2::build::TreeUpdateBuilder;
+use git2::{
+    Commit, Delta, DiffFindOptions, DiffOptions, FileMode, MergeFileInput, MergeFileOptions, Oid,
+    Repository, Tree,
+};
+use std::path::Path;
+
+/// A blob (or link) as a tree entry has it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Side {
+    /// The object.
+    pub oid: Oid,
+    /// Its raw file mode (0o100644, 0o100755, 0o120000, 0o160000).
+    pub mode: u32,
+}
+
+/// How a path conflicts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ConflictKind {
+    /// Both sides changed the content.
+    Content,
+    /// Both sides added the path with different content.
+    AddAdd,
+    /// The branch changed it, the commit deletes it.
+    ModifyDelete,
+    /// The branch deleted it, the commit changes it.
+    DeleteModify,
+}
+
+/// One conflicted path, with everything needed to write it into the index and worktree.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Conflict {
+    /// Repository-relative path (`/`-separated).
+    pub path: String,
+    /// How it conflicts.
+    pub kind: ConflictKind,
+    /// Stage 1.
+    pub base: Option<Side>,
+    /// Stage 2 (the branch).
+    pub ours: Option<Side>,
+    /// Stage 3 (the picked commit).
+    pub theirs: Option<Side>,
+    /// What the worktree file gets: the text with conflict markers, or one side's content.
+    pub worktree: Option<Vec<u8>>,
+    /// The worktree file's mode.
+    pub mode: u32,
+}
+
+/// The result of a pick.
+#[derive(Debug)]
+pub struct Picked {
+    /// The new tree: the tip with every cleanly merged path updated (conflicted paths keep the branch's version).
+    pub tree: Oid,
+    /// Conflicted paths, in diff order; empty when the pick is clean.
+    pub conflicts: Vec<Conflict>,
+}
+
+/// Labels and style for conflict markers, as git's cherry-pick writes them.
+#[derive(Clone, Debug)]
+pub struct Markers {
+    /// `HEAD`.
+    pub ours: String,
+    /// `<sha7> (<subject>)`.
+    pub theirs: String,
+    /// `parent of <sha7> (<subject>)` (shown in diff3/zdiff3 style).
+    pub base: String,
+    /// `merge.conflictStyle`.
+    pub style: ConflictStyle,
+}
+
+/// `merge.conflictStyle`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ConflictStyle {
+    /// `merge` (two sides).
+    #[default]
+    Merge,
+    /// `diff3` (with the base).
+    Diff3,
+    /// `zdiff3`.
+    Zdiff3,
+}
+
+impl ConflictStyle {
+    /// Reads `merge.conflictStyle` from the repository's config.
+    pub fn from_config(repo: &Repository) -> ConflictStyle {
+        let value = repo
+            .config()
+            .ok()
+            .and_then(|c| c.get_string("merge.conflictstyle").ok());
+        match value.as_deref() {
+            Some("diff3") => ConflictStyle::Diff3,
+            Some("zdiff3") => ConflictStyle::Zdiff3,
+            _ => ConflictStyle::Merge,
+        }
+    }
+}
+
+impl Markers {
+    /// Labels for picking `commit`, as git's sequencer builds them.
+    pub fn for_commit(commit: &Commit<'_>, subject: &str, style: ConflictStyle) -> Markers {
+        let short = &commit.id().to_string()[..7];
+        Markers {
+            ours: "HEAD".into(),
+            theirs: format!("{short} ({subject})"),
+            base: format!("parent of {short} ({subject})"),
+            style,
+        }
+    }
+}
+
+/// Picks `commit` (diffed against parent `mainline`, 1-based, default 1) onto `tip`.
+pub fn pick(
+    repo: &Repository,
+    tip: &Tree<'_>,
+    commit: &Commit<'_>,
+    mainline: Option<u32>,
+    favor: Favor,
+    markers: &Markers,
+) -> Result<Picked, Error> {
+    let theirs_tree = commit
+        .tree()
+        .context_git(|| format!("reading the tree of {}", commit.id()))?;
+    let parent_index = mainline.map_or(0, |m| m.saturating_sub(1) as usize);
+    let base_tree = match commit.parent(parent_index) {
+        Ok(p) => Some(
+            p.tree()
+                .context_git(|| format!("reading the tree of {}", p.id()))?,
+        ),
+        Err(_) => None,
+    };
+    let mut dopts = DiffOptions::new();
+    dopts.skip_binary_check(true);
+    let mut diff = repo
+        .diff_tree_to_tree(base_tree.as_ref(), Some(&theirs_tree), Some(&mut dopts))
+        .context_git(|| format!("diffing {}", commit.id()))?;
+    let has = |d: Delta| diff.deltas().any(|x| x.status() == d);
+    if has(Delta::Added) && has(Delta::Deleted) {
+        // Rename detection costs a similarity pass; only a patch that adds and deletes can contain a rename.
+        diff.find_similar(Some(DiffFindOptions::new().renames(true)))
+            .context_git(|| format!("finding renames in {}", commit.id()))?;
+    }
+
+    let mut updates = TreeUpdateBuilder::new();
+    let mut conflicts = Vec::new();
+    let mut changed = false;
+    for delta in diff.deltas() {
+        let old = delta.old_file();
+        let new = delta.new_file();
+        let path_of = |f: &git2::DiffFile<'_>| {
+            f.path_bytes()
+                .map(|p| String::from_utf8_lossy(p).into_owned())
+        };
+        let (old_path, new_path) = (path_of(&old), path_of(&new));
+        let side = |f: &git2::DiffFile<'_>| {
+            f.exists().then(|| Side {
+                oid: f.id(),
+                mode: u32::from(f.mode()),
+            })
+        };
+        let (base, theirs) = (side(&old), side(&new));
+        let (ours_path, target_path) = match delta.status() {
+            Delta::Added => (new_path.clone(), new_path.clone()),
+            Delta::Renamed => (old_path.clone(), new_path.clone()),
+            _ => (old_path.clone(), old_path.clone().or(new_path.clone())),
+        };
+        let (Some(ours_path), Some(target_path)) = (ours_path, target_path) else {
+            continue;
+        };
+        let ours = lookup(tip, &ours_path);
+        let renamed = ours_path != target_path;
+        let outcome = resolve_path(repo, &target_path, base, ours, theirs, favor, markers)?;
+        match outcome {
+            PathOutcome::Unchanged => {}
+            PathOutcome::Set(s) => {
+                if renamed && ours.is_some() {
+                    updates.remove(ours_path.as_str());
+                }
+                if lookup(tip, &target_path) != s {
+                    match s {
+                        Some(s) => updates.upsert(target_path.as_str(), s.oid, file_mode(s.mode)),
+                        None => updates.remove(target_path.as_str()),
+                    };
+                    changed = true;
+                } else if renamed && ours.is_some() {
+                    changed = true;
+                }
+            }
+            PathOutcome::Conflict(mut c) => {
+                if renamed {
+                    c.path = target_path.clone();
+                }
+                conflicts.push(c);
+            }
+        }
+    }
+    let tree = if changed {
+        updates
+            .create_updated(repo, tip)
+            .context_git(|| format!("building the tree for {}", commit.id()))?
+    } else {
+        tip.id()
+    };
+    Ok(Picked { tree, conflicts })
+}
+
+enum PathOutcome {
+    Unchanged,
+    Set(Option<Side>),
+    Conflict(Conflict),
+}
+
+fn resolve_path(
+    repo: &Repository,
+    path: &str,
+    base: Option<Side>,
+    ours: Option<Side>,
+    theirs: Option<Side>,
+    favor: Favor,
+    markers: &Markers,
+) -> Result<PathOutcome, Error> {
+    if ours == theirs {
+        return Ok(PathOutcome::Unchanged);
+    }
+    if ours == base {
+        return Ok(PathOutcome::Set(theirs));
+    }
+    let conflict = |kind, worktree: Option<Vec<u8>>, mode| {
+        PathOutcome::Conflict(Conflict {
+            path: path.to_owned(),
+            kind,
+            base,
+            ours,
+            theirs,
+            worktree,
+            mode,
+        })
+    };
+    match (ours, theirs) {
+        (Some(o), None) => Ok(conflict(ConflictKind::ModifyDelete, None, o.mode)),
+        (None, Some(t)) => {
+            let content = blob(repo, t.oid)?;
+            Ok(conflict(ConflictKind::DeleteModify, Some(content), t.mode))
+        }
+        (Some(o), Some(t)) => {
+            let is_file = |s: Side| s.mode & 0o170000 == 0o100000;
+            if !is_file(o) || !is_file(t) || base.is_some_and(|b| !is_file(b)) {
+                return Ok(conflict(
+                    if base.is_some() {
+                        ConflictKind::Content
+                    } else {
+                        ConflictKind::AddAdd
+                    },
+                    None,
+                    o.mode,
+                ));
+            }
+            // Mode: a side that kept the base's mode yields to the other (git's merge of modes).
+            let mode = match base {
+                Some(b) if o.mode == b.mode => t.mode,
+                _ => o.mode,
+            };
+            let base_bytes = match base {
+                Some(b) if b.mode & 0o170000 == 0o100000 => blob(repo, b.oid)?,
+                _ => Vec::new(),
+            };
+            let (ours_bytes, theirs_bytes) = (blob(repo, o.oid)?, blob(repo, t.oid)?);
+            let input = |bytes: &[u8], mode| {
+                let mut i = MergeFileInput::new();
+                i.path(path).mode(Some(file_mode(mode)));
+                (i, bytes.to_vec())
+            };
+            let (mut bi, bb) = input(&base_bytes, base.map_or(o.mode, |b| b.mode));
+            let (mut oi, ob) = input(&ours_bytes, o.mode);
+            let (mut ti, tb) = input(&theirs_bytes, t.mode);
+            bi.content(&bb);
+            oi.content(&ob);
+            ti.content(&tb);
+            let mut opts = MergeFileOptions::new();
+            opts.our_label(markers.ours.as_str())
+                .their_label(markers.theirs.as_str())
+                .ancestor_label(markers.base.as_str());
+            match markers.style {
+                ConflictStyle::Merge => {}
+                ConflictStyle::Diff3 => {
+                    opts.style_diff3(true);
+                }
+                ConflictStyle::Zdiff3 => {
+                    opts.style_zdiff3(true);
+                }
+            }
+            match favor {
+                Favor::None => {}
+                Favor::Ours => {
+                    opts.favor(git2::FileFavor::Ours);
+                }
+                Favor::Theirs => {
+                    opts.favor(git2::FileFavor::Theirs);
+                }
+            }
+            let merged = git2::merge_file(&bi, &oi, &ti, Some(&mut opts))
+                .context_git(|| format!("merging {path}"))?;
+            if merged.is_automergeable() {
+                let oid = repo
+                    .blob(merged.content())
+                    .context_git(|| format!("writing the merged {path}"))?;
+                Ok(PathOutcome::Set(Some(Side { oid, mode })))
+            } else {
+                let kind = if base.is_some() {
+                    ConflictKind::Content
+                } else {
+                    ConflictKind::AddAdd
+                };
+                Ok(conflict(kind, Some(merged.content().to_vec()), mode))
+            }
+        }
+        (None, None) => Ok(PathOutcome::Unchanged),
+    }
+}
+
+/// The entry at `path` in `tree`, if it is not a directory.
+pub fn lookup(tree: &Tree<'_>, path: &str) -> Option<Side> {
+    let entry = tree.get_path(Path::new(path)).ok()?;
+    let mode = entry.filemode() as u32;
+    (mode & 0o170000 != 0o040000).then(|| Side {
+        oid: entry.id(),
+        mode,
+    })
+}
+
+fn blob(repo: &Repository, oid: Oid) -> Result<Vec<u8>, Error> {
+    Ok(repo
+        .find_blob(oid)
+        .context_git(|| format!("reading blob {oid}"))?
+        .content()
+        .to_vec())
+}
+
+/// The git2 mode for a raw mode.
+pub fn file_mode(mode: u32) -> FileMode {
+    match mode {
+        0o100755 => FileMode::BlobExecutable,
+        0o120000 => FileMode::Link,
+        0o160000 => FileMode::Commit,
+        0o040000 => FileMode::Tree,
+        _ => FileMode::Blob,
+    }
+}

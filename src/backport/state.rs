@@ -1,0 +1,287 @@
+//! Resumable state in `.git/bport/`: a versioned JSON file written atomically (temp, fsync, rename) under a lock.
+//!
+//! Loading is two-stage: the `version` field is read first, so that a file from a newer bport fails with a clear
+//! message instead of a serde error, and older versions would be upgraded in [`upgrade`] before the typed parse.
+
+use super::plan::{Plan, StepResult};
+use super::Error;
+use git2::Oid;
+use serde::{Deserialize, Serialize};
+use std::fs::{self, File};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+/// The state format this bport writes.
+pub const VERSION: u32 = 1;
+
+/// Options that must survive a stop, so `--continue` picks the rest exactly as the first run would.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PickOptions {
+    /// `-x`: append `(cherry picked from commit …)`.
+    pub record_origin: bool,
+    /// `-s`: append `Signed-off-by:` of the committer.
+    pub signoff: bool,
+    /// `-m N`: diff merges against parent N (1-based).
+    pub mainline: Option<u32>,
+    /// `-X ours|theirs`.
+    pub favor: Favor,
+    /// `--autoupdate`: stage and continue when recorded resolutions resolved every conflict.
+    pub autoupdate: bool,
+}
+
+/// Which side wins conflicting hunks (`-X`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Favor {
+    /// Leave conflicts for the user.
+    #[default]
+    None,
+    /// The branch's side.
+    Ours,
+    /// The picked commit's side.
+    Theirs,
+}
+
+/// Where a run is.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "phase", rename_all = "kebab-case")]
+pub enum Phase {
+    /// Picking; the branch may still be at `anchor` if the run was interrupted before it moved the branch to `tip`.
+    Running,
+    /// Stopped at a conflict in step `position`; index and worktree hold the conflict.
+    Stopped {
+        /// The conflicted paths.
+        paths: Vec<String>,
+    },
+}
+
+/// The resumable state of one `bport apply` run.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct State {
+    /// Format version ([`VERSION`]).
+    pub version: u32,
+    /// The plan.
+    pub plan: Plan,
+    /// What happened to each step so far.
+    pub results: Vec<Option<StepResult>>,
+    /// The next step to run, or the step stopped at.
+    pub position: usize,
+    /// HEAD before the run (for `--abort`).
+    #[serde(with = "oid_hex")]
+    pub orig_head: Oid,
+    /// The branch that was checked out (full ref name), or none when HEAD was detached.
+    pub branch: Option<String>,
+    /// The commit the branch should point at once the steps before `position` are done.
+    #[serde(with = "oid_hex")]
+    pub tip: Oid,
+    /// Where the branch pointed when this state was written; with a crash between writing objects and moving the
+    /// branch, HEAD is here and `tip` is where it should be.
+    #[serde(with = "oid_hex")]
+    pub anchor: Oid,
+    /// Options of the run.
+    pub options: PickOptions,
+    /// Where the run is.
+    pub phase: Phase,
+}
+
+/// The `.git/bport` directory of a repository.
+pub fn dir(git_dir: &Path) -> PathBuf {
+    git_dir.join("bport")
+}
+
+fn state_path(git_dir: &Path) -> PathBuf {
+    dir(git_dir).join("state.json")
+}
+
+/// Whether a run is in progress.
+pub fn exists(git_dir: &Path) -> bool {
+    state_path(git_dir).exists()
+}
+
+/// Loads the state, or `None` when no run is in progress.
+pub fn load(git_dir: &Path) -> Result<Option<State>, Error> {
+    let path = state_path(git_dir);
+    let text = match fs::read_to_string(&path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(source) => return Err(Error::Io { path, source }),
+    };
+    let corrupt = |reason: String| Error::StateCorrupt {
+        path: path.clone(),
+        reason,
+    };
+    let raw: serde_json::Value = serde_json::from_str(&text).map_err(|e| corrupt(e.to_string()))?;
+    let version = raw
+        .get("version")
+        .and_then(serde_json::Value::as_u64)
+        .ok_or_else(|| corrupt("no version field".into()))?;
+    if version > u64::from(VERSION) {
+        return Err(Error::StateVersion {
+            path,
+            found: version,
+            supported: VERSION,
+        });
+    }
+    let raw = upgrade(raw, version);
+    serde_json::from_value(raw)
+        .map(Some)
+        .map_err(|e| corrupt(e.to_string()))
+}
+
+/// Migrates an older state file to [`VERSION`]; version 1 is the first, so there is nothing to do yet.
+pub fn upgrade(raw: serde_json::Value, _from: u64) -> serde_json::Value {
+    raw
+}
+
+/// Writes the state atomically: a temp file in the same directory, fsync, rename, fsync of the directory.
+pub fn save(git_dir: &Path, state: &State) -> Result<(), Error> {
+    let dir = dir(git_dir);
+    let io = |path: &Path| {
+        let path = path.to_path_buf();
+        move |source| Error::Io { path, source }
+    };
+    fs::create_dir_all(&dir).map_err(io(&dir))?;
+    let tmp = dir.join("state.json.tmp");
+    let text = serde_json::to_vec_pretty(state).expect("the state has only serializable fields");
+    let mut f = File::create(&tmp).map_err(io(&tmp))?;
+    f.write_all(&text).map_err(io(&tmp))?;
+    f.sync_all().map_err(io(&tmp))?;
+    let path = state_path(git_dir);
+    fs::rename(&tmp, &path).map_err(io(&path))?;
+    if let Ok(d) = File::open(&dir) {
+        let _ = d.sync_all();
+    }
+    Ok(())
+}
+
+/// Removes the state at the end of a run.
+pub fn remove(git_dir: &Path) -> Result<(), Error> {
+    let path = state_path(git_dir);
+    match fs::remove_file(&path) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(source) => Err(Error::Io { path, source }),
+    }
+}
+
+/// An exclusive lock on `.git/bport/lock`, held for the whole command. The file holds the owner's pid; a lock
+/// whose process is gone (a killed run) is stale and taken over, so a crash never blocks `--continue`.
+#[derive(Debug)]
+pub struct Lock {
+    path: PathBuf,
+}
+
+impl Drop for Lock {
+    fn drop(&mut self) {
+        let _ = fs::remove_file(&self.path);
+    }
+}
+
+/// Takes the lock, or fails at once when a live bport holds it.
+pub fn lock(git_dir: &Path) -> Result<Lock, Error> {
+    let dir = dir(git_dir);
+    fs::create_dir_all(&dir).map_err(|source| Error::Io {
+        path: dir.clone(),
+        source,
+    })?;
+    let path = dir.join("lock");
+    for _ in 0..2 {
+        match File::options().write(true).create_new(true).open(&path) {
+            Ok(mut f) => {
+                let _ = writeln!(f, "{}", std::process::id());
+                return Ok(Lock { path });
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                let owner = fs::read_to_string(&path)
+                    .ok()
+                    .and_then(|s| s.trim().parse::<u32>().ok());
+                let alive = owner.is_some_and(|pid| Path::new(&format!("/proc/{pid}")).exists());
+                if alive {
+                    return Err(Error::Locked { path });
+                }
+                let _ = fs::remove_file(&path);
+            }
+            Err(source) => return Err(Error::Io { path, source }),
+        }
+    }
+    Err(Error::Locked { path })
+}
+
+/// serde for `Oid` as 40 hex digits.
+pub mod oid_hex {
+    use git2::Oid;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    /// Writes the oid as hex.
+    pub fn serialize<S: Serializer>(oid: &Oid, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&oid.to_string())
+    }
+
+    /// Reads an oid from hex.
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Oid, D::Error> {
+        let s = String::deserialize(d)?;
+        Oid::from_str(&s).map_err(serde::de::Error::custom)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> State {
+        let oid = Oid::from_str("0123456789abcdef0123456789abcdef01234567").unwrap();
+        State {
+            version: VERSION,
+            plan: Plan::default(),
+            results: vec![],
+            position: 0,
+            orig_head: oid,
+            branch: Some("refs/heads/main".into()),
+            tip: oid,
+            anchor: oid,
+            options: PickOptions::default(),
+            phase: Phase::Stopped {
+                paths: vec!["README".into()],
+            },
+        }
+    }
+
+    #[test]
+    fn round_trips_and_rejects_newer_versions() {
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(load(dir.path()).unwrap(), None);
+        save(dir.path(), &sample()).unwrap();
+        assert_eq!(load(dir.path()).unwrap(), Some(sample()));
+        let text = fs::read_to_string(state_path(dir.path())).unwrap();
+        fs::write(
+            state_path(dir.path()),
+            text.replace("\"version\": 1", "\"version\": 9"),
+        )
+        .unwrap();
+        let err = load(dir.path()).unwrap_err();
+        assert!(
+            matches!(
+                err,
+                Error::StateVersion {
+                    found: 9,
+                    supported: 1,
+                    ..
+                }
+            ),
+            "{err:?}"
+        );
+    }
+
+    #[test]
+    fn a_second_lock_fails_while_the_first_is_held() {
+        let dir = tempfile::tempdir().unwrap();
+        let first = lock(dir.path()).unwrap();
+        assert!(matches!(lock(dir.path()), Err(Error::Locked { .. })));
+        drop(first);
+        let second = lock(dir.path()).unwrap();
+        std::mem::forget(second);
+        // A lock left by a dead process (pid 0 never names a running bport) is stale and taken over.
+        fs::write(super::dir(dir.path()).join("lock"), "0\n").unwrap();
+        lock(dir.path()).unwrap();
+    }
+}

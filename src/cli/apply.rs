@@ -1,0 +1,460 @@
+//! `bport apply`: cherry-pick a patch list onto the current branch, with `--continue`, `--skip` and `--abort`.
+
+use super::{CliError, CliResult, Kind, Ui};
+use crate::backport::{
+    self, ApplyOptions, Checkpoint, Favor, Outcome, PatchList, PickOptions, Progress, Resume,
+    Rules, Step, StepResult,
+};
+use crate::git;
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// Cherry-pick every commit of a patch list onto the current branch, in order.
+///
+/// Each patch is picked in memory, or skipped because the branch already carries it (by upstream trailer,
+/// subject or patch-id; the rule is named), or skipped as empty. At a conflict bport stops with exit code 1,
+/// leaving the files with git's conflict markers and the index with the conflict stages; resolve, `git add`, then
+/// `bport apply --continue` (or `--skip` / `--abort`).
+///
+/// Example: bport list v6.1..perf-fixes > fixes.txt && bport apply -x fixes.txt
+#[derive(Debug, clap::Args)]
+#[command(group(clap::ArgGroup::new("resume").args(["cont", "skip", "abort"])))]
+pub struct ApplyArgs {
+    /// The patch list (`<sha> <subject>` lines, as `bport list` writes them); `-` reads stdin.
+    #[arg(required_unless_present_any = ["cont", "skip", "abort"], conflicts_with = "resume")]
+    pub patchlist: Option<PathBuf>,
+
+    /// Append "(cherry picked from commit <sha>)" to each message.
+    #[arg(short = 'x')]
+    pub record_origin: bool,
+
+    /// Append a Signed-off-by line of the committer (kept across --continue).
+    #[arg(short = 's', long)]
+    pub signoff: bool,
+
+    /// For merge commits in the list, the parent to diff against (1-based).
+    #[arg(short = 'm', long, value_name = "PARENT")]
+    pub mainline: Option<u32>,
+
+    /// Favour one side in conflicting hunks, as git's strategy option does.
+    #[arg(short = 'X', long = "strategy-option", value_name = "ours|theirs")]
+    pub strategy_option: Option<StrategyOption>,
+
+    /// Print the plan and predicted conflicts; touch nothing.
+    #[arg(long, conflicts_with = "resume")]
+    pub dry_run: bool,
+
+    /// Rules that count a patch as already applied (comma-separated: trailer,subject,patch-id; or none).
+    #[arg(long, value_name = "KINDS", default_value = "trailer,subject,patch-id")]
+    pub r#match: String,
+
+    /// Stage and continue when recorded resolutions resolved every conflict of a patch.
+    #[arg(long)]
+    pub autoupdate: bool,
+
+    /// Never prompt.
+    #[arg(short, long)]
+    pub yes: bool,
+
+    /// Commit the staged resolution of the stopped patch and go on.
+    #[arg(long = "continue", id = "cont")]
+    pub cont: bool,
+
+    /// Drop the stopped patch and go on.
+    #[arg(long)]
+    pub skip: bool,
+
+    /// Restore branch, HEAD, index and worktree exactly as before the run.
+    #[arg(long)]
+    pub abort: bool,
+}
+
+/// `-X` values.
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+pub enum StrategyOption {
+    /// The branch's side wins conflicting hunks.
+    Ours,
+    /// The picked commit's side wins conflicting hunks.
+    Theirs,
+}
+
+/// Opens the repository around the current directory, with the CLI's hint when there is none.
+pub fn open_repo() -> CliResult<git2::Repository> {
+    let cwd = std::env::current_dir()?;
+    Ok(git::discover(&cwd)?)
+}
+
+/// Runs `bport apply`.
+pub fn run(args: ApplyArgs, ui: &Ui) -> CliResult<ExitCode> {
+    let repo = open_repo()?;
+    let mut progress = CliProgress::new(ui);
+    let how = if args.cont {
+        Some(Resume::Continue)
+    } else if args.skip {
+        Some(Resume::Skip)
+    } else if args.abort {
+        Some(Resume::Abort)
+    } else {
+        None
+    };
+    let outcome = match how {
+        Some(how) => backport::resume(&repo, how, &mut progress)?,
+        None => {
+            let path = args
+                .patchlist
+                .clone()
+                .expect("clap requires a patch list without a resume flag");
+            let text = if path.as_os_str() == "-" {
+                std::io::read_to_string(std::io::stdin())?
+            } else {
+                std::fs::read_to_string(&path).map_err(|e| {
+                    CliError::new(
+                        Kind::User,
+                        anyhow::Error::new(e).context(format!("reading {}", path.display())),
+                    )
+                })?
+            };
+            let list = PatchList::parse(&text)?;
+            let opts = ApplyOptions {
+                pick: PickOptions {
+                    record_origin: args.record_origin,
+                    signoff: args.signoff,
+                    mainline: args.mainline,
+                    favor: match args.strategy_option {
+                        None => Favor::None,
+                        Some(StrategyOption::Ours) => Favor::Ours,
+                        Some(StrategyOption::Theirs) => Favor::Theirs,
+                    },
+                    autoupdate: args.autoupdate,
+                },
+                rules: parse_rules(&args.r#match)?,
+                dry_run: args.dry_run,
+            };
+            backport::apply(&repo, &list, &opts, &mut progress)?
+        }
+    };
+    progress.bar.finish_and_clear();
+    render(&repo, outcome, ui, args.yes)
+}
+
+fn parse_rules(kinds: &str) -> CliResult<Rules> {
+    let mut rules = Rules {
+        trailer: false,
+        subject: false,
+        patch_id: false,
+    };
+    for kind in kinds.split(',').map(str::trim).filter(|k| !k.is_empty()) {
+        match kind {
+            "trailer" => rules.trailer = true,
+            "subject" => rules.subject = true,
+            "patch-id" => rules.patch_id = true,
+            "none" => {}
+            other => {
+                return Err(CliError::user(format!("--match: unknown rule {other:?}"))
+                    .hint("use a comma-separated list of trailer, subject, patch-id (or none)"))
+            }
+        }
+    }
+    Ok(rules)
+}
+
+/// `<sha7> <subject>` of a step.
+pub fn step_title(step: &Step) -> String {
+    format!("{} {}", &step.commit.to_string()[..7], step.subject)
+}
+
+/// How a step's result reads in status lines.
+pub fn result_words(result: &StepResult) -> String {
+    match result {
+        StepResult::Picked { new } => format!("picked as {}", &new.to_string()[..7]),
+        StepResult::Applied { because } => {
+            format!(
+                "skipped (already applied: {}, {})",
+                because.rule,
+                &because.by.to_string()[..7]
+            )
+        }
+        StepResult::Empty => "skipped (empty)".into(),
+        StepResult::SkippedByUser => "skipped (--skip)".into(),
+        StepResult::Conflict { paths } => format!("conflict in {}", paths.join(", ")),
+    }
+}
+
+struct CliProgress<'u> {
+    ui: &'u Ui,
+    bar: indicatif::ProgressBar,
+    picks: usize,
+    crash_after_picks: Option<usize>,
+    crash_at: Option<String>,
+}
+
+impl<'u> CliProgress<'u> {
+    fn new(ui: &'u Ui) -> Self {
+        CliProgress {
+            ui,
+            bar: indicatif::ProgressBar::hidden(),
+            picks: 0,
+            // Test-only fault injection (tests/it/apply.rs): die like a SIGKILL at a chosen point.
+            crash_after_picks: std::env::var("BPORT_TEST_CRASH_AFTER_PICKS")
+                .ok()
+                .and_then(|v| v.parse().ok()),
+            crash_at: std::env::var("BPORT_TEST_CRASH_AT").ok(),
+        }
+    }
+}
+
+impl Progress for CliProgress<'_> {
+    fn step(&mut self, index: usize, total: usize, step: &Step, result: &StepResult) {
+        if index == 0 || self.bar.length() != Some(total as u64) {
+            self.bar = self.ui.progress(total as u64);
+        }
+        self.bar.set_position(index as u64 + 1);
+        self.bar.set_message(step.subject.clone());
+        if let backport::Action::Pick {
+            ambiguous_subject: true,
+        } = step.action
+        {
+            self.bar.suspend(|| {
+                self.ui.warn(format!(
+                    "{}: the subject occurs more than once in the list or on the branch and neither trailer nor \
+                     patch-id decided; picked it anyway",
+                    step_title(step)
+                ))
+            });
+        }
+        if !matches!(result, StepResult::Conflict { .. }) || self.ui.verbose > 0 {
+            self.bar.suspend(|| {
+                self.ui.status(format!(
+                    "{}/{total} {}: {}",
+                    index + 1,
+                    step_title(step),
+                    result_words(result)
+                ))
+            });
+        }
+        if matches!(result, StepResult::Picked { .. }) {
+            self.picks += 1;
+            if self.crash_after_picks == Some(self.picks) {
+                std::process::abort();
+            }
+        }
+    }
+
+    fn checkpoint(&mut self, at: Checkpoint) {
+        let name = match at {
+            Checkpoint::PackWritten => "pack-written",
+            Checkpoint::StateSaved => "state-saved",
+            Checkpoint::WorktreeUpdated => "worktree-updated",
+        };
+        if self.crash_at.as_deref() == Some(name) {
+            std::process::abort();
+        }
+    }
+}
+
+fn summary(st: &backport::State) -> String {
+    let (mut picked, mut by_rule, mut empty, mut user) =
+        (0, std::collections::BTreeMap::new(), 0, 0);
+    for r in st.results.iter().flatten() {
+        match r {
+            StepResult::Picked { .. } => picked += 1,
+            StepResult::Applied { because } => {
+                *by_rule.entry(because.rule.to_string()).or_insert(0) += 1
+            }
+            StepResult::Empty => empty += 1,
+            StepResult::SkippedByUser => user += 1,
+            StepResult::Conflict { .. } => {}
+        }
+    }
+    let mut parts: Vec<String> = by_rule.iter().map(|(k, v)| format!("{k}: {v}")).collect();
+    if empty > 0 {
+        parts.push(format!("empty: {empty}"));
+    }
+    if user > 0 {
+        parts.push(format!("--skip: {user}"));
+    }
+    let skipped: usize = by_rule.values().sum::<usize>() + empty + user;
+    if parts.is_empty() {
+        format!("picked {picked}, skipped {skipped}")
+    } else {
+        format!("picked {picked}, skipped {skipped} ({})", parts.join(", "))
+    }
+}
+
+fn render(repo: &git2::Repository, outcome: Outcome, ui: &Ui, yes: bool) -> CliResult<ExitCode> {
+    match outcome {
+        Outcome::Done(st) => {
+            ui.status(format!("Done: {}.", summary(&st)));
+            Ok(ExitCode::SUCCESS)
+        }
+        Outcome::Aborted(st) => {
+            ui.status(format!(
+                "Aborted; {} is back at {}.",
+                st.branch.as_deref().unwrap_or("HEAD"),
+                &st.orig_head.to_string()[..7]
+            ));
+            Ok(ExitCode::SUCCESS)
+        }
+        Outcome::DryRun(st) => {
+            let mut out = std::io::stdout().lock();
+            let total = st.plan.steps.len();
+            for (i, (step, r)) in st.plan.steps.iter().zip(&st.results).enumerate() {
+                let what = match r {
+                    Some(StepResult::Picked { .. }) => "pick".to_owned(),
+                    Some(StepResult::Conflict { paths }) => {
+                        format!("pick, conflict predicted in {}", paths.join(", "))
+                    }
+                    Some(other) => result_words(other),
+                    None => "pick".to_owned(),
+                };
+                writeln!(out, "{}/{total} {}: {what}", i + 1, step_title(step))?;
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Outcome::Stopped(st, info) => {
+            let total = st.plan.steps.len();
+            let step = &st.plan.steps[info.step];
+            let mut msg = format!(
+                "Stopped at {}/{total} {}: conflicts in\n",
+                info.step + 1,
+                step_title(step)
+            );
+            for c in &info.conflicts {
+                msg.push_str(&format!("  {}: {}\n", c.kind, c.path));
+            }
+            if !info.missing.is_empty() {
+                msg.push_str("Likely missing dependencies (changed these files before this patch, not in the list before it, not on the branch):\n");
+                for (oid, subject) in &info.missing {
+                    msg.push_str(&format!("  {} {subject}\n", &oid.to_string()[..7]));
+                }
+            }
+            msg.push_str(&format!(
+                "So far: {}.\nResolve the conflicts and stage them with `git add`, then run one of:\n  \
+                 bport apply --continue   commit the resolution and go on\n  \
+                 bport apply --skip       drop this patch and go on\n  \
+                 bport apply --abort      restore the branch as it was before the run",
+                summary(&st)
+            ));
+            // A stop is news even with --quiet: the user must act.
+            eprintln!("{msg}");
+            if !yes && ui.interactive() {
+                prompt(repo, &info)?;
+            }
+            Ok(ExitCode::from(Kind::Stopped.exit_code()))
+        }
+    }
+}
+
+/// On a terminal: show the diff, open the editor, or leave the stop for later.
+fn prompt(repo: &git2::Repository, info: &backport::StopInfo) -> CliResult {
+    let items = [
+        "show diff",
+        "open $EDITOR on the conflicted files",
+        "skip this patch",
+        "abort the run",
+        "leave it (resolve later)",
+    ];
+    loop {
+        let choice = dialoguer::Select::new()
+            .with_prompt("What now?")
+            .items(items)
+            .default(4)
+            .interact_opt()
+            .map_err(|e| CliError::new(Kind::Internal, e))?;
+        match choice {
+            Some(0) => {
+                let diff = repo
+                    .diff_index_to_workdir(None, None)
+                    .map_err(|e| CliError::new(Kind::Internal, e))?;
+                let mut out = std::io::stdout().lock();
+                diff.print(git2::DiffFormat::Patch, |_, _, line| {
+                    let origin = line.origin();
+                    if matches!(origin, '+' | '-' | ' ') {
+                        let _ = write!(out, "{origin}");
+                    }
+                    let _ = out.write_all(line.content());
+                    true
+                })
+                .map_err(|e| CliError::new(Kind::Internal, e))?;
+            }
+            Some(1) => {
+                let editor = std::env::var("VISUAL")
+                    .or_else(|_| std::env::var("EDITOR"))
+                    .unwrap_or_else(|_| "vi".into());
+                let workdir = repo.workdir().map(PathBuf::from).unwrap_or_default();
+                let mut parts = editor.split_whitespace();
+                let program = parts.next().unwrap_or("vi");
+                let _ = std::process::Command::new(program)
+                    .args(parts)
+                    .args(info.conflicts.iter().map(|c| workdir.join(&c.path)))
+                    .status();
+            }
+            Some(2) => {
+                eprintln!("Run `bport apply --skip` to drop this patch.");
+                return Ok(());
+            }
+            Some(3) => {
+                eprintln!("Run `bport apply --abort` to restore the branch.");
+                return Ok(());
+            }
+            _ => return Ok(()),
+        }
+    }
+}
+
+impl From<backport::Error> for CliError {
+    fn from(error: backport::Error) -> Self {
+        use backport::Error as E;
+        let (kind, hint) = match &error {
+            E::MalformedLine { .. } | E::BadCommit { .. } | E::SubjectMismatch { .. } => {
+                (Kind::User, Some("fix that line of the patch list (`bport list <range>` writes a valid one); nothing was applied"))
+            }
+            E::BadRange { .. } => (Kind::User, Some("give a range such as v6.1..perf-fixes")),
+            E::Git(inner) => return inner_git(error_kind_git(inner), error),
+            E::Locked { .. } => (Kind::User, Some("wait for the other run to finish")),
+            E::RunInProgress { .. } => (Kind::User, Some("finish it first: bport apply --continue | --skip | --abort (bport status shows it)")),
+            E::NoRun => (Kind::User, Some("start one with: bport apply <patchlist>")),
+            E::ConflictsRemain { .. } => (Kind::User, Some("edit the files, `git add` them, then run bport apply --continue")),
+            E::UnstagedChanges { .. } => (Kind::User, Some("`git add` the resolution (or `git checkout -- <path>` to drop a change), then --continue")),
+            E::HeadMoved { .. } => (Kind::User, Some("check out the commit bport left, or run bport apply --abort")),
+            E::StateVersion { .. } => (Kind::Environment, Some("finish the run with the newer bport that started it")),
+            E::StateCorrupt { .. } => (Kind::Environment, Some("inspect .git/bport/state.json; `rm -r .git/bport` forgets the run")),
+            E::BareRepository { .. } => (Kind::User, Some("run bport apply in a worktree")),
+            E::UnbornHead => (Kind::User, None),
+            _ => (Kind::Internal, None),
+        };
+        let mut e = CliError::new(kind, error);
+        if let Some(h) = hint {
+            e = e.hint(h);
+        }
+        e
+    }
+}
+
+fn error_kind_git(e: &git::Error) -> (Kind, Option<String>) {
+    match e {
+        git::Error::NotARepository { .. } => (Kind::Environment, Some("run bport inside a git repository".into())),
+        git::Error::Dirty { .. } => (Kind::User, Some("commit or stash your changes (git stash), then run bport apply again".into())),
+        git::Error::OperationInProgress { operation, .. } => (
+            Kind::User,
+            Some(format!("finish it with `git {operation} --continue` or drop it with `git {operation} --abort` first")),
+        ),
+        git::Error::NoIdentity { .. } => (Kind::Environment, Some("git config user.name 'Your Name'; git config user.email you@example.com".into())),
+        _ => (Kind::Internal, None),
+    }
+}
+
+fn inner_git((kind, hint): (Kind, Option<String>), error: impl Into<anyhow::Error>) -> CliError {
+    let mut e = CliError::new(kind, error);
+    if let Some(h) = hint {
+        e = e.hint(h);
+    }
+    e
+}
+
+impl From<git::Error> for CliError {
+    fn from(error: git::Error) -> Self {
+        inner_git(error_kind_git(&error), error)
+    }
+}

@@ -1,0 +1,56 @@
+//! `bport status`: the plan, the position and the stop of the run in progress.
+
+use super::{CliResult, Ui};
+use crate::backport::{self, state::Phase, StepResult};
+use std::io::Write;
+
+/// Show the bport apply run in progress: every step, where it stands, and why it stopped.
+///
+/// Example: bport status
+#[derive(Debug, clap::Args)]
+pub struct StatusArgs {}
+
+/// Runs `bport status`.
+pub fn run(_args: StatusArgs, _ui: &Ui) -> CliResult {
+    let repo = super::apply::open_repo()?;
+    let mut out = std::io::stdout().lock();
+    let Some(st) = backport::status(&repo)? else {
+        writeln!(out, "No bport apply in progress.")?;
+        return Ok(());
+    };
+    let total = st.plan.steps.len();
+    match &st.phase {
+        Phase::Stopped { paths } => writeln!(
+            out,
+            "Stopped at {}/{total} {}: conflicts in {}",
+            st.position + 1,
+            super::apply::step_title(&st.plan.steps[st.position]),
+            paths.join(", ")
+        )?,
+        Phase::Running => writeln!(
+            out,
+            "Interrupted at {}/{total}; run `bport apply --continue` or `bport apply --abort`",
+            st.position + 1
+        )?,
+    }
+    for (i, step) in st.plan.steps.iter().enumerate() {
+        let marker = if i == st.position { ">" } else { " " };
+        let what = match (&st.results[i], step.action) {
+            (Some(StepResult::Conflict { .. }), _) if i == st.position => {
+                "conflict (stopped here)".to_owned()
+            }
+            (Some(r), _) => super::apply::result_words(r),
+            (None, backport::Action::Skip { because }) => {
+                format!("will skip (already applied: {})", because.rule)
+            }
+            (None, backport::Action::Pick { .. }) => "pending".to_owned(),
+        };
+        writeln!(
+            out,
+            "{marker} {}/{total} {}: {what}",
+            i + 1,
+            super::apply::step_title(step)
+        )?;
+    }
+    Ok(())
+}

@@ -1,0 +1,233 @@
+//! Opening repositories, refusing unsafe starting points, identities, subjects and abbreviations.
+
+use super::{Context, Error};
+use git2::{Repository, RepositoryState, Signature, Status, StatusOptions};
+use std::fmt;
+use std::path::Path;
+
+/// Opens the repository that contains `dir`, as git does when run there.
+pub fn discover(dir: &Path) -> Result<Repository, Error> {
+    Repository::discover(dir).map_err(|source| Error::NotARepository {
+        path: dir.to_path_buf(),
+        source,
+    })
+}
+
+/// A git operation that owns the index and worktree until it finishes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Operation {
+    /// `git merge` stopped.
+    Merge,
+    /// `git rebase` (any flavour) stopped.
+    Rebase,
+    /// `git cherry-pick` stopped.
+    CherryPick,
+    /// `git revert` stopped.
+    Revert,
+    /// `git am` or `git apply --3way` mailbox in progress.
+    ApplyMailbox,
+    /// `git bisect` is running.
+    Bisect,
+}
+
+impl fmt::Display for Operation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Operation::Merge => "merge",
+            Operation::Rebase => "rebase",
+            Operation::CherryPick => "cherry-pick",
+            Operation::Revert => "revert",
+            Operation::ApplyMailbox => "am",
+            Operation::Bisect => "bisect",
+        })
+    }
+}
+
+/// Refuses when git is in the middle of another operation whose state a run would trample.
+pub fn check_no_operation(repo: &Repository) -> Result<(), Error> {
+    let operation = match repo.state() {
+        RepositoryState::Clean => return Ok(()),
+        RepositoryState::Merge => Operation::Merge,
+        RepositoryState::Revert | RepositoryState::RevertSequence => Operation::Revert,
+        RepositoryState::CherryPick | RepositoryState::CherryPickSequence => Operation::CherryPick,
+        RepositoryState::Bisect => Operation::Bisect,
+        RepositoryState::ApplyMailbox | RepositoryState::ApplyMailboxOrRebase => {
+            Operation::ApplyMailbox
+        }
+        _ => Operation::Rebase,
+    };
+    Err(Error::OperationInProgress {
+        operation,
+        path: repo.path().to_path_buf(),
+    })
+}
+
+/// Refuses when tracked files differ from HEAD in the index or worktree (untracked files are fine, as for git).
+pub fn check_clean(repo: &Repository) -> Result<(), Error> {
+    let mut opts = StatusOptions::new();
+    opts.include_untracked(false)
+        .include_ignored(false)
+        .exclude_submodules(true);
+    let statuses = repo
+        .statuses(Some(&mut opts))
+        .context_git(|| "reading the worktree status")?;
+    let dirty: Vec<String> = statuses
+        .iter()
+        .filter(|e| !e.status().is_empty() && e.status() != Status::IGNORED)
+        .map(|e| String::from_utf8_lossy(e.path_bytes()).into_owned())
+        .collect();
+    if dirty.is_empty() {
+        Ok(())
+    } else {
+        let mut paths: Vec<String> = dirty.iter().take(5).cloned().collect();
+        if dirty.len() > 5 {
+            paths.push(format!("and {} more", dirty.len() - 5));
+        }
+        Err(Error::Dirty { paths })
+    }
+}
+
+/// The committer identity git would use: `GIT_COMMITTER_NAME`/`EMAIL`/`DATE` first, then `user.name`/`user.email`.
+///
+/// libgit2's `git_signature_default` reads only the config; honouring the environment keeps bport's commits equal
+/// to git's in scripted and test runs.
+pub fn committer(repo: &Repository) -> Result<Signature<'static>, Error> {
+    let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
+    let config = repo.config().ok();
+    let from_config = |k: &str| config.as_ref().and_then(|c| c.get_string(k).ok());
+    let name = env("GIT_COMMITTER_NAME").or_else(|| from_config("user.name"));
+    let email = env("GIT_COMMITTER_EMAIL").or_else(|| from_config("user.email"));
+    let (Some(name), Some(email)) = (name, email) else {
+        return Err(Error::NoIdentity {
+            source: git2::Error::from_str("user.name or user.email is not set"),
+        });
+    };
+    let sig = match env("GIT_COMMITTER_DATE").and_then(|d| parse_raw_date(&d)) {
+        Some(time) => Signature::new(&name, &email, &time),
+        None => Signature::now(&name, &email),
+    };
+    sig.map_err(|source| Error::NoIdentity { source })
+}
+
+/// Parses git's raw date form `[@]<seconds> <+-hhmm>`; other forms fall back to the current time.
+fn parse_raw_date(s: &str) -> Option<git2::Time> {
+    let mut parts = s.trim().trim_start_matches('@').split_whitespace();
+    let secs: i64 = parts.next()?.parse().ok()?;
+    let tz = parts.next().unwrap_or("+0000");
+    if parts.next().is_some() || tz.len() != 5 {
+        return None;
+    }
+    let sign = match &tz[..1] {
+        "+" => 1,
+        "-" => -1,
+        _ => return None,
+    };
+    let hh: i32 = tz[1..3].parse().ok()?;
+    let mm: i32 = tz[3..5].parse().ok()?;
+    Some(git2::Time::new(secs, sign * (hh * 60 + mm)))
+}
+
+/// The subject as git's `%s` prints it: the first paragraph, lines joined by a space, trailing blanks dropped.
+pub fn commit_subject(message: &str) -> String {
+    let mut out = String::new();
+    let mut started = false;
+    for line in message.split('\n') {
+        let trimmed = line.trim_end();
+        if trimmed.is_empty() {
+            if started {
+                break;
+            }
+            continue;
+        }
+        if started {
+            out.push(' ');
+        }
+        out.push_str(trimmed);
+        started = true;
+    }
+    out
+}
+
+/// The abbreviation length `git log --oneline` starts from with `core.abbrev` unset ("auto"):
+/// half the bits of the packed-object count, rounded up, at least 7 (git's `object-name.c`).
+pub fn abbrev_len(repo: &Repository) -> usize {
+    if let Ok(config) = repo.config() {
+        if let Ok(n) = config.get_i32("core.abbrev") {
+            return (n.clamp(4, 40)) as usize;
+        }
+    }
+    let count = packed_object_count(&repo.path().join("objects/pack"));
+    if count == 0 {
+        return 7;
+    }
+    let bits = 64 - count.leading_zeros() as usize; // msb + 1
+    bits.div_ceil(2).max(7)
+}
+
+/// Objects in all pack indexes (the fan-out table's last entry), as git's approximate object count does.
+fn packed_object_count(pack_dir: &Path) -> u64 {
+    let Ok(entries) = std::fs::read_dir(pack_dir) else {
+        return 0;
+    };
+    let mut count = 0u64;
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.extension().is_none_or(|e| e != "idx") {
+            continue;
+        }
+        // v2 index: magic, version, then 256 fan-out entries; the last is the object count.
+        let Ok(bytes) = std::fs::read(&path) else {
+            continue;
+        };
+        let fanout_end = 8 + 256 * 4;
+        if bytes.len() >= fanout_end && bytes[..4] == [0xff, b't', b'O', b'c'] {
+            let last: [u8; 4] = bytes[fanout_end - 4..fanout_end]
+                .try_into()
+                .expect("slice of length 4");
+            count += u64::from(u32::from_be_bytes(last));
+        }
+    }
+    count
+}
+
+/// The shortest unique abbreviation of `oid` that is at least `min_len` long.
+pub fn short_id(repo: &Repository, oid: git2::Oid, min_len: usize) -> Result<String, Error> {
+    let hex = oid.to_string();
+    let odb = repo.odb().context_git(|| "opening the object database")?;
+    let mut len = min_len.min(40);
+    while len < 40 {
+        match odb.exists_prefix(oid, len) {
+            Ok(_) => break,
+            Err(e) if e.code() == git2::ErrorCode::Ambiguous => len += 1,
+            Err(source) => {
+                return Err(Error::Git {
+                    context: format!("abbreviating {hex}"),
+                    source,
+                })
+            }
+        }
+    }
+    Ok(hex[..len].to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn subject_joins_the_first_paragraph() {
+        assert_eq!(commit_subject("\n\nfoo  \nbar\n\nbody\n"), "foo bar");
+        assert_eq!(commit_subject("only"), "only");
+        assert_eq!(commit_subject("  indented\n"), "  indented");
+    }
+
+    #[test]
+    fn raw_dates_parse() {
+        let t = parse_raw_date("1700000000 +0130").unwrap();
+        assert_eq!((t.seconds(), t.offset_minutes()), (1700000000, 90));
+        let t = parse_raw_date("@5 -0800").unwrap();
+        assert_eq!((t.seconds(), t.offset_minutes()), (5, -480));
+        assert!(parse_raw_date("yesterday").is_none());
+    }
+}
