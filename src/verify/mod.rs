@@ -10,6 +10,7 @@
 //! ([`qemu`], [`initramfs`]). Does not own: recording, unwinding, perf.data (those are `perf`'s), or
 //! already-applied detection (the backport matcher's, used read-only).
 
+pub mod branch;
 pub mod checks;
 pub mod initramfs;
 pub mod matrix;
@@ -359,6 +360,9 @@ pub enum Error {
         /// The parser's message.
         message: String,
     },
+    /// The branch check could not read a required list or the repository.
+    #[error(transparent)]
+    Branch(#[from] branch::Error),
     /// The work directory could not be created.
     #[error("cannot create the work directory {path}")]
     Workdir {
@@ -427,7 +431,7 @@ pub fn run(request: &Request) -> Result<Report, Error> {
                 branch: None,
             },
         };
-        attach_target(&mut report, targets.as_ref(), request);
+        attach_target(&mut report, targets.as_ref(), request)?;
         return Ok(report);
     }
     let release = running_release().ok_or(Error::NoRunningVersion)?;
@@ -452,7 +456,7 @@ pub fn run(request: &Request) -> Result<Report, Error> {
         cells,
         branch: None,
     };
-    attach_target(&mut report, targets.as_ref(), request);
+    attach_target(&mut report, targets.as_ref(), request)?;
     Ok(report)
 }
 
@@ -479,16 +483,25 @@ fn load_targets(request: &Request) -> Result<Option<targets::Targets>, Error> {
 }
 
 /// Names the matching target and runs its branch check.
-fn attach_target(report: &mut Report, targets: Option<&targets::Targets>, request: &Request) {
-    let Some(targets) = targets else { return };
+fn attach_target(
+    report: &mut Report,
+    targets: Option<&targets::Targets>,
+    request: &Request,
+) -> Result<(), Error> {
+    let Some(targets) = targets else {
+        return Ok(());
+    };
     let Some(target) = find_target(targets, &report.kernel) else {
-        return;
+        return Ok(());
     };
     report.target = Some(TargetRef {
         file: targets.path.clone(),
         line: target.line,
     });
-    let _ = request;
+    if let Some(branch) = &target.branch {
+        report.branch = Some(branch::check(&request.repo_dir, branch, &target.lists)?);
+    }
+    Ok(())
 }
 
 /// The target for `kernel`: the exact string, else the same `MAJOR.MINOR` (a running `6.1.0-56-cloud-amd64`

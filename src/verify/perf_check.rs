@@ -138,7 +138,10 @@ pub fn check(perf: &Path, data: &Path, samples: &[Sample]) -> PerfCheck {
                 String::from_utf8_lossy(&o.stderr).trim()
             ),
         },
-        Ok(o) => compare(samples, &parse_perf_script(&String::from_utf8_lossy(&o.stdout))),
+        Ok(o) => compare(
+            samples,
+            &parse_perf_script(&String::from_utf8_lossy(&o.stdout)),
+        ),
     }
 }
 
@@ -208,7 +211,10 @@ mod tests {
     fn same_chains_pass_and_the_first_difference_is_named() {
         let perf = parse_perf_script(SCRIPT);
         let good = [
-            ours(12_000_001_500, &["chain_c", "chain_b", "chain_a", "main", "_start"]),
+            ours(
+                12_000_001_500,
+                &["chain_c", "chain_b", "chain_a", "main", "_start"],
+            ),
             ours(12_000_251_000, &["chain_c", "[unknown]"]),
         ];
         assert_eq!(compare(&good, &perf), PerfCheck::Same { samples: 2 });
@@ -221,6 +227,9 @@ mod tests {
             }
         );
         let missing = [ours(13_000_000_000, &["chain_c"])];
-        assert!(matches!(compare(&missing, &perf), PerfCheck::Mismatch { .. }));
+        assert!(matches!(
+            compare(&missing, &perf),
+            PerfCheck::Mismatch { .. }
+        ));
     }
 }

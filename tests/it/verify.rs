@@ -202,3 +202,143 @@ fn a_kernel_that_does_not_boot_is_a_boot_failure_not_a_failed_check() {
         out.transcript()
     );
 }
+
+/// Must show 3: a kernel-like repo whose vendor branch carries two of three listed fixes (one by upstream trailer,
+/// one by subject under an `UPSTREAM:` prefix); the check names exactly the third, with the command that adds it.
+#[test]
+fn branch_check_names_exactly_the_missing_fix() {
+    let repo = crate::support::repo::TestRepo::new();
+    repo.commit(
+        "Linux 4.1",
+        &[
+            ("tools/perf/builtin-script.c", Some("int record_mode;\n")),
+            ("tools/perf/util/unwind.c", Some("int unwind;\n")),
+            ("tools/perf/util/dwarf.c", Some("int offsets;\n")),
+        ],
+    );
+    repo.branch("base", "HEAD");
+    let fix_a = repo.commit(
+        "perf script: Initialize callchain_param.record_mode",
+        &[(
+            "tools/perf/builtin-script.c",
+            Some("int record_mode = 1;\n"),
+        )],
+    );
+    repo.commit(
+        "perf unwind: Do not look just at the global callchain_param.record_mode",
+        &[("tools/perf/util/unwind.c", Some("int unwind = 1;\n"))],
+    );
+    repo.commit(
+        "perf script: Show correct offsets for DWARF-based unwinding",
+        &[("tools/perf/util/dwarf.c", Some("int offsets = 1;\n"))],
+    );
+    let list = repo.list("base..master");
+    repo.branch("vendor", "base");
+    repo.checkout("vendor");
+    repo.commit("vendor: our own change", &[("vendor.txt", Some("v\n"))]);
+    // Backported with a conflict resolution (other content), found by its trailer.
+    repo.commit(
+        &format!("perf script: Initialize callchain_param.record_mode\n\n(cherry picked from commit {fix_a})\n"),
+        &[("tools/perf/builtin-script.c", Some("int record_mode = 1; /* vendor */\n"))],
+    );
+    // Backported by hand under a vendor prefix, found by its subject.
+    repo.commit(
+        "UPSTREAM: perf unwind: Do not look just at the global callchain_param.record_mode",
+        &[("tools/perf/util/unwind.c", Some("int unwind = 2;\n"))],
+    );
+    std::fs::write(repo.path().join("fixes.txt"), &list).unwrap();
+    std::fs::write(
+        repo.path().join("targets.yaml"),
+        "targets:\n  - kernel: \"4.1\"\n    branch: vendor\n    lists: [fixes.txt]\n",
+    )
+    .unwrap();
+    let missing_sha = list
+        .lines()
+        .nth(2)
+        .unwrap()
+        .split(' ')
+        .next()
+        .unwrap()
+        .to_owned();
+
+    let out = bport::run(
+        repo.path(),
+        &[
+            "verify",
+            "--kernel",
+            "4.1",
+            "--targets",
+            "targets.yaml",
+            "--format",
+            "json",
+            "--duration-ms",
+            "200",
+        ],
+    );
+    assert_eq!(
+        out.code,
+        Some(3),
+        "a missing fix fails verify: {}",
+        out.transcript()
+    );
+    let report = json(&out);
+    let branch = &report["branch"];
+    assert_eq!(branch["status"], "checked", "{}", out.transcript());
+    let entries: Vec<(String, Value)> = branch["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            (
+                e["subject"].as_str().unwrap().to_owned(),
+                e["present_by"].clone(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        entries,
+        vec![
+            (
+                "perf script: Initialize callchain_param.record_mode".to_owned(),
+                Value::from("trailer")
+            ),
+            (
+                "perf unwind: Do not look just at the global callchain_param.record_mode"
+                    .to_owned(),
+                Value::from("subject")
+            ),
+            (
+                "perf script: Show correct offsets for DWARF-based unwinding".to_owned(),
+                Value::Null
+            ),
+        ]
+    );
+    assert_eq!(
+        branch["apply_commands"],
+        serde_json::json!(["git checkout vendor && bport apply fixes.txt"])
+    );
+
+    let table = bport::run(
+        repo.path(),
+        &[
+            "verify",
+            "--kernel",
+            "4.1",
+            "--targets",
+            "targets.yaml",
+            "--duration-ms",
+            "200",
+        ],
+    );
+    let start = table
+        .stdout
+        .find("\nbranch vendor:")
+        .expect("branch section");
+    let end = table.stdout.find("\nresult:").unwrap();
+    assert_eq!(
+        &table.stdout[start..end],
+        format!(
+            "\nbranch vendor: 2 of 3 required fixes present\n  missing: {missing_sha} perf script: Show correct offsets for DWARF-based unwinding (fixes.txt)\n  add with: git checkout vendor && bport apply fixes.txt\n"
+        )
+    );
+}
