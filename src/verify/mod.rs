@@ -16,6 +16,7 @@ pub mod initramfs;
 pub mod matrix;
 pub mod perf_check;
 pub mod qemu;
+pub mod readability;
 pub mod targets;
 pub mod workloads;
 
