@@ -14,13 +14,20 @@ fn main() {
     let variants: [(&str, &[&str]); 2] = [
         (
             "chain-fp",
-            &["-fno-omit-frame-pointer", "-mno-omit-leaf-frame-pointer"],
+            &[
+                "-fno-omit-frame-pointer",
+                "-mno-omit-leaf-frame-pointer",
+                "-DCHAIN_LEAF_FRAME",
+            ],
         ),
         ("chain-nofp", &["-fomit-frame-pointer"]),
     ];
     for (name, flags) in variants {
         let status = Command::new(&cc)
             .args(["-O2", "-static", "-fasynchronous-unwind-tables", "-fno-inline"])
+            // Static links get no .eh_frame_hdr by default, and perf's DWARF unwinders (libunwind, libdw) need
+            // that table to find the CFI: without it `perf script` stops every chain at the leaf.
+            .arg("-Wl,--eh-frame-hdr")
             .args(flags)
             .arg("-o")
             .arg(out.join(name))

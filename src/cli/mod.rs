@@ -8,6 +8,7 @@ mod completions;
 pub mod error;
 mod list;
 mod status;
+mod record;
 pub mod ui;
 mod verify;
 
@@ -76,6 +77,10 @@ pub enum Command {
     ///
     /// Example: bport status
     Status(status::StatusArgs),
+    /// Record a profile into perf.data with perf's flags (fp, DWARF or LBR callchains).
+    ///
+    /// Example: bport record -F 999 -g -- ./my-program args
+    Record(record::RecordArgs),
 }
 
 /// Parses the command line, runs the command and maps the result to an exit code.
@@ -108,6 +113,7 @@ fn run(command: Command, ui: &Ui) -> CliResult<ExitCode> {
         Command::Status(args) => status::run(args, ui),
         Command::Completions(args) => completions::run_completions(args),
         Command::Man(args) => completions::run_man(args),
+        Command::Record(args) => record::run(args, ui),
     }
     .map(|()| ExitCode::SUCCESS)
 }

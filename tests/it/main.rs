@@ -5,3 +5,4 @@ mod support;
 mod apply;
 mod cli_help;
 mod verify;
+mod record;

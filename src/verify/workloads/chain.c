@@ -11,12 +11,23 @@
 
 static volatile unsigned long sink;
 
+#ifdef CHAIN_LEAF_FRAME
+/* GCC 12 at -O2 gives a leaf that needs no stack no frame, even with -fno-omit-frame-pointer
+ * -mno-omit-leaf-frame-pointer; then the kernel's frame-pointer walk from chain_c skips chain_b. Taking the
+ * frame's address forces the push/mov of a normal frame. Only the frame-pointer build defines this. */
+static void *volatile frame_sink;
+#define KEEP_FRAME() (frame_sink = __builtin_frame_address(0))
+#else
+#define KEEP_FRAME() ((void)0)
+#endif
+
 __attribute__((noinline)) unsigned long chain_c(unsigned long n)
 {
     unsigned long x = n;
     for (unsigned long i = 0; i < 200000; i++)
         x = x * 6364136223846793005UL + 1442695040888963407UL;
     sink = x;
+    KEEP_FRAME();
     return x;
 }
 

@@ -1,0 +1,295 @@
+//! `bport record`: perf's record flags → `perf::record::Config`; renders the outcome as perf's summary.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+use clap::Args;
+
+use super::ui::Ui;
+use super::{CliError, CliResult, Kind};
+use crate::perf::abi::KernelVersion;
+use crate::perf::record::{self, CallGraph, Config, Event, Sampling, Target};
+
+/// Record a profile into perf.data (the file Linux perf reads), with perf's flags.
+///
+/// Runs COMMAND and samples it and its children, or attaches to a process (-p) or thread (-t), or samples every
+/// CPU (-a) until COMMAND exits or Ctrl-C. The negotiation with the kernel (attr size, features, cycles →
+/// cpu-clock without a PMU) is reported on stderr; --kernel V restricts the recording to what kernel V offers, so
+/// the file is what a recording on that kernel would give.
+///
+/// Example: bport record -F 999 --call-graph dwarf -o chain.data -- ./chain-nofp 2000
+#[derive(Debug, Args)]
+pub struct RecordArgs {
+    /// Sample frequency in Hz.
+    #[arg(
+        short = 'F',
+        long = "freq",
+        value_name = "HZ",
+        conflicts_with = "count"
+    )]
+    pub freq: Option<u64>,
+
+    /// Sample every PERIOD events instead of at a frequency.
+    #[arg(short = 'c', long = "count", value_name = "PERIOD")]
+    pub count: Option<u64>,
+
+    /// Event to sample: cpu-clock, task-clock, cycles (falls back to cpu-clock without a PMU) or instructions.
+    #[arg(
+        short = 'e',
+        long = "event",
+        value_name = "EVENT",
+        default_value = "cycles"
+    )]
+    pub event: String,
+
+    /// Sample every CPU (system-wide) until COMMAND exits or Ctrl-C.
+    #[arg(short = 'a', long = "all-cpus", conflicts_with_all = ["pid", "tid"])]
+    pub all_cpus: bool,
+
+    /// Attach to every thread of an existing process.
+    #[arg(short = 'p', long = "pid", value_name = "PID", conflicts_with = "tid")]
+    pub pid: Option<u32>,
+
+    /// Attach to one existing thread.
+    #[arg(short = 't', long = "tid", value_name = "TID")]
+    pub tid: Option<u32>,
+
+    /// Record callchains by frame pointers (same as --call-graph fp).
+    #[arg(short = 'g')]
+    pub g: bool,
+
+    /// Callchain mode: fp, dwarf[,SIZE] (SIZE = bytes of user stack per sample, default 8192) or lbr.
+    #[arg(long = "call-graph", value_name = "MODE")]
+    pub call_graph: Option<String>,
+
+    /// Output file; an existing one is kept as FILE.old.
+    #[arg(
+        short = 'o',
+        long = "output",
+        value_name = "FILE",
+        default_value = "perf.data"
+    )]
+    pub output: PathBuf,
+
+    /// Ring-buffer data pages per event (a power of two).
+    #[arg(short = 'm', long = "mmap-pages", value_name = "PAGES")]
+    pub mmap_pages: Option<usize>,
+
+    /// Record only with what kernel VERSION's perf ABI offers (attr size, flags, sample fields, record types,
+    /// header features), e.g. 4.1 or 5.14.0-331.el9.
+    #[arg(long = "kernel", value_name = "VERSION")]
+    pub kernel: Option<String>,
+
+    /// The command to run and profile.
+    #[arg(last = true, value_name = "COMMAND")]
+    pub command: Vec<OsString>,
+}
+
+/// Parses `--call-graph` as perf does: `fp`, `dwarf`, `dwarf,SIZE`, `lbr`.
+pub fn parse_call_graph(text: &str) -> Result<CallGraph, String> {
+    let (mode, size) = match text.split_once(',') {
+        Some((m, s)) => (m, Some(s)),
+        None => (text, None),
+    };
+    match (mode, size) {
+        ("fp", None) => Ok(CallGraph::FramePointer),
+        ("lbr", None) => Ok(CallGraph::Lbr),
+        ("dwarf", None) => Ok(CallGraph::Dwarf {
+            stack_size: CallGraph::DEFAULT_DWARF_STACK,
+        }),
+        ("dwarf", Some(size)) => {
+            let n: u32 = size
+                .parse()
+                .map_err(|_| format!("dwarf stack size {size:?} is not a number of bytes"))?;
+            // perf rounds up to a multiple of 8 and caps below 64 KiB (the kernel's u16 record size).
+            let rounded = n.next_multiple_of(8);
+            if n == 0 || rounded > 65528 {
+                return Err(format!(
+                    "dwarf stack size must be between 1 and 65528 bytes, not {n}"
+                ));
+            }
+            Ok(CallGraph::Dwarf {
+                stack_size: rounded,
+            })
+        }
+        _ => Err(format!(
+            "unknown --call-graph mode {text:?}: use fp, dwarf[,SIZE] or lbr"
+        )),
+    }
+}
+
+impl RecordArgs {
+    /// Validates the flags into the library's config.
+    pub fn to_config(&self) -> CliResult<Config> {
+        let event = Event::from_name(&self.event).ok_or_else(|| {
+            CliError::user(format!("unknown event {:?}", self.event))
+                .hint("bport record samples on cpu-clock, task-clock, cycles or instructions")
+        })?;
+        let command = (!self.command.is_empty()).then(|| self.command.clone());
+        let target = match (self.all_cpus, self.pid, self.tid, command) {
+            (true, None, None, command) => Target::SystemWide(command),
+            (false, Some(pid), None, None) => Target::Process(pid),
+            (false, None, Some(tid), None) => Target::Thread(tid),
+            (false, None, None, Some(command)) => Target::Command(command),
+            (false, None, None, None) => {
+                return Err(CliError::user("nothing to record")
+                    .hint("give a command after --, or -p PID, -t TID or -a")
+                    .hint("example: bport record -g -- ./my-program args"))
+            }
+            _ => {
+                return Err(CliError::user(
+                    "-p/-t attach to an existing task; they take no command",
+                )
+                .hint("drop the command, or drop -p/-t"))
+            }
+        };
+        let sampling = match (self.freq, self.count) {
+            (Some(0), _) | (_, Some(0)) => {
+                return Err(CliError::user("-F and -c must be greater than 0"))
+            }
+            (Some(hz), _) => Sampling::Frequency(hz),
+            (None, Some(period)) => Sampling::Period(period),
+            (None, None) => Sampling::default(),
+        };
+        let call_graph = match (&self.call_graph, self.g) {
+            (Some(mode), _) => parse_call_graph(mode).map_err(CliError::user)?,
+            (None, true) => CallGraph::FramePointer,
+            (None, false) => CallGraph::None,
+        };
+        if let Some(pages) = self.mmap_pages {
+            if !pages.is_power_of_two() {
+                return Err(CliError::user(format!(
+                    "-m {pages}: the number of pages must be a power of two"
+                )));
+            }
+        }
+        let kernel = match &self.kernel {
+            Some(v) => Some(v.parse::<KernelVersion>().map_err(|e| {
+                CliError::user(format!("--kernel {v:?}: {e}"))
+                    .hint("give a version such as 4.1, 4.1.15 or 5.14.0-331.el9")
+            })?),
+            None => None,
+        };
+        let mut config = Config::new(target);
+        config.event = event;
+        config.sampling = sampling;
+        config.call_graph = call_graph;
+        config.output = self.output.clone();
+        config.mmap_pages = self.mmap_pages;
+        config.kernel = kernel;
+        config.handle_sigint = true;
+        config.cmdline = std::env::args().collect();
+        Ok(config)
+    }
+}
+
+/// Runs `bport record`.
+pub fn run(args: RecordArgs, ui: &Ui) -> CliResult {
+    let config = args.to_config()?;
+    let outcome = record::record(&config).map_err(into_cli_error)?;
+    for note in &outcome.notes {
+        ui.status(format!("note: {note}"));
+    }
+    if let Some(old) = &outcome.kept_old {
+        ui.status(format!("note: kept the previous file as {}", old.display()));
+    }
+    if outcome.lost > 0 {
+        ui.warn(format!(
+            "lost {} events in {} chunks: the buffers overflowed (try a larger -m or a lower -F)",
+            outcome.lost, outcome.lost_records
+        ));
+    }
+    if outcome.records_dropped > 0 {
+        ui.status(format!(
+            "note: left out {} records whose type the --kernel target's perf does not know",
+            outcome.records_dropped
+        ));
+    }
+    if let Some(record::ChildExit::Code(code)) = outcome.exit {
+        if code != 0 {
+            ui.warn(format!("the command exited with status {code}"));
+        }
+    }
+    ui.status(format!(
+        "[ bport record: Woken up {} times to write data ]",
+        outcome.wakeups
+    ));
+    ui.status(format!(
+        "[ bport record: Captured and wrote {:.3} MB {} ({} samples) ]",
+        outcome.bytes_written as f64 / (1024.0 * 1024.0),
+        outcome.path.display(),
+        outcome.samples
+    ));
+    Ok(())
+}
+
+/// Maps a recording error to an exit code and the hints that fix it.
+fn into_cli_error(err: record::Error) -> CliError {
+    use record::Error as E;
+    let (kind, hints): (Kind, Vec<String>) = match &err {
+        E::PermissionDenied { paranoid, .. } => {
+            let mut hints = Vec::new();
+            if let Some(p) = paranoid.filter(|&p| p > 1) {
+                hints.push(format!(
+                    "kernel.perf_event_paranoid is {p}; allow profiling with: sudo sysctl -w kernel.perf_event_paranoid=1"
+                ));
+            }
+            hints.push(
+                "or run as root, or grant the capability: sudo setcap cap_perfmon,cap_sys_ptrace=ep \
+                 $(command -v bport) (Linux 5.8+; CAP_SYS_ADMIN before)"
+                    .into(),
+            );
+            (Kind::Environment, hints)
+        }
+        E::LbrUnavailable { .. } => (
+            Kind::Environment,
+            vec!["use --call-graph dwarf (any CPU, Linux 3.7+) or -g on code built with frame pointers".into()],
+        ),
+        E::ModeUnsupported { .. } => (
+            Kind::Environment,
+            vec!["use -g (frame pointers) for that kernel; build the program with -fno-omit-frame-pointer".into()],
+        ),
+        E::NoSuchTask { .. } | E::InvalidConfig(_) => (Kind::User, vec![]),
+        E::Exec { .. } => (Kind::User, vec!["check the command name and that it is executable".into()]),
+        E::Mmap { .. } => (
+            Kind::Environment,
+            vec!["use a smaller -m, or raise kernel.perf_event_mlock_kb".into()],
+        ),
+        E::Output { .. } | E::Write { .. } => (Kind::Environment, vec![]),
+        _ => (Kind::Internal, vec![]),
+    };
+    let mut cli = CliError::new(kind, err);
+    cli.hints = hints;
+    cli
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn call_graph_modes_parse_as_perf_spells_them() {
+        assert_eq!(parse_call_graph("fp"), Ok(CallGraph::FramePointer));
+        assert_eq!(parse_call_graph("lbr"), Ok(CallGraph::Lbr));
+        assert_eq!(
+            parse_call_graph("dwarf"),
+            Ok(CallGraph::Dwarf { stack_size: 8192 })
+        );
+        assert_eq!(
+            parse_call_graph("dwarf,16384"),
+            Ok(CallGraph::Dwarf { stack_size: 16384 })
+        );
+        assert_eq!(
+            parse_call_graph("dwarf,100"),
+            Ok(CallGraph::Dwarf { stack_size: 104 })
+        );
+        assert_eq!(
+            parse_call_graph("dwarf,70000"),
+            Err("dwarf stack size must be between 1 and 65528 bytes, not 70000".to_string())
+        );
+        assert_eq!(
+            parse_call_graph("frames"),
+            Err("unknown --call-graph mode \"frames\": use fp, dwarf[,SIZE] or lbr".to_string())
+        );
+    }
+}

@@ -1,0 +1,243 @@
+//! The library entry point [`record`]: a [`Session`] streamed into a perf.data file through `perf::data`'s
+//! writer, with the header features perf writes (BUILD_ID of hit DSOs, HOSTNAME, OSRELEASE, VERSION, ARCH,
+//! NRCPUS, CPUDESC, CPUID, TOTAL_MEM, CMDLINE, EVENT_DESC), capped to the `--kernel` target's era by the writer.
+//!
+//! Like perf, an existing output file is renamed to `<file>.old` first, and the file is written under its final
+//! name (perf.data is never half-replaced: the old one is kept until the new one starts).
+
+use std::path::{Path, PathBuf};
+
+use super::attr::EventAttr;
+use super::host::HostInfo;
+use super::session::{Session, Sink};
+use super::{Config, Error, Outcome};
+use crate::perf::abi::KernelAbi;
+use crate::perf::data::{self, Features, NrCpus, PerfEventAttr, PerfFileWriter, WriterOptions};
+
+/// Records what `config` says into `config.output` and returns perf's summary numbers.
+///
+/// This is what `bport record` runs and what `bport verify` calls to record a workload under a kernel ABI cap
+/// (set `config.kernel`). It blocks until the command exits (or the attached task ends, or SIGINT when
+/// `config.handle_sigint`).
+pub fn record(config: &Config) -> Result<Outcome, Error> {
+    let target = match &config.kernel {
+        Some(v) => KernelAbi::for_version(v),
+        None => KernelAbi::newest(),
+    };
+    let stop = if config.handle_sigint {
+        Some(sys_sigint()?)
+    } else {
+        None
+    };
+    // Open first: a permission or LBR error must not have moved the user's previous perf.data aside.
+    let session = Session::open(config, &target)?;
+    let kept_old = keep_old(&config.output)?;
+    let opts = WriterOptions {
+        abi: target.clone(),
+        ..WriterOptions::default()
+    };
+    let write_err = |e: data::WriteError| Error::Write {
+        path: config.output.clone(),
+        message: e.to_string(),
+    };
+    let mut writer = PerfFileWriter::create(&config.output, opts).map_err(write_err)?;
+    let file_attr = file_attr(&session.attr);
+    writer
+        .add_attr(&file_attr, &session.ids)
+        .map_err(write_err)?;
+    let (attr_size, event, ids) = (session.attr.size, session.event, session.ids.clone());
+    let mut notes = session.notes.clone();
+    let mut sink = WriterSink {
+        writer,
+        path: &config.output,
+    };
+    let run = session.run(&mut sink, stop)?;
+    let features = features(config, &file_attr, event.name(), &ids, &run.build_ids);
+    let (_, written) = sink.writer.finish(&features).map_err(write_err)?;
+    if !written.features_dropped.is_empty() {
+        notes.push(format!(
+            "header features {:?} left out: the --kernel target's perf does not read them",
+            written.features_dropped
+        ));
+    }
+    let bytes_written = std::fs::metadata(&config.output)
+        .map_err(|source| Error::Output {
+            path: config.output.clone(),
+            source,
+        })?
+        .len();
+    Ok(Outcome {
+        path: config.output.clone(),
+        kept_old,
+        bytes_written,
+        samples: run.stats.samples,
+        lost: run.stats.lost,
+        lost_records: run.stats.lost_records,
+        wakeups: run.stats.wakeups,
+        event,
+        attr_size,
+        records_dropped: run.stats.records_dropped + written.dropped.values().sum::<u64>(),
+        notes,
+        exit: run.exit,
+    })
+}
+
+fn sys_sigint() -> Result<&'static std::sync::atomic::AtomicBool, Error> {
+    super::sys::sigint_flag().map_err(|source| Error::System {
+        what: "installing the SIGINT handler",
+        source,
+    })
+}
+
+/// perf's `perf.data` → `perf.data.old` rotation (only for a non-empty existing file, as perf does).
+fn keep_old(path: &Path) -> Result<Option<PathBuf>, Error> {
+    match std::fs::metadata(path) {
+        Ok(m) if m.is_file() && m.len() > 0 => {
+            let mut old = path.as_os_str().to_owned();
+            old.push(".old");
+            let old = PathBuf::from(old);
+            std::fs::rename(path, &old).map_err(|source| Error::Output {
+                path: old.clone(),
+                source,
+            })?;
+            Ok(Some(old))
+        }
+        _ => Ok(None),
+    }
+}
+
+/// The attr as the file states it: the kernel's accepted fields, at the smallest layout holding them, so perf
+/// versions whose struct is smaller than the newest kernel's still read it (perf 6.1 rejects 136-byte attrs).
+fn file_attr(attr: &EventAttr) -> PerfEventAttr {
+    PerfEventAttr {
+        type_: attr.type_,
+        size: attr.minimal_size(),
+        config: attr.config,
+        sample_period_or_freq: attr.sample_period_or_freq,
+        sample_type: attr.sample_type,
+        read_format: attr.read_format,
+        // disabled/enable_on_exec describe how we started the event, which perf also records as set.
+        flags: attr.flags,
+        wakeup_events_or_watermark: attr.wakeup,
+        branch_sample_type: attr.branch_sample_type,
+        sample_regs_user: attr.sample_regs_user,
+        sample_stack_user: attr.sample_stack_user,
+        ..PerfEventAttr::default()
+    }
+}
+
+fn features(
+    config: &Config,
+    attr: &PerfEventAttr,
+    event: &str,
+    ids: &[u64],
+    build_ids: &[super::BuildIdEntry],
+) -> Features {
+    let host = HostInfo::current();
+    Features {
+        build_ids: build_ids
+            .iter()
+            .map(|b| data::BuildIdEntry {
+                misc: b.misc,
+                // perf writes the host machine's pid (-1) for every DSO.
+                pid: -1,
+                build_id: b.build_id.clone(),
+                filename: b.filename.clone(),
+            })
+            .collect(),
+        hostname: host.hostname,
+        osrelease: host.osrelease,
+        version: Some(concat!("bport ", env!("CARGO_PKG_VERSION")).to_string()),
+        arch: Some(host.arch),
+        nrcpus: Some(NrCpus {
+            available: host.cpus_available,
+            online: host.cpus_online,
+        }),
+        cpudesc: host.cpudesc,
+        cpuid: host.cpuid,
+        total_mem: host.total_mem_kb,
+        cmdline: Some(if config.cmdline.is_empty() {
+            vec!["bport".to_string(), "record".to_string()]
+        } else {
+            config.cmdline.clone()
+        }),
+        event_desc: Some(vec![data::EventDesc {
+            attr: attr.clone(),
+            name: event.to_string(),
+            ids: ids.to_vec(),
+        }]),
+        other: Vec::new(),
+    }
+}
+
+struct WriterSink<'p> {
+    writer: PerfFileWriter<std::io::BufWriter<std::fs::File>>,
+    path: &'p Path,
+}
+
+impl Sink for WriterSink<'_> {
+    fn record(&mut self, bytes: &[u8]) -> Result<(), Error> {
+        self.writer.write_raw_record(bytes).map_err(|e| self.err(e))
+    }
+
+    fn finished_round(&mut self) -> Result<(), Error> {
+        self.writer.write_finished_round().map_err(|e| self.err(e))
+    }
+}
+
+impl WriterSink<'_> {
+    fn err(&self, e: data::WriteError) -> Error {
+        Error::Write {
+            path: self.path.to_path_buf(),
+            message: e.to_string(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::perf::abi;
+
+    #[test]
+    fn the_file_attr_is_the_smallest_layout_holding_the_fields() {
+        let attr = EventAttr {
+            type_: abi::PERF_TYPE_SOFTWARE,
+            size: abi::PERF_ATTR_SIZE_NEWEST,
+            config: abi::PERF_COUNT_SW_CPU_CLOCK,
+            sample_period_or_freq: 999,
+            sample_type: abi::PERF_SAMPLE_IP | abi::PERF_SAMPLE_REGS_USER,
+            read_format: 0,
+            flags: abi::ATTR_FLAG_FREQ,
+            wakeup: 4096,
+            branch_sample_type: 0,
+            sample_regs_user: 0xff0fff,
+            sample_stack_user: 8192,
+        };
+        let f = file_attr(&attr);
+        assert_eq!((f.size, f.min_size()), (96, 96));
+        assert_eq!(
+            (
+                f.sample_regs_user,
+                f.sample_stack_user,
+                f.wakeup_events_or_watermark
+            ),
+            (0xff0fff, 8192, 4096)
+        );
+    }
+
+    #[test]
+    fn an_existing_file_is_kept_as_old_and_an_empty_one_is_not() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("perf.data");
+        assert_eq!(keep_old(&p).unwrap(), None);
+        std::fs::write(&p, b"").unwrap();
+        assert_eq!(keep_old(&p).unwrap(), None);
+        std::fs::write(&p, b"x").unwrap();
+        assert_eq!(
+            keep_old(&p).unwrap(),
+            Some(dir.path().join("perf.data.old"))
+        );
+        assert!(!p.exists());
+    }
+}

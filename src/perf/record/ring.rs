@@ -1,0 +1,245 @@
+//! Safe reading of a perf ring buffer: the records between `data_tail` and `data_head`, borrowed from the mapping
+//! without copying. A record that wraps around the end of the data area comes as two slices
+//! ([`RawData::Split`]), as in linux-perf-event-reader's `RawData`; callers that need one slice copy only those.
+//!
+//! Owns record framing (the 8-byte `perf_event_header`); not the meaning of records (that is `perf::data`).
+
+use super::sys::RingMap;
+
+/// Bytes of one record in the ring, header included.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RawData<'a> {
+    /// The record lies in one piece.
+    Single(&'a [u8]),
+    /// The record wraps: the first part ends at the end of the data area, the second starts at its beginning.
+    Split(&'a [u8], &'a [u8]),
+}
+
+impl<'a> RawData<'a> {
+    /// Total length in bytes.
+    pub fn len(&self) -> usize {
+        match self {
+            RawData::Single(a) => a.len(),
+            RawData::Split(a, b) => a.len() + b.len(),
+        }
+    }
+
+    /// Whether there are no bytes (never for a framed record).
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The record as one slice: borrowed when it is in one piece, else copied into `scratch`.
+    pub fn contiguous<'s>(&self, scratch: &'s mut Vec<u8>) -> &'s [u8]
+    where
+        'a: 's,
+    {
+        match *self {
+            RawData::Single(a) => a,
+            RawData::Split(a, b) => {
+                scratch.clear();
+                scratch.extend_from_slice(a);
+                scratch.extend_from_slice(b);
+                scratch
+            }
+        }
+    }
+
+    /// Reads a native-endian u64 at `offset`, across the split if needed.
+    pub fn u64_at(&self, offset: usize) -> Option<u64> {
+        let mut bytes = [0u8; 8];
+        self.copy_to(offset, &mut bytes)
+            .then(|| u64::from_ne_bytes(bytes))
+    }
+
+    /// Reads a native-endian u32 at `offset`, across the split if needed.
+    pub fn u32_at(&self, offset: usize) -> Option<u32> {
+        let mut bytes = [0u8; 4];
+        self.copy_to(offset, &mut bytes)
+            .then(|| u32::from_ne_bytes(bytes))
+    }
+
+    fn copy_to(&self, offset: usize, out: &mut [u8]) -> bool {
+        if offset
+            .checked_add(out.len())
+            .is_none_or(|end| end > self.len())
+        {
+            return false;
+        }
+        let (a, b) = match *self {
+            RawData::Single(a) => (a, &[][..]),
+            RawData::Split(a, b) => (a, b),
+        };
+        for (i, byte) in out.iter_mut().enumerate() {
+            let at = offset + i;
+            *byte = if at < a.len() { a[at] } else { b[at - a.len()] };
+        }
+        true
+    }
+
+    /// The record type from the header.
+    pub fn record_type(&self) -> u32 {
+        self.u32_at(0).unwrap_or(0)
+    }
+
+    /// The header's `misc` field.
+    pub fn misc(&self) -> u16 {
+        self.u32_at(4).map_or(0, |v| (v & 0xffff) as u16)
+    }
+}
+
+/// A framing problem: the kernel never produces one, so it means the mapping was misread; recording stops.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FramingError {
+    /// Position (ring offset, monotonically increasing) of the bad header.
+    pub position: u64,
+    /// The header's size field.
+    pub size: u16,
+}
+
+/// A ring buffer reader over one mapping.
+#[derive(Debug)]
+pub struct Ring {
+    map: RingMap,
+}
+
+impl Ring {
+    /// Wraps a mapping.
+    pub fn new(map: RingMap) -> Ring {
+        Ring { map }
+    }
+
+    /// Bytes published but not yet consumed.
+    pub fn pending(&self) -> u64 {
+        self.map.data_head().wrapping_sub(self.map.data_tail())
+    }
+
+    /// Calls `f` for every record published so far, in order, then releases their space to the kernel.
+    /// Returns the number of bytes consumed.
+    pub fn drain(&mut self, mut f: impl FnMut(RawData<'_>)) -> Result<u64, FramingError> {
+        let head = self.map.data_head();
+        let tail = self.map.data_tail();
+        let result = walk(self.map.data(), tail, head, &mut f);
+        let consumed_to = match result {
+            Ok(()) => head,
+            Err(_) => head, // skip everything: the stream cannot be resynchronized
+        };
+        self.map.set_data_tail(consumed_to);
+        result.map(|()| head.wrapping_sub(tail))
+    }
+}
+
+/// Walks the records in `data` (a ring of power-of-two size) from position `tail` to `head`.
+fn walk(
+    data: &[u8],
+    tail: u64,
+    head: u64,
+    f: &mut impl FnMut(RawData<'_>),
+) -> Result<(), FramingError> {
+    let size = data.len() as u64;
+    let mask = size - 1;
+    let mut pos = tail;
+    while pos < head {
+        let start = (pos & mask) as usize;
+        // Records are 8-aligned and the area is a multiple of 8, so the 8-byte header never wraps.
+        let header = &data[start..start + 8];
+        let rec_size = u16::from_ne_bytes([header[6], header[7]]);
+        if rec_size < 8 || u64::from(rec_size) > head - pos || u64::from(rec_size) > size {
+            return Err(FramingError {
+                position: pos,
+                size: rec_size,
+            });
+        }
+        let len = usize::from(rec_size);
+        let raw = if start + len <= data.len() {
+            RawData::Single(&data[start..start + len])
+        } else {
+            let first = data.len() - start;
+            RawData::Split(&data[start..], &data[..len - first])
+        };
+        f(raw);
+        pos += u64::from(rec_size);
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(ty: u32, size: u16, fill: u8) -> Vec<u8> {
+        let mut r = Vec::new();
+        r.extend_from_slice(&ty.to_ne_bytes());
+        r.extend_from_slice(&0u16.to_ne_bytes());
+        r.extend_from_slice(&size.to_ne_bytes());
+        r.resize(usize::from(size), fill);
+        r
+    }
+
+    /// Lays `records` into a ring of `size` bytes starting at position `tail`.
+    fn ring_with(size: usize, tail: u64, records: &[Vec<u8>]) -> (Vec<u8>, u64) {
+        let mut data = vec![0xeeu8; size];
+        let mut pos = tail;
+        for r in records {
+            for &b in r {
+                data[(pos as usize) % size] = b;
+                pos += 1;
+            }
+        }
+        (data, pos)
+    }
+
+    #[test]
+    fn records_in_one_piece_and_across_the_end_are_yielded_in_order() {
+        let recs = vec![record(9, 24, 1), record(3, 16, 2), record(10, 32, 3)];
+        // Start 16 bytes before the end: the first record wraps.
+        let tail = 128 * 3 + 112;
+        let (data, head) = ring_with(128, tail, &recs);
+        let mut seen = Vec::new();
+        walk(&data, tail, head, &mut |raw: RawData<'_>| {
+            let mut scratch = Vec::new();
+            let split = matches!(raw, RawData::Split(..));
+            seen.push((
+                raw.record_type(),
+                split,
+                raw.contiguous(&mut scratch).to_vec(),
+            ));
+        })
+        .unwrap();
+        assert_eq!(
+            seen,
+            vec![
+                (9, true, recs[0].clone()),
+                (3, false, recs[1].clone()),
+                (10, false, recs[2].clone()),
+            ]
+        );
+    }
+
+    #[test]
+    fn split_reads_cross_the_boundary() {
+        let raw = RawData::Split(&[1, 0, 0, 0, 2, 0], &[3, 0, 4, 0, 0, 0, 0, 0, 0, 0]);
+        assert_eq!(raw.u32_at(0), Some(1));
+        assert_eq!(raw.u32_at(4), Some(0x0003_0002));
+        assert_eq!(raw.u64_at(8), Some(4));
+        assert_eq!(raw.u64_at(9), None);
+        assert_eq!(raw.len(), 16);
+    }
+
+    #[test]
+    fn a_bad_header_is_a_framing_error_not_a_panic() {
+        let (data, head) = ring_with(64, 0, &[record(9, 8, 0)]);
+        let mut bad = data.clone();
+        bad[6] = 4; // size 4 < header
+        assert_eq!(
+            walk(&bad, 0, head, &mut |_| {}),
+            Err(FramingError {
+                position: 0,
+                size: 4
+            })
+        );
+        // A size beyond head: the kernel cannot have published that.
+        bad[6] = 200;
+        assert!(walk(&bad, 0, head, &mut |_| {}).is_err());
+    }
+}
