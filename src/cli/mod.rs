@@ -7,8 +7,8 @@ mod apply;
 mod completions;
 pub mod error;
 mod list;
-mod status;
 mod record;
+mod status;
 pub mod ui;
 mod verify;
 

@@ -7,6 +7,7 @@
 
 use super::{checks, Cell, CellStatus, Mode};
 use crate::perf::abi::{KernelAbi, KernelVersion};
+use crate::perf::record;
 use crate::verify::workloads::Build;
 use std::path::{Path, PathBuf};
 
@@ -90,21 +91,51 @@ pub fn run(options: &MatrixOptions, hardware: Hardware) -> Vec<Cell> {
         .collect()
 }
 
-/// Records `build` in `mode` under the target's ABI cap and scripts the file with bport.
-fn record_and_script(
-    options: &MatrixOptions,
-    build: Build,
-    mode: Mode,
-) -> Result<Vec<super::Sample>, String> {
+/// Records `build` in `mode` under the target's ABI cap into [`data_path`].
+pub fn record_cell(options: &MatrixOptions, build: Build, mode: Mode) -> Result<PathBuf, String> {
     let exe = build.write_to(&options.workdir).map_err(|e| {
         format!(
             "cannot write the workload to {}: {e}",
             options.workdir.display()
         )
     })?;
-    let _data = data_path(&options.workdir, build, mode);
-    let _ = exe;
-    Err("recording is not built into this bport yet (perf::record pending)".to_owned())
+    let output = data_path(&options.workdir, build, mode);
+    let mut config = record::Config::new(record::Target::Command(vec![
+        exe.into_os_string(),
+        options.workload_ms.to_string().into(),
+    ]));
+    // A software timer works everywhere, including VMs without a PMU; LBR needs the hardware cycle counter.
+    config.event = match mode {
+        Mode::Lbr => record::Event::Cycles,
+        _ => record::Event::CpuClock,
+    };
+    config.sampling = record::Sampling::Frequency(999);
+    config.call_graph = match mode {
+        Mode::Fp => record::CallGraph::FramePointer,
+        Mode::Dwarf => record::CallGraph::Dwarf {
+            stack_size: record::CallGraph::DEFAULT_DWARF_STACK,
+        },
+        Mode::Lbr => record::CallGraph::Lbr,
+    };
+    config.output = output.clone();
+    config.kernel = Some(options.version.clone());
+    config.cmdline = vec!["bport".into(), "verify".into()];
+    let outcome = record::record(&config).map_err(|e| format!("bport record failed: {e}"))?;
+    if outcome.lost > 0 {
+        log::warn!("{}: {} events lost", output.display(), outcome.lost);
+    }
+    Ok(output)
+}
+
+/// Records `build` in `mode` under the target's ABI cap and scripts the file with bport.
+fn record_and_script(
+    options: &MatrixOptions,
+    build: Build,
+    mode: Mode,
+) -> Result<Vec<super::Sample>, String> {
+    let data = record_cell(options, build, mode)?;
+    let _ = data;
+    Err("bport script is not built into this bport yet (perf::script pending)".to_owned())
 }
 
 /// Where a cell's perf.data goes.

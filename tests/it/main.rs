@@ -4,5 +4,5 @@ mod support;
 
 mod apply;
 mod cli_help;
-mod verify;
 mod record;
+mod verify;
