@@ -17,8 +17,9 @@ pub struct Symbol {
     pub start: u64,
     /// One past the last address.
     pub end: u64,
-    /// The raw (mangled) name.
-    pub name: String,
+    /// The name (raw, or demangled once the [`super::Symbolizer`] loaded it); shared, since every frame that
+    /// hits the symbol carries it.
+    pub name: std::rc::Rc<str>,
 }
 
 /// A `PT_LOAD` segment: maps file offsets to svmas.
@@ -214,7 +215,7 @@ fn select_symbols(mut candidates: Vec<Candidate>) -> Vec<Symbol> {
         symbols.push(Symbol {
             start: c.start,
             end,
-            name: c.name.clone(),
+            name: std::rc::Rc::from(c.name.as_str()),
         });
     }
     symbols
@@ -241,15 +242,12 @@ mod tests {
                     .expect("workload symbol");
                 let inside = sym.address() + sym.size() / 2;
                 let found = info.lookup(inside).expect("symbol found");
-                assert_eq!(found.name, name);
+                assert_eq!(&*found.name, name);
                 assert_eq!(
                     (found.start, found.end),
                     (sym.address(), sym.address() + sym.size())
                 );
-                assert_eq!(
-                    info.lookup(sym.address()).map(|s| s.name.as_str()),
-                    Some(name)
-                );
+                assert_eq!(info.lookup(sym.address()).map(|s| &*s.name), Some(name));
             }
             // The static executable maps its text at file offset 0x1000 → svma 0x401000.
             assert_eq!(info.file_offset_to_svma(0x1000), Some(0x40_1000));
@@ -271,10 +269,7 @@ mod tests {
             c(0x30, 0x8, "_x", STB_GLOBAL),
             c(0x30, 0x8, "__y", STB_GLOBAL),
         ]);
-        let got: Vec<(u64, u64, &str)> = syms
-            .iter()
-            .map(|s| (s.start, s.end, s.name.as_str()))
-            .collect();
+        let got: Vec<(u64, u64, &str)> = syms.iter().map(|s| (s.start, s.end, &*s.name)).collect();
         assert_eq!(
             got,
             vec![

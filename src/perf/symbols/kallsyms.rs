@@ -13,7 +13,7 @@ pub struct KernelSymbol {
     /// One past the end.
     pub end: u64,
     /// Name.
-    pub name: String,
+    pub name: std::rc::Rc<str>,
     /// `None` for the kernel image, else the module name without brackets.
     pub module: Option<String>,
 }
@@ -49,7 +49,7 @@ impl Kallsyms {
             symbols.push(KernelSymbol {
                 start,
                 end: start,
-                name: name.to_owned(),
+                name: std::rc::Rc::from(name),
                 module,
             });
         }
@@ -118,7 +118,7 @@ mod tests {
         );
         let hit = |a| {
             k.lookup(a)
-                .map(|s| (s.name.as_str(), s.start, s.module.as_deref()))
+                .map(|s| (&*s.name, s.start, s.module.as_deref()))
         };
         assert_eq!(
             hit(0xffffffff81000050),

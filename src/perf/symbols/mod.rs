@@ -182,7 +182,7 @@ impl std::fmt::Debug for Dso {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SymbolHit<'a> {
     /// The name as perf prints it.
-    pub name: &'a str,
+    pub name: &'a Rc<str>,
     /// Offset of the looked-up address from the symbol's start.
     pub offset: u64,
 }
@@ -393,7 +393,7 @@ impl<L: FileLookup> Symbolizer<L> {
         if let Some(info) = &mut info {
             if self.options.demangle {
                 for s in &mut info.symbols {
-                    s.name = demangle::demangle(&s.name);
+                    s.name = Rc::from(demangle::demangle(&s.name));
                 }
             }
             // Segments must come from the runtime image when the symbols came from a debug file whose program
@@ -507,13 +507,11 @@ mod tests {
         // Mapping of the text segment at its link address: bias 0.
         assert_eq!(dso.bias(0x40_1000, 0x1000), Some(0));
         let info = dso.info.as_ref().unwrap();
-        let chain_c = info.symbols.iter().find(|s| s.name == "chain_c").unwrap();
+        let chain_c = info.symbols.iter().find(|s| &*s.name == "chain_c").unwrap();
         assert_eq!(
-            dso.symbolize(chain_c.start + 4),
-            Some(SymbolHit {
-                name: "chain_c",
-                offset: 4
-            })
+            dso.symbolize(chain_c.start + 4)
+                .map(|h| (h.name.to_string(), h.offset)),
+            Some(("chain_c".to_owned(), 4))
         );
         // Cached: the same Arc comes back.
         assert!(Rc::ptr_eq(&dso, &s.dso("/w/chain", Some(&bid))));
@@ -578,14 +576,12 @@ mod tests {
         let sym = info
             .symbols
             .iter()
-            .find(|s| s.name == want)
+            .find(|s| &*s.name == want)
             .expect("hex() is in the test binary");
         assert_eq!(
-            dso.symbolize(sym.start + 1),
-            Some(SymbolHit {
-                name: want,
-                offset: 1
-            })
+            dso.symbolize(sym.start + 1)
+                .map(|h| (h.name.to_string(), h.offset)),
+            Some((want.to_owned(), 1))
         );
         assert_eq!(hex(&[0xab, 0x01]), "ab01");
     }
@@ -603,12 +599,14 @@ mod tests {
         let mut s = Symbolizer::new(files, opts);
         let k = s.kernel(None);
         assert_eq!(
-            k.lookup(0xffffffff81000010).map(|s| s.name.as_str()),
+            k.lookup(0xffffffff81000010).map(|s| &*s.name),
             Some("_stext")
         );
         assert_eq!(
-            s.perf_map(42).and_then(|m| m.lookup(0x1008)),
-            Some((0x1000, "jitted"))
+            s.perf_map(42)
+                .and_then(|m| m.lookup(0x1008))
+                .map(|(a, n)| (a, n.to_string())),
+            Some((0x1000, "jitted".to_owned()))
         );
         assert!(s.perf_map(43).is_none());
     }

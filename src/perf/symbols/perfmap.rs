@@ -4,7 +4,7 @@
 /// A parsed perf map, sorted by start.
 #[derive(Clone, Debug, Default)]
 pub struct PerfMap {
-    symbols: Vec<(u64, u64, String)>,
+    symbols: Vec<(u64, u64, std::rc::Rc<str>)>,
 }
 
 impl PerfMap {
@@ -24,7 +24,7 @@ impl PerfMap {
             symbols.push((
                 start,
                 start.saturating_add(size),
-                name.trim_end().to_owned(),
+                std::rc::Rc::from(name.trim_end()),
             ));
         }
         symbols.sort_by_key(|s| s.0);
@@ -32,10 +32,10 @@ impl PerfMap {
     }
 
     /// The `(start, name)` of the symbol containing `addr`.
-    pub fn lookup(&self, addr: u64) -> Option<(u64, &str)> {
+    pub fn lookup(&self, addr: u64) -> Option<(u64, &std::rc::Rc<str>)> {
         let pos = self.symbols.partition_point(|s| s.0 <= addr);
         let (start, end, name) = self.symbols.get(pos.checked_sub(1)?)?;
-        (addr < *end).then_some((*start, name.as_str()))
+        (addr < *end).then_some((*start, name))
     }
 }
 
@@ -48,11 +48,15 @@ mod tests {
         let m = PerfMap::parse(
             "7f0000001000 40 LazyCompile:~foo bar.js:1\nbad line\n0x7f0000002000 0x10 stub\n",
         );
+        let hit = |a| m.lookup(a).map(|(s, n)| (s, n.to_string()));
         assert_eq!(
-            m.lookup(0x7f00_0000_1010),
-            Some((0x7f00_0000_1000, "LazyCompile:~foo bar.js:1"))
+            hit(0x7f00_0000_1010),
+            Some((0x7f00_0000_1000, "LazyCompile:~foo bar.js:1".to_owned()))
         );
-        assert_eq!(m.lookup(0x7f00_0000_2008), Some((0x7f00_0000_2000, "stub")));
-        assert_eq!(m.lookup(0x7f00_0000_1040), None);
+        assert_eq!(
+            hit(0x7f00_0000_2008),
+            Some((0x7f00_0000_2000, "stub".to_owned()))
+        );
+        assert_eq!(hit(0x7f00_0000_1040), None);
     }
 }

@@ -210,3 +210,90 @@ pub struct ChainFrame {
     /// The context from the nearest preceding `PERF_CONTEXT_*` marker.
     pub context: Option<Context>,
 }
+
+/// Synthetic stacks for the built-in workloads, laid out from their machine code (not from their CFI), shared by
+/// the unwinder's and the script's tests.
+#[cfg(test)]
+pub(crate) mod test_support {
+    use super::RegsX86_64;
+    use object::{Object, ObjectSection, ObjectSymbol};
+
+    /// Address and bytes of a function of the workload.
+    pub(crate) fn function(data: &[u8], name: &str) -> (u64, Vec<u8>) {
+        let file = object::File::parse(data).unwrap();
+        let sym = file.symbols().find(|s| s.name() == Ok(name)).unwrap();
+        let text = file.section_by_name(".text").unwrap();
+        let off = (sym.address() - text.address()) as usize;
+        let bytes = text.data().unwrap()[off..off + sym.size() as usize].to_vec();
+        (sym.address(), bytes)
+    }
+
+    /// The return address of the `call rel32` in `caller` that targets `callee`, found by decoding the E8
+    /// opcode: independent of the CFI under test.
+    pub(crate) fn return_address(data: &[u8], caller: &str, callee: &str) -> u64 {
+        let (base, code) = function(data, caller);
+        let (target, _) = function(data, callee);
+        for i in 0..code.len().saturating_sub(4) {
+            if code[i] == 0xe8 {
+                let rel = i32::from_le_bytes(code[i + 1..i + 5].try_into().unwrap());
+                let next = base + i as u64 + 5;
+                if next.wrapping_add_signed(rel.into()) == target {
+                    return next;
+                }
+            }
+        }
+        panic!("no call from {caller} to {callee}");
+    }
+
+    /// Bytes a function's prologue pushes or subtracts from RSP before its first call (push r / push r64 with
+    /// REX.B / sub rsp,imm8 / sub rsp,imm32), decoded from the code, not taken from the CFI.
+    pub(crate) fn frame_size(data: &[u8], name: &str) -> u64 {
+        let (_, code) = function(data, name);
+        let mut size = 0;
+        let mut i = 0;
+        loop {
+            match code.get(i..).unwrap_or(&[]) {
+                [0x50..=0x57, ..] => (size, i) = (size + 8, i + 1),
+                [0x41, 0x50..=0x57, ..] => (size, i) = (size + 8, i + 2),
+                [0x48, 0x83, 0xec, imm, ..] => (size, i) = (size + u64::from(*imm), i + 4),
+                [0x48, 0x81, 0xec, a, b, c, d, ..] => {
+                    (size, i) = (
+                        size + u64::from(u32::from_le_bytes([*a, *b, *c, *d])),
+                        i + 7,
+                    )
+                }
+                [0x48, 0x89, 0xe5, ..] => i += 3, // mov rbp, rsp (frame-pointer builds)
+                _ => return size,
+            }
+        }
+    }
+
+    /// A synthetic stack for `main → chain_a → chain_b → chain_c` sampled in chain_c's loop, laid out from the
+    /// decoded prologues; main's caller slot holds `outer_ra`.
+    pub(crate) fn synthetic(data: &[u8], outer_ra: u64) -> (RegsX86_64, Vec<u8>, u64, Vec<u64>) {
+        let sp = 0x7ffc_0000_1000u64;
+        let mut words: Vec<u64> = Vec::new();
+        let mut expect = Vec::new();
+        let (c, _) = function(data, "chain_c");
+        let ip = c + 0x20;
+        expect.push(ip);
+        let chain = [
+            ("chain_c", "chain_b"),
+            ("chain_b", "chain_a"),
+            ("chain_a", "main"),
+        ];
+        for (callee, caller) in chain {
+            let frame = frame_size(data, callee);
+            words.extend(std::iter::repeat_n(0x1111_1111u64, (frame / 8) as usize));
+            let ra = return_address(data, caller, callee);
+            words.push(ra);
+            expect.push(ra);
+        }
+        let frame = frame_size(data, "main");
+        words.extend(std::iter::repeat_n(0x2222_2222u64, (frame / 8) as usize));
+        words.push(outer_ra);
+        // RBP stays 0: in the no-frame-pointer build every CFA rule is RSP-based.
+        let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+        (RegsX86_64 { ip, sp, bp: 0 }, bytes, sp, expect)
+    }
+}
