@@ -1,0 +1,97 @@
+//! A bounds-checked reader over a byte slice that knows its file offset, so every error names where it happened.
+
+use super::ReadError;
+use object::endian::Endian;
+
+/// Reads fixed-size values from `data`, which starts at file offset `base`.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Cursor<'a, E: Endian> {
+    data: &'a [u8],
+    pos: usize,
+    base: u64,
+    endian: E,
+    what: &'static str,
+}
+
+impl<'a, E: Endian> Cursor<'a, E> {
+    pub(crate) fn new(data: &'a [u8], base: u64, endian: E, what: &'static str) -> Self {
+        Cursor {
+            data,
+            pos: 0,
+            base,
+            endian,
+            what,
+        }
+    }
+
+    /// The file offset of the next byte.
+    pub(crate) fn offset(&self) -> u64 {
+        self.base + self.pos as u64
+    }
+
+    pub(crate) fn remaining(&self) -> usize {
+        self.data.len() - self.pos
+    }
+
+    pub(crate) fn rest(&self) -> &'a [u8] {
+        &self.data[self.pos..]
+    }
+
+    pub(crate) fn take(&mut self, n: u64) -> Result<&'a [u8], ReadError> {
+        if n > self.remaining() as u64 {
+            return Err(ReadError::Truncated {
+                what: self.what,
+                offset: self.offset(),
+                needed: n,
+                available: self.remaining() as u64,
+            });
+        }
+        let n = n as usize;
+        let s = &self.data[self.pos..self.pos + n];
+        self.pos += n;
+        Ok(s)
+    }
+
+    fn array<const N: usize>(&mut self) -> Result<[u8; N], ReadError> {
+        let s = self.take(N as u64)?;
+        let mut a = [0u8; N];
+        a.copy_from_slice(s);
+        Ok(a)
+    }
+
+    pub(crate) fn u16(&mut self) -> Result<u16, ReadError> {
+        Ok(self.endian.read_u16(self.array()?))
+    }
+
+    pub(crate) fn u32(&mut self) -> Result<u32, ReadError> {
+        Ok(self.endian.read_u32(self.array()?))
+    }
+
+    pub(crate) fn i32(&mut self) -> Result<i32, ReadError> {
+        Ok(self.endian.read_i32(self.array()?))
+    }
+
+    pub(crate) fn u64(&mut self) -> Result<u64, ReadError> {
+        Ok(self.endian.read_u64(self.array()?))
+    }
+
+    /// `n` u64s as raw bytes (checked for overflow of `n * 8`).
+    pub(crate) fn u64s(&mut self, n: u64) -> Result<&'a [u8], ReadError> {
+        let bytes = n.checked_mul(8).ok_or_else(|| {
+            ReadError::invalid(self.what, self.offset(), format!("count {n} overflows"))
+        })?;
+        self.take(bytes)
+    }
+
+    /// A NUL-terminated string inside the rest of the data (padding after the NUL is skipped by the caller).
+    pub(crate) fn c_str_in_rest(&self) -> &'a [u8] {
+        let rest = self.rest();
+        let end = rest.iter().position(|&b| b == 0).unwrap_or(rest.len());
+        &rest[..end]
+    }
+}
+
+/// Rounds `n` up to a multiple of 8.
+pub(crate) fn align8(n: u64) -> u64 {
+    n.saturating_add(7) & !7
+}

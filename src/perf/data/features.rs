@@ -1,0 +1,312 @@
+//! Header feature sections (tools/perf/util/header.c `write_*`/`process_*`): parsed and written by the same
+//! module. In file mode they follow the data section, one `perf_file_section` per set bit; in pipe mode each
+//! arrives as a `PERF_RECORD_HEADER_FEATURE` record (`u64 feat_id` + the same payload).
+
+use super::attr::PerfEventAttr;
+use super::cursor::{align8, Cursor};
+use super::ReadError;
+use crate::perf::abi::*;
+use object::endian::Endian;
+
+/// perf pads header strings to this alignment (`NAME_ALIGN`).
+const NAME_ALIGN: u64 = 64;
+
+/// The feature sections bport understands, plus the raw bytes of any others.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Features {
+    /// BUILD_ID: build-ids of the DSOs (with samples) and the kernel.
+    pub build_ids: Vec<BuildIdEntry>,
+    /// HOSTNAME.
+    pub hostname: Option<String>,
+    /// OSRELEASE (`uname -r` of the recording machine).
+    pub osrelease: Option<String>,
+    /// VERSION (the perf version that wrote the file).
+    pub version: Option<String>,
+    /// ARCH (`uname -m`).
+    pub arch: Option<String>,
+    /// NRCPUS.
+    pub nrcpus: Option<NrCpus>,
+    /// CPUDESC.
+    pub cpudesc: Option<String>,
+    /// CPUID.
+    pub cpuid: Option<String>,
+    /// TOTAL_MEM in kB.
+    pub total_mem: Option<u64>,
+    /// CMDLINE: the recording command line.
+    pub cmdline: Option<Vec<String>>,
+    /// EVENT_DESC: event names with their attrs and ids.
+    pub event_desc: Option<Vec<EventDesc>>,
+    /// Sections bport does not parse, by feature id, in the file's byte order.
+    pub other: Vec<(u32, Vec<u8>)>,
+}
+
+/// One build-id entry.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct BuildIdEntry {
+    /// `header.misc` (cpumode of the DSO: kernel or user, guest or host).
+    pub misc: u16,
+    /// Process id (-1 for the host kernel/all).
+    pub pid: i32,
+    /// The build-id bytes (usually 20).
+    pub build_id: Vec<u8>,
+    /// The DSO's path (`[kernel.kallsyms]` for the kernel).
+    pub filename: String,
+}
+
+/// NRCPUS: CPUs available (present) and online.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct NrCpus {
+    /// `nr_cpus_available`.
+    pub available: u32,
+    /// `nr_cpus_online`.
+    pub online: u32,
+}
+
+/// One EVENT_DESC entry.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct EventDesc {
+    /// The event's attr.
+    pub attr: PerfEventAttr,
+    /// Its name (`cycles:u`, `cpu-clock`).
+    pub name: String,
+    /// Its ids.
+    pub ids: Vec<u64>,
+}
+
+/// The features [`Features::write_section`] can produce, in id order.
+pub const WRITABLE: [u32; 11] = [
+    HEADER_BUILD_ID,
+    HEADER_HOSTNAME,
+    HEADER_OSRELEASE,
+    HEADER_VERSION,
+    HEADER_ARCH,
+    HEADER_NRCPUS,
+    HEADER_CPUDESC,
+    HEADER_CPUID,
+    HEADER_TOTAL_MEM,
+    HEADER_CMDLINE,
+    HEADER_EVENT_DESC,
+];
+
+fn read_string<E: Endian>(c: &mut Cursor<'_, E>) -> Result<String, ReadError> {
+    let len = c.u32()?;
+    let bytes = c.take(u64::from(len))?;
+    let end = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
+    Ok(String::from_utf8_lossy(&bytes[..end]).into_owned())
+}
+
+fn write_string<E: Endian>(s: &str, endian: E, out: &mut Vec<u8>) {
+    let len = (s.len() as u64 + 1).div_ceil(NAME_ALIGN) * NAME_ALIGN;
+    out.extend_from_slice(&endian.write_u32(len as u32));
+    let start = out.len();
+    out.extend_from_slice(s.as_bytes());
+    out.resize(start + len as usize, 0);
+}
+
+/// Parses one build-id entry (a BUILD_ID feature element or a pipe-mode HEADER_BUILD_ID record body), given its
+/// header's misc and the body after the 8-byte header.
+pub(crate) fn parse_build_id<E: Endian>(
+    misc: u16,
+    body: &[u8],
+    offset: u64,
+    endian: E,
+) -> Result<BuildIdEntry, ReadError> {
+    let mut c = Cursor::new(body, offset, endian, "build-id entry");
+    let pid = c.u32()? as i32;
+    let id = c.take(24)?;
+    // Before MISC_BUILD_ID_SIZE every build-id was a 20-byte SHA-1.
+    let n = if misc & PERF_RECORD_MISC_BUILD_ID_SIZE != 0 {
+        usize::from(id[20]).min(20)
+    } else {
+        20
+    };
+    let name = c.c_str_in_rest();
+    Ok(BuildIdEntry {
+        misc: misc & !PERF_RECORD_MISC_BUILD_ID_SIZE,
+        pid,
+        build_id: id[..n].to_vec(),
+        filename: String::from_utf8_lossy(name).into_owned(),
+    })
+}
+
+/// Encodes a build-id entry as perf's `write_buildid` does (type 0 in file mode).
+pub(crate) fn write_build_id<E: Endian>(b: &BuildIdEntry, ty: u32, endian: E, out: &mut Vec<u8>) {
+    let name_len = (b.filename.len() as u64 + 1).div_ceil(NAME_ALIGN) * NAME_ALIGN;
+    let size = 8 + 4 + 24 + name_len;
+    out.extend_from_slice(&endian.write_u32(ty));
+    out.extend_from_slice(&endian.write_u16(b.misc | PERF_RECORD_MISC_BUILD_ID_SIZE));
+    out.extend_from_slice(&endian.write_u16(size as u16));
+    out.extend_from_slice(&endian.write_u32(b.pid as u32));
+    let mut id = [0u8; 24];
+    let n = b.build_id.len().min(20);
+    id[..n].copy_from_slice(&b.build_id[..n]);
+    id[20] = n as u8;
+    out.extend_from_slice(&id);
+    let start = out.len();
+    out.extend_from_slice(b.filename.as_bytes());
+    out.resize(start + name_len as usize, 0);
+}
+
+impl Features {
+    /// Parses feature `id` from its section bytes (at file offset `offset`) into `self`. Unknown ids are kept raw.
+    pub(crate) fn parse_section<E: Endian>(
+        &mut self,
+        id: u32,
+        data: &[u8],
+        offset: u64,
+        endian: E,
+    ) -> Result<(), ReadError> {
+        let mut c = Cursor::new(data, offset, endian, feature_what(id));
+        match id {
+            HEADER_BUILD_ID => {
+                while c.remaining() > 0 {
+                    let at = c.offset();
+                    let _ty = c.u32()?;
+                    let misc = c.u16()?;
+                    let size = c.u16()?;
+                    if size < 8 {
+                        return Err(ReadError::invalid(
+                            "build-id entry",
+                            at,
+                            format!("size {size} is below 8"),
+                        ));
+                    }
+                    let body = c.take(u64::from(size) - 8)?;
+                    self.build_ids
+                        .push(parse_build_id(misc, body, at + 8, endian)?);
+                }
+            }
+            HEADER_HOSTNAME => self.hostname = Some(read_string(&mut c)?),
+            HEADER_OSRELEASE => self.osrelease = Some(read_string(&mut c)?),
+            HEADER_VERSION => self.version = Some(read_string(&mut c)?),
+            HEADER_ARCH => self.arch = Some(read_string(&mut c)?),
+            HEADER_CPUDESC => self.cpudesc = Some(read_string(&mut c)?),
+            HEADER_CPUID => self.cpuid = Some(read_string(&mut c)?),
+            HEADER_NRCPUS => {
+                self.nrcpus = Some(NrCpus {
+                    available: c.u32()?,
+                    online: c.u32()?,
+                })
+            }
+            HEADER_TOTAL_MEM => self.total_mem = Some(c.u64()?),
+            HEADER_CMDLINE => {
+                let nr = c.u32()?;
+                let mut v = Vec::new();
+                for _ in 0..nr {
+                    v.push(read_string(&mut c)?);
+                }
+                self.cmdline = Some(v);
+            }
+            HEADER_EVENT_DESC => {
+                let nr = c.u32()?;
+                let attr_size = c.u32()?;
+                let mut v = Vec::new();
+                for _ in 0..nr {
+                    let at = c.offset();
+                    let bytes = c.take(u64::from(attr_size))?;
+                    let (attr, _) = PerfEventAttr::parse(bytes, at, endian)?;
+                    let nr_ids = c.u32()?;
+                    let name = read_string(&mut c)?;
+                    let ids = c.u64s(u64::from(nr_ids))?;
+                    let ids = ids
+                        .chunks_exact(8)
+                        .map(|b| endian.read_u64(b.try_into().expect("8 bytes")))
+                        .collect();
+                    v.push(EventDesc { attr, name, ids });
+                }
+                self.event_desc = Some(v);
+            }
+            _ => self.other.push((id, data.to_vec())),
+        }
+        Ok(())
+    }
+
+    /// Encodes feature `id` if `self` has it (`None` otherwise); `other` sections are written as given.
+    pub fn write_section<E: Endian>(&self, id: u32, endian: E) -> Option<Vec<u8>> {
+        let mut out = Vec::new();
+        let string = |s: &Option<String>, out: &mut Vec<u8>| -> Option<()> {
+            write_string(s.as_deref()?, endian, out);
+            Some(())
+        };
+        match id {
+            HEADER_BUILD_ID => {
+                if self.build_ids.is_empty() {
+                    return None;
+                }
+                for b in &self.build_ids {
+                    write_build_id(b, 0, endian, &mut out);
+                }
+            }
+            HEADER_HOSTNAME => string(&self.hostname, &mut out)?,
+            HEADER_OSRELEASE => string(&self.osrelease, &mut out)?,
+            HEADER_VERSION => string(&self.version, &mut out)?,
+            HEADER_ARCH => string(&self.arch, &mut out)?,
+            HEADER_CPUDESC => string(&self.cpudesc, &mut out)?,
+            HEADER_CPUID => string(&self.cpuid, &mut out)?,
+            HEADER_NRCPUS => {
+                let n = self.nrcpus?;
+                out.extend_from_slice(&endian.write_u32(n.available));
+                out.extend_from_slice(&endian.write_u32(n.online));
+            }
+            HEADER_TOTAL_MEM => out.extend_from_slice(&endian.write_u64(self.total_mem?)),
+            HEADER_CMDLINE => {
+                let v = self.cmdline.as_ref()?;
+                out.extend_from_slice(&endian.write_u32(v.len() as u32));
+                for s in v {
+                    write_string(s, endian, &mut out);
+                }
+            }
+            HEADER_EVENT_DESC => {
+                let v = self.event_desc.as_ref()?;
+                let attr_size = v
+                    .iter()
+                    .map(|e| align8(u64::from(e.attr.size.max(e.attr.min_size()))) as u32)
+                    .max()
+                    .unwrap_or(PERF_ATTR_SIZE_VER0)
+                    .clamp(PERF_ATTR_SIZE_VER0, PERF_ATTR_SIZE_NEWEST);
+                out.extend_from_slice(&endian.write_u32(v.len() as u32));
+                out.extend_from_slice(&endian.write_u32(attr_size));
+                for e in v {
+                    e.attr.write(attr_size, endian, &mut out);
+                    out.extend_from_slice(&endian.write_u32(e.ids.len() as u32));
+                    write_string(&e.name, endian, &mut out);
+                    for id in &e.ids {
+                        out.extend_from_slice(&endian.write_u64(*id));
+                    }
+                }
+            }
+            _ => {
+                let (_, data) = self.other.iter().find(|(i, _)| *i == id)?;
+                out.extend_from_slice(data);
+            }
+        }
+        Some(out)
+    }
+
+    /// Ids of every feature `self` has, ascending.
+    pub fn ids(&self) -> Vec<u32> {
+        let mut ids: Vec<u32> = WRITABLE
+            .iter()
+            .copied()
+            .filter(|&id| {
+                self.write_section(id, object::endian::LittleEndian)
+                    .is_some()
+            })
+            .chain(self.other.iter().map(|(i, _)| *i))
+            .collect();
+        ids.sort_unstable();
+        ids.dedup();
+        ids
+    }
+}
+
+fn feature_what(id: u32) -> &'static str {
+    match id {
+        HEADER_BUILD_ID => "BUILD_ID feature",
+        HEADER_EVENT_DESC => "EVENT_DESC feature",
+        HEADER_CMDLINE => "CMDLINE feature",
+        HEADER_NRCPUS => "NRCPUS feature",
+        HEADER_TOTAL_MEM => "TOTAL_MEM feature",
+        _ => "feature section",
+    }
+}
