@@ -5,6 +5,7 @@
 
 mod completions;
 pub mod error;
+mod script;
 pub mod ui;
 
 use clap::{Parser, Subcommand};
@@ -48,6 +49,13 @@ pub enum Command {
     ///
     /// Example: bport man --dir /usr/local/share/man/man1
     Man(completions::ManArgs),
+    /// Print the samples of a perf.data file as `perf script` does, with full callchains.
+    ///
+    /// The callchain mode follows each event's sample type: REGS_USER+STACK_USER → DWARF unwinding,
+    /// BRANCH_STACK with call stack → LBR, else the kernel's frame-pointer chain.
+    ///
+    /// Example: bport script -i perf.data | inferno-collapse-perf | inferno-flamegraph > flame.svg
+    Script(script::ScriptArgs),
 }
 
 /// Parses the command line, runs the command and maps the result to an exit code.
@@ -71,10 +79,11 @@ pub fn main() -> ExitCode {
     }
 }
 
-fn run(command: Command, _ui: &Ui) -> CliResult<ExitCode> {
+fn run(command: Command, ui: &Ui) -> CliResult<ExitCode> {
     match command {
         Command::Completions(args) => completions::run_completions(args),
         Command::Man(args) => completions::run_man(args),
+        Command::Script(args) => script::run(args, ui),
     }
     .map(|()| ExitCode::SUCCESS)
 }

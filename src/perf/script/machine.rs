@@ -104,9 +104,11 @@ pub struct Machine {
 }
 
 impl Machine {
-    /// An empty machine.
+    /// A machine that knows only the idle thread, which perf names `swapper` (machine__init).
     pub fn new() -> Self {
-        Self::default()
+        let mut m = Self::default();
+        m.comm(0, 0, "swapper");
+        m
     }
 
     /// COMM: names a thread (also on exec, where perf keeps the maps; new mmaps replace the old ones).
@@ -168,7 +170,13 @@ impl Machine {
                 let stem = base.split('.').next().unwrap_or(base).replace('-', "_");
                 Rc::from(format!("[{stem}]"))
             };
-            // The kernel image's map has len up to the end of the address space in some files; keep it as is.
+            // perf stretches the kernel image's map over all kernel text (.init.text, freed init code lie past
+            // the `_text` mapping's length); modules mapped later cut their own ranges out of it.
+            let end = if &*dso == "[kernel.kallsyms]" {
+                u64::MAX
+            } else {
+                end
+            };
             self.kernel.insert(Map {
                 start,
                 end,

@@ -12,6 +12,9 @@
 pub mod format;
 pub mod machine;
 pub mod resolve;
+pub mod session;
+
+pub use session::{samples, write_script, Outcome, Samples, ScriptError};
 
 use std::rc::Rc;
 

@@ -75,15 +75,24 @@ pub fn build_id(data: &[u8]) -> Option<Vec<u8>> {
 impl ElfInfo {
     /// Parses an ELF image (32 or 64 bit, either byte order).
     pub fn parse(data: &[u8]) -> Result<Self, ElfError> {
+        Self::parse_with(data, false)
+    }
+
+    /// Parses an ELF image, demangling names first when `demangle` is set: perf demangles before it chooses
+    /// among aliases (the longer *demangled* name wins), so the choice depends on it.
+    pub fn parse_with(data: &[u8], demangle: bool) -> Result<Self, ElfError> {
         match object::FileKind::parse(data)? {
             object::FileKind::Elf32 => {
-                Self::parse_as::<object::elf::FileHeader32<Endianness>>(data)
+                Self::parse_as::<object::elf::FileHeader32<Endianness>>(data, demangle)
             }
-            _ => Self::parse_as::<object::elf::FileHeader64<Endianness>>(data),
+            _ => Self::parse_as::<object::elf::FileHeader64<Endianness>>(data, demangle),
         }
     }
 
-    fn parse_as<H: FileHeader<Endian = Endianness>>(data: &[u8]) -> Result<Self, ElfError> {
+    fn parse_as<H: FileHeader<Endian = Endianness>>(
+        data: &[u8],
+        demangle: bool,
+    ) -> Result<Self, ElfError> {
         let file = ElfFile::<H>::parse(data)?;
         let endian = file.endian();
         let header = file.elf_header();
@@ -141,6 +150,12 @@ impl ElfInfo {
                 binding: sym.st_bind(),
             });
         }
+        synthesize_plt::<H>(&file, endian, &mut candidates);
+        if demangle {
+            for c in &mut candidates {
+                c.name = super::demangle::demangle(&c.name);
+            }
+        }
         info.symbols = select_symbols(candidates);
         Ok(info)
     }
@@ -158,6 +173,47 @@ impl ElfInfo {
             .iter()
             .find(|s| offset >= s.offset && offset - s.offset < s.file_size.max(1))
             .map(|s| offset - s.offset + s.vaddr)
+    }
+}
+
+/// perf 6.1's `dso__synthesize_plt_symbols` on x86_64: one `NAME@plt` symbol per `.rela.plt` entry, in order,
+/// after a header of one entry, with `.plt`'s `sh_entsize` as the entry size (none when it is 0, as in files
+/// linked by lld; `.plt.sec` is only known to perf 6.4+).
+fn synthesize_plt<H: FileHeader<Endian = Endianness>>(
+    file: &ElfFile<'_, H>,
+    endian: Endianness,
+    out: &mut Vec<Candidate>,
+) {
+    use object::read::elf::Rela;
+    let sections = file.elf_section_table();
+    let Some((_, rela_plt)) = sections.section_by_name(endian, b".rela.plt") else {
+        return;
+    };
+    let Ok(Some((relocs, _))) = rela_plt.rela(endian, file.data()) else {
+        return;
+    };
+    let Some((_, plt)) = sections.section_by_name(endian, b".plt") else {
+        return;
+    };
+    let entry: u64 = plt.sh_entsize(endian).into();
+    if entry == 0 {
+        return;
+    }
+    let base: u64 = plt.sh_addr(endian).into() + entry;
+    let dynsym = file.elf_dynamic_symbol_table();
+    for (i, rela) in relocs.iter().enumerate() {
+        let index = rela.r_sym(endian, false) as usize;
+        let name = dynsym
+            .symbol(object::SymbolIndex(index))
+            .ok()
+            .and_then(|sym| sym.name(endian, dynsym.strings()).ok())
+            .unwrap_or(b"");
+        out.push(Candidate {
+            start: base + i as u64 * entry,
+            size: entry,
+            name: format!("{}@plt", String::from_utf8_lossy(name)),
+            binding: STB_GLOBAL,
+        });
     }
 }
 

@@ -54,8 +54,16 @@ impl Kallsyms {
             });
         }
         symbols.sort_by_key(|s| s.start);
-        // Of several symbols at one address perf keeps one; the first listed is ours.
-        symbols.dedup_by_key(|s| s.start);
+        // Of several symbols at one address perf keeps the last listed: its fixup_end gives every earlier one
+        // zero size, and choose_best_symbol prefers a sized symbol.
+        let mut deduped: Vec<KernelSymbol> = Vec::with_capacity(symbols.len());
+        for sym in symbols {
+            match deduped.last_mut() {
+                Some(last) if last.start == sym.start => *last = sym,
+                _ => deduped.push(sym),
+            }
+        }
+        let mut symbols = deduped;
         for i in 0..symbols.len() {
             let end = symbols
                 .get(i + 1)
@@ -126,7 +134,7 @@ mod tests {
         );
         assert_eq!(
             hit(0xffffffff81000300),
-            Some(("helper", 0xffffffff81000100, None))
+            Some(("helper_alias", 0xffffffff81000100, None))
         );
         assert_eq!(
             hit(0xffffffffc0000010),

@@ -287,6 +287,8 @@ impl<L: FileLookup> Symbolizer<L> {
             if let Some(home) = &self.options.home {
                 let base = home.join(".debug/.build-id").join(&link);
                 candidates.push((base.join("elf"), true));
+                // perf 6.x caches the vDSO image as `vdso` beside the other cached files.
+                candidates.push((base.join("vdso"), true));
                 candidates.push((base.clone(), true));
                 candidates.push((base.join("debug"), false));
             }
@@ -322,7 +324,7 @@ impl<L: FileLookup> Symbolizer<L> {
                 continue;
             };
             found_any = true;
-            let info = match ElfInfo::parse((*bytes).as_ref()) {
+            let info = match ElfInfo::parse_with((*bytes).as_ref(), self.options.demangle) {
                 Ok(info) => info,
                 Err(e) => {
                     unreadable.get_or_insert(DsoProblem::Unreadable {
@@ -391,11 +393,6 @@ impl<L: FileLookup> Symbolizer<L> {
             None => (None, None),
         };
         if let Some(info) = &mut info {
-            if self.options.demangle {
-                for s in &mut info.symbols {
-                    s.name = Rc::from(demangle::demangle(&s.name));
-                }
-            }
             // Segments must come from the runtime image when the symbols came from a debug file whose program
             // headers were rewritten (they normally agree; the runtime image is authoritative).
             if let Some(rt) = &runtime {

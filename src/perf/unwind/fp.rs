@@ -36,10 +36,20 @@ pub fn context_of_marker(value: u64) -> Option<Context> {
     })
 }
 
+/// Whether a callchain holds a value in the marker range that is no known marker. perf then discards the whole
+/// chain as corrupted (machine.c: "invalid callchain context"), and so does [`parse_callchain`].
+pub fn is_corrupt(ips: &[u64]) -> bool {
+    ips.iter()
+        .any(|&ip| ip >= PERF_CONTEXT_MAX && context_of_marker(ip).is_none())
+}
+
 /// Splits a kernel callchain by its markers. The first address of each context is the interrupted instruction
 /// (an [`FrameAddress::InstructionPointer`]); the others are return addresses. `max_frames` counts addresses,
-/// not markers (perf's `max_stack`).
+/// not markers (perf's `max_stack`). A corrupted chain ([`is_corrupt`]) gives no frames.
 pub fn parse_callchain(ips: &[u64], max_frames: usize) -> Vec<ChainFrame> {
+    if is_corrupt(ips) {
+        return Vec::new();
+    }
     let mut frames = Vec::with_capacity(ips.len().min(max_frames));
     let mut context = None;
     let mut first_in_context = true;
@@ -135,6 +145,16 @@ mod tests {
             ]
         );
         assert_eq!(parse_callchain(&ips, 3).len(), 3);
+        // Seen in a real `perf record -a` file: a chain ending in -1; perf 6.1 prints no frames for it.
+        let corrupt = [
+            PERF_CONTEXT_KERNEL,
+            0xffff_ffff_8100_0010,
+            PERF_CONTEXT_USER,
+            0x3,
+            u64::MAX,
+        ];
+        assert!(is_corrupt(&corrupt));
+        assert_eq!(parse_callchain(&corrupt, 127), vec![]);
     }
 
     #[test]
