@@ -9,6 +9,7 @@ pub mod error;
 mod list;
 mod record;
 mod status;
+mod script;
 pub mod ui;
 mod verify;
 
@@ -81,6 +82,13 @@ pub enum Command {
     ///
     /// Example: bport record -F 999 -g -- ./my-program args
     Record(record::RecordArgs),
+    /// Print the samples of a perf.data file as `perf script` does, with full callchains.
+    ///
+    /// The callchain mode follows each event's sample type: REGS_USER+STACK_USER → DWARF unwinding,
+    /// BRANCH_STACK with call stack → LBR, else the kernel's frame-pointer chain.
+    ///
+    /// Example: bport script -i perf.data | inferno-collapse-perf | inferno-flamegraph > flame.svg
+    Script(script::ScriptArgs),
 }
 
 /// Parses the command line, runs the command and maps the result to an exit code.
@@ -114,6 +122,7 @@ fn run(command: Command, ui: &Ui) -> CliResult<ExitCode> {
         Command::Completions(args) => completions::run_completions(args),
         Command::Man(args) => completions::run_man(args),
         Command::Record(args) => record::run(args, ui),
+        Command::Script(args) => script::run(args, ui),
     }
     .map(|()| ExitCode::SUCCESS)
 }

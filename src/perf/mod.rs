@@ -11,6 +11,7 @@
 
 pub mod abi;
 pub mod data;
+pub mod flame;
 pub mod record;
 pub mod script;
 pub mod symbols;
