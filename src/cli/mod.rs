@@ -8,8 +8,8 @@ mod completions;
 pub mod error;
 mod list;
 mod record;
-mod status;
 mod script;
+mod status;
 pub mod ui;
 mod verify;
 

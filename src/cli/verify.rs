@@ -307,6 +307,9 @@ pub fn render(report: &Report, color: bool) -> String {
                             bad.time / 1_000_000_000,
                             bad.time % 1_000_000_000
                         ));
+                        if bad.frames.is_empty() {
+                            notes.push("  \t(no user frames)".to_owned());
+                        }
                         for f in &bad.frames {
                             notes.push(format!(
                                 "  \t{:x} {} ({})",
@@ -419,6 +422,7 @@ mod tests {
             time: 12_000_000_123,
             pid: 42,
             tid: 42,
+            in_user: true,
             frames: vec![Frame {
                 address: 0x401136,
                 symbol: Some("chain_c".into()),

@@ -13,12 +13,14 @@ use crate::verify::workloads::Build;
 /// 100% would be flaky; 90% still fails every broken unwinder we know of by a wide margin.
 pub const PASS_PERCENT: usize = 90;
 
-/// Whether `sample` is in the hot leaf: its innermost user frame is [`LEAF`].
+/// Whether `sample` counts for the leaf: its innermost user frame is [`LEAF`], or it was taken in user mode and
+/// has no user frame at all (what script shows when it ignores the DWARF registers and stack: the workload spends
+/// its time in the leaf, and such a sample certainly lacks the chain).
 pub fn is_leaf_sample(sample: &Sample) -> bool {
-    sample
-        .frames
-        .first()
-        .is_some_and(|f| f.symbol.as_deref() == Some(LEAF))
+    match sample.frames.first() {
+        Some(f) => f.symbol.as_deref() == Some(LEAF),
+        None => sample.in_user,
+    }
 }
 
 /// Whether `sample`'s chain starts with the full expected chain, innermost first:
@@ -84,6 +86,7 @@ mod tests {
             time,
             pid: 7,
             tid: 7,
+            in_user: true,
             frames: symbols
                 .iter()
                 .enumerate()
@@ -116,6 +119,15 @@ mod tests {
         )));
         assert!(!has_full_chain(&sample(1, CUT)));
         assert!(!is_leaf_sample(&sample(1, &["main"])));
+        assert!(
+            is_leaf_sample(&sample(1, &[])),
+            "a user sample without user frames counts (as bad)"
+        );
+        let kernel_only = Sample {
+            in_user: false,
+            ..sample(1, &[])
+        };
+        assert!(!is_leaf_sample(&kernel_only));
     }
 
     #[test]

@@ -5,9 +5,13 @@
 //! STACK_USER, 3.7; the LBR call stack needs 4.1) and from this machine (LBR needs the hardware). Recording and
 //! scripting are `perf`'s; this module only drives them and keeps the samples of the workload.
 
-use super::{checks, Cell, CellStatus, Mode};
+use super::{
+    checks, perf_check, readability, Cell, CellStatus, Frame, Mode, PerfCheck, Readability, Sample,
+};
 use crate::perf::abi::{KernelAbi, KernelVersion};
+use crate::perf::data::PerfFile;
 use crate::perf::record;
+use crate::perf::script;
 use crate::verify::workloads::Build;
 use std::path::{Path, PathBuf};
 
@@ -69,36 +73,113 @@ pub fn plan(version: &KernelVersion, hardware: Hardware) -> Vec<(Build, Mode, Op
         .collect()
 }
 
-/// Runs every cell: unsupported ones get their reason, the others are recorded, scripted and judged.
+/// Runs every cell: unsupported ones get their reason, the others are recorded, scripted and judged, and each
+/// recorded file is checked for readability (era, and Linux perf when installed).
 pub fn run(options: &MatrixOptions, hardware: Hardware) -> Vec<Cell> {
+    let abi = KernelAbi::for_version(&options.version);
     plan(&options.version, hardware)
         .into_iter()
         .map(|(build, mode, unsupported)| {
-            let status = match unsupported {
-                Some(reason) => CellStatus::Unsupported { reason },
-                None => match record_and_script(options, build, mode) {
-                    Ok(samples) => checks::verdict(build, mode, checks::chain_stats(&samples)),
-                    Err(message) => CellStatus::Error { message },
-                },
+            let (status, readability) = match unsupported {
+                Some(reason) => (CellStatus::Unsupported { reason }, None),
+                None => run_cell(options, &abi, build, mode),
             };
             Cell {
                 workload: build.file_name().to_owned(),
                 mode,
                 status,
-                readability: None,
+                readability,
             }
         })
         .collect()
 }
 
+fn run_cell(
+    options: &MatrixOptions,
+    abi: &KernelAbi,
+    build: Build,
+    mode: Mode,
+) -> (CellStatus, Option<Readability>) {
+    let data = match record_cell(options, build, mode) {
+        Ok(path) => path,
+        // The kernel (or this CPU) refused the mode although the table offers it: that is the machine's answer.
+        Err(record::Error::LbrUnavailable { reason })
+        | Err(record::Error::ModeUnsupported { reason, .. }) => {
+            return (CellStatus::Unsupported { reason }, None)
+        }
+        Err(e) => {
+            return (
+                CellStatus::Error {
+                    message: format!("bport record failed: {e}"),
+                },
+                None,
+            )
+        }
+    };
+    let samples = match script_samples(&data) {
+        Ok(s) => s,
+        Err(message) => return (CellStatus::Error { message }, None),
+    };
+    let readability = Readability {
+        era_problems: readability::era_problems_at(&data, abi),
+        perf: match &options.perf {
+            Some(perf) => perf_check::check(perf, &data, &samples),
+            None => PerfCheck::NotInstalled,
+        },
+    };
+    (
+        checks::verdict(build, mode, checks::chain_stats(&samples)),
+        Some(readability),
+    )
+}
+
+/// The workload's samples in `data` as bport's script resolves them: user frames only, innermost first.
+pub fn script_samples(data: &Path) -> Result<Vec<Sample>, String> {
+    let file =
+        PerfFile::open(data).map_err(|e| format!("bport cannot read {}: {e}", data.display()))?;
+    let options = script::Options::default();
+    let mut samples = script::session::samples(&file, &options);
+    let mut out = Vec::new();
+    while let Some(next) = samples.next_sample() {
+        let (info, frames) =
+            next.map_err(|e| format!("bport script failed on {}: {e}", data.display()))?;
+        let frames = frames
+            .iter()
+            .filter(|f| !is_kernel_dso(f.dso_name()))
+            .map(|f| Frame {
+                address: f.addr,
+                symbol: f.sym.as_deref().map(str::to_owned),
+                dso: f.dso_name().to_owned(),
+            })
+            .collect();
+        out.push(Sample {
+            time: info.time.unwrap_or(0),
+            pid: info.pid as u32,
+            tid: info.tid as u32,
+            in_user: info.cpumode == crate::perf::abi::PERF_RECORD_MISC_USER,
+            frames,
+        });
+    }
+    Ok(out)
+}
+
+/// Kernel frames (the kernel image and modules) are not part of the workload's chain.
+fn is_kernel_dso(dso: &str) -> bool {
+    dso.starts_with("[kernel") || dso.ends_with(".ko") || dso.starts_with("[guest.kernel")
+}
+
 /// Records `build` in `mode` under the target's ABI cap into [`data_path`].
-pub fn record_cell(options: &MatrixOptions, build: Build, mode: Mode) -> Result<PathBuf, String> {
-    let exe = build.write_to(&options.workdir).map_err(|e| {
-        format!(
-            "cannot write the workload to {}: {e}",
-            options.workdir.display()
-        )
-    })?;
+pub fn record_cell(
+    options: &MatrixOptions,
+    build: Build,
+    mode: Mode,
+) -> Result<PathBuf, record::Error> {
+    let exe = build
+        .write_to(&options.workdir)
+        .map_err(|source| record::Error::Exec {
+            program: options.workdir.join(build.file_name()).into_os_string(),
+            source,
+        })?;
     let output = data_path(&options.workdir, build, mode);
     let mut config = record::Config::new(record::Target::Command(vec![
         exe.into_os_string(),
@@ -120,22 +201,11 @@ pub fn record_cell(options: &MatrixOptions, build: Build, mode: Mode) -> Result<
     config.output = output.clone();
     config.kernel = Some(options.version.clone());
     config.cmdline = vec!["bport".into(), "verify".into()];
-    let outcome = record::record(&config).map_err(|e| format!("bport record failed: {e}"))?;
+    let outcome = record::record(&config)?;
     if outcome.lost > 0 {
         log::warn!("{}: {} events lost", output.display(), outcome.lost);
     }
     Ok(output)
-}
-
-/// Records `build` in `mode` under the target's ABI cap and scripts the file with bport.
-fn record_and_script(
-    options: &MatrixOptions,
-    build: Build,
-    mode: Mode,
-) -> Result<Vec<super::Sample>, String> {
-    let data = record_cell(options, build, mode)?;
-    let _ = data;
-    Err("bport script is not built into this bport yet (perf::script pending)".to_owned())
 }
 
 /// Where a cell's perf.data goes.

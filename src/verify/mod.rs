@@ -69,8 +69,15 @@ pub struct Sample {
     pub pid: u32,
     /// Thread id.
     pub tid: u32,
+    /// Whether the sample was taken in user mode (then a working unwinder yields at least the sampled frame).
+    #[serde(default = "yes")]
+    pub in_user: bool,
     /// User frames, innermost first; kernel frames are dropped (the chain under test is the workload's own).
     pub frames: Vec<Frame>,
+}
+
+fn yes() -> bool {
+    true
 }
 
 /// What a cell's recording showed.
@@ -78,7 +85,9 @@ pub struct Sample {
 pub struct ChainStats {
     /// Samples of the workload.
     pub samples: usize,
-    /// Samples whose innermost frame is the hot leaf (`chain_c`).
+    /// Samples whose innermost user frame is the hot leaf (`chain_c`), plus user-mode samples without any user
+    /// frame (their leaf is unknown, but they certainly lack the chain: a broken unwinder must not pass by
+    /// hiding its samples).
     pub leaf_samples: usize,
     /// Leaf samples with the full chain `chain_c ← chain_b ← chain_a ← main`.
     pub full_chains: usize,

@@ -63,6 +63,139 @@ fn reason(report: &Value, workload: &str, mode: &str) -> String {
         .to_owned()
 }
 
+/// What every cell must show on this machine for a target with DWARF and the LBR call stack (≥ 4.1).
+fn passing_cells() -> Vec<(String, String, String)> {
+    // LBR needs the hardware: these machines have none (no `cpu` PMU), so the cell is unsupported here.
+    let lbr = if ::bport::verify::matrix::Hardware::detect().lbr {
+        "pass"
+    } else {
+        "unsupported"
+    };
+    [
+        ("chain-fp", "fp", "pass"),
+        ("chain-fp", "dwarf", "pass"),
+        ("chain-fp", "lbr", lbr),
+        ("chain-nofp", "fp", "expected-fail"),
+        ("chain-nofp", "dwarf", "pass"),
+        ("chain-nofp", "lbr", lbr),
+    ]
+    .iter()
+    .map(|(a, b, c)| (a.to_string(), b.to_string(), c.to_string()))
+    .collect()
+}
+
+/// Every recorded cell's file is readable by the target era's perf, and Linux perf shows bport's chains.
+fn assert_readable(report: &Value, transcript: &str) {
+    let perf = oracle::require("perf", "apt-get install linux-perf");
+    for c in report["cells"].as_array().unwrap() {
+        if c["status"] == "unsupported" {
+            continue;
+        }
+        let r = &c["readability"];
+        assert_eq!(
+            r["era_problems"],
+            serde_json::json!([]),
+            "{c}\n{transcript}"
+        );
+        let want = if perf { "same" } else { "not-installed" };
+        assert_eq!(r["perf"]["status"], want, "{c}\n{transcript}");
+    }
+}
+
+/// Must show 1: 4.1, 3.10, 6.1 and the host kernel pass on this machine.
+#[test]
+fn targets_4_1_3_10_6_1_and_the_host_kernel_pass_here() {
+    let dir = tempfile::tempdir().unwrap();
+    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap();
+    for kernel in ["4.1", "3.10", "6.1", release.trim()] {
+        let mut args = vec!["verify", "--format", "json", "--duration-ms", "400"];
+        if kernel != release.trim() {
+            args.extend(["--kernel", kernel]);
+        }
+        let out = bport::run(dir.path(), &args);
+        let report = json(&out);
+        assert_eq!(report["kernel"], kernel);
+        let mut expected = passing_cells();
+        if kernel == "3.10" {
+            for c in expected.iter_mut().filter(|c| c.1 == "lbr") {
+                c.2 = "unsupported".into();
+            }
+        }
+        assert_eq!(
+            statuses(&report),
+            expected,
+            "{kernel}: {}",
+            out.transcript()
+        );
+        if kernel == "3.10" {
+            assert_eq!(
+                reason(&report, "chain-fp", "lbr"),
+                "kernel 3.10 lacks the LBR call stack (PERF_SAMPLE_BRANCH_CALL_STACK, since 4.1)"
+            );
+        } else if expected[2].2 == "unsupported" {
+            assert_eq!(reason(&report, "chain-fp", "lbr"), "no LBR hardware");
+        }
+        assert_readable(&report, &out.transcript());
+        assert_eq!(out.code, Some(0), "{kernel}: {}", out.transcript());
+    }
+}
+
+/// Must show 2: with script's DWARF mode selection switched off (perf script before v4.3, 7322d6c98dd2), the
+/// dwarf cells fail and show their first bad sample; the fp cells are untouched.
+#[test]
+fn script_without_dwarf_mode_selection_fails_the_dwarf_cells() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |format: &str| {
+        let out = bport::bport(dir.path())
+            .args([
+                "verify",
+                "--kernel",
+                "4.1",
+                "--duration-ms",
+                "300",
+                "--format",
+                format,
+            ])
+            .env("BPORT_TEST_SCRIPT_NO_DWARF_MODE", "1")
+            .output()
+            .unwrap();
+        (
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            out.status.code(),
+        )
+    };
+    let (stdout, code) = run("json");
+    assert_eq!(code, Some(3), "{stdout}");
+    let report: Value = serde_json::from_str(&stdout).unwrap();
+    let mut expected = passing_cells();
+    expected[1].2 = "fail".into();
+    expected[4].2 = "fail".into();
+    assert_eq!(statuses(&report), expected);
+    for c in report["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["status"] == "fail")
+    {
+        let stats = &c["stats"];
+        assert_eq!(stats["full_chains"], 0, "{c}");
+        // Without DWARF unwinding the user part of each chain is gone: the first bad sample has no user frame.
+        assert_eq!(stats["first_bad"]["frames"], serde_json::json!([]), "{c}");
+        assert_eq!(stats["first_bad"]["in_user"], true, "{c}");
+    }
+    let (table, code) = run("table");
+    assert_eq!(code, Some(3));
+    for workload in ["chain-fp", "chain-nofp"] {
+        let note = format!("{workload} dwarf: fail: too few full chains: 0 of ");
+        let at = table
+            .find(&note)
+            .unwrap_or_else(|| panic!("{note} missing:\n{table}"));
+        let next: Vec<&str> = table[at..].lines().skip(1).take(2).collect();
+        assert!(next[0].starts_with("  first bad sample: pid "), "{table}");
+        assert_eq!(next[1], "  \t(no user frames)", "{table}");
+    }
+}
+
 #[test]
 fn kernel_3_6_has_no_dwarf_mode() {
     let dir = tempfile::tempdir().unwrap();
@@ -80,6 +213,19 @@ fn kernel_3_6_has_no_dwarf_mode() {
     );
     let report = json(&out);
     assert_eq!(report["kernel"], "3.6");
+    let fp: Vec<(String, String, String)> = statuses(&report)
+        .into_iter()
+        .filter(|c| c.1 == "fp")
+        .collect();
+    assert_eq!(
+        fp,
+        [
+            ("chain-fp", "fp", "pass"),
+            ("chain-nofp", "fp", "expected-fail")
+        ]
+        .map(|(a, b, c)| (a.to_owned(), b.to_owned(), c.to_owned()))
+    );
+    assert_eq!(out.code, Some(0), "{}", out.transcript());
     let unsupported: Vec<(String, String)> = statuses(&report)
         .into_iter()
         .filter(|(_, _, s)| s == "unsupported")
@@ -160,7 +306,22 @@ fn boots_and_reports(series: &str) {
         release.as_str(),
         "no --kernel: the guest's own"
     );
-    // MATRIX-ASSERTIONS (added with the record/script integration)
+    assert_eq!(statuses(&report), passing_cells(), "{}", out.transcript());
+    if passing_cells()[2].2 == "unsupported" {
+        assert_eq!(reason(&report, "chain-fp", "lbr"), "no LBR hardware");
+    }
+    for c in report["cells"].as_array().unwrap() {
+        if c["status"] != "unsupported" {
+            // No Linux perf inside the VM; the era check still runs there.
+            assert_eq!(
+                c["readability"]["era_problems"],
+                serde_json::json!([]),
+                "{c}"
+            );
+            assert_eq!(c["readability"]["perf"]["status"], "not-installed", "{c}");
+        }
+    }
+    assert_eq!(out.code, Some(0), "{}", out.transcript());
 }
 
 #[test]
