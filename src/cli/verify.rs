@@ -181,6 +181,11 @@ fn from_verify_error(e: verify::Error) -> CliError {
         verify::Error::Qemu(qemu::Error::NoImage(_)) => CliError::new(Kind::User, e).hint(
             "Debian kernels: apt-get download linux-image-6.1.0-NN-cloud-amd64-unsigned, then dpkg -x (see .ci/fetch-kernels)",
         ),
+        verify::Error::Record(crate::perf::record::Error::PermissionDenied { .. }) => {
+            CliError::new(Kind::Environment, e).hint(
+                "allow profiling: sudo sysctl -w kernel.perf_event_paranoid=1, or run bport verify as root",
+            )
+        }
         verify::Error::NoRunningVersion => CliError::new(Kind::Environment, e)
             .hint("give the target kernel version: bport verify --kernel 4.1"),
         _ => CliError::new(Kind::Environment, e),

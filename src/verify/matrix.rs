@@ -75,23 +75,25 @@ pub fn plan(version: &KernelVersion, hardware: Hardware) -> Vec<(Build, Mode, Op
 
 /// Runs every cell: unsupported ones get their reason, the others are recorded, scripted and judged, and each
 /// recorded file is checked for readability (era, and Linux perf when installed).
-pub fn run(options: &MatrixOptions, hardware: Hardware) -> Vec<Cell> {
+///
+/// A denied `perf_event_open` ends the run with the error: no cell could be recorded, and the fix is the
+/// machine's (perf_event_paranoid or privileges), not a failed check.
+pub fn run(options: &MatrixOptions, hardware: Hardware) -> Result<Vec<Cell>, record::Error> {
     let abi = KernelAbi::for_version(&options.version);
-    plan(&options.version, hardware)
-        .into_iter()
-        .map(|(build, mode, unsupported)| {
-            let (status, readability) = match unsupported {
-                Some(reason) => (CellStatus::Unsupported { reason }, None),
-                None => run_cell(options, &abi, build, mode),
-            };
-            Cell {
-                workload: build.file_name().to_owned(),
-                mode,
-                status,
-                readability,
-            }
-        })
-        .collect()
+    let mut cells = Vec::new();
+    for (build, mode, unsupported) in plan(&options.version, hardware) {
+        let (status, readability) = match unsupported {
+            Some(reason) => (CellStatus::Unsupported { reason }, None),
+            None => run_cell(options, &abi, build, mode)?,
+        };
+        cells.push(Cell {
+            workload: build.file_name().to_owned(),
+            mode,
+            status,
+            readability,
+        });
+    }
+    Ok(cells)
 }
 
 fn run_cell(
@@ -99,26 +101,27 @@ fn run_cell(
     abi: &KernelAbi,
     build: Build,
     mode: Mode,
-) -> (CellStatus, Option<Readability>) {
+) -> Result<(CellStatus, Option<Readability>), record::Error> {
     let data = match record_cell(options, build, mode) {
         Ok(path) => path,
         // The kernel (or this CPU) refused the mode although the table offers it: that is the machine's answer.
         Err(record::Error::LbrUnavailable { reason })
         | Err(record::Error::ModeUnsupported { reason, .. }) => {
-            return (CellStatus::Unsupported { reason }, None)
+            return Ok((CellStatus::Unsupported { reason }, None))
         }
+        Err(e @ record::Error::PermissionDenied { .. }) => return Err(e),
         Err(e) => {
-            return (
+            return Ok((
                 CellStatus::Error {
                     message: format!("bport record failed: {e}"),
                 },
                 None,
-            )
+            ))
         }
     };
     let samples = match script_samples(&data) {
         Ok(s) => s,
-        Err(message) => return (CellStatus::Error { message }, None),
+        Err(message) => return Ok((CellStatus::Error { message }, None)),
     };
     let readability = Readability {
         era_problems: readability::era_problems_at(&data, abi),
@@ -127,10 +130,10 @@ fn run_cell(
             None => PerfCheck::NotInstalled,
         },
     };
-    (
+    Ok((
         checks::verdict(build, mode, checks::chain_stats(&samples)),
         Some(readability),
-    )
+    ))
 }
 
 /// The workload's samples in `data` as bport's script resolves them: user frames only, innermost first.

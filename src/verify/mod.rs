@@ -370,6 +370,9 @@ pub enum Error {
         /// The parser's message.
         message: String,
     },
+    /// Recording is impossible on this machine (perf_event_open denied).
+    #[error("cannot record the workloads")]
+    Record(#[from] crate::perf::record::Error),
     /// The branch check could not read a required list or the repository.
     #[error(transparent)]
     Branch(#[from] branch::Error),
@@ -457,7 +460,7 @@ pub fn run(request: &Request) -> Result<Report, Error> {
         workdir: request.workdir.clone(),
         perf: find_perf(),
     };
-    let cells = matrix::run(&options, matrix::Hardware::detect());
+    let cells = matrix::run(&options, matrix::Hardware::detect())?;
     let mut report = Report {
         kernel,
         target: None,
