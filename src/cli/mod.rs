@@ -5,6 +5,7 @@
 
 mod apply;
 mod completions;
+mod dump;
 pub mod error;
 mod list;
 mod record;
@@ -89,6 +90,13 @@ pub enum Command {
     ///
     /// Example: bport script -i perf.data | inferno-collapse-perf | inferno-flamegraph > flame.svg
     Script(script::ScriptArgs),
+    /// Print every record of a perf.data file, one line each, for debugging.
+    ///
+    /// Like `perf report -D`: the header, attrs and features, then each record with its file offset and parsed
+    /// fields, then the count of records per type.
+    ///
+    /// Example: bport dump -i perf.data --header-only
+    Dump(dump::DumpArgs),
 }
 
 /// Parses the command line, runs the command and maps the result to an exit code.
@@ -123,6 +131,7 @@ fn run(command: Command, ui: &Ui) -> CliResult<ExitCode> {
         Command::Man(args) => completions::run_man(args),
         Command::Record(args) => record::run(args, ui),
         Command::Script(args) => script::run(args, ui),
+        Command::Dump(args) => dump::run(args, ui),
     }
     .map(|()| ExitCode::SUCCESS)
 }

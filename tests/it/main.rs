@@ -6,3 +6,4 @@ mod apply;
 mod cli_help;
 mod record;
 mod verify;
+mod perf_data;

@@ -18,12 +18,13 @@
 use super::attr::PerfEventAttr;
 use super::cursor::{align8, Cursor};
 use super::features::{parse_build_id, Features};
+use super::iter::Records;
 use super::records::{self, Record, RecordMeta};
 use super::sample::SampleLayout;
 use super::{ReadError, Warning};
 use crate::perf::abi::*;
 use object::endian::{BigEndian, Endian, Endianness, LittleEndian};
-use std::collections::{BinaryHeap, HashMap, HashSet, VecDeque};
+use std::collections::HashMap;
 use std::io::Read;
 use std::path::Path;
 
@@ -56,10 +57,10 @@ impl std::ops::Deref for Backing {
 /// A perf.data file (or pipe-mode stream), parsed up to the records; records are parsed as they are iterated.
 pub struct PerfFile {
     bytes: Backing,
-    endian: Endianness,
+    pub(super) endian: Endianness,
     pipe: bool,
     header_size: u64,
-    data_start: usize,
+    pub(super) data_start: usize,
     data_end: usize,
     attrs: Vec<AttrEntry>,
     layouts: Vec<SampleLayout>,
@@ -69,6 +70,10 @@ pub struct PerfFile {
     features: Features,
     feature_ids: Vec<u32>,
     warnings: Vec<Warning>,
+    /// The records of every COMPRESSED record, decompressed at open; they are iterated in place of it.
+    pub(super) decomp: Vec<u8>,
+    /// Offset of a COMPRESSED record → the complete records its frames completed, in `decomp`.
+    pub(super) decomp_ranges: HashMap<u64, std::ops::Range<usize>>,
 }
 
 impl std::fmt::Debug for PerfFile {
@@ -83,11 +88,11 @@ impl std::fmt::Debug for PerfFile {
 }
 
 /// A record's header, its body and where the next record starts.
-struct RawRec<'a> {
-    ty: u32,
-    misc: u16,
-    body: &'a [u8],
-    next: usize,
+pub(super) struct RawRec<'a> {
+    pub(super) ty: u32,
+    pub(super) misc: u16,
+    pub(super) body: &'a [u8],
+    pub(super) next: usize,
 }
 
 impl PerfFile {
@@ -104,10 +109,11 @@ impl PerfFile {
             if meta.len() == 0 {
                 return Err(ReadError::Empty);
             }
-            // SAFETY-free: memmap2's map is `unsafe` only because another process could truncate the file under
-            // us; perf.data files are not rewritten while read, and every access below is bounds-checked anyway.
-            // (The call itself lives in memmap2.)
-            #[allow(unsafe_code)]
+            // The one `unsafe` outside perf/record/sys.rs, kept here because records borrow from the map
+            // (STYLE 2.8) and `data` must not depend on `record`.
+            // SAFETY: the map is read-only and private to this PerfFile; the only hazard is another process
+            // truncating the file while it is mapped (SIGBUS). perf.data files are written once and then only read;
+            // every access through the map is bounds-checked against the length seen at open.
             let map = unsafe { memmap2::Mmap::map(&file) }.map_err(io)?;
             return Self::parse(Backing::Map(map));
         }
@@ -172,10 +178,18 @@ impl PerfFile {
             features: Features::default(),
             feature_ids: Vec::new(),
             warnings: Vec::new(),
+            decomp: Vec::new(),
+            decomp_ranges: HashMap::new(),
         };
         match endian {
-            Endianness::Little => file.parse_headers(LittleEndian)?,
-            Endianness::Big => file.parse_headers(BigEndian)?,
+            Endianness::Little => {
+                file.parse_headers(LittleEndian)?;
+                file.decompress(LittleEndian);
+            }
+            Endianness::Big => {
+                file.parse_headers(BigEndian)?;
+                file.decompress(BigEndian);
+            }
         }
         file.index_attrs();
         Ok(file)
@@ -233,7 +247,7 @@ impl PerfFile {
         let mut pos = 0usize;
         for i in 0..nr {
             let at = attrs_off + pos as u64;
-            let (attr, used) = PerfEventAttr::parse(&attrs[pos..], at, endian)?;
+            let (attr, used) = PerfEventAttr::parse(attrs.get(pos..).unwrap_or(&[]), at, endian)?;
             let mut ids_c = Cursor::new(
                 &attrs[pos + used..],
                 at + used as u64,
@@ -269,7 +283,12 @@ impl PerfFile {
             ));
         }
         let mut data_end = data_off.saturating_add(data_size);
-        if data_size == 0 && len > data_off {
+        // perf record writes data size 0 at the start and the real size at the end. A file with size 0 is either
+        // finished with no records (a valid feature table follows) or was killed (records follow).
+        let killed = data_size == 0
+            && len > data_off
+            && !feature_table_fits(&self.bytes, data_off, &bitmap, endian);
+        if killed {
             warn(&mut self.warnings, None, "data size is 0 (was 'perf record' properly terminated?); reading records to the end of the file");
             data_end = len;
         } else if data_end > len {
@@ -283,7 +302,7 @@ impl PerfFile {
         self.data_end = data_end as usize;
 
         // Features: one section per set bit, ascending, right after the data.
-        if data_size == 0 {
+        if killed {
             return Ok(());
         }
         let table_at = data_off.saturating_add(data_size);
@@ -419,6 +438,19 @@ impl PerfFile {
         Ok(())
     }
 
+    /// `perf record -z`: see [`super::compressed`].
+    fn decompress<E: Endian>(&mut self, endian: E) {
+        let (decomp, ranges) = super::compressed::decompress(
+            &self.bytes,
+            self.data_start,
+            self.data_end,
+            endian,
+            &mut self.warnings,
+        );
+        self.decomp = decomp;
+        self.decomp_ranges = ranges;
+    }
+
     fn index_attrs(&mut self) {
         if let Some(descs) = &self.features.event_desc {
             for (i, entry) in self.attrs.iter_mut().enumerate() {
@@ -460,30 +492,39 @@ impl PerfFile {
 
     /// Reads the record header at `pos`; returns the header, the body and where the next record starts, or
     /// `None` at the end of the data.
-    fn raw_at<E: Endian>(&self, pos: usize, endian: E) -> Result<Option<RawRec<'_>>, ReadError> {
+    pub(super) fn raw_at<E: Endian>(
+        &self,
+        pos: usize,
+        endian: E,
+    ) -> Result<Option<RawRec<'_>>, ReadError> {
         raw_at(&self.bytes, self.data_end, pos, endian)
     }
 
+    /// Which attr a kernel record belongs to (user records: none). Found by the event id where every attr puts
+    /// it at the same place; otherwise, and for id 0 (synthesized records, perf's `evlist__event2evsel`) or ids
+    /// no attr lists, the first attr — whose layout perf requires every attr's `sample_id` to share.
     fn attr_index_for(&self, ty: u32, body: &[u8]) -> Option<usize> {
-        if self.attrs.len() <= 1 || ty >= PERF_RECORD_USER_TYPE_START {
-            return if self.attrs.is_empty() || ty >= PERF_RECORD_USER_TYPE_START {
-                None
-            } else {
-                Some(0)
-            };
+        if self.attrs.is_empty() || ty >= PERF_RECORD_USER_TYPE_START {
+            return None;
+        }
+        if self.attrs.len() == 1 {
+            return Some(0);
         }
         let pos = if ty == PERF_RECORD_SAMPLE {
-            self.sample_id_pos?
+            self.sample_id_pos
         } else {
-            body.len().checked_sub(self.trailer_id_pos?)?
+            self.trailer_id_pos.and_then(|p| body.len().checked_sub(p))
         };
-        let b = body.get(pos..pos + 8)?;
-        let id = self.endian.read_u64(b.try_into().ok()?);
-        // Synthesized records carry id 0 (perf's evlist__event2evsel: "Synthesized events have an id of zero").
-        Some(self.id_to_attr.get(&id).copied().unwrap_or(0))
+        let id = pos
+            .and_then(|p| body.get(p..p + 8))
+            .map(|b| self.endian.read_u64(b.try_into().expect("8 bytes")));
+        Some(
+            id.and_then(|id| self.id_to_attr.get(&id).copied())
+                .unwrap_or(0),
+        )
     }
 
-    fn parse_record<'a, E: Endian>(
+    pub(super) fn parse_record<'a, E: Endian>(
         &'a self,
         pos: usize,
         h: &RawRec<'a>,
@@ -563,7 +604,7 @@ impl PerfFile {
     }
 }
 
-fn warn(warnings: &mut Vec<Warning>, offset: Option<u64>, message: impl Into<String>) {
+pub(super) fn warn(warnings: &mut Vec<Warning>, offset: Option<u64>, message: impl Into<String>) {
     warnings.push(Warning {
         offset,
         message: message.into(),
@@ -572,7 +613,7 @@ fn warn(warnings: &mut Vec<Warning>, offset: Option<u64>, message: impl Into<Str
 
 /// Reads the record header at `pos` of `bytes` (data ends at `data_end`); returns the header, the body and
 /// where the next record starts, or `None` at the end of the data.
-fn raw_at<E: Endian>(
+pub(super) fn raw_at<E: Endian>(
     bytes: &[u8],
     data_end: usize,
     pos: usize,
@@ -582,6 +623,14 @@ fn raw_at<E: Endian>(
         return Ok(None);
     }
     let data = &bytes[pos..data_end];
+    if data.len() < 8 {
+        return Err(ReadError::Truncated {
+            what: "record header",
+            offset: pos as u64,
+            needed: 8,
+            available: data.len() as u64,
+        });
+    }
     let mut c = Cursor::new(data, pos as u64, endian, "record header");
     let (ty, misc, size) = (c.u32()?, c.u16()?, c.u16()?);
     if size < 8 {
@@ -629,6 +678,27 @@ fn raw_at<E: Endian>(
         body,
         next: next as usize,
     }))
+}
+
+/// Whether a feature section table for `bitmap` at `at` lies in the file and every entry points inside it.
+fn feature_table_fits<E: Endian>(bytes: &[u8], at: u64, bitmap: &[u64; 4], endian: E) -> bool {
+    let n: u32 = bitmap.iter().map(|w| w.count_ones()).sum();
+    if n == 0 {
+        return false;
+    }
+    let len = bytes.len() as u64;
+    let Some(table) = at
+        .checked_add(16 * u64::from(n))
+        .filter(|&end| end <= len)
+        .map(|end| &bytes[at as usize..end as usize])
+    else {
+        return false;
+    };
+    table.chunks_exact(16).all(|e| {
+        let off = endian.read_u64(e[..8].try_into().expect("8 bytes"));
+        let size = endian.read_u64(e[8..].try_into().expect("8 bytes"));
+        off >= at && off.checked_add(size).is_some_and(|end| end <= len)
+    })
 }
 
 fn legacy_endian(bytes: &[u8]) -> Result<Endianness, ReadError> {
@@ -682,161 +752,6 @@ fn feature_label(id: u32) -> String {
     table::feature_name(id).map_or_else(|| format!("#{id}"), |n| n.to_string())
 }
 
-fn type_label(ty: u32) -> String {
+pub(super) fn type_label(ty: u32) -> String {
     table::record_type_name(ty).map_or_else(|| format!("type {ty}"), |n| n.to_string())
-}
-
-struct Queued<'a> {
-    time: u64,
-    seq: u64,
-    record: Record<'a>,
-}
-
-impl PartialEq for Queued<'_> {
-    fn eq(&self, o: &Self) -> bool {
-        (self.time, self.seq) == (o.time, o.seq)
-    }
-}
-impl Eq for Queued<'_> {}
-impl PartialOrd for Queued<'_> {
-    fn partial_cmp(&self, o: &Self) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(o))
-    }
-}
-impl Ord for Queued<'_> {
-    // Reversed: BinaryHeap is a max-heap and we pop the oldest first; ties keep file order.
-    fn cmp(&self, o: &Self) -> std::cmp::Ordering {
-        (o.time, o.seq).cmp(&(self.time, self.seq))
-    }
-}
-
-/// Iterator over a file's records; see [`PerfFile::records`]. Stops after the first framing error (yielded after
-/// every record before it). A record whose body cannot be parsed is skipped with a warning.
-pub struct Records<'a> {
-    file: &'a PerfFile,
-    pos: usize,
-    sorted: bool,
-    queue: BinaryHeap<Queued<'a>>,
-    ready: VecDeque<Record<'a>>,
-    seq: u64,
-    next_flush: u64,
-    max_time: u64,
-    done: bool,
-    error: Option<ReadError>,
-    warnings: Vec<Warning>,
-    unknown_types: HashSet<u32>,
-}
-
-impl<'a> Records<'a> {
-    fn new(file: &'a PerfFile, sorted: bool) -> Self {
-        Records {
-            file,
-            pos: file.data_start,
-            sorted,
-            queue: BinaryHeap::new(),
-            ready: VecDeque::new(),
-            seq: 0,
-            next_flush: 0,
-            max_time: 0,
-            done: false,
-            error: None,
-            warnings: Vec::new(),
-            unknown_types: HashSet::new(),
-        }
-    }
-
-    /// Warnings so far: unknown record types (one each), records skipped because their body was corrupt.
-    pub fn warnings(&self) -> &[Warning] {
-        &self.warnings
-    }
-
-    fn flush_up_to(&mut self, limit: u64) {
-        while self.queue.peek().is_some_and(|q| q.time <= limit) {
-            let q = self.queue.pop().expect("peeked");
-            self.ready.push_back(q.record);
-        }
-    }
-
-    fn step<E: Endian>(&mut self, endian: E) {
-        let file = self.file;
-        let pos = self.pos;
-        let h = match file.raw_at(pos, endian) {
-            Ok(Some(r)) => r,
-            Ok(None) => {
-                self.done = true;
-                self.flush_up_to(u64::MAX);
-                return;
-            }
-            Err(e) => {
-                self.done = true;
-                self.flush_up_to(u64::MAX);
-                self.error = Some(e);
-                return;
-            }
-        };
-        self.pos = h.next;
-        let record = match file.parse_record(pos, &h, endian) {
-            Ok(r) => r,
-            Err(e) => {
-                self.warnings.push(Warning {
-                    offset: Some(pos as u64),
-                    message: format!("{} record skipped: {e}", type_label(h.ty)),
-                });
-                return;
-            }
-        };
-        if let Record::Unknown(_) = record {
-            if self.unknown_types.insert(h.ty) {
-                let who = if h.ty >= PERF_RECORD_USER_TYPE_START {
-                    "perf"
-                } else {
-                    "kernel"
-                };
-                self.warnings.push(Warning {
-                    offset: Some(pos as u64),
-                    message: format!("unknown record type {} skipped (from a newer {who}?); further records of this type are skipped silently", h.ty),
-                });
-            }
-        }
-        if !self.sorted {
-            self.ready.push_back(record);
-            return;
-        }
-        match (h.ty, record.time()) {
-            (PERF_RECORD_FINISHED_ROUND, _) => {
-                self.flush_up_to(self.next_flush);
-                self.next_flush = self.max_time;
-                self.ready.push_back(record);
-            }
-            (ty, Some(time)) if ty < PERF_RECORD_USER_TYPE_START => {
-                self.max_time = self.max_time.max(time);
-                self.seq += 1;
-                self.queue.push(Queued {
-                    time,
-                    seq: self.seq,
-                    record,
-                });
-            }
-            _ => self.ready.push_back(record),
-        }
-    }
-}
-
-impl<'a> Iterator for Records<'a> {
-    type Item = Result<Record<'a>, ReadError>;
-
-    fn next(&mut self) -> Option<Self::Item> {
-        loop {
-            if let Some(r) = self.ready.pop_front() {
-                return Some(Ok(r));
-            }
-            if self.done {
-                return self.error.take().map(Err);
-            }
-            match self.file.endian {
-                Endianness::Little => self.step(LittleEndian),
-                Endianness::Big => self.step(BigEndian),
-            }
-        }
-    }
 }
