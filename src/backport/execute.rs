@@ -26,8 +26,8 @@ use std::path::Path;
 pub enum RunEnd {
     /// Every step is done; the branch is at the final tip.
     Done,
-    /// Stopped at a conflict.
-    Stopped(Vec<Conflict>),
+    /// Stopped at a conflict: the conflicts, and the paths recorded resolutions resolved in the worktree.
+    Stopped(Vec<Conflict>, Vec<String>),
 }
 
 /// Crash-test checkpoints reported to [`Progress::checkpoint`].
@@ -68,12 +68,17 @@ pub fn run(
         committer.email().unwrap_or_default()
     );
     let style = ConflictStyle::from_config(&work);
+    // Marker labels carry the abbreviation git would print (longer than 7 digits in big repositories).
+    let abbrev = git::abbrev_len(&work);
     let total = st.plan.steps.len();
     let mut tip_commit = work
         .find_commit(st.tip)
         .context_git(|| format!("reading {}", st.tip))?;
     let mut tip_tree = tip_commit.tree().context_git(|| "reading the tip tree")?;
-    let mut wrote = false;
+    // Every object the run creates, for the one pack at the end: the mempack cannot list its objects, and
+    // `git_mempack_dump` walks each commit's whole tree (30,000 entries a commit in the benchmark). New trees and
+    // blobs are found by comparing each result tree with the tree it was built on.
+    let mut created: Vec<Oid> = Vec::new();
 
     while st.position < total {
         let i = st.position;
@@ -84,7 +89,8 @@ pub fn run(
                 let commit = work
                     .find_commit(step.commit)
                     .context_git(|| format!("reading {}", step.commit))?;
-                let markers = Markers::for_commit(&commit, &step.subject, style);
+                let short = git::short_id(&work, commit.id(), abbrev)?;
+                let markers = Markers::for_commit(&short, &step.subject, style);
                 let picked = pick::pick(
                     &work,
                     &tip_tree,
@@ -93,18 +99,20 @@ pub fn run(
                     st.options.favor,
                     &markers,
                 )?;
+                crate::git::new_objects(&work, Some(tip_tree.id()), picked.tree, &mut created)?;
                 if !picked.conflicts.is_empty() {
                     if dry_run {
                         StepResult::Conflict {
                             paths: picked.conflicts.iter().map(|c| c.path.clone()).collect(),
                         }
                     } else {
-                        if wrote || picked.tree != tip_tree.id() {
-                            flush(&work, &mempack, progress)?;
+                        if !created.is_empty() {
+                            flush(&work, &mempack, &created, progress)?;
                         }
                         let conflicts = picked.conflicts;
-                        stop_at_conflict(repo, st, picked.tree, &conflicts, progress)?;
-                        return Ok(RunEnd::Stopped(conflicts));
+                        let resolved =
+                            stop_at_conflict(repo, st, picked.tree, &conflicts, progress)?;
+                        return Ok(RunEnd::Stopped(conflicts, resolved));
                     }
                 } else if picked.tree == tip_tree.id() {
                     StepResult::Empty
@@ -118,7 +126,7 @@ pub fn run(
                         &committer,
                         &sob,
                     )?;
-                    wrote = true;
+                    created.push(new);
                     tip_commit = work
                         .find_commit(new)
                         .context_git(|| format!("reading {new}"))?;
@@ -138,8 +146,8 @@ pub fn run(
             .context_git(|| "dropping in-memory objects")?;
         return Ok(RunEnd::Done);
     }
-    if wrote {
-        flush(&work, &mempack, progress)?;
+    if !created.is_empty() {
+        flush(&work, &mempack, &created, progress)?;
     }
     st.phase = Phase::Running;
     state::save(repo.path(), st)?;
@@ -180,15 +188,27 @@ pub fn commit_pick(
         .context_git(|| format!("committing the pick of {}", original.id()))?)
 }
 
-/// Writes everything in the mempack to the object database as one pack, then empties the mempack.
+/// Writes the objects the run created to the object database as one pack, then empties the mempack.
 fn flush(
     repo: &Repository,
     mempack: &git2::Mempack<'_>,
+    created: &[Oid],
     progress: &mut dyn Progress,
 ) -> Result<(), Error> {
+    let mut builder = repo.packbuilder().context_git(|| "starting a pack")?;
+    // Delta search dominates packing (rewritten trees delta well against each other); use every core for it.
+    builder.set_threads(0);
+    let mut seen = std::collections::HashSet::with_capacity(created.len());
+    for &oid in created {
+        if seen.insert(oid) {
+            builder
+                .insert_object(oid, None)
+                .context_git(|| format!("packing {oid}"))?;
+        }
+    }
     let mut buf = git2::Buf::new();
-    mempack
-        .dump(repo, &mut buf)
+    builder
+        .write_buf(&mut buf)
         .context_git(|| "packing the new objects")?;
     let odb = repo.odb().context_git(|| "opening the object database")?;
     let mut writer = odb.packwriter().context_git(|| "writing the pack")?;
@@ -250,7 +270,7 @@ pub fn stop_at_conflict(
     partial: Oid,
     conflicts: &[Conflict],
     progress: &mut dyn Progress,
-) -> Result<(), Error> {
+) -> Result<Vec<String>, Error> {
     st.phase = Phase::Running;
     state::save(repo.path(), st)?;
     progress.checkpoint(Checkpoint::StateSaved);
@@ -294,7 +314,7 @@ pub fn stop_at_conflict(
     set_branch(repo, st, st.tip, "bport apply: stopped at a conflict")?;
     st.anchor = st.tip;
 
-    rerere_step(repo, conflicts)?;
+    let resolved = rerere_step(repo, st, conflicts)?;
 
     st.phase = Phase::Stopped {
         paths: conflicts.iter().map(|c| c.path.clone()).collect(),
@@ -302,12 +322,25 @@ pub fn stop_at_conflict(
     st.results[st.position] = Some(StepResult::Conflict {
         paths: conflicts.iter().map(|c| c.path.clone()).collect(),
     });
-    state::save(repo.path(), st)
+    state::save(repo.path(), st)?;
+    Ok(resolved)
 }
 
-/// Where recorded resolutions are replayed at a stop (issue: rerere). Nothing is recorded yet, so nothing is
-/// replayed; the rerere module replaces this body.
-fn rerere_step(_repo: &Repository, _conflicts: &[Conflict]) -> Result<(), Error> {
+/// Where recorded resolutions are replayed at a stop (the rerere issue fills this in): called with markers in the
+/// worktree and stages in the index; returns the paths it resolved in the worktree (reported as
+/// `Resolved 'PATH' using previous resolution.`). With `st.options.autoupdate` and every path resolved, the
+/// rerere step may stage them and the caller continues. Until rerere lands nothing is recorded, so nothing resolves.
+fn rerere_step(
+    _repo: &Repository,
+    _st: &State,
+    _conflicts: &[Conflict],
+) -> Result<Vec<String>, Error> {
+    Ok(Vec::new())
+}
+
+/// Where `--continue` records the user's resolution before committing it (the rerere issue fills this in): the
+/// index holds the resolved stage-0 entries for `paths`, the conflicted paths of the stop.
+pub fn rerere_record(_repo: &Repository, _paths: &[String]) -> Result<(), Error> {
     Ok(())
 }
 

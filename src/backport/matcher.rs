@@ -122,7 +122,8 @@ pub struct Branch<'r> {
     by_subject: HashMap<String, Vec<usize>>,
     by_origin: HashMap<String, usize>,
     short_origins: Vec<(String, usize)>,
-    patch_ids: Option<HashMap<PatchId, usize>>,
+    by_paths: Option<HashMap<Vec<String>, Vec<usize>>>,
+    patch_ids: HashMap<usize, Option<PatchId>>,
 }
 
 impl<'r> Branch<'r> {
@@ -155,7 +156,8 @@ impl<'r> Branch<'r> {
             by_subject: HashMap::new(),
             by_origin: HashMap::new(),
             short_origins: Vec::new(),
-            patch_ids: None,
+            by_paths: None,
+            patch_ids: HashMap::new(),
         };
         for oid in walk {
             let oid = oid.context_git(|| "walking the branch")?;
@@ -205,25 +207,49 @@ impl<'r> Branch<'r> {
             .map(|&(_, i)| i)
     }
 
-    fn by_patch_id(&mut self, id: PatchId) -> Result<Option<usize>, Error> {
-        if self.patch_ids.is_none() {
-            let mut map = HashMap::new();
+    /// The branch commit with the same stable patch-id as `commit`, if any. Only branch commits that change the
+    /// same paths can match, so patch-ids are computed for those alone.
+    fn by_patch_id(&mut self, commit: &git2::Commit<'_>) -> Result<Option<usize>, Error> {
+        if self.by_paths.is_none() {
+            let mut map: HashMap<Vec<String>, Vec<usize>> = HashMap::new();
             for (i, c) in self.commits.iter().enumerate() {
-                let commit = self
+                let bc = self
                     .repo
                     .find_commit(c.oid)
                     .context_git(|| format!("reading commit {}", c.oid))?;
-                // A merge's patch-id against its first parent is not a port of anything; skip merges.
-                if commit.parent_count() > 1 {
+                // A merge's diff against its first parent is not a port of anything.
+                if bc.parent_count() > 1 {
                     continue;
                 }
-                if let Some(pid) = git::patch_id_of_commit(self.repo, &commit)? {
-                    map.entry(pid).or_insert(i);
-                }
+                map.entry(git::changed_paths(self.repo, &bc)?)
+                    .or_default()
+                    .push(i);
             }
-            self.patch_ids = Some(map);
+            self.by_paths = Some(map);
         }
-        Ok(self.patch_ids.as_ref().and_then(|m| m.get(&id).copied()))
+        let paths = git::changed_paths(self.repo, commit)?;
+        let candidates = match self.by_paths.as_ref().and_then(|m| m.get(&paths)) {
+            Some(c) => c.clone(),
+            None => return Ok(None),
+        };
+        let Some(id) = git::patch_id_of_commit(self.repo, commit)? else {
+            return Ok(None);
+        };
+        for i in candidates {
+            if !self.patch_ids.contains_key(&i) {
+                let oid = self.commits[i].oid;
+                let bc = self
+                    .repo
+                    .find_commit(oid)
+                    .context_git(|| format!("reading commit {oid}"))?;
+                self.patch_ids
+                    .insert(i, git::patch_id_of_commit(self.repo, &bc)?);
+            }
+            if self.patch_ids[&i] == Some(id) {
+                return Ok(Some(i));
+            }
+        }
+        Ok(None)
     }
 }
 
@@ -264,11 +290,9 @@ pub fn judge(
                 .find_commit(r.oid)
                 .context_git(|| format!("reading commit {}", r.oid))?;
             if commit.parent_count() <= 1 {
-                if let Some(pid) = git::patch_id_of_commit(branch.repo, &commit)? {
-                    if let Some(i) = branch.by_patch_id(pid)? {
-                        out.push(applied(Rule::PatchId, branch.commits[i].oid));
-                        continue;
-                    }
+                if let Some(i) = branch.by_patch_id(&commit)? {
+                    out.push(applied(Rule::PatchId, branch.commits[i].oid));
+                    continue;
                 }
             }
         }

@@ -161,6 +161,9 @@ pub trait Progress {
     fn step(&mut self, index: usize, total: usize, step: &Step, result: &StepResult);
     /// A crash-safety checkpoint was reached (used by crash tests).
     fn checkpoint(&mut self, _at: Checkpoint) {}
+    /// Recorded resolutions resolved `paths` of the stopped step in the worktree; `staged` when `--autoupdate`
+    /// staged them and the run goes on (the CLI prints `Resolved 'PATH' using previous resolution.`).
+    fn resolved(&mut self, _step: &Step, _paths: &[String], _staged: bool) {}
 }
 
 /// A progress sink that ignores everything.
@@ -189,6 +192,8 @@ pub struct StopInfo {
     /// Commits on the picked commit's side that touched the conflicted files and are neither earlier in the list
     /// nor on the branch: likely missing dependencies (newest first, at most five).
     pub missing: Vec<(Oid, String)>,
+    /// Paths that recorded resolutions resolved in the worktree (left for review unless `--autoupdate`).
+    pub resolved: Vec<String>,
 }
 
 /// How a command ended.
@@ -442,27 +447,65 @@ fn continue_stopped(repo: &Repository, st: &mut State, head: Oid) -> Result<(), 
 
 /// Runs the remaining steps and turns the end into an outcome; removes the state when done.
 fn finish(repo: &Repository, mut st: State, progress: &mut dyn Progress) -> Result<Outcome, Error> {
-    match execute::run(repo, &mut st, progress, false)? {
-        execute::RunEnd::Done => {
-            state::remove(repo.path())?;
-            Ok(Outcome::Done(st))
+    loop {
+        let (conflicts, resolved) = match execute::run(repo, &mut st, progress, false)? {
+            execute::RunEnd::Done => {
+                state::remove(repo.path())?;
+                return Ok(Outcome::Done(st));
+            }
+            execute::RunEnd::Stopped(conflicts, resolved) => (conflicts, resolved),
+        };
+        let all_resolved = conflicts.iter().all(|c| resolved.contains(&c.path));
+        let step = st.plan.steps[st.position].clone();
+        if !resolved.is_empty() {
+            progress.resolved(&step, &resolved, st.options.autoupdate && all_resolved);
         }
-        execute::RunEnd::Stopped(conflicts) => {
-            let missing = likely_missing(repo, &st, &conflicts).unwrap_or_default();
-            let info = StopInfo {
-                step: st.position,
-                conflicts: conflicts
-                    .iter()
-                    .map(|c| ConflictedPath {
-                        path: c.path.clone(),
-                        kind: execute::kind_label(c.kind),
-                    })
-                    .collect(),
-                missing,
-            };
-            Ok(Outcome::Stopped(st, info))
+        if st.options.autoupdate && all_resolved && !conflicts.is_empty() {
+            // Unlike git's sequencer, a stop that recorded resolutions fully resolved goes on (DESIGN.md, rerere).
+            stage_worktree_paths(repo, &resolved)?;
+            let head = st.tip;
+            continue_stopped(repo, &mut st, head)?;
+            st.phase = state::Phase::Running;
+            state::save(repo.path(), &st)?;
+            continue;
+        }
+        let missing = likely_missing(repo, &st, &conflicts).unwrap_or_default();
+        let info = StopInfo {
+            step: st.position,
+            conflicts: conflicts
+                .iter()
+                .map(|c| ConflictedPath {
+                    path: c.path.clone(),
+                    kind: execute::kind_label(c.kind),
+                })
+                .collect(),
+            missing,
+            resolved,
+        };
+        return Ok(Outcome::Stopped(st, info));
+    }
+}
+
+/// `git add` for `paths` as the worktree has them (a missing file is removed from the index).
+fn stage_worktree_paths(repo: &Repository, paths: &[String]) -> Result<(), Error> {
+    let workdir = repo.workdir().ok_or_else(|| Error::BareRepository {
+        path: repo.path().to_path_buf(),
+    })?;
+    let mut index = repo.index().context_git(|| "reading the index")?;
+    for path in paths {
+        let p = std::path::Path::new(path);
+        if workdir.join(p).exists() {
+            index
+                .add_path(p)
+                .context_git(|| format!("staging {path}"))?;
+        } else {
+            index
+                .remove_path(p)
+                .context_git(|| format!("unstaging {path}"))?;
         }
     }
+    index.write().context_git(|| "writing the index")?;
+    Ok(())
 }
 
 /// Commits between the branch and the stopped commit's parent that touched a conflicted file, are not earlier in
@@ -515,10 +558,10 @@ fn likely_missing(
     }
     let resolved: Vec<patchlist::Resolved> = touched
         .iter()
-        .map(|&oid| {
-            let c = repo.find_commit(oid).expect("walked commits exist");
+        .filter_map(|&oid| {
+            let c = repo.find_commit(oid).ok()?;
             let subject = git::commit_subject(&String::from_utf8_lossy(c.message_bytes()));
-            patchlist::Resolved {
+            Some(patchlist::Resolved {
                 entry: patchlist::Entry {
                     line: 0,
                     sha: oid.to_string(),
@@ -526,7 +569,7 @@ fn likely_missing(
                 },
                 oid,
                 subject,
-            }
+            })
         })
         .collect();
     let mut branch = matcher::Branch::collect(repo, st.tip, &[step.commit], &[])?;

@@ -21,14 +21,7 @@ use git2::{
 };
 use std::path::Path;
 
-/// A blob (or link) as a tree entry has it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Side {
-    /// The object.
-    pub oid: Oid,
-    /// Its raw file mode (0o100644, 0o100755, 0o120000, 0o160000).
-    pub mode: u32,
-}
+pub use crate::git::Side;
 
 /// How a path conflicts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -112,9 +105,9 @@ impl ConflictStyle {
 }
 
 impl Markers {
-    /// Labels for picking `commit`, as git's sequencer builds them.
-    pub fn for_commit(commit: &Commit<'_>, subject: &str, style: ConflictStyle) -> Markers {
-        let short = &commit.id().to_string()[..7];
+    /// Labels for picking the commit abbreviated as `short` (git's abbreviation, see [`crate::git::short_id`]), as
+    /// git's sequencer builds them.
+    pub fn for_commit(short: &str, subject: &str, style: ConflictStyle) -> Markers {
         Markers {
             ours: "HEAD".into(),
             theirs: format!("{short} ({subject})"),
@@ -144,41 +137,53 @@ pub fn pick(
         ),
         Err(_) => None,
     };
-    let mut dopts = DiffOptions::new();
-    dopts.skip_binary_check(true);
-    let mut diff = repo
-        .diff_tree_to_tree(base_tree.as_ref(), Some(&theirs_tree), Some(&mut dopts))
-        .context_git(|| format!("diffing {}", commit.id()))?;
-    let has = |d: Delta| diff.deltas().any(|x| x.status() == d);
-    if has(Delta::Added) && has(Delta::Deleted) {
-        // Rename detection costs a similarity pass; only a patch that adds and deletes can contain a rename.
+    let mut deltas: Vec<PathDelta> = Vec::new();
+    let changes = crate::git::tree_changes(repo, base_tree.as_ref(), Some(&theirs_tree))?;
+    let adds = changes.iter().any(|c| c.old.is_none());
+    let deletes = changes.iter().any(|c| c.new.is_none());
+    if !(adds && deletes) {
+        for c in changes {
+            deltas.push((Some(c.path.clone()), Some(c.path), c.old, c.new));
+        }
+    } else {
+        // Only a patch that adds and deletes can contain a rename; then libgit2's similarity pass decides.
+        let mut dopts = DiffOptions::new();
+        dopts.skip_binary_check(true);
+        let mut diff = repo
+            .diff_tree_to_tree(base_tree.as_ref(), Some(&theirs_tree), Some(&mut dopts))
+            .context_git(|| format!("diffing {}", commit.id()))?;
         diff.find_similar(Some(DiffFindOptions::new().renames(true)))
             .context_git(|| format!("finding renames in {}", commit.id()))?;
+        for delta in diff.deltas() {
+            let path_of = |f: &git2::DiffFile<'_>| {
+                f.path_bytes()
+                    .map(|p| String::from_utf8_lossy(p).into_owned())
+            };
+            let side = |f: &git2::DiffFile<'_>| {
+                f.exists().then(|| Side {
+                    oid: f.id(),
+                    mode: u32::from(f.mode()),
+                })
+            };
+            let (old_path, new_path) = (path_of(&delta.old_file()), path_of(&delta.new_file()));
+            let (ours_path, target_path) = match delta.status() {
+                Delta::Added => (new_path.clone(), new_path),
+                Delta::Renamed => (old_path, new_path),
+                _ => (old_path.clone(), old_path.or(new_path)),
+            };
+            deltas.push((
+                ours_path,
+                target_path,
+                side(&delta.old_file()),
+                side(&delta.new_file()),
+            ));
+        }
     }
 
     let mut updates = TreeUpdateBuilder::new();
     let mut conflicts = Vec::new();
     let mut changed = false;
-    for delta in diff.deltas() {
-        let old = delta.old_file();
-        let new = delta.new_file();
-        let path_of = |f: &git2::DiffFile<'_>| {
-            f.path_bytes()
-                .map(|p| String::from_utf8_lossy(p).into_owned())
-        };
-        let (old_path, new_path) = (path_of(&old), path_of(&new));
-        let side = |f: &git2::DiffFile<'_>| {
-            f.exists().then(|| Side {
-                oid: f.id(),
-                mode: u32::from(f.mode()),
-            })
-        };
-        let (base, theirs) = (side(&old), side(&new));
-        let (ours_path, target_path) = match delta.status() {
-            Delta::Added => (new_path.clone(), new_path.clone()),
-            Delta::Renamed => (old_path.clone(), new_path.clone()),
-            _ => (old_path.clone(), old_path.clone().or(new_path.clone())),
-        };
+    for (ours_path, target_path, base, theirs) in deltas {
         let (Some(ours_path), Some(target_path)) = (ours_path, target_path) else {
             continue;
         };
@@ -218,6 +223,9 @@ pub fn pick(
     };
     Ok(Picked { tree, conflicts })
 }
+
+/// One path of the patch: where the branch has it, where the result goes, base and their side.
+type PathDelta = (Option<String>, Option<String>, Option<Side>, Option<Side>);
 
 enum PathOutcome {
     Unchanged,

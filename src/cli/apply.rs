@@ -241,6 +241,14 @@ impl Progress for CliProgress<'_> {
         }
     }
 
+    fn resolved(&mut self, _step: &Step, paths: &[String], _staged: bool) {
+        for path in paths {
+            // Shown even with --quiet, like a stop: the user should review what was resolved for them.
+            self.bar
+                .suspend(|| eprintln!("Resolved '{path}' using previous resolution."));
+        }
+    }
+
     fn checkpoint(&mut self, at: Checkpoint) {
         let name = match at {
             Checkpoint::PackWritten => "pack-written",

@@ -8,13 +8,15 @@
 mod patch_id;
 mod repo;
 mod trailers;
+mod tree_diff;
 
-pub use patch_id::{patch_id_of_commit, patch_id_of_diff_text, PatchId};
+pub use patch_id::{changed_paths, patch_id_of_commit, patch_id_of_diff_text, PatchId};
 pub use repo::{
     abbrev_len, check_clean, check_no_operation, commit_subject, committer, discover, short_id,
     Operation,
 };
 pub use trailers::{origins, Origin, OriginForm};
+pub use tree_diff::{new_objects, tree_changes, Change, Side};
 
 use std::path::PathBuf;
 

@@ -5,8 +5,9 @@
 //! little-endian integers, so that the order of files does not matter either. We render the diff with git2
 //! (whose xdiff is git's) and run the same line machine over it, so that the two stay comparable line by line.
 
+use super::Change;
 use super::{Context, Error};
-use git2::{Commit, DiffFormat, DiffOptions, Repository};
+use git2::{Commit, DiffOptions, Repository};
 use sha1::{Digest, Sha1};
 use std::fmt;
 
@@ -29,6 +30,15 @@ pub fn patch_id_of_commit(
     repo: &Repository,
     commit: &Commit<'_>,
 ) -> Result<Option<PatchId>, Error> {
+    let changes = commit_changes(repo, commit)?;
+    let mut text = Vec::new();
+    for change in &changes {
+        file_diff_text(repo, change, &mut text)?;
+    }
+    Ok(patch_id_of_diff_text(&text))
+}
+
+fn commit_changes(repo: &Repository, commit: &Commit<'_>) -> Result<Vec<Change>, Error> {
     let new_tree = commit
         .tree()
         .context_git(|| format!("reading the tree of {}", commit.id()))?;
@@ -40,25 +50,101 @@ pub fn patch_id_of_commit(
         ),
         Err(_) => None,
     };
-    // Rename detection stays off, as for git's own patch-ids (patch-ids.c); context is git's default 3 lines.
+    // Rename detection stays off, as for git's own patch-ids (patch-ids.c).
+    super::tree_changes(repo, old_tree.as_ref(), Some(&new_tree))
+}
+
+/// The paths `commit` changes against its first parent (no rename detection), sorted: equal patch-ids imply
+/// equal path sets, and this costs only the trees on the changed paths, so the matcher uses it to avoid most
+/// patch-id computations.
+pub fn changed_paths(repo: &Repository, commit: &Commit<'_>) -> Result<Vec<String>, Error> {
+    Ok(commit_changes(repo, commit)?
+        .into_iter()
+        .map(|c| c.path)
+        .collect())
+}
+
+/// Appends one file's diff as `git diff` prints it (the parts patch-id reads): header, mode lines, `index`,
+/// `---`/`+++`, hunks with 3 lines of context, or git's `Binary files … differ` line.
+fn file_diff_text(repo: &Repository, change: &Change, text: &mut Vec<u8>) -> Result<(), Error> {
+    let p = &change.path;
+    let content = |side: Option<super::Side>| -> Result<Vec<u8>, Error> {
+        match side {
+            None => Ok(Vec::new()),
+            Some(s) if s.mode == 0o160000 => {
+                Ok(format!("Subproject commit {}\n", s.oid).into_bytes())
+            }
+            Some(s) => Ok(repo
+                .find_blob(s.oid)
+                .context_git(|| format!("reading blob {} ({p})", s.oid))?
+                .content()
+                .to_vec()),
+        }
+    };
+    let (old, new) = (content(change.old)?, content(change.new)?);
+    text.extend_from_slice(format!("diff --git a/{p} b/{p}\n").as_bytes());
+    match (change.old, change.new) {
+        (None, Some(n)) => {
+            text.extend_from_slice(format!("new file mode {:o}\n", n.mode).as_bytes())
+        }
+        (Some(o), None) => {
+            text.extend_from_slice(format!("deleted file mode {:o}\n", o.mode).as_bytes())
+        }
+        (Some(o), Some(n)) if o.mode != n.mode => text.extend_from_slice(
+            format!("old mode {:o}\nnew mode {:o}\n", o.mode, n.mode).as_bytes(),
+        ),
+        _ => {}
+    }
+    let short = |s: Option<super::Side>| {
+        s.map_or_else(
+            || "0000000".to_owned(),
+            |s| s.oid.to_string()[..7].to_owned(),
+        )
+    };
+    text.extend_from_slice(
+        format!("index {}..{}\n", short(change.old), short(change.new)).as_bytes(),
+    );
+    let binary = |b: &[u8]| b[..b.len().min(8000)].contains(&0);
+    let (a, b) = (
+        if change.old.is_some() {
+            format!("a/{p}")
+        } else {
+            "/dev/null".into()
+        },
+        if change.new.is_some() {
+            format!("b/{p}")
+        } else {
+            "/dev/null".into()
+        },
+    );
+    if binary(&old) || binary(&new) {
+        if old != new {
+            text.extend_from_slice(format!("Binary files {a} and {b} differ\n").as_bytes());
+        }
+        return Ok(());
+    }
     let mut opts = DiffOptions::new();
     opts.context_lines(3);
-    let diff = repo
-        .diff_tree_to_tree(old_tree.as_ref(), Some(&new_tree), Some(&mut opts))
-        .context_git(|| format!("diffing {}", commit.id()))?;
-    let mut text = Vec::new();
-    diff.print(DiffFormat::Patch, |_, _, line| {
-        match line.origin() {
-            c @ ('+' | '-' | ' ') => {
+    let patch = git2::Patch::from_buffers(&old, None, &new, None, Some(&mut opts))
+        .context_git(|| format!("diffing {p}"))?;
+    if patch.num_hunks() == 0 {
+        return Ok(());
+    }
+    text.extend_from_slice(format!("--- {a}\n+++ {b}\n").as_bytes());
+    for h in 0..patch.num_hunks() {
+        let (hunk, lines) = patch.hunk(h).context_git(|| format!("diffing {p}"))?;
+        text.extend_from_slice(hunk.header());
+        for l in 0..lines {
+            let line = patch
+                .line_in_hunk(h, l)
+                .context_git(|| format!("diffing {p}"))?;
+            if let c @ ('+' | '-' | ' ') = line.origin() {
                 text.push(c as u8);
-                text.extend_from_slice(line.content());
             }
-            _ => text.extend_from_slice(line.content()),
+            text.extend_from_slice(line.content());
         }
-        true
-    })
-    .context_git(|| format!("rendering the diff of {}", commit.id()))?;
-    Ok(patch_id_of_diff_text(&text))
+    }
+    Ok(())
 }
 
 /// git's `get_one_patchid` in stable mode over one commit's diff text (`diff --git` headers onward).

@@ -271,3 +271,83 @@ pub fn foo_bar() -> TestRepo {
     t.checkout("foo");
     t
 }
+
+fn lines(n: usize, tag: &str) -> String {
+    (1..=n).map(|i| format!("{tag} line {i}\n")).collect()
+}
+
+/// An upstream series on branch `upstream` (modify, add, delete, rename with edit, mode change, no newline at
+/// end of file) and a vendor branch `vendor` with its own non-overlapping change; HEAD on vendor.
+pub fn upstream_and_vendor() -> TestRepo {
+    let t = TestRepo::new();
+    let a = lines(12, "a");
+    let old = lines(20, "old");
+    t.commit(
+        "base",
+        &[
+            ("a.txt", Some(&a)),
+            ("b.txt", Some("b\n")),
+            ("dir/c.txt", Some(&lines(5, "c"))),
+            ("script.sh", Some("#!/bin/sh\necho hi\n")),
+            ("old.txt", Some(&old)),
+        ],
+    );
+    t.branch("upstream", "master");
+    t.branch("vendor", "master");
+    t.checkout("upstream");
+    t.commit(
+        "a: change line 2",
+        &[("a.txt", Some(&a.replace("a line 2\n", "a line two\n")))],
+    );
+    t.commit(
+        "dir: add new.txt\n\nWith a body.\n",
+        &[("dir/new.txt", Some("new\n"))],
+    );
+    t.commit("b: remove", &[("b.txt", None)]);
+    t.commit(
+        "old: move into dir",
+        &[
+            ("old.txt", None),
+            (
+                "dir/renamed.txt",
+                Some(&old.replace("old line 20\n", "old line twenty\n")),
+            ),
+        ],
+    );
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let p = t.path().join("script.sh");
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    t.commit(
+        "script: make executable\n\nSigned-off-by: Up Stream <up@example.com>\n",
+        &[],
+    );
+    let a_now = t.read("a.txt");
+    t.commit(
+        "a, c: two files at once",
+        &[
+            (
+                "a.txt",
+                Some(&a_now.replace("a line 11\n", "a line eleven\n")),
+            ),
+            ("dir/c.txt", Some("c line 1\nc\n")),
+        ],
+    );
+    t.commit(
+        "c: no newline at end",
+        &[("dir/c.txt", Some("c line 1\nc"))],
+    );
+    t.checkout("vendor");
+    t.commit(
+        "vendor: local change",
+        &[
+            (
+                "a.txt",
+                Some(&a.replace("a line 6\n", "a line six (vendor)\n")),
+            ),
+            ("v.txt", Some("vendor\n")),
+        ],
+    );
+    t
+}
