@@ -2,11 +2,11 @@
 # Overhead of `bport record` against `perf record` with the same flags, on a CPU-bound workload with a fixed
 # amount of work (so wall time measures what the profiler costs), in one run.
 #
-# Usage: benches/record.sh [RUNS]      (needs root or perf_event_paranoid <= 1, gcc, Linux perf)
+# Usage: benches/record.sh [RUNS]      (default 5; ITERS=N sets the work; needs root or perf_event_paranoid <= 1, gcc, Linux perf)
 # Output: one line per configuration (median of RUNS): wall time, ratio to the unprofiled run, samples, lost
 # events and file size; then the bport/perf ratios that go into README.md.
 set -euo pipefail
-runs=${1:-3}
+runs=${1:-5}
 root=$(cd "$(dirname "$0")/.." && pwd)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -32,56 +32,69 @@ cc -O2 -static -fno-inline -fasynchronous-unwind-tables -Wl,--eh-frame-hdr -fno-
    -o "$work/fixed-fp" "$work/fixed.c"
 cc -O2 -static -fno-inline -fasynchronous-unwind-tables -Wl,--eh-frame-hdr -fomit-frame-pointer \
    -o "$work/fixed-nofp" "$work/fixed.c"
-iters=${ITERS:-20000}
+iters=${ITERS:-8000}
 
-now() { date +%s.%N; }
 median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 
-# run LABEL TOOL MODEFLAGS BINARY -> prints "label wall samples lost bytes"
-run() {
-    local label=$1 tool=$2 flags=$3 bin=$4 out="$work/$label.data" walls=() t0 t1
-    for _ in $(seq "$runs"); do
-        rm -f "$out" "$out.old"
-        t0=$(now)
-        case $tool in
-            none) "$bin" "$iters" ;;
-            perf) "$perf" record -q -e cpu-clock -F 999 $flags -o "$out" -- "$bin" "$iters" >/dev/null 2>&1 ;;
-            bport) "$bport" -q record -e cpu-clock -F 999 $flags -o "$out" -- "$bin" "$iters" >/dev/null 2>&1 ;;
-        esac
-        t1=$(now)
-        walls+=("$(echo "$t1 - $t0" | bc -l)")
+configs=(
+    "base-fp none - fixed-fp"
+    "base-nofp none - fixed-nofp"
+    "perf-g perf -g fixed-fp"
+    "bport-g bport -g fixed-fp"
+    "perf-dwarf perf --call-graph=dwarf fixed-nofp"
+    "bport-dwarf bport --call-graph=dwarf fixed-nofp"
+)
+
+# One run of a configuration: appends "wall cpu" (seconds; cpu = user + system of the whole process tree, i.e.
+# workload plus profiler, which a loaded machine disturbs less than wall time) to $work/<label>.times.
+once() {
+    local label=$1 tool=$2 flags=$3 bin="$work/$4"
+    local out="$work/$label.data"
+    local -a cmd
+    rm -f "$out" "$out.old"
+    case $tool in
+        none) cmd=("$bin" "$iters") ;;
+        perf) cmd=("$perf" record -q -e cpu-clock -F 999 "$flags" -o "$out" -- "$bin" "$iters") ;;
+        bport) cmd=("$bport" -q record -e cpu-clock -F 999 "$flags" -o "$out" -- "$bin" "$iters") ;;
+    esac
+    local TIMEFORMAT="%R %U %S"
+    { time "${cmd[@]}" >/dev/null 2>&1; } 2>>"$work/$label.raw"
+}
+
+# Interleave the configurations so that load from other processes hits all of them alike.
+for _ in $(seq "$runs"); do
+    for c in "${configs[@]}"; do
+        # shellcheck disable=SC2086
+        once $c
     done
-    local wall samples=0 lost=0 bytes=0
-    wall=$(printf '%s\n' "${walls[@]}" | median)
+done
+
+printf '%-12s %8s %8s %8s %6s %10s\n' config wall_s cpu_s samples lost bytes | tee "$work/results"
+for c in "${configs[@]}"; do
+    read -r label tool _ _ <<<"$c"
+    wall=$(awk '{print $1}' "$work/$label.raw" | median)
+    cpu=$(awk '{print $2 + $3}' "$work/$label.raw" | median)
+    samples=0 lost=0 bytes=0
     if [ "$tool" != none ]; then
+        out="$work/$label.data"
         bytes=$(stat -c %s "$out")
         # Both files are read by the same reader (Linux perf), so the counts are comparable.
-        local stats
         stats=$("$perf" report --stats -i "$out" 2>/dev/null || true)
         samples=$(echo "$stats" | awk '/SAMPLE events:/ {print $3; exit}')
         lost=$(echo "$stats" | awk '/LOST events:/ {print $3; exit}')
     fi
-    printf '%-12s %8.3f %8s %6s %10s\n' "$label" "$wall" "${samples:-0}" "${lost:-0}" "$bytes"
-}
+    printf '%-12s %8.3f %8.3f %8s %6s %10s\n' "$label" "$wall" "$cpu" "${samples:-0}" "${lost:-0}" "$bytes"
+done | tee -a "$work/results"
 
-printf '%-12s %8s %8s %6s %10s\n' config wall_s samples lost bytes
-{
-    run base-fp none "" "$work/fixed-fp"
-    run base-nofp none "" "$work/fixed-nofp"
-    run perf-g perf "-g" "$work/fixed-fp"
-    run bport-g bport "-g" "$work/fixed-fp"
-    run perf-dwarf perf "--call-graph dwarf" "$work/fixed-nofp"
-    run bport-dwarf bport "--call-graph dwarf" "$work/fixed-nofp"
-} | tee "$work/results"
-
-awk '
-    { wall[$1] = $2; bytes[$1] = $5; lost[$1] = $4 }
+awk 'NR > 1 { wall[$1] = $2; cpu[$1] = $3; lost[$1] = $5; bytes[$1] = $6 }
     END {
-        printf "\noverhead (wall over unprofiled): perf -g %.1f%%, bport -g %.1f%%, perf dwarf %.1f%%, bport dwarf %.1f%%\n",
-            100 * (wall["perf-g"] / wall["base-fp"] - 1), 100 * (wall["bport-g"] / wall["base-fp"] - 1),
-            100 * (wall["perf-dwarf"] / wall["base-nofp"] - 1), 100 * (wall["bport-dwarf"] / wall["base-nofp"] - 1)
-        printf "bport/perf wall: -g %.3f, dwarf %.3f; file size: -g %.2f, dwarf %.2f; lost: bport %d/%d, perf %d/%d\n",
+        printf "\nprofiler CPU (cpu over unprofiled): perf -g %.3fs, bport -g %.3fs, perf dwarf %.3fs, bport dwarf %.3fs\n",
+            cpu["perf-g"] - cpu["base-fp"], cpu["bport-g"] - cpu["base-fp"],
+            cpu["perf-dwarf"] - cpu["base-nofp"], cpu["bport-dwarf"] - cpu["base-nofp"]
+        printf "bport/perf: wall -g %.3f, dwarf %.3f; cpu -g %.3f, dwarf %.3f; file size -g %.2f, dwarf %.2f\n",
             wall["bport-g"] / wall["perf-g"], wall["bport-dwarf"] / wall["perf-dwarf"],
-            bytes["bport-g"] / bytes["perf-g"], bytes["bport-dwarf"] / bytes["perf-dwarf"],
+            cpu["bport-g"] / cpu["perf-g"], cpu["bport-dwarf"] / cpu["perf-dwarf"],
+            bytes["bport-g"] / bytes["perf-g"], bytes["bport-dwarf"] / bytes["perf-dwarf"]
+        printf "lost events: bport -g %d, dwarf %d; perf -g %d, dwarf %d\n",
             lost["bport-g"], lost["bport-dwarf"], lost["perf-g"], lost["perf-dwarf"]
     }' "$work/results"

@@ -227,13 +227,8 @@ pub fn run(args: RecordArgs, ui: &Ui) -> CliResult {
 fn into_cli_error(err: record::Error) -> CliError {
     use record::Error as E;
     let (kind, hints): (Kind, Vec<String>) = match &err {
-        E::PermissionDenied { paranoid, .. } => {
-            let mut hints = Vec::new();
-            if let Some(p) = paranoid.filter(|&p| p > 1) {
-                hints.push(format!(
-                    "kernel.perf_event_paranoid is {p}; allow profiling with: sudo sysctl -w kernel.perf_event_paranoid=1"
-                ));
-            }
+        E::PermissionDenied { needed, .. } => {
+            let mut hints = vec![format!("allow it with: sudo sysctl -w kernel.perf_event_paranoid={needed}")];
             hints.push(
                 "or run as root, or grant the capability: sudo setcap cap_perfmon,cap_sys_ptrace=ep \
                  $(command -v bport) (Linux 5.8+; CAP_SYS_ADMIN before)"
@@ -249,13 +244,17 @@ fn into_cli_error(err: record::Error) -> CliError {
             Kind::Environment,
             vec!["use -g (frame pointers) for that kernel; build the program with -fno-omit-frame-pointer".into()],
         ),
+        E::EventUnavailable { .. } => (
+            Kind::Environment,
+            vec!["sample on a timer instead: -e cpu-clock".into()],
+        ),
         E::NoSuchTask { .. } | E::InvalidConfig(_) => (Kind::User, vec![]),
         E::Exec { .. } => (Kind::User, vec!["check the command name and that it is executable".into()]),
         E::Mmap { .. } => (
             Kind::Environment,
             vec!["use a smaller -m, or raise kernel.perf_event_mlock_kb".into()],
         ),
-        E::Output { .. } | E::Write { .. } => (Kind::Environment, vec![]),
+        E::Output { .. } | E::Write { .. } | E::Open { .. } => (Kind::Environment, vec![]),
         _ => (Kind::Internal, vec![]),
     };
     let mut cli = CliError::new(kind, err);

@@ -70,27 +70,32 @@ fn perf(dir: &Path, args: &[&str], file: &Path) -> String {
     String::from_utf8(out.stdout).expect("perf output is UTF-8")
 }
 
-/// `pid/tid time ip` per sample, as perf prints them and as bport's reader gives them.
+/// `comm pid/tid time ip` per sample, as perf prints them and as bport's reader gives them.
 fn perf_samples(dir: &Path, file: &Path) -> Vec<String> {
     perf(
         dir,
-        &["script", "-F", "pid,tid,time,ip", "--ns", "-G"],
+        &["script", "-F", "comm,pid,tid,time,ip", "--ns", "-G"],
         file,
     )
     .lines()
     .map(|l| {
+        // From the right: a comm may contain spaces.
         let f: Vec<&str> = l.split_whitespace().collect();
-        assert_eq!(f.len(), 3, "unexpected perf script line {l:?}");
+        assert!(f.len() >= 4, "unexpected perf script line {l:?}");
+        let n = f.len();
         format!(
-            "{} {} {}",
-            f[0],
-            f[1].trim_end_matches(':'),
-            f[2].trim_start_matches("0x")
+            "{} {} {} {}",
+            f[..n - 3].join(" "),
+            f[n - 3],
+            f[n - 2].trim_end_matches(':'),
+            f[n - 1].trim_start_matches("0x")
         )
     })
     .collect()
 }
 
+/// The same view from bport's reader: comms follow COMM records and are inherited on FORK, as perf's thread
+/// table does; a thread never named prints as `:TID`, as perf prints it.
 fn bport_samples(file: &Path) -> Vec<String> {
     let data = PerfFile::open(file).expect("bport reads its own file");
     assert_eq!(
@@ -99,18 +104,37 @@ fn bport_samples(file: &Path) -> Vec<String> {
         "bport's reader warned about {}",
         file.display()
     );
+    let mut comms: std::collections::HashMap<u32, String> = std::collections::HashMap::new();
     let mut out = Vec::new();
     for record in data.records() {
-        if let Record::Sample(s) = record.expect("record") {
-            let time = s.time.expect("TIME");
-            out.push(format!(
-                "{}/{} {}.{:09} {:x}",
-                s.pid.expect("TID") as i32,
-                s.tid.expect("TID") as i32,
-                time / 1_000_000_000,
-                time % 1_000_000_000,
-                s.ip.expect("IP")
-            ));
+        match record.expect("record") {
+            Record::Comm(c) => {
+                comms.insert(c.tid, String::from_utf8_lossy(c.comm).into_owned());
+            }
+            Record::Fork(f) => {
+                // A new thread starts with its parent's comm until it sets its own.
+                match comms.get(&f.ptid).cloned() {
+                    Some(parent) => comms.insert(f.tid, parent),
+                    None => comms.remove(&f.tid),
+                };
+            }
+            Record::Sample(s) => {
+                let time = s.time.expect("TIME");
+                let tid = s.tid.expect("TID");
+                let comm = comms
+                    .get(&tid)
+                    .cloned()
+                    .unwrap_or_else(|| format!(":{}", tid as i32));
+                out.push(format!(
+                    "{comm} {}/{} {}.{:09} {:x}",
+                    s.pid.expect("TID") as i32,
+                    tid as i32,
+                    time / 1_000_000_000,
+                    time % 1_000_000_000,
+                    s.ip.expect("IP")
+                ));
+            }
+            _ => {}
         }
     }
     out
@@ -408,4 +432,186 @@ fn cycles_without_a_pmu_falls_back_to_cpu_clock_with_a_note() {
         );
     }
     check_perf_reads(dir.path(), &file);
+}
+
+#[test]
+fn an_unprivileged_system_wide_recording_names_the_paranoid_level_and_the_fix() {
+    let paranoid: i32 = std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid")
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    // Needs root (to drop to nobody) and a paranoid level that forbids -a for unprivileged users.
+    if running_as_root() != Some(true)
+        || paranoid < 1
+        || !oracle::require("setpriv", "apt-get install util-linux")
+    {
+        eprintln!("SKIPPED (needs root and kernel.perf_event_paranoid >= 1; it is {paranoid})");
+        return;
+    }
+    let out = Command::new("setpriv")
+        .args([
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            env!("CARGO_BIN_EXE_bport"),
+        ])
+        .args([
+            "record",
+            "-a",
+            "-o",
+            "/nonexistent/never-written.data",
+            "--",
+            "true",
+        ])
+        .env("LC_ALL", "C")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(4));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        format!(
+            "error: perf_event_open was denied: kernel.perf_event_paranoid is {paranoid}, this recording needs 0 or \
+             lower (or root / CAP_PERFMON)\n  caused by: Permission denied (os error 13)\nhint: allow it with: sudo \
+             sysctl -w kernel.perf_event_paranoid=0\nhint: or run as root, or grant the capability: sudo setcap \
+             cap_perfmon,cap_sys_ptrace=ep $(command -v bport) (Linux 5.8+; CAP_SYS_ADMIN before)\n"
+        )
+    );
+}
+
+/// Whether the test runs as root, from /proc/self/status (no libc call in tests).
+fn running_as_root() -> Option<bool> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let uid = status.lines().find_map(|l| l.strip_prefix("Uid:"))?;
+    Some(uid.split_whitespace().next()? == "0")
+}
+
+#[test]
+fn attaching_to_one_thread_with_a_fixed_period() {
+    if !oracle::require(PERF, PERF_HINT) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let exe = Build::FramePointer.write_to(dir.path()).unwrap();
+    let mut workload = Command::new(&exe).arg("600").spawn().unwrap();
+    let tid = workload.id().to_string(); // single-threaded: the main thread's tid is the pid
+    let file = dir.path().join("thread.data");
+    // cpu-clock counts nanoseconds: one sample per 2 ms of CPU.
+    let args = [
+        "record",
+        "-e",
+        "cpu-clock",
+        "-c",
+        "2000000",
+        "-g",
+        "-t",
+        &tid,
+        "-o",
+        file.to_str().unwrap(),
+    ];
+    let run = bport::run(dir.path(), &args);
+    assert_eq!(run.code, Some(0), "{}", run.transcript());
+    assert!(workload.wait().unwrap().success());
+    let data = PerfFile::open(&file).unwrap();
+    let attr = &data.attrs()[0].attr;
+    assert_eq!(
+        (attr.sample_period_or_freq, attr.freq()),
+        (2_000_000, false)
+    );
+    for record in data.records() {
+        if let Record::Sample(s) = record.unwrap() {
+            assert_eq!((s.tid, s.period), (Some(workload.id()), Some(2_000_000)));
+        }
+    }
+    check_perf_reads(dir.path(), &file);
+    check_chains(dir.path(), &file, Build::FramePointer);
+}
+
+#[test]
+fn lost_samples_are_counted_as_the_file_and_perf_count_them() {
+    if !oracle::require(PERF, PERF_HINT) {
+        return;
+    }
+    // A one-page ring cannot hold a single 8 KiB-stack sample: the kernel loses every sample and says so with
+    // PERF_RECORD_LOST, which is what must reach the summary and the file.
+    let dir = tempfile::tempdir().unwrap();
+    let exe = Build::NoFramePointer.write_to(dir.path()).unwrap();
+    let file = dir.path().join("lost.data");
+    let args = [
+        "record",
+        "-m",
+        "1",
+        "-e",
+        "cpu-clock",
+        "--call-graph",
+        "dwarf,8192",
+        "-o",
+        file.to_str().unwrap(),
+        "--",
+        exe.to_str().unwrap(),
+        "200",
+    ];
+    let run = bport::run(dir.path(), &args);
+    assert_eq!(run.code, Some(0), "{}", run.transcript());
+    let (mut lost, mut chunks, mut samples) = (0, 0, 0);
+    for record in PerfFile::open(&file).unwrap().records() {
+        match record.unwrap() {
+            Record::Lost(l) => {
+                lost += l.lost;
+                chunks += 1;
+            }
+            Record::Sample(_) => samples += 1,
+            _ => {}
+        }
+    }
+    assert_eq!(samples, 0);
+    assert!(chunks > 0, "no LOST record:\n{}", run.transcript());
+    assert!(
+        run.stderr.contains(&format!(
+            "warning: lost {lost} events in {chunks} chunks: the buffers overflowed (try a larger -m or a lower -F)\n"
+        )),
+        "{}",
+        run.transcript()
+    );
+    assert!(
+        run.stderr
+            .contains(&format!("{} (0 samples) ]\n", file.display())),
+        "{}",
+        run.transcript()
+    );
+    let stats = Command::new(PERF)
+        .args(["report", "--stats", "-i"])
+        .arg(&file)
+        .env("HOME", dir.path())
+        .output()
+        .unwrap();
+    let stats = String::from_utf8_lossy(&stats.stdout);
+    let perf_chunks: u64 = stats
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("LOST events:"))
+        .and_then(|v| v.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .expect("perf report --stats prints LOST events");
+    assert_eq!(perf_chunks, chunks);
+}
+
+#[test]
+fn instructions_without_a_pmu_is_an_environment_error_not_a_silent_timer() {
+    if Path::new("/sys/bus/event_source/devices/cpu").exists() {
+        eprintln!("SKIPPED (this machine has a hardware PMU; the error path needs one without)");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let run = bport::run(dir.path(), &["record", "-e", "instructions", "--", "true"]);
+    assert_eq!(run.code, Some(4), "{}", run.transcript());
+    assert_eq!(
+        run.stderr,
+        "error: the instructions event is not available here: this machine exposes no hardware PMU \
+         (/sys/bus/event_source/devices/cpu is missing; virtual machines usually have none)\nhint: sample on a \
+         timer instead: -e cpu-clock\n"
+    );
+    assert!(
+        !dir.path().join("perf.data").exists(),
+        "nothing is written when nothing can be recorded"
+    );
 }

@@ -77,59 +77,33 @@ impl EventAttr {
     }
 }
 
-/// A feature the negotiation may drop when the kernel answers EINVAL.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Droppable {
-    /// Name for the log and the outcome's notes.
-    pub name: &'static str,
-    /// The kernel that introduced it (for the message).
-    pub since: &'static str,
-    /// Flag bits it clears.
-    pub flags: u64,
-}
-
-/// Optional features in the order they are dropped on EINVAL: newest first, as perf's fallbacks do, so a kernel
-/// that lacks a recent feature loses only that.
-pub const DROP_ORDER: [Droppable; 5] = [
-    Droppable {
-        name: "comm_exec",
-        since: "3.16",
-        flags: abi::ATTR_FLAG_COMM_EXEC,
-    },
-    Droppable {
-        name: "mmap2",
-        since: "3.16",
-        flags: abi::ATTR_FLAG_MMAP2,
-    },
-    Droppable {
-        name: "exclude_callchain_user",
-        since: "3.7",
-        flags: abi::ATTR_FLAG_EXCLUDE_CALLCHAIN_USER,
-    },
-    Droppable {
-        name: "sample_id_all",
-        since: "2.6.38",
-        flags: abi::ATTR_FLAG_SAMPLE_ID_ALL,
-    },
-    Droppable {
-        name: "mmap_data",
-        since: "2.6.36",
-        flags: abi::ATTR_FLAG_MMAP_DATA,
-    },
+/// Optional attr flags in the order they are dropped on EINVAL: newest first, as perf's fallbacks do, so a kernel
+/// that lacks a recent feature loses only that. Names and versions come from the `perf::abi` table.
+pub const DROP_ORDER: [u64; 5] = [
+    abi::ATTR_FLAG_COMM_EXEC,
+    abi::ATTR_FLAG_MMAP2,
+    abi::ATTR_FLAG_EXCLUDE_CALLCHAIN_USER,
+    abi::ATTR_FLAG_SAMPLE_ID_ALL,
+    abi::ATTR_FLAG_MMAP_DATA,
 ];
+
+/// `name (Linux X.Y)` of an attr flag, from the ABI table.
+pub fn describe_flag(flag: u64) -> String {
+    match abi::table::find(abi::table::ATTR_FLAGS, flag) {
+        Some(item) => format!("{} (Linux {})", item.name, item.since),
+        None => format!("attr flag {flag:#x}"),
+    }
+}
 
 /// Applies a target ABI's limits: attr size, flag bits and sample bits the target lacks are removed and reported
 /// as `(what, reason)` pairs. The caller decides whether a removed sample bit is fatal (DWARF without REGS_USER).
 pub fn cap_to_abi(attr: &mut EventAttr, target: &KernelAbi) -> Vec<String> {
     let mut notes = Vec::new();
     attr.size = target.cap_attr_size(attr.size);
-    for d in DROP_ORDER {
-        if attr.flags & d.flags != 0 && !target.supports_flag(d.flags) {
-            attr.flags &= !d.flags;
-            notes.push(format!(
-                "{} (Linux {}) is not in the target ABI",
-                d.name, d.since
-            ));
+    for flag in DROP_ORDER {
+        if attr.flags & flag != 0 && !target.supports_flag(flag) {
+            attr.flags &= !flag;
+            notes.push(format!("{} is not in the target ABI", describe_flag(flag)));
         }
     }
     let unsupported = attr.sample_type & !target.sample_types;
@@ -176,15 +150,15 @@ pub fn next_attempt(attr: &EventAttr, errno: i32, kernel_size: u32) -> Retry {
             )
         }
         libc::EINVAL => {
-            for d in DROP_ORDER {
-                if attr.flags & d.flags != 0 {
+            for flag in DROP_ORDER {
+                if attr.flags & flag != 0 {
                     let mut next = attr.clone();
-                    next.flags &= !d.flags;
+                    next.flags &= !flag;
                     return Retry::With(
                         next,
                         format!(
-                            "kernel rejected the attr (EINVAL); dropping {} (Linux {})",
-                            d.name, d.since
+                            "kernel rejected the attr (EINVAL); dropping {}",
+                            describe_flag(flag)
                         ),
                     );
                 }

@@ -8,6 +8,22 @@
 //! (records borrowed from the mapping), [`attr`] (the attr bytes and ABI negotiation), [`open`] (opening with
 //! fallbacks), [`synth`] (/proc → COMM/FORK/MMAP records), [`dsos`] (build-ids of hit DSOs), [`session`] (the
 //! poll loop). Does not own the file format: records go to `perf::data`'s writer as bytes.
+//!
+//! Recording a workload as a 4.1 kernel would allow (what `verify` does):
+//!
+//! ```no_run
+//! use bport::perf::record::{self, CallGraph, Config, Event, Sampling, Target};
+//!
+//! let mut config = Config::new(Target::Command(vec!["./chain-nofp".into(), "1000".into()]));
+//! config.event = Event::CpuClock;
+//! config.sampling = Sampling::Frequency(999);
+//! config.call_graph = CallGraph::Dwarf { stack_size: CallGraph::DEFAULT_DWARF_STACK };
+//! config.kernel = Some("4.1".parse().expect("a kernel version"));
+//! config.output = "chain.data".into();
+//! let outcome = record::record(&config)?; // Error::ModeUnsupported / LbrUnavailable: the mode cannot work
+//! println!("{} samples, {} lost, {} bytes", outcome.samples, outcome.lost, outcome.bytes_written);
+//! # Ok::<(), record::Error>(())
+//! ```
 
 pub mod attr;
 pub mod dsos;
@@ -213,10 +229,17 @@ pub struct Outcome {
 #[non_exhaustive]
 pub enum Error {
     /// The kernel refused access (EACCES/EPERM).
-    #[error("perf_event_open was denied ({source}); kernel.perf_event_paranoid is {}", paranoid.map_or("unreadable".to_string(), |p| p.to_string()))]
+    #[error(
+        "perf_event_open was denied: kernel.perf_event_paranoid is {}, this recording needs {needed} or lower \
+         (or root / CAP_PERFMON)",
+        paranoid.map_or("unreadable".to_string(), |p| p.to_string())
+    )]
     PermissionDenied {
         /// `/proc/sys/kernel/perf_event_paranoid`, if readable.
         paranoid: Option<i32>,
+        /// The paranoid level that allows this recording for an unprivileged user: 0 for system-wide (`-a`),
+        /// 1 with kernel samples, 2 for user space only (perf_event_open(2), "perf_event_paranoid").
+        needed: i32,
         /// The errno.
         #[source]
         source: io::Error,
@@ -237,8 +260,16 @@ pub enum Error {
         /// What is missing.
         reason: String,
     },
+    /// A hardware event on a machine (or VM) without the PMU to count it.
+    #[error("the {event} event is not available here: {reason}")]
+    EventUnavailable {
+        /// The event.
+        event: &'static str,
+        /// Why.
+        reason: String,
+    },
     /// The event could not be opened and no fallback applied.
-    #[error("cannot open event {event} (after: {tried}): {source}")]
+    #[error("cannot open event {event} (tried: {tried})")]
     Open {
         /// The event.
         event: &'static str,
@@ -255,7 +286,7 @@ pub enum Error {
         pid: u32,
     },
     /// The command was not found on PATH or is not executable.
-    #[error("cannot run {program:?}: {source}")]
+    #[error("cannot run {program:?}")]
     Exec {
         /// The program as given.
         program: OsString,
@@ -264,7 +295,7 @@ pub enum Error {
         source: io::Error,
     },
     /// The ring buffer could not be mapped.
-    #[error("cannot map a {pages}-page ring buffer: {source}")]
+    #[error("cannot map a {pages}-page ring buffer")]
     Mmap {
         /// Data pages asked for.
         pages: usize,
@@ -273,7 +304,7 @@ pub enum Error {
         source: io::Error,
     },
     /// Writing the output file failed.
-    #[error("cannot write {path}: {source}")]
+    #[error("cannot write {path}")]
     Output {
         /// The output file.
         path: PathBuf,
@@ -282,18 +313,19 @@ pub enum Error {
         source: io::Error,
     },
     /// The perf.data writer failed.
-    #[error("writing perf.data {path}: {message}")]
+    #[error("writing {path}")]
     Write {
         /// The output file.
         path: PathBuf,
         /// The writer's error.
-        message: String,
+        #[source]
+        source: crate::perf::data::WriteError,
     },
     /// The config is contradictory (a library caller's mistake; the CLI validates first).
     #[error("invalid record configuration: {0}")]
     InvalidConfig(String),
     /// A system call of the recording loop failed.
-    #[error("{what}: {source}")]
+    #[error("{what} failed")]
     System {
         /// What was being done.
         what: &'static str,

@@ -115,15 +115,20 @@ pub fn apply_target(
             return Err(Error::ModeUnsupported {
                 mode: "dwarf",
                 kernel: kernel(),
-                reason: "user registers and stack in samples (PERF_SAMPLE_REGS_USER/STACK_USER) arrived in Linux 3.7"
-                    .into(),
+                reason: format!(
+                    "user registers and stack in samples (PERF_SAMPLE_REGS_USER/STACK_USER) arrived in Linux {}",
+                    since(abi::table::SAMPLE_TYPES, abi::PERF_SAMPLE_REGS_USER)
+                ),
             })
         }
         CallGraph::Lbr if !target.supports_lbr_callstack() => {
             return Err(Error::ModeUnsupported {
                 mode: "lbr",
                 kernel: kernel(),
-                reason: "LBR call stacks (PERF_SAMPLE_BRANCH_CALL_STACK) arrived in Linux 4.1".into(),
+                reason: format!(
+                    "LBR call stacks (PERF_SAMPLE_BRANCH_CALL_STACK) arrived in Linux {}",
+                    since(abi::table::BRANCH_SAMPLE_TYPES, abi::PERF_SAMPLE_BRANCH_CALL_STACK)
+                ),
             })
         }
         _ => {}
@@ -154,6 +159,20 @@ pub fn apply_target(
     Ok(())
 }
 
+/// Why a hardware event failed to open, in the user's terms.
+fn pmu_reason(err: &io::Error) -> String {
+    if Path::new(CPU_PMU).exists() {
+        format!("the kernel refused it ({err})")
+    } else {
+        format!("this machine exposes no hardware PMU ({CPU_PMU} is missing; virtual machines usually have none)")
+    }
+}
+
+/// The kernel version that introduced `value`, as the ABI table says.
+fn since(table: &[abi::AbiItem], value: u64) -> String {
+    abi::table::find(table, value).map_or_else(|| "?".to_string(), |i| i.since.to_string())
+}
+
 /// Opens the first descriptor, negotiating the attr with the kernel. Returns the settled attr (used unchanged
 /// for every further descriptor) and the event actually used.
 pub fn open_negotiated(
@@ -172,7 +191,9 @@ pub fn open_negotiated(
             Err(err) => {
                 let errno = err.raw_os_error().unwrap_or(0);
                 tried.push(format!("size {} flags {:#x}: {err}", attr.size, attr.flags));
-                if let Some(next) = fallback(&attr, event, call_graph, errno, buf.size(), &err)? {
+                if let Some(next) =
+                    fallback(&attr, event, call_graph, pid == -1, errno, buf.size(), &err)?
+                {
                     let (next_attr, next_event, why) = next;
                     log::info!("perf_event_open: {why}");
                     notes.push(why);
@@ -199,6 +220,7 @@ fn fallback(
     attr: &EventAttr,
     event: Event,
     call_graph: CallGraph,
+    system_wide: bool,
     errno: i32,
     kernel_size: u32,
     err: &io::Error,
@@ -207,8 +229,12 @@ fn fallback(
     match errno {
         libc::EACCES | libc::EPERM => {
             let paranoid = Error::read_paranoid();
-            // perf_event_paranoid 2 allows user-space-only profiling: retry that before giving up, as perf does.
-            if attr.flags & abi::ATTR_FLAG_EXCLUDE_KERNEL == 0 && paranoid.is_some_and(|p| p >= 2) {
+            // perf_event_paranoid 2 allows user-space-only profiling of one's own tasks: retry that before giving
+            // up, as perf does (system-wide needs 0 whatever is excluded).
+            if !system_wide
+                && attr.flags & abi::ATTR_FLAG_EXCLUDE_KERNEL == 0
+                && paranoid.is_some_and(|p| p >= 2)
+            {
                 let mut next = attr.clone();
                 next.flags |= abi::ATTR_FLAG_EXCLUDE_KERNEL;
                 return Ok(Some((
@@ -220,8 +246,16 @@ fn fallback(
                     ),
                 )));
             }
+            let needed = if system_wide {
+                0
+            } else if attr.flags & abi::ATTR_FLAG_EXCLUDE_KERNEL == 0 {
+                1
+            } else {
+                2
+            };
             return Err(Error::PermissionDenied {
                 paranoid,
+                needed,
                 source: io::Error::from_raw_os_error(errno),
             });
         }
@@ -244,7 +278,11 @@ fn fallback(
                     format!("the cycles event is not supported here ({err}; no hardware PMU?): falling back to cpu-clock"),
                 )));
             }
-            return Ok(None);
+            // Other hardware events have no software stand-in: a timer would measure something else.
+            return Err(Error::EventUnavailable {
+                event: event.name(),
+                reason: pmu_reason(err),
+            });
         }
         libc::EOPNOTSUPP if attr.branch_sample_type != 0 => {
             return Err(Error::LbrUnavailable {

@@ -36,9 +36,9 @@ pub fn record(config: &Config) -> Result<Outcome, Error> {
         abi: target.clone(),
         ..WriterOptions::default()
     };
-    let write_err = |e: data::WriteError| Error::Write {
+    let write_err = |source: data::WriteError| Error::Write {
         path: config.output.clone(),
-        message: e.to_string(),
+        source,
     };
     let mut writer = PerfFileWriter::create(&config.output, opts).map_err(write_err)?;
     let file_attr = file_attr(&session.attr);
@@ -186,10 +186,10 @@ impl Sink for WriterSink<'_> {
 }
 
 impl WriterSink<'_> {
-    fn err(&self, e: data::WriteError) -> Error {
+    fn err(&self, source: data::WriteError) -> Error {
         Error::Write {
             path: self.path.to_path_buf(),
-            message: e.to_string(),
+            source,
         }
     }
 }

@@ -119,46 +119,54 @@ impl Ring {
     pub fn drain(&mut self, mut f: impl FnMut(RawData<'_>)) -> Result<u64, FramingError> {
         let head = self.map.data_head();
         let tail = self.map.data_tail();
-        let result = walk(self.map.data(), tail, head, &mut f);
-        let consumed_to = match result {
-            Ok(()) => head,
-            Err(_) => head, // skip everything: the stream cannot be resynchronized
-        };
-        self.map.set_data_tail(consumed_to);
+        let (first, second) = self.map.published(tail, head);
+        let result = walk(first, second, tail, &mut f);
+        // On a framing error everything published is skipped too: the stream cannot be resynchronized.
+        self.map.set_data_tail(head);
         result.map(|()| head.wrapping_sub(tail))
     }
 }
 
-/// Walks the records in `data` (a ring of power-of-two size) from position `tail` to `head`.
+/// Walks the records in the published bytes `first` then `second` (the wrapped part); `tail` is the ring
+/// position of `first[0]`, for error messages.
 fn walk(
-    data: &[u8],
+    first: &[u8],
+    second: &[u8],
     tail: u64,
-    head: u64,
     f: &mut impl FnMut(RawData<'_>),
 ) -> Result<(), FramingError> {
-    let size = data.len() as u64;
-    let mask = size - 1;
-    let mut pos = tail;
-    while pos < head {
-        let start = (pos & mask) as usize;
-        // Records are 8-aligned and the area is a multiple of 8, so the 8-byte header never wraps.
-        let header = &data[start..start + 8];
-        let rec_size = u16::from_ne_bytes([header[6], header[7]]);
-        if rec_size < 8 || u64::from(rec_size) > head - pos || u64::from(rec_size) > size {
+    let total = first.len() + second.len();
+    let mut at = 0usize;
+    while at < total {
+        // Records are 8-aligned and the area is a multiple of 8, so an 8-byte header never straddles the parts.
+        let header = if at < first.len() {
+            &first[at..]
+        } else {
+            &second[at - first.len()..]
+        };
+        if header.len() < 8 {
             return Err(FramingError {
-                position: pos,
+                position: tail + at as u64,
+                size: 0,
+            });
+        }
+        let rec_size = u16::from_ne_bytes([header[6], header[7]]);
+        let len = usize::from(rec_size);
+        if len < 8 || len > total - at {
+            return Err(FramingError {
+                position: tail + at as u64,
                 size: rec_size,
             });
         }
-        let len = usize::from(rec_size);
-        let raw = if start + len <= data.len() {
-            RawData::Single(&data[start..start + len])
+        let raw = if at + len <= first.len() {
+            RawData::Single(&first[at..at + len])
+        } else if at >= first.len() {
+            RawData::Single(&second[at - first.len()..at - first.len() + len])
         } else {
-            let first = data.len() - start;
-            RawData::Split(&data[start..], &data[..len - first])
+            RawData::Split(&first[at..], &second[..at + len - first.len()])
         };
         f(raw);
-        pos += u64::from(rec_size);
+        at += len;
     }
     Ok(())
 }
@@ -174,6 +182,17 @@ mod tests {
         r.extend_from_slice(&size.to_ne_bytes());
         r.resize(usize::from(size), fill);
         r
+    }
+
+    /// Walks a whole ring image as `Ring::drain` does: through the published window.
+    fn walk_ring(
+        data: &[u8],
+        tail: u64,
+        head: u64,
+        f: &mut impl FnMut(RawData<'_>),
+    ) -> Result<(), FramingError> {
+        let (a, b) = super::super::sys::window(data.len(), tail, head);
+        walk(&data[a], &data[b], tail, f)
     }
 
     /// Lays `records` into a ring of `size` bytes starting at position `tail`.
@@ -196,7 +215,7 @@ mod tests {
         let tail = 128 * 3 + 112;
         let (data, head) = ring_with(128, tail, &recs);
         let mut seen = Vec::new();
-        walk(&data, tail, head, &mut |raw: RawData<'_>| {
+        walk_ring(&data, tail, head, &mut |raw: RawData<'_>| {
             let mut scratch = Vec::new();
             let split = matches!(raw, RawData::Split(..));
             seen.push((
@@ -232,7 +251,7 @@ mod tests {
         let mut bad = data.clone();
         bad[6] = 4; // size 4 < header
         assert_eq!(
-            walk(&bad, 0, head, &mut |_| {}),
+            walk_ring(&bad, 0, head, &mut |_| {}),
             Err(FramingError {
                 position: 0,
                 size: 4
@@ -240,6 +259,6 @@ mod tests {
         );
         // A size beyond head: the kernel cannot have published that.
         bad[6] = 200;
-        assert!(walk(&bad, 0, head, &mut |_| {}).is_err());
+        assert!(walk_ring(&bad, 0, head, &mut |_| {}).is_err());
     }
 }

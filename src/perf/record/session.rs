@@ -218,12 +218,45 @@ impl Session {
             _ => None,
         };
         if let Some(child) = self.child.take() {
-            child.start().map_err(|source| Error::Exec {
-                program: program.clone().unwrap_or_default(),
-                source,
-            })?;
+            let pid = child.pid;
+            if let Err(source) = child.start() {
+                // The child reported the exec error and exited; reap it.
+                let _ = sys::wait(pid);
+                return Err(Error::Exec {
+                    program: program.unwrap_or_default(),
+                    source,
+                });
+            }
         }
+        match self.drive(sink, stop, child_pid) {
+            Ok(exit) => {
+                let build_ids = self.build_ids();
+                Ok(RunOutcome {
+                    stats: self.stats,
+                    exit,
+                    build_ids,
+                })
+            }
+            Err(e) => {
+                // Never leave the workload running behind a failed recording (a library caller would not know).
+                if let Some(pid) = child_pid {
+                    if sys::try_wait(pid).ok().flatten().is_none() {
+                        let _ = sys::kill(pid, libc::SIGKILL);
+                        let _ = sys::wait(pid);
+                    }
+                }
+                Err(e)
+            }
+        }
+    }
 
+    /// The poll loop, until the end; returns how the command ended.
+    fn drive(
+        &mut self,
+        sink: &mut dyn Sink,
+        stop: Option<&AtomicBool>,
+        child_pid: Option<i32>,
+    ) -> Result<Option<ChildExit>, Error> {
         let mut pollfds: Vec<libc::pollfd> = self
             .fds
             .iter()
@@ -272,12 +305,7 @@ impl Session {
             let _ = fd.disable();
         }
         self.drain_all(sink)?;
-        let build_ids = self.build_ids();
-        Ok(RunOutcome {
-            stats: self.stats,
-            exit,
-            build_ids,
-        })
+        Ok(exit)
     }
 
     fn synthesize(&mut self, sink: &mut dyn Sink) -> Result<(), Error> {

@@ -202,7 +202,7 @@ impl Framing {
         r.finish(self, u32::MAX, 0)
     }
 
-    /// COMM, FORK (threads other than the leader) and MMAPs for process `pid` as /proc shows it now.
+    /// FORK (threads other than the leader), COMM and MMAPs for process `pid` as /proc shows it now.
     /// A process that vanished meanwhile yields nothing; that is a race, not an error.
     pub fn process(&self, proc_root: &Path, pid: u32, with_maps: bool) -> Vec<Vec<u8>> {
         let mut out = Vec::new();
@@ -216,10 +216,13 @@ impl Framing {
             let comm = fs::read_to_string(dir.join("task").join(tid.to_string()).join("comm"))
                 .or_else(|_| fs::read_to_string(dir.join("comm")));
             let Ok(comm) = comm else { continue };
-            out.push(self.comm(pid, tid, comm.trim_end_matches('\n')));
+            // FORK before COMM, as perf synthesizes them: a reader handles FORK by starting the thread afresh
+            // from its parent (comm included), so a COMM before it would be lost and the thread would show the
+            // process's name instead of its own.
             if tid != pid {
                 out.push(self.fork(pid, pid, tid, pid));
             }
+            out.push(self.comm(pid, tid, comm.trim_end_matches('\n')));
         }
         if with_maps {
             if let Ok(maps) = fs::read_to_string(dir.join("maps")) {
@@ -408,6 +411,29 @@ mod tests {
             recs.iter()
                 .any(|r| r[0] == 10 && r.windows(exe.len()).any(|w| w == exe.as_bytes())),
             "an MMAP2 of {exe}"
+        );
+        // The test harness runs this on a thread of its own: its FORK comes right before its COMM.
+        let tid: u32 = fs::read_link("/proc/thread-self")
+            .unwrap()
+            .file_name()
+            .unwrap()
+            .to_str()
+            .unwrap()
+            .parse()
+            .unwrap();
+        if tid == pid {
+            return; // --test-threads=1 runs tests on the main thread
+        }
+        let u32_at = |r: &[u8], o: usize| u32::from_ne_bytes(r[o..o + 4].try_into().unwrap());
+        let fork = recs
+            .iter()
+            .position(|r| u32_at(r, 0) == 7 && u32_at(r, 16) == tid)
+            .expect("FORK of this thread");
+        let next = &recs[fork + 1];
+        assert_eq!(
+            (u32_at(next, 0), u32_at(next, 12)),
+            (3, tid),
+            "COMM right after the FORK"
         );
     }
 }

@@ -204,17 +204,41 @@ impl RingMap {
         t.store(tail, Ordering::Release);
     }
 
-    /// The data area, for reading the bytes between `data_tail` and a `data_head` loaded before this call.
+    /// The bytes the kernel has published between `tail` and `head` (positions as in `data_tail`/`data_head`,
+    /// `head` loaded before this call), as one slice or, when they wrap around the end of the data area, two.
     ///
-    /// Bytes outside that window may be written by the kernel concurrently; callers (only `ring::Ring`) index
-    /// only inside the published window, which the kernel does not touch until `data_tail` moves past it.
-    pub fn data(&self) -> &[u8] {
-        // SAFETY: the data area lies inside the mapping (checked in new), lives as long as self, and u8 has no
-        // invalid values. The kernel writes only the unpublished part (from head on, up to the tail), which the
-        // ring reader never reads; the published part is stable until set_data_tail, which needs `&mut self`.
+    /// Only this window is borrowed: the kernel keeps writing the rest of the area concurrently, but never this
+    /// part until `data_tail` moves past it, which needs `&mut self` and so ends the borrow first.
+    pub fn published(&self, tail: u64, head: u64) -> (&[u8], &[u8]) {
+        let (first, second) = window(self.data_size, tail, head);
+        // SAFETY: both ranges lie inside the data area (window clamps them to data_size), which lies inside the
+        // mapping (checked in new) and lives as long as self; u8 has no invalid values. The kernel does not write
+        // published, unconsumed bytes (perf_event_open(2): it stops at data_tail), so they do not change while
+        // borrowed.
         unsafe {
-            std::slice::from_raw_parts(self.base.as_ptr().add(self.data_offset), self.data_size)
+            let data = self.base.as_ptr().add(self.data_offset);
+            (
+                std::slice::from_raw_parts(data.add(first.start), first.len()),
+                std::slice::from_raw_parts(data.add(second.start), second.len()),
+            )
         }
+    }
+}
+
+/// The ranges of a ring's data area (of power-of-two `size`) that hold positions `tail..head`: the part up to
+/// the end of the area, then the wrapped part from its start (empty when nothing wraps). A window larger than
+/// the area (impossible unless the kernel overwrote unread data) is clamped to the area.
+pub fn window(
+    size: usize,
+    tail: u64,
+    head: u64,
+) -> (std::ops::Range<usize>, std::ops::Range<usize>) {
+    let len = (head.wrapping_sub(tail) as usize).min(size);
+    let start = (tail as usize) & (size - 1);
+    if start + len <= size {
+        (start..start + len, 0..0)
+    } else {
+        (start..size, 0..start + len - size)
     }
 }
 
@@ -250,11 +274,13 @@ pub fn poll(fds: &mut [libc::pollfd], timeout_ms: i32) -> io::Result<usize> {
 
 /// A workload forked and waiting, before `exec`, for the events to be opened on its pid (perf's
 /// `evlist__prepare_workload`): the events get `enable_on_exec`, so sampling starts exactly at the exec.
+/// Dropped without [`PausedChild::start`] (opening the events failed), the child sees EOF instead of the go byte,
+/// exits without running anything, and is reaped, so a library caller is left with no zombie.
 #[derive(Debug)]
 pub struct PausedChild {
     /// The child's pid.
     pub pid: i32,
-    go: OwnedFd,
+    go: Option<OwnedFd>,
     exec_error: OwnedFd,
 }
 
@@ -297,22 +323,37 @@ pub fn fork_paused(program: &CString, argv: &[CString]) -> io::Result<PausedChil
     drop(err_write);
     Ok(PausedChild {
         pid,
-        go: go_write,
+        go: Some(go_write),
         exec_error: err_read,
     })
 }
 
 impl PausedChild {
     /// Lets the child exec and waits until it did: Ok when exec succeeded, the exec errno otherwise.
-    pub fn start(self) -> io::Result<()> {
-        write_all(&self.go, &[1])?;
-        drop(self.go);
+    pub fn start(mut self) -> io::Result<()> {
+        let go = self
+            .go
+            .take()
+            .expect("start consumes the child, so go is still there");
+        write_all(&go, &[1])?;
+        drop(go);
         let mut buf = [0u8; 4];
         let n = read_full(&self.exec_error, &mut buf)?;
         if n == 4 {
             return Err(io::Error::from_raw_os_error(i32::from_ne_bytes(buf)));
         }
         Ok(())
+    }
+}
+
+impl Drop for PausedChild {
+    fn drop(&mut self) {
+        if let Some(go) = self.go.take() {
+            drop(go);
+            let mut status = 0;
+            // SAFETY: waitpid writes the status into a live local; the child exits as soon as it reads EOF.
+            unsafe { libc::waitpid(self.pid, &mut status, 0) };
+        }
     }
 }
 
@@ -389,6 +430,28 @@ pub fn try_wait(pid: i32) -> io::Result<Option<ChildExit>> {
     }
 }
 
+/// Waits for `pid` to end and reaps it.
+pub fn wait(pid: i32) -> io::Result<ChildExit> {
+    loop {
+        let mut status = 0;
+        // SAFETY: waitpid writes the status into a live local.
+        let rc = unsafe { libc::waitpid(pid, &mut status, 0) };
+        if rc < 0 {
+            let err = io::Error::last_os_error();
+            if err.raw_os_error() == Some(libc::EINTR) {
+                continue;
+            }
+            return Err(err);
+        }
+        if libc::WIFEXITED(status) {
+            return Ok(ChildExit::Code(libc::WEXITSTATUS(status)));
+        }
+        if libc::WIFSIGNALED(status) {
+            return Ok(ChildExit::Signal(libc::WTERMSIG(status)));
+        }
+    }
+}
+
 /// Sends `signal` to `pid`.
 pub fn kill(pid: i32, signal: i32) -> io::Result<()> {
     // SAFETY: kill has no memory effects.
@@ -453,11 +516,55 @@ mod tests {
     }
 
     #[test]
+    fn the_published_window_wraps_into_two_ranges() {
+        assert_eq!(window(64, 48, 72), (48..64, 0..8));
+        assert_eq!(window(64, 640 + 8, 640 + 40), (8..40, 0..0));
+        assert_eq!(window(64, 5 * 64, 5 * 64), (0..0, 0..0));
+        // A full ring starting mid-area, and an impossible larger window clamped to the area.
+        assert_eq!(window(64, 16, 80), (16..64, 0..16));
+        assert_eq!(window(64, 16, 1000), (16..64, 0..16));
+    }
+
+    #[test]
     fn mmap_page_offsets_match_the_uapi_layout() {
         assert_eq!(
             (DATA_HEAD, DATA_TAIL, DATA_OFFSET, DATA_SIZE),
             (1024, 1032, 1040, 1048)
         );
+    }
+
+    #[test]
+    fn a_child_dropped_before_start_exits_without_running_and_is_reaped() {
+        let program = CString::new("/bin/true").unwrap();
+        let child = fork_paused(&program, std::slice::from_ref(&program)).unwrap();
+        let pid = child.pid;
+        drop(child);
+        // Reaped by the drop: waitpid now finds no such child.
+        assert_eq!(
+            try_wait(pid).unwrap_err().raw_os_error(),
+            Some(libc::ECHILD)
+        );
+    }
+
+    #[test]
+    fn the_kernel_writes_its_attr_size_back_on_e2big() {
+        // A byte set beyond any kernel's struct: the kernel must refuse with E2BIG and say what it supports.
+        let mut buf = AttrBuf([0; AttrBuf::CAPACITY]);
+        buf.0[0..4].copy_from_slice(&1u32.to_ne_bytes()); // PERF_TYPE_SOFTWARE, cpu-clock
+        buf.0[4..8].copy_from_slice(&(AttrBuf::CAPACITY as u32).to_ne_bytes());
+        buf.0[AttrBuf::CAPACITY - 1] = 1;
+        let err = perf_event_open(&mut buf, 0, -1).unwrap_err();
+        assert_eq!(err.raw_os_error(), Some(libc::E2BIG));
+        let size = buf.size();
+        assert!(
+            (crate::perf::abi::PERF_ATTR_SIZE_VER0..AttrBuf::CAPACITY as u32).contains(&size)
+                && size & 7 == 0,
+            "kernel wrote back {size}"
+        );
+        // At that size, with the extra byte gone, the same attr opens.
+        buf.0[AttrBuf::CAPACITY - 1] = 0;
+        buf.0[4..8].copy_from_slice(&size.to_ne_bytes());
+        perf_event_open(&mut buf, 0, -1).unwrap();
     }
 
     #[test]
@@ -467,12 +574,6 @@ mod tests {
         let pid = child.pid;
         let err = child.start().unwrap_err();
         assert_eq!(err.raw_os_error(), Some(libc::ENOENT));
-        loop {
-            if let Some(exit) = try_wait(pid).unwrap() {
-                assert_eq!(exit, ChildExit::Code(127));
-                break;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(5));
-        }
+        assert_eq!(wait(pid).unwrap(), ChildExit::Code(127));
     }
 }
