@@ -260,9 +260,11 @@ impl<L: FileLookup> Resolver<L> {
                 sym: None,
                 offset: 0,
                 dso: None,
+                inlined: false,
             };
         };
         let printed = map.map_ip(avma);
+        let mut inlined = false;
         let sym = match map.kind {
             MapKind::Kernel => {
                 let bid = self.kernel_build_id.clone();
@@ -277,12 +279,40 @@ impl<L: FileLookup> Resolver<L> {
             MapKind::File => {
                 let bid = self.build_id_for(&map);
                 let dso = self.symbolizer.dso(&map.dso, bid.as_deref());
-                let svma = dso
-                    .info
-                    .as_ref()
-                    .and_then(|i| i.file_offset_to_svma(printed));
-                svma.and_then(|svma| dso.symbolize(svma))
-                    .map(|h| (h.name.clone(), h.offset))
+                let info = dso.info.as_ref();
+                let svma = info.and_then(|i| i.file_offset_to_svma(printed));
+                let hit = svma
+                    .and_then(|svma| dso.symbolize(svma))
+                    .map(|h| (h.name.clone(), h.offset));
+                // perf 6.1 without libbfd runs addr2line on every DWARF-unwound frame (unwind_entry →
+                // append_inlines); for files without debug information addr2line names the symbol bfd
+                // prefers, and perf prints it as an inlined frame when the name differs from its own.
+                // srcline.c `dso__name`: no addr2line for pseudo files (`[vdso]`) and JIT maps.
+                let wants_inline = mode == CallchainMode::Dwarf
+                    && context == Context::User
+                    && !map.dso.starts_with('[')
+                    && !map.dso.starts_with("/tmp/perf-");
+                match (hit, svma, info) {
+                    (Some((name, off)), Some(svma), Some(info))
+                        if wants_inline && !info.has_debug_info =>
+                    {
+                        let other = info.addr2line_function(svma).map(|raw| {
+                            if self.symbolizer.options().demangle {
+                                crate::perf::symbols::demangle::demangle(raw)
+                            } else {
+                                raw.to_owned()
+                            }
+                        });
+                        match other {
+                            Some(other) if other != *name => {
+                                inlined = true;
+                                Some((Rc::from(other), off))
+                            }
+                            _ => Some((name, off)),
+                        }
+                    }
+                    (hit, _, _) => hit,
+                }
             }
         };
         let (sym, offset) = match sym {
@@ -294,6 +324,7 @@ impl<L: FileLookup> Resolver<L> {
             sym,
             offset,
             dso: Some(map.dso.clone()),
+            inlined,
         }
     }
 }
