@@ -3,8 +3,11 @@
 //! This is the only layer that prints, prompts or exits. Each command file converts its arguments into the
 //! library's options, calls the library, and renders the outcome.
 
+mod archive;
+mod buildid_list;
 mod completions;
 pub mod error;
+mod flamegraph;
 mod script;
 pub mod ui;
 
@@ -49,13 +52,28 @@ pub enum Command {
     ///
     /// Example: bport man --dir /usr/local/share/man/man1
     Man(completions::ManArgs),
-    /// Print the samples of a perf.data file as `perf script` does, with full callchains.
+    /// Print a perf.data file's samples as `perf script` does, with full callchains.
     ///
     /// The callchain mode follows each event's sample type: REGS_USER+STACK_USER → DWARF unwinding,
     /// BRANCH_STACK with call stack → LBR, else the kernel's frame-pointer chain.
     ///
     /// Example: bport script -i perf.data | inferno-collapse-perf | inferno-flamegraph > flame.svg
     Script(script::ScriptArgs),
+    /// List the build-ids a perf.data file recorded, as `perf buildid-list` does.
+    ///
+    /// Example: bport buildid-list -i perf.data --with-hits
+    BuildidList(buildid_list::BuildidListArgs),
+    /// Bundle the DSOs a recording's samples hit, in build-id cache layout.
+    ///
+    /// The tar holds each hit DSO (and kallsyms) as ~/.debug keeps them, so the recording symbolizes on another
+    /// machine once the bundle is unpacked into its ~/.debug.
+    ///
+    /// Example: bport archive -i perf.data -o perf.data.tar && tar xf perf.data.tar -C ~/.debug
+    Archive(archive::ArchiveArgs),
+    /// Draw a flame graph (SVG) of a perf.data file, or print its folded stacks.
+    ///
+    /// Example: bport flamegraph -i perf.data -o flame.svg
+    Flamegraph(flamegraph::FlamegraphArgs),
 }
 
 /// Parses the command line, runs the command and maps the result to an exit code.
@@ -84,6 +102,9 @@ fn run(command: Command, ui: &Ui) -> CliResult<ExitCode> {
         Command::Completions(args) => completions::run_completions(args),
         Command::Man(args) => completions::run_man(args),
         Command::Script(args) => script::run(args, ui),
+        Command::BuildidList(args) => buildid_list::run(args),
+        Command::Archive(args) => archive::run(args, ui),
+        Command::Flamegraph(args) => flamegraph::run(args, ui),
     }
     .map(|()| ExitCode::SUCCESS)
 }

@@ -2,5 +2,6 @@
 
 mod support;
 
+mod archive;
 mod cli_help;
 mod script;

@@ -159,6 +159,8 @@ pub struct Dso {
     pub info: Option<ElfInfo>,
     /// The file the symbols came from.
     pub symbols_file: Option<PathBuf>,
+    /// The file the runtime image was read from (what `archive` bundles).
+    pub runtime_file: Option<PathBuf>,
     /// The runtime image (for load segments and `.eh_frame`); the debug file when no runtime image was found.
     runtime: Option<FileBytes>,
     /// A separate debug file (for `.debug_frame`).
@@ -251,6 +253,11 @@ impl<L: FileLookup> Symbolizer<L> {
         }
     }
 
+    /// Reads a file through the symbolizer's lookup.
+    pub fn read(&self, path: &Path) -> Option<FileBytes> {
+        self.lookup.read(path)
+    }
+
     /// The options in force.
     pub fn options(&self) -> &SymbolizerOptions {
         &self.options
@@ -310,6 +317,7 @@ impl<L: FileLookup> Symbolizer<L> {
         let mut symtab: Option<(PathBuf, ElfInfo)> = None;
         let mut dynsym: Option<(PathBuf, ElfInfo)> = None;
         let mut runtime: Option<FileBytes> = None;
+        let mut runtime_file: Option<PathBuf> = None;
         let mut debug: Option<FileBytes> = None;
         let mut debuglink: Option<String> = None;
         let mut seen = std::collections::HashSet::new();
@@ -359,6 +367,7 @@ impl<L: FileLookup> Symbolizer<L> {
             let has_runtime_sections = info.segments.iter().any(|s| s.file_size > 0);
             if is_runtime && runtime.is_none() && has_runtime_sections {
                 runtime = Some(bytes.clone());
+                runtime_file = Some(cand.clone());
             } else if !is_runtime && debug.is_none() {
                 debug = Some(bytes.clone());
             }
@@ -408,6 +417,7 @@ impl<L: FileLookup> Symbolizer<L> {
                 .or_else(|| info.as_ref().and_then(|i| i.build_id.clone())),
             info,
             symbols_file,
+            runtime_file,
             runtime: runtime.or_else(|| debug.clone()),
             debug,
             problem,
@@ -421,29 +431,31 @@ impl<L: FileLookup> Symbolizer<L> {
         if let Some(k) = &self.kernel {
             return k.clone();
         }
-        let read_text = |p: &Path| -> Option<String> {
-            self.lookup
-                .read(p)
-                .map(|b| String::from_utf8_lossy((*b).as_ref()).into_owned())
-        };
-        let mut text = None;
+        let text = self
+            .kallsyms_source(build_id)
+            .map(|(_, b)| String::from_utf8_lossy((*b).as_ref()).into_owned());
+        let k = Rc::new(text.map(|t| Kallsyms::parse(&t)).unwrap_or_default());
+        self.kernel = Some(k.clone());
+        k
+    }
+
+    /// Where the kernel's symbols come from, in [`Symbolizer::kernel`]'s order, and the file's bytes.
+    pub fn kallsyms_source(&self, build_id: Option<&[u8]>) -> Option<(PathBuf, FileBytes)> {
+        let read = |p: PathBuf| self.lookup.read(&p).map(|b| (p, b));
         if let Some(p) = &self.options.kallsyms {
-            text = read_text(p);
+            return read(p.clone());
         }
-        if text.is_none() {
-            if let (Some(bid), Some(home)) = (build_id, &self.options.home) {
-                let base = home.join(".debug/.build-id").join(build_id_link(bid));
-                text = read_text(&base.join("kallsyms")).or_else(|| {
-                    read_text(
-                        &home
-                            .join(".debug/[kernel.kallsyms]")
-                            .join(hex(bid))
-                            .join("kallsyms"),
-                    )
-                });
+        if let (Some(bid), Some(home)) = (build_id, &self.options.home) {
+            let base = home.join(".debug/.build-id").join(build_id_link(bid));
+            let direct = home
+                .join(".debug/[kernel.kallsyms]")
+                .join(hex(bid))
+                .join("kallsyms");
+            if let Some(found) = read(base.join("kallsyms")).or_else(|| read(direct)) {
+                return Some(found);
             }
         }
-        if text.is_none() && self.options.running_kernel {
+        if self.options.running_kernel {
             let running = self
                 .lookup
                 .read(Path::new("/sys/kernel/notes"))
@@ -453,12 +465,10 @@ impl<L: FileLookup> Symbolizer<L> {
                 _ => true,
             };
             if matches {
-                text = read_text(Path::new("/proc/kallsyms"));
+                return read(PathBuf::from("/proc/kallsyms"));
             }
         }
-        let k = Rc::new(text.map(|t| Kallsyms::parse(&t)).unwrap_or_default());
-        self.kernel = Some(k.clone());
-        k
+        None
     }
 
     /// The JIT map `/tmp/perf-PID.map` of a process, loaded once.
