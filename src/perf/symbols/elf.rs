@@ -85,6 +85,36 @@ struct Candidate {
     binding: object::elf::SymbolBind,
 }
 
+/// The `PT_LOAD` segments of an ELF image, without parsing its symbols.
+pub fn segments(data: &[u8]) -> Option<Vec<Segment>> {
+    use object::read::elf::ElfFile64;
+    let file = ElfFile64::<Endianness>::parse(data).ok()?;
+    let endian = file.endian();
+    Some(
+        file.elf_program_headers()
+            .iter()
+            .filter(|ph| ph.p_type(endian) == PT_LOAD)
+            .map(|ph| Segment {
+                offset: ph.p_offset(endian),
+                file_size: ph.p_filesz(endian),
+                vaddr: ph.p_vaddr(endian),
+            })
+            .collect(),
+    )
+}
+
+/// Whether an ELF image has a `.debug_info` section with contents.
+pub fn has_debug_info(data: &[u8]) -> bool {
+    use object::ObjectSection;
+    object::File::parse(data)
+        .ok()
+        .and_then(|f| {
+            f.section_by_name(".debug_info")
+                .map(|s| s.size() > 0 && s.file_range().is_some())
+        })
+        .unwrap_or(false)
+}
+
 /// Reads the build-id note of an ELF image without parsing its symbols.
 pub fn build_id(data: &[u8]) -> Option<Vec<u8>> {
     let file = object::File::parse(data).ok()?;

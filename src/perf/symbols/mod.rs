@@ -16,6 +16,7 @@
 
 pub mod demangle;
 pub mod elf;
+pub mod inline;
 pub mod kallsyms;
 pub mod perfmap;
 
@@ -168,6 +169,9 @@ pub struct Dso {
     /// Why the DSO is missing or incomplete.
     pub problem: Option<DsoProblem>,
     unwind: OnceCell<Option<UnwindInfo>>,
+    /// The file whose `.debug_info` answers inline-frame queries.
+    dwarf_source: Option<FileBytes>,
+    dwarf: OnceCell<Option<inline::InlineInfo>>,
 }
 
 impl std::fmt::Debug for Dso {
@@ -204,6 +208,24 @@ impl Dso {
     pub fn bias(&self, map_start: u64, pgoff: u64) -> Option<u64> {
         let svma = self.info.as_ref()?.file_offset_to_svma(pgoff)?;
         Some(map_start.wrapping_sub(svma))
+    }
+
+    /// Whether inline-frame queries can be answered from DWARF debug information.
+    pub fn has_dwarf(&self) -> bool {
+        self.dwarf_source.is_some()
+    }
+
+    /// The function names GNU addr2line (`-f -i`) reports for `svma` from DWARF, innermost inlined function
+    /// first, raw (not demangled); `None` without debug information for the address.
+    pub fn inline_names(&self, svma: u64) -> Option<Vec<Option<String>>> {
+        self.dwarf
+            .get_or_init(|| {
+                self.dwarf_source
+                    .as_ref()
+                    .and_then(|b| inline::InlineInfo::parse((**b).as_ref()))
+            })
+            .as_ref()?
+            .names(svma)
     }
 
     /// The DWARF unwind tables, built on first use (only DWARF-mode files need them).
@@ -314,8 +336,8 @@ impl<L: FileLookup> Symbolizer<L> {
         let mut rejected = Vec::new();
         let mut unreadable = None;
         let mut found_any = false;
-        let mut symtab: Option<(PathBuf, ElfInfo)> = None;
-        let mut dynsym: Option<(PathBuf, ElfInfo)> = None;
+        let mut symtab: Option<(PathBuf, ElfInfo, FileBytes)> = None;
+        let mut dynsym: Option<(PathBuf, ElfInfo, FileBytes)> = None;
         let mut runtime: Option<FileBytes> = None;
         let mut runtime_file: Option<PathBuf> = None;
         let mut debug: Option<FileBytes> = None;
@@ -373,10 +395,10 @@ impl<L: FileLookup> Symbolizer<L> {
             }
             if info.has_symtab {
                 if symtab.is_none() {
-                    symtab = Some((cand, info));
+                    symtab = Some((cand, info, bytes.clone()));
                 }
             } else if dynsym.is_none() && !info.symbols.is_empty() {
-                dynsym = Some((cand, info));
+                dynsym = Some((cand, info, bytes.clone()));
             }
             if symtab.is_some() && runtime.is_some() {
                 break;
@@ -397,19 +419,27 @@ impl<L: FileLookup> Symbolizer<L> {
         } else {
             Some(DsoProblem::NotFound)
         };
-        let (symbols_file, mut info) = match chosen {
-            Some((p, i)) => (Some(p), Some(i)),
-            None => (None, None),
+        let (symbols_file, mut info, symbols_bytes) = match chosen {
+            Some((p, i, b)) => (Some(p), Some(i), Some(b)),
+            None => (None, None, None),
         };
         if let Some(info) = &mut info {
             // Segments must come from the runtime image when the symbols came from a debug file whose program
             // headers were rewritten (they normally agree; the runtime image is authoritative).
-            if let Some(rt) = &runtime {
-                if let Ok(rt_info) = ElfInfo::parse((**rt).as_ref()) {
-                    info.segments = rt_info.segments;
-                }
+            if let Some(segments) = runtime
+                .as_ref()
+                .and_then(|rt| elf::segments((**rt).as_ref()))
+            {
+                info.segments = segments;
             }
         }
+        // Where GNU addr2line would find DWARF: the symbols file itself, else the separate debug file.
+        let dwarf_source = match (&info, &symbols_bytes) {
+            (Some(i), Some(b)) if i.has_debug_info => Some(b.clone()),
+            _ => debug
+                .clone()
+                .filter(|d| elf::has_debug_info((**d).as_ref())),
+        };
         Dso {
             path: path.to_owned(),
             build_id: build_id
@@ -422,6 +452,8 @@ impl<L: FileLookup> Symbolizer<L> {
             debug,
             problem,
             unwind: OnceCell::new(),
+            dwarf_source,
+            dwarf: OnceCell::new(),
         }
     }
 
