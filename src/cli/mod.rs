@@ -6,6 +6,7 @@
 mod archive;
 mod buildid_list;
 mod completions;
+mod dump;
 pub mod error;
 mod flamegraph;
 mod script;
@@ -74,6 +75,13 @@ pub enum Command {
     ///
     /// Example: bport flamegraph -i perf.data -o flame.svg
     Flamegraph(flamegraph::FlamegraphArgs),
+    /// Print every record of a perf.data file, one line each, for debugging.
+    ///
+    /// Like `perf report -D`: the header, attrs and features, then each record with its file offset and parsed
+    /// fields, then the count of records per type.
+    ///
+    /// Example: bport dump -i perf.data --header-only
+    Dump(dump::DumpArgs),
 }
 
 /// Parses the command line, runs the command and maps the result to an exit code.
@@ -105,6 +113,7 @@ fn run(command: Command, ui: &Ui) -> CliResult<ExitCode> {
         Command::BuildidList(args) => buildid_list::run(args),
         Command::Archive(args) => archive::run(args, ui),
         Command::Flamegraph(args) => flamegraph::run(args, ui),
+        Command::Dump(args) => dump::run(args, ui),
     }
     .map(|()| ExitCode::SUCCESS)
 }

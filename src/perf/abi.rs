@@ -56,9 +56,14 @@ impl KernelVersion {
         (self.major, self.minor, self.patch.unwrap_or(0))
     }
 
-    /// Whether this kernel has what appeared in `since`.
+    /// Whether this kernel has what appeared in `since` (a patch level counts only in the 2.6.x series).
     pub fn has(&self, since: Since) -> bool {
-        (self.major, self.minor) >= (since.major, since.minor)
+        let patch = if (self.major, self.minor) == (2, 6) {
+            self.patch.unwrap_or(0)
+        } else {
+            0
+        };
+        (self.major, self.minor, patch) >= (since.major, since.minor, since.patch)
     }
 }
 
@@ -349,7 +354,10 @@ mod tests {
     #[test]
     fn attr_size_per_kernel() {
         let cases = [
-            ("2.6.32", PERF_ATTR_SIZE_VER1),
+            ("2.6.31", PERF_ATTR_SIZE_VER0),
+            ("2.6.32", PERF_ATTR_SIZE_VER0),
+            ("2.6.33", PERF_ATTR_SIZE_VER1),
+            ("2.6.32-754.el6", PERF_ATTR_SIZE_VER0),
             ("3.2", PERF_ATTR_SIZE_VER1),
             ("3.4", PERF_ATTR_SIZE_VER2),
             ("3.10.0-1160.el7", PERF_ATTR_SIZE_VER3),
@@ -391,6 +399,26 @@ mod tests {
         assert!(!abi.supports_feature(HEADER_STAT));
         assert!(!abi.supports_read_format(PERF_FORMAT_LOST));
         assert!(!abi.supports_branch(PERF_SAMPLE_BRANCH_CALL));
+    }
+
+    #[test]
+    fn the_2_6_series_counts_patch_levels() {
+        let abi = KernelAbi::for_version(&kv("2.6.32"));
+        assert!(!abi.supports_flag(ATTR_FLAG_SAMPLE_ID_ALL));
+        assert!(!abi.supports_feature(HEADER_BUILD_ID));
+        assert!(abi.supports_record(PERF_RECORD_SAMPLE));
+        assert!(KernelAbi::for_version(&kv("2.6.33")).supports_feature(HEADER_BUILD_ID));
+        assert!(!abi.supports_record(PERF_RECORD_FINISHED_ROUND));
+        let abi = KernelAbi::for_version(&kv("2.6.38"));
+        assert!(
+            abi.supports_flag(ATTR_FLAG_SAMPLE_ID_ALL | ATTR_FLAG_MMAP_DATA | ATTR_PRECISE_IP_MASK)
+        );
+        assert!(abi.supports_record(PERF_RECORD_FINISHED_ROUND));
+        // Patch levels do not matter after 2.6: 4.1.15 has what 4.1 has.
+        assert_eq!(
+            KernelAbi::for_version(&kv("4.1.15")).attr_flags,
+            KernelAbi::for_version(&kv("4.1")).attr_flags
+        );
     }
 
     #[test]

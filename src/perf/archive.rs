@@ -175,7 +175,7 @@ fn append_dir<W: Write>(tar: &mut tar::Builder<W>, path: &str) -> std::io::Resul
 }
 
 fn parse_hex(s: &str) -> Option<Vec<u8>> {
-    if s.len() % 2 != 0 {
+    if !s.len().is_multiple_of(2) {
         return None;
     }
     (0..s.len())

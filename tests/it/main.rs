@@ -4,4 +4,5 @@ mod support;
 
 mod archive;
 mod cli_help;
+mod perf_data;
 mod script;

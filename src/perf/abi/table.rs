@@ -7,17 +7,32 @@
 
 use super::consts::*;
 
-/// A `major.minor` version a table entry appeared in.
+/// The version a table entry appeared in (`major.minor`, and the patch level for the 2.6.x series, where
+/// features arrived in "patch" releases).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Since {
     /// Major version.
     pub major: u32,
     /// Minor version.
     pub minor: u32,
+    /// Patch level (only meaningful for 2.6.x).
+    pub patch: u32,
 }
 
 const fn v(major: u32, minor: u32) -> Since {
-    Since { major, minor }
+    Since {
+        major,
+        minor,
+        patch: 0,
+    }
+}
+
+const fn v26(patch: u32) -> Since {
+    Since {
+        major: 2,
+        minor: 6,
+        patch,
+    }
 }
 
 /// One entry of the table: a value (a bit mask, a type number or a size), its name and when it appeared.
@@ -38,9 +53,9 @@ const fn item(value: u64, name: &'static str, since: Since) -> AbiItem {
 
 /// `perf_event_attr` sizes (PERF-FACTS §3.1).
 pub const ATTR_SIZES: &[AbiItem] = &[
-    item(PERF_ATTR_SIZE_VER0 as u64, "VER0", v(2, 6)),
-    // config2/bp_len came with breakpoints in 2.6.33.
-    item(PERF_ATTR_SIZE_VER1 as u64, "VER1", v(2, 6)),
+    item(PERF_ATTR_SIZE_VER0 as u64, "VER0", v26(31)),
+    // config2/bp_len came with breakpoints.
+    item(PERF_ATTR_SIZE_VER1 as u64, "VER1", v26(33)),
     item(PERF_ATTR_SIZE_VER2 as u64, "VER2", v(3, 4)),
     item(PERF_ATTR_SIZE_VER3 as u64, "VER3", v(3, 7)),
     item(PERF_ATTR_SIZE_VER4 as u64, "VER4", v(3, 19)),
@@ -53,24 +68,24 @@ pub const ATTR_SIZES: &[AbiItem] = &[
 
 /// `perf_event_attr` flag bits (PERF-FACTS §3.2).
 pub const ATTR_FLAGS: &[AbiItem] = &[
-    item(ATTR_FLAG_DISABLED, "disabled", v(2, 6)),
-    item(ATTR_FLAG_INHERIT, "inherit", v(2, 6)),
-    item(ATTR_FLAG_PINNED, "pinned", v(2, 6)),
-    item(ATTR_FLAG_EXCLUSIVE, "exclusive", v(2, 6)),
-    item(ATTR_FLAG_EXCLUDE_USER, "exclude_user", v(2, 6)),
-    item(ATTR_FLAG_EXCLUDE_KERNEL, "exclude_kernel", v(2, 6)),
-    item(ATTR_FLAG_EXCLUDE_HV, "exclude_hv", v(2, 6)),
-    item(ATTR_FLAG_EXCLUDE_IDLE, "exclude_idle", v(2, 6)),
-    item(ATTR_FLAG_MMAP, "mmap", v(2, 6)),
-    item(ATTR_FLAG_COMM, "comm", v(2, 6)),
-    item(ATTR_FLAG_FREQ, "freq", v(2, 6)),
-    item(ATTR_FLAG_INHERIT_STAT, "inherit_stat", v(2, 6)),
-    item(ATTR_FLAG_ENABLE_ON_EXEC, "enable_on_exec", v(2, 6)),
-    item(ATTR_FLAG_TASK, "task", v(2, 6)),
-    item(ATTR_FLAG_WATERMARK, "watermark", v(2, 6)),
-    item(ATTR_PRECISE_IP_MASK, "precise_ip", v(2, 6)),
-    item(ATTR_FLAG_MMAP_DATA, "mmap_data", v(2, 6)),
-    item(ATTR_FLAG_SAMPLE_ID_ALL, "sample_id_all", v(2, 6)),
+    item(ATTR_FLAG_DISABLED, "disabled", v26(31)),
+    item(ATTR_FLAG_INHERIT, "inherit", v26(31)),
+    item(ATTR_FLAG_PINNED, "pinned", v26(31)),
+    item(ATTR_FLAG_EXCLUSIVE, "exclusive", v26(31)),
+    item(ATTR_FLAG_EXCLUDE_USER, "exclude_user", v26(31)),
+    item(ATTR_FLAG_EXCLUDE_KERNEL, "exclude_kernel", v26(31)),
+    item(ATTR_FLAG_EXCLUDE_HV, "exclude_hv", v26(31)),
+    item(ATTR_FLAG_EXCLUDE_IDLE, "exclude_idle", v26(31)),
+    item(ATTR_FLAG_MMAP, "mmap", v26(31)),
+    item(ATTR_FLAG_COMM, "comm", v26(31)),
+    item(ATTR_FLAG_FREQ, "freq", v26(31)),
+    item(ATTR_FLAG_INHERIT_STAT, "inherit_stat", v26(31)),
+    item(ATTR_FLAG_ENABLE_ON_EXEC, "enable_on_exec", v26(31)),
+    item(ATTR_FLAG_TASK, "task", v26(31)),
+    item(ATTR_FLAG_WATERMARK, "watermark", v26(31)),
+    item(ATTR_PRECISE_IP_MASK, "precise_ip", v26(35)),
+    item(ATTR_FLAG_MMAP_DATA, "mmap_data", v26(36)),
+    item(ATTR_FLAG_SAMPLE_ID_ALL, "sample_id_all", v26(38)),
     item(ATTR_FLAG_EXCLUDE_HOST, "exclude_host", v(3, 2)),
     item(ATTR_FLAG_EXCLUDE_GUEST, "exclude_guest", v(3, 2)),
     item(
@@ -105,17 +120,17 @@ pub const ATTR_FLAGS: &[AbiItem] = &[
 
 /// `PERF_SAMPLE_*` bits (PERF-FACTS §3.3).
 pub const SAMPLE_TYPES: &[AbiItem] = &[
-    item(PERF_SAMPLE_IP, "IP", v(2, 6)),
-    item(PERF_SAMPLE_TID, "TID", v(2, 6)),
-    item(PERF_SAMPLE_TIME, "TIME", v(2, 6)),
-    item(PERF_SAMPLE_ADDR, "ADDR", v(2, 6)),
-    item(PERF_SAMPLE_READ, "READ", v(2, 6)),
-    item(PERF_SAMPLE_CALLCHAIN, "CALLCHAIN", v(2, 6)),
-    item(PERF_SAMPLE_ID, "ID", v(2, 6)),
-    item(PERF_SAMPLE_CPU, "CPU", v(2, 6)),
-    item(PERF_SAMPLE_PERIOD, "PERIOD", v(2, 6)),
-    item(PERF_SAMPLE_STREAM_ID, "STREAM_ID", v(2, 6)),
-    item(PERF_SAMPLE_RAW, "RAW", v(2, 6)),
+    item(PERF_SAMPLE_IP, "IP", v26(31)),
+    item(PERF_SAMPLE_TID, "TID", v26(31)),
+    item(PERF_SAMPLE_TIME, "TIME", v26(31)),
+    item(PERF_SAMPLE_ADDR, "ADDR", v26(31)),
+    item(PERF_SAMPLE_READ, "READ", v26(31)),
+    item(PERF_SAMPLE_CALLCHAIN, "CALLCHAIN", v26(31)),
+    item(PERF_SAMPLE_ID, "ID", v26(31)),
+    item(PERF_SAMPLE_CPU, "CPU", v26(31)),
+    item(PERF_SAMPLE_PERIOD, "PERIOD", v26(31)),
+    item(PERF_SAMPLE_STREAM_ID, "STREAM_ID", v26(31)),
+    item(PERF_SAMPLE_RAW, "RAW", v26(31)),
     item(PERF_SAMPLE_BRANCH_STACK, "BRANCH_STACK", v(3, 4)),
     item(PERF_SAMPLE_REGS_USER, "REGS_USER", v(3, 7)),
     item(PERF_SAMPLE_STACK_USER, "STACK_USER", v(3, 7)),
@@ -137,15 +152,15 @@ pub const READ_FORMATS: &[AbiItem] = &[
     item(
         PERF_FORMAT_TOTAL_TIME_ENABLED,
         "TOTAL_TIME_ENABLED",
-        v(2, 6),
+        v26(31),
     ),
     item(
         PERF_FORMAT_TOTAL_TIME_RUNNING,
         "TOTAL_TIME_RUNNING",
-        v(2, 6),
+        v26(31),
     ),
-    item(PERF_FORMAT_ID, "ID", v(2, 6)),
-    item(PERF_FORMAT_GROUP, "GROUP", v(2, 6)),
+    item(PERF_FORMAT_ID, "ID", v26(31)),
+    item(PERF_FORMAT_GROUP, "GROUP", v26(31)),
     item(PERF_FORMAT_LOST, "LOST", v(6, 0)),
 ];
 
@@ -176,15 +191,15 @@ pub const BRANCH_SAMPLE_TYPES: &[AbiItem] = &[
 
 /// Kernel `PERF_RECORD_*` types (PERF-FACTS §3.4).
 pub const RECORD_TYPES: &[AbiItem] = &[
-    item(PERF_RECORD_MMAP as u64, "MMAP", v(2, 6)),
-    item(PERF_RECORD_LOST as u64, "LOST", v(2, 6)),
-    item(PERF_RECORD_COMM as u64, "COMM", v(2, 6)),
-    item(PERF_RECORD_EXIT as u64, "EXIT", v(2, 6)),
-    item(PERF_RECORD_THROTTLE as u64, "THROTTLE", v(2, 6)),
-    item(PERF_RECORD_UNTHROTTLE as u64, "UNTHROTTLE", v(2, 6)),
-    item(PERF_RECORD_FORK as u64, "FORK", v(2, 6)),
-    item(PERF_RECORD_READ as u64, "READ", v(2, 6)),
-    item(PERF_RECORD_SAMPLE as u64, "SAMPLE", v(2, 6)),
+    item(PERF_RECORD_MMAP as u64, "MMAP", v26(31)),
+    item(PERF_RECORD_LOST as u64, "LOST", v26(31)),
+    item(PERF_RECORD_COMM as u64, "COMM", v26(31)),
+    item(PERF_RECORD_EXIT as u64, "EXIT", v26(31)),
+    item(PERF_RECORD_THROTTLE as u64, "THROTTLE", v26(31)),
+    item(PERF_RECORD_UNTHROTTLE as u64, "UNTHROTTLE", v26(31)),
+    item(PERF_RECORD_FORK as u64, "FORK", v26(31)),
+    item(PERF_RECORD_READ as u64, "READ", v26(31)),
+    item(PERF_RECORD_SAMPLE as u64, "SAMPLE", v26(31)),
     // In the 3.12 uapi but only usable from 3.16 (man page).
     item(PERF_RECORD_MMAP2 as u64, "MMAP2", v(3, 16)),
     item(PERF_RECORD_AUX as u64, "AUX", v(4, 1)),
@@ -216,23 +231,23 @@ pub const RECORD_TYPES: &[AbiItem] = &[
 
 /// User (perf-synthesized) record types with the perf version that first wrote them (PERF-FACTS §4.3).
 pub const USER_RECORD_TYPES: &[AbiItem] = &[
-    item(PERF_RECORD_HEADER_ATTR as u64, "HEADER_ATTR", v(2, 6)),
+    item(PERF_RECORD_HEADER_ATTR as u64, "HEADER_ATTR", v26(35)),
     item(
         PERF_RECORD_HEADER_EVENT_TYPE as u64,
         "HEADER_EVENT_TYPE",
-        v(2, 6),
+        v26(35),
     ),
     item(
         PERF_RECORD_HEADER_TRACING_DATA as u64,
         "HEADER_TRACING_DATA",
-        v(2, 6),
+        v26(35),
     ),
     item(
         PERF_RECORD_HEADER_BUILD_ID as u64,
         "HEADER_BUILD_ID",
-        v(2, 6),
+        v26(35),
     ),
-    item(PERF_RECORD_FINISHED_ROUND as u64, "FINISHED_ROUND", v(2, 6)),
+    item(PERF_RECORD_FINISHED_ROUND as u64, "FINISHED_ROUND", v26(35)),
     item(PERF_RECORD_ID_INDEX as u64, "ID_INDEX", v(3, 19)),
     item(PERF_RECORD_AUXTRACE_INFO as u64, "AUXTRACE_INFO", v(4, 1)),
     item(PERF_RECORD_AUXTRACE as u64, "AUXTRACE", v(4, 1)),
@@ -263,8 +278,8 @@ pub const USER_RECORD_TYPES: &[AbiItem] = &[
 
 /// Header feature sections with the perf version that first wrote them (PERF-FACTS §4.2).
 pub const HEADER_FEATURES: &[AbiItem] = &[
-    item(HEADER_TRACING_DATA as u64, "TRACING_DATA", v(2, 6)),
-    item(HEADER_BUILD_ID as u64, "BUILD_ID", v(2, 6)),
+    item(HEADER_TRACING_DATA as u64, "TRACING_DATA", v26(33)),
+    item(HEADER_BUILD_ID as u64, "BUILD_ID", v26(33)),
     // The "self-descriptive perf.data" set, commit fbe96f29ce4b.
     item(HEADER_HOSTNAME as u64, "HOSTNAME", v(3, 2)),
     item(HEADER_OSRELEASE as u64, "OSRELEASE", v(3, 2)),

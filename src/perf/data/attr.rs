@@ -224,6 +224,30 @@ impl PerfEventAttr {
         out.resize(start + size as usize, 0);
     }
 
+    /// Drops every attr bit the target ABI lacks (flags, sample_type, read_format, branch_sample_type) and
+    /// returns what was dropped, as `(field, bits)`, so the caller can log or refuse it. Fields past the target's
+    /// attr size are not touched: [`super::PerfFileWriter::add_attr`] refuses those.
+    pub fn cap_to(&mut self, abi: &KernelAbi) -> Vec<(&'static str, u64)> {
+        let mut dropped = Vec::new();
+        for (what, field, allowed) in [
+            ("flags", &mut self.flags, abi.attr_flags),
+            ("sample_type", &mut self.sample_type, abi.sample_types),
+            ("read_format", &mut self.read_format, abi.read_formats),
+            (
+                "branch_sample_type",
+                &mut self.branch_sample_type,
+                abi.branch_sample_types,
+            ),
+        ] {
+            let extra = *field & !allowed;
+            if extra != 0 {
+                *field &= allowed;
+                dropped.push((what, extra));
+            }
+        }
+        dropped
+    }
+
     /// Whether flag bit(s) `bits` are set.
     pub fn has_flag(&self, bits: u64) -> bool {
         self.flags & bits == bits
@@ -362,6 +386,34 @@ mod tests {
                 .precise_ip(),
             1
         );
+    }
+
+    #[test]
+    fn cap_to_drops_what_the_target_lacks() {
+        let mut a = PerfEventAttr {
+            flags: ATTR_FLAG_SAMPLE_ID_ALL
+                | ATTR_FLAG_MMAP2
+                | ATTR_FLAG_KSYMBOL
+                | ATTR_FLAG_BPF_EVENT,
+            sample_type: PERF_SAMPLE_IP | PERF_SAMPLE_REGS_USER,
+            read_format: PERF_FORMAT_ID | PERF_FORMAT_LOST,
+            ..Default::default()
+        };
+        let abi = KernelAbi::for_version(&"3.10".parse().unwrap());
+        let dropped = a.cap_to(&abi);
+        assert_eq!(
+            dropped,
+            [
+                (
+                    "flags",
+                    ATTR_FLAG_MMAP2 | ATTR_FLAG_KSYMBOL | ATTR_FLAG_BPF_EVENT
+                ),
+                ("read_format", PERF_FORMAT_LOST)
+            ]
+        );
+        assert_eq!(a.flags, ATTR_FLAG_SAMPLE_ID_ALL);
+        assert_eq!(a.sample_type, PERF_SAMPLE_IP | PERF_SAMPLE_REGS_USER);
+        assert!(a.cap_to(&abi).is_empty());
     }
 
     #[test]

@@ -300,6 +300,87 @@ impl Features {
     }
 }
 
+impl Features {
+    /// The machine-description features perf writes, read from this host the way perf reads them
+    /// (header.c `write_*`): HOSTNAME, OSRELEASE, ARCH, NRCPUS, CPUDESC, CPUID (x86: `vendor,family,model,stepping`),
+    /// TOTAL_MEM, and CMDLINE from `cmdline`. VERSION, BUILD_ID and EVENT_DESC are the caller's. Facts that cannot
+    /// be read are left out.
+    pub fn describe_host(cmdline: Vec<String>) -> Self {
+        let read = |p: &str| {
+            std::fs::read_to_string(p)
+                .ok()
+                .map(|s| s.trim().to_string())
+        };
+        let cpuinfo = read("/proc/cpuinfo").unwrap_or_default();
+        let field = |name: &str| {
+            cpuinfo.lines().find_map(|l| {
+                let (k, v) = l.split_once(':')?;
+                (k.trim() == name).then(|| v.split_whitespace().collect::<Vec<_>>().join(" "))
+            })
+        };
+        let cpuid = match (
+            field("vendor_id"),
+            field("cpu family"),
+            field("model"),
+            field("stepping"),
+        ) {
+            (Some(v), Some(f), Some(m), Some(s)) => Some(format!("{v},{f},{m},{s}")),
+            _ => None,
+        };
+        let nrcpus = match (
+            read("/sys/devices/system/cpu/present").and_then(|s| max_cpu(&s)),
+            read("/sys/devices/system/cpu/online").and_then(|s| count_cpus(&s)),
+        ) {
+            (Some(max), Some(online)) => Some(NrCpus {
+                available: max + 1,
+                online,
+            }),
+            _ => None,
+        };
+        let total_mem = read("/proc/meminfo").and_then(|m| {
+            m.lines()
+                .find_map(|l| l.strip_prefix("MemTotal:"))
+                .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        });
+        Features {
+            hostname: read("/proc/sys/kernel/hostname"),
+            osrelease: read("/proc/sys/kernel/osrelease"),
+            arch: Some(std::env::consts::ARCH.to_string()),
+            nrcpus,
+            cpudesc: field("model name"),
+            cpuid,
+            total_mem,
+            cmdline: Some(cmdline),
+            ..Default::default()
+        }
+    }
+}
+
+/// CPUs in a sysfs list like `0-3,8,10-11`.
+fn cpu_ranges(list: &str) -> Option<Vec<(u32, u32)>> {
+    list.trim()
+        .split(',')
+        .filter(|p| !p.is_empty())
+        .map(|p| match p.split_once('-') {
+            Some((a, b)) => Some((a.parse().ok()?, b.parse().ok()?)),
+            None => p.parse().ok().map(|a| (a, a)),
+        })
+        .collect()
+}
+
+fn max_cpu(list: &str) -> Option<u32> {
+    cpu_ranges(list)?.into_iter().map(|(_, b)| b).max()
+}
+
+fn count_cpus(list: &str) -> Option<u32> {
+    Some(
+        cpu_ranges(list)?
+            .into_iter()
+            .map(|(a, b)| b.saturating_sub(a) + 1)
+            .sum(),
+    )
+}
+
 fn feature_what(id: u32) -> &'static str {
     match id {
         HEADER_BUILD_ID => "BUILD_ID feature",
@@ -308,5 +389,18 @@ fn feature_what(id: u32) -> &'static str {
         HEADER_NRCPUS => "NRCPUS feature",
         HEADER_TOTAL_MEM => "TOTAL_MEM feature",
         _ => "feature section",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cpu_lists() {
+        assert_eq!(max_cpu("0-3,8,10-11\n"), Some(11));
+        assert_eq!(count_cpus("0-3,8,10-11"), Some(7));
+        assert_eq!(count_cpus("0"), Some(1));
+        assert_eq!(count_cpus("x"), None);
     }
 }

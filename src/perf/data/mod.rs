@@ -11,6 +11,39 @@
 //! map; nothing is copied until a caller asks for an owned value. Every length and offset read from a file is
 //! checked before use: a bad file gives a [`ReadError`] naming the offset, or a [`Warning`] and the records before
 //! the damage — never a panic.
+//!
+//! ```
+//! use bport::perf::abi::*;
+//! use bport::perf::data::{Features, PerfEventAttr, PerfFile, PerfFileWriter, Record, SampleId, WriterOptions};
+//!
+//! // Write: attrs first, then records (typed, or raw from the ring buffer), then features.
+//! let attr = PerfEventAttr {
+//!     type_: PERF_TYPE_SOFTWARE,
+//!     config: PERF_COUNT_SW_CPU_CLOCK,
+//!     sample_type: PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME,
+//!     flags: ATTR_FLAG_SAMPLE_ID_ALL,
+//!     ..Default::default()
+//! };
+//! let opts = WriterOptions::for_kernel(&"4.1".parse().unwrap());
+//! let mut w = PerfFileWriter::new(std::io::Cursor::new(Vec::new()), opts).unwrap();
+//! w.add_attr(&attr, &[42]).unwrap();
+//! w.write_comm(7, 7, b"chain-fp", true, SampleId::default()).unwrap();
+//! let features = Features { hostname: Some("box".into()), ..Default::default() };
+//! let (out, outcome) = w.finish(&features).unwrap();
+//! assert_eq!(outcome.records, 1);
+//!
+//! // Read: records in time order, borrowed from the bytes.
+//! let file = PerfFile::from_bytes(out.into_inner()).unwrap();
+//! assert_eq!(file.attrs()[0].ids, [42]);
+//! assert_eq!(file.features().hostname.as_deref(), Some("box"));
+//! for record in file.records() {
+//!     match record.unwrap() {
+//!         Record::Comm(c) => assert_eq!(c.comm, b"chain-fp"),
+//!         Record::Sample(s) => println!("{:?} {:?}", s.ip, s.callchain.map(|c| c.to_vec())),
+//!         _ => {}
+//!     }
+//! }
+//! ```
 
 pub mod attr;
 mod cursor;

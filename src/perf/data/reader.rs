@@ -69,6 +69,10 @@ pub struct PerfFile {
     features: Features,
     feature_ids: Vec<u32>,
     warnings: Vec<Warning>,
+    /// The records of every COMPRESSED record, decompressed at open; they are iterated in place of it.
+    decomp: Vec<u8>,
+    /// Offset of a COMPRESSED record → the complete records its frames completed, in `decomp`.
+    decomp_ranges: HashMap<u64, std::ops::Range<usize>>,
 }
 
 impl std::fmt::Debug for PerfFile {
@@ -172,10 +176,18 @@ impl PerfFile {
             features: Features::default(),
             feature_ids: Vec::new(),
             warnings: Vec::new(),
+            decomp: Vec::new(),
+            decomp_ranges: HashMap::new(),
         };
         match endian {
-            Endianness::Little => file.parse_headers(LittleEndian)?,
-            Endianness::Big => file.parse_headers(BigEndian)?,
+            Endianness::Little => {
+                file.parse_headers(LittleEndian)?;
+                file.decompress(LittleEndian);
+            }
+            Endianness::Big => {
+                file.parse_headers(BigEndian)?;
+                file.decompress(BigEndian);
+            }
         }
         file.index_attrs();
         Ok(file)
@@ -233,7 +245,7 @@ impl PerfFile {
         let mut pos = 0usize;
         for i in 0..nr {
             let at = attrs_off + pos as u64;
-            let (attr, used) = PerfEventAttr::parse(&attrs[pos..], at, endian)?;
+            let (attr, used) = PerfEventAttr::parse(attrs.get(pos..).unwrap_or(&[]), at, endian)?;
             let mut ids_c = Cursor::new(
                 &attrs[pos + used..],
                 at + used as u64,
@@ -419,6 +431,89 @@ impl PerfFile {
         Ok(())
     }
 
+    /// `perf record -z`: the records of each pass are zstd frames inside COMPRESSED records (perf's
+    /// `zstd_compress_stream_to_records`; a frame may span several records). Frames are decoded here, once, and
+    /// the records each frame completes are iterated where the COMPRESSED record that ends the frame stands
+    /// (session.c processes decompressed events right after their COMPRESSED record).
+    fn decompress<E: Endian>(&mut self, endian: E) {
+        let mut input = Vec::new();
+        let mut ends: Vec<(usize, u64)> = Vec::new();
+        let mut pos = self.data_start;
+        while let Ok(Some(r)) = raw_at(&self.bytes, self.data_end, pos, endian) {
+            let payload = match r.ty {
+                PERF_RECORD_COMPRESSED => Some(r.body),
+                // COMPRESSED2 (u): `u64 data_size` then the data, the record padded to 8 bytes.
+                PERF_RECORD_COMPRESSED2 => {
+                    let mut c = Cursor::new(r.body, pos as u64 + 8, endian, "COMPRESSED2 record");
+                    c.u64().ok().and_then(|n| c.take(n).ok())
+                }
+                _ => None,
+            };
+            if let Some(p) = payload {
+                input.extend_from_slice(p);
+                ends.push((input.len(), pos as u64));
+            }
+            pos = r.next;
+        }
+        if input.is_empty() {
+            return;
+        }
+        // A bound on what a damaged or hostile file can make us allocate; real perf data compresses ~5–50×.
+        let limit = (input.len() as u64)
+            .saturating_mul(1024)
+            .saturating_add(1 << 20);
+        let mut frame_start = 0usize;
+        let mut event_end = 0usize;
+        while frame_start < input.len() {
+            let before = self.decomp.len();
+            let room = limit.saturating_sub(before as u64);
+            let mut src = &input[frame_start..];
+            let mut result = decode_frame(&mut src, &mut self.decomp, room);
+            if result.is_err() && src.is_empty() {
+                // perf never ends its frame (zstd.c: ZSTD_compressStream + ZSTD_flushStream, no ZSTD_e_end), so
+                // the stream stops after a complete block; end it with an empty last raw block (header 0x000001).
+                self.decomp.truncate(before);
+                let mut ended = input[frame_start..].to_vec();
+                ended.extend_from_slice(&[1, 0, 0]);
+                result = decode_frame(&mut &ended[..], &mut self.decomp, room);
+            }
+            let frame_end = input.len() - src.len();
+            let owner = ends
+                .iter()
+                .find(|(end, _)| *end >= frame_end.max(frame_start + 1))
+                .map(|&(_, at)| at);
+            if let Err(e) = result {
+                warn(
+                    &mut self.warnings,
+                    owner,
+                    format!("zstd data of a COMPRESSED record could not be decompressed ({e}); the records in it and after it are skipped"),
+                );
+                break;
+            }
+            if self.decomp.len() as u64 >= limit {
+                warn(&mut self.warnings, owner, "decompressed records exceed 1024 times their compressed size; the rest is skipped");
+                break;
+            }
+            // The complete records decoded so far belong to the COMPRESSED record that ends this frame.
+            let start = event_end;
+            while let Some(size) = self.decomp.get(event_end + 6..event_end + 8) {
+                let size = usize::from(endian.read_u16(size.try_into().expect("2 bytes")));
+                if size < 8 || event_end + size > self.decomp.len() {
+                    break;
+                }
+                event_end += size;
+            }
+            if let Some(at) = owner {
+                let r = self.decomp_ranges.entry(at).or_insert(start..start);
+                r.end = event_end;
+            }
+            frame_start = frame_end.max(frame_start + 1);
+            if src.is_empty() {
+                break;
+            }
+        }
+    }
+
     fn index_attrs(&mut self) {
         if let Some(descs) = &self.features.event_desc {
             for (i, entry) in self.attrs.iter_mut().enumerate() {
@@ -563,6 +658,15 @@ impl PerfFile {
     }
 }
 
+/// Decodes one zstd frame from `src` onto `out`, at most `room` bytes.
+fn decode_frame(src: &mut &[u8], out: &mut Vec<u8>, room: u64) -> Result<(), String> {
+    let d = ruzstd::decoding::StreamingDecoder::new(src).map_err(|e| e.to_string())?;
+    d.take(room)
+        .read_to_end(out)
+        .map(|_| ())
+        .map_err(|e| e.to_string())
+}
+
 fn warn(warnings: &mut Vec<Warning>, offset: Option<u64>, message: impl Into<String>) {
     warnings.push(Warning {
         offset,
@@ -582,6 +686,14 @@ fn raw_at<E: Endian>(
         return Ok(None);
     }
     let data = &bytes[pos..data_end];
+    if data.len() < 8 {
+        return Err(ReadError::Truncated {
+            what: "record header",
+            offset: pos as u64,
+            needed: 8,
+            available: data.len() as u64,
+        });
+    }
     let mut c = Cursor::new(data, pos as u64, endian, "record header");
     let (ty, misc, size) = (c.u32()?, c.u16()?, c.u16()?);
     if size < 8 {
@@ -686,24 +798,26 @@ fn type_label(ty: u32) -> String {
     table::record_type_name(ty).map_or_else(|| format!("type {ty}"), |n| n.to_string())
 }
 
-struct Queued<'a> {
+/// A queued record's sort key; the record itself waits in `Records::slots` (heap moves stay 24 bytes, not a
+/// whole `Record`).
+struct Queued {
     time: u64,
     seq: u64,
-    record: Record<'a>,
+    slot: usize,
 }
 
-impl PartialEq for Queued<'_> {
+impl PartialEq for Queued {
     fn eq(&self, o: &Self) -> bool {
         (self.time, self.seq) == (o.time, o.seq)
     }
 }
-impl Eq for Queued<'_> {}
-impl PartialOrd for Queued<'_> {
+impl Eq for Queued {}
+impl PartialOrd for Queued {
     fn partial_cmp(&self, o: &Self) -> Option<std::cmp::Ordering> {
         Some(self.cmp(o))
     }
 }
-impl Ord for Queued<'_> {
+impl Ord for Queued {
     // Reversed: BinaryHeap is a max-heap and we pop the oldest first; ties keep file order.
     fn cmp(&self, o: &Self) -> std::cmp::Ordering {
         (o.time, o.seq).cmp(&(self.time, self.seq))
@@ -716,7 +830,9 @@ pub struct Records<'a> {
     file: &'a PerfFile,
     pos: usize,
     sorted: bool,
-    queue: BinaryHeap<Queued<'a>>,
+    queue: BinaryHeap<Queued>,
+    slots: Vec<Option<Record<'a>>>,
+    free_slots: Vec<usize>,
     ready: VecDeque<Record<'a>>,
     seq: u64,
     next_flush: u64,
@@ -725,6 +841,8 @@ pub struct Records<'a> {
     error: Option<ReadError>,
     warnings: Vec<Warning>,
     unknown_types: HashSet<u32>,
+    /// Inside a COMPRESSED record: position and end in `file.decomp`, and the record's file offset.
+    inner: Option<(usize, usize, u64)>,
 }
 
 impl<'a> Records<'a> {
@@ -734,6 +852,8 @@ impl<'a> Records<'a> {
             pos: file.data_start,
             sorted,
             queue: BinaryHeap::new(),
+            slots: Vec::new(),
+            free_slots: Vec::new(),
             ready: VecDeque::new(),
             seq: 0,
             next_flush: 0,
@@ -742,6 +862,7 @@ impl<'a> Records<'a> {
             error: None,
             warnings: Vec::new(),
             unknown_types: HashSet::new(),
+            inner: None,
         }
     }
 
@@ -753,12 +874,27 @@ impl<'a> Records<'a> {
     fn flush_up_to(&mut self, limit: u64) {
         while self.queue.peek().is_some_and(|q| q.time <= limit) {
             let q = self.queue.pop().expect("peeked");
-            self.ready.push_back(q.record);
+            let record = self.slots[q.slot]
+                .take()
+                .expect("a queued slot holds its record");
+            self.free_slots.push(q.slot);
+            self.ready.push_back(record);
         }
     }
 
     fn step<E: Endian>(&mut self, endian: E) {
         let file = self.file;
+        if let Some((at, end, outer)) = self.inner {
+            match raw_at(&file.decomp, end, at, endian) {
+                Ok(Some(h)) => {
+                    self.inner = Some((h.next, end, outer));
+                    self.deliver(outer as usize, h, endian);
+                }
+                // The ranges hold only complete records, so this ends the inner stream.
+                Ok(None) | Err(_) => self.inner = None,
+            }
+            return;
+        }
         let pos = self.pos;
         let h = match file.raw_at(pos, endian) {
             Ok(Some(r)) => r,
@@ -775,6 +911,14 @@ impl<'a> Records<'a> {
             }
         };
         self.pos = h.next;
+        if let Some(range) = file.decomp_ranges.get(&(pos as u64)) {
+            self.inner = Some((range.start, range.end, pos as u64));
+        }
+        self.deliver(pos, h, endian);
+    }
+
+    fn deliver<E: Endian>(&mut self, pos: usize, h: RawRec<'a>, endian: E) {
+        let file = self.file;
         let record = match file.parse_record(pos, &h, endian) {
             Ok(r) => r,
             Err(e) => {
@@ -811,10 +955,20 @@ impl<'a> Records<'a> {
             (ty, Some(time)) if ty < PERF_RECORD_USER_TYPE_START => {
                 self.max_time = self.max_time.max(time);
                 self.seq += 1;
+                let slot = match self.free_slots.pop() {
+                    Some(i) => {
+                        self.slots[i] = Some(record);
+                        i
+                    }
+                    None => {
+                        self.slots.push(Some(record));
+                        self.slots.len() - 1
+                    }
+                };
                 self.queue.push(Queued {
                     time,
                     seq: self.seq,
-                    record,
+                    slot,
                 });
             }
             _ => self.ready.push_back(record),

@@ -1,0 +1,523 @@
+//! bport's perf.data reader against Linux perf: files perf records (fp, dwarf, -a, pipe mode) read completely,
+//! with every record accounted for and every sample equal to `perf script`'s view of it.
+
+use crate::support::oracle::{assert_success, require};
+use bport::perf::abi::*;
+use bport::perf::data::{PerfFile, PerfFileWriter, Record, WriteOutcome, WriterOptions};
+use bport::verify::workloads::Build;
+use std::collections::{BTreeMap, HashMap};
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+/// One sample as `perf script -F comm,pid,tid,time,ip --ns -G` prints it.
+#[derive(Debug, PartialEq, Eq)]
+struct Line {
+    comm: String,
+    // perf prints them signed (%d): -1 for "no task".
+    pid: i32,
+    tid: i32,
+    time_ns: u64,
+    ip: u64,
+}
+
+fn perf(dir: &Path) -> Command {
+    let mut c = Command::new("perf");
+    c.current_dir(dir).env("LC_ALL", "C").env("HOME", dir);
+    c
+}
+
+/// `perf record ARGS -- chain-fp 150` in `dir`; returns the data file path.
+fn record(dir: &Path, name: &str, args: &[&str]) -> std::path::PathBuf {
+    let workload = Build::FramePointer.write_to(dir).unwrap();
+    let out = dir.join(name);
+    let o = perf(dir)
+        .arg("record")
+        .args(["-q", "-o"])
+        .arg(&out)
+        .args(args)
+        .arg("--")
+        .arg(&workload)
+        .arg("150")
+        .output()
+        .unwrap();
+    assert_success(&o, &format!("perf record {args:?}"));
+    out
+}
+
+fn parse_script(text: &str) -> Vec<Line> {
+    text.lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| {
+            let t: Vec<&str> = l.split_whitespace().collect();
+            let n = t.len();
+            assert!(n >= 4, "unexpected perf script line {l:?}");
+            let (pid, tid) = t[n - 3].split_once('/').expect("pid/tid");
+            let time = t[n - 2].trim_end_matches(':');
+            let (sec, ns) = time.split_once('.').expect("sec.ns");
+            assert_eq!(ns.len(), 9, "--ns gives nanoseconds: {l:?}");
+            Line {
+                comm: t[..n - 3].join(" "),
+                pid: pid.parse().unwrap(),
+                tid: tid.parse().unwrap(),
+                time_ns: sec.parse::<u64>().unwrap() * 1_000_000_000 + ns.parse::<u64>().unwrap(),
+                ip: u64::from_str_radix(t[n - 1], 16).unwrap(),
+            }
+        })
+        .collect()
+}
+
+fn perf_script(dir: &Path, file: &Path, stdin: Option<&Path>) -> Vec<Line> {
+    let mut c = perf(dir);
+    c.args(["script", "-F", "comm,pid,tid,time,ip", "--ns", "-G", "-i"]);
+    match stdin {
+        Some(p) => {
+            c.arg("-")
+                .stdin(Stdio::from(std::fs::File::open(p).unwrap()));
+        }
+        None => {
+            c.arg(file);
+        }
+    }
+    let o = c.output().unwrap();
+    assert_success(&o, "perf script");
+    parse_script(&String::from_utf8(o.stdout).unwrap())
+}
+
+/// `perf report -D`'s "Aggregated stats": record counts by type name.
+fn perf_counts(dir: &Path, file: &Path, pipe: bool) -> BTreeMap<String, u64> {
+    let mut c = perf(dir);
+    c.args(["report", "-D", "-i"]);
+    if pipe {
+        c.arg("-")
+            .stdin(Stdio::from(std::fs::File::open(file).unwrap()));
+    } else {
+        c.arg(file);
+    }
+    let o = c.output().unwrap();
+    assert_success(&o, "perf report -D");
+    let text = String::from_utf8_lossy(&o.stdout);
+    let stats = text
+        .split("Aggregated stats:")
+        .nth(1)
+        .expect("perf report -D prints aggregated stats");
+    let mut counts = BTreeMap::new();
+    for l in stats.lines().skip(1) {
+        let Some((name, rest)) = l.split_once(" events:") else {
+            break;
+        };
+        let name = name.trim();
+        if name == "TOTAL" {
+            continue;
+        }
+        let n: u64 = rest.split_whitespace().next().unwrap().parse().unwrap();
+        counts.insert(name.to_string(), n);
+    }
+    counts
+}
+
+/// bport's view: counts by type name and each sample with the comm perf would show for it.
+fn bport_view(file: &PerfFile) -> (BTreeMap<String, u64>, Vec<Line>) {
+    let mut counts = BTreeMap::new();
+    let mut comms: HashMap<u32, String> = HashMap::new();
+    let mut lines = Vec::new();
+    let mut records = file.records();
+    for r in records.by_ref() {
+        let r = r.unwrap();
+        // perf's stats drop the HEADER_ prefix of the pipe-mode records (ATTR, FEATURE, BUILD_ID).
+        let name = table::record_type_name(r.meta().ty).unwrap_or("UNKNOWN");
+        let name = name.strip_prefix("HEADER_").unwrap_or(name).to_string();
+        *counts.entry(name).or_default() += 1;
+        match r {
+            Record::Comm(c) => {
+                comms.insert(c.tid, String::from_utf8_lossy(c.comm).into_owned());
+            }
+            // A new thread starts with its parent's name (perf's thread__fork).
+            Record::Fork(f) => {
+                if let Some(parent) = comms.get(&f.ptid).cloned() {
+                    comms.entry(f.tid).or_insert(parent);
+                }
+            }
+            Record::Sample(s) => {
+                let tid = s.tid.unwrap();
+                let comm = comms.get(&tid).cloned().unwrap_or_else(|| {
+                    // perf names the idle task "swapper" and threads it never saw ":TID".
+                    if tid == 0 {
+                        "swapper".into()
+                    } else {
+                        format!(":{tid}")
+                    }
+                });
+                lines.push(Line {
+                    comm,
+                    pid: s.pid.unwrap() as i32,
+                    tid: tid as i32,
+                    time_ns: s.time.unwrap(),
+                    ip: s.ip.unwrap(),
+                });
+            }
+            _ => {}
+        }
+    }
+    assert_eq!(
+        records.warnings(),
+        &[],
+        "no warnings on a file Linux perf wrote"
+    );
+    (counts, lines)
+}
+
+fn check_against_perf(dir: &Path, path: &Path, pipe: bool, what: &str) -> usize {
+    let file = PerfFile::open(path).unwrap();
+    assert_eq!(file.is_pipe(), pipe);
+    assert_eq!(file.warnings(), &[], "{what}");
+    let (counts, lines) = bport_view(&file);
+    assert_eq!(
+        counts,
+        perf_counts(dir, path, pipe),
+        "{what}: record counts"
+    );
+    let want = perf_script(dir, path, pipe.then_some(path));
+    assert_eq!(lines.len(), want.len(), "{what}: sample count");
+    for (i, (got, want)) in lines.iter().zip(&want).enumerate() {
+        assert_eq!(got, want, "{what}: sample {i}");
+    }
+    lines.len()
+}
+
+#[test]
+fn reads_perf_fp_recording() {
+    if !require("perf", "apt-get install linux-perf") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let path = record(dir.path(), "fp.data", &["-g", "-F", "999"]);
+    let n = check_against_perf(dir.path(), &path, false, "fp");
+    assert!(
+        n >= 20,
+        "150 ms at 999 Hz gives well over 20 samples, got {n}"
+    );
+    let file = PerfFile::open(&path).unwrap();
+    let attr = &file.attrs()[0].attr;
+    assert_ne!(attr.sample_type & PERF_SAMPLE_CALLCHAIN, 0);
+    let f = file.features();
+    assert_eq!(
+        f.osrelease.as_deref(),
+        Some(
+            std::fs::read_to_string("/proc/sys/kernel/osrelease")
+                .unwrap()
+                .trim()
+        )
+    );
+    assert!(
+        f.version.as_deref().unwrap().starts_with("6."),
+        "{:?}",
+        f.version
+    );
+    assert_eq!(f.cmdline.as_ref().unwrap()[1], "record");
+    assert!(
+        f.build_ids.iter().any(|b| b.filename.ends_with("chain-fp")),
+        "{:?}",
+        f.build_ids
+    );
+}
+
+#[test]
+fn reads_perf_dwarf_recording() {
+    if !require("perf", "apt-get install linux-perf") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let path = record(
+        dir.path(),
+        "dwarf.data",
+        &["--call-graph", "dwarf,4096", "-F", "999"],
+    );
+    check_against_perf(dir.path(), &path, false, "dwarf");
+    let file = PerfFile::open(&path).unwrap();
+    let attr = &file.attrs()[0].attr;
+    assert_eq!(attr.sample_stack_user, 4096);
+    let mut seen = 0;
+    for r in file.records() {
+        if let Record::Sample(s) = r.unwrap() {
+            let regs = s.regs_user.unwrap();
+            let stack = s.stack_user.unwrap();
+            if regs.abi == PERF_SAMPLE_REGS_ABI_64 {
+                // User-mode samples carry sp and ip; the stack snapshot is the requested size.
+                assert!(regs.get(PERF_REG_X86_SP).is_some() && regs.get(PERF_REG_X86_IP).is_some());
+                assert_eq!(stack.data.len(), 4096);
+                assert!(stack.valid().len() as u64 == stack.dyn_size.min(4096));
+                seen += 1;
+            }
+        }
+    }
+    assert!(seen > 0, "no user-mode dwarf samples");
+}
+
+#[test]
+fn reads_perf_system_wide_recording() {
+    if !require("perf", "apt-get install linux-perf") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let path = record(dir.path(), "all.data", &["-a", "-g", "-F", "499"]);
+    check_against_perf(dir.path(), &path, false, "-a");
+    let file = PerfFile::open(&path).unwrap();
+    // One id per CPU.
+    let cpus = std::thread::available_parallelism().unwrap().get();
+    assert_eq!(file.attrs()[0].ids.len(), cpus);
+}
+
+#[test]
+fn reads_perf_pipe_mode_stream() {
+    if !require("perf", "apt-get install linux-perf") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let workload = Build::FramePointer.write_to(dir.path()).unwrap();
+    let path = dir.path().join("pipe.data");
+    let o = perf(dir.path())
+        .args(["record", "-q", "-g", "-F", "999", "-o", "-", "--"])
+        .arg(&workload)
+        .arg("150")
+        .stdout(Stdio::from(std::fs::File::create(&path).unwrap()))
+        .output()
+        .unwrap();
+    assert_success(&o, "perf record -o -");
+    check_against_perf(dir.path(), &path, true, "pipe");
+    let file = PerfFile::from_reader(std::fs::File::open(&path).unwrap()).unwrap();
+    assert!(file.is_pipe());
+    assert_eq!(file.header_size(), 16);
+    assert_eq!(file.attrs().len(), 1);
+    assert!(file.features().hostname.is_some());
+    assert_eq!(
+        file.features().cmdline.as_ref().unwrap()[1..9],
+        ["record", "-q", "-g", "-F", "999", "-o", "-", "--"]
+    );
+}
+
+#[test]
+fn dump_lists_every_record_with_counts_equal_to_perf() {
+    if !require("perf", "apt-get install linux-perf") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let path = record(dir.path(), "fp.data", &["-g"]);
+    let out = crate::support::bport::run(dir.path(), &["dump", "-i", "fp.data"]);
+    assert_eq!(out.code, Some(0), "{}", out.transcript());
+    let text = out.stdout;
+    let records: Vec<&str> = text.lines().filter(|l| l.starts_with("0x")).collect();
+    let counts = perf_counts(dir.path(), &path, false);
+    assert_eq!(records.len() as u64, counts.values().sum::<u64>());
+    let dumped: BTreeMap<String, u64> = text
+        .lines()
+        .skip_while(|l| *l != "# record counts")
+        .skip(1)
+        .map(|l| {
+            let t: Vec<&str> = l.trim_start_matches('#').split_whitespace().collect();
+            (t[0].to_string(), t[1].parse().unwrap())
+        })
+        .collect();
+    assert_eq!(dumped, counts);
+    assert!(text.contains("# feature 12 EVENT_DESC:"), "{text}");
+}
+
+/// Re-writes `src` through bport's writer, capping attrs to `opts.abi` the way `record --kernel` does.
+fn rewrite(src: &Path, dst: &Path, opts: WriterOptions) -> WriteOutcome {
+    let abi = opts.abi.clone();
+    let file = PerfFile::open(src).unwrap();
+    let mut w = PerfFileWriter::create(dst, opts).unwrap();
+    for a in file.attrs() {
+        let mut attr = a.attr.clone();
+        attr.cap_to(&abi);
+        w.add_attr(&attr, &a.ids).unwrap();
+    }
+    for r in file.records_in_file_order() {
+        w.write_record(&r.unwrap()).unwrap();
+    }
+    let (_, outcome) = w.finish(file.features()).unwrap();
+    outcome
+}
+
+fn perf_script_full(dir: &Path, file: &Path) -> String {
+    let o = perf(dir).args(["script", "-i"]).arg(file).output().unwrap();
+    assert_success(&o, "perf script");
+    assert_eq!(
+        String::from_utf8_lossy(&o.stderr),
+        "",
+        "perf script warns about {file:?}"
+    );
+    String::from_utf8(o.stdout).unwrap()
+}
+
+#[test]
+fn perf_reads_what_bport_writes_and_sees_the_same_callchains() {
+    if !require("perf", "apt-get install linux-perf") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    for (name, args) in [
+        ("fp.data", &["-g", "-F", "999"][..]),
+        (
+            "dwarf.data",
+            &["--call-graph", "dwarf,4096", "-F", "999"][..],
+        ),
+    ] {
+        let src = record(dir.path(), name, args);
+        let want = perf_script_full(dir.path(), &src);
+        assert!(want.contains("chain_c"), "{want}");
+
+        let native = dir.path().join(format!("bport-{name}"));
+        let outcome = rewrite(&src, &native, WriterOptions::default());
+        assert!(outcome.dropped.is_empty());
+        assert_eq!(
+            perf_script_full(dir.path(), &native),
+            want,
+            "{name} rewritten by bport"
+        );
+
+        // Capped to 4.1's ABI: smaller attrs, no records or features newer than 4.1's perf; perf still reads it
+        // and shows the same samples and callchains.
+        let v41: KernelVersion = "4.1".parse().unwrap();
+        let old = dir.path().join(format!("bport-4.1-{name}"));
+        let outcome = rewrite(&src, &old, WriterOptions::for_kernel(&v41));
+        let abi = KernelAbi::for_version(&v41);
+        assert!(outcome.dropped.keys().all(|&t| !abi.supports_record(t)));
+        assert!(outcome.dropped.contains_key(&PERF_RECORD_FINISHED_INIT));
+        assert!(outcome.features.iter().all(|&f| abi.supports_feature(f)));
+        let file = PerfFile::open(&old).unwrap();
+        assert!(file
+            .attrs()
+            .iter()
+            .all(|a| a.attr.size <= PERF_ATTR_SIZE_VER5));
+        for r in file.records() {
+            let ty = r.unwrap().meta().ty;
+            assert!(abi.supports_record(ty), "type {ty} in a 4.1 file");
+        }
+        assert_eq!(
+            perf_script_full(dir.path(), &old),
+            want,
+            "{name} capped to 4.1"
+        );
+    }
+}
+
+#[test]
+fn perf_reads_bport_pipe_mode_output() {
+    if !require("perf", "apt-get install linux-perf") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let src = record(dir.path(), "fp.data", &["-g", "-F", "999"]);
+    let file = PerfFile::open(&src).unwrap();
+    let mut w = PerfFileWriter::new_pipe(Vec::new(), WriterOptions::default()).unwrap();
+    for a in file.attrs() {
+        w.add_attr(&a.attr, &a.ids).unwrap();
+    }
+    for r in file.records_in_file_order() {
+        w.write_record(&r.unwrap()).unwrap();
+    }
+    let (bytes, _) = w.finish_pipe(file.features()).unwrap();
+    let pipe = dir.path().join("bport-pipe.data");
+    std::fs::write(&pipe, bytes).unwrap();
+    let o = perf(dir.path())
+        .args(["script", "-i", "-"])
+        .stdin(Stdio::from(std::fs::File::open(&pipe).unwrap()))
+        .output()
+        .unwrap();
+    assert_success(&o, "perf script on bport's pipe output");
+    assert_eq!(
+        String::from_utf8(o.stdout).unwrap(),
+        perf_script_full(dir.path(), &src)
+    );
+}
+
+#[test]
+fn host_description_matches_what_perf_writes() {
+    if !require("perf", "apt-get install linux-perf") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let src = record(dir.path(), "fp.data", &["-F", "99"]);
+    let perf_wrote = PerfFile::open(&src).unwrap().features().clone();
+    let ours = bport::perf::data::Features::describe_host(vec!["bport".into()]);
+    assert_eq!(ours.hostname, perf_wrote.hostname);
+    assert_eq!(ours.osrelease, perf_wrote.osrelease);
+    assert_eq!(ours.arch, perf_wrote.arch);
+    assert_eq!(ours.nrcpus, perf_wrote.nrcpus);
+    assert_eq!(ours.cpudesc, perf_wrote.cpudesc);
+    assert_eq!(ours.cpuid, perf_wrote.cpuid);
+    assert_eq!(ours.total_mem, perf_wrote.total_mem);
+}
+
+#[test]
+fn reads_perf_zstd_compressed_recording() {
+    if !require("perf", "apt-get install linux-perf") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let path = record(dir.path(), "z.data", &["-z", "-g", "-F", "999"]);
+    let n = check_against_perf(dir.path(), &path, false, "-z");
+    assert!(n >= 20, "{n} samples");
+    let file = PerfFile::open(&path).unwrap();
+    let compressed = file
+        .records_in_file_order()
+        .filter(|r| r.as_ref().unwrap().meta().ty == PERF_RECORD_COMPRESSED)
+        .count();
+    assert!(
+        compressed >= 1,
+        "perf record -z wrote no COMPRESSED records"
+    );
+}
+
+const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/perf");
+
+#[test]
+fn fixtures_read_as_perf_saw_them() {
+    let dir = Path::new(FIXTURES);
+    for name in ["fp", "dwarf", "zstd", "pipe"] {
+        let file = PerfFile::open(dir.join(format!("{name}.data"))).unwrap();
+        assert_eq!(file.is_pipe(), name == "pipe");
+        assert_eq!(file.warnings(), &[], "{name}");
+        let (counts, lines) = bport_view(&file);
+        let want_counts: BTreeMap<String, u64> =
+            std::fs::read_to_string(dir.join(format!("{name}.counts")))
+                .unwrap()
+                .lines()
+                .map(|l| {
+                    let (t, n) = l.split_once(' ').unwrap();
+                    (t.to_string(), n.parse().unwrap())
+                })
+                .collect();
+        assert_eq!(counts, want_counts, "{name}: record counts");
+        let want =
+            parse_script(&std::fs::read_to_string(dir.join(format!("{name}.script"))).unwrap());
+        assert_eq!(lines, want, "{name}: samples");
+    }
+}
+
+#[test]
+fn fixture_readme_documents_every_fixture() {
+    let readme = std::fs::read_to_string(Path::new(FIXTURES).join("README.md")).unwrap();
+    let mut files: Vec<String> = std::fs::read_dir(FIXTURES)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|f| f.ends_with(".data"))
+        .collect();
+    files.sort();
+    assert_eq!(files, ["dwarf.data", "fp.data", "pipe.data", "zstd.data"]);
+    for f in &files {
+        assert!(
+            readme.contains(&format!("| `{f}` |")),
+            "README.md does not document {f}"
+        );
+        let stem = f.trim_end_matches(".data");
+        for golden in ["script", "counts"] {
+            assert!(
+                Path::new(FIXTURES)
+                    .join(format!("{stem}.{golden}"))
+                    .exists(),
+                "{stem}.{golden} missing"
+            );
+        }
+    }
+}
