@@ -10,6 +10,7 @@
 //! `rerere` or `git`.
 
 pub mod abi;
+pub mod archive;
 pub mod data;
 pub mod flame;
 pub mod record;

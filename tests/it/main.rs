@@ -3,7 +3,9 @@
 mod support;
 
 mod apply;
+mod archive;
 mod cli_help;
 mod record;
 mod verify;
 mod perf_data;
+mod script;

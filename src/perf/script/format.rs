@@ -220,6 +220,7 @@ pub fn write_sample(
                 sym: None,
                 offset: 0,
                 dso: None,
+                inlined: false,
             });
             let f = Frame { addr: info.ip, ..f };
             write_frame(out, fields, &f)?;
@@ -238,8 +239,11 @@ fn write_frame(out: &mut impl Write, fields: Fields, f: &Frame) -> io::Result<()
             None => out.write_all(b"[unknown]")?,
         }
     }
-    if fields.has(Field::Dso) {
+    if fields.has(Field::Dso) && !f.inlined {
         write!(out, " ({})", f.dso_name())?;
+    }
+    if f.inlined {
+        out.write_all(b" (inlined)")?;
     }
     Ok(())
 }
@@ -274,12 +278,14 @@ mod tests {
                 sym: Some(Rc::from("chain_c")),
                 offset: 0x24,
                 dso: Some(Rc::from("/tmp/uw/chain-fp")),
+                inlined: false,
             },
             Frame {
                 addr: 0,
                 sym: None,
                 offset: 0,
                 dso: None,
+                inlined: false,
             },
         ]
     }

@@ -75,6 +75,8 @@ pub struct Frame {
     pub offset: u64,
     /// The DSO name (`None` for `[unknown]`: no map covers the address).
     pub dso: Option<Rc<str>>,
+    /// perf prints `(inlined)` instead of the DSO for this frame (an inline-frame name from addr2line).
+    pub inlined: bool,
 }
 
 impl Frame {

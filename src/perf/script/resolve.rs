@@ -84,6 +84,8 @@ pub struct Resolver<L: FileLookup> {
     /// The kernel image's recorded build-id.
     pub kernel_build_id: Option<Vec<u8>>,
     max_stack: usize,
+    /// addr2line answers per (DSO, svma): DWARF-mode samples hit the same addresses over and over.
+    inline_cache: HashMap<(usize, u64), Rc<[Rc<str>]>>,
 }
 
 impl<L: FileLookup> Resolver<L> {
@@ -94,6 +96,7 @@ impl<L: FileLookup> Resolver<L> {
             build_ids: HashMap::new(),
             kernel_build_id: None,
             max_stack: options.max_stack,
+            inline_cache: HashMap::new(),
         }
     }
 
@@ -139,18 +142,18 @@ impl<L: FileLookup> Resolver<L> {
                 chain
             }
         };
-        chain
-            .iter()
-            .map(|f| {
-                self.frame(
-                    machine,
-                    s.pid,
-                    f.context.unwrap_or(sample_context),
-                    f.addr,
-                    mode,
-                )
-            })
-            .collect()
+        let mut frames = Vec::with_capacity(chain.len());
+        for f in &chain {
+            self.frame(
+                &mut frames,
+                machine,
+                s.pid,
+                f.context.unwrap_or(sample_context),
+                f.addr,
+                mode,
+            );
+        }
+        frames
     }
 
     fn unwind_user(
@@ -230,15 +233,17 @@ impl<L: FileLookup> Resolver<L> {
         }
     }
 
-    /// Resolves one address: its map, the printed address, the symbol and the DSO name.
+    /// Resolves one address into `out`: its map, the printed address, the symbol and the DSO name; several
+    /// frames when perf would show inlined functions at it.
     fn frame(
         &mut self,
+        out: &mut Vec<Frame>,
         machine: &Machine,
         pid: i32,
         context: Context,
         addr: FrameAddress,
         mode: CallchainMode,
-    ) -> Frame {
+    ) {
         // perf's DWARF unwinders already report callers at `return address − 1` and print that; the kernel's
         // callchain (fp) and LBR addresses are printed and looked up as they are.
         let avma = match mode {
@@ -255,12 +260,14 @@ impl<L: FileLookup> Resolver<L> {
             machine.user_map(pid, avma).cloned()
         };
         let Some(map) = map else {
-            return Frame {
+            out.push(Frame {
                 addr: avma,
                 sym: None,
                 offset: 0,
                 dso: None,
-            };
+                inlined: false,
+            });
+            return;
         };
         let printed = map.map_ip(avma);
         let sym = match map.kind {
@@ -277,24 +284,87 @@ impl<L: FileLookup> Resolver<L> {
             MapKind::File => {
                 let bid = self.build_id_for(&map);
                 let dso = self.symbolizer.dso(&map.dso, bid.as_deref());
-                let svma = dso
-                    .info
-                    .as_ref()
-                    .and_then(|i| i.file_offset_to_svma(printed));
-                svma.and_then(|svma| dso.symbolize(svma))
-                    .map(|h| (h.name.clone(), h.offset))
+                let info = dso.info.as_ref();
+                let svma = info.and_then(|i| i.file_offset_to_svma(printed));
+                let hit = svma
+                    .and_then(|svma| dso.symbolize(svma))
+                    .map(|h| (h.name.clone(), h.offset));
+                // perf 6.1 without libbfd runs addr2line -f -i on every DWARF-unwound frame (unwind_entry →
+                // append_inlines) and shows each function it reports at the address as a frame, `(inlined)`
+                // when its name differs from perf's own symbol: inline chains from DWARF, or, in files
+                // without debug information, the symbol bfd prefers among aliases.
+                // srcline.c `dso__name`: no addr2line for pseudo files (`[vdso]`) and JIT maps.
+                let wants_inline = mode == CallchainMode::Dwarf
+                    && context == Context::User
+                    && !map.dso.starts_with('[')
+                    && !map.dso.starts_with("/tmp/perf-");
+                if let (Some((name, off)), Some(svma), true) = (&hit, svma, wants_inline) {
+                    // The symbolizer keeps every Dso alive for the run, so its address is a stable key.
+                    let key = (Rc::as_ptr(&dso) as usize, svma);
+                    let names = match self.inline_cache.get(&key) {
+                        Some(n) => n.clone(),
+                        None => {
+                            // GNU addr2line answers from DWARF when it covers the address, else from symbols.
+                            let from_symbols = || {
+                                info.and_then(|i| i.addr2line_function(svma))
+                                    .map(str::to_owned)
+                            };
+                            let raw: Option<Vec<String>> = match dso.inline_names(svma) {
+                                Some(names) => Some(
+                                    names
+                                        .into_iter()
+                                        .map(|n| {
+                                            n.or_else(from_symbols)
+                                                .unwrap_or_else(|| "??".to_owned())
+                                        })
+                                        .collect(),
+                                ),
+                                None => from_symbols().map(|n| vec![n]),
+                            };
+                            let demangle = self.symbolizer.options().demangle;
+                            let names: Rc<[Rc<str>]> = raw
+                                .unwrap_or_default()
+                                .into_iter()
+                                .map(|n| {
+                                    Rc::from(if demangle {
+                                        crate::perf::symbols::demangle::demangle(&n)
+                                    } else {
+                                        n
+                                    })
+                                })
+                                .collect();
+                            self.inline_cache.insert(key, names.clone());
+                            names
+                        }
+                    };
+                    if !names.is_empty() {
+                        for n in names.iter() {
+                            let inlined = **n != **name;
+                            out.push(Frame {
+                                addr: printed,
+                                sym: Some(if inlined { n.clone() } else { name.clone() }),
+                                offset: *off,
+                                dso: Some(map.dso.clone()),
+                                inlined,
+                            });
+                        }
+                        return;
+                    }
+                }
+                hit
             }
         };
         let (sym, offset) = match sym {
             Some((name, off)) => (Some(name), off),
             None => (None, 0),
         };
-        Frame {
+        out.push(Frame {
             addr: printed,
             sym,
             offset,
             dso: Some(map.dso.clone()),
-        }
+            inlined: false,
+        });
     }
 }
 

@@ -100,6 +100,8 @@ pub struct Samples<'f, L: FileLookup = FsLookup> {
     reported: BTreeSet<String>,
     /// Warnings gathered so far (DSO problems are added as they are met).
     pub warnings: Vec<String>,
+    /// DSOs a sample's IP fell into (perf's `dso->hit`, what `buildid-list --with-hits` and `archive` use).
+    pub hits: std::collections::HashSet<Rc<str>>,
 }
 
 /// Starts reading `file`'s samples, symbolizing through the real file system.
@@ -154,6 +156,7 @@ pub fn samples_with<'f, L: FileLookup>(
         events,
         name_width,
         reported: BTreeSet::new(),
+        hits: std::collections::HashSet::new(),
         warnings: file.warnings().iter().map(|w| w.to_string()).collect(),
     }
 }
@@ -218,6 +221,17 @@ impl<L: FileLookup> Samples<'_, L> {
             let pid = s.pid.map_or(-1, |p| p as i32);
             let tid = s.tid.map_or(-1, |t| t as i32);
             let cpumode = s.meta.cpumode();
+            let ip = s.ip.unwrap_or(0);
+            let hit = if cpumode == MISC_KERNEL {
+                self.machine.kernel_map(ip)
+            } else {
+                self.machine.user_map(pid, ip)
+            };
+            if let Some(map) = hit {
+                if !self.hits.contains(&map.dso) {
+                    self.hits.insert(map.dso.clone());
+                }
+            }
             let input = SampleInput {
                 cpumode,
                 ip: s.ip.unwrap_or(0),

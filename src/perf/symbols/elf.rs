@@ -48,6 +48,25 @@ pub struct ElfInfo {
     pub debuglink: Option<String>,
     /// ELF type is `ET_DYN` or `ET_EXEC` etc. (`e_type`).
     pub elf_type: u16,
+    /// Whether the file carries `.debug_info` (addr2line then answers from DWARF, not from symbols).
+    pub has_debug_info: bool,
+    /// Symbols as GNU addr2line sees them, sorted by (address, table order).
+    bfd_symbols: Vec<BfdSymbol>,
+    /// `SHF_ALLOC` sections: (index, start, end), in section order.
+    alloc_sections: Vec<(usize, u64, u64)>,
+}
+
+/// A symbol as bfd's `_bfd_elf_find_function` considers it.
+#[derive(Clone, Debug)]
+struct BfdSymbol {
+    start: u64,
+    /// `st_size`, or 1 for zero-size symbols (bfd's "do not return 0 for the function's size").
+    size: u64,
+    function: bool,
+    notype: bool,
+    section: usize,
+    order: usize,
+    name: String,
 }
 
 /// Why an ELF file could not be read.
@@ -64,6 +83,36 @@ struct Candidate {
     size: u64,
     name: String,
     binding: object::elf::SymbolBind,
+}
+
+/// The `PT_LOAD` segments of an ELF image, without parsing its symbols.
+pub fn segments(data: &[u8]) -> Option<Vec<Segment>> {
+    use object::read::elf::ElfFile64;
+    let file = ElfFile64::<Endianness>::parse(data).ok()?;
+    let endian = file.endian();
+    Some(
+        file.elf_program_headers()
+            .iter()
+            .filter(|ph| ph.p_type(endian) == PT_LOAD)
+            .map(|ph| Segment {
+                offset: ph.p_offset(endian),
+                file_size: ph.p_filesz(endian),
+                vaddr: ph.p_vaddr(endian),
+            })
+            .collect(),
+    )
+}
+
+/// Whether an ELF image has a `.debug_info` section with contents.
+pub fn has_debug_info(data: &[u8]) -> bool {
+    use object::ObjectSection;
+    object::File::parse(data)
+        .ok()
+        .and_then(|f| {
+            f.section_by_name(".debug_info")
+                .map(|s| s.size() > 0 && s.file_range().is_some())
+        })
+        .unwrap_or(false)
 }
 
 /// Reads the build-id note of an ELF image without parsing its symbols.
@@ -126,8 +175,33 @@ impl ElfInfo {
                 .unwrap_or(false)
         };
         let mut candidates = Vec::new();
-        for (index, sym) in table.enumerate() {
+        for (order, (index, sym)) in table.enumerate().enumerate() {
             let kind = sym.st_type();
+            // GNU addr2line's view (bfd `maybe_function_sym`): every symbol but files, sections, objects and
+            // TLS, in any section, in table order.
+            if !matches!(
+                kind,
+                object::elf::STT_FILE
+                    | object::elf::STT_SECTION
+                    | object::elf::STT_OBJECT
+                    | object::elf::STT_TLS
+            ) {
+                if let (Ok(Some(sec)), Ok(name)) = (
+                    table.symbol_section(endian, sym, index),
+                    sym.name(endian, table.strings()),
+                ) {
+                    let size: u64 = sym.st_size(endian).into();
+                    info.bfd_symbols.push(BfdSymbol {
+                        start: sym.st_value(endian).into(),
+                        size: size.max(1),
+                        function: kind == STT_FUNC || kind == STT_GNU_IFUNC,
+                        notype: kind == STT_NOTYPE,
+                        section: sec.0,
+                        order,
+                        name: String::from_utf8_lossy(name).into_owned(),
+                    });
+                }
+            }
             if !(kind == STT_FUNC || kind == STT_GNU_IFUNC || kind == STT_NOTYPE) {
                 continue;
             }
@@ -150,6 +224,18 @@ impl ElfInfo {
                 binding: sym.st_bind(),
             });
         }
+        info.bfd_symbols.sort_by_key(|b| (b.start, b.order));
+        info.has_debug_info = sections
+            .section_by_name(endian, b".debug_info")
+            .is_some_and(|(_, s)| s.sh_type(endian) != object::elf::SHT_NOBITS);
+        for (index, section) in sections.enumerate() {
+            if section.sh_flags(endian).0 & object::elf::SHF_ALLOC.0 != 0 {
+                let start: u64 = section.sh_addr(endian).into();
+                let size: u64 = section.sh_size(endian).into();
+                info.alloc_sections
+                    .push((index.0, start, start.saturating_add(size)));
+            }
+        }
         synthesize_plt::<H>(&file, endian, &mut candidates);
         if demangle {
             for c in &mut candidates {
@@ -158,6 +244,50 @@ impl ElfInfo {
         }
         info.symbols = select_symbols(candidates);
         Ok(info)
+    }
+
+    /// The function name GNU addr2line (`-f`, binutils 2.40) reports for `svma` when the file has no debug
+    /// information: the nearest symbol at or below it in the same section, ties broken by bfd's `better_fit`
+    /// (covers the address, function over non-function, typed over untyped, smaller size, else first in
+    /// table order). perf 6.1 built without libbfd asks addr2line for inline frames of every DWARF-unwound
+    /// frame and shows this name as an `(inlined)` frame when it differs from its own symbol's name.
+    pub fn addr2line_function(&self, svma: u64) -> Option<&str> {
+        let section = self
+            .alloc_sections
+            .iter()
+            .find(|(_, start, end)| (*start..*end).contains(&svma))?
+            .0;
+        let end = self.bfd_symbols.partition_point(|b| b.start <= svma);
+        let group_start = self.bfd_symbols[..end]
+            .iter()
+            .rev()
+            .find(|b| b.section == section)?
+            .start;
+        let mut best: Option<&BfdSymbol> = None;
+        for b in self.bfd_symbols[..end]
+            .iter()
+            .filter(|b| b.start == group_start && b.section == section)
+        {
+            let Some(cur) = best else {
+                best = Some(b);
+                continue;
+            };
+            let better = if cur.start + cur.size <= svma {
+                b.size > cur.size
+            } else if b.start + b.size <= svma {
+                false
+            } else if cur.function != b.function {
+                b.function
+            } else if cur.notype != b.notype {
+                cur.notype
+            } else {
+                b.size < cur.size
+            };
+            if better {
+                best = Some(b);
+            }
+        }
+        best.map(|b| b.name.as_str())
     }
 
     /// The symbol containing `svma`.
@@ -305,6 +435,18 @@ mod tests {
                 );
                 assert_eq!(info.lookup(sym.address()).map(|s| &*s.name), Some(name));
             }
+            // GNU addr2line names the static glibc's clock_gettime alias where perf picks __clock_gettime.
+            let cg = info
+                .symbols
+                .iter()
+                .find(|s| &*s.name == "__clock_gettime")
+                .unwrap();
+            assert_eq!(
+                info.addr2line_function(cg.start + 0x11),
+                Some("clock_gettime")
+            );
+            let c = info.symbols.iter().find(|s| &*s.name == "chain_c").unwrap();
+            assert_eq!(info.addr2line_function(c.start + 4), Some("chain_c"));
             // The static executable maps its text at file offset 0x1000 → svma 0x401000.
             assert_eq!(info.file_offset_to_svma(0x1000), Some(0x40_1000));
         }

@@ -16,6 +16,7 @@
 
 pub mod demangle;
 pub mod elf;
+pub mod inline;
 pub mod kallsyms;
 pub mod perfmap;
 
@@ -159,6 +160,8 @@ pub struct Dso {
     pub info: Option<ElfInfo>,
     /// The file the symbols came from.
     pub symbols_file: Option<PathBuf>,
+    /// The file the runtime image was read from (what `archive` bundles).
+    pub runtime_file: Option<PathBuf>,
     /// The runtime image (for load segments and `.eh_frame`); the debug file when no runtime image was found.
     runtime: Option<FileBytes>,
     /// A separate debug file (for `.debug_frame`).
@@ -166,6 +169,9 @@ pub struct Dso {
     /// Why the DSO is missing or incomplete.
     pub problem: Option<DsoProblem>,
     unwind: OnceCell<Option<UnwindInfo>>,
+    /// The file whose `.debug_info` answers inline-frame queries.
+    dwarf_source: Option<FileBytes>,
+    dwarf: OnceCell<Option<inline::InlineInfo>>,
 }
 
 impl std::fmt::Debug for Dso {
@@ -202,6 +208,24 @@ impl Dso {
     pub fn bias(&self, map_start: u64, pgoff: u64) -> Option<u64> {
         let svma = self.info.as_ref()?.file_offset_to_svma(pgoff)?;
         Some(map_start.wrapping_sub(svma))
+    }
+
+    /// Whether inline-frame queries can be answered from DWARF debug information.
+    pub fn has_dwarf(&self) -> bool {
+        self.dwarf_source.is_some()
+    }
+
+    /// The function names GNU addr2line (`-f -i`) reports for `svma` from DWARF, innermost inlined function
+    /// first, raw (not demangled); `None` without debug information for the address.
+    pub fn inline_names(&self, svma: u64) -> Option<Vec<Option<String>>> {
+        self.dwarf
+            .get_or_init(|| {
+                self.dwarf_source
+                    .as_ref()
+                    .and_then(|b| inline::InlineInfo::parse((**b).as_ref()))
+            })
+            .as_ref()?
+            .names(svma)
     }
 
     /// The DWARF unwind tables, built on first use (only DWARF-mode files need them).
@@ -249,6 +273,11 @@ impl<L: FileLookup> Symbolizer<L> {
             kernel: None,
             perf_maps: HashMap::new(),
         }
+    }
+
+    /// Reads a file through the symbolizer's lookup.
+    pub fn read(&self, path: &Path) -> Option<FileBytes> {
+        self.lookup.read(path)
     }
 
     /// The options in force.
@@ -307,9 +336,10 @@ impl<L: FileLookup> Symbolizer<L> {
         let mut rejected = Vec::new();
         let mut unreadable = None;
         let mut found_any = false;
-        let mut symtab: Option<(PathBuf, ElfInfo)> = None;
-        let mut dynsym: Option<(PathBuf, ElfInfo)> = None;
+        let mut symtab: Option<(PathBuf, ElfInfo, FileBytes)> = None;
+        let mut dynsym: Option<(PathBuf, ElfInfo, FileBytes)> = None;
         let mut runtime: Option<FileBytes> = None;
+        let mut runtime_file: Option<PathBuf> = None;
         let mut debug: Option<FileBytes> = None;
         let mut debuglink: Option<String> = None;
         let mut seen = std::collections::HashSet::new();
@@ -359,15 +389,16 @@ impl<L: FileLookup> Symbolizer<L> {
             let has_runtime_sections = info.segments.iter().any(|s| s.file_size > 0);
             if is_runtime && runtime.is_none() && has_runtime_sections {
                 runtime = Some(bytes.clone());
+                runtime_file = Some(cand.clone());
             } else if !is_runtime && debug.is_none() {
                 debug = Some(bytes.clone());
             }
             if info.has_symtab {
                 if symtab.is_none() {
-                    symtab = Some((cand, info));
+                    symtab = Some((cand, info, bytes.clone()));
                 }
             } else if dynsym.is_none() && !info.symbols.is_empty() {
-                dynsym = Some((cand, info));
+                dynsym = Some((cand, info, bytes.clone()));
             }
             if symtab.is_some() && runtime.is_some() {
                 break;
@@ -388,19 +419,27 @@ impl<L: FileLookup> Symbolizer<L> {
         } else {
             Some(DsoProblem::NotFound)
         };
-        let (symbols_file, mut info) = match chosen {
-            Some((p, i)) => (Some(p), Some(i)),
-            None => (None, None),
+        let (symbols_file, mut info, symbols_bytes) = match chosen {
+            Some((p, i, b)) => (Some(p), Some(i), Some(b)),
+            None => (None, None, None),
         };
         if let Some(info) = &mut info {
             // Segments must come from the runtime image when the symbols came from a debug file whose program
             // headers were rewritten (they normally agree; the runtime image is authoritative).
-            if let Some(rt) = &runtime {
-                if let Ok(rt_info) = ElfInfo::parse((**rt).as_ref()) {
-                    info.segments = rt_info.segments;
-                }
+            if let Some(segments) = runtime
+                .as_ref()
+                .and_then(|rt| elf::segments((**rt).as_ref()))
+            {
+                info.segments = segments;
             }
         }
+        // Where GNU addr2line would find DWARF: the symbols file itself, else the separate debug file.
+        let dwarf_source = match (&info, &symbols_bytes) {
+            (Some(i), Some(b)) if i.has_debug_info => Some(b.clone()),
+            _ => debug
+                .clone()
+                .filter(|d| elf::has_debug_info((**d).as_ref())),
+        };
         Dso {
             path: path.to_owned(),
             build_id: build_id
@@ -408,10 +447,13 @@ impl<L: FileLookup> Symbolizer<L> {
                 .or_else(|| info.as_ref().and_then(|i| i.build_id.clone())),
             info,
             symbols_file,
+            runtime_file,
             runtime: runtime.or_else(|| debug.clone()),
             debug,
             problem,
             unwind: OnceCell::new(),
+            dwarf_source,
+            dwarf: OnceCell::new(),
         }
     }
 
@@ -421,29 +463,31 @@ impl<L: FileLookup> Symbolizer<L> {
         if let Some(k) = &self.kernel {
             return k.clone();
         }
-        let read_text = |p: &Path| -> Option<String> {
-            self.lookup
-                .read(p)
-                .map(|b| String::from_utf8_lossy((*b).as_ref()).into_owned())
-        };
-        let mut text = None;
+        let text = self
+            .kallsyms_source(build_id)
+            .map(|(_, b)| String::from_utf8_lossy((*b).as_ref()).into_owned());
+        let k = Rc::new(text.map(|t| Kallsyms::parse(&t)).unwrap_or_default());
+        self.kernel = Some(k.clone());
+        k
+    }
+
+    /// Where the kernel's symbols come from, in [`Symbolizer::kernel`]'s order, and the file's bytes.
+    pub fn kallsyms_source(&self, build_id: Option<&[u8]>) -> Option<(PathBuf, FileBytes)> {
+        let read = |p: PathBuf| self.lookup.read(&p).map(|b| (p, b));
         if let Some(p) = &self.options.kallsyms {
-            text = read_text(p);
+            return read(p.clone());
         }
-        if text.is_none() {
-            if let (Some(bid), Some(home)) = (build_id, &self.options.home) {
-                let base = home.join(".debug/.build-id").join(build_id_link(bid));
-                text = read_text(&base.join("kallsyms")).or_else(|| {
-                    read_text(
-                        &home
-                            .join(".debug/[kernel.kallsyms]")
-                            .join(hex(bid))
-                            .join("kallsyms"),
-                    )
-                });
+        if let (Some(bid), Some(home)) = (build_id, &self.options.home) {
+            let base = home.join(".debug/.build-id").join(build_id_link(bid));
+            let direct = home
+                .join(".debug/[kernel.kallsyms]")
+                .join(hex(bid))
+                .join("kallsyms");
+            if let Some(found) = read(base.join("kallsyms")).or_else(|| read(direct)) {
+                return Some(found);
             }
         }
-        if text.is_none() && self.options.running_kernel {
+        if self.options.running_kernel {
             let running = self
                 .lookup
                 .read(Path::new("/sys/kernel/notes"))
@@ -453,12 +497,10 @@ impl<L: FileLookup> Symbolizer<L> {
                 _ => true,
             };
             if matches {
-                text = read_text(Path::new("/proc/kallsyms"));
+                return read(PathBuf::from("/proc/kallsyms"));
             }
         }
-        let k = Rc::new(text.map(|t| Kallsyms::parse(&t)).unwrap_or_default());
-        self.kernel = Some(k.clone());
-        k
+        None
     }
 
     /// The JIT map `/tmp/perf-PID.map` of a process, loaded once.
