@@ -73,7 +73,8 @@ pub struct BootOptions {
 }
 
 impl BootOptions {
-    /// Defaults for `kernel_image` running `bport_exe`: auto accel, 180 s bound, 512 MiB.
+    /// Defaults for `kernel_image` running `bport_exe`: auto accel, 180 s bound, 1 GiB (the initramfs, holding a
+    /// bport of up to ~100 MB, is unpacked into the guest's RAM).
     pub fn new(kernel_image: PathBuf, bport_exe: PathBuf) -> Self {
         BootOptions {
             kernel_image,
@@ -82,7 +83,7 @@ impl BootOptions {
             accel: Accel::Auto,
             timeout: Duration::from_secs(180),
             kvm_first_output: Duration::from_secs(20),
-            memory_mib: 512,
+            memory_mib: 1024,
         }
     }
 }
@@ -134,15 +135,13 @@ pub fn build_initramfs(bport_exe: &Path) -> Result<Initramfs, Error> {
         .dir("/sys")
         .dir("/tmp")
         .dir("/root");
-    // The bport binary keeps its host path too, so `current_exe()` and the libraries agree inside the guest.
+    // bport keeps its host path, so `current_exe()` agrees inside the guest; /bin/bport (the init the kernel
+    // command line names) links to it rather than copying it: a debug build is ~80 MB, and the guest unpacks the
+    // initramfs into RAM.
     for path in initramfs::elf_closure(bport_exe)? {
         fs.host_file(&path)?;
     }
-    let bytes = std::fs::read(bport_exe).map_err(|source| initramfs::Error::Read {
-        path: bport_exe.to_owned(),
-        source,
-    })?;
-    fs.file("/bin/bport", bytes, 0o755);
+    fs.symlink("/bin/bport", &bport_exe.to_string_lossy());
     let mount = ["/usr/bin/mount", "/bin/mount"]
         .into_iter()
         .map(Path::new)
