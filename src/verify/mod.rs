@@ -6,9 +6,11 @@
 //! and the branch check when the target names a branch. With a kernel image the matrix runs inside a qemu virtual
 //! machine ([`qemu`]), and the guest's report comes back over the serial console.
 //!
-//! Owns: the matrix ([`matrix`]), the verdicts ([`checks`]), the targets file ([`targets`]), the VM backend
-//! ([`qemu`], [`initramfs`]). Does not own: recording, unwinding, perf.data (those are `perf`'s), or
-//! already-applied detection (the backport matcher's, used read-only).
+//! Owns: the matrix ([`matrix`]: mode support from the ABI table, record under the cap, script), the verdicts
+//! ([`checks`]), readability ([`readability`] against the era, [`perf_check`] against Linux perf), the branch
+//! check ([`branch`]), the targets file ([`targets`]), the VM backend ([`qemu`], [`initramfs`]). Does not own:
+//! recording, unwinding, perf.data (those are `perf`'s), or already-applied detection (the backport matcher's,
+//! used read-only).
 
 pub mod branch;
 pub mod checks;
