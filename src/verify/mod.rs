@@ -613,6 +613,19 @@ mod tests {
     }
 
     #[test]
+    fn a_running_release_finds_its_series_target() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(targets::DEFAULT_TARGETS);
+        let t = targets::Targets::load(&path).unwrap();
+        let kernel = |k: &str| find_target(&t, k).map(|t| t.kernel.as_str());
+        assert_eq!(kernel("6.1.0-56-cloud-amd64"), Some("6.1"));
+        assert_eq!(kernel("5.10.0-32-cloud-amd64"), Some("5.10"));
+        assert_eq!(kernel("4.1"), Some("4.1"));
+        assert_eq!(kernel("4.1.15"), Some("4.1"));
+        assert_eq!(kernel("6.18.44-fc-v657"), None);
+        assert_eq!(kernel("4.10"), None);
+    }
+
+    #[test]
     fn report_round_trips_through_json_with_readable_tags() {
         let r = report(vec![cell(CellStatus::Unsupported {
             reason: "no LBR hardware".into(),
