@@ -4,14 +4,19 @@
 //! library's options, calls the library, and renders the outcome.
 
 mod apply;
+mod archive;
+mod buildid_list;
 mod completions;
 mod dump;
 pub mod error;
+mod flamegraph;
 mod list;
 mod record;
 mod rerere;
+mod script;
 mod status;
 pub mod ui;
+mod verify;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -61,6 +66,13 @@ pub enum Command {
     ///
     /// Example: bport rerere train v4.1..vendor-4.1
     Rerere(rerere::RerereArgs),
+    /// Prove complete callchains on a target kernel, and the perf fixes on its branch.
+    ///
+    /// Example: bport verify --kernel 4.1
+    Verify(verify::VerifyArgs),
+    /// The verify VM's init (internal: run by `bport verify --kernel-image`).
+    #[command(name = "verify-guest", hide = true)]
+    VerifyGuest(verify::GuestArgs),
     /// Write the patch list for a revision range (as `git log --reverse --oneline`).
     ///
     /// Example: bport list v6.1..perf-fixes > perf-fixes.txt
@@ -82,6 +94,28 @@ pub enum Command {
     ///
     /// Example: bport record -F 999 -g -- ./my-program args
     Record(record::RecordArgs),
+    /// Print a perf.data file's samples as `perf script` does, with full callchains.
+    ///
+    /// The callchain mode follows each event's sample type: REGS_USER+STACK_USER → DWARF unwinding,
+    /// BRANCH_STACK with call stack → LBR, else the kernel's frame-pointer chain.
+    ///
+    /// Example: bport script -i perf.data | inferno-collapse-perf | inferno-flamegraph > flame.svg
+    Script(script::ScriptArgs),
+    /// List the build-ids a perf.data file recorded, as `perf buildid-list` does.
+    ///
+    /// Example: bport buildid-list -i perf.data --with-hits
+    BuildidList(buildid_list::BuildidListArgs),
+    /// Bundle the DSOs a recording's samples hit, in build-id cache layout.
+    ///
+    /// The tar holds each hit DSO (and kallsyms) as ~/.debug keeps them, so the recording symbolizes on another
+    /// machine once the bundle is unpacked into its ~/.debug.
+    ///
+    /// Example: bport archive -i perf.data -o perf.data.tar && tar xf perf.data.tar -C ~/.debug
+    Archive(archive::ArchiveArgs),
+    /// Draw a flame graph (SVG) of a perf.data file, or print its folded stacks.
+    ///
+    /// Example: bport flamegraph -i perf.data -o flame.svg
+    Flamegraph(flamegraph::FlamegraphArgs),
     /// Print every record of a perf.data file, one line each, for debugging.
     ///
     /// Like `perf report -D`: the header, attrs and features, then each record with its file offset and parsed
@@ -115,12 +149,18 @@ pub fn main() -> ExitCode {
 fn run(command: Command, ui: &Ui) -> CliResult<ExitCode> {
     match command {
         Command::Rerere(args) => return rerere::run(args, ui),
+        Command::Verify(args) => return verify::run(args, ui),
+        Command::VerifyGuest(args) => return verify::run_guest(args),
         Command::Apply(args) => return apply::run(args, ui),
         Command::List(args) => list::run(args, ui),
         Command::Status(args) => status::run(args, ui),
         Command::Completions(args) => completions::run_completions(args),
         Command::Man(args) => completions::run_man(args),
         Command::Record(args) => record::run(args, ui),
+        Command::Script(args) => script::run(args, ui),
+        Command::BuildidList(args) => buildid_list::run(args),
+        Command::Archive(args) => archive::run(args, ui),
+        Command::Flamegraph(args) => flamegraph::run(args, ui),
         Command::Dump(args) => dump::run(args, ui),
     }
     .map(|()| ExitCode::SUCCESS)

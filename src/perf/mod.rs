@@ -10,7 +10,9 @@
 //! `rerere` or `git`.
 
 pub mod abi;
+pub mod archive;
 pub mod data;
+pub mod flame;
 pub mod record;
 pub mod script;
 pub mod symbols;

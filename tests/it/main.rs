@@ -3,9 +3,12 @@
 mod support;
 
 mod apply;
+mod archive;
 mod cli_help;
 mod perf_data;
 mod record;
 mod rerere;
 mod rerere_apply;
 mod rerere_render;
+mod script;
+mod verify;

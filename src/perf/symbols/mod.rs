@@ -1,1 +1,652 @@
-//! Symbolization over ELF files (object), the build-id cache, kallsyms and perf maps; pure over a file lookup.
+//! Symbolization over ELF files (object), separate debug files, the build-id cache, kallsyms and JIT perf maps;
+//! pure over a file lookup.
+//!
+//! Owns: finding the right file for a DSO (build-id checked), its symbols, demangling, the kernel's symbols, and
+//! the per-DSO caches (each DSO is loaded once per run, its unwind tables built on first use). Does not own: which
+//! DSO is mapped where in a process (`perf::script`'s thread maps) or unwinding (`perf::unwind`).
+//!
+//! Every file is read through a [`FileLookup`] (samply-symbols' sans-IO design), so tests feed bytes and check
+//! build-id mismatches without touching `~/.debug`. [`FsLookup`] is the real file system.
+//!
+//! Search order for a DSO follows perf's `dso__load` (tools/perf/util/symbol.c, `binary_type_symtab`): the
+//! build-id cache (`~/.debug/.build-id/xx/yyyy…/elf`), `/usr/lib/debug/.build-id/xx/yyyy….debug`, the path itself
+//! (under `--symfs`), then `.gnu_debuglink` targets. A candidate whose build-id differs from the one recorded in
+//! the perf.data file is rejected (perf's "build id mismatch"); the first with a `.symtab` gives the symbols,
+//! else the first with a `.dynsym`.
+
+pub mod demangle;
+pub mod elf;
+pub mod inline;
+pub mod kallsyms;
+pub mod perfmap;
+
+use crate::perf::unwind::dwarf::UnwindInfo;
+use elf::ElfInfo;
+use kallsyms::Kallsyms;
+use perfmap::PerfMap;
+use std::cell::OnceCell;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
+use std::sync::Arc;
+
+/// Bytes of a file: a map or an owned buffer.
+pub type FileBytes = Arc<dyn AsRef<[u8]> + Send + Sync>;
+
+/// Reads files by path. Implementations must not fail loudly: a missing file is `None`.
+pub trait FileLookup {
+    /// The bytes of the file at `path`, or `None` when it does not exist or cannot be read.
+    fn read(&self, path: &Path) -> Option<FileBytes>;
+}
+
+/// The real file system. Files are read, not mapped: `unsafe` lives only in `perf/record/sys.rs` (STYLE 2.8),
+/// and each DSO is read once per run.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct FsLookup;
+
+impl FileLookup for FsLookup {
+    fn read(&self, path: &Path) -> Option<FileBytes> {
+        if !std::fs::metadata(path).ok()?.is_file() {
+            return None;
+        }
+        std::fs::read(path).ok().map(|v| Arc::new(v) as FileBytes)
+    }
+}
+
+/// A lookup over in-memory files, for tests and for callers that already hold the bytes.
+#[derive(Clone, Default)]
+pub struct MemLookup {
+    files: HashMap<PathBuf, FileBytes>,
+}
+
+impl MemLookup {
+    /// An empty set of files.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds a file.
+    pub fn insert(
+        &mut self,
+        path: impl Into<PathBuf>,
+        bytes: impl AsRef<[u8]> + Send + Sync + 'static,
+    ) {
+        self.files.insert(path.into(), Arc::new(bytes));
+    }
+}
+
+impl FileLookup for MemLookup {
+    fn read(&self, path: &Path) -> Option<FileBytes> {
+        self.files.get(path).cloned()
+    }
+}
+
+/// Options of a [`Symbolizer`].
+#[derive(Clone, Debug)]
+pub struct SymbolizerOptions {
+    /// Demangle C++ and Rust names as perf does (perf's default; `--no-demangle` turns it off).
+    pub demangle: bool,
+    /// Prefix for every DSO path (perf's `--symfs`).
+    pub symfs: Option<PathBuf>,
+    /// The home directory whose `.debug` is the build-id cache (`None`: no cache).
+    pub home: Option<PathBuf>,
+    /// Directories of separate debug files (`/usr/lib/debug`).
+    pub debug_dirs: Vec<PathBuf>,
+    /// Use this kallsyms file for the kernel regardless of build-ids (perf's `--kallsyms`).
+    pub kallsyms: Option<PathBuf>,
+    /// Read `/proc/kallsyms` when the file's kernel build-id matches the running kernel (or is not recorded).
+    pub running_kernel: bool,
+}
+
+impl Default for SymbolizerOptions {
+    fn default() -> Self {
+        SymbolizerOptions {
+            demangle: true,
+            symfs: None,
+            home: std::env::var_os("HOME").map(PathBuf::from),
+            debug_dirs: vec![PathBuf::from("/usr/lib/debug")],
+            kallsyms: None,
+            running_kernel: true,
+        }
+    }
+}
+
+/// Why a DSO could not be (fully) used. Not an error of the run: its frames print `[unknown]`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum DsoProblem {
+    /// No candidate file exists.
+    NotFound,
+    /// Files were found but none carried the build-id recorded in the perf.data file.
+    BuildIdMismatch {
+        /// The recorded build-id, hex.
+        expected: String,
+        /// The candidate that was rejected and its build-id (hex, empty when it had none).
+        rejected: Vec<(PathBuf, String)>,
+    },
+    /// A file was found but is not a readable ELF file.
+    Unreadable {
+        /// The file.
+        path: PathBuf,
+        /// What the parser said.
+        message: String,
+    },
+}
+
+impl std::fmt::Display for DsoProblem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            DsoProblem::NotFound => write!(f, "no file found"),
+            DsoProblem::BuildIdMismatch { expected, rejected } => {
+                write!(f, "build id mismatch: the recording has {expected}")?;
+                for (path, found) in rejected {
+                    let found = if found.is_empty() { "none" } else { found };
+                    write!(f, ", {} has {found}", path.display())?;
+                }
+                write!(f, " (the file changed since recording; unpack a `bport archive` of the recording machine into ~/.debug)")
+            }
+            DsoProblem::Unreadable { path, message } => write!(f, "{}: {message}", path.display()),
+        }
+    }
+}
+
+/// One loaded DSO.
+pub struct Dso {
+    /// The path as recorded (the mmap's file name).
+    pub path: String,
+    /// The build-id recorded for it, or the one read from the file used.
+    pub build_id: Option<Vec<u8>>,
+    /// Symbols (and load segments) from the best file found; `None` when nothing usable was found.
+    pub info: Option<ElfInfo>,
+    /// The file the symbols came from.
+    pub symbols_file: Option<PathBuf>,
+    /// The file the runtime image was read from (what `archive` bundles).
+    pub runtime_file: Option<PathBuf>,
+    /// The runtime image (for load segments and `.eh_frame`); the debug file when no runtime image was found.
+    runtime: Option<FileBytes>,
+    /// A separate debug file (for `.debug_frame`).
+    debug: Option<FileBytes>,
+    /// Why the DSO is missing or incomplete.
+    pub problem: Option<DsoProblem>,
+    unwind: OnceCell<Option<UnwindInfo>>,
+    /// The file whose `.debug_info` answers inline-frame queries.
+    dwarf_source: Option<FileBytes>,
+    dwarf: OnceCell<Option<inline::InlineInfo>>,
+}
+
+impl std::fmt::Debug for Dso {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Dso")
+            .field("path", &self.path)
+            .field("symbols_file", &self.symbols_file)
+            .field("problem", &self.problem)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A resolved symbol: its (demangled) name and the address's offset into it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SymbolHit<'a> {
+    /// The name as perf prints it.
+    pub name: &'a Rc<str>,
+    /// Offset of the looked-up address from the symbol's start.
+    pub offset: u64,
+}
+
+impl Dso {
+    /// The symbol containing `svma`.
+    pub fn symbolize(&self, svma: u64) -> Option<SymbolHit<'_>> {
+        let sym = self.info.as_ref()?.lookup(svma)?;
+        Some(SymbolHit {
+            name: &sym.name,
+            offset: svma - sym.start,
+        })
+    }
+
+    /// `avma − svma` for a mapping of this DSO at `map_start` with file offset `pgoff` (the mmap record's
+    /// fields): the address of the mapping's first byte, as the file's `PT_LOAD` segments place it.
+    pub fn bias(&self, map_start: u64, pgoff: u64) -> Option<u64> {
+        let svma = self.info.as_ref()?.file_offset_to_svma(pgoff)?;
+        Some(map_start.wrapping_sub(svma))
+    }
+
+    /// Whether inline-frame queries can be answered from DWARF debug information.
+    pub fn has_dwarf(&self) -> bool {
+        self.dwarf_source.is_some()
+    }
+
+    /// The function names GNU addr2line (`-f -i`) reports for `svma` from DWARF, innermost inlined function
+    /// first, raw (not demangled); `None` without debug information for the address.
+    pub fn inline_names(&self, svma: u64) -> Option<Vec<Option<String>>> {
+        self.dwarf
+            .get_or_init(|| {
+                self.dwarf_source
+                    .as_ref()
+                    .and_then(|b| inline::InlineInfo::parse((**b).as_ref()))
+            })
+            .as_ref()?
+            .names(svma)
+    }
+
+    /// The DWARF unwind tables, built on first use (only DWARF-mode files need them).
+    pub fn unwind_info(&self) -> Option<&UnwindInfo> {
+        self.unwind
+            .get_or_init(|| {
+                let runtime = self.runtime.as_ref()?;
+                let mut info = UnwindInfo::from_elf((**runtime).as_ref()).ok()?;
+                if let Some(debug) = &self.debug {
+                    let _ = info.add_debug_file((**debug).as_ref());
+                }
+                (!info.is_empty()).then_some(info)
+            })
+            .as_ref()
+    }
+}
+
+/// Hex of a build-id, as perf prints it.
+pub fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// `xx/yyyy…` of a build-id, the cache's directory layout.
+pub fn build_id_link(build_id: &[u8]) -> String {
+    let h = hex(build_id);
+    format!("{}/{}", &h[..2.min(h.len())], &h[2.min(h.len())..])
+}
+
+/// Per-run symbolizer with per-DSO caches.
+pub struct Symbolizer<L: FileLookup> {
+    lookup: L,
+    options: SymbolizerOptions,
+    dsos: HashMap<(String, Option<Vec<u8>>), Rc<Dso>>,
+    kernel: Option<Rc<Kallsyms>>,
+    perf_maps: HashMap<u32, Option<PerfMap>>,
+}
+
+impl<L: FileLookup> Symbolizer<L> {
+    /// A symbolizer reading files through `lookup`.
+    pub fn new(lookup: L, options: SymbolizerOptions) -> Self {
+        Symbolizer {
+            lookup,
+            options,
+            dsos: HashMap::new(),
+            kernel: None,
+            perf_maps: HashMap::new(),
+        }
+    }
+
+    /// Reads a file through the symbolizer's lookup.
+    pub fn read(&self, path: &Path) -> Option<FileBytes> {
+        self.lookup.read(path)
+    }
+
+    /// The options in force.
+    pub fn options(&self) -> &SymbolizerOptions {
+        &self.options
+    }
+
+    /// Every DSO loaded so far.
+    pub fn loaded(&self) -> impl Iterator<Item = &Rc<Dso>> {
+        self.dsos.values()
+    }
+
+    fn with_symfs(&self, path: &Path) -> PathBuf {
+        match &self.options.symfs {
+            Some(root) => root.join(path.strip_prefix("/").unwrap_or(path)),
+            None => path.to_path_buf(),
+        }
+    }
+
+    /// Loads (once) the DSO recorded as `path` with `build_id` (from the file's BUILD_ID feature or an MMAP2
+    /// record), and returns it. Never fails: a DSO that cannot be found has `info == None` and a `problem`.
+    pub fn dso(&mut self, path: &str, build_id: Option<&[u8]>) -> Rc<Dso> {
+        let key = (path.to_owned(), build_id.map(<[u8]>::to_vec));
+        if let Some(d) = self.dsos.get(&key) {
+            return d.clone();
+        }
+        let dso = Rc::new(self.load_dso(path, build_id));
+        self.dsos.insert(key, dso.clone());
+        dso
+    }
+
+    fn load_dso(&self, path: &str, build_id: Option<&[u8]>) -> Dso {
+        let mut candidates: Vec<(PathBuf, bool)> = Vec::new(); // (path, is a runtime image)
+        if let Some(bid) = build_id {
+            let link = build_id_link(bid);
+            if let Some(home) = &self.options.home {
+                let base = home.join(".debug/.build-id").join(&link);
+                candidates.push((base.join("elf"), true));
+                // perf 6.x caches the vDSO image as `vdso` beside the other cached files.
+                candidates.push((base.join("vdso"), true));
+                candidates.push((base.clone(), true));
+                candidates.push((base.join("debug"), false));
+            }
+            for dir in &self.options.debug_dirs {
+                candidates.push((dir.join(".build-id").join(format!("{link}.debug")), false));
+            }
+        }
+        let own = self.with_symfs(Path::new(path));
+        candidates.push((own.clone(), true));
+        for dir in &self.options.debug_dirs {
+            let rel = Path::new(path).strip_prefix("/").unwrap_or(Path::new(path));
+            candidates.push((dir.join(rel), false));
+            candidates.push((dir.join(format!("{}.debug", rel.display())), false));
+        }
+
+        let mut rejected = Vec::new();
+        let mut unreadable = None;
+        let mut found_any = false;
+        let mut symtab: Option<(PathBuf, ElfInfo, FileBytes)> = None;
+        let mut dynsym: Option<(PathBuf, ElfInfo, FileBytes)> = None;
+        let mut runtime: Option<FileBytes> = None;
+        let mut runtime_file: Option<PathBuf> = None;
+        let mut debug: Option<FileBytes> = None;
+        let mut debuglink: Option<String> = None;
+        let mut seen = std::collections::HashSet::new();
+        let mut i = 0;
+        while i < candidates.len() {
+            let (cand, is_runtime) = candidates[i].clone();
+            i += 1;
+            if !seen.insert(cand.clone()) {
+                continue;
+            }
+            let Some(bytes) = self.lookup.read(&cand) else {
+                continue;
+            };
+            found_any = true;
+            let info = match ElfInfo::parse_with((*bytes).as_ref(), self.options.demangle) {
+                Ok(info) => info,
+                Err(e) => {
+                    unreadable.get_or_insert(DsoProblem::Unreadable {
+                        path: cand.clone(),
+                        message: e.to_string(),
+                    });
+                    continue;
+                }
+            };
+            if let Some(expected) = build_id {
+                if info.build_id.as_deref() != Some(expected) {
+                    rejected.push((
+                        cand.clone(),
+                        info.build_id.as_deref().map(hex).unwrap_or_default(),
+                    ));
+                    continue;
+                }
+            }
+            if debuglink.is_none() {
+                if let Some(link) = &info.debuglink {
+                    debuglink = Some(link.clone());
+                    // perf's DEBUGLINK candidates: beside the file, in .debug/ beside it, under the debug dirs.
+                    let dir = Path::new(path).parent().unwrap_or(Path::new("/"));
+                    candidates.push((self.with_symfs(&dir.join(link)), false));
+                    candidates.push((self.with_symfs(&dir.join(".debug").join(link)), false));
+                    for d in &self.options.debug_dirs {
+                        let rel = dir.strip_prefix("/").unwrap_or(dir);
+                        candidates.push((d.join(rel).join(link), false));
+                    }
+                }
+            }
+            let has_runtime_sections = info.segments.iter().any(|s| s.file_size > 0);
+            if is_runtime && runtime.is_none() && has_runtime_sections {
+                runtime = Some(bytes.clone());
+                runtime_file = Some(cand.clone());
+            } else if !is_runtime && debug.is_none() {
+                debug = Some(bytes.clone());
+            }
+            if info.has_symtab {
+                if symtab.is_none() {
+                    symtab = Some((cand, info, bytes.clone()));
+                }
+            } else if dynsym.is_none() && !info.symbols.is_empty() {
+                dynsym = Some((cand, info, bytes.clone()));
+            }
+            if symtab.is_some() && runtime.is_some() {
+                break;
+            }
+        }
+        let chosen = symtab.or(dynsym);
+        let problem = if chosen.is_some() {
+            None
+        } else if !rejected.is_empty() {
+            Some(DsoProblem::BuildIdMismatch {
+                expected: build_id.map(hex).unwrap_or_default(),
+                rejected,
+            })
+        } else if let Some(p) = unreadable {
+            Some(p)
+        } else if found_any {
+            None
+        } else {
+            Some(DsoProblem::NotFound)
+        };
+        let (symbols_file, mut info, symbols_bytes) = match chosen {
+            Some((p, i, b)) => (Some(p), Some(i), Some(b)),
+            None => (None, None, None),
+        };
+        if let Some(info) = &mut info {
+            // Segments must come from the runtime image when the symbols came from a debug file whose program
+            // headers were rewritten (they normally agree; the runtime image is authoritative).
+            if let Some(segments) = runtime
+                .as_ref()
+                .and_then(|rt| elf::segments((**rt).as_ref()))
+            {
+                info.segments = segments;
+            }
+        }
+        // Where GNU addr2line would find DWARF: the symbols file itself, else the separate debug file.
+        let dwarf_source = match (&info, &symbols_bytes) {
+            (Some(i), Some(b)) if i.has_debug_info => Some(b.clone()),
+            _ => debug
+                .clone()
+                .filter(|d| elf::has_debug_info((**d).as_ref())),
+        };
+        Dso {
+            path: path.to_owned(),
+            build_id: build_id
+                .map(<[u8]>::to_vec)
+                .or_else(|| info.as_ref().and_then(|i| i.build_id.clone())),
+            info,
+            symbols_file,
+            runtime_file,
+            runtime: runtime.or_else(|| debug.clone()),
+            debug,
+            problem,
+            unwind: OnceCell::new(),
+            dwarf_source,
+            dwarf: OnceCell::new(),
+        }
+    }
+
+    /// The kernel's symbols, loaded once: `--kallsyms`, else the build-id cache's `kallsyms`, else
+    /// `/proc/kallsyms` when the running kernel's build-id matches `build_id` (or none was recorded).
+    pub fn kernel(&mut self, build_id: Option<&[u8]>) -> Rc<Kallsyms> {
+        if let Some(k) = &self.kernel {
+            return k.clone();
+        }
+        let text = self
+            .kallsyms_source(build_id)
+            .map(|(_, b)| String::from_utf8_lossy((*b).as_ref()).into_owned());
+        let k = Rc::new(text.map(|t| Kallsyms::parse(&t)).unwrap_or_default());
+        self.kernel = Some(k.clone());
+        k
+    }
+
+    /// Where the kernel's symbols come from, in [`Symbolizer::kernel`]'s order, and the file's bytes.
+    pub fn kallsyms_source(&self, build_id: Option<&[u8]>) -> Option<(PathBuf, FileBytes)> {
+        let read = |p: PathBuf| self.lookup.read(&p).map(|b| (p, b));
+        if let Some(p) = &self.options.kallsyms {
+            return read(p.clone());
+        }
+        if let (Some(bid), Some(home)) = (build_id, &self.options.home) {
+            let base = home.join(".debug/.build-id").join(build_id_link(bid));
+            let direct = home
+                .join(".debug/[kernel.kallsyms]")
+                .join(hex(bid))
+                .join("kallsyms");
+            if let Some(found) = read(base.join("kallsyms")).or_else(|| read(direct)) {
+                return Some(found);
+            }
+        }
+        if self.options.running_kernel {
+            let running = self
+                .lookup
+                .read(Path::new("/sys/kernel/notes"))
+                .and_then(|n| kallsyms::build_id_from_notes((*n).as_ref()));
+            let matches = match (build_id, running) {
+                (Some(want), Some(have)) => want == have.as_slice(),
+                _ => true,
+            };
+            if matches {
+                return read(PathBuf::from("/proc/kallsyms"));
+            }
+        }
+        None
+    }
+
+    /// The JIT map `/tmp/perf-PID.map` of a process, loaded once.
+    pub fn perf_map(&mut self, pid: u32) -> Option<&PerfMap> {
+        if !self.perf_maps.contains_key(&pid) {
+            let path = self.with_symfs(Path::new(&format!("/tmp/perf-{pid}.map")));
+            let map = self
+                .lookup
+                .read(&path)
+                .map(|b| PerfMap::parse(&String::from_utf8_lossy((*b).as_ref())));
+            self.perf_maps.insert(pid, map);
+        }
+        self.perf_maps.get(&pid).and_then(Option::as_ref)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::verify::workloads::Build;
+
+    fn options(home: &str) -> SymbolizerOptions {
+        SymbolizerOptions {
+            demangle: true,
+            symfs: None,
+            home: Some(PathBuf::from(home)),
+            debug_dirs: vec![PathBuf::from("/usr/lib/debug")],
+            kallsyms: None,
+            running_kernel: false,
+        }
+    }
+
+    #[test]
+    fn loads_from_path_and_checks_build_id() {
+        let fp = Build::FramePointer.bytes();
+        let bid = elf::build_id(fp).unwrap();
+        let mut files = MemLookup::new();
+        files.insert("/w/chain", fp);
+        let mut s = Symbolizer::new(files, options("/home/u"));
+        let dso = s.dso("/w/chain", Some(&bid));
+        assert_eq!(dso.problem, None);
+        assert_eq!(dso.symbols_file.as_deref(), Some(Path::new("/w/chain")));
+        // Mapping of the text segment at its link address: bias 0.
+        assert_eq!(dso.bias(0x40_1000, 0x1000), Some(0));
+        let info = dso.info.as_ref().unwrap();
+        let chain_c = info.symbols.iter().find(|s| &*s.name == "chain_c").unwrap();
+        assert_eq!(
+            dso.symbolize(chain_c.start + 4)
+                .map(|h| (h.name.to_string(), h.offset)),
+            Some(("chain_c".to_owned(), 4))
+        );
+        // Cached: the same Arc comes back.
+        assert!(Rc::ptr_eq(&dso, &s.dso("/w/chain", Some(&bid))));
+        assert!(dso.unwind_info().is_some());
+    }
+
+    #[test]
+    fn build_id_mismatch_is_reported_and_the_file_not_used() {
+        let mut files = MemLookup::new();
+        files.insert("/w/chain", Build::NoFramePointer.bytes());
+        let mut s = Symbolizer::new(files, options("/home/u"));
+        let recorded = elf::build_id(Build::FramePointer.bytes()).unwrap();
+        let dso = s.dso("/w/chain", Some(&recorded));
+        assert!(dso.info.is_none());
+        assert_eq!(
+            dso.problem,
+            Some(DsoProblem::BuildIdMismatch {
+                expected: hex(&recorded),
+                rejected: vec![(
+                    PathBuf::from("/w/chain"),
+                    hex(&elf::build_id(Build::NoFramePointer.bytes()).unwrap())
+                )],
+            })
+        );
+        assert_eq!(
+            s.dso("/w/missing", None).problem,
+            Some(DsoProblem::NotFound)
+        );
+    }
+
+    #[test]
+    fn build_id_cache_wins_over_a_changed_file() {
+        let fp = Build::FramePointer.bytes();
+        let bid = elf::build_id(fp).unwrap();
+        let mut files = MemLookup::new();
+        // The file on disk changed since recording; the cache holds the recorded one.
+        files.insert("/w/chain", Build::NoFramePointer.bytes());
+        files.insert(
+            format!("/home/u/.debug/.build-id/{}/elf", build_id_link(&bid)),
+            fp,
+        );
+        let mut s = Symbolizer::new(files, options("/home/u"));
+        let dso = s.dso("/w/chain", Some(&bid));
+        assert_eq!(dso.problem, None);
+        assert_eq!(
+            dso.symbols_file,
+            Some(PathBuf::from(format!(
+                "/home/u/.debug/.build-id/{}/elf",
+                build_id_link(&bid)
+            )))
+        );
+    }
+
+    #[test]
+    fn symbolizes_the_test_binary_itself() {
+        // addr2line-style self test: a function of this very binary resolves to its own (demangled) name.
+        let exe = std::env::current_exe().unwrap();
+        let mut s = Symbolizer::new(FsLookup, options("/nonexistent"));
+        let dso = s.dso(exe.to_str().unwrap(), None);
+        let info = dso.info.as_ref().expect("test binary has symbols");
+        let want = "bport::perf::symbols::hex";
+        let sym = info
+            .symbols
+            .iter()
+            .find(|s| &*s.name == want)
+            .expect("hex() is in the test binary");
+        assert_eq!(
+            dso.symbolize(sym.start + 1)
+                .map(|h| (h.name.to_string(), h.offset)),
+            Some((want.to_owned(), 1))
+        );
+        assert_eq!(hex(&[0xab, 0x01]), "ab01");
+    }
+
+    #[test]
+    fn kernel_from_explicit_kallsyms_and_perf_map() {
+        let mut files = MemLookup::new();
+        files.insert(
+            "/k/kallsyms",
+            "ffffffff81000000 T _stext\nffffffff81000100 T next\n",
+        );
+        files.insert("/tmp/perf-42.map", "1000 10 jitted\n");
+        let mut opts = options("/home/u");
+        opts.kallsyms = Some(PathBuf::from("/k/kallsyms"));
+        let mut s = Symbolizer::new(files, opts);
+        let k = s.kernel(None);
+        assert_eq!(
+            k.lookup(0xffffffff81000010).map(|s| &*s.name),
+            Some("_stext")
+        );
+        assert_eq!(
+            s.perf_map(42)
+                .and_then(|m| m.lookup(0x1008))
+                .map(|(a, n)| (a, n.to_string())),
+            Some((0x1000, "jitted".to_owned()))
+        );
+        assert!(s.perf_map(43).is_none());
+    }
+}

@@ -62,3 +62,21 @@ pub fn assert_success(out: &Output, what: &str) {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// A `perf` command (Linux perf, the profiler's oracle) with `HOME` set to `home`, so its build-id cache
+/// (`~/.debug`) is the test's own.
+pub fn perf(home: &Path) -> Command {
+    let mut cmd = Command::new("perf");
+    cmd.current_dir(home)
+        .env("HOME", home)
+        .env("LC_ALL", "C")
+        .env_remove("PERF_EXEC_PATH");
+    cmd
+}
+
+/// Runs `perf args…` with `HOME=home` and returns its stdout; panics with perf's stderr when it fails.
+pub fn perf_ok(home: &Path, args: &[&str]) -> String {
+    let out = perf(home).args(args).output().expect("spawn perf");
+    assert_success(&out, &format!("perf {}", args.join(" ")));
+    String::from_utf8(out.stdout).expect("perf output is UTF-8")
+}

@@ -1,0 +1,114 @@
+//! `bport script` against `perf script` on the same perf.data files, in one run (issue #5 benchmark).
+//!
+//! Records with Linux perf (fp and dwarf callchains; the built-in no-frame-pointer workload and a Python run
+//! that maps many DSOs; a medium and a large file each), then times both tools on each file, checks that their
+//! outputs are identical, and prints a Markdown table of wall times and ratios.
+//!
+//! Run: `cargo bench --bench script` (needs perf and root or perf_event_paranoid ≤ 1). Sizes scale with
+//! `BPORT_BENCH_SECONDS` (default 2 for "medium"; "large" records five times as long).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn perf_available() -> bool {
+    Command::new("perf")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+fn record(dir: &Path, name: &str, callgraph: &[&str], cmd: &[&str]) -> PathBuf {
+    let out = dir.join(format!("{name}.data"));
+    let status = Command::new("perf")
+        .args(["record", "-q", "-o"])
+        .arg(&out)
+        .args(callgraph)
+        .arg("--")
+        .args(cmd)
+        .env("HOME", dir)
+        .stdout(Stdio::null())
+        .status()
+        .expect("run perf record");
+    assert!(status.success(), "perf record {name} failed");
+    out
+}
+
+/// Best of `runs` wall times of `cmd`, and its stdout from the last run.
+fn time(cmd: &mut dyn FnMut() -> Command, runs: usize) -> (Duration, Vec<u8>) {
+    let mut best = Duration::MAX;
+    let mut output = Vec::new();
+    for _ in 0..runs {
+        let start = Instant::now();
+        let out = cmd().stderr(Stdio::null()).output().expect("run script");
+        best = best.min(start.elapsed());
+        assert!(out.status.success(), "{:?} failed", cmd());
+        output = out.stdout;
+    }
+    (best, output)
+}
+
+fn main() {
+    if !perf_available() {
+        eprintln!("SKIPPED (perf not found; apt-get install linux-perf)");
+        return;
+    }
+    let bport = env!("CARGO_BIN_EXE_bport");
+    let seconds: u64 = std::env::var("BPORT_BENCH_SECONDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(2);
+    let dir = tempfile::tempdir().expect("temp dir");
+    let exe = bport::verify::workloads::Build::NoFramePointer
+        .write_to(dir.path())
+        .expect("write workload");
+    let exe = exe.to_str().expect("utf-8 path").to_owned();
+    let python = |secs: u64| {
+        format!(
+            "import json, time\nend = time.time() + {secs}\nwhile time.time() < end:\n    json.dumps([{{'a': i, 'b': str(i)}} for i in range(2000)])\n"
+        )
+    };
+    let mut files = Vec::new();
+    for (size, secs) in [("medium", seconds), ("large", seconds * 5)] {
+        let ms = (secs * 1000).to_string();
+        for (mode, cg) in [("fp", vec!["-g"]), ("dwarf", vec!["--call-graph", "dwarf"])] {
+            let name = format!("chain-{mode}-{size}");
+            files.push((name.clone(), record(dir.path(), &name, &cg, &[&exe, &ms])));
+            let name = format!("python-{mode}-{size}");
+            let script = python(secs);
+            files.push((
+                name.clone(),
+                record(dir.path(), &name, &cg, &["python3", "-c", &script]),
+            ));
+        }
+    }
+    println!("| file | size | perf script | bport script | speed-up | identical |");
+    println!("|---|---:|---:|---:|---:|---|");
+    for (name, path) in files {
+        let size = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
+        let (perf_t, perf_out) = time(
+            &mut || {
+                let mut c = Command::new("perf");
+                c.arg("script").arg("-i").arg(&path).env("HOME", dir.path());
+                c
+            },
+            2,
+        );
+        let (ours_t, ours_out) = time(
+            &mut || {
+                let mut c = Command::new(bport);
+                c.arg("script").arg("-i").arg(&path).env("HOME", dir.path());
+                c
+            },
+            3,
+        );
+        println!(
+            "| {name} | {:.1} MB | {:.2} s | {:.3} s | {:.1}× | {} |",
+            size as f64 / 1e6,
+            perf_t.as_secs_f64(),
+            ours_t.as_secs_f64(),
+            perf_t.as_secs_f64() / ours_t.as_secs_f64(),
+            if perf_out == ours_out { "yes" } else { "NO" }
+        );
+    }
+}

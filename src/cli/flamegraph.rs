@@ -1,0 +1,52 @@
+//! `bport flamegraph`: folded stacks or an SVG flame graph of a perf.data file (inferno).
+
+use super::script::{open, ScriptArgs};
+use super::ui::Ui;
+use super::{CliError, CliResult, Kind};
+use crate::perf::flame;
+use std::io::Write;
+use std::path::PathBuf;
+
+/// Arguments of `bport flamegraph`.
+#[derive(Debug, clap::Args)]
+pub struct FlamegraphArgs {
+    /// Write here instead of stdout (an SVG, or folded stacks with --folded).
+    #[arg(short, long)]
+    pub output: Option<PathBuf>,
+
+    /// Write folded stacks (`comm;outer;…;leaf COUNT`) instead of an SVG.
+    #[arg(long)]
+    pub folded: bool,
+
+    /// Title of the SVG.
+    #[arg(long, default_value = "Flame Graph")]
+    pub title: String,
+
+    #[command(flatten)]
+    pub script: ScriptArgs,
+}
+
+pub fn run(args: FlamegraphArgs, ui: &Ui) -> CliResult {
+    let options = args.script.options()?;
+    let file = open(&args.script.input)?;
+    let mut out: Box<dyn Write> = match &args.output {
+        Some(p) => Box::new(std::io::BufWriter::new(std::fs::File::create(p).map_err(
+            |e| CliError::user(format!("cannot create {}: {e}", p.display())),
+        )?)),
+        None => Box::new(std::io::BufWriter::new(std::io::stdout().lock())),
+    };
+    let outcome = if args.folded {
+        let (folded, outcome) =
+            flame::folded(&file, &options).map_err(|e| CliError::new(Kind::User, e))?;
+        out.write_all(&folded)?;
+        outcome
+    } else {
+        flame::svg(&file, &options, &args.title, &mut out)
+            .map_err(|e| CliError::new(Kind::User, e))?
+    };
+    out.flush()?;
+    for w in &outcome.warnings {
+        ui.warn(w);
+    }
+    Ok(())
+}

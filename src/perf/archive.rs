@@ -1,0 +1,208 @@
+//! Build-ids of a recording (`buildid-list`) and a bundle of the files its samples hit, in the build-id cache's
+//! layout (`archive`), so the recording symbolizes on another machine.
+//!
+//! Follows tools/perf/builtin-buildid-list.c (the BUILD_ID table in file order; `--with-hits` keeps the DSOs a
+//! sample's IP fell into) and tools/perf/perf-archive.sh, which tars `.build-id/xx/yyyy…` links together with
+//! their targets under `~/.debug`. The cache layout is perf 6.x's: `.build-id/xx/yyyy… → ../../PATH/BUILD-ID`,
+//! a directory holding `elf` (or `kallsyms`, `vdso`). Unpacking with `tar xf BUNDLE -C ~/.debug` makes both
+//! `bport script` and `perf script` find the files.
+
+use crate::perf::data::PerfFile;
+use crate::perf::script::session::{samples, ScriptError};
+use crate::perf::script::Options;
+use crate::perf::symbols::{build_id_link, hex, FileLookup, FsLookup, Symbolizer};
+use std::io::Write;
+use std::path::PathBuf;
+
+/// One build-id entry as `perf buildid-list` prints it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BuildIdLine {
+    /// The build-id, hex.
+    pub build_id: String,
+    /// The DSO name (`[kernel.kallsyms]`, `[vdso]` or a path).
+    pub name: String,
+}
+
+/// The BUILD_ID table of `file`, in file order; with `with_hits`, only DSOs that a sample's IP fell into
+/// (this reads every sample).
+pub fn buildid_list(
+    file: &PerfFile,
+    options: &Options,
+    with_hits: bool,
+) -> Result<Vec<BuildIdLine>, ScriptError> {
+    let hits = if with_hits {
+        let mut it = samples(file, options);
+        while let Some(item) = it.next_sample() {
+            item?;
+        }
+        Some(it.hits)
+    } else {
+        None
+    };
+    let mut seen = std::collections::HashSet::new();
+    Ok(file
+        .build_ids()
+        .iter()
+        .filter(|e| {
+            hits.as_ref()
+                .is_none_or(|h| h.contains(e.filename.as_str()))
+        })
+        .filter(|e| seen.insert((e.filename.clone(), e.build_id.clone())))
+        .map(|e| BuildIdLine {
+            build_id: hex(&e.build_id),
+            name: e.filename.clone(),
+        })
+        .collect())
+}
+
+/// What went into a bundle.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ArchiveOutcome {
+    /// `(DSO name, file it was taken from)` for each bundled DSO.
+    pub bundled: Vec<(String, PathBuf)>,
+    /// DSOs with hits that could not be bundled (no file with the recorded build-id), with the reason.
+    pub missing: Vec<(String, String)>,
+}
+
+/// The directory (relative to `~/.debug`) and file name the cache keeps a DSO under.
+fn cache_place(name: &str, build_id: &str) -> (String, &'static str) {
+    let file = if name.starts_with("[kernel.kallsyms]") {
+        "kallsyms"
+    } else if name == "[vdso]" {
+        "vdso"
+    } else {
+        "elf"
+    };
+    let dir = format!("{}/{build_id}", name.trim_start_matches('/'));
+    (dir, file)
+}
+
+/// Writes a tar of the hit DSOs of `file` in build-id cache layout to `out`.
+pub fn archive(
+    file: &PerfFile,
+    options: &Options,
+    out: impl Write,
+) -> Result<ArchiveOutcome, ScriptError> {
+    archive_with(file, options, FsLookup, out)
+}
+
+/// Like [`archive`], reading DSOs through `lookup`.
+pub fn archive_with<L: FileLookup>(
+    file: &PerfFile,
+    options: &Options,
+    lookup: L,
+    out: impl Write,
+) -> Result<ArchiveOutcome, ScriptError> {
+    let lines = buildid_list(file, options, true)?;
+    let mut symbolizer = Symbolizer::new(lookup, options.symbolizer.clone());
+    let mut tar = tar::Builder::new(out);
+    tar.mode(tar::HeaderMode::Deterministic);
+    let mut outcome = ArchiveOutcome::default();
+    let mut dirs = std::collections::BTreeSet::new();
+    for line in lines {
+        let Some(bid) = parse_hex(&line.build_id) else {
+            continue;
+        };
+        let source = if line.name.starts_with("[kernel.kallsyms]") {
+            symbolizer.kallsyms_source(Some(&bid))
+        } else {
+            let dso = symbolizer.dso(&line.name, Some(&bid));
+            match (&dso.runtime_file, &dso.problem) {
+                (Some(p), None) => symbolizer.read(p).map(|b| (p.clone(), b)),
+                (_, Some(problem)) => {
+                    outcome
+                        .missing
+                        .push((line.name.clone(), problem.to_string()));
+                    continue;
+                }
+                (None, None) => None,
+            }
+        };
+        let Some((path, bytes)) = source else {
+            outcome.missing.push((
+                line.name.clone(),
+                "no file with this build-id found".to_owned(),
+            ));
+            continue;
+        };
+        let (dir, name) = cache_place(&line.name, &line.build_id);
+        // Parent directories first, so `tar xf` creates them with sane modes on any tar.
+        let mut prefix = String::new();
+        for part in dir.split('/') {
+            if !prefix.is_empty() {
+                prefix.push('/');
+            }
+            prefix.push_str(part);
+            if dirs.insert(prefix.clone()) {
+                append_dir(&mut tar, &prefix)?;
+            }
+        }
+        let data: &[u8] = (*bytes).as_ref();
+        let mut header = tar::Header::new_gnu();
+        header.set_size(data.len() as u64);
+        header.set_mode(if name == "kallsyms" { 0o644 } else { 0o755 });
+        header.set_entry_type(tar::EntryType::Regular);
+        tar.append_data(&mut header, format!("{dir}/{name}"), data)?;
+        let link = build_id_link(&bid);
+        let (xx, _) = link.split_at(2);
+        let link_dir = format!(".build-id/{xx}");
+        for d in [".build-id".to_owned(), link_dir] {
+            if dirs.insert(d.clone()) {
+                append_dir(&mut tar, &d)?;
+            }
+        }
+        let mut header = tar::Header::new_gnu();
+        header.set_entry_type(tar::EntryType::Symlink);
+        header.set_size(0);
+        header.set_mode(0o777);
+        tar.append_link(
+            &mut header,
+            format!(".build-id/{link}"),
+            format!("../../{dir}"),
+        )?;
+        outcome.bundled.push((line.name.clone(), path));
+    }
+    tar.finish()?;
+    Ok(outcome)
+}
+
+fn append_dir<W: Write>(tar: &mut tar::Builder<W>, path: &str) -> std::io::Result<()> {
+    let mut header = tar::Header::new_gnu();
+    header.set_entry_type(tar::EntryType::Directory);
+    header.set_size(0);
+    header.set_mode(0o755);
+    tar.append_data(&mut header, format!("{path}/"), std::io::empty())
+}
+
+fn parse_hex(s: &str) -> Option<Vec<u8>> {
+    if !s.len().is_multiple_of(2) {
+        return None;
+    }
+    (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(s.get(i..i + 2)?, 16).ok())
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cache_places_follow_perf() {
+        assert_eq!(
+            cache_place("/tmp/w/chain-fp", "ab"),
+            ("tmp/w/chain-fp/ab".to_owned(), "elf")
+        );
+        assert_eq!(
+            cache_place("[kernel.kallsyms]", "cd"),
+            ("[kernel.kallsyms]/cd".to_owned(), "kallsyms")
+        );
+        assert_eq!(
+            cache_place("[vdso]", "ef"),
+            ("[vdso]/ef".to_owned(), "vdso")
+        );
+        assert_eq!(parse_hex("0a1b"), Some(vec![0x0a, 0x1b]));
+        assert_eq!(parse_hex("0a1"), None);
+    }
+}

@@ -1,0 +1,330 @@
+//! The `perf script` text format (perf 6.1 tools/perf/builtin-script.c `perf_sample__fprintf_start`,
+//! `process_event`; util/evsel_fprintf.c `sample__fprintf_callchain`, `sample__fprintf_sym`) and `-F` field
+//! selection with perf's `+`/`-` syntax.
+
+use super::{Frame, SampleInfo};
+use std::io::{self, Write};
+
+/// One selectable output field.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Field {
+    /// Thread's command name.
+    Comm,
+    /// Thread id.
+    Tid,
+    /// Process id.
+    Pid,
+    /// CPU.
+    Cpu,
+    /// Timestamp.
+    Time,
+    /// Event name.
+    Event,
+    /// Addresses.
+    Ip,
+    /// Symbol names.
+    Sym,
+    /// `+0x` offsets into symbols.
+    SymOff,
+    /// DSO names.
+    Dso,
+    /// Sample period.
+    Period,
+}
+
+impl Field {
+    const ALL: [(Field, &'static str); 11] = [
+        (Field::Comm, "comm"),
+        (Field::Tid, "tid"),
+        (Field::Pid, "pid"),
+        (Field::Cpu, "cpu"),
+        (Field::Time, "time"),
+        (Field::Event, "event"),
+        (Field::Ip, "ip"),
+        (Field::Sym, "sym"),
+        (Field::SymOff, "symoff"),
+        (Field::Dso, "dso"),
+        (Field::Period, "period"),
+    ];
+
+    fn bit(self) -> u32 {
+        1 << (self as u32)
+    }
+
+    fn parse(name: &str) -> Option<Field> {
+        Self::ALL.iter().find(|(_, n)| *n == name).map(|(f, _)| *f)
+    }
+}
+
+/// A `-F` request: replace the default fields, or add/remove some.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum FieldSpec {
+    /// `-F comm,tid,…`: exactly these.
+    Exactly(u32),
+    /// `-F +pid,-time`: perf's defaults for the file with these changes.
+    Modify {
+        /// Fields added.
+        add: u32,
+        /// Fields removed.
+        remove: u32,
+    },
+}
+
+/// A `-F` value perf would reject.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum FieldError {
+    /// A field name bport does not know.
+    #[error("unknown field `{0}` (known: comm, tid, pid, cpu, time, event, ip, sym, symoff, dso, period)")]
+    Unknown(String),
+    /// Both a plain list and `+`/`-` changes.
+    #[error(
+        "cannot mix +-field with overridden fields (as in perf: use either `-F a,b` or `-F +a,-b`)"
+    )]
+    Mixed,
+}
+
+impl std::str::FromStr for FieldSpec {
+    type Err = FieldError;
+
+    fn from_str(s: &str) -> Result<Self, FieldError> {
+        let (mut exact, mut add, mut remove) = (0u32, 0u32, 0u32);
+        let (mut plain, mut modified) = (false, false);
+        for item in s.split(',').map(str::trim).filter(|i| !i.is_empty()) {
+            // perf allows a `type:` prefix (`sw:comm`); the type is not distinguished here.
+            let item = item.rsplit(':').next().unwrap_or(item);
+            let (sign, name) = match item.as_bytes()[0] {
+                b'+' => (Some(true), &item[1..]),
+                b'-' => (Some(false), &item[1..]),
+                _ => (None, item),
+            };
+            let field = Field::parse(name).ok_or_else(|| FieldError::Unknown(name.to_owned()))?;
+            match sign {
+                Some(true) => (add, modified) = (add | field.bit(), true),
+                Some(false) => (remove, modified) = (remove | field.bit(), true),
+                None => (exact, plain) = (exact | field.bit(), true),
+            }
+        }
+        if plain && modified {
+            return Err(FieldError::Mixed);
+        }
+        Ok(if plain {
+            FieldSpec::Exactly(exact)
+        } else {
+            FieldSpec::Modify { add, remove }
+        })
+    }
+}
+
+/// The fields to print for one event.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Fields(u32);
+
+impl Fields {
+    /// perf's default for hardware and software events (`output[PERF_TYPE_HARDWARE]`), less the fields the
+    /// event did not sample (perf drops them silently unless the user asked for them).
+    pub fn for_event(
+        spec: Option<&FieldSpec>,
+        has_cpu: bool,
+        has_time: bool,
+        has_period: bool,
+    ) -> Fields {
+        let default = [
+            Field::Comm,
+            Field::Tid,
+            Field::Cpu,
+            Field::Time,
+            Field::Event,
+            Field::Ip,
+            Field::Sym,
+            Field::SymOff,
+            Field::Dso,
+            Field::Period,
+        ]
+        .iter()
+        .fold(0, |acc, f| acc | f.bit());
+        let mut bits = match spec {
+            None => default,
+            Some(FieldSpec::Exactly(b)) => *b,
+            Some(FieldSpec::Modify { add, remove }) => (default | add) & !remove,
+        };
+        for (present, field) in [
+            (has_cpu, Field::Cpu),
+            (has_time, Field::Time),
+            (has_period, Field::Period),
+        ] {
+            if !present {
+                bits &= !field.bit();
+            }
+        }
+        Fields(bits)
+    }
+
+    /// Whether `field` is printed.
+    pub fn has(self, field: Field) -> bool {
+        self.0 & field.bit() != 0
+    }
+}
+
+/// Writes one sample as `perf script` does. `name_width` is the longest event name in the file (perf aligns
+/// event names to it); `callchain_shown` is whether perf would print the frames on their own lines (the event
+/// samples a callchain).
+pub fn write_sample(
+    out: &mut impl Write,
+    fields: Fields,
+    name_width: usize,
+    info: &SampleInfo,
+    frames: &[Frame],
+) -> io::Result<()> {
+    let callchain_shown = info.has_callchain && fields.has(Field::Ip);
+    if fields.has(Field::Comm) {
+        if callchain_shown {
+            write!(out, "{} ", info.comm)?;
+        } else {
+            write!(out, "{:>16} ", info.comm)?;
+        }
+    }
+    match (fields.has(Field::Pid), fields.has(Field::Tid)) {
+        (true, true) => write!(out, "{:>5}/{:<5} ", info.pid, info.tid)?,
+        (true, false) => write!(out, "{:>5} ", info.pid)?,
+        (false, true) => write!(out, "{:>5} ", info.tid)?,
+        (false, false) => {}
+    }
+    if fields.has(Field::Cpu) {
+        write!(out, "[{:03}] ", info.cpu.unwrap_or(0))?;
+    }
+    if fields.has(Field::Time) {
+        let t = info.time.unwrap_or(0);
+        let stamp = format!("{}.{:06}", t / 1_000_000_000, (t % 1_000_000_000) / 1000);
+        write!(out, "{stamp:>12}: ")?;
+    }
+    if fields.has(Field::Period) {
+        write!(out, "{:>10} ", info.period.unwrap_or(0))?;
+    }
+    if fields.has(Field::Event) {
+        write!(out, "{:>name_width$}: ", info.event)?;
+    }
+    if fields.has(Field::Ip) {
+        if callchain_shown {
+            out.write_all(b"\n")?;
+            for f in frames {
+                out.write_all(b"\t")?;
+                write_frame(out, fields, f)?;
+                out.write_all(b"\n")?;
+            }
+        } else {
+            out.write_all(b" ")?;
+            // Without a callchain perf prints the sample's own IP, not the map-relative address.
+            let f = frames.first().cloned().unwrap_or(Frame {
+                addr: info.ip,
+                sym: None,
+                offset: 0,
+                dso: None,
+                inlined: false,
+            });
+            let f = Frame { addr: info.ip, ..f };
+            write_frame(out, fields, &f)?;
+        }
+    }
+    out.write_all(b"\n")
+}
+
+fn write_frame(out: &mut impl Write, fields: Fields, f: &Frame) -> io::Result<()> {
+    write!(out, "{:>16x}", f.addr)?;
+    if fields.has(Field::Sym) {
+        out.write_all(b" ")?;
+        match &f.sym {
+            Some(name) if fields.has(Field::SymOff) => write!(out, "{name}+{:#x}", f.offset)?,
+            Some(name) => out.write_all(name.as_bytes())?,
+            None => out.write_all(b"[unknown]")?,
+        }
+    }
+    if fields.has(Field::Dso) && !f.inlined {
+        write!(out, " ({})", f.dso_name())?;
+    }
+    if f.inlined {
+        out.write_all(b" (inlined)")?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::perf::script::CallchainMode;
+    use std::rc::Rc;
+
+    fn info(has_callchain: bool) -> SampleInfo {
+        SampleInfo {
+            attr_index: 0,
+            event: Rc::from("cpu-clock:ppp"),
+            comm: Rc::from("chain-fp"),
+            pid: 9616,
+            tid: 9616,
+            cpu: None,
+            time: Some(410_728_510_123),
+            period: Some(250000),
+            ip: 0x40_1724,
+            cpumode: 2,
+            mode: CallchainMode::Fp,
+            has_callchain,
+        }
+    }
+
+    fn frames() -> Vec<Frame> {
+        vec![
+            Frame {
+                addr: 0x1724,
+                sym: Some(Rc::from("chain_c")),
+                offset: 0x24,
+                dso: Some(Rc::from("/tmp/uw/chain-fp")),
+                inlined: false,
+            },
+            Frame {
+                addr: 0,
+                sym: None,
+                offset: 0,
+                dso: None,
+                inlined: false,
+            },
+        ]
+    }
+
+    #[test]
+    fn callchain_sample_matches_perf_6_1() {
+        let mut out = Vec::new();
+        let fields = Fields::for_event(None, false, true, true);
+        write_sample(&mut out, fields, 13, &info(true), &frames()).unwrap();
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "chain-fp  9616   410.728510:     250000 cpu-clock:ppp: \n\
+             \t            1724 chain_c+0x24 (/tmp/uw/chain-fp)\n\
+             \t               0 [unknown] ([unknown])\n\n"
+        );
+    }
+
+    #[test]
+    fn plain_sample_and_field_selection() {
+        let mut out = Vec::new();
+        let fields = Fields::for_event(Some(&"+pid,-period".parse().unwrap()), true, true, true);
+        let mut i = info(false);
+        i.cpu = Some(1);
+        write_sample(&mut out, fields, 15, &i, &frames()).unwrap();
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "        chain-fp  9616/9616  [001]   410.728510:   cpu-clock:ppp:            401724 chain_c+0x24 (/tmp/uw/chain-fp)\n"
+        );
+        assert_eq!("comm,+tid".parse::<FieldSpec>(), Err(FieldError::Mixed));
+        assert_eq!(
+            "comm,bogus".parse::<FieldSpec>(),
+            Err(FieldError::Unknown("bogus".into()))
+        );
+        let only = Fields::for_event(Some(&"comm,ip,sym".parse().unwrap()), true, true, true);
+        let mut out = Vec::new();
+        write_sample(&mut out, only, 13, &info(true), &frames()[..1]).unwrap();
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "chain-fp \n\t            1724 chain_c\n\n"
+        );
+    }
+}

@@ -1,0 +1,275 @@
+//! Threads, comms and memory maps of the profiled machine, rebuilt from COMM/FORK/EXIT/MMAP/MMAP2 records, so a
+//! sample's addresses resolve to the file that was mapped there at that time.
+//!
+//! Follows perf's `machine__process_*_event` (tools/perf/util/machine.c, thread.c, maps.c): a forked process
+//! starts with a copy of its parent's maps (threads of one process share them); a new map replaces whatever it
+//! overlaps (`maps__fixup_overlappings`); an unknown thread's comm is `:TID`; kernel maps (pid −1, or records
+//! with kernel cpumode) are shared by every process.
+
+use std::collections::HashMap;
+use std::rc::Rc;
+
+/// What backs a map, which decides how its addresses are printed and symbolized.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum MapKind {
+    /// A file (executable or library) or a pseudo-file like `[vdso]`.
+    File,
+    /// Anonymous executable memory (JIT code): symbols from `/tmp/perf-PID.map`, addresses used as they are.
+    Anon,
+    /// The kernel image (`[kernel.kallsyms]`) or a module.
+    Kernel,
+}
+
+/// One mapping.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Map {
+    /// First avma.
+    pub start: u64,
+    /// One past the last avma.
+    pub end: u64,
+    /// File offset of `start`.
+    pub pgoff: u64,
+    /// The DSO's name as perf prints it: the path, `[kernel.kallsyms]`, `[vdso]`, `/tmp/perf-PID.map`.
+    pub dso: Rc<str>,
+    /// The build-id an MMAP2 record carried (kernel 5.12+ `PERF_RECORD_MISC_MMAP_BUILD_ID`).
+    pub build_id: Option<Vec<u8>>,
+    /// How the map is symbolized.
+    pub kind: MapKind,
+}
+
+impl Map {
+    /// perf's `map__map_ip`: the address as printed for callchain entries and used against symbols of
+    /// relocatable files; the identity for the kernel and anonymous memory.
+    pub fn map_ip(&self, avma: u64) -> u64 {
+        match self.kind {
+            MapKind::File => avma.wrapping_sub(self.start).wrapping_add(self.pgoff),
+            MapKind::Anon | MapKind::Kernel => avma,
+        }
+    }
+}
+
+/// A sorted, non-overlapping set of maps.
+#[derive(Clone, Debug, Default)]
+pub struct Maps {
+    maps: Vec<Rc<Map>>,
+}
+
+impl Maps {
+    /// Inserts `map`, trimming or removing the maps it overlaps.
+    pub fn insert(&mut self, map: Map) {
+        let mut out = Vec::with_capacity(self.maps.len() + 2);
+        for m in self.maps.drain(..) {
+            if m.end <= map.start || m.start >= map.end {
+                out.push(m);
+                continue;
+            }
+            if m.start < map.start {
+                let mut left = (*m).clone();
+                left.end = map.start;
+                out.push(Rc::new(left));
+            }
+            if m.end > map.end {
+                let mut right = (*m).clone();
+                right.pgoff = m.pgoff.wrapping_add(map.end - m.start);
+                right.start = map.end;
+                out.push(Rc::new(right));
+            }
+        }
+        out.push(Rc::new(map));
+        out.sort_by_key(|m| m.start);
+        self.maps = out;
+    }
+
+    /// The map containing `avma`.
+    pub fn find(&self, avma: u64) -> Option<&Rc<Map>> {
+        let pos = self.maps.partition_point(|m| m.start <= avma);
+        let m = self.maps.get(pos.checked_sub(1)?)?;
+        (avma < m.end).then_some(m)
+    }
+}
+
+#[derive(Clone, Debug)]
+struct Thread {
+    pid: i32,
+    comm: Option<Rc<str>>,
+}
+
+/// The machine state at the current point of the record stream.
+#[derive(Debug, Default)]
+pub struct Machine {
+    threads: HashMap<i32, Thread>,
+    processes: HashMap<i32, Maps>,
+    /// The kernel image and modules.
+    pub kernel: Maps,
+}
+
+impl Machine {
+    /// A machine that knows only the idle thread, which perf names `swapper` (machine__init).
+    pub fn new() -> Self {
+        let mut m = Self::default();
+        m.comm(0, 0, "swapper");
+        m
+    }
+
+    /// COMM: names a thread (also on exec, where perf keeps the maps; new mmaps replace the old ones).
+    pub fn comm(&mut self, pid: i32, tid: i32, comm: &str) {
+        let t = self
+            .threads
+            .entry(tid)
+            .or_insert(Thread { pid, comm: None });
+        t.pid = pid;
+        t.comm = Some(Rc::from(comm));
+    }
+
+    /// FORK: a new thread, or a new process with a copy of its parent's maps.
+    pub fn fork(&mut self, pid: i32, ppid: i32, tid: i32, ptid: i32) {
+        let parent_comm = self
+            .threads
+            .get(&ptid)
+            .or_else(|| self.threads.get(&ppid))
+            .and_then(|t| t.comm.clone());
+        self.threads.insert(
+            tid,
+            Thread {
+                pid,
+                comm: parent_comm,
+            },
+        );
+        if pid != ppid {
+            let maps = self.processes.get(&ppid).cloned().unwrap_or_default();
+            self.processes.insert(pid, maps);
+        }
+    }
+
+    /// EXIT: nothing to drop, since samples may still arrive for the thread after its exit record in time order;
+    /// perf keeps dead threads too.
+    pub fn exit(&mut self, _pid: i32, _tid: i32) {}
+
+    /// MMAP/MMAP2 of a process (`pid` −1 or `kernel` true: a kernel map).
+    #[allow(clippy::too_many_arguments)]
+    pub fn mmap(
+        &mut self,
+        pid: i32,
+        start: u64,
+        len: u64,
+        pgoff: u64,
+        filename: &str,
+        build_id: Option<Vec<u8>>,
+        kernel: bool,
+    ) {
+        let end = start.saturating_add(len);
+        if kernel || pid == -1 {
+            // perf names the kernel image's map `[kernel.kallsyms]` whatever the record says (`…_text`,
+            // `…_stext`); modules keep `[name]` from their path.
+            let dso: Rc<str> = if filename.starts_with("[kernel.kallsyms]")
+                || filename.starts_with("[guest.kernel")
+            {
+                Rc::from("[kernel.kallsyms]")
+            } else {
+                let base = filename.rsplit('/').next().unwrap_or(filename);
+                let stem = base.split('.').next().unwrap_or(base).replace('-', "_");
+                Rc::from(format!("[{stem}]"))
+            };
+            // perf stretches the kernel image's map over all kernel text (.init.text, freed init code lie past
+            // the `_text` mapping's length); modules mapped later cut their own ranges out of it.
+            let end = if &*dso == "[kernel.kallsyms]" {
+                u64::MAX
+            } else {
+                end
+            };
+            self.kernel.insert(Map {
+                start,
+                end,
+                pgoff,
+                dso,
+                build_id,
+                kind: MapKind::Kernel,
+            });
+            return;
+        }
+        let anon = filename == "//anon"
+            || filename.starts_with("/dev/zero")
+            || filename.starts_with("/anon_hugepage")
+            || filename.starts_with("[anon");
+        let (dso, kind): (Rc<str>, _) = if anon || filename.starts_with("/tmp/perf-") {
+            (Rc::from(format!("/tmp/perf-{pid}.map")), MapKind::Anon)
+        } else {
+            (Rc::from(filename), MapKind::File)
+        };
+        self.processes.entry(pid).or_default().insert(Map {
+            start,
+            end,
+            pgoff,
+            dso,
+            build_id,
+            kind,
+        });
+    }
+
+    /// The comm perf prints for a thread: its COMM, else `:TID`.
+    pub fn comm_of(&self, tid: i32) -> Rc<str> {
+        self.threads
+            .get(&tid)
+            .and_then(|t| t.comm.clone())
+            .unwrap_or_else(|| Rc::from(format!(":{tid}")))
+    }
+
+    /// The process a thread belongs to, when known.
+    pub fn pid_of(&self, tid: i32) -> Option<i32> {
+        self.threads.get(&tid).map(|t| t.pid)
+    }
+
+    /// The user map of process `pid` at `avma`.
+    pub fn user_map(&self, pid: i32, avma: u64) -> Option<&Rc<Map>> {
+        self.processes.get(&pid)?.find(avma)
+    }
+
+    /// The kernel map at `avma`.
+    pub fn kernel_map(&self, avma: u64) -> Option<&Rc<Map>> {
+        self.kernel.find(avma)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn maps_replace_overlaps_and_forks_copy() {
+        let mut m = Machine::new();
+        m.comm(10, 10, "sh");
+        m.mmap(10, 0x1000, 0x3000, 0, "/bin/sh", None, false);
+        m.mmap(10, 0x2000, 0x1000, 0x5000, "/lib/x.so", None, false);
+        let name =
+            |m: &Machine, pid, a| m.user_map(pid, a).map(|x| (x.dso.to_string(), x.map_ip(a)));
+        assert_eq!(name(&m, 10, 0x1800), Some(("/bin/sh".into(), 0x800)));
+        assert_eq!(name(&m, 10, 0x2800), Some(("/lib/x.so".into(), 0x5800)));
+        assert_eq!(name(&m, 10, 0x3800), Some(("/bin/sh".into(), 0x2800)));
+        m.fork(11, 10, 11, 10);
+        assert_eq!(&*m.comm_of(11), "sh");
+        assert_eq!(name(&m, 11, 0x2800), Some(("/lib/x.so".into(), 0x5800)));
+        m.comm(11, 11, "ls");
+        m.mmap(11, 0x1000, 0x3000, 0, "/bin/ls", None, false);
+        assert_eq!(name(&m, 11, 0x2800), Some(("/bin/ls".into(), 0x1800)));
+        assert_eq!(name(&m, 10, 0x2800), Some(("/lib/x.so".into(), 0x5800)));
+        assert_eq!(&*m.comm_of(99), ":99");
+        m.mmap(12, 0x7000, 0x1000, 0, "//anon", None, false);
+        assert_eq!(
+            name(&m, 12, 0x7010),
+            Some(("/tmp/perf-12.map".into(), 0x7010))
+        );
+        m.mmap(
+            -1,
+            0xffff_0000,
+            0x1000,
+            0xffff_0000,
+            "[kernel.kallsyms]_text",
+            None,
+            true,
+        );
+        assert_eq!(
+            m.kernel_map(0xffff_0010).map(|x| x.dso.to_string()),
+            Some("[kernel.kallsyms]".into())
+        );
+    }
+}

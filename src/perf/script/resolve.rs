@@ -1,0 +1,380 @@
+//! Turning one sample into its symbolized callchain: the callchain mode chosen from the sample type (the v4.3 rule
+//! of perf commit 7322d6c98dd2), the kernel part from the kernel's callchain, the user part from DWARF unwinding
+//! or the LBR call stack, and each frame's map, symbol and printed address as `perf script` shows them.
+
+use super::machine::{Machine, Map, MapKind};
+use super::{CallchainMode, Frame, Options};
+use crate::perf::symbols::{FileLookup, Symbolizer};
+use crate::perf::unwind::dwarf::{self, UnwindOptions};
+use crate::perf::unwind::{
+    fp, lbr, ChainFrame, Context, FrameAddress, Module, RegsX86_64, StackSnapshot,
+};
+use std::collections::HashMap;
+use std::rc::Rc;
+
+/// `PERF_SAMPLE_*` bits the mode choice reads (include/uapi/linux/perf_event.h).
+pub const PERF_SAMPLE_CALLCHAIN: u64 = 1 << 5;
+/// `PERF_SAMPLE_CPU`.
+pub const PERF_SAMPLE_CPU: u64 = 1 << 7;
+/// `PERF_SAMPLE_BRANCH_STACK`.
+pub const PERF_SAMPLE_BRANCH_STACK: u64 = 1 << 11;
+/// `PERF_SAMPLE_REGS_USER`.
+pub const PERF_SAMPLE_REGS_USER: u64 = 1 << 12;
+/// `PERF_SAMPLE_STACK_USER`.
+pub const PERF_SAMPLE_STACK_USER: u64 = 1 << 13;
+/// `PERF_SAMPLE_BRANCH_CALL_STACK` in `branch_sample_type`.
+pub const PERF_SAMPLE_BRANCH_CALL_STACK: u64 = 1 << 11;
+
+/// `PERF_RECORD_MISC_*` cpumodes (the low 3 bits of a record's `misc`).
+pub const MISC_KERNEL: u16 = 1;
+/// User mode.
+pub const MISC_USER: u16 = 2;
+/// Hypervisor.
+pub const MISC_HYPERVISOR: u16 = 3;
+/// Guest kernel.
+pub const MISC_GUEST_KERNEL: u16 = 4;
+/// Guest user.
+pub const MISC_GUEST_USER: u16 = 5;
+
+/// Chooses how a sample's callchain is built, from its event's sample type: perf ≥ 4.3's rule
+/// (`perf script: Initialize callchain_param.record_mode`, 7322d6c98dd2). Before that fix perf script always
+/// used the kernel callchain, so DWARF recordings showed no user frames; `legacy` reproduces that.
+pub fn choose_mode(sample_type: u64, branch_sample_type: u64, legacy: bool) -> CallchainMode {
+    if legacy {
+        return CallchainMode::Fp;
+    }
+    if sample_type & PERF_SAMPLE_REGS_USER != 0 && sample_type & PERF_SAMPLE_STACK_USER != 0 {
+        CallchainMode::Dwarf
+    } else if sample_type & PERF_SAMPLE_BRANCH_STACK != 0
+        && branch_sample_type & PERF_SAMPLE_BRANCH_CALL_STACK != 0
+    {
+        CallchainMode::Lbr
+    } else {
+        CallchainMode::Fp
+    }
+}
+
+/// What the resolver needs of one sample, independent of how the file stored it.
+#[derive(Clone, Debug, Default)]
+pub struct SampleInput<'a> {
+    /// The record's cpumode (`misc & 7`).
+    pub cpumode: u16,
+    /// `PERF_SAMPLE_IP`.
+    pub ip: u64,
+    /// Process id.
+    pub pid: i32,
+    /// Thread id.
+    pub tid: i32,
+    /// The kernel's callchain, markers included.
+    pub callchain: Option<Vec<u64>>,
+    /// LBR entries `(from, to)`, innermost first.
+    pub branches: Vec<lbr::BranchEntry>,
+    /// `regs_user` mask and values (`None` when absent or `abi == NONE`).
+    pub regs_user: Option<(u64, Vec<u64>)>,
+    /// The valid part of `stack_user` (its first `dyn_size` bytes).
+    pub stack_user: &'a [u8],
+}
+
+/// Resolves samples to frames, with the per-run caches: DSOs (in the symbolizer) and per-map biases.
+pub struct Resolver<L: FileLookup> {
+    /// The symbolizer (per-DSO caches).
+    pub symbolizer: Symbolizer<L>,
+    /// Build-ids recorded in the file (BUILD_ID feature), by path.
+    pub build_ids: HashMap<String, Vec<u8>>,
+    /// The kernel image's recorded build-id.
+    pub kernel_build_id: Option<Vec<u8>>,
+    max_stack: usize,
+    /// addr2line answers per (DSO, svma): DWARF-mode samples hit the same addresses over and over.
+    inline_cache: HashMap<(usize, u64), Rc<[Rc<str>]>>,
+}
+
+impl<L: FileLookup> Resolver<L> {
+    /// A resolver over `symbolizer`.
+    pub fn new(symbolizer: Symbolizer<L>, options: &Options) -> Self {
+        Resolver {
+            symbolizer,
+            build_ids: HashMap::new(),
+            kernel_build_id: None,
+            max_stack: options.max_stack,
+            inline_cache: HashMap::new(),
+        }
+    }
+
+    fn build_id_for(&self, map: &Map) -> Option<Vec<u8>> {
+        map.build_id
+            .clone()
+            .or_else(|| self.build_ids.get(&*map.dso).cloned())
+    }
+
+    /// The frames of one sample, innermost first, as `perf script` prints them.
+    pub fn frames(
+        &mut self,
+        machine: &Machine,
+        mode: CallchainMode,
+        s: &SampleInput<'_>,
+    ) -> Vec<Frame> {
+        let sample_context = context_of_cpumode(s.cpumode);
+        let chain: Vec<ChainFrame> = match mode {
+            CallchainMode::Fp => match &s.callchain {
+                Some(c) => fp::parse_callchain(c, self.max_stack),
+                None => vec![ChainFrame {
+                    addr: FrameAddress::InstructionPointer(s.ip),
+                    context: Some(sample_context),
+                }],
+            },
+            CallchainMode::Lbr => {
+                let c = s.callchain.as_deref().unwrap_or(&[]);
+                lbr::stitch(c, &s.branches, self.max_stack)
+                    .unwrap_or_else(|| fp::parse_callchain(c, self.max_stack))
+            }
+            CallchainMode::Dwarf => {
+                // Kernel part from the kernel's callchain (user part excluded at record time), then the user
+                // stack unwound: perf's thread__resolve_callchain_sample followed by ..._unwind.
+                let mut chain = match &s.callchain {
+                    Some(c) => fp::parse_callchain(c, self.max_stack),
+                    None => Vec::new(),
+                };
+                let user = self.unwind_user(machine, s, self.max_stack.saturating_sub(chain.len()));
+                chain.extend(user.into_iter().map(|addr| ChainFrame {
+                    addr,
+                    context: Some(Context::User),
+                }));
+                chain
+            }
+        };
+        let mut frames = Vec::with_capacity(chain.len());
+        for f in &chain {
+            self.frame(
+                &mut frames,
+                machine,
+                s.pid,
+                f.context.unwrap_or(sample_context),
+                f.addr,
+                mode,
+            );
+        }
+        frames
+    }
+
+    fn unwind_user(
+        &mut self,
+        machine: &Machine,
+        s: &SampleInput<'_>,
+        max: usize,
+    ) -> Vec<FrameAddress> {
+        let Some((mask, values)) = &s.regs_user else {
+            return Vec::new();
+        };
+        let Some(regs) = RegsX86_64::from_perf_regs(*mask, values) else {
+            return Vec::new();
+        };
+        if s.stack_user.is_empty() || max == 0 {
+            return Vec::new();
+        }
+        let stack = StackSnapshot {
+            start: regs.sp,
+            bytes: s.stack_user,
+        };
+        // Load every DSO the walk may need first, so the lookup closure can borrow them immutably.
+        let mut dsos: Vec<(Rc<Map>, Rc<crate::perf::symbols::Dso>)> = Vec::new();
+        let mut loader = |avma: u64, dsos: &mut Vec<(Rc<Map>, Rc<crate::perf::symbols::Dso>)>| {
+            if dsos.iter().any(|(m, _)| m.start <= avma && avma < m.end) {
+                return;
+            }
+            if let Some(map) = machine.user_map(s.pid, avma) {
+                if map.kind == MapKind::File {
+                    let bid = self.build_id_for(map);
+                    let dso = self.symbolizer.dso(&map.dso, bid.as_deref());
+                    dsos.push((map.clone(), dso));
+                }
+            }
+        };
+        // Unwind incrementally: each pass may discover a caller in a DSO not yet loaded.
+        loop {
+            let before = dsos.len();
+            let modules: Vec<(Rc<Map>, u64, &dwarf::UnwindInfo)> = dsos
+                .iter()
+                .filter_map(|(m, d)| {
+                    let bias = d.bias(m.start, m.pgoff)?;
+                    Some((m.clone(), bias, d.unwind_info()?))
+                })
+                .collect();
+            let mut missing = None;
+            let mut lookup = |avma: u64| -> Option<Module<'_>> {
+                let found = modules
+                    .iter()
+                    .find(|(m, _, _)| m.start <= avma && avma < m.end)
+                    .map(|(m, bias, info)| Module {
+                        avma_range: m.start..m.end,
+                        bias: *bias,
+                        unwind: info,
+                    });
+                if found.is_none() && missing.is_none() {
+                    missing = Some(avma);
+                }
+                found
+            };
+            let out = dwarf::unwind(
+                regs,
+                &stack,
+                &mut lookup,
+                &UnwindOptions { max_frames: max },
+            );
+            drop(modules);
+            match missing {
+                Some(avma) => {
+                    loader(avma, &mut dsos);
+                    if dsos.len() == before {
+                        return out.frames;
+                    }
+                }
+                None => return out.frames,
+            }
+        }
+    }
+
+    /// Resolves one address into `out`: its map, the printed address, the symbol and the DSO name; several
+    /// frames when perf would show inlined functions at it.
+    fn frame(
+        &mut self,
+        out: &mut Vec<Frame>,
+        machine: &Machine,
+        pid: i32,
+        context: Context,
+        addr: FrameAddress,
+        mode: CallchainMode,
+    ) {
+        // perf's DWARF unwinders already report callers at `return address − 1` and print that; the kernel's
+        // callchain (fp) and LBR addresses are printed and looked up as they are.
+        let avma = match mode {
+            CallchainMode::Dwarf if context == Context::User => addr.lookup_address(),
+            _ => addr.address(),
+        };
+        let kernel = matches!(
+            context,
+            Context::Kernel | Context::GuestKernel | Context::Hypervisor
+        );
+        let map = if kernel {
+            machine.kernel_map(avma).cloned()
+        } else {
+            machine.user_map(pid, avma).cloned()
+        };
+        let Some(map) = map else {
+            out.push(Frame {
+                addr: avma,
+                sym: None,
+                offset: 0,
+                dso: None,
+                inlined: false,
+            });
+            return;
+        };
+        let printed = map.map_ip(avma);
+        let sym = match map.kind {
+            MapKind::Kernel => {
+                let bid = self.kernel_build_id.clone();
+                let k = self.symbolizer.kernel(bid.as_deref());
+                k.lookup(avma).map(|s| (s.name.clone(), avma - s.start))
+            }
+            MapKind::Anon => self
+                .symbolizer
+                .perf_map(pid as u32)
+                .and_then(|m| m.lookup(avma))
+                .map(|(start, name)| (name.clone(), avma - start)),
+            MapKind::File => {
+                let bid = self.build_id_for(&map);
+                let dso = self.symbolizer.dso(&map.dso, bid.as_deref());
+                let info = dso.info.as_ref();
+                let svma = info.and_then(|i| i.file_offset_to_svma(printed));
+                let hit = svma
+                    .and_then(|svma| dso.symbolize(svma))
+                    .map(|h| (h.name.clone(), h.offset));
+                // perf 6.1 without libbfd runs addr2line -f -i on every DWARF-unwound frame (unwind_entry →
+                // append_inlines) and shows each function it reports at the address as a frame, `(inlined)`
+                // when its name differs from perf's own symbol: inline chains from DWARF, or, in files
+                // without debug information, the symbol bfd prefers among aliases.
+                // srcline.c `dso__name`: no addr2line for pseudo files (`[vdso]`) and JIT maps.
+                let wants_inline = mode == CallchainMode::Dwarf
+                    && context == Context::User
+                    && !map.dso.starts_with('[')
+                    && !map.dso.starts_with("/tmp/perf-");
+                if let (Some((name, off)), Some(svma), true) = (&hit, svma, wants_inline) {
+                    // The symbolizer keeps every Dso alive for the run, so its address is a stable key.
+                    let key = (Rc::as_ptr(&dso) as usize, svma);
+                    let names = match self.inline_cache.get(&key) {
+                        Some(n) => n.clone(),
+                        None => {
+                            // GNU addr2line answers from DWARF when it covers the address, else from symbols.
+                            let from_symbols = || {
+                                info.and_then(|i| i.addr2line_function(svma))
+                                    .map(str::to_owned)
+                            };
+                            let raw: Option<Vec<String>> = match dso.inline_names(svma) {
+                                Some(names) => Some(
+                                    names
+                                        .into_iter()
+                                        .map(|n| {
+                                            n.or_else(from_symbols)
+                                                .unwrap_or_else(|| "??".to_owned())
+                                        })
+                                        .collect(),
+                                ),
+                                None => from_symbols().map(|n| vec![n]),
+                            };
+                            let demangle = self.symbolizer.options().demangle;
+                            let names: Rc<[Rc<str>]> = raw
+                                .unwrap_or_default()
+                                .into_iter()
+                                .map(|n| {
+                                    Rc::from(if demangle {
+                                        crate::perf::symbols::demangle::demangle(&n)
+                                    } else {
+                                        n
+                                    })
+                                })
+                                .collect();
+                            self.inline_cache.insert(key, names.clone());
+                            names
+                        }
+                    };
+                    if !names.is_empty() {
+                        for n in names.iter() {
+                            let inlined = **n != **name;
+                            out.push(Frame {
+                                addr: printed,
+                                sym: Some(if inlined { n.clone() } else { name.clone() }),
+                                offset: *off,
+                                dso: Some(map.dso.clone()),
+                                inlined,
+                            });
+                        }
+                        return;
+                    }
+                }
+                hit
+            }
+        };
+        let (sym, offset) = match sym {
+            Some((name, off)) => (Some(name), off),
+            None => (None, 0),
+        };
+        out.push(Frame {
+            addr: printed,
+            sym,
+            offset,
+            dso: Some(map.dso.clone()),
+            inlined: false,
+        });
+    }
+}
+
+/// The context a sample's cpumode stands for, for callchain entries before any marker.
+pub fn context_of_cpumode(cpumode: u16) -> Context {
+    match cpumode {
+        MISC_KERNEL => Context::Kernel,
+        MISC_HYPERVISOR => Context::Hypervisor,
+        MISC_GUEST_KERNEL => Context::GuestKernel,
+        MISC_GUEST_USER => Context::GuestUser,
+        _ => Context::User,
+    }
+}

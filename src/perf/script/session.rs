@@ -1,0 +1,340 @@
+//! Driving a perf.data file through the machine state and the resolver: the per-sample API ([`samples`]) that
+//! `verify` and `flamegraph` use, and the text output ([`write_script`]).
+
+use super::format::{self, Fields};
+use super::machine::Machine;
+use super::resolve::{
+    choose_mode, Resolver, SampleInput, MISC_KERNEL, PERF_SAMPLE_CALLCHAIN, PERF_SAMPLE_CPU,
+};
+use super::{CallchainMode, Frame, Options, SampleInfo};
+use crate::perf::data::{PerfFile, ReadError, Record};
+use crate::perf::symbols::{FileLookup, FsLookup, Symbolizer};
+use crate::perf::unwind::lbr;
+use std::collections::BTreeSet;
+use std::io::Write;
+use std::rc::Rc;
+
+/// `PERF_SAMPLE_TIME`.
+const PERF_SAMPLE_TIME: u64 = 1 << 2;
+/// `PERF_SAMPLE_PERIOD`.
+const PERF_SAMPLE_PERIOD: u64 = 1 << 8;
+
+/// Why a script run failed. Per-sample problems (missing DSOs, bad unwind tables) are not errors: they give
+/// `[unknown]` frames and a warning in the [`Outcome`].
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ScriptError {
+    /// The perf.data file could not be read further.
+    #[error(transparent)]
+    Read(#[from] ReadError),
+    /// Writing the output failed (a closed pipe included).
+    #[error("cannot write the script output: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// What a script run did, besides its output.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Outcome {
+    /// Samples written.
+    pub samples: u64,
+    /// Things the user should know: reader warnings, DSOs not found or rejected for a build-id mismatch.
+    pub warnings: Vec<String>,
+}
+
+struct Event {
+    name: Rc<str>,
+    mode: CallchainMode,
+    has_callchain: bool,
+    fields: Fields,
+}
+
+/// perf's name for an event without an EVENT_DESC entry (evsel__name for the common types; `:p…` for
+/// `precise_ip`).
+fn fallback_event_name(type_: u32, config: u64, precise: u8) -> String {
+    const HW: [&str; 10] = [
+        "cycles",
+        "instructions",
+        "cache-references",
+        "cache-misses",
+        "branches",
+        "branch-misses",
+        "bus-cycles",
+        "stalled-cycles-frontend",
+        "stalled-cycles-backend",
+        "ref-cycles",
+    ];
+    const SW: [&str; 12] = [
+        "cpu-clock",
+        "task-clock",
+        "page-faults",
+        "context-switches",
+        "cpu-migrations",
+        "minor-faults",
+        "major-faults",
+        "alignment-faults",
+        "emulation-faults",
+        "dummy",
+        "bpf-output",
+        "cgroup-switches",
+    ];
+    let base = match type_ {
+        0 => HW.get(config as usize).map(|s| s.to_string()),
+        1 => SW.get(config as usize).map(|s| s.to_string()),
+        _ => None,
+    }
+    .unwrap_or_else(|| format!("raw 0x{config:x}"));
+    if precise > 0 {
+        format!("{base}:{}", "p".repeat(precise.into()))
+    } else {
+        base
+    }
+}
+
+/// An iterator over a file's samples with their symbolized callchains.
+pub struct Samples<'f, L: FileLookup = FsLookup> {
+    records: crate::perf::data::Records<'f>,
+    machine: Machine,
+    resolver: Resolver<L>,
+    events: Vec<Event>,
+    name_width: usize,
+    reported: BTreeSet<String>,
+    /// Warnings gathered so far (DSO problems are added as they are met).
+    pub warnings: Vec<String>,
+    /// DSOs a sample's IP fell into (perf's `dso->hit`, what `buildid-list --with-hits` and `archive` use).
+    pub hits: std::collections::HashSet<Rc<str>>,
+}
+
+/// Starts reading `file`'s samples, symbolizing through the real file system.
+pub fn samples<'f>(file: &'f PerfFile, options: &Options) -> Samples<'f, FsLookup> {
+    samples_with(file, options, FsLookup)
+}
+
+/// Like [`samples`], reading DSOs through `lookup`.
+pub fn samples_with<'f, L: FileLookup>(
+    file: &'f PerfFile,
+    options: &Options,
+    lookup: L,
+) -> Samples<'f, L> {
+    let mut resolver = Resolver::new(Symbolizer::new(lookup, options.symbolizer.clone()), options);
+    for entry in file.build_ids() {
+        let kernel = entry.misc & 7 == MISC_KERNEL;
+        if kernel && entry.filename.starts_with("[kernel.kallsyms]") {
+            resolver.kernel_build_id = Some(entry.build_id.clone());
+        }
+        resolver
+            .build_ids
+            .insert(entry.filename.clone(), entry.build_id.clone());
+    }
+    let events: Vec<Event> = file
+        .attrs()
+        .iter()
+        .map(|a| {
+            let st = a.attr.sample_type;
+            let name = a.name.clone().unwrap_or_else(|| {
+                fallback_event_name(a.attr.type_, a.attr.config, a.attr.precise_ip())
+            });
+            Event {
+                name: Rc::from(name),
+                mode: options.mode.unwrap_or_else(|| {
+                    choose_mode(st, a.attr.branch_sample_type, options.legacy_mode_selection)
+                }),
+                has_callchain: st & PERF_SAMPLE_CALLCHAIN != 0,
+                fields: Fields::for_event(
+                    options.fields.as_ref(),
+                    st & PERF_SAMPLE_CPU != 0,
+                    st & PERF_SAMPLE_TIME != 0,
+                    st & PERF_SAMPLE_PERIOD != 0,
+                ),
+            }
+        })
+        .collect();
+    let name_width = events.iter().map(|e| e.name.len()).max().unwrap_or(0);
+    Samples {
+        records: file.records(),
+        machine: Machine::new(),
+        resolver,
+        events,
+        name_width,
+        reported: BTreeSet::new(),
+        hits: std::collections::HashSet::new(),
+        warnings: file.warnings().iter().map(|w| w.to_string()).collect(),
+    }
+}
+
+impl<L: FileLookup> Samples<'_, L> {
+    fn apply(&mut self, record: &Record<'_>) {
+        match record {
+            Record::Comm(c) => {
+                let comm = String::from_utf8_lossy(trim_nul(c.comm));
+                self.machine.comm(c.pid as i32, c.tid as i32, &comm);
+            }
+            Record::Fork(f) => {
+                self.machine
+                    .fork(f.pid as i32, f.ppid as i32, f.tid as i32, f.ptid as i32);
+            }
+            Record::Exit(f) => self.machine.exit(f.pid as i32, f.tid as i32),
+            Record::Mmap(m) => {
+                let name = String::from_utf8_lossy(trim_nul(m.filename));
+                let kernel = m.meta.cpumode() == MISC_KERNEL;
+                self.machine
+                    .mmap(m.pid as i32, m.addr, m.len, m.pgoff, &name, None, kernel);
+            }
+            Record::Mmap2(m) => {
+                let name = String::from_utf8_lossy(trim_nul(m.filename));
+                let kernel = m.meta.cpumode() == MISC_KERNEL;
+                let bid = match m.inode {
+                    crate::perf::data::Mmap2Inode::BuildId(b) => Some(b.to_vec()),
+                    _ => None,
+                };
+                self.machine
+                    .mmap(m.pid as i32, m.addr, m.len, m.pgoff, &name, bid, kernel);
+            }
+            _ => {}
+        }
+    }
+
+    fn note_problems(&mut self) {
+        for dso in self.resolver.symbolizer.loaded() {
+            if let Some(p) = &dso.problem {
+                if self.reported.insert(dso.path.clone()) {
+                    self.warnings.push(format!("{}: {p}", dso.path));
+                }
+            }
+        }
+    }
+
+    /// The next sample with its frames; `None` at the end of the file.
+    #[allow(clippy::should_implement_trait)]
+    pub fn next_sample(&mut self) -> Option<Result<(SampleInfo, Vec<Frame>), ScriptError>> {
+        loop {
+            let record = match self.records.next()? {
+                Ok(r) => r,
+                Err(e) => return Some(Err(e.into())),
+            };
+            let Record::Sample(s) = record else {
+                self.apply(&record);
+                continue;
+            };
+            let Some(event) = self.events.get(s.attr_index) else {
+                continue;
+            };
+            let pid = s.pid.map_or(-1, |p| p as i32);
+            let tid = s.tid.map_or(-1, |t| t as i32);
+            let cpumode = s.meta.cpumode();
+            let ip = s.ip.unwrap_or(0);
+            let hit = if cpumode == MISC_KERNEL {
+                self.machine.kernel_map(ip)
+            } else {
+                self.machine.user_map(pid, ip)
+            };
+            if let Some(map) = hit {
+                if !self.hits.contains(&map.dso) {
+                    self.hits.insert(map.dso.clone());
+                }
+            }
+            let input = SampleInput {
+                cpumode,
+                ip: s.ip.unwrap_or(0),
+                pid,
+                tid,
+                callchain: s.callchain.map(|c| c.to_vec()),
+                branches: s
+                    .branch_stack
+                    .map(|b| {
+                        b.iter()
+                            .map(|e| lbr::BranchEntry {
+                                from: e.from,
+                                to: e.to,
+                            })
+                            .collect()
+                    })
+                    .unwrap_or_default(),
+                regs_user: s
+                    .regs_user
+                    .filter(|r| r.abi != 0)
+                    .map(|r| (r.mask, r.values.to_vec())),
+                stack_user: s.stack_user.map(|st| st.valid()).unwrap_or(&[]),
+            };
+            let frames = if event.has_callchain {
+                self.resolver.frames(&self.machine, event.mode, &input)
+            } else {
+                // No callchain sampled: one frame for the IP, in the sample's own context.
+                let mut sample = input.clone();
+                sample.callchain = None;
+                self.resolver
+                    .frames(&self.machine, CallchainMode::Fp, &sample)
+            };
+            let info = SampleInfo {
+                attr_index: s.attr_index,
+                event: event.name.clone(),
+                comm: self.machine.comm_of(tid),
+                pid,
+                tid,
+                cpu: s.cpu,
+                time: s.time,
+                period: s.period,
+                ip: s.ip.unwrap_or(0),
+                cpumode,
+                mode: event.mode,
+                has_callchain: event.has_callchain,
+            };
+            self.note_problems();
+            return Some(Ok((info, frames)));
+        }
+    }
+
+    /// Output fields and the event-name width for a sample of this file.
+    fn layout(&self, attr_index: usize) -> (Fields, usize) {
+        let fields = self.events.get(attr_index).map(|e| e.fields);
+        (
+            fields.unwrap_or_else(|| Fields::for_event(None, false, false, false)),
+            self.name_width,
+        )
+    }
+}
+
+impl<L: FileLookup> Iterator for Samples<'_, L> {
+    type Item = Result<(SampleInfo, Vec<Frame>), ScriptError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.next_sample()
+    }
+}
+
+fn trim_nul(bytes: &[u8]) -> &[u8] {
+    let end = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
+    &bytes[..end]
+}
+
+/// Writes `file` as `perf script` would print it.
+pub fn write_script(
+    file: &PerfFile,
+    options: &Options,
+    out: &mut impl Write,
+) -> Result<Outcome, ScriptError> {
+    write_script_with(file, options, FsLookup, out)
+}
+
+/// Like [`write_script`], reading DSOs through `lookup`.
+pub fn write_script_with<L: FileLookup>(
+    file: &PerfFile,
+    options: &Options,
+    lookup: L,
+    out: &mut impl Write,
+) -> Result<Outcome, ScriptError> {
+    let mut it = samples_with(file, options, lookup);
+    let mut n = 0;
+    while let Some(item) = it.next_sample() {
+        let (info, frames) = item?;
+        let (fields, width) = it.layout(info.attr_index);
+        format::write_sample(out, fields, width, &info, &frames)?;
+        n += 1;
+    }
+    out.flush()?;
+    let mut warnings = std::mem::take(&mut it.warnings);
+    warnings.extend(it.records.warnings().iter().map(|w| w.to_string()));
+    Ok(Outcome {
+        samples: n,
+        warnings,
+    })
+}

@@ -1,0 +1,164 @@
+//! Script resolution on synthetic records of the built-in workloads: the callchain mode rule, DWARF unwinding of
+//! a sample's stack into symbolized frames, the fp chain with its markers, and `[unknown]` for missing DSOs.
+
+use super::machine::Machine;
+use super::resolve::{choose_mode, Resolver, SampleInput, PERF_SAMPLE_BRANCH_CALL_STACK};
+use super::resolve::{PERF_SAMPLE_BRANCH_STACK, PERF_SAMPLE_REGS_USER, PERF_SAMPLE_STACK_USER};
+use super::{CallchainMode, Frame, Options};
+use crate::perf::symbols::{MemLookup, Symbolizer, SymbolizerOptions};
+use crate::perf::unwind::fp::{PERF_CONTEXT_KERNEL, PERF_CONTEXT_USER};
+use crate::perf::unwind::test_support::{function, synthetic};
+use crate::verify::workloads::Build;
+use std::path::PathBuf;
+
+fn resolver(files: MemLookup, kallsyms: Option<&str>) -> Resolver<MemLookup> {
+    let options = Options {
+        symbolizer: SymbolizerOptions {
+            home: Some(PathBuf::from("/home/u")),
+            kallsyms: kallsyms.map(PathBuf::from),
+            running_kernel: false,
+            ..SymbolizerOptions::default()
+        },
+        ..Options::default()
+    };
+    Resolver::new(Symbolizer::new(files, options.symbolizer.clone()), &options)
+}
+
+fn names(frames: &[Frame]) -> Vec<String> {
+    frames
+        .iter()
+        .map(|f| {
+            format!(
+                "{:x} {}+{:#x} ({})",
+                f.addr,
+                f.sym_name(),
+                f.offset,
+                f.dso_name()
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn mode_follows_the_sample_type_as_in_perf_4_3() {
+    let dwarf = PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER;
+    assert_eq!(choose_mode(dwarf, 0, false), CallchainMode::Dwarf);
+    assert_eq!(choose_mode(dwarf, 0, true), CallchainMode::Fp);
+    assert_eq!(
+        choose_mode(PERF_SAMPLE_REGS_USER, 0, false),
+        CallchainMode::Fp
+    );
+    assert_eq!(
+        choose_mode(
+            PERF_SAMPLE_BRANCH_STACK,
+            PERF_SAMPLE_BRANCH_CALL_STACK,
+            false
+        ),
+        CallchainMode::Lbr
+    );
+    assert_eq!(
+        choose_mode(PERF_SAMPLE_BRANCH_STACK, 0, false),
+        CallchainMode::Fp
+    );
+}
+
+#[test]
+fn dwarf_sample_of_the_no_frame_pointer_workload_resolves_the_full_chain() {
+    let data = Build::NoFramePointer.bytes();
+    let mut files = MemLookup::new();
+    files.insert("/w/chain-nofp", data);
+    let mut r = resolver(files, None);
+    let mut m = Machine::new();
+    m.comm(7, 7, "chain-nofp");
+    // The text segment as the kernel maps it: file offset 0x1000 at 0x401000.
+    m.mmap(7, 0x40_1000, 0x8_1000, 0x1000, "/w/chain-nofp", None, false);
+    let (regs, stack, _sp, expect) = synthetic(data, 0);
+    // regs_user for mask BP|SP|IP only: values in bit order.
+    let mask = (1 << 6) | (1 << 7) | (1 << 8);
+    let sample = SampleInput {
+        cpumode: 2,
+        ip: regs.ip,
+        pid: 7,
+        tid: 7,
+        callchain: Some(vec![]),
+        regs_user: Some((mask, vec![regs.bp, regs.sp, regs.ip])),
+        stack_user: &stack,
+        ..Default::default()
+    };
+    let frames = r.frames(&m, CallchainMode::Dwarf, &sample);
+    let syms: Vec<&str> = frames.iter().map(|f| f.sym_name()).collect();
+    assert_eq!(syms, ["chain_c", "chain_b", "chain_a", "main"]);
+    // Callers are printed at return address − 1, map-relative (file offsets), like perf's libunwind/libdw.
+    let printed: Vec<u64> = frames.iter().map(|f| f.addr).collect();
+    let want: Vec<u64> = expect
+        .iter()
+        .enumerate()
+        .map(|(i, a)| a - 0x40_0000 - u64::from(i > 0))
+        .collect();
+    assert_eq!(printed, want);
+    let (c, _) = function(data, "chain_c");
+    assert_eq!(frames[0].offset, expect[0] - c);
+
+    // The same sample under the pre-4.3 rule: only the (empty) kernel callchain, no user frames at all.
+    assert_eq!(r.frames(&m, CallchainMode::Fp, &sample), vec![]);
+}
+
+#[test]
+fn fp_chain_with_markers_and_unknown_frames() {
+    let data = Build::FramePointer.bytes();
+    let mut files = MemLookup::new();
+    files.insert("/w/chain-fp", data);
+    files.insert(
+        "/k/kallsyms",
+        "ffffffff81000000 T entry_SYSCALL_64\nffffffff81000100 T do_syscall_64\n",
+    );
+    let mut r = resolver(files, Some("/k/kallsyms"));
+    let mut m = Machine::new();
+    m.mmap(
+        -1,
+        0xffff_ffff_8100_0000,
+        0x100_0000,
+        0xffff_ffff_8100_0000,
+        "[kernel.kallsyms]_text",
+        None,
+        true,
+    );
+    m.mmap(9, 0x40_1000, 0x8_1000, 0x1000, "/w/chain-fp", None, false);
+    m.mmap(9, 0x7f00_0000_0000, 0x1000, 0, "/w/gone.so", None, false);
+    let (a, _) = function(data, "chain_a");
+    let (c, _) = function(data, "chain_c");
+    let sample = SampleInput {
+        cpumode: 1,
+        ip: 0xffff_ffff_8100_0110,
+        pid: 9,
+        tid: 9,
+        callchain: Some(vec![
+            PERF_CONTEXT_KERNEL,
+            0xffff_ffff_8100_0110,
+            0xffff_ffff_8100_0010,
+            PERF_CONTEXT_USER,
+            c + 4,
+            a + 0x10,
+            0x7f00_0000_0123,
+            0,
+        ]),
+        ..Default::default()
+    };
+    let frames = r.frames(&m, CallchainMode::Fp, &sample);
+    assert_eq!(
+        names(&frames),
+        [
+            "ffffffff81000110 do_syscall_64+0x10 ([kernel.kallsyms])".to_owned(),
+            "ffffffff81000010 entry_SYSCALL_64+0x10 ([kernel.kallsyms])".to_owned(),
+            format!("{:x} chain_c+0x4 (/w/chain-fp)", c + 4 - 0x40_0000),
+            format!("{:x} chain_a+0x10 (/w/chain-fp)", a + 0x10 - 0x40_0000),
+            "123 [unknown]+0x0 (/w/gone.so)".to_owned(),
+            "0 [unknown]+0x0 ([unknown])".to_owned(),
+        ]
+    );
+    let gone = r.symbolizer.dso("/w/gone.so", None);
+    assert_eq!(
+        gone.problem,
+        Some(crate::perf::symbols::DsoProblem::NotFound)
+    );
+}

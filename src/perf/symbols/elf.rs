@@ -1,0 +1,480 @@
+//! Symbol tables, build-ids, load segments and debug links of one ELF file, with object.
+//!
+//! Symbol selection follows perf's `dso__load_sym` (tools/perf/util/symbol-elf.c) so names and offsets match
+//! `perf script`: `.symtab` when present, else `.dynsym`; functions (`STT_FUNC`, `STT_GNU_IFUNC`) and labels
+//! (`STT_NOTYPE`) in executable sections; zero-size symbols end where the next one starts
+//! (`symbols__fixup_end`); of several symbols at one address the best is kept (`choose_best_symbol`: sized over
+//! zero-size, strong over weak, global over local, fewer leading underscores, longer name, first seen).
+
+use object::elf::{PT_LOAD, STB_GLOBAL, STB_WEAK, STT_FUNC, STT_GNU_IFUNC, STT_NOTYPE};
+use object::read::elf::{ElfFile, FileHeader, ProgramHeader, SectionHeader, Sym};
+use object::{Endianness, Object, SectionIndex};
+
+/// One symbol: `[start, end)` in svma space.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Symbol {
+    /// First address.
+    pub start: u64,
+    /// One past the last address.
+    pub end: u64,
+    /// The name (raw, or demangled once the [`super::Symbolizer`] loaded it); shared, since every frame that
+    /// hits the symbol carries it.
+    pub name: std::rc::Rc<str>,
+}
+
+/// A `PT_LOAD` segment: maps file offsets to svmas.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Segment {
+    /// `p_offset`.
+    pub offset: u64,
+    /// `p_filesz`.
+    pub file_size: u64,
+    /// `p_vaddr`.
+    pub vaddr: u64,
+}
+
+/// What one ELF file offers for symbolization.
+#[derive(Clone, Debug, Default)]
+pub struct ElfInfo {
+    /// Function symbols sorted by start, one per address.
+    pub symbols: Vec<Symbol>,
+    /// Whether the symbols came from `.symtab` (else `.dynsym` or nothing).
+    pub has_symtab: bool,
+    /// The GNU build-id note.
+    pub build_id: Option<Vec<u8>>,
+    /// `PT_LOAD` segments in file order.
+    pub segments: Vec<Segment>,
+    /// `.gnu_debuglink` file name (the CRC is not checked: the build-id is, when the debug file has one).
+    pub debuglink: Option<String>,
+    /// ELF type is `ET_DYN` or `ET_EXEC` etc. (`e_type`).
+    pub elf_type: u16,
+    /// Whether the file carries `.debug_info` (addr2line then answers from DWARF, not from symbols).
+    pub has_debug_info: bool,
+    /// Symbols as GNU addr2line sees them, sorted by (address, table order).
+    bfd_symbols: Vec<BfdSymbol>,
+    /// `SHF_ALLOC` sections: (index, start, end), in section order.
+    alloc_sections: Vec<(usize, u64, u64)>,
+}
+
+/// A symbol as bfd's `_bfd_elf_find_function` considers it.
+#[derive(Clone, Debug)]
+struct BfdSymbol {
+    start: u64,
+    /// `st_size`, or 1 for zero-size symbols (bfd's "do not return 0 for the function's size").
+    size: u64,
+    function: bool,
+    notype: bool,
+    section: usize,
+    order: usize,
+    name: String,
+}
+
+/// Why an ELF file could not be read.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ElfError {
+    /// Not ELF, or a 32/64-bit or byte-order combination object rejects.
+    #[error("not a readable ELF file: {0}")]
+    Parse(#[from] object::Error),
+}
+
+struct Candidate {
+    start: u64,
+    size: u64,
+    name: String,
+    binding: object::elf::SymbolBind,
+}
+
+/// The `PT_LOAD` segments of an ELF image, without parsing its symbols.
+pub fn segments(data: &[u8]) -> Option<Vec<Segment>> {
+    use object::read::elf::ElfFile64;
+    let file = ElfFile64::<Endianness>::parse(data).ok()?;
+    let endian = file.endian();
+    Some(
+        file.elf_program_headers()
+            .iter()
+            .filter(|ph| ph.p_type(endian) == PT_LOAD)
+            .map(|ph| Segment {
+                offset: ph.p_offset(endian),
+                file_size: ph.p_filesz(endian),
+                vaddr: ph.p_vaddr(endian),
+            })
+            .collect(),
+    )
+}
+
+/// Whether an ELF image has a `.debug_info` section with contents.
+pub fn has_debug_info(data: &[u8]) -> bool {
+    use object::ObjectSection;
+    object::File::parse(data)
+        .ok()
+        .and_then(|f| {
+            f.section_by_name(".debug_info")
+                .map(|s| s.size() > 0 && s.file_range().is_some())
+        })
+        .unwrap_or(false)
+}
+
+/// Reads the build-id note of an ELF image without parsing its symbols.
+pub fn build_id(data: &[u8]) -> Option<Vec<u8>> {
+    let file = object::File::parse(data).ok()?;
+    file.build_id().ok().flatten().map(<[u8]>::to_vec)
+}
+
+impl ElfInfo {
+    /// Parses an ELF image (32 or 64 bit, either byte order).
+    pub fn parse(data: &[u8]) -> Result<Self, ElfError> {
+        Self::parse_with(data, false)
+    }
+
+    /// Parses an ELF image, demangling names first when `demangle` is set: perf demangles before it chooses
+    /// among aliases (the longer *demangled* name wins), so the choice depends on it.
+    pub fn parse_with(data: &[u8], demangle: bool) -> Result<Self, ElfError> {
+        match object::FileKind::parse(data)? {
+            object::FileKind::Elf32 => {
+                Self::parse_as::<object::elf::FileHeader32<Endianness>>(data, demangle)
+            }
+            _ => Self::parse_as::<object::elf::FileHeader64<Endianness>>(data, demangle),
+        }
+    }
+
+    fn parse_as<H: FileHeader<Endian = Endianness>>(
+        data: &[u8],
+        demangle: bool,
+    ) -> Result<Self, ElfError> {
+        let file = ElfFile::<H>::parse(data)?;
+        let endian = file.endian();
+        let header = file.elf_header();
+        let mut info = ElfInfo {
+            build_id: file.build_id().ok().flatten().map(<[u8]>::to_vec),
+            elf_type: header.e_type(endian).0,
+            ..Default::default()
+        };
+        for ph in file.elf_program_headers() {
+            if ph.p_type(endian) == PT_LOAD {
+                info.segments.push(Segment {
+                    offset: ph.p_offset(endian).into(),
+                    file_size: ph.p_filesz(endian).into(),
+                    vaddr: ph.p_vaddr(endian).into(),
+                });
+            }
+        }
+        if let Ok(Some((name, _crc))) = file.gnu_debuglink() {
+            info.debuglink = Some(String::from_utf8_lossy(name).into_owned());
+        }
+        let sections = file.elf_section_table();
+        let mut table = file.elf_symbol_table();
+        info.has_symtab = !table.is_empty();
+        if table.is_empty() {
+            table = file.elf_dynamic_symbol_table();
+        }
+        let executable = |index: SectionIndex| -> bool {
+            sections
+                .section(index)
+                .map(|s| s.sh_flags(endian).0 & object::elf::SHF_EXECINSTR.0 != 0)
+                .unwrap_or(false)
+        };
+        let mut candidates = Vec::new();
+        for (order, (index, sym)) in table.enumerate().enumerate() {
+            let kind = sym.st_type();
+            // GNU addr2line's view (bfd `maybe_function_sym`): every symbol but files, sections, objects and
+            // TLS, in any section, in table order.
+            if !matches!(
+                kind,
+                object::elf::STT_FILE
+                    | object::elf::STT_SECTION
+                    | object::elf::STT_OBJECT
+                    | object::elf::STT_TLS
+            ) {
+                if let (Ok(Some(sec)), Ok(name)) = (
+                    table.symbol_section(endian, sym, index),
+                    sym.name(endian, table.strings()),
+                ) {
+                    let size: u64 = sym.st_size(endian).into();
+                    info.bfd_symbols.push(BfdSymbol {
+                        start: sym.st_value(endian).into(),
+                        size: size.max(1),
+                        function: kind == STT_FUNC || kind == STT_GNU_IFUNC,
+                        notype: kind == STT_NOTYPE,
+                        section: sec.0,
+                        order,
+                        name: String::from_utf8_lossy(name).into_owned(),
+                    });
+                }
+            }
+            if !(kind == STT_FUNC || kind == STT_GNU_IFUNC || kind == STT_NOTYPE) {
+                continue;
+            }
+            let Ok(Some(index)) = table.symbol_section(endian, sym, index) else {
+                continue; // undefined, absolute or common
+            };
+            if !executable(index) {
+                continue;
+            }
+            let Ok(name) = sym.name(endian, table.strings()) else {
+                continue;
+            };
+            if name.is_empty() || name.starts_with(b"$") {
+                continue; // ARM/AArch64 mapping symbols ($x, $d) and unnamed entries
+            }
+            candidates.push(Candidate {
+                start: sym.st_value(endian).into(),
+                size: sym.st_size(endian).into(),
+                name: String::from_utf8_lossy(name).into_owned(),
+                binding: sym.st_bind(),
+            });
+        }
+        info.bfd_symbols.sort_by_key(|b| (b.start, b.order));
+        info.has_debug_info = sections
+            .section_by_name(endian, b".debug_info")
+            .is_some_and(|(_, s)| s.sh_type(endian) != object::elf::SHT_NOBITS);
+        for (index, section) in sections.enumerate() {
+            if section.sh_flags(endian).0 & object::elf::SHF_ALLOC.0 != 0 {
+                let start: u64 = section.sh_addr(endian).into();
+                let size: u64 = section.sh_size(endian).into();
+                info.alloc_sections
+                    .push((index.0, start, start.saturating_add(size)));
+            }
+        }
+        synthesize_plt::<H>(&file, endian, &mut candidates);
+        if demangle {
+            for c in &mut candidates {
+                c.name = super::demangle::demangle(&c.name);
+            }
+        }
+        info.symbols = select_symbols(candidates);
+        Ok(info)
+    }
+
+    /// The function name GNU addr2line (`-f`, binutils 2.40) reports for `svma` when the file has no debug
+    /// information: the nearest symbol at or below it in the same section, ties broken by bfd's `better_fit`
+    /// (covers the address, function over non-function, typed over untyped, smaller size, else first in
+    /// table order). perf 6.1 built without libbfd asks addr2line for inline frames of every DWARF-unwound
+    /// frame and shows this name as an `(inlined)` frame when it differs from its own symbol's name.
+    pub fn addr2line_function(&self, svma: u64) -> Option<&str> {
+        let section = self
+            .alloc_sections
+            .iter()
+            .find(|(_, start, end)| (*start..*end).contains(&svma))?
+            .0;
+        let end = self.bfd_symbols.partition_point(|b| b.start <= svma);
+        let group_start = self.bfd_symbols[..end]
+            .iter()
+            .rev()
+            .find(|b| b.section == section)?
+            .start;
+        let mut best: Option<&BfdSymbol> = None;
+        for b in self.bfd_symbols[..end]
+            .iter()
+            .filter(|b| b.start == group_start && b.section == section)
+        {
+            let Some(cur) = best else {
+                best = Some(b);
+                continue;
+            };
+            let better = if cur.start + cur.size <= svma {
+                b.size > cur.size
+            } else if b.start + b.size <= svma {
+                false
+            } else if cur.function != b.function {
+                b.function
+            } else if cur.notype != b.notype {
+                cur.notype
+            } else {
+                b.size < cur.size
+            };
+            if better {
+                best = Some(b);
+            }
+        }
+        best.map(|b| b.name.as_str())
+    }
+
+    /// The symbol containing `svma`.
+    pub fn lookup(&self, svma: u64) -> Option<&Symbol> {
+        let pos = self.symbols.partition_point(|s| s.start <= svma);
+        let sym = self.symbols.get(pos.checked_sub(1)?)?;
+        (svma < sym.end).then_some(sym)
+    }
+
+    /// The svma of a file offset, through the `PT_LOAD` segment containing it.
+    pub fn file_offset_to_svma(&self, offset: u64) -> Option<u64> {
+        self.segments
+            .iter()
+            .find(|s| offset >= s.offset && offset - s.offset < s.file_size.max(1))
+            .map(|s| offset - s.offset + s.vaddr)
+    }
+}
+
+/// perf 6.1's `dso__synthesize_plt_symbols` on x86_64: one `NAME@plt` symbol per `.rela.plt` entry, in order,
+/// after a header of one entry, with `.plt`'s `sh_entsize` as the entry size (none when it is 0, as in files
+/// linked by lld; `.plt.sec` is only known to perf 6.4+).
+fn synthesize_plt<H: FileHeader<Endian = Endianness>>(
+    file: &ElfFile<'_, H>,
+    endian: Endianness,
+    out: &mut Vec<Candidate>,
+) {
+    use object::read::elf::Rela;
+    let sections = file.elf_section_table();
+    let Some((_, rela_plt)) = sections.section_by_name(endian, b".rela.plt") else {
+        return;
+    };
+    let Ok(Some((relocs, _))) = rela_plt.rela(endian, file.data()) else {
+        return;
+    };
+    let Some((_, plt)) = sections.section_by_name(endian, b".plt") else {
+        return;
+    };
+    let entry: u64 = plt.sh_entsize(endian).into();
+    if entry == 0 {
+        return;
+    }
+    let base: u64 = plt.sh_addr(endian).into() + entry;
+    let dynsym = file.elf_dynamic_symbol_table();
+    for (i, rela) in relocs.iter().enumerate() {
+        let index = rela.r_sym(endian, false) as usize;
+        let name = dynsym
+            .symbol(object::SymbolIndex(index))
+            .ok()
+            .and_then(|sym| sym.name(endian, dynsym.strings()).ok())
+            .unwrap_or(b"");
+        out.push(Candidate {
+            start: base + i as u64 * entry,
+            size: entry,
+            name: format!("{}@plt", String::from_utf8_lossy(name)),
+            binding: STB_GLOBAL,
+        });
+    }
+}
+
+fn leading_underscores(name: &str) -> usize {
+    name.bytes().take_while(|&b| b == b'_').count()
+}
+
+/// perf's `choose_best_symbol`: true when `a` should be kept over `b` (both start at one address).
+fn a_is_better(a: &Candidate, b: &Candidate) -> bool {
+    if (a.size > 0) != (b.size > 0) {
+        return a.size > 0;
+    }
+    let (a_weak, b_weak) = (a.binding == STB_WEAK, b.binding == STB_WEAK);
+    if a_weak != b_weak {
+        return !a_weak;
+    }
+    let (a_global, b_global) = (a.binding == STB_GLOBAL, b.binding == STB_GLOBAL);
+    if a_global != b_global {
+        return a_global;
+    }
+    let (ua, ub) = (leading_underscores(&a.name), leading_underscores(&b.name));
+    if ua != ub {
+        return ua < ub;
+    }
+    if a.name.len() != b.name.len() {
+        return a.name.len() > b.name.len();
+    }
+    true
+}
+
+fn select_symbols(mut candidates: Vec<Candidate>) -> Vec<Symbol> {
+    // Stable: among equal starts the symbol-table order decides the last tie, as perf's rb-tree insertion does.
+    candidates.sort_by_key(|c| c.start);
+    let mut kept: Vec<Candidate> = Vec::with_capacity(candidates.len());
+    for c in candidates {
+        match kept.last_mut() {
+            Some(last) if last.start == c.start => {
+                if !a_is_better(last, &c) {
+                    *last = c;
+                }
+            }
+            _ => kept.push(c),
+        }
+    }
+    let mut symbols: Vec<Symbol> = Vec::with_capacity(kept.len());
+    for (i, c) in kept.iter().enumerate() {
+        let end = if c.size > 0 {
+            c.start.saturating_add(c.size)
+        } else if let Some(next) = kept.get(i + 1) {
+            next.start
+        } else {
+            // perf: the last zero-size symbol runs to the next page boundary after its start.
+            (c.start & !0xfff) + 0x1000
+        };
+        symbols.push(Symbol {
+            start: c.start,
+            end,
+            name: std::rc::Rc::from(c.name.as_str()),
+        });
+    }
+    symbols
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::verify::workloads::Build;
+
+    #[test]
+    fn workload_symbols_and_build_id() {
+        for build in Build::ALL {
+            let info = ElfInfo::parse(build.bytes()).unwrap();
+            assert!(info.has_symtab);
+            let bid = info.build_id.clone().expect("gcc emits a build-id note");
+            assert_eq!(Some(bid.clone()), build_id(build.bytes()));
+            let file = object::File::parse(build.bytes()).unwrap();
+            use object::ObjectSymbol;
+            for name in crate::verify::workloads::EXPECTED_CHAIN {
+                let sym = file
+                    .symbols()
+                    .find(|s| s.name() == Ok(name))
+                    .expect("workload symbol");
+                let inside = sym.address() + sym.size() / 2;
+                let found = info.lookup(inside).expect("symbol found");
+                assert_eq!(&*found.name, name);
+                assert_eq!(
+                    (found.start, found.end),
+                    (sym.address(), sym.address() + sym.size())
+                );
+                assert_eq!(info.lookup(sym.address()).map(|s| &*s.name), Some(name));
+            }
+            // GNU addr2line names the static glibc's clock_gettime alias where perf picks __clock_gettime.
+            let cg = info
+                .symbols
+                .iter()
+                .find(|s| &*s.name == "__clock_gettime")
+                .unwrap();
+            assert_eq!(
+                info.addr2line_function(cg.start + 0x11),
+                Some("clock_gettime")
+            );
+            let c = info.symbols.iter().find(|s| &*s.name == "chain_c").unwrap();
+            assert_eq!(info.addr2line_function(c.start + 4), Some("chain_c"));
+            // The static executable maps its text at file offset 0x1000 → svma 0x401000.
+            assert_eq!(info.file_offset_to_svma(0x1000), Some(0x40_1000));
+        }
+    }
+
+    #[test]
+    fn alias_choice_follows_perf() {
+        let c = |start, size, name: &str, binding| Candidate {
+            start,
+            size,
+            name: name.to_owned(),
+            binding,
+        };
+        let syms = select_symbols(vec![
+            c(0x10, 0x10, "__libc_start_main_impl", STB_GLOBAL),
+            c(0x10, 0x10, "__libc_start_main", STB_WEAK),
+            c(0x20, 0, "label", object::elf::STB_LOCAL),
+            c(0x30, 0x8, "_x", STB_GLOBAL),
+            c(0x30, 0x8, "__y", STB_GLOBAL),
+        ]);
+        let got: Vec<(u64, u64, &str)> = syms.iter().map(|s| (s.start, s.end, &*s.name)).collect();
+        assert_eq!(
+            got,
+            vec![
+                (0x10, 0x20, "__libc_start_main_impl"),
+                (0x20, 0x30, "label"),
+                (0x30, 0x38, "_x"),
+            ]
+        );
+    }
+}

@@ -1,0 +1,720 @@
+//! DWARF CFI unwinding (x86_64) over `.eh_frame` (indexed by `.eh_frame_hdr` when present) and `.debug_frame`
+//! (also from a separate debug file), with gimli.
+//!
+//! [`UnwindInfo`] is built once per DSO and caches, per lookup address, the unwind rule it evaluated, so a hot
+//! loop sampled ten thousand times costs one CFI evaluation. [`unwind`] is a pure function of registers, the
+//! stack snapshot and a module lookup.
+//!
+//! Conventions follow perf's DWARF unwinders (tools/perf/util/unwind-libunwind-local.c, unwind-libdw.c): the first
+//! frame is the sampled IP; each caller is a return address read at the CFA-relative slot the CFI names; the walk
+//! stops where the return address is undefined (`_start`), zero, outside the captured stack, or where the stack
+//! pointer stops growing.
+
+use super::{FrameAddress, ModuleLookup, RegsX86_64, StackSnapshot, StopReason, Unwound};
+use gimli::{
+    BaseAddresses, CfaRule, DebugFrame, EhFrame, EhFrameHdr, EndianSlice, LittleEndian, Register,
+    RegisterRule, UnwindContext, UnwindExpression, UnwindSection,
+};
+use object::{Object, ObjectSection};
+use std::cell::RefCell;
+use std::collections::HashMap;
+
+/// DWARF register numbers of the x86_64 psABI.
+const RBP: Register = Register(6);
+const RSP: Register = Register(7);
+const RA: Register = Register(16);
+
+/// Why unwind information could not be loaded from a file.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum UnwindInfoError {
+    /// The bytes are not an ELF file object can parse.
+    #[error("not a readable ELF file: {0}")]
+    Elf(#[from] object::Error),
+}
+
+/// One unwind section's bytes and the svma it is loaded at.
+#[derive(Clone, Debug, Default)]
+struct Section {
+    svma: u64,
+    data: Vec<u8>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Source {
+    EhFrame,
+    DebugFrame,
+}
+
+/// One FDE in the address index.
+#[derive(Clone, Copy, Debug)]
+struct IndexEntry {
+    start: u64,
+    source: Source,
+    offset: usize,
+}
+
+/// How to find a register's value in the caller, reduced from a gimli row to what x86_64 needs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum RegRule {
+    Undefined,
+    SameValue,
+    /// Saved at CFA + offset.
+    AtCfa(i64),
+    /// Equal to CFA + offset.
+    ValCfa(i64),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum CfaRuleX86 {
+    SpPlus(i64),
+    BpPlus(i64),
+    /// A DWARF expression (the PLT's `rsp + 8 + ((rip & 15) >= 11) * 8`, signal frames); evaluated per use.
+    Expression {
+        source: Source,
+        expr: UnwindExpression<usize>,
+        address_size: u8,
+    },
+}
+
+/// A cached unwind rule for one address.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Rule {
+    cfa: CfaRuleX86,
+    ra: RegRule,
+    bp: RegRule,
+}
+
+/// The unwind tables of one DSO, parsed once, with a per-address rule cache.
+///
+/// Addresses given to it are svmas (addresses as stated in the ELF file).
+#[derive(Debug, Default)]
+pub struct UnwindInfo {
+    eh_frame: Option<Section>,
+    debug_frame: Option<Section>,
+    text_svma: u64,
+    got_svma: u64,
+    /// Sorted by `start`; a lookup takes the last entry starting at or below the address and checks its end.
+    index: Vec<IndexEntry>,
+    cache: RefCell<HashMap<u64, Result<Rule, String>>>,
+    ctx: RefCell<UnwindContext<usize>>,
+}
+
+impl UnwindInfo {
+    /// Reads `.eh_frame`, `.eh_frame_hdr` and `.debug_frame` from an ELF image.
+    pub fn from_elf(data: &[u8]) -> Result<Self, UnwindInfoError> {
+        let file = object::File::parse(data)?;
+        let section = |name: &str| -> Option<Section> {
+            let s = file.section_by_name(name)?;
+            // A SHT_NOBITS section (stripped into a debug file) has no bytes here.
+            let bytes = s.data().ok().filter(|d| !d.is_empty())?;
+            Some(Section {
+                svma: s.address(),
+                data: bytes.to_vec(),
+            })
+        };
+        let eh_frame = section(".eh_frame");
+        let eh_frame_hdr = section(".eh_frame_hdr");
+        let debug_frame = section(".debug_frame");
+        let text_svma = file.section_by_name(".text").map_or(0, |s| s.address());
+        let got_svma = file.section_by_name(".got").map_or(0, |s| s.address());
+        Ok(Self::from_sections(
+            eh_frame,
+            eh_frame_hdr,
+            debug_frame,
+            text_svma,
+            got_svma,
+        ))
+    }
+
+    /// Adds the `.debug_frame` of a separate debug file (found by build-id or `.gnu_debuglink`), for DSOs whose
+    /// own file carries no CFI for some code.
+    pub fn add_debug_file(&mut self, debug_file: &[u8]) -> Result<(), UnwindInfoError> {
+        let file = object::File::parse(debug_file)?;
+        if let Some(s) = file.section_by_name(".debug_frame") {
+            if let Ok(bytes) = s.data() {
+                if !bytes.is_empty() && self.debug_frame.is_none() {
+                    self.debug_frame = Some(Section {
+                        svma: s.address(),
+                        data: bytes.to_vec(),
+                    });
+                    self.rebuild_index(None);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn from_sections(
+        eh_frame: Option<Section>,
+        eh_frame_hdr: Option<Section>,
+        debug_frame: Option<Section>,
+        text_svma: u64,
+        got_svma: u64,
+    ) -> Self {
+        let mut info = UnwindInfo {
+            eh_frame,
+            debug_frame,
+            text_svma,
+            got_svma,
+            ..Default::default()
+        };
+        info.rebuild_index(eh_frame_hdr.as_ref());
+        info
+    }
+
+    /// Whether any unwind table was found.
+    pub fn is_empty(&self) -> bool {
+        self.index.is_empty()
+    }
+
+    fn bases(&self) -> BaseAddresses {
+        let mut bases = BaseAddresses::default()
+            .set_text(self.text_svma)
+            .set_got(self.got_svma);
+        if let Some(eh) = &self.eh_frame {
+            bases = bases.set_eh_frame(eh.svma);
+        }
+        bases
+    }
+
+    fn eh(&self) -> Option<EhFrame<EndianSlice<'_, LittleEndian>>> {
+        let s = self.eh_frame.as_ref()?;
+        let mut eh = EhFrame::new(&s.data, LittleEndian);
+        eh.set_address_size(8);
+        Some(eh)
+    }
+
+    fn debug(&self) -> Option<DebugFrame<EndianSlice<'_, LittleEndian>>> {
+        let s = self.debug_frame.as_ref()?;
+        let mut df = DebugFrame::new(&s.data, LittleEndian);
+        df.set_address_size(8);
+        Some(df)
+    }
+
+    /// Builds the sorted FDE index: from `.eh_frame_hdr`'s binary-search table when there is one (no FDE needs
+    /// parsing), else by walking every entry once (static executables linked without `--eh-frame-hdr`).
+    fn rebuild_index(&mut self, hdr: Option<&Section>) {
+        let mut index = Vec::new();
+        let bases = self.bases();
+        let mut from_hdr = false;
+        if let (Some(hdr), Some(eh)) = (hdr, &self.eh_frame) {
+            let hdr_bases = bases.clone().set_eh_frame_hdr(hdr.svma);
+            if let Ok(parsed) = EhFrameHdr::new(&hdr.data, LittleEndian).parse(&hdr_bases, 8) {
+                if let Some(table) = parsed.table() {
+                    let mut iter = table.iter(&hdr_bases);
+                    let mut ok = true;
+                    let mut entries = Vec::new();
+                    loop {
+                        match iter.next() {
+                            Ok(Some((start, fde))) => {
+                                let (Ok(start), Ok(fde)) = (start.direct(), fde.direct()) else {
+                                    ok = false;
+                                    break;
+                                };
+                                let Some(offset) = fde
+                                    .checked_sub(eh.svma)
+                                    .and_then(|o| usize::try_from(o).ok())
+                                else {
+                                    ok = false;
+                                    break;
+                                };
+                                entries.push(IndexEntry {
+                                    start,
+                                    source: Source::EhFrame,
+                                    offset,
+                                });
+                            }
+                            Ok(None) => break,
+                            Err(_) => {
+                                ok = false;
+                                break;
+                            }
+                        }
+                    }
+                    if ok {
+                        index = entries;
+                        from_hdr = true;
+                    }
+                }
+            }
+        }
+        if !from_hdr {
+            if let Some(eh) = self.eh() {
+                scan(&eh, &bases, Source::EhFrame, &mut index);
+            }
+        }
+        if let Some(df) = self.debug() {
+            scan(&df, &bases, Source::DebugFrame, &mut index);
+        }
+        // Stable: for equal starts .eh_frame entries (pushed first) win, as in libunwind's search order.
+        index.sort_by_key(|e| e.start);
+        self.index = index;
+        self.cache.borrow_mut().clear();
+    }
+
+    /// The unwind rule at `svma`, cached.
+    fn rule_at(&self, svma: u64) -> Option<Result<Rule, String>> {
+        if let Some(hit) = self.cache.borrow().get(&svma) {
+            return Some(hit.clone());
+        }
+        let computed = self.compute_rule(svma)?;
+        self.cache.borrow_mut().insert(svma, computed.clone());
+        Some(computed)
+    }
+
+    /// `None` when no FDE covers `svma`.
+    fn compute_rule(&self, svma: u64) -> Option<Result<Rule, String>> {
+        let pos = self.index.partition_point(|e| e.start <= svma);
+        // Try the candidates starting at or below svma, nearest first; FDEs do not overlap in sane files, so the
+        // first that contains svma decides. Two candidates cover a .eh_frame/.debug_frame pair for one function.
+        for entry in self.index[..pos].iter().rev().take(2) {
+            let bases = self.bases();
+            let result = match entry.source {
+                Source::EhFrame => {
+                    let eh = self.eh()?;
+                    self.row_rule(&eh, &bases, entry, svma, Source::EhFrame)
+                }
+                Source::DebugFrame => {
+                    let df = self.debug()?;
+                    self.row_rule(&df, &bases, entry, svma, Source::DebugFrame)
+                }
+            };
+            match result {
+                Some(r) => return Some(r),
+                None => continue,
+            }
+        }
+        None
+    }
+
+    fn row_rule<'s, S>(
+        &self,
+        section: &S,
+        bases: &BaseAddresses,
+        entry: &IndexEntry,
+        svma: u64,
+        source: Source,
+    ) -> Option<Result<Rule, String>>
+    where
+        S: UnwindSection<EndianSlice<'s, LittleEndian>>,
+        S::Offset: From<usize>,
+    {
+        let fde = match section.fde_from_offset(bases, entry.offset.into(), S::cie_from_offset) {
+            Ok(fde) => fde,
+            Err(e) => return Some(Err(format!("bad FDE at offset {:#x}: {e}", entry.offset))),
+        };
+        if !fde.contains(svma) {
+            return None;
+        }
+        let mut ctx = self.ctx.borrow_mut();
+        let row = match fde.unwind_info_for_address(section, bases, &mut ctx, svma) {
+            Ok(row) => row,
+            Err(gimli::Error::NoUnwindInfoForAddress) => return None,
+            Err(e) => return Some(Err(format!("bad CFI for {svma:#x}: {e}"))),
+        };
+        let address_size = fde.cie().address_size();
+        let cfa = match row.cfa() {
+            CfaRule::RegisterAndOffset { register, offset } if *register == RSP => {
+                CfaRuleX86::SpPlus(*offset)
+            }
+            CfaRule::RegisterAndOffset { register, offset } if *register == RBP => {
+                CfaRuleX86::BpPlus(*offset)
+            }
+            CfaRule::RegisterAndOffset { register, .. } => {
+                return Some(Err(format!(
+                    "CFA based on DWARF register {} at {svma:#x}, which x86_64 unwinding does not track",
+                    register.0
+                )))
+            }
+            CfaRule::Expression(expr) => CfaRuleX86::Expression {
+                source,
+                expr: *expr,
+                address_size,
+            },
+        };
+        let reg = |r: Register, default: RegRule| -> Result<RegRule, String> {
+            match row.register(r) {
+                None => Ok(default),
+                Some(RegisterRule::Undefined) => Ok(RegRule::Undefined),
+                Some(RegisterRule::SameValue) => Ok(RegRule::SameValue),
+                Some(RegisterRule::Offset(o)) => Ok(RegRule::AtCfa(o)),
+                Some(RegisterRule::ValOffset(o)) => Ok(RegRule::ValCfa(o)),
+                Some(other) => Err(format!(
+                    "unsupported rule {other:?} for DWARF register {} at {svma:#x}",
+                    r.0
+                )),
+            }
+        };
+        let ra = match reg(RA, RegRule::Undefined) {
+            Ok(r) => r,
+            Err(e) => return Some(Err(e)),
+        };
+        let bp = match reg(RBP, RegRule::SameValue) {
+            Ok(r) => r,
+            Err(e) => return Some(Err(e)),
+        };
+        Some(Ok(Rule { cfa, ra, bp }))
+    }
+
+    /// Evaluates a CFA expression with the current registers; memory reads go to the stack snapshot.
+    fn eval_cfa_expression(
+        &self,
+        source: Source,
+        expr: UnwindExpression<usize>,
+        address_size: u8,
+        regs: &RegsX86_64,
+        stack: &StackSnapshot<'_>,
+    ) -> Result<u64, String> {
+        let expression = match source {
+            Source::EhFrame => self.eh().map(|s| expr.get(&s)),
+            Source::DebugFrame => self.debug().map(|s| expr.get(&s)),
+        }
+        .ok_or("unwind section vanished")?
+        .map_err(|e| e.to_string())?;
+        let encoding = gimli::Encoding {
+            address_size,
+            format: gimli::Format::Dwarf32,
+            version: 4,
+        };
+        let mut eval = expression.evaluation(encoding);
+        let mut result = eval.evaluate().map_err(|e| e.to_string())?;
+        loop {
+            result = match result {
+                gimli::EvaluationResult::Complete => break,
+                gimli::EvaluationResult::RequiresRegister { register, .. } => {
+                    let value = match register {
+                        RSP => regs.sp,
+                        RBP => regs.bp,
+                        RA => regs.ip,
+                        other => {
+                            return Err(format!("CFA expression reads DWARF register {}", other.0))
+                        }
+                    };
+                    eval.resume_with_register(gimli::Value::Generic(value))
+                        .map_err(|e| e.to_string())?
+                }
+                gimli::EvaluationResult::RequiresMemory { address, .. } => {
+                    let value = stack.read_u64(address).ok_or_else(|| {
+                        format!("CFA expression reads {address:#x} outside the stack")
+                    })?;
+                    eval.resume_with_memory(gimli::Value::Generic(value))
+                        .map_err(|e| e.to_string())?
+                }
+                other => return Err(format!("unsupported CFA expression step {other:?}")),
+            };
+        }
+        let pieces = eval.result();
+        match pieces.first().map(|p| &p.location) {
+            Some(gimli::Location::Address { address }) => Ok(*address),
+            other => Err(format!("CFA expression gave {other:?}, not an address")),
+        }
+    }
+}
+
+fn scan<'s, S>(section: &S, bases: &BaseAddresses, source: Source, out: &mut Vec<IndexEntry>)
+where
+    S: UnwindSection<EndianSlice<'s, LittleEndian>>,
+{
+    let mut entries = section.entries(bases);
+    // A corrupt entry ends the scan; what was indexed before it stays usable.
+    while let Ok(Some(entry)) = entries.next() {
+        if let gimli::CieOrFde::Fde(partial) = entry {
+            let offset: usize = partial.offset();
+            if let Ok(fde) = partial.parse(S::cie_from_offset) {
+                if fde.len() > 0 {
+                    out.push(IndexEntry {
+                        start: fde.initial_address(),
+                        source,
+                        offset,
+                    });
+                }
+            }
+        }
+    }
+}
+
+/// Options for one DWARF unwind.
+#[derive(Clone, Copy, Debug)]
+pub struct UnwindOptions {
+    /// Stop after this many frames (perf's default `max_stack` is 127).
+    pub max_frames: usize,
+}
+
+impl Default for UnwindOptions {
+    fn default() -> Self {
+        UnwindOptions { max_frames: 127 }
+    }
+}
+
+/// Unwinds the user stack of one sample with DWARF CFI.
+///
+/// Returns the frames found (the IP first, then return addresses) and why the walk ended; a missing module, a
+/// missing or corrupt table, or a short stack copy end this chain only.
+pub fn unwind<'a>(
+    regs: RegsX86_64,
+    stack: &StackSnapshot<'_>,
+    modules: &mut impl ModuleLookup<'a>,
+    options: &UnwindOptions,
+) -> Unwound {
+    let mut regs = regs;
+    let mut frames = vec![FrameAddress::InstructionPointer(regs.ip)];
+    let stop = loop {
+        if frames.len() >= options.max_frames {
+            break StopReason::MaxFrames;
+        }
+        let frame = *frames.last().expect("starts with the IP");
+        let avma = frame.lookup_address();
+        let Some(module) = modules.module_at(avma) else {
+            break StopReason::NoModule { avma };
+        };
+        let svma = avma.wrapping_sub(module.bias);
+        let rule = match module.unwind.rule_at(svma) {
+            None => break StopReason::NoUnwindInfo { avma },
+            Some(Err(message)) => break StopReason::BadUnwindInfo { avma, message },
+            Some(Ok(rule)) => rule,
+        };
+        let cfa = match rule.cfa {
+            CfaRuleX86::SpPlus(o) => regs.sp.wrapping_add_signed(o),
+            CfaRuleX86::BpPlus(o) => regs.bp.wrapping_add_signed(o),
+            CfaRuleX86::Expression {
+                source,
+                expr,
+                address_size,
+            } => match module
+                .unwind
+                .eval_cfa_expression(source, expr, address_size, &regs, stack)
+            {
+                Ok(cfa) => cfa,
+                Err(message) => break StopReason::BadUnwindInfo { avma, message },
+            },
+        };
+        let recover = |r: RegRule, current: u64| -> Result<Option<u64>, u64> {
+            match r {
+                RegRule::Undefined => Ok(None),
+                RegRule::SameValue => Ok(Some(current)),
+                RegRule::AtCfa(o) => {
+                    let addr = cfa.wrapping_add_signed(o);
+                    stack.read_u64(addr).map(Some).ok_or(addr)
+                }
+                RegRule::ValCfa(o) => Ok(Some(cfa.wrapping_add_signed(o))),
+            }
+        };
+        let ra = match recover(rule.ra, regs.ip) {
+            Ok(Some(ra)) => ra,
+            Ok(None) => break StopReason::Outermost,
+            Err(addr) => break StopReason::StackTooSmall { addr },
+        };
+        let bp = match recover(rule.bp, regs.bp) {
+            Ok(bp) => bp.unwrap_or(0),
+            Err(addr) => break StopReason::StackTooSmall { addr },
+        };
+        if ra == 0 {
+            break StopReason::Outermost;
+        }
+        if cfa <= regs.sp {
+            break StopReason::StackDidNotGrow;
+        }
+        regs = RegsX86_64 {
+            ip: ra,
+            sp: cfa,
+            bp,
+        };
+        frames.push(FrameAddress::ReturnAddress(ra));
+    };
+    Unwound { frames, stop }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::test_support::{function, synthetic};
+    use super::super::Module;
+    use super::*;
+    use crate::verify::workloads::Build;
+
+    #[test]
+    fn unwinds_the_no_frame_pointer_workload_from_a_synthetic_stack() {
+        let data = Build::NoFramePointer.bytes();
+        let info = UnwindInfo::from_elf(data).unwrap();
+        let (regs, bytes, sp, expect) = synthetic(data, 0);
+        let stack = StackSnapshot {
+            start: sp,
+            bytes: &bytes,
+        };
+        // Mapped at its link address (static executable): bias 0.
+        let mut lookup = |avma: u64| {
+            (0x40_0000..0x50_0000).contains(&avma).then_some(Module {
+                avma_range: 0x40_0000..0x50_0000,
+                bias: 0,
+                unwind: &info,
+            })
+        };
+        let out = unwind(regs, &stack, &mut lookup, &UnwindOptions::default());
+        let got: Vec<u64> = out.frames.iter().map(|f| f.address()).collect();
+        assert_eq!(got, expect);
+        assert_eq!(out.frames[0], FrameAddress::InstructionPointer(expect[0]));
+        assert_eq!(out.frames[1], FrameAddress::ReturnAddress(expect[1]));
+        assert_eq!(out.stop, StopReason::Outermost);
+
+        // Same walk with the module loaded 0x10000 higher (as a PIE would be): the bias carries it.
+        let shifted: Vec<u8> = bytes
+            .chunks(8)
+            .flat_map(|w| {
+                let v = u64::from_le_bytes(w.try_into().unwrap());
+                let v = if (0x40_0000..0x50_0000).contains(&v) {
+                    v + 0x1_0000
+                } else {
+                    v
+                };
+                v.to_le_bytes()
+            })
+            .collect();
+        let stack = StackSnapshot {
+            start: sp,
+            bytes: &shifted,
+        };
+        let mut lookup = |avma: u64| {
+            (0x41_0000..0x51_0000).contains(&avma).then_some(Module {
+                avma_range: 0x41_0000..0x51_0000,
+                bias: 0x1_0000,
+                unwind: &info,
+            })
+        };
+        let regs = RegsX86_64 {
+            ip: regs.ip + 0x1_0000,
+            ..regs
+        };
+        let out = unwind(regs, &stack, &mut lookup, &UnwindOptions::default());
+        let got: Vec<u64> = out.frames.iter().map(|f| f.address() - 0x1_0000).collect();
+        assert_eq!(got, expect);
+    }
+
+    #[test]
+    fn stops_at_unmapped_caller_short_stack_and_max_frames() {
+        let data = Build::NoFramePointer.bytes();
+        let info = UnwindInfo::from_elf(data).unwrap();
+        let (regs, bytes, sp, expect) = synthetic(data, 0x7777_0000_0000);
+        let mut lookup = |avma: u64| {
+            (0x40_0000..0x50_0000).contains(&avma).then_some(Module {
+                avma_range: 0x40_0000..0x50_0000,
+                bias: 0,
+                unwind: &info,
+            })
+        };
+        let stack = StackSnapshot {
+            start: sp,
+            bytes: &bytes,
+        };
+        let out = unwind(regs, &stack, &mut lookup, &UnwindOptions::default());
+        assert_eq!(out.frames.len(), expect.len() + 1);
+        assert_eq!(
+            out.stop,
+            StopReason::NoModule {
+                avma: 0x7777_0000_0000 - 1
+            }
+        );
+        // Only the first 8 bytes captured: the leaf's return address is readable, the next one is not.
+        let short = StackSnapshot {
+            start: sp,
+            bytes: &bytes[..8],
+        };
+        let out = unwind(regs, &short, &mut lookup, &UnwindOptions::default());
+        assert_eq!(out.frames.len(), 2);
+        assert!(
+            matches!(out.stop, StopReason::StackTooSmall { .. }),
+            "{:?}",
+            out.stop
+        );
+        let out = unwind(regs, &stack, &mut lookup, &UnwindOptions { max_frames: 2 });
+        assert_eq!((out.frames.len(), out.stop), (2, StopReason::MaxFrames));
+    }
+
+    #[test]
+    fn eh_frame_hdr_and_linear_index_agree_and_rules_are_cached() {
+        let data = Build::NoFramePointer.bytes();
+        let file = object::File::parse(data).unwrap();
+        let sec = |name: &str| {
+            file.section_by_name(name).map(|s| Section {
+                svma: s.address(),
+                data: s.data().unwrap().to_vec(),
+            })
+        };
+        let text = file.section_by_name(".text").unwrap().address();
+        let scanned = UnwindInfo::from_sections(sec(".eh_frame"), None, None, text, 0);
+        let from_elf = UnwindInfo::from_elf(data).unwrap();
+        assert!(scanned.index.len() > 10);
+        let starts = |i: &UnwindInfo| i.index.iter().map(|e| e.start).collect::<Vec<_>>();
+        assert_eq!(starts(&scanned), starts(&from_elf));
+        let (c, _) = function(data, "chain_c");
+        let rule = scanned.rule_at(c + 0x20).unwrap().unwrap();
+        assert_eq!(
+            rule,
+            Rule {
+                cfa: CfaRuleX86::SpPlus(8),
+                ra: RegRule::AtCfa(-8),
+                bp: RegRule::SameValue
+            }
+        );
+        assert_eq!(scanned.cache.borrow().len(), 1);
+        assert_eq!(scanned.rule_at(c + 0x20), Some(Ok(rule)));
+        assert_eq!(scanned.cache.borrow().len(), 1);
+        assert_eq!(scanned.rule_at(0x10), None);
+    }
+
+    #[test]
+    fn corrupt_unwind_table_ends_the_chain_not_the_run() {
+        let data = Build::NoFramePointer.bytes();
+        let file = object::File::parse(data).unwrap();
+        let eh = file.section_by_name(".eh_frame").unwrap();
+        let text = file.section_by_name(".text").unwrap().address();
+        let good = UnwindInfo::from_sections(
+            Some(Section {
+                svma: eh.address(),
+                data: eh.data().unwrap().to_vec(),
+            }),
+            None,
+            None,
+            text,
+            0,
+        );
+        // Corrupt every FDE's instructions after indexing: fill the section body with DW_CFA opcodes that are
+        // invalid (0x3f is reserved) while keeping the entry headers, by rewriting bytes past each header.
+        let mut bytes = eh.data().unwrap().to_vec();
+        for entry in &good.index {
+            let o = entry.offset;
+            // length(4) + CIE pointer(4) + pc_begin(4) + pc_range(4) + aug length(1) → instructions.
+            for b in bytes.iter_mut().skip(o + 17).take(3) {
+                *b = 0x3f;
+            }
+        }
+        let bad = UnwindInfo::from_sections(
+            Some(Section {
+                svma: eh.address(),
+                data: bytes,
+            }),
+            None,
+            None,
+            text,
+            0,
+        );
+        let (regs, stack_bytes, sp, _) = synthetic(data, 0);
+        let stack = StackSnapshot {
+            start: sp,
+            bytes: &stack_bytes,
+        };
+        let mut lookup = |avma: u64| {
+            (0x40_0000..0x50_0000).contains(&avma).then_some(Module {
+                avma_range: 0x40_0000..0x50_0000,
+                bias: 0,
+                unwind: &bad,
+            })
+        };
+        let out = unwind(regs, &stack, &mut lookup, &UnwindOptions::default());
+        assert_eq!(out.frames, vec![FrameAddress::InstructionPointer(regs.ip)]);
+        assert!(
+            matches!(out.stop, StopReason::BadUnwindInfo { .. }),
+            "{:?}",
+            out.stop
+        );
+    }
+}
