@@ -5,7 +5,8 @@
 //! outputs are identical, and prints a Markdown table of wall times and ratios.
 //!
 //! Run: `cargo bench --bench script` (needs perf and root or perf_event_paranoid ≤ 1). Sizes scale with
-//! `BPORT_BENCH_SECONDS` (default 2 for "medium"; "large" records five times as long).
+//! `BPORT_BENCH_SECONDS` (default 1 for "medium"; "large" records five times as long). perf script runs
+//! once per file (it takes minutes on the large DWARF files), bport script takes the best of three.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -57,7 +58,7 @@ fn main() {
     let seconds: u64 = std::env::var("BPORT_BENCH_SECONDS")
         .ok()
         .and_then(|s| s.parse().ok())
-        .unwrap_or(2);
+        .unwrap_or(1);
     let dir = tempfile::tempdir().expect("temp dir");
     let exe = bport::verify::workloads::Build::NoFramePointer
         .write_to(dir.path())
@@ -92,7 +93,7 @@ fn main() {
                 c.arg("script").arg("-i").arg(&path).env("HOME", dir.path());
                 c
             },
-            2,
+            1,
         );
         let (ours_t, ours_out) = time(
             &mut || {

@@ -75,6 +75,9 @@ pub struct SampleInput<'a> {
     pub stack_user: &'a [u8],
 }
 
+/// A file map and its loaded DSO.
+type MapDso = (Rc<Map>, Rc<crate::perf::symbols::Dso>);
+
 /// Resolves samples to frames, with the per-run caches: DSOs (in the symbolizer) and per-map biases.
 pub struct Resolver<L: FileLookup> {
     /// The symbolizer (per-DSO caches).
@@ -86,6 +89,12 @@ pub struct Resolver<L: FileLookup> {
     max_stack: usize,
     /// addr2line answers per (DSO, svma): DWARF-mode samples hit the same addresses over and over.
     inline_cache: HashMap<(usize, u64), Rc<[Rc<str>]>>,
+    /// The DSO of each file map, by map id: one symbolizer lookup (and build-id clone) per map, not per frame.
+    map_dsos: HashMap<u64, Rc<crate::perf::symbols::Dso>>,
+    /// The kernel's symbols once loaded.
+    kernel: Option<Rc<crate::perf::symbols::kallsyms::Kallsyms>>,
+    /// Per process, the modules its last DWARF unwind needed, so the next unwind starts with them loaded.
+    modules: HashMap<i32, Vec<MapDso>>,
 }
 
 impl<L: FileLookup> Resolver<L> {
@@ -97,7 +106,20 @@ impl<L: FileLookup> Resolver<L> {
             kernel_build_id: None,
             max_stack: options.max_stack,
             inline_cache: HashMap::new(),
+            map_dsos: HashMap::new(),
+            kernel: None,
+            modules: HashMap::new(),
         }
+    }
+
+    fn dso_for(&mut self, map: &Map) -> Rc<crate::perf::symbols::Dso> {
+        if let Some(d) = self.map_dsos.get(&map.id) {
+            return d.clone();
+        }
+        let bid = self.build_id_for(map);
+        let dso = self.symbolizer.dso(&map.dso, bid.as_deref());
+        self.map_dsos.insert(map.id, dso.clone());
+        dso
     }
 
     fn build_id_for(&self, map: &Map) -> Option<Vec<u8>> {
@@ -176,15 +198,25 @@ impl<L: FileLookup> Resolver<L> {
             bytes: s.stack_user,
         };
         // Load every DSO the walk may need first, so the lookup closure can borrow them immutably.
-        let mut dsos: Vec<(Rc<Map>, Rc<crate::perf::symbols::Dso>)> = Vec::new();
-        let mut loader = |avma: u64, dsos: &mut Vec<(Rc<Map>, Rc<crate::perf::symbols::Dso>)>| {
+        // Start from the modules this process needed last time, dropping any whose map was replaced since.
+        let mut dsos: Vec<MapDso> = self
+            .modules
+            .remove(&s.pid)
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|(m, _)| {
+                machine
+                    .user_map(s.pid, m.start)
+                    .is_some_and(|now| now.id == m.id)
+            })
+            .collect();
+        let loader = |this: &mut Self, avma: u64, dsos: &mut Vec<MapDso>| {
             if dsos.iter().any(|(m, _)| m.start <= avma && avma < m.end) {
                 return;
             }
             if let Some(map) = machine.user_map(s.pid, avma) {
                 if map.kind == MapKind::File {
-                    let bid = self.build_id_for(map);
-                    let dso = self.symbolizer.dso(&map.dso, bid.as_deref());
+                    let dso = this.dso_for(map);
                     dsos.push((map.clone(), dso));
                 }
             }
@@ -221,14 +253,16 @@ impl<L: FileLookup> Resolver<L> {
                 &UnwindOptions { max_frames: max },
             );
             drop(modules);
-            match missing {
+            let done = match missing {
                 Some(avma) => {
-                    loader(avma, &mut dsos);
-                    if dsos.len() == before {
-                        return out.frames;
-                    }
+                    loader(self, avma, &mut dsos);
+                    dsos.len() == before
                 }
-                None => return out.frames,
+                None => true,
+            };
+            if done {
+                self.modules.insert(s.pid, dsos);
+                return out.frames;
             }
         }
     }
@@ -272,8 +306,15 @@ impl<L: FileLookup> Resolver<L> {
         let printed = map.map_ip(avma);
         let sym = match map.kind {
             MapKind::Kernel => {
-                let bid = self.kernel_build_id.clone();
-                let k = self.symbolizer.kernel(bid.as_deref());
+                let k = match &self.kernel {
+                    Some(k) => k.clone(),
+                    None => {
+                        let bid = self.kernel_build_id.clone();
+                        let k = self.symbolizer.kernel(bid.as_deref());
+                        self.kernel = Some(k.clone());
+                        k
+                    }
+                };
                 k.lookup(avma).map(|s| (s.name.clone(), avma - s.start))
             }
             MapKind::Anon => self
@@ -282,8 +323,7 @@ impl<L: FileLookup> Resolver<L> {
                 .and_then(|m| m.lookup(avma))
                 .map(|(start, name)| (name.clone(), avma - start)),
             MapKind::File => {
-                let bid = self.build_id_for(&map);
-                let dso = self.symbolizer.dso(&map.dso, bid.as_deref());
+                let dso = self.dso_for(&map);
                 let info = dso.info.as_ref();
                 let svma = info.and_then(|i| i.file_offset_to_svma(printed));
                 let hit = svma

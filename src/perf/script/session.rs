@@ -283,6 +283,28 @@ impl<L: FileLookup> Samples<'_, L> {
         }
     }
 
+    /// The frame of a sample's own IP (no callchain, no inline expansion), resolved against the machine state
+    /// right after [`Samples::next_sample`] returned that sample: what `perf report --no-children` counts.
+    pub fn ip_frame(&mut self, info: &SampleInfo) -> Frame {
+        let input = SampleInput {
+            cpumode: info.cpumode,
+            ip: info.ip,
+            pid: info.pid,
+            tid: info.tid,
+            ..Default::default()
+        };
+        self.resolver
+            .frames(&self.machine, CallchainMode::Fp, &input)
+            .pop()
+            .unwrap_or(Frame {
+                addr: info.ip,
+                sym: None,
+                offset: 0,
+                dso: None,
+                inlined: false,
+            })
+    }
+
     /// Output fields and the event-name width for a sample of this file.
     fn layout(&self, attr_index: usize) -> (Fields, usize) {
         let fields = self.events.get(attr_index).map(|e| e.fields);
