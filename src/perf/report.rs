@@ -28,7 +28,8 @@ impl SortKey {
     fn header(self) -> &'static str {
         match self {
             SortKey::Comm => "Command",
-            SortKey::Pid => "Pid:Command",
+            // sort.c's `se_header` carries the leading spaces.
+            SortKey::Pid => "    Pid:Command",
             SortKey::Dso => "Shared Object",
             SortKey::Sym => "Symbol",
         }
@@ -125,7 +126,21 @@ pub fn report(file: &PerfFile, options: &ReportOptions) -> Result<Vec<EventTable
         .into_iter()
         .map(|(event, samples, total_period, rows)| {
             let mut rows: Vec<(Vec<String>, u64)> = rows.into_iter().collect();
-            rows.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+            // Ties keep perf's key order: each key compared by its value, symbols by name (not by the [k]/[.]
+            // prefix), as sort.c's `se_sort` callbacks do.
+            let keys = options.sort.clone();
+            rows.sort_by(|a, b| {
+                b.1.cmp(&a.1).then_with(|| {
+                    keys.iter()
+                        .enumerate()
+                        .map(|(i, k)| match k {
+                            SortKey::Sym => a.0[i].get(4..).cmp(&b.0[i].get(4..)),
+                            _ => a.0[i].cmp(&b.0[i]),
+                        })
+                        .find(|o| o.is_ne())
+                        .unwrap_or(std::cmp::Ordering::Equal)
+                })
+            });
             EventTable {
                 event,
                 samples,
@@ -136,14 +151,14 @@ pub fn report(file: &PerfFile, options: &ReportOptions) -> Result<Vec<EventTable
         .collect())
 }
 
-/// perf's sample count shorthand (`unit_number__scnprintf`): `1K`, `12M`.
+/// perf's sample count shorthand (`"%lu%c"` with a unit char): `1K`, `12M`, and `202 ` (a space for no unit).
 fn short_count(n: u64) -> String {
     if n >= 1_000_000 {
         format!("{}M", n / 1_000_000)
     } else if n >= 1000 {
         format!("{}K", n / 1000)
     } else {
-        n.to_string()
+        format!("{n} ")
     }
 }
 
@@ -260,6 +275,6 @@ mod tests {
             body[6],
             "    99.40%  chain-fp  chain-fp           [.] chain_c"
         );
-        assert_eq!(short_count(999), "999");
+        assert_eq!(short_count(999), "999 ");
     }
 }
