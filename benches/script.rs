@@ -5,8 +5,8 @@
 //! outputs are identical, and prints a Markdown table of wall times and ratios.
 //!
 //! Run: `cargo bench --bench script` (needs perf and root or perf_event_paranoid ≤ 1). Sizes scale with
-//! `BPORT_BENCH_SECONDS` (default 1 for "medium"; "large" records five times as long). perf script runs
-//! once per file (it takes minutes on the large DWARF files), bport script takes the best of three.
+//! `BPORT_BENCH_SECONDS` (default 2 for "medium"; "large" records five times as long). perf script runs
+//! once per file after a warm-up run, bport script takes the best of three.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -35,8 +35,10 @@ fn record(dir: &Path, name: &str, callgraph: &[&str], cmd: &[&str]) -> PathBuf {
     out
 }
 
-/// Best of `runs` wall times of `cmd`, and its stdout from the last run.
+/// Best of `runs` wall times of `cmd` after one untimed warm-up run (page cache, build-id cache), and its
+/// stdout.
 fn time(cmd: &mut dyn FnMut() -> Command, runs: usize) -> (Duration, Vec<u8>) {
+    let _ = cmd().stdout(Stdio::null()).stderr(Stdio::null()).status();
     let mut best = Duration::MAX;
     let mut output = Vec::new();
     for _ in 0..runs {
@@ -58,7 +60,7 @@ fn main() {
     let seconds: u64 = std::env::var("BPORT_BENCH_SECONDS")
         .ok()
         .and_then(|s| s.parse().ok())
-        .unwrap_or(1);
+        .unwrap_or(2);
     let dir = tempfile::tempdir().expect("temp dir");
     let exe = bport::verify::workloads::Build::NoFramePointer
         .write_to(dir.path())
@@ -72,7 +74,12 @@ fn main() {
     let mut files = Vec::new();
     for (size, secs) in [("medium", seconds), ("large", seconds * 5)] {
         let ms = (secs * 1000).to_string();
-        for (mode, cg) in [("fp", vec!["-g"]), ("dwarf", vec!["--call-graph", "dwarf"])] {
+        // -F 10000: this 2-core VM delivers few samples at perf's default rate; more samples make the
+        // per-sample cost, not start-up, decide the ratio.
+        for (mode, cg) in [
+            ("fp", vec!["-F", "10000", "-g"]),
+            ("dwarf", vec!["-F", "10000", "--call-graph", "dwarf"]),
+        ] {
             let name = format!("chain-{mode}-{size}");
             files.push((name.clone(), record(dir.path(), &name, &cg, &[&exe, &ms])));
             let name = format!("python-{mode}-{size}");

@@ -638,7 +638,9 @@ mod tests {
         let mut s = Symbolizer::new(files, opts);
         let k = s.kernel(None);
         assert_eq!(
-            k.lookup(0xffffffff81000010).map(|s| &*s.name),
+            k.lookup(0xffffffff81000010)
+                .map(|s| s.name.to_string())
+                .as_deref(),
             Some("_stext")
         );
         assert_eq!(
