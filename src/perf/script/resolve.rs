@@ -12,29 +12,13 @@ use crate::perf::unwind::{
 use std::collections::HashMap;
 use std::rc::Rc;
 
-/// `PERF_SAMPLE_*` bits the mode choice reads (include/uapi/linux/perf_event.h).
-pub const PERF_SAMPLE_CALLCHAIN: u64 = 1 << 5;
-/// `PERF_SAMPLE_CPU`.
-pub const PERF_SAMPLE_CPU: u64 = 1 << 7;
-/// `PERF_SAMPLE_BRANCH_STACK`.
-pub const PERF_SAMPLE_BRANCH_STACK: u64 = 1 << 11;
-/// `PERF_SAMPLE_REGS_USER`.
-pub const PERF_SAMPLE_REGS_USER: u64 = 1 << 12;
-/// `PERF_SAMPLE_STACK_USER`.
-pub const PERF_SAMPLE_STACK_USER: u64 = 1 << 13;
-/// `PERF_SAMPLE_BRANCH_CALL_STACK` in `branch_sample_type`.
-pub const PERF_SAMPLE_BRANCH_CALL_STACK: u64 = 1 << 11;
-
-/// `PERF_RECORD_MISC_*` cpumodes (the low 3 bits of a record's `misc`).
-pub const MISC_KERNEL: u16 = 1;
-/// User mode.
-pub const MISC_USER: u16 = 2;
-/// Hypervisor.
-pub const MISC_HYPERVISOR: u16 = 3;
-/// Guest kernel.
-pub const MISC_GUEST_KERNEL: u16 = 4;
-/// Guest user.
-pub const MISC_GUEST_USER: u16 = 5;
+pub use crate::perf::abi::{
+    PERF_RECORD_MISC_GUEST_KERNEL as MISC_GUEST_KERNEL,
+    PERF_RECORD_MISC_GUEST_USER as MISC_GUEST_USER, PERF_RECORD_MISC_HYPERVISOR as MISC_HYPERVISOR,
+    PERF_RECORD_MISC_KERNEL as MISC_KERNEL, PERF_RECORD_MISC_USER as MISC_USER,
+    PERF_SAMPLE_BRANCH_CALL_STACK, PERF_SAMPLE_BRANCH_STACK, PERF_SAMPLE_CALLCHAIN,
+    PERF_SAMPLE_CPU, PERF_SAMPLE_REGS_USER, PERF_SAMPLE_STACK_USER,
+};
 
 /// Chooses how a sample's callchain is built, from its event's sample type: perf ≥ 4.3's rule
 /// (`perf script: Initialize callchain_param.record_mode`, 7322d6c98dd2). Before that fix perf script always

@@ -14,10 +14,7 @@ use std::collections::BTreeSet;
 use std::io::Write;
 use std::rc::Rc;
 
-/// `PERF_SAMPLE_TIME`.
-const PERF_SAMPLE_TIME: u64 = 1 << 2;
-/// `PERF_SAMPLE_PERIOD`.
-const PERF_SAMPLE_PERIOD: u64 = 1 << 8;
+use crate::perf::abi::{PERF_SAMPLE_PERIOD, PERF_SAMPLE_TIME};
 
 /// Why a script run failed. Per-sample problems (missing DSOs, bad unwind tables) are not errors: they give
 /// `[unknown]` frames and a warning in the [`Outcome`].

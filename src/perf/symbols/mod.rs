@@ -423,6 +423,20 @@ impl<L: FileLookup> Symbolizer<L> {
             Some((p, i, b)) => (Some(p), Some(i), Some(b)),
             None => (None, None, None),
         };
+        // Symbols from a separate debug file: PLT entries exist only in the runtime image.
+        if let (Some(sf), Some(rf), Some(sb), Some(rt)) =
+            (&symbols_file, &runtime_file, &symbols_bytes, &runtime)
+        {
+            if sf != rf {
+                if let Ok(reparsed) = ElfInfo::parse_full(
+                    (**sb).as_ref(),
+                    self.options.demangle,
+                    Some((**rt).as_ref()),
+                ) {
+                    info = Some(reparsed);
+                }
+            }
+        }
         if let Some(info) = &mut info {
             // Segments must come from the runtime image when the symbols came from a debug file whose program
             // headers were rewritten (they normally agree; the runtime image is authoritative).
