@@ -110,6 +110,18 @@ fn main() {
             },
             3,
         );
+        if perf_out != ours_out {
+            // Say where, so a difference can be named or fixed.
+            let (p, o) = (
+                String::from_utf8_lossy(&perf_out),
+                String::from_utf8_lossy(&ours_out),
+            );
+            if let Some((a, b)) = p.lines().zip(o.lines()).find(|(a, b)| a != b) {
+                eprintln!("{name}: first difference:\n  perf:  {a}\n  bport: {b}");
+            } else {
+                eprintln!("{name}: one output is a prefix of the other");
+            }
+        }
         println!(
             "| {name} | {:.1} MB | {:.2} s | {:.3} s | {:.1}× | {} |",
             size as f64 / 1e6,
