@@ -24,10 +24,16 @@ pub struct DumpArgs {
 }
 
 fn read_error(e: ReadError, path: &std::path::Path) -> CliError {
-    CliError::new(Kind::User, e).hint(format!(
-        "`bport dump --header-only -i {}` shows what could be read before the damage",
-        path.display()
-    ))
+    let truncated = matches!(e, ReadError::Truncated { .. });
+    let err = CliError::new(Kind::User, e);
+    if truncated {
+        err.hint(format!(
+            "{} is cut short or damaged; was `perf record` killed before it finished writing?",
+            path.display()
+        ))
+    } else {
+        err
+    }
 }
 
 pub fn run(args: DumpArgs, ui: &Ui) -> CliResult {
@@ -72,7 +78,9 @@ pub fn run(args: DumpArgs, ui: &Ui) -> CliResult {
         ui.warn(w);
     }
     match failed {
-        Some(e) => Err(read_error(e, &args.input)),
+        Some(e) => {
+            Err(read_error(e, &args.input).hint("the records before the damage are printed above"))
+        }
         None => Ok(()),
     }
 }

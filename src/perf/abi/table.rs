@@ -35,6 +35,16 @@ const fn v26(patch: u32) -> Since {
     }
 }
 
+impl std::fmt::Display for Since {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.patch != 0 {
+            write!(f, "{}.{}.{}", self.major, self.minor, self.patch)
+        } else {
+            write!(f, "{}.{}", self.major, self.minor)
+        }
+    }
+}
+
 /// One entry of the table: a value (a bit mask, a type number or a size), its name and when it appeared.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct AbiItem {
@@ -314,6 +324,12 @@ pub const HEADER_FEATURES: &[AbiItem] = &[
     item(HEADER_E_MACHINE as u64, "E_MACHINE", v(6, 19)),
     item(HEADER_CLN_SIZE as u64, "CLN_SIZE", v(6, 19)),
 ];
+
+/// The entry of `table` whose value is `value` (a flag mask, a sample bit, a type or feature number), e.g. to
+/// say which kernel first had a flag: `find(ATTR_FLAGS, ATTR_FLAG_MMAP2).unwrap().since` is 3.16.
+pub fn find(table: &[AbiItem], value: u64) -> Option<&AbiItem> {
+    table.iter().find(|i| i.value == value)
+}
 
 /// The name of a kernel or user record type, if known.
 pub fn record_type_name(ty: u32) -> Option<&'static str> {

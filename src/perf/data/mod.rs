@@ -46,8 +46,10 @@
 //! ```
 
 pub mod attr;
+mod compressed;
 mod cursor;
 pub mod features;
+mod iter;
 pub mod reader;
 pub mod records;
 pub mod sample;
@@ -55,8 +57,9 @@ pub mod writer;
 
 pub use attr::PerfEventAttr;
 pub use features::{BuildIdEntry, EventDesc, Features, NrCpus};
+pub use iter::Records;
 pub use object::endian::Endianness;
-pub use reader::{AttrEntry, PerfFile, Records};
+pub use reader::{AttrEntry, PerfFile};
 pub use records::{
     BranchEntry, BranchStack, CommRecord, FixedRecord, ForkRecord, LostRecord, Mmap2Inode,
     Mmap2Record, MmapRecord, RawRecord, Record, RecordMeta, Regs, SampleId, SampleRecord,

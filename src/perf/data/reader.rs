@@ -18,12 +18,13 @@
 use super::attr::PerfEventAttr;
 use super::cursor::{align8, Cursor};
 use super::features::{parse_build_id, Features};
+use super::iter::Records;
 use super::records::{self, Record, RecordMeta};
 use super::sample::SampleLayout;
 use super::{ReadError, Warning};
 use crate::perf::abi::*;
 use object::endian::{BigEndian, Endian, Endianness, LittleEndian};
-use std::collections::{BinaryHeap, HashMap, HashSet, VecDeque};
+use std::collections::HashMap;
 use std::io::Read;
 use std::path::Path;
 
@@ -56,10 +57,10 @@ impl std::ops::Deref for Backing {
 /// A perf.data file (or pipe-mode stream), parsed up to the records; records are parsed as they are iterated.
 pub struct PerfFile {
     bytes: Backing,
-    endian: Endianness,
+    pub(super) endian: Endianness,
     pipe: bool,
     header_size: u64,
-    data_start: usize,
+    pub(super) data_start: usize,
     data_end: usize,
     attrs: Vec<AttrEntry>,
     layouts: Vec<SampleLayout>,
@@ -70,9 +71,9 @@ pub struct PerfFile {
     feature_ids: Vec<u32>,
     warnings: Vec<Warning>,
     /// The records of every COMPRESSED record, decompressed at open; they are iterated in place of it.
-    decomp: Vec<u8>,
+    pub(super) decomp: Vec<u8>,
     /// Offset of a COMPRESSED record → the complete records its frames completed, in `decomp`.
-    decomp_ranges: HashMap<u64, std::ops::Range<usize>>,
+    pub(super) decomp_ranges: HashMap<u64, std::ops::Range<usize>>,
 }
 
 impl std::fmt::Debug for PerfFile {
@@ -87,11 +88,11 @@ impl std::fmt::Debug for PerfFile {
 }
 
 /// A record's header, its body and where the next record starts.
-struct RawRec<'a> {
-    ty: u32,
-    misc: u16,
-    body: &'a [u8],
-    next: usize,
+pub(super) struct RawRec<'a> {
+    pub(super) ty: u32,
+    pub(super) misc: u16,
+    pub(super) body: &'a [u8],
+    pub(super) next: usize,
 }
 
 impl PerfFile {
@@ -108,10 +109,11 @@ impl PerfFile {
             if meta.len() == 0 {
                 return Err(ReadError::Empty);
             }
-            // SAFETY-free: memmap2's map is `unsafe` only because another process could truncate the file under
-            // us; perf.data files are not rewritten while read, and every access below is bounds-checked anyway.
-            // (The call itself lives in memmap2.)
-            #[allow(unsafe_code)]
+            // The one `unsafe` outside perf/record/sys.rs, kept here because records borrow from the map
+            // (STYLE 2.8) and `data` must not depend on `record`.
+            // SAFETY: the map is read-only and private to this PerfFile; the only hazard is another process
+            // truncating the file while it is mapped (SIGBUS). perf.data files are written once and then only read;
+            // every access through the map is bounds-checked against the length seen at open.
             let map = unsafe { memmap2::Mmap::map(&file) }.map_err(io)?;
             return Self::parse(Backing::Map(map));
         }
@@ -281,7 +283,12 @@ impl PerfFile {
             ));
         }
         let mut data_end = data_off.saturating_add(data_size);
-        if data_size == 0 && len > data_off {
+        // perf record writes data size 0 at the start and the real size at the end. A file with size 0 is either
+        // finished with no records (a valid feature table follows) or was killed (records follow).
+        let killed = data_size == 0
+            && len > data_off
+            && !feature_table_fits(&self.bytes, data_off, &bitmap, endian);
+        if killed {
             warn(&mut self.warnings, None, "data size is 0 (was 'perf record' properly terminated?); reading records to the end of the file");
             data_end = len;
         } else if data_end > len {
@@ -295,7 +302,7 @@ impl PerfFile {
         self.data_end = data_end as usize;
 
         // Features: one section per set bit, ascending, right after the data.
-        if data_size == 0 {
+        if killed {
             return Ok(());
         }
         let table_at = data_off.saturating_add(data_size);
@@ -431,87 +438,17 @@ impl PerfFile {
         Ok(())
     }
 
-    /// `perf record -z`: the records of each pass are zstd frames inside COMPRESSED records (perf's
-    /// `zstd_compress_stream_to_records`; a frame may span several records). Frames are decoded here, once, and
-    /// the records each frame completes are iterated where the COMPRESSED record that ends the frame stands
-    /// (session.c processes decompressed events right after their COMPRESSED record).
+    /// `perf record -z`: see [`super::compressed`].
     fn decompress<E: Endian>(&mut self, endian: E) {
-        let mut input = Vec::new();
-        let mut ends: Vec<(usize, u64)> = Vec::new();
-        let mut pos = self.data_start;
-        while let Ok(Some(r)) = raw_at(&self.bytes, self.data_end, pos, endian) {
-            let payload = match r.ty {
-                PERF_RECORD_COMPRESSED => Some(r.body),
-                // COMPRESSED2 (u): `u64 data_size` then the data, the record padded to 8 bytes.
-                PERF_RECORD_COMPRESSED2 => {
-                    let mut c = Cursor::new(r.body, pos as u64 + 8, endian, "COMPRESSED2 record");
-                    c.u64().ok().and_then(|n| c.take(n).ok())
-                }
-                _ => None,
-            };
-            if let Some(p) = payload {
-                input.extend_from_slice(p);
-                ends.push((input.len(), pos as u64));
-            }
-            pos = r.next;
-        }
-        if input.is_empty() {
-            return;
-        }
-        // A bound on what a damaged or hostile file can make us allocate; real perf data compresses ~5–50×.
-        let limit = (input.len() as u64)
-            .saturating_mul(1024)
-            .saturating_add(1 << 20);
-        let mut frame_start = 0usize;
-        let mut event_end = 0usize;
-        while frame_start < input.len() {
-            let before = self.decomp.len();
-            let room = limit.saturating_sub(before as u64);
-            let mut src = &input[frame_start..];
-            let mut result = decode_frame(&mut src, &mut self.decomp, room);
-            if result.is_err() && src.is_empty() {
-                // perf never ends its frame (zstd.c: ZSTD_compressStream + ZSTD_flushStream, no ZSTD_e_end), so
-                // the stream stops after a complete block; end it with an empty last raw block (header 0x000001).
-                self.decomp.truncate(before);
-                let mut ended = input[frame_start..].to_vec();
-                ended.extend_from_slice(&[1, 0, 0]);
-                result = decode_frame(&mut &ended[..], &mut self.decomp, room);
-            }
-            let frame_end = input.len() - src.len();
-            let owner = ends
-                .iter()
-                .find(|(end, _)| *end >= frame_end.max(frame_start + 1))
-                .map(|&(_, at)| at);
-            if let Err(e) = result {
-                warn(
-                    &mut self.warnings,
-                    owner,
-                    format!("zstd data of a COMPRESSED record could not be decompressed ({e}); the records in it and after it are skipped"),
-                );
-                break;
-            }
-            if self.decomp.len() as u64 >= limit {
-                warn(&mut self.warnings, owner, "decompressed records exceed 1024 times their compressed size; the rest is skipped");
-                break;
-            }
-            // The complete records decoded so far belong to the COMPRESSED record that ends this frame.
-            let start = event_end;
-            while let Some(size) = self.decomp.get(event_end + 6..event_end + 8) {
-                let size = usize::from(endian.read_u16(size.try_into().expect("2 bytes")));
-                if size < 8 || event_end + size > self.decomp.len() {
-                    break;
-                }
-                event_end += size;
-            }
-            if let Some(at) = owner {
-                let r = self.decomp_ranges.entry(at).or_insert(start..start);
-                r.end = event_end;
-            }
-            frame_start = frame_end.max(frame_start + 1);
-            if src.is_empty() {
-                break;
-            }
-        }
+        let (decomp, ranges) = super::compressed::decompress(
+            &self.bytes,
+            self.data_start,
+            self.data_end,
+            endian,
+            &mut self.warnings,
+        );
+        self.decomp = decomp;
+        self.decomp_ranges = ranges;
     }
 
     fn index_attrs(&mut self) {
@@ -555,30 +492,39 @@ impl PerfFile {
 
     /// Reads the record header at `pos`; returns the header, the body and where the next record starts, or
     /// `None` at the end of the data.
-    fn raw_at<E: Endian>(&self, pos: usize, endian: E) -> Result<Option<RawRec<'_>>, ReadError> {
+    pub(super) fn raw_at<E: Endian>(
+        &self,
+        pos: usize,
+        endian: E,
+    ) -> Result<Option<RawRec<'_>>, ReadError> {
         raw_at(&self.bytes, self.data_end, pos, endian)
     }
 
+    /// Which attr a kernel record belongs to (user records: none). Found by the event id where every attr puts
+    /// it at the same place; otherwise, and for id 0 (synthesized records, perf's `evlist__event2evsel`) or ids
+    /// no attr lists, the first attr — whose layout perf requires every attr's `sample_id` to share.
     fn attr_index_for(&self, ty: u32, body: &[u8]) -> Option<usize> {
-        if self.attrs.len() <= 1 || ty >= PERF_RECORD_USER_TYPE_START {
-            return if self.attrs.is_empty() || ty >= PERF_RECORD_USER_TYPE_START {
-                None
-            } else {
-                Some(0)
-            };
+        if self.attrs.is_empty() || ty >= PERF_RECORD_USER_TYPE_START {
+            return None;
+        }
+        if self.attrs.len() == 1 {
+            return Some(0);
         }
         let pos = if ty == PERF_RECORD_SAMPLE {
-            self.sample_id_pos?
+            self.sample_id_pos
         } else {
-            body.len().checked_sub(self.trailer_id_pos?)?
+            self.trailer_id_pos.and_then(|p| body.len().checked_sub(p))
         };
-        let b = body.get(pos..pos + 8)?;
-        let id = self.endian.read_u64(b.try_into().ok()?);
-        // Synthesized records carry id 0 (perf's evlist__event2evsel: "Synthesized events have an id of zero").
-        Some(self.id_to_attr.get(&id).copied().unwrap_or(0))
+        let id = pos
+            .and_then(|p| body.get(p..p + 8))
+            .map(|b| self.endian.read_u64(b.try_into().expect("8 bytes")));
+        Some(
+            id.and_then(|id| self.id_to_attr.get(&id).copied())
+                .unwrap_or(0),
+        )
     }
 
-    fn parse_record<'a, E: Endian>(
+    pub(super) fn parse_record<'a, E: Endian>(
         &'a self,
         pos: usize,
         h: &RawRec<'a>,
@@ -658,16 +604,7 @@ impl PerfFile {
     }
 }
 
-/// Decodes one zstd frame from `src` onto `out`, at most `room` bytes.
-fn decode_frame(src: &mut &[u8], out: &mut Vec<u8>, room: u64) -> Result<(), String> {
-    let d = ruzstd::decoding::StreamingDecoder::new(src).map_err(|e| e.to_string())?;
-    d.take(room)
-        .read_to_end(out)
-        .map(|_| ())
-        .map_err(|e| e.to_string())
-}
-
-fn warn(warnings: &mut Vec<Warning>, offset: Option<u64>, message: impl Into<String>) {
+pub(super) fn warn(warnings: &mut Vec<Warning>, offset: Option<u64>, message: impl Into<String>) {
     warnings.push(Warning {
         offset,
         message: message.into(),
@@ -676,7 +613,7 @@ fn warn(warnings: &mut Vec<Warning>, offset: Option<u64>, message: impl Into<Str
 
 /// Reads the record header at `pos` of `bytes` (data ends at `data_end`); returns the header, the body and
 /// where the next record starts, or `None` at the end of the data.
-fn raw_at<E: Endian>(
+pub(super) fn raw_at<E: Endian>(
     bytes: &[u8],
     data_end: usize,
     pos: usize,
@@ -743,6 +680,27 @@ fn raw_at<E: Endian>(
     }))
 }
 
+/// Whether a feature section table for `bitmap` at `at` lies in the file and every entry points inside it.
+fn feature_table_fits<E: Endian>(bytes: &[u8], at: u64, bitmap: &[u64; 4], endian: E) -> bool {
+    let n: u32 = bitmap.iter().map(|w| w.count_ones()).sum();
+    if n == 0 {
+        return false;
+    }
+    let len = bytes.len() as u64;
+    let Some(table) = at
+        .checked_add(16 * u64::from(n))
+        .filter(|&end| end <= len)
+        .map(|end| &bytes[at as usize..end as usize])
+    else {
+        return false;
+    };
+    table.chunks_exact(16).all(|e| {
+        let off = endian.read_u64(e[..8].try_into().expect("8 bytes"));
+        let size = endian.read_u64(e[8..].try_into().expect("8 bytes"));
+        off >= at && off.checked_add(size).is_some_and(|end| end <= len)
+    })
+}
+
 fn legacy_endian(bytes: &[u8]) -> Result<Endianness, ReadError> {
     let field = bytes.get(16..24).ok_or(ReadError::Truncated {
         what: "perf.data header",
@@ -794,203 +752,6 @@ fn feature_label(id: u32) -> String {
     table::feature_name(id).map_or_else(|| format!("#{id}"), |n| n.to_string())
 }
 
-fn type_label(ty: u32) -> String {
+pub(super) fn type_label(ty: u32) -> String {
     table::record_type_name(ty).map_or_else(|| format!("type {ty}"), |n| n.to_string())
-}
-
-/// A queued record's sort key; the record itself waits in `Records::slots` (heap moves stay 24 bytes, not a
-/// whole `Record`).
-struct Queued {
-    time: u64,
-    seq: u64,
-    slot: usize,
-}
-
-impl PartialEq for Queued {
-    fn eq(&self, o: &Self) -> bool {
-        (self.time, self.seq) == (o.time, o.seq)
-    }
-}
-impl Eq for Queued {}
-impl PartialOrd for Queued {
-    fn partial_cmp(&self, o: &Self) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(o))
-    }
-}
-impl Ord for Queued {
-    // Reversed: BinaryHeap is a max-heap and we pop the oldest first; ties keep file order.
-    fn cmp(&self, o: &Self) -> std::cmp::Ordering {
-        (o.time, o.seq).cmp(&(self.time, self.seq))
-    }
-}
-
-/// Iterator over a file's records; see [`PerfFile::records`]. Stops after the first framing error (yielded after
-/// every record before it). A record whose body cannot be parsed is skipped with a warning.
-pub struct Records<'a> {
-    file: &'a PerfFile,
-    pos: usize,
-    sorted: bool,
-    queue: BinaryHeap<Queued>,
-    slots: Vec<Option<Record<'a>>>,
-    free_slots: Vec<usize>,
-    ready: VecDeque<Record<'a>>,
-    seq: u64,
-    next_flush: u64,
-    max_time: u64,
-    done: bool,
-    error: Option<ReadError>,
-    warnings: Vec<Warning>,
-    unknown_types: HashSet<u32>,
-    /// Inside a COMPRESSED record: position and end in `file.decomp`, and the record's file offset.
-    inner: Option<(usize, usize, u64)>,
-}
-
-impl<'a> Records<'a> {
-    fn new(file: &'a PerfFile, sorted: bool) -> Self {
-        Records {
-            file,
-            pos: file.data_start,
-            sorted,
-            queue: BinaryHeap::new(),
-            slots: Vec::new(),
-            free_slots: Vec::new(),
-            ready: VecDeque::new(),
-            seq: 0,
-            next_flush: 0,
-            max_time: 0,
-            done: false,
-            error: None,
-            warnings: Vec::new(),
-            unknown_types: HashSet::new(),
-            inner: None,
-        }
-    }
-
-    /// Warnings so far: unknown record types (one each), records skipped because their body was corrupt.
-    pub fn warnings(&self) -> &[Warning] {
-        &self.warnings
-    }
-
-    fn flush_up_to(&mut self, limit: u64) {
-        while self.queue.peek().is_some_and(|q| q.time <= limit) {
-            let q = self.queue.pop().expect("peeked");
-            let record = self.slots[q.slot]
-                .take()
-                .expect("a queued slot holds its record");
-            self.free_slots.push(q.slot);
-            self.ready.push_back(record);
-        }
-    }
-
-    fn step<E: Endian>(&mut self, endian: E) {
-        let file = self.file;
-        if let Some((at, end, outer)) = self.inner {
-            match raw_at(&file.decomp, end, at, endian) {
-                Ok(Some(h)) => {
-                    self.inner = Some((h.next, end, outer));
-                    self.deliver(outer as usize, h, endian);
-                }
-                // The ranges hold only complete records, so this ends the inner stream.
-                Ok(None) | Err(_) => self.inner = None,
-            }
-            return;
-        }
-        let pos = self.pos;
-        let h = match file.raw_at(pos, endian) {
-            Ok(Some(r)) => r,
-            Ok(None) => {
-                self.done = true;
-                self.flush_up_to(u64::MAX);
-                return;
-            }
-            Err(e) => {
-                self.done = true;
-                self.flush_up_to(u64::MAX);
-                self.error = Some(e);
-                return;
-            }
-        };
-        self.pos = h.next;
-        if let Some(range) = file.decomp_ranges.get(&(pos as u64)) {
-            self.inner = Some((range.start, range.end, pos as u64));
-        }
-        self.deliver(pos, h, endian);
-    }
-
-    fn deliver<E: Endian>(&mut self, pos: usize, h: RawRec<'a>, endian: E) {
-        let file = self.file;
-        let record = match file.parse_record(pos, &h, endian) {
-            Ok(r) => r,
-            Err(e) => {
-                self.warnings.push(Warning {
-                    offset: Some(pos as u64),
-                    message: format!("{} record skipped: {e}", type_label(h.ty)),
-                });
-                return;
-            }
-        };
-        if let Record::Unknown(_) = record {
-            if self.unknown_types.insert(h.ty) {
-                let who = if h.ty >= PERF_RECORD_USER_TYPE_START {
-                    "perf"
-                } else {
-                    "kernel"
-                };
-                self.warnings.push(Warning {
-                    offset: Some(pos as u64),
-                    message: format!("unknown record type {} skipped (from a newer {who}?); further records of this type are skipped silently", h.ty),
-                });
-            }
-        }
-        if !self.sorted {
-            self.ready.push_back(record);
-            return;
-        }
-        match (h.ty, record.time()) {
-            (PERF_RECORD_FINISHED_ROUND, _) => {
-                self.flush_up_to(self.next_flush);
-                self.next_flush = self.max_time;
-                self.ready.push_back(record);
-            }
-            (ty, Some(time)) if ty < PERF_RECORD_USER_TYPE_START => {
-                self.max_time = self.max_time.max(time);
-                self.seq += 1;
-                let slot = match self.free_slots.pop() {
-                    Some(i) => {
-                        self.slots[i] = Some(record);
-                        i
-                    }
-                    None => {
-                        self.slots.push(Some(record));
-                        self.slots.len() - 1
-                    }
-                };
-                self.queue.push(Queued {
-                    time,
-                    seq: self.seq,
-                    slot,
-                });
-            }
-            _ => self.ready.push_back(record),
-        }
-    }
-}
-
-impl<'a> Iterator for Records<'a> {
-    type Item = Result<Record<'a>, ReadError>;
-
-    fn next(&mut self) -> Option<Self::Item> {
-        loop {
-            if let Some(r) = self.ready.pop_front() {
-                return Some(Ok(r));
-            }
-            if self.done {
-                return self.error.take().map(Err);
-            }
-            match self.file.endian {
-                Endianness::Little => self.step(LittleEndian),
-                Endianness::Big => self.step(BigEndian),
-            }
-        }
-    }
 }

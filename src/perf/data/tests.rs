@@ -1188,3 +1188,112 @@ fn payloads_after_tracing_data_and_auxtrace_records_are_skipped() {
     assert_eq!(got.len(), 3);
     assert_eq!(err.unwrap().offset(), Some(aux_at as u64));
 }
+
+#[test]
+fn samples_find_their_attr_by_id_or_fall_back_to_the_first() {
+    let sample = |attr_index: usize, id: u64| {
+        Record::Sample(SampleRecord {
+            meta: m(PERF_RECORD_SAMPLE, 0, Some(attr_index), SampleId::default()),
+            ip: Some(0x1000 + id),
+            id: Some(id),
+            ..Default::default()
+        })
+    };
+    // ID (not IDENTIFIER) at the same place in both attrs: perf's id_pos works, and so does ours.
+    let with_id = |period| PerfEventAttr {
+        sample_type: PERF_SAMPLE_IP | PERF_SAMPLE_ID,
+        sample_period_or_freq: period,
+        size: 64,
+        ..Default::default()
+    };
+    let mut w = PerfFileWriter::new(IoCursor::new(Vec::new()), WriterOptions::default()).unwrap();
+    w.add_attr(&with_id(1), &[10, 11]).unwrap();
+    w.add_attr(&with_id(2), &[20]).unwrap();
+    for (i, id) in [(1, 20), (0, 11), (0, 10), (0, 99)] {
+        w.write_record(&sample(i, id)).unwrap();
+    }
+    let (out, _) = w.finish(&Features::default()).unwrap();
+    let file = PerfFile::from_bytes(out.into_inner()).unwrap();
+    let got: Vec<(usize, Option<u64>)> = file
+        .records()
+        .map(|r| match r.unwrap() {
+            Record::Sample(s) => (s.attr_index, s.id),
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    // An id no attr lists (99) falls back to the first attr, as synthesized id-0 records do.
+    assert_eq!(
+        got,
+        [(1, Some(20)), (0, Some(11)), (0, Some(10)), (0, Some(99))]
+    );
+}
+
+#[test]
+fn unknown_feature_sections_are_skipped_with_one_warning_each() {
+    let mut f = features();
+    f.other.push((40, vec![1, 2, 3, 4, 5, 6, 7, 8]));
+    f.other.push((HEADER_CPU_TOPOLOGY, vec![9; 16]));
+    f.other.sort();
+    for pipe in [false, true] {
+        let bytes = if pipe {
+            let mut w = PerfFileWriter::new_pipe(Vec::new(), WriterOptions::default()).unwrap();
+            w.add_attr(&attr0(), &[7]).unwrap();
+            w.finish_pipe(&f).unwrap().0
+        } else {
+            let mut w =
+                PerfFileWriter::new(IoCursor::new(Vec::new()), WriterOptions::default()).unwrap();
+            w.add_attr(&attr0(), &[7]).unwrap();
+            w.finish(&f).unwrap().0.into_inner()
+        };
+        let file = PerfFile::from_bytes(bytes).unwrap();
+        let msgs: Vec<&str> = file.warnings().iter().map(|w| w.message.as_str()).collect();
+        if pipe {
+            assert_eq!(
+                msgs,
+                ["unknown feature 40 skipped; written by a newer perf?"]
+            );
+        } else {
+            assert_eq!(
+                msgs,
+                ["unknown feature 40 (8 bytes) skipped; written by a newer perf?"]
+            );
+        }
+        // Everything else is read, and the unknown section is kept raw.
+        assert_eq!(file.features(), &f, "pipe {pipe}");
+        assert!(file.feature_ids().contains(&40));
+    }
+}
+
+#[test]
+fn a_killed_recording_is_read_to_its_end() {
+    // perf record killed before it fixed the header: data size 0, no feature sections after the records (the
+    // bitmap may still claim some).
+    let want = all_records();
+    let (bytes, _) = write_file(Endianness::Little, &want);
+    let file = PerfFile::from_bytes(bytes.clone()).unwrap();
+    let data = file.data_range();
+    drop(file);
+    let mut killed = bytes[..data.end].to_vec();
+    put_u64(&mut killed, 48, 0);
+    let (got, err, warnings) = read_damaged(killed.clone()).unwrap();
+    assert!(err.is_none());
+    assert_eq!(got.len(), want.len());
+    assert_eq!(
+        warnings.iter().map(|w| w.message.as_str()).collect::<Vec<_>>()[..1],
+        ["data size is 0 (was 'perf record' properly terminated?); reading records to the end of the file"]
+    );
+    // The same with an empty feature bitmap.
+    for w in 0..4 {
+        put_u64(&mut killed, 72 + 8 * w, 0);
+    }
+    let (got, _, _) = read_damaged(killed).unwrap();
+    assert_eq!(got.len(), want.len());
+    // A finished file with no records: data size 0, features right after; no records, no warning.
+    let mut w = PerfFileWriter::new(IoCursor::new(Vec::new()), WriterOptions::default()).unwrap();
+    w.add_attr(&attr0(), &[7]).unwrap();
+    let empty = w.finish(&features()).unwrap().0.into_inner();
+    let file = PerfFile::from_bytes(empty).unwrap();
+    assert!(file.warnings().is_empty(), "{:?}", file.warnings());
+    assert_eq!(file.records().count(), 0);
+    assert_eq!(file.features(), &features());
+}

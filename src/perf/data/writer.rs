@@ -110,7 +110,7 @@ impl<W: Write + Seek> PerfFileWriter<W> {
         let (ids, dropped): (Vec<u32>, Vec<u32>) = features
             .ids()
             .into_iter()
-            .partition(|&id| self.opts.abi.supports_feature(id));
+            .partition(|&id| self.feature_allowed(id));
         self.outcome.features_dropped = dropped;
         let endian = self.opts.endian;
         let mut sections = Vec::new();
@@ -319,6 +319,11 @@ impl<W: Write> PerfFileWriter<W> {
         }
     }
 
+    /// Uncapped (no target version), every feature passes, even ids bport does not know, so files round-trip.
+    fn feature_allowed(&self, id: u32) -> bool {
+        self.opts.abi.version.is_none() || self.opts.abi.supports_feature(id)
+    }
+
     fn admit(&mut self, ty: u32) -> Result<bool, WriteError> {
         self.start_data()?;
         // Uncapped (no target version): pass through even types bport does not know, so files round-trip.
@@ -491,7 +496,7 @@ impl<W: Write> PerfFileWriter<W> {
                 self.outcome.features.push(id);
                 continue;
             }
-            if !with_features || !self.opts.abi.supports_feature(id) {
+            if !with_features || !self.feature_allowed(id) {
                 self.outcome.features_dropped.push(id);
                 continue;
             }

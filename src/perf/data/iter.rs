@@ -1,0 +1,209 @@
+//! Iterating a file's records: file order, or time order as perf's ordered-events queue delivers them (see the
+//! [`super::reader`] docs for the FINISHED_ROUND rule).
+
+use super::reader::{raw_at, type_label, PerfFile, RawRec};
+use super::records::Record;
+use super::{ReadError, Warning};
+use crate::perf::abi::*;
+use object::endian::{BigEndian, Endian, Endianness, LittleEndian};
+use std::collections::{BinaryHeap, HashSet, VecDeque};
+
+/// A queued record's sort key; the record itself waits in `Records::slots` (heap moves stay 24 bytes, not a
+/// whole `Record`).
+struct Queued {
+    time: u64,
+    seq: u64,
+    slot: usize,
+}
+
+impl PartialEq for Queued {
+    fn eq(&self, o: &Self) -> bool {
+        (self.time, self.seq) == (o.time, o.seq)
+    }
+}
+impl Eq for Queued {}
+impl PartialOrd for Queued {
+    fn partial_cmp(&self, o: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(o))
+    }
+}
+impl Ord for Queued {
+    // Reversed: BinaryHeap is a max-heap and we pop the oldest first; ties keep file order.
+    fn cmp(&self, o: &Self) -> std::cmp::Ordering {
+        (o.time, o.seq).cmp(&(self.time, self.seq))
+    }
+}
+
+/// Iterator over a file's records; see [`PerfFile::records`]. Stops after the first framing error (yielded after
+/// every record before it). A record whose body cannot be parsed is skipped with a warning.
+pub struct Records<'a> {
+    file: &'a PerfFile,
+    pos: usize,
+    sorted: bool,
+    queue: BinaryHeap<Queued>,
+    slots: Vec<Option<Record<'a>>>,
+    free_slots: Vec<usize>,
+    ready: VecDeque<Record<'a>>,
+    seq: u64,
+    next_flush: u64,
+    max_time: u64,
+    done: bool,
+    error: Option<ReadError>,
+    warnings: Vec<Warning>,
+    unknown_types: HashSet<u32>,
+    /// Inside a COMPRESSED record: position and end in `file.decomp`, and the record's file offset.
+    inner: Option<(usize, usize, u64)>,
+}
+
+impl<'a> Records<'a> {
+    pub(super) fn new(file: &'a PerfFile, sorted: bool) -> Self {
+        Records {
+            file,
+            pos: file.data_start,
+            sorted,
+            queue: BinaryHeap::new(),
+            slots: Vec::new(),
+            free_slots: Vec::new(),
+            ready: VecDeque::new(),
+            seq: 0,
+            next_flush: 0,
+            max_time: 0,
+            done: false,
+            error: None,
+            warnings: Vec::new(),
+            unknown_types: HashSet::new(),
+            inner: None,
+        }
+    }
+
+    /// Warnings so far: unknown record types (one each), records skipped because their body was corrupt.
+    pub fn warnings(&self) -> &[Warning] {
+        &self.warnings
+    }
+
+    fn flush_up_to(&mut self, limit: u64) {
+        while self.queue.peek().is_some_and(|q| q.time <= limit) {
+            let q = self.queue.pop().expect("peeked");
+            let record = self.slots[q.slot]
+                .take()
+                .expect("a queued slot holds its record");
+            self.free_slots.push(q.slot);
+            self.ready.push_back(record);
+        }
+    }
+
+    fn step<E: Endian>(&mut self, endian: E) {
+        let file = self.file;
+        if let Some((at, end, outer)) = self.inner {
+            match raw_at(&file.decomp, end, at, endian) {
+                Ok(Some(h)) => {
+                    self.inner = Some((h.next, end, outer));
+                    self.deliver(outer as usize, h, endian);
+                }
+                // The ranges hold only complete records, so this ends the inner stream.
+                Ok(None) | Err(_) => self.inner = None,
+            }
+            return;
+        }
+        let pos = self.pos;
+        let h = match file.raw_at(pos, endian) {
+            Ok(Some(r)) => r,
+            Ok(None) => {
+                self.done = true;
+                self.flush_up_to(u64::MAX);
+                return;
+            }
+            Err(e) => {
+                self.done = true;
+                self.flush_up_to(u64::MAX);
+                self.error = Some(e);
+                return;
+            }
+        };
+        self.pos = h.next;
+        if let Some(range) = file.decomp_ranges.get(&(pos as u64)) {
+            self.inner = Some((range.start, range.end, pos as u64));
+        }
+        self.deliver(pos, h, endian);
+    }
+
+    fn deliver<E: Endian>(&mut self, pos: usize, h: RawRec<'a>, endian: E) {
+        let file = self.file;
+        let record = match file.parse_record(pos, &h, endian) {
+            Ok(r) => r,
+            Err(e) => {
+                self.warnings.push(Warning {
+                    offset: Some(pos as u64),
+                    message: format!("{} record skipped: {e}", type_label(h.ty)),
+                });
+                return;
+            }
+        };
+        if let Record::Unknown(_) = record {
+            if self.unknown_types.insert(h.ty) {
+                let who = if h.ty >= PERF_RECORD_USER_TYPE_START {
+                    "perf"
+                } else {
+                    "kernel"
+                };
+                self.warnings.push(Warning {
+                    offset: Some(pos as u64),
+                    message: format!("unknown record type {} skipped (from a newer {who}?); further records of this type are skipped silently", h.ty),
+                });
+            }
+        }
+        if !self.sorted {
+            self.ready.push_back(record);
+            return;
+        }
+        match (h.ty, record.time()) {
+            (PERF_RECORD_FINISHED_ROUND, _) => {
+                self.flush_up_to(self.next_flush);
+                self.next_flush = self.max_time;
+                self.ready.push_back(record);
+            }
+            (ty, Some(time)) if ty < PERF_RECORD_USER_TYPE_START => {
+                self.max_time = self.max_time.max(time);
+                self.seq += 1;
+                let slot = match self.free_slots.pop() {
+                    Some(i) => {
+                        self.slots[i] = Some(record);
+                        i
+                    }
+                    None => {
+                        self.slots.push(Some(record));
+                        self.slots.len() - 1
+                    }
+                };
+                self.queue.push(Queued {
+                    time,
+                    seq: self.seq,
+                    slot,
+                });
+            }
+            _ => self.ready.push_back(record),
+        }
+    }
+}
+
+impl<'a> Iterator for Records<'a> {
+    type Item = Result<Record<'a>, ReadError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            if let Some(r) = self.ready.pop_front() {
+                return Some(Ok(r));
+            }
+            if self.done {
+                return self.error.take().map(Err);
+            }
+            match self.file.endian {
+                Endianness::Little => self.step(LittleEndian),
+                Endianness::Big => self.step(BigEndian),
+            }
+        }
+    }
+}
+
+// After the end or the first framing error, `next` keeps returning `None`.
+impl std::iter::FusedIterator for Records<'_> {}
