@@ -640,6 +640,33 @@ mod tests {
     }
 
     #[test]
+    fn symfs_prefix_and_separate_debug_file_by_build_id() {
+        let fp = Build::FramePointer.bytes();
+        let bid = elf::build_id(fp).unwrap();
+        // --symfs: the recorded path is looked up under the given root.
+        let mut files = MemLookup::new();
+        files.insert("/sysroot/w/chain", fp);
+        let mut opts = options("/home/u");
+        opts.symfs = Some(PathBuf::from("/sysroot"));
+        let mut s = Symbolizer::new(files, opts);
+        let dso = s.dso("/w/chain", Some(&bid));
+        assert_eq!(dso.symbols_file, Some(PathBuf::from("/sysroot/w/chain")));
+        // The binary is gone but its debug file is installed under /usr/lib/debug/.build-id.
+        let mut files = MemLookup::new();
+        let debug = format!("/usr/lib/debug/.build-id/{}.debug", build_id_link(&bid));
+        files.insert(debug.clone(), fp);
+        let mut s = Symbolizer::new(files, options("/home/u"));
+        let dso = s.dso("/w/gone", Some(&bid));
+        assert_eq!(dso.problem, None);
+        assert_eq!(dso.symbols_file, Some(PathBuf::from(debug)));
+        assert_eq!(dso.runtime_file, None);
+        assert!(
+            dso.unwind_info().is_some(),
+            "CFI from the debug file when no runtime image exists"
+        );
+    }
+
+    #[test]
     fn kernel_from_explicit_kallsyms_and_perf_map() {
         let mut files = MemLookup::new();
         files.insert(
