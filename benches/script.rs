@@ -62,6 +62,10 @@ fn main() {
         .and_then(|s| s.parse().ok())
         .unwrap_or(2);
     let dir = tempfile::tempdir().expect("temp dir");
+    if std::env::var_os("BPORT_BENCH_KEEP").is_some() {
+        // Keep the recordings (and their build-id cache) for a look at a difference.
+        eprintln!("keeping {}", dir.path().display());
+    }
     let exe = bport::verify::workloads::Build::NoFramePointer
         .write_to(dir.path())
         .expect("write workload");
@@ -130,5 +134,8 @@ fn main() {
             perf_t.as_secs_f64() / ours_t.as_secs_f64(),
             if perf_out == ours_out { "yes" } else { "NO" }
         );
+    }
+    if std::env::var_os("BPORT_BENCH_KEEP").is_some() {
+        let _ = dir.keep();
     }
 }

@@ -311,7 +311,16 @@ impl<L: FileLookup> Symbolizer<L> {
 
     fn load_dso(&self, path: &str, build_id: Option<&[u8]>) -> Dso {
         let mut candidates: Vec<(PathBuf, bool)> = Vec::new(); // (path, is a runtime image)
-        if let Some(bid) = build_id {
+                                                               // perf records build-ids only for DSOs a sample's IP hit; for one seen only in callchains it reads the
+                                                               // build-id from the file itself to find debug files by it (no mismatch check: nothing was recorded).
+        let own_bid = match build_id {
+            Some(_) => None,
+            None => self
+                .lookup
+                .read(&self.with_symfs(Path::new(path)))
+                .and_then(|b| elf::build_id((*b).as_ref())),
+        };
+        if let Some(bid) = build_id.or(own_bid.as_deref()) {
             let link = build_id_link(bid);
             if let Some(home) = &self.options.home {
                 let base = home.join(".debug/.build-id").join(&link);
