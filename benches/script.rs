@@ -5,7 +5,8 @@
 //! outputs are identical, and prints a Markdown table of wall times and ratios.
 //!
 //! Run: `cargo bench --bench script` (needs perf and root or perf_event_paranoid ≤ 1). Sizes scale with
-//! `BPORT_BENCH_SECONDS` (default 2 for "medium"; "large" records five times as long).
+//! `BPORT_BENCH_SECONDS` (default 2 for "medium"; "large" records five times as long). perf script runs
+//! once per file after a warm-up run, bport script takes the best of three.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -34,8 +35,10 @@ fn record(dir: &Path, name: &str, callgraph: &[&str], cmd: &[&str]) -> PathBuf {
     out
 }
 
-/// Best of `runs` wall times of `cmd`, and its stdout from the last run.
+/// Best of `runs` wall times of `cmd` after one untimed warm-up run (page cache, build-id cache), and its
+/// stdout.
 fn time(cmd: &mut dyn FnMut() -> Command, runs: usize) -> (Duration, Vec<u8>) {
+    let _ = cmd().stdout(Stdio::null()).stderr(Stdio::null()).status();
     let mut best = Duration::MAX;
     let mut output = Vec::new();
     for _ in 0..runs {
@@ -59,6 +62,10 @@ fn main() {
         .and_then(|s| s.parse().ok())
         .unwrap_or(2);
     let dir = tempfile::tempdir().expect("temp dir");
+    if std::env::var_os("BPORT_BENCH_KEEP").is_some() {
+        // Keep the recordings (and their build-id cache) for a look at a difference.
+        eprintln!("keeping {}", dir.path().display());
+    }
     let exe = bport::verify::workloads::Build::NoFramePointer
         .write_to(dir.path())
         .expect("write workload");
@@ -71,7 +78,12 @@ fn main() {
     let mut files = Vec::new();
     for (size, secs) in [("medium", seconds), ("large", seconds * 5)] {
         let ms = (secs * 1000).to_string();
-        for (mode, cg) in [("fp", vec!["-g"]), ("dwarf", vec!["--call-graph", "dwarf"])] {
+        // -F 10000: this 2-core VM delivers few samples at perf's default rate; more samples make the
+        // per-sample cost, not start-up, decide the ratio.
+        for (mode, cg) in [
+            ("fp", vec!["-F", "10000", "-g"]),
+            ("dwarf", vec!["-F", "10000", "--call-graph", "dwarf"]),
+        ] {
             let name = format!("chain-{mode}-{size}");
             files.push((name.clone(), record(dir.path(), &name, &cg, &[&exe, &ms])));
             let name = format!("python-{mode}-{size}");
@@ -92,7 +104,7 @@ fn main() {
                 c.arg("script").arg("-i").arg(&path).env("HOME", dir.path());
                 c
             },
-            2,
+            1,
         );
         let (ours_t, ours_out) = time(
             &mut || {
@@ -102,6 +114,18 @@ fn main() {
             },
             3,
         );
+        if perf_out != ours_out {
+            // Say where, so a difference can be named or fixed.
+            let (p, o) = (
+                String::from_utf8_lossy(&perf_out),
+                String::from_utf8_lossy(&ours_out),
+            );
+            if let Some((a, b)) = p.lines().zip(o.lines()).find(|(a, b)| a != b) {
+                eprintln!("{name}: first difference:\n  perf:  {a}\n  bport: {b}");
+            } else {
+                eprintln!("{name}: one output is a prefix of the other");
+            }
+        }
         println!(
             "| {name} | {:.1} MB | {:.2} s | {:.3} s | {:.1}× | {} |",
             size as f64 / 1e6,
@@ -110,5 +134,8 @@ fn main() {
             perf_t.as_secs_f64() / ours_t.as_secs_f64(),
             if perf_out == ours_out { "yes" } else { "NO" }
         );
+    }
+    if std::env::var_os("BPORT_BENCH_KEEP").is_some() {
+        let _ = dir.keep();
     }
 }

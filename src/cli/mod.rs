@@ -12,6 +12,7 @@ pub mod error;
 mod flamegraph;
 mod list;
 mod record;
+mod report;
 mod rerere;
 mod script;
 mod status;
@@ -116,6 +117,12 @@ pub enum Command {
     ///
     /// Example: bport flamegraph -i perf.data -o flame.svg
     Flamegraph(flamegraph::FlamegraphArgs),
+    /// Print the overhead table of a perf.data file by comm, dso and symbol, as `perf report --stdio`.
+    ///
+    /// Counts each sample's own IP (perf's --no-children -g none view).
+    ///
+    /// Example: bport report -i perf.data --sort comm,dso,sym --stdio
+    Report(report::ReportArgs),
     /// Print every record of a perf.data file, one line each, for debugging.
     ///
     /// Like `perf report -D`: the header, attrs and features, then each record with its file offset and parsed
@@ -161,6 +168,7 @@ fn run(command: Command, ui: &Ui) -> CliResult<ExitCode> {
         Command::BuildidList(args) => buildid_list::run(args),
         Command::Archive(args) => archive::run(args, ui),
         Command::Flamegraph(args) => flamegraph::run(args, ui),
+        Command::Report(args) => report::run(args),
         Command::Dump(args) => dump::run(args, ui),
     }
     .map(|()| ExitCode::SUCCESS)

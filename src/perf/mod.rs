@@ -14,6 +14,7 @@ pub mod archive;
 pub mod data;
 pub mod flame;
 pub mod record;
+pub mod report;
 pub mod script;
 pub mod symbols;
 pub mod unwind;

@@ -297,3 +297,79 @@ fn changed_missing_and_corrupt_dsos_degrade_frames_not_the_run() {
         "chains went past the corrupt tables"
     );
 }
+
+#[test]
+fn report_table_equals_perf_report() {
+    let Some(r) = record(Build::FramePointer, &["-g"], true) else {
+        return;
+    };
+    let d = r.data.to_str().unwrap();
+    // Named deviation: perf ends each table with a randomly chosen "(Tip: …)" comment; bport prints none.
+    let strip_tip = |t: &str| -> String {
+        let lines: Vec<&str> = t.lines().collect();
+        let mut out = Vec::new();
+        let mut i = 0;
+        while i < lines.len() {
+            if i + 2 < lines.len()
+                && lines[i] == "#"
+                && lines[i + 1].starts_with("# (Tip:")
+                && lines[i + 2] == "#"
+            {
+                i += 3;
+                continue;
+            }
+            out.push(lines[i]);
+            i += 1;
+        }
+        out.join("\n")
+    };
+    for sort in ["comm,dso,sym", "comm,dso", "dso,sym", "pid,sym"] {
+        let theirs = perf_ok(
+            r.dir.path(),
+            &[
+                "report",
+                "-i",
+                d,
+                "--stdio",
+                "--sort",
+                sort,
+                "--no-children",
+                "-g",
+                "none",
+            ],
+        );
+        let ours = bport::run(
+            r.dir.path(),
+            &["report", "-i", d, "--stdio", "--sort", sort],
+        );
+        assert_eq!(ours.code, Some(0), "{}", ours.transcript());
+        assert_same_lines(&strip_tip(&theirs), &strip_tip(&ours.stdout), sort);
+        assert!(ours.stdout.contains("[.] chain_c") || !sort.contains("sym"));
+    }
+}
+
+#[test]
+fn flamegraph_folds_as_inferno_does_on_perf_script() {
+    let Some(r) = record(Build::NoFramePointer, &["--call-graph", "dwarf"], true) else {
+        return;
+    };
+    let d = r.data.to_str().unwrap();
+    let folded = bport::run(r.dir.path(), &["flamegraph", "-i", d, "--folded"]);
+    assert_eq!(folded.code, Some(0), "{}", folded.transcript());
+    let theirs = ::bport::perf::flame::collapse_perf_script(perf_script(&r).as_bytes()).unwrap();
+    assert_eq!(folded.stdout, String::from_utf8(theirs).unwrap());
+    let svg = r.dir.path().join("flame.svg");
+    let out = bport::run(
+        r.dir.path(),
+        &["flamegraph", "-i", d, "-o", svg.to_str().unwrap()],
+    );
+    assert_eq!(out.code, Some(0), "{}", out.transcript());
+    let svg = std::fs::read_to_string(svg).unwrap();
+    assert!(svg.starts_with("<?xml"), "{}", &svg[..100.min(svg.len())]);
+    for f in EXPECTED_CHAIN {
+        assert!(
+            svg.contains(&format!(">{f} (")),
+            "{f} missing from the flame graph"
+        );
+    }
+}

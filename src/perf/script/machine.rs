@@ -35,6 +35,8 @@ pub struct Map {
     pub build_id: Option<Vec<u8>>,
     /// How the map is symbolized.
     pub kind: MapKind,
+    /// Unique per MMAP record (kept by the pieces of a split map): a stable cache key for per-map facts.
+    pub id: u64,
 }
 
 impl Map {
@@ -101,6 +103,7 @@ pub struct Machine {
     processes: HashMap<i32, Maps>,
     /// The kernel image and modules.
     pub kernel: Maps,
+    next_map_id: u64,
 }
 
 impl Machine {
@@ -158,6 +161,8 @@ impl Machine {
         kernel: bool,
     ) {
         let end = start.saturating_add(len);
+        self.next_map_id += 1;
+        let id = self.next_map_id;
         if kernel || pid == -1 {
             // perf names the kernel image's map `[kernel.kallsyms]` whatever the record says (`…_text`,
             // `…_stext`); modules keep `[name]` from their path.
@@ -184,6 +189,7 @@ impl Machine {
                 dso,
                 build_id,
                 kind: MapKind::Kernel,
+                id,
             });
             return;
         }
@@ -203,6 +209,7 @@ impl Machine {
             dso,
             build_id,
             kind,
+            id,
         });
     }
 

@@ -5,6 +5,21 @@
 //! for), resolving frames ([`resolve::Resolver`]) and printing them as `perf script` does ([`format`]). Does not
 //! own: parsing perf.data (`perf::data`), unwinding (`perf::unwind`), reading ELF files (`perf::symbols`).
 //!
+//! Per-sample access (what `verify` and `flamegraph` use):
+//!
+//! ```no_run
+//! use bport::perf::data::PerfFile;
+//! use bport::perf::script::{samples, Options};
+//!
+//! let file = PerfFile::open("perf.data")?;
+//! for item in samples(&file, &Options::default()) {
+//!     let (info, frames) = item?;
+//!     let chain: Vec<&str> = frames.iter().map(|f| f.sym_name()).collect();
+//!     println!("{} {:?} {:?}", info.comm, info.mode, chain); // innermost first
+//! }
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
 //! The output format follows tools/perf/builtin-script.c (`process_event`, `perf_sample__fprintf_*`) and
 //! tools/perf/util/evsel_fprintf.c (`sample__fprintf_callchain`) of perf 6.1; every deviation is named in the
 //! tests.

@@ -12,29 +12,13 @@ use crate::perf::unwind::{
 use std::collections::HashMap;
 use std::rc::Rc;
 
-/// `PERF_SAMPLE_*` bits the mode choice reads (include/uapi/linux/perf_event.h).
-pub const PERF_SAMPLE_CALLCHAIN: u64 = 1 << 5;
-/// `PERF_SAMPLE_CPU`.
-pub const PERF_SAMPLE_CPU: u64 = 1 << 7;
-/// `PERF_SAMPLE_BRANCH_STACK`.
-pub const PERF_SAMPLE_BRANCH_STACK: u64 = 1 << 11;
-/// `PERF_SAMPLE_REGS_USER`.
-pub const PERF_SAMPLE_REGS_USER: u64 = 1 << 12;
-/// `PERF_SAMPLE_STACK_USER`.
-pub const PERF_SAMPLE_STACK_USER: u64 = 1 << 13;
-/// `PERF_SAMPLE_BRANCH_CALL_STACK` in `branch_sample_type`.
-pub const PERF_SAMPLE_BRANCH_CALL_STACK: u64 = 1 << 11;
-
-/// `PERF_RECORD_MISC_*` cpumodes (the low 3 bits of a record's `misc`).
-pub const MISC_KERNEL: u16 = 1;
-/// User mode.
-pub const MISC_USER: u16 = 2;
-/// Hypervisor.
-pub const MISC_HYPERVISOR: u16 = 3;
-/// Guest kernel.
-pub const MISC_GUEST_KERNEL: u16 = 4;
-/// Guest user.
-pub const MISC_GUEST_USER: u16 = 5;
+pub use crate::perf::abi::{
+    PERF_RECORD_MISC_GUEST_KERNEL as MISC_GUEST_KERNEL,
+    PERF_RECORD_MISC_GUEST_USER as MISC_GUEST_USER, PERF_RECORD_MISC_HYPERVISOR as MISC_HYPERVISOR,
+    PERF_RECORD_MISC_KERNEL as MISC_KERNEL, PERF_RECORD_MISC_USER as MISC_USER,
+    PERF_SAMPLE_BRANCH_CALL_STACK, PERF_SAMPLE_BRANCH_STACK, PERF_SAMPLE_CALLCHAIN,
+    PERF_SAMPLE_CPU, PERF_SAMPLE_REGS_USER, PERF_SAMPLE_STACK_USER,
+};
 
 /// Chooses how a sample's callchain is built, from its event's sample type: perf ≥ 4.3's rule
 /// (`perf script: Initialize callchain_param.record_mode`, 7322d6c98dd2). Before that fix perf script always
@@ -75,6 +59,9 @@ pub struct SampleInput<'a> {
     pub stack_user: &'a [u8],
 }
 
+/// A file map and its loaded DSO.
+type MapDso = (Rc<Map>, Rc<crate::perf::symbols::Dso>);
+
 /// Resolves samples to frames, with the per-run caches: DSOs (in the symbolizer) and per-map biases.
 pub struct Resolver<L: FileLookup> {
     /// The symbolizer (per-DSO caches).
@@ -86,6 +73,12 @@ pub struct Resolver<L: FileLookup> {
     max_stack: usize,
     /// addr2line answers per (DSO, svma): DWARF-mode samples hit the same addresses over and over.
     inline_cache: HashMap<(usize, u64), Rc<[Rc<str>]>>,
+    /// The DSO of each file map, by map id: one symbolizer lookup (and build-id clone) per map, not per frame.
+    map_dsos: HashMap<u64, Rc<crate::perf::symbols::Dso>>,
+    /// The kernel's symbols once loaded.
+    kernel: Option<Rc<crate::perf::symbols::kallsyms::Kallsyms>>,
+    /// Per process, the modules its last DWARF unwind needed, so the next unwind starts with them loaded.
+    modules: HashMap<i32, Vec<MapDso>>,
 }
 
 impl<L: FileLookup> Resolver<L> {
@@ -97,7 +90,20 @@ impl<L: FileLookup> Resolver<L> {
             kernel_build_id: None,
             max_stack: options.max_stack,
             inline_cache: HashMap::new(),
+            map_dsos: HashMap::new(),
+            kernel: None,
+            modules: HashMap::new(),
         }
+    }
+
+    fn dso_for(&mut self, map: &Map) -> Rc<crate::perf::symbols::Dso> {
+        if let Some(d) = self.map_dsos.get(&map.id) {
+            return d.clone();
+        }
+        let bid = self.build_id_for(map);
+        let dso = self.symbolizer.dso(&map.dso, bid.as_deref());
+        self.map_dsos.insert(map.id, dso.clone());
+        dso
     }
 
     fn build_id_for(&self, map: &Map) -> Option<Vec<u8>> {
@@ -176,15 +182,25 @@ impl<L: FileLookup> Resolver<L> {
             bytes: s.stack_user,
         };
         // Load every DSO the walk may need first, so the lookup closure can borrow them immutably.
-        let mut dsos: Vec<(Rc<Map>, Rc<crate::perf::symbols::Dso>)> = Vec::new();
-        let mut loader = |avma: u64, dsos: &mut Vec<(Rc<Map>, Rc<crate::perf::symbols::Dso>)>| {
+        // Start from the modules this process needed last time, dropping any whose map was replaced since.
+        let mut dsos: Vec<MapDso> = self
+            .modules
+            .remove(&s.pid)
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|(m, _)| {
+                machine
+                    .user_map(s.pid, m.start)
+                    .is_some_and(|now| now.id == m.id)
+            })
+            .collect();
+        let loader = |this: &mut Self, avma: u64, dsos: &mut Vec<MapDso>| {
             if dsos.iter().any(|(m, _)| m.start <= avma && avma < m.end) {
                 return;
             }
             if let Some(map) = machine.user_map(s.pid, avma) {
                 if map.kind == MapKind::File {
-                    let bid = self.build_id_for(map);
-                    let dso = self.symbolizer.dso(&map.dso, bid.as_deref());
+                    let dso = this.dso_for(map);
                     dsos.push((map.clone(), dso));
                 }
             }
@@ -221,14 +237,16 @@ impl<L: FileLookup> Resolver<L> {
                 &UnwindOptions { max_frames: max },
             );
             drop(modules);
-            match missing {
+            let done = match missing {
                 Some(avma) => {
-                    loader(avma, &mut dsos);
-                    if dsos.len() == before {
-                        return out.frames;
-                    }
+                    loader(self, avma, &mut dsos);
+                    dsos.len() == before
                 }
-                None => return out.frames,
+                None => true,
+            };
+            if done {
+                self.modules.insert(s.pid, dsos);
+                return out.frames;
             }
         }
     }
@@ -272,8 +290,15 @@ impl<L: FileLookup> Resolver<L> {
         let printed = map.map_ip(avma);
         let sym = match map.kind {
             MapKind::Kernel => {
-                let bid = self.kernel_build_id.clone();
-                let k = self.symbolizer.kernel(bid.as_deref());
+                let k = match &self.kernel {
+                    Some(k) => k.clone(),
+                    None => {
+                        let bid = self.kernel_build_id.clone();
+                        let k = self.symbolizer.kernel(bid.as_deref());
+                        self.kernel = Some(k.clone());
+                        k
+                    }
+                };
                 k.lookup(avma).map(|s| (s.name.clone(), avma - s.start))
             }
             MapKind::Anon => self
@@ -282,8 +307,7 @@ impl<L: FileLookup> Resolver<L> {
                 .and_then(|m| m.lookup(avma))
                 .map(|(start, name)| (name.clone(), avma - start)),
             MapKind::File => {
-                let bid = self.build_id_for(&map);
-                let dso = self.symbolizer.dso(&map.dso, bid.as_deref());
+                let dso = self.dso_for(&map);
                 let info = dso.info.as_ref();
                 let svma = info.and_then(|i| i.file_offset_to_svma(printed));
                 let hit = svma

@@ -14,10 +14,7 @@ use std::collections::BTreeSet;
 use std::io::Write;
 use std::rc::Rc;
 
-/// `PERF_SAMPLE_TIME`.
-const PERF_SAMPLE_TIME: u64 = 1 << 2;
-/// `PERF_SAMPLE_PERIOD`.
-const PERF_SAMPLE_PERIOD: u64 = 1 << 8;
+use crate::perf::abi::{PERF_SAMPLE_PERIOD, PERF_SAMPLE_TIME};
 
 /// Why a script run failed. Per-sample problems (missing DSOs, bad unwind tables) are not errors: they give
 /// `[unknown]` frames and a warning in the [`Outcome`].
@@ -281,6 +278,28 @@ impl<L: FileLookup> Samples<'_, L> {
             self.note_problems();
             return Some(Ok((info, frames)));
         }
+    }
+
+    /// The frame of a sample's own IP (no callchain, no inline expansion), resolved against the machine state
+    /// right after [`Samples::next_sample`] returned that sample: what `perf report --no-children` counts.
+    pub fn ip_frame(&mut self, info: &SampleInfo) -> Frame {
+        let input = SampleInput {
+            cpumode: info.cpumode,
+            ip: info.ip,
+            pid: info.pid,
+            tid: info.tid,
+            ..Default::default()
+        };
+        self.resolver
+            .frames(&self.machine, CallchainMode::Fp, &input)
+            .pop()
+            .unwrap_or(Frame {
+                addr: info.ip,
+                sym: None,
+                offset: 0,
+                dso: None,
+                inlined: false,
+            })
     }
 
     /// Output fields and the event-name width for a sample of this file.

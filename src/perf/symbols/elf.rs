@@ -130,17 +130,41 @@ impl ElfInfo {
     /// Parses an ELF image, demangling names first when `demangle` is set: perf demangles before it chooses
     /// among aliases (the longer *demangled* name wins), so the choice depends on it.
     pub fn parse_with(data: &[u8], demangle: bool) -> Result<Self, ElfError> {
-        match object::FileKind::parse(data)? {
-            object::FileKind::Elf32 => {
-                Self::parse_as::<object::elf::FileHeader32<Endianness>>(data, demangle)
+        Self::parse_full(data, demangle, None)
+    }
+
+    /// Like [`ElfInfo::parse_with`], taking the `NAME@plt` symbols from `plt_from` (the runtime image) instead
+    /// of `data`: a separate debug file has no usable `.plt`, and perf synthesizes them from the runtime file
+    /// (`dso__synthesize_plt_symbols(dso, runtime_ss)`).
+    pub fn parse_full(
+        data: &[u8],
+        demangle: bool,
+        plt_from: Option<&[u8]>,
+    ) -> Result<Self, ElfError> {
+        let mut plt = Vec::new();
+        if let Some(rt) = plt_from {
+            if let Ok(file) = ElfFile::<object::elf::FileHeader64<Endianness>>::parse(rt) {
+                synthesize_plt(&file, file.endian(), &mut plt);
             }
-            _ => Self::parse_as::<object::elf::FileHeader64<Endianness>>(data, demangle),
+        }
+        match object::FileKind::parse(data)? {
+            object::FileKind::Elf32 => Self::parse_as::<object::elf::FileHeader32<Endianness>>(
+                data,
+                demangle,
+                plt_from.map(|_| plt),
+            ),
+            _ => Self::parse_as::<object::elf::FileHeader64<Endianness>>(
+                data,
+                demangle,
+                plt_from.map(|_| plt),
+            ),
         }
     }
 
     fn parse_as<H: FileHeader<Endian = Endianness>>(
         data: &[u8],
         demangle: bool,
+        plt: Option<Vec<Candidate>>,
     ) -> Result<Self, ElfError> {
         let file = ElfFile::<H>::parse(data)?;
         let endian = file.endian();
@@ -236,7 +260,10 @@ impl ElfInfo {
                     .push((index.0, start, start.saturating_add(size)));
             }
         }
-        synthesize_plt::<H>(&file, endian, &mut candidates);
+        match plt {
+            Some(plt) => candidates.extend(plt),
+            None => synthesize_plt::<H>(&file, endian, &mut candidates),
+        }
         if demangle {
             for c in &mut candidates {
                 c.name = super::demangle::demangle(&c.name);

@@ -18,74 +18,132 @@ pub struct KernelSymbol {
     pub module: Option<String>,
 }
 
+/// One parsed line, names kept as ranges into the text (a kernel has ~200,000 symbols; a run looks up a few
+/// hundred, so names become strings only when looked up).
+#[derive(Clone, Copy, Debug)]
+struct Entry {
+    start: u64,
+    end: u64,
+    name: (u32, u32),
+    module: Option<(u32, u32)>,
+}
+
 /// A parsed kallsyms table, sorted by address.
 #[derive(Clone, Debug, Default)]
 pub struct Kallsyms {
-    symbols: Vec<KernelSymbol>,
+    text: String,
+    entries: Vec<Entry>,
+    names: std::cell::RefCell<std::collections::HashMap<usize, std::rc::Rc<str>>>,
 }
 
 impl Kallsyms {
     /// Parses kallsyms text (`ADDR TYPE NAME [MODULE]` lines). Malformed lines are skipped; a table whose
     /// addresses are all zero (read without privilege, `kptr_restrict`) gives an empty table.
     pub fn parse(text: &str) -> Self {
-        let mut symbols = Vec::new();
-        for line in text.lines() {
-            let mut parts = line.split_whitespace();
-            let (Some(addr), Some(kind), Some(name)) = (parts.next(), parts.next(), parts.next())
-            else {
+        let bytes = text.as_bytes();
+        let mut entries = Vec::with_capacity(text.len() / 40);
+        let mut pos = 0usize;
+        while pos < bytes.len() {
+            let line_end = memchr_newline(&bytes[pos..]).map_or(bytes.len(), |i| pos + i);
+            let line = &bytes[pos..line_end];
+            let line_start = pos;
+            pos = line_end + 1;
+            // ADDR ' ' TYPE ' ' NAME [ '\t' '[' MODULE ']' ]
+            let Some(sp) = line.iter().position(|&b| b == b' ') else {
                 continue;
             };
-            let Ok(start) = u64::from_str_radix(addr, 16) else {
-                continue;
-            };
-            let kind = kind.chars().next().map(|c| c.to_ascii_uppercase());
-            if !matches!(kind, Some('T' | 'W' | 'D' | 'B')) || start == 0 {
+            if line.len() < sp + 4 || line[sp + 2] != b' ' {
                 continue;
             }
-            let module = parts
-                .next()
-                .and_then(|m| m.strip_prefix('[')?.strip_suffix(']'))
-                .map(str::to_owned);
-            symbols.push(KernelSymbol {
+            let kind = line[sp + 1].to_ascii_uppercase();
+            if !matches!(kind, b'T' | b'W' | b'D' | b'B') {
+                continue;
+            }
+            let Ok(start) = u64::from_str_radix(&text[line_start..line_start + sp], 16) else {
+                continue;
+            };
+            if start == 0 {
+                continue;
+            }
+            let rest = &line[sp + 3..];
+            let name_len = rest
+                .iter()
+                .position(|&b| b == b'\t' || b == b' ')
+                .unwrap_or(rest.len());
+            if name_len == 0 {
+                continue;
+            }
+            let name_off = line_start + sp + 3;
+            let after = &rest[name_len..];
+            let module = after.iter().position(|&b| b == b'[').and_then(|open| {
+                let close = after.iter().rposition(|&b| b == b']')?;
+                (close > open + 1).then(|| {
+                    let off = name_off + name_len + open + 1;
+                    (off as u32, (close - open - 1) as u32)
+                })
+            });
+            entries.push(Entry {
                 start,
                 end: start,
-                name: std::rc::Rc::from(name),
+                name: (name_off as u32, name_len as u32),
                 module,
             });
         }
-        symbols.sort_by_key(|s| s.start);
+        entries.sort_by_key(|e| e.start);
         // Of several symbols at one address perf keeps the last listed: its fixup_end gives every earlier one
         // zero size, and choose_best_symbol prefers a sized symbol.
-        let mut deduped: Vec<KernelSymbol> = Vec::with_capacity(symbols.len());
-        for sym in symbols {
+        let mut deduped: Vec<Entry> = Vec::with_capacity(entries.len());
+        for e in entries {
             match deduped.last_mut() {
-                Some(last) if last.start == sym.start => *last = sym,
-                _ => deduped.push(sym),
+                Some(last) if last.start == e.start => *last = e,
+                _ => deduped.push(e),
             }
         }
-        let mut symbols = deduped;
-        for i in 0..symbols.len() {
-            let end = symbols
+        for i in 0..deduped.len() {
+            let start = deduped[i].start;
+            let end = deduped
                 .get(i + 1)
-                .map_or(symbols[i].start.saturating_add(0x1000) & !0xfff, |n| {
-                    n.start
-                });
-            symbols[i].end = end.max(symbols[i].start + 1);
+                .map_or(start.saturating_add(0x1000) & !0xfff, |n| n.start);
+            deduped[i].end = end.max(start + 1);
         }
-        Kallsyms { symbols }
+        Kallsyms {
+            text: text.to_owned(),
+            entries: deduped,
+            names: Default::default(),
+        }
     }
 
     /// Whether the table has no symbols.
     pub fn is_empty(&self) -> bool {
-        self.symbols.is_empty()
+        self.entries.is_empty()
     }
 
     /// The symbol containing `addr`.
-    pub fn lookup(&self, addr: u64) -> Option<&KernelSymbol> {
-        let pos = self.symbols.partition_point(|s| s.start <= addr);
-        let sym = self.symbols.get(pos.checked_sub(1)?)?;
-        (addr < sym.end).then_some(sym)
+    pub fn lookup(&self, addr: u64) -> Option<KernelSymbol> {
+        let pos = self.entries.partition_point(|e| e.start <= addr);
+        let index = pos.checked_sub(1)?;
+        let e = self.entries.get(index)?;
+        if addr >= e.end {
+            return None;
+        }
+        let slice = |(off, len): (u32, u32)| &self.text[off as usize..(off + len) as usize];
+        let name = self
+            .names
+            .borrow_mut()
+            .entry(index)
+            .or_insert_with(|| std::rc::Rc::from(slice(e.name)))
+            .clone();
+        Some(KernelSymbol {
+            start: e.start,
+            end: e.end,
+            name,
+            module: e.module.map(|m| slice(m).to_owned()),
+        })
     }
+}
+
+fn memchr_newline(bytes: &[u8]) -> Option<usize> {
+    bytes.iter().position(|&b| b == b'\n')
 }
 
 /// The GNU build-id from an ELF note blob such as `/sys/kernel/notes`.
@@ -124,21 +182,19 @@ mod tests {
              garbage\n\
              ffffffffc0000000 t kvm_fn\t[kvm]\n",
         );
-        let hit = |a| {
-            k.lookup(a)
-                .map(|s| (&*s.name, s.start, s.module.as_deref()))
-        };
+        let hit = |a| k.lookup(a).map(|s| (s.name.to_string(), s.start, s.module));
+        let own = |n: &str, a: u64, m: Option<&str>| Some((n.to_owned(), a, m.map(str::to_owned)));
         assert_eq!(
             hit(0xffffffff81000050),
-            Some(("_stext", 0xffffffff81000000, None))
+            own("_stext", 0xffffffff81000000, None)
         );
         assert_eq!(
             hit(0xffffffff81000300),
-            Some(("helper_alias", 0xffffffff81000100, None))
+            own("helper_alias", 0xffffffff81000100, None)
         );
         assert_eq!(
             hit(0xffffffffc0000010),
-            Some(("kvm_fn", 0xffffffffc0000000, Some("kvm")))
+            own("kvm_fn", 0xffffffffc0000000, Some("kvm"))
         );
         assert_eq!(hit(0x1000), None);
         assert!(Kallsyms::parse("0000000000000000 T _stext\n").is_empty());

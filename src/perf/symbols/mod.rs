@@ -311,7 +311,16 @@ impl<L: FileLookup> Symbolizer<L> {
 
     fn load_dso(&self, path: &str, build_id: Option<&[u8]>) -> Dso {
         let mut candidates: Vec<(PathBuf, bool)> = Vec::new(); // (path, is a runtime image)
-        if let Some(bid) = build_id {
+                                                               // perf records build-ids only for DSOs a sample's IP hit; for one seen only in callchains it reads the
+                                                               // build-id from the file itself to find debug files by it (no mismatch check: nothing was recorded).
+        let own_bid = match build_id {
+            Some(_) => None,
+            None => self
+                .lookup
+                .read(&self.with_symfs(Path::new(path)))
+                .and_then(|b| elf::build_id((*b).as_ref())),
+        };
+        if let Some(bid) = build_id.or(own_bid.as_deref()) {
             let link = build_id_link(bid);
             if let Some(home) = &self.options.home {
                 let base = home.join(".debug/.build-id").join(&link);
@@ -423,6 +432,20 @@ impl<L: FileLookup> Symbolizer<L> {
             Some((p, i, b)) => (Some(p), Some(i), Some(b)),
             None => (None, None, None),
         };
+        // Symbols from a separate debug file: PLT entries exist only in the runtime image.
+        if let (Some(sf), Some(rf), Some(sb), Some(rt)) =
+            (&symbols_file, &runtime_file, &symbols_bytes, &runtime)
+        {
+            if sf != rf {
+                if let Ok(reparsed) = ElfInfo::parse_full(
+                    (**sb).as_ref(),
+                    self.options.demangle,
+                    Some((**rt).as_ref()),
+                ) {
+                    info = Some(reparsed);
+                }
+            }
+        }
         if let Some(info) = &mut info {
             // Segments must come from the runtime image when the symbols came from a debug file whose program
             // headers were rewritten (they normally agree; the runtime image is authoritative).
@@ -626,6 +649,33 @@ mod tests {
     }
 
     #[test]
+    fn symfs_prefix_and_separate_debug_file_by_build_id() {
+        let fp = Build::FramePointer.bytes();
+        let bid = elf::build_id(fp).unwrap();
+        // --symfs: the recorded path is looked up under the given root.
+        let mut files = MemLookup::new();
+        files.insert("/sysroot/w/chain", fp);
+        let mut opts = options("/home/u");
+        opts.symfs = Some(PathBuf::from("/sysroot"));
+        let mut s = Symbolizer::new(files, opts);
+        let dso = s.dso("/w/chain", Some(&bid));
+        assert_eq!(dso.symbols_file, Some(PathBuf::from("/sysroot/w/chain")));
+        // The binary is gone but its debug file is installed under /usr/lib/debug/.build-id.
+        let mut files = MemLookup::new();
+        let debug = format!("/usr/lib/debug/.build-id/{}.debug", build_id_link(&bid));
+        files.insert(debug.clone(), fp);
+        let mut s = Symbolizer::new(files, options("/home/u"));
+        let dso = s.dso("/w/gone", Some(&bid));
+        assert_eq!(dso.problem, None);
+        assert_eq!(dso.symbols_file, Some(PathBuf::from(debug)));
+        assert_eq!(dso.runtime_file, None);
+        assert!(
+            dso.unwind_info().is_some(),
+            "CFI from the debug file when no runtime image exists"
+        );
+    }
+
+    #[test]
     fn kernel_from_explicit_kallsyms_and_perf_map() {
         let mut files = MemLookup::new();
         files.insert(
@@ -638,7 +688,9 @@ mod tests {
         let mut s = Symbolizer::new(files, opts);
         let k = s.kernel(None);
         assert_eq!(
-            k.lookup(0xffffffff81000010).map(|s| &*s.name),
+            k.lookup(0xffffffff81000010)
+                .map(|s| s.name.to_string())
+                .as_deref(),
             Some("_stext")
         );
         assert_eq!(

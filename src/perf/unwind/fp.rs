@@ -8,20 +8,11 @@
 
 use super::{ChainFrame, Context, FrameAddress, RegsX86_64, StackSnapshot, StopReason, Unwound};
 
-/// `PERF_CONTEXT_MAX`: callchain values at or above this (as u64) are context markers, not addresses.
-pub const PERF_CONTEXT_MAX: u64 = -4095i64 as u64;
-/// `PERF_CONTEXT_HV`.
-pub const PERF_CONTEXT_HV: u64 = -32i64 as u64;
-/// `PERF_CONTEXT_KERNEL`.
-pub const PERF_CONTEXT_KERNEL: u64 = -128i64 as u64;
-/// `PERF_CONTEXT_USER`.
-pub const PERF_CONTEXT_USER: u64 = -512i64 as u64;
-/// `PERF_CONTEXT_GUEST`.
-pub const PERF_CONTEXT_GUEST: u64 = -2048i64 as u64;
-/// `PERF_CONTEXT_GUEST_KERNEL`.
-pub const PERF_CONTEXT_GUEST_KERNEL: u64 = -2176i64 as u64;
-/// `PERF_CONTEXT_GUEST_USER`.
-pub const PERF_CONTEXT_GUEST_USER: u64 = -2560i64 as u64;
+// The markers (include/uapi/linux/perf_event.h) live in the one ABI table; re-exported for unwind's users.
+pub use crate::perf::abi::{
+    PERF_CONTEXT_GUEST, PERF_CONTEXT_GUEST_KERNEL, PERF_CONTEXT_GUEST_USER, PERF_CONTEXT_HV,
+    PERF_CONTEXT_KERNEL, PERF_CONTEXT_MAX, PERF_CONTEXT_USER,
+};
 
 /// The context a marker value announces; `None` for an unknown marker (perf skips those too).
 pub fn context_of_marker(value: u64) -> Option<Context> {

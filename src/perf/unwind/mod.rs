@@ -66,11 +66,11 @@ pub struct RegsX86_64 {
 
 impl RegsX86_64 {
     /// Bit of `PERF_REG_X86_*` in `sample_regs_user` for BP, SP and IP (arch/x86/include/uapi/asm/perf_regs.h).
-    pub const PERF_REG_BP: u32 = 6;
+    pub const PERF_REG_BP: u32 = crate::perf::abi::PERF_REG_X86_BP;
     /// `PERF_REG_X86_SP`.
-    pub const PERF_REG_SP: u32 = 7;
+    pub const PERF_REG_SP: u32 = crate::perf::abi::PERF_REG_X86_SP;
     /// `PERF_REG_X86_IP`.
-    pub const PERF_REG_IP: u32 = 8;
+    pub const PERF_REG_IP: u32 = crate::perf::abi::PERF_REG_X86_IP;
 
     /// Picks IP, SP and BP out of a sample's `regs_user` values, which hold one u64 per set bit of `mask`, in
     /// bit order. `None` when the mask lacks one of them or `values` is short (a sample taken in a kernel thread

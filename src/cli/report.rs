@@ -1,0 +1,41 @@
+//! `bport report`: the overhead table of a perf.data file by comm, pid, dso and sym, as `perf report --stdio`.
+
+use super::script::open;
+use super::{CliError, CliResult, Kind};
+use crate::perf::report::{self, ReportOptions, SortKey};
+use crate::perf::script::Options;
+use std::path::PathBuf;
+
+/// Arguments of `bport report`.
+#[derive(Debug, clap::Args)]
+pub struct ReportArgs {
+    /// The perf.data file to read.
+    #[arg(short, long, default_value = "perf.data")]
+    pub input: PathBuf,
+
+    /// Sort keys (columns), comma-separated: comm, pid, dso, sym.
+    #[arg(short, long, default_value = "comm,dso,sym", value_delimiter = ',')]
+    pub sort: Vec<SortKey>,
+
+    /// Only samples in these DSOs (short or full names), comma-separated.
+    #[arg(long, value_delimiter = ',')]
+    pub dsos: Option<Vec<String>>,
+
+    /// Text output (the only kind; accepted for perf compatibility).
+    #[arg(long)]
+    pub stdio: bool,
+}
+
+pub fn run(args: ReportArgs) -> CliResult {
+    let file = open(&args.input)?;
+    let options = ReportOptions {
+        script: Options::default(),
+        sort: args.sort.clone(),
+        dsos: args.dsos,
+    };
+    let tables = report::report(&file, &options).map_err(|e| CliError::new(Kind::User, e))?;
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    report::write_report(&mut out, &args.sort, &tables)?;
+    std::io::Write::flush(&mut out)?;
+    Ok(())
+}
