@@ -52,28 +52,6 @@ pub struct Cli {
 /// The subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Print shell completions for bash, zsh, fish, elvish or powershell.
-    ///
-    /// Example: bport completions bash > /etc/bash_completion.d/bport
-    Completions(completions::CompletionsArgs),
-    /// Write the bport(1) man page (roff) to stdout or a directory.
-    ///
-    /// Example: bport man --dir /usr/local/share/man/man1
-    Man(completions::ManArgs),
-    /// Recorded conflict resolutions, compatible with git's rerere.
-    ///
-    /// Without a subcommand, runs the rerere step on the current conflicts as `git rerere` does: records
-    /// preimages, replays recorded resolutions (.git/rr-cache, then rerere-cache/) and records resolutions.
-    ///
-    /// Example: bport rerere train v4.1..vendor-4.1
-    Rerere(rerere::RerereArgs),
-    /// Prove complete callchains on a target kernel, and the perf fixes on its branch.
-    ///
-    /// Example: bport verify --kernel 4.1
-    Verify(verify::VerifyArgs),
-    /// The verify VM's init (internal: run by `bport verify --kernel-image`).
-    #[command(name = "verify-guest", hide = true)]
-    VerifyGuest(verify::GuestArgs),
     /// Write the patch list for a revision range (as `git log --reverse --oneline`).
     ///
     /// Example: bport list v6.1..perf-fixes > perf-fixes.txt
@@ -91,6 +69,13 @@ pub enum Command {
     ///
     /// Example: bport status
     Status(status::StatusArgs),
+    /// Recorded conflict resolutions, compatible with git's rerere.
+    ///
+    /// Without a subcommand, runs the rerere step on the current conflicts as `git rerere` does: records
+    /// preimages, replays recorded resolutions (.git/rr-cache, then rerere-cache/) and records resolutions.
+    ///
+    /// Example: bport rerere train v4.1..vendor-4.1
+    Rerere(rerere::RerereArgs),
     /// Record a profile into perf.data with perf's flags (fp, DWARF or LBR callchains).
     ///
     /// Example: bport record -F 999 -g -- ./my-program args
@@ -102,6 +87,12 @@ pub enum Command {
     ///
     /// Example: bport script -i perf.data | inferno-collapse-perf | inferno-flamegraph > flame.svg
     Script(script::ScriptArgs),
+    /// Print the overhead table of a perf.data file by comm, dso and symbol, as `perf report --stdio`.
+    ///
+    /// Counts each sample's own IP (perf's --no-children -g none view).
+    ///
+    /// Example: bport report -i perf.data --sort comm,dso,sym --stdio
+    Report(report::ReportArgs),
     /// List the build-ids a perf.data file recorded, as `perf buildid-list` does.
     ///
     /// Example: bport buildid-list -i perf.data --with-hits
@@ -117,12 +108,6 @@ pub enum Command {
     ///
     /// Example: bport flamegraph -i perf.data -o flame.svg
     Flamegraph(flamegraph::FlamegraphArgs),
-    /// Print the overhead table of a perf.data file by comm, dso and symbol, as `perf report --stdio`.
-    ///
-    /// Counts each sample's own IP (perf's --no-children -g none view).
-    ///
-    /// Example: bport report -i perf.data --sort comm,dso,sym --stdio
-    Report(report::ReportArgs),
     /// Print every record of a perf.data file, one line each, for debugging.
     ///
     /// Like `perf report -D`: the header, attrs and features, then each record with its file offset and parsed
@@ -130,6 +115,21 @@ pub enum Command {
     ///
     /// Example: bport dump -i perf.data --header-only
     Dump(dump::DumpArgs),
+    /// Prove complete callchains on a target kernel, and the perf fixes on its branch.
+    ///
+    /// Example: bport verify --kernel 4.1
+    Verify(verify::VerifyArgs),
+    /// The verify VM's init (internal: run by `bport verify --kernel-image`).
+    #[command(name = "verify-guest", hide = true)]
+    VerifyGuest(verify::GuestArgs),
+    /// Print shell completions for bash, zsh, fish, elvish or powershell.
+    ///
+    /// Example: bport completions bash > /etc/bash_completion.d/bport
+    Completions(completions::CompletionsArgs),
+    /// Write the bport(1) man page (roff) to stdout or a directory.
+    ///
+    /// Example: bport man --dir /usr/local/share/man/man1
+    Man(completions::ManArgs),
 }
 
 /// Parses the command line, runs the command and maps the result to an exit code.

@@ -37,6 +37,8 @@ pub fn bport(dir: &Path) -> Command {
         .env_remove("GIT_WORK_TREE")
         .env_remove("GIT_INDEX_FILE")
         .env_remove("BPORT_LOG")
+        // Help text wraps at the terminal width; without a terminal or COLUMNS it is fixed.
+        .env_remove("COLUMNS")
         .env("GIT_CONFIG_NOSYSTEM", "1")
         .env("GIT_CONFIG_GLOBAL", "/dev/null")
         .env("HOME", dir)
