@@ -371,7 +371,7 @@ fn ctrl_c_ends_a_system_wide_recording_cleanly() {
     }
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("sigint.data");
-    let child = bport::bport(dir.path())
+    let mut child = bport::bport(dir.path())
         .args([
             "record",
             "-a",
@@ -382,24 +382,36 @@ fn ctrl_c_ends_a_system_wide_recording_cleanly() {
             "-o",
             file.to_str().unwrap(),
         ])
+        // The developer log announces the first samples: interrupting before them could end the recording
+        // before its events are even enabled (the /proc synthesis of a loaded machine can take seconds).
+        .env("BPORT_LOG", "info")
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    // Wait until recording has started (the file exists), then interrupt as a terminal would.
-    while !file.exists() {
-        std::thread::sleep(std::time::Duration::from_millis(20));
+    let stderr = std::io::BufReader::new(child.stderr.take().unwrap());
+    let mut lines = std::io::BufRead::lines(stderr);
+    let mut before = String::new();
+    loop {
+        let line = lines
+            .next()
+            .unwrap_or_else(|| panic!("bport record ended before its first samples:\n{before}"))
+            .unwrap();
+        before.push_str(&line);
+        before.push('\n');
+        if line.contains("first samples recorded") {
+            break;
+        }
     }
-    // The file appears before the events are enabled; a second at 99 Hz on every CPU leaves samples to compare
-    // even on a loaded machine (the comparison below refuses to pass on an empty file).
-    std::thread::sleep(std::time::Duration::from_millis(1000));
+    // Interrupt as a terminal would.
     let status = Command::new("kill")
         .args(["-INT", &child.id().to_string()])
         .status()
         .unwrap();
     assert!(status.success());
-    let out = child.wait_with_output().unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let rest: Vec<String> = lines.map(|l| l.unwrap()).collect();
+    let stderr = before + &rest.join("\n");
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(0), "{stderr}");
     assert!(
         stderr.contains("[ bport record: Captured and wrote "),
         "{stderr}"

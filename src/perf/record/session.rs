@@ -367,6 +367,7 @@ impl Session {
     }
 
     fn drain_all(&mut self, sink: &mut dyn Sink) -> Result<(), Error> {
+        let samples_before = self.stats.samples;
         let mut wrote = false;
         let mut rings = std::mem::take(&mut self.rings);
         let mut result = Ok(());
@@ -399,6 +400,12 @@ impl Session {
         if wrote {
             self.stats.wakeups += 1;
             sink.finished_round()?;
+        }
+        if samples_before == 0 && self.stats.samples > 0 {
+            // A milestone for whoever drives a recording from outside (the Ctrl-C test waits for it): from here on,
+            // an interrupt leaves a file with samples. Before it, the events may not even be enabled yet (a
+            // system-wide /proc synthesis can take seconds on a loaded machine).
+            log::info!("first samples recorded ({})", self.stats.samples);
         }
         Ok(())
     }
