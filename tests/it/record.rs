@@ -164,6 +164,35 @@ fn full_chain_share(script: &str, comm: &str) -> (usize, usize) {
     (leaf, full)
 }
 
+/// Reads the piped stderr of a `bport record` run with `BPORT_LOG=info` until a line containing `milestone`
+/// (a developer-log event), and returns what it read. The rest of stderr stays in the pipe for `wait_with_output`.
+fn wait_for_log(child: &mut std::process::Child, milestone: &str) -> String {
+    use std::io::Read;
+    let mut stderr = child.stderr.take().expect("stderr is piped");
+    let mut seen = Vec::new();
+    let mut byte = [0u8; 1];
+    // Byte by byte, so nothing after the milestone line is consumed here.
+    loop {
+        match stderr.read(&mut byte).expect("read bport's stderr") {
+            0 => panic!(
+                "bport record ended before logging {milestone:?}:\n{}",
+                String::from_utf8_lossy(&seen)
+            ),
+            _ => seen.push(byte[0]),
+        }
+        if byte[0] == b'\n'
+            && String::from_utf8_lossy(&seen)
+                .lines()
+                .last()
+                .is_some_and(|l| l.contains(milestone))
+        {
+            break;
+        }
+    }
+    child.stderr = Some(stderr);
+    String::from_utf8_lossy(&seen).into_owned()
+}
+
 fn check_perf_reads(dir: &Path, file: &Path) {
     let perf_view = perf_samples(dir, file);
     let bport_view = bport_samples(file);
@@ -388,30 +417,16 @@ fn ctrl_c_ends_a_system_wide_recording_cleanly() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    let stderr = std::io::BufReader::new(child.stderr.take().unwrap());
-    let mut lines = std::io::BufRead::lines(stderr);
-    let mut before = String::new();
-    loop {
-        let line = lines
-            .next()
-            .unwrap_or_else(|| panic!("bport record ended before its first samples:\n{before}"))
-            .unwrap();
-        before.push_str(&line);
-        before.push('\n');
-        if line.contains("first samples recorded") {
-            break;
-        }
-    }
+    let before = wait_for_log(&mut child, "first samples recorded");
     // Interrupt as a terminal would.
     let status = Command::new("kill")
         .args(["-INT", &child.id().to_string()])
         .status()
         .unwrap();
     assert!(status.success());
-    let rest: Vec<String> = lines.map(|l| l.unwrap()).collect();
-    let stderr = before + &rest.join("\n");
-    let status = child.wait().unwrap();
-    assert_eq!(status.code(), Some(0), "{stderr}");
+    let out = child.wait_with_output().unwrap();
+    let stderr = before + &String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
     assert!(
         stderr.contains("[ bport record: Captured and wrote "),
         "{stderr}"
@@ -661,23 +676,18 @@ fn an_attached_process_is_followed_into_the_children_it_starts_later() {
         "-o",
         file.to_str().unwrap(),
     ];
-    let recorder = bport::bport(dir.path())
+    let mut recorder = bport::bport(dir.path())
         .args(args)
+        .env("BPORT_LOG", "info")
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    while !file.exists() {
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
-    std::thread::sleep(std::time::Duration::from_millis(300)); // the file exists before the events are enabled
+    // Start the workload only once the events are enabled: a disabled event gets no side-band records, so a
+    // child exec'd earlier would have no COMM in the file and its samples would carry the shell's name.
+    let stderr = wait_for_log(&mut recorder, "sampling enabled");
     std::fs::write(&go, b"").unwrap();
     let out = recorder.wait_with_output().unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
     assert!(shell.wait().unwrap().success());
     check_perf_reads(dir.path(), &file);
     check_chains(dir.path(), &file, Build::FramePointer);
