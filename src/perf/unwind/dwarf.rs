@@ -470,7 +470,17 @@ pub fn unwind<'a>(
         };
         let svma = avma.wrapping_sub(module.bias);
         let rule = match module.unwind.rule_at(svma) {
-            None => break StopReason::NoUnwindInfo { avma },
+            // Code without CFI (crtstuff's frame_dummy and __do_global_dtors_aux, hand-written assembly): one
+            // frame-pointer step, as Linux perf's libunwind does when a module has no entry for the address.
+            // Without it bport's chains through such code ended a frame or more earlier than perf's.
+            None => match frame_pointer_step(&regs, stack) {
+                Some(caller) => {
+                    regs = caller;
+                    frames.push(FrameAddress::ReturnAddress(caller.ip));
+                    continue;
+                }
+                None => break StopReason::NoUnwindInfo { avma },
+            },
             Some(Err(message)) => break StopReason::BadUnwindInfo { avma, message },
             Some(Ok(rule)) => rule,
         };
@@ -523,6 +533,32 @@ pub fn unwind<'a>(
         frames.push(FrameAddress::ReturnAddress(ra));
     };
     Unwound { frames, stop }
+}
+
+/// How far above the stack pointer a frame pointer may point and still be trusted by the fallback step (perf's
+/// libunwind uses the same 16 KiB bound): a larger gap means RBP holds data, not a frame address.
+const FRAME_POINTER_REACH: u64 = 0x4000;
+
+/// The caller's registers by the x86-64 frame-pointer convention (`push rbp; mov rsp, rbp`: the caller's RBP at
+/// `[rbp]`, the return address at `[rbp + 8]`, the caller's RSP at `rbp + 16`), for a frame without CFI.
+///
+/// `None` when RBP cannot be this frame's frame pointer (zero, below RSP or implausibly far above it), when the
+/// words are outside the captured stack, or when the return address is zero (the outermost frame).
+fn frame_pointer_step(regs: &RegsX86_64, stack: &StackSnapshot<'_>) -> Option<RegsX86_64> {
+    let bp = regs.bp;
+    if bp == 0 || bp < regs.sp || bp - regs.sp > FRAME_POINTER_REACH {
+        return None;
+    }
+    let ra = stack.read_u64(bp.checked_add(8)?)?;
+    let caller_bp = stack.read_u64(bp)?;
+    if ra == 0 {
+        return None;
+    }
+    Some(RegsX86_64 {
+        ip: ra,
+        sp: bp + 16,
+        bp: caller_bp,
+    })
 }
 
 #[cfg(test)]
@@ -716,5 +752,67 @@ mod tests {
             "{:?}",
             out.stop
         );
+    }
+
+    #[test]
+    fn code_without_cfi_takes_one_frame_pointer_step() {
+        let data = Build::NoFramePointer.bytes();
+        let info = UnwindInfo::from_elf(data).unwrap();
+        // crtstuff's frame_dummy has no FDE in the static workloads (gcc builds crtstuff without unwind tables).
+        let dummy = {
+            use object::{Object, ObjectSymbol};
+            let elf = object::File::parse(data).unwrap();
+            let sym = elf
+                .symbols()
+                .find(|s| s.name() == Ok("frame_dummy"))
+                .unwrap();
+            sym.address()
+        };
+        assert!(
+            info.rule_at(dummy + 0x1c).is_none(),
+            "frame_dummy gained CFI"
+        );
+        let mut lookup = |avma: u64| {
+            (0x40_0000..0x50_0000).contains(&avma).then_some(Module {
+                avma_range: 0x40_0000..0x50_0000,
+                bias: 0,
+                unwind: &info,
+            })
+        };
+        // frame_dummy after `push rbp; mov rsp, rbp`: RBP = RSP, the caller's RBP and return address above it.
+        let sp = 0x7ffd_0000_1000u64;
+        let caller = 0x7777_0000_0000u64; // unmapped: the walk stops right after the step
+        let mut bytes = Vec::new();
+        bytes.extend_from_slice(&0x7ffd_0000_1080u64.to_le_bytes());
+        bytes.extend_from_slice(&caller.to_le_bytes());
+        let stack = StackSnapshot {
+            start: sp,
+            bytes: &bytes,
+        };
+        let regs = RegsX86_64 {
+            ip: dummy + 0x1c,
+            sp,
+            bp: sp,
+        };
+        let out = unwind(regs, &stack, &mut lookup, &UnwindOptions::default());
+        assert_eq!(
+            out.frames,
+            vec![
+                FrameAddress::InstructionPointer(dummy + 0x1c),
+                FrameAddress::ReturnAddress(caller)
+            ]
+        );
+        assert_eq!(out.stop, StopReason::NoModule { avma: caller - 1 });
+        // RBP that cannot be a frame pointer (below RSP, or far above it): no guess, the walk stops there.
+        for bp in [sp - 16, sp + FRAME_POINTER_REACH + 8] {
+            let out = unwind(
+                RegsX86_64 { bp, ..regs },
+                &stack,
+                &mut lookup,
+                &UnwindOptions::default(),
+            );
+            assert_eq!(out.frames.len(), 1);
+            assert_eq!(out.stop, StopReason::NoUnwindInfo { avma: dummy + 0x1c });
+        }
     }
 }
