@@ -164,6 +164,40 @@ fn full_chain_share(script: &str, comm: &str) -> (usize, usize) {
     (leaf, full)
 }
 
+/// How long an attached-to workload would run on its own: far longer than any recording in these tests, which
+/// end the workload themselves once bport has samples (the bound only keeps a broken test from hanging forever).
+const LONG_RUN_MS: &str = "60000";
+
+/// Runs `bport record ARGS` attached to `workload` until bport has recorded its first samples, then kills the
+/// workload: the recording must end by itself when the attached task exits. Returns bport's stderr.
+///
+/// Ending on an event instead of a fixed workload duration keeps a loaded machine (a slow bport start, a
+/// workload that gets little CPU) from leaving the file without samples.
+fn record_attached(dir: &Path, args: &[&str], workload: &mut std::process::Child) -> String {
+    let mut recorder = bport::bport(dir)
+        .args(args)
+        .env("BPORT_LOG", "info")
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let before = wait_for_log(&mut recorder, "first samples recorded");
+    workload.kill().unwrap();
+    let status = workload.wait().unwrap();
+    assert_eq!(
+        std::os::unix::process::ExitStatusExt::signal(&status),
+        Some(libc::SIGKILL)
+    );
+    let out = recorder.wait_with_output().unwrap();
+    let stderr = before + &String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "bport {}\n{stderr}",
+        args.join(" ")
+    );
+    stderr
+}
+
 /// Reads the piped stderr of a `bport record` run with `BPORT_LOG=info` until a line containing `milestone`
 /// (a developer-log event), and returns what it read. The rest of stderr stays in the pipe for `wait_with_output`.
 fn wait_for_log(child: &mut std::process::Child, milestone: &str) -> String {
@@ -369,7 +403,7 @@ fn attaching_to_a_running_process_records_until_it_exits() {
     }
     let dir = tempfile::tempdir().unwrap();
     let exe = Build::FramePointer.write_to(dir.path()).unwrap();
-    let mut workload = Command::new(&exe).arg("1000").spawn().unwrap();
+    let mut workload = Command::new(&exe).arg(LONG_RUN_MS).spawn().unwrap();
     let pid = workload.id().to_string();
     let file = dir.path().join("attach.data");
     let args = [
@@ -384,9 +418,11 @@ fn attaching_to_a_running_process_records_until_it_exits() {
         "-o",
         file.to_str().unwrap(),
     ];
-    let run = bport::run(dir.path(), &args);
-    assert_eq!(run.code, Some(0), "{}", run.transcript());
-    assert!(workload.wait().unwrap().success());
+    let stderr = record_attached(dir.path(), &args, &mut workload);
+    assert!(
+        stderr.contains("[ bport record: Captured and wrote "),
+        "{stderr}"
+    );
     // The process existed before recording: its COMM and maps come from /proc synthesis, so perf names and
     // symbolizes it exactly as for a recorded command.
     check_perf_reads(dir.path(), &file);
@@ -524,7 +560,7 @@ fn attaching_to_one_thread_with_a_fixed_period() {
     }
     let dir = tempfile::tempdir().unwrap();
     let exe = Build::FramePointer.write_to(dir.path()).unwrap();
-    let mut workload = Command::new(&exe).arg("600").spawn().unwrap();
+    let mut workload = Command::new(&exe).arg(LONG_RUN_MS).spawn().unwrap();
     let tid = workload.id().to_string(); // single-threaded: the main thread's tid is the pid
     let file = dir.path().join("thread.data");
     // cpu-clock counts nanoseconds: one sample per 2 ms of CPU.
@@ -540,9 +576,7 @@ fn attaching_to_one_thread_with_a_fixed_period() {
         "-o",
         file.to_str().unwrap(),
     ];
-    let run = bport::run(dir.path(), &args);
-    assert_eq!(run.code, Some(0), "{}", run.transcript());
-    assert!(workload.wait().unwrap().success());
+    record_attached(dir.path(), &args, &mut workload);
     let data = PerfFile::open(&file).unwrap();
     let attr = &data.attrs()[0].attr;
     assert_eq!(
