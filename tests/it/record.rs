@@ -164,6 +164,69 @@ fn full_chain_share(script: &str, comm: &str) -> (usize, usize) {
     (leaf, full)
 }
 
+/// How long an attached-to workload would run on its own: far longer than any recording in these tests, which
+/// end the workload themselves once bport has samples (the bound only keeps a broken test from hanging forever).
+const LONG_RUN_MS: &str = "60000";
+
+/// Runs `bport record ARGS` attached to `workload` until bport has recorded its first samples, then kills the
+/// workload: the recording must end by itself when the attached task exits. Returns bport's stderr.
+///
+/// Ending on an event instead of a fixed workload duration keeps a loaded machine (a slow bport start, a
+/// workload that gets little CPU) from leaving the file without samples.
+fn record_attached(dir: &Path, args: &[&str], workload: &mut std::process::Child) -> String {
+    let mut recorder = bport::bport(dir)
+        .args(args)
+        .env("BPORT_LOG", "info")
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let before = wait_for_log(&mut recorder, "first samples recorded");
+    workload.kill().unwrap();
+    let status = workload.wait().unwrap();
+    assert_eq!(
+        std::os::unix::process::ExitStatusExt::signal(&status),
+        Some(libc::SIGKILL)
+    );
+    let out = recorder.wait_with_output().unwrap();
+    let stderr = before + &String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "bport {}\n{stderr}",
+        args.join(" ")
+    );
+    stderr
+}
+
+/// Reads the piped stderr of a `bport record` run with `BPORT_LOG=info` until a line containing `milestone`
+/// (a developer-log event), and returns what it read. The rest of stderr stays in the pipe for `wait_with_output`.
+fn wait_for_log(child: &mut std::process::Child, milestone: &str) -> String {
+    use std::io::Read;
+    let mut stderr = child.stderr.take().expect("stderr is piped");
+    let mut seen = Vec::new();
+    let mut byte = [0u8; 1];
+    // Byte by byte, so nothing after the milestone line is consumed here.
+    loop {
+        match stderr.read(&mut byte).expect("read bport's stderr") {
+            0 => panic!(
+                "bport record ended before logging {milestone:?}:\n{}",
+                String::from_utf8_lossy(&seen)
+            ),
+            _ => seen.push(byte[0]),
+        }
+        if byte[0] == b'\n'
+            && String::from_utf8_lossy(&seen)
+                .lines()
+                .last()
+                .is_some_and(|l| l.contains(milestone))
+        {
+            break;
+        }
+    }
+    child.stderr = Some(stderr);
+    String::from_utf8_lossy(&seen).into_owned()
+}
+
 fn check_perf_reads(dir: &Path, file: &Path) {
     let perf_view = perf_samples(dir, file);
     let bport_view = bport_samples(file);
@@ -340,7 +403,7 @@ fn attaching_to_a_running_process_records_until_it_exits() {
     }
     let dir = tempfile::tempdir().unwrap();
     let exe = Build::FramePointer.write_to(dir.path()).unwrap();
-    let mut workload = Command::new(&exe).arg("1000").spawn().unwrap();
+    let mut workload = Command::new(&exe).arg(LONG_RUN_MS).spawn().unwrap();
     let pid = workload.id().to_string();
     let file = dir.path().join("attach.data");
     let args = [
@@ -355,9 +418,11 @@ fn attaching_to_a_running_process_records_until_it_exits() {
         "-o",
         file.to_str().unwrap(),
     ];
-    let run = bport::run(dir.path(), &args);
-    assert_eq!(run.code, Some(0), "{}", run.transcript());
-    assert!(workload.wait().unwrap().success());
+    let stderr = record_attached(dir.path(), &args, &mut workload);
+    assert!(
+        stderr.contains("[ bport record: Captured and wrote "),
+        "{stderr}"
+    );
     // The process existed before recording: its COMM and maps come from /proc synthesis, so perf names and
     // symbolizes it exactly as for a recorded command.
     check_perf_reads(dir.path(), &file);
@@ -371,7 +436,7 @@ fn ctrl_c_ends_a_system_wide_recording_cleanly() {
     }
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("sigint.data");
-    let child = bport::bport(dir.path())
+    let mut child = bport::bport(dir.path())
         .args([
             "record",
             "-a",
@@ -382,23 +447,21 @@ fn ctrl_c_ends_a_system_wide_recording_cleanly() {
             "-o",
             file.to_str().unwrap(),
         ])
+        // The developer log announces the first samples: interrupting before them could end the recording
+        // before its events are even enabled (the /proc synthesis of a loaded machine can take seconds).
+        .env("BPORT_LOG", "info")
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    // Wait until recording has started (the file exists), then interrupt as a terminal would.
-    while !file.exists() {
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
-    // The file appears before the events are enabled; a second at 99 Hz on every CPU leaves samples to compare
-    // even on a loaded machine (the comparison below refuses to pass on an empty file).
-    std::thread::sleep(std::time::Duration::from_millis(1000));
+    let before = wait_for_log(&mut child, "first samples recorded");
+    // Interrupt as a terminal would.
     let status = Command::new("kill")
         .args(["-INT", &child.id().to_string()])
         .status()
         .unwrap();
     assert!(status.success());
     let out = child.wait_with_output().unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stderr = before + &String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{stderr}");
     assert!(
         stderr.contains("[ bport record: Captured and wrote "),
@@ -497,7 +560,7 @@ fn attaching_to_one_thread_with_a_fixed_period() {
     }
     let dir = tempfile::tempdir().unwrap();
     let exe = Build::FramePointer.write_to(dir.path()).unwrap();
-    let mut workload = Command::new(&exe).arg("600").spawn().unwrap();
+    let mut workload = Command::new(&exe).arg(LONG_RUN_MS).spawn().unwrap();
     let tid = workload.id().to_string(); // single-threaded: the main thread's tid is the pid
     let file = dir.path().join("thread.data");
     // cpu-clock counts nanoseconds: one sample per 2 ms of CPU.
@@ -513,9 +576,7 @@ fn attaching_to_one_thread_with_a_fixed_period() {
         "-o",
         file.to_str().unwrap(),
     ];
-    let run = bport::run(dir.path(), &args);
-    assert_eq!(run.code, Some(0), "{}", run.transcript());
-    assert!(workload.wait().unwrap().success());
+    record_attached(dir.path(), &args, &mut workload);
     let data = PerfFile::open(&file).unwrap();
     let attr = &data.attrs()[0].attr;
     assert_eq!(
@@ -649,23 +710,18 @@ fn an_attached_process_is_followed_into_the_children_it_starts_later() {
         "-o",
         file.to_str().unwrap(),
     ];
-    let recorder = bport::bport(dir.path())
+    let mut recorder = bport::bport(dir.path())
         .args(args)
+        .env("BPORT_LOG", "info")
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    while !file.exists() {
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
-    std::thread::sleep(std::time::Duration::from_millis(300)); // the file exists before the events are enabled
+    // Start the workload only once the events are enabled: a disabled event gets no side-band records, so a
+    // child exec'd earlier would have no COMM in the file and its samples would carry the shell's name.
+    let stderr = wait_for_log(&mut recorder, "sampling enabled");
     std::fs::write(&go, b"").unwrap();
     let out = recorder.wait_with_output().unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
     assert!(shell.wait().unwrap().success());
     check_perf_reads(dir.path(), &file);
     check_chains(dir.path(), &file, Build::FramePointer);

@@ -250,6 +250,9 @@ impl Session {
                 });
             }
         }
+        // A milestone for whoever coordinates with a recording from outside (a test starting a child of an attached
+        // process): side-band records (COMM, MMAP) of an event reach the file only once it is enabled.
+        log::info!("sampling enabled ({} events)", self.fds.len());
         match self.drive(sink, stop, child_pid) {
             Ok(exit) => {
                 let build_ids = self.build_ids();
@@ -367,6 +370,7 @@ impl Session {
     }
 
     fn drain_all(&mut self, sink: &mut dyn Sink) -> Result<(), Error> {
+        let samples_before = self.stats.samples;
         let mut wrote = false;
         let mut rings = std::mem::take(&mut self.rings);
         let mut result = Ok(());
@@ -399,6 +403,12 @@ impl Session {
         if wrote {
             self.stats.wakeups += 1;
             sink.finished_round()?;
+        }
+        if samples_before == 0 && self.stats.samples > 0 {
+            // A milestone for whoever drives a recording from outside (the Ctrl-C test waits for it): from here on,
+            // an interrupt leaves a file with samples. Before it, the events may not even be enabled yet (a
+            // system-wide /proc synthesis can take seconds on a loaded machine).
+            log::info!("first samples recorded ({})", self.stats.samples);
         }
         Ok(())
     }

@@ -458,6 +458,11 @@ pub fn unwind<'a>(
     options: &UnwindOptions,
 ) -> Unwound {
     let mut regs = regs;
+    // Where this frame's RBP should have been read when the stack copy did not hold it. The caller's frame is
+    // still known (its return address was readable); only a step that needs RBP must stop. This happens in
+    // every epilogue after `pop rbp`: gcc's CFI keeps "RBP saved at CFA-16", which is now below RSP and so
+    // outside the kernel's stack copy. perf's libunwind reads registers lazily and shows the caller there too.
+    let mut bp_unreadable: Option<u64> = None;
     let mut frames = vec![FrameAddress::InstructionPointer(regs.ip)];
     let stop = loop {
         if frames.len() >= options.max_frames {
@@ -470,18 +475,36 @@ pub fn unwind<'a>(
         };
         let svma = avma.wrapping_sub(module.bias);
         let rule = match module.unwind.rule_at(svma) {
-            None => break StopReason::NoUnwindInfo { avma },
+            // Code without CFI (crtstuff's frame_dummy and __do_global_dtors_aux, hand-written assembly): one
+            // frame-pointer step, as Linux perf's libunwind does when a module has no entry for the address.
+            // Without it bport's chains through such code ended a frame or more earlier than perf's.
+            None => match (bp_unreadable, frame_pointer_step(&regs, stack)) {
+                (Some(addr), _) => break StopReason::StackTooSmall { addr },
+                (None, Some(caller)) => {
+                    regs = caller;
+                    frames.push(FrameAddress::ReturnAddress(caller.ip));
+                    continue;
+                }
+                (None, None) => break StopReason::NoUnwindInfo { avma },
+            },
             Some(Err(message)) => break StopReason::BadUnwindInfo { avma, message },
             Some(Ok(rule)) => rule,
         };
-        let cfa = match rule.cfa {
-            CfaRuleX86::SpPlus(o) => regs.sp.wrapping_add_signed(o),
-            CfaRuleX86::BpPlus(o) => regs.bp.wrapping_add_signed(o),
-            CfaRuleX86::Expression {
-                source,
-                expr,
-                address_size,
-            } => match module
+        let cfa = match (rule.cfa, bp_unreadable) {
+            (CfaRuleX86::SpPlus(o), _) => regs.sp.wrapping_add_signed(o),
+            // An expression may read RBP too: without it, stop rather than compute from a wrong value.
+            (CfaRuleX86::BpPlus(_) | CfaRuleX86::Expression { .. }, Some(addr)) => {
+                break StopReason::StackTooSmall { addr }
+            }
+            (CfaRuleX86::BpPlus(o), None) => regs.bp.wrapping_add_signed(o),
+            (
+                CfaRuleX86::Expression {
+                    source,
+                    expr,
+                    address_size,
+                },
+                None,
+            ) => match module
                 .unwind
                 .eval_cfa_expression(source, expr, address_size, &regs, stack)
             {
@@ -505,9 +528,12 @@ pub fn unwind<'a>(
             Ok(None) => break StopReason::Outermost,
             Err(addr) => break StopReason::StackTooSmall { addr },
         };
-        let bp = match recover(rule.bp, regs.bp) {
-            Ok(bp) => bp.unwrap_or(0),
-            Err(addr) => break StopReason::StackTooSmall { addr },
+        let (bp, next_bp_unreadable) = match (rule.bp, bp_unreadable) {
+            (RegRule::SameValue, unreadable) => (regs.bp, unreadable),
+            (r, _) => match recover(r, regs.bp) {
+                Ok(bp) => (bp.unwrap_or(0), None),
+                Err(addr) => (0, Some(addr)),
+            },
         };
         if ra == 0 {
             break StopReason::Outermost;
@@ -520,9 +546,36 @@ pub fn unwind<'a>(
             sp: cfa,
             bp,
         };
+        bp_unreadable = next_bp_unreadable;
         frames.push(FrameAddress::ReturnAddress(ra));
     };
     Unwound { frames, stop }
+}
+
+/// How far above the stack pointer a frame pointer may point and still be trusted by the fallback step (perf's
+/// libunwind uses the same 16 KiB bound): a larger gap means RBP holds data, not a frame address.
+const FRAME_POINTER_REACH: u64 = 0x4000;
+
+/// The caller's registers by the x86-64 frame-pointer convention (`push rbp; mov rsp, rbp`: the caller's RBP at
+/// `[rbp]`, the return address at `[rbp + 8]`, the caller's RSP at `rbp + 16`), for a frame without CFI.
+///
+/// `None` when RBP cannot be this frame's frame pointer (zero, below RSP or implausibly far above it), when the
+/// words are outside the captured stack, or when the return address is zero (the outermost frame).
+fn frame_pointer_step(regs: &RegsX86_64, stack: &StackSnapshot<'_>) -> Option<RegsX86_64> {
+    let bp = regs.bp;
+    if bp == 0 || bp < regs.sp || bp - regs.sp > FRAME_POINTER_REACH {
+        return None;
+    }
+    let ra = stack.read_u64(bp.checked_add(8)?)?;
+    let caller_bp = stack.read_u64(bp)?;
+    if ra == 0 {
+        return None;
+    }
+    Some(RegsX86_64 {
+        ip: ra,
+        sp: bp + 16,
+        bp: caller_bp,
+    })
 }
 
 #[cfg(test)]
@@ -716,5 +769,120 @@ mod tests {
             "{:?}",
             out.stop
         );
+    }
+
+    #[test]
+    fn code_without_cfi_takes_one_frame_pointer_step() {
+        let data = Build::NoFramePointer.bytes();
+        let info = UnwindInfo::from_elf(data).unwrap();
+        // crtstuff's frame_dummy has no FDE in the static workloads (gcc builds crtstuff without unwind tables).
+        let dummy = {
+            use object::{Object, ObjectSymbol};
+            let elf = object::File::parse(data).unwrap();
+            let sym = elf
+                .symbols()
+                .find(|s| s.name() == Ok("frame_dummy"))
+                .unwrap();
+            sym.address()
+        };
+        assert!(
+            info.rule_at(dummy + 0x1c).is_none(),
+            "frame_dummy gained CFI"
+        );
+        let mut lookup = |avma: u64| {
+            (0x40_0000..0x50_0000).contains(&avma).then_some(Module {
+                avma_range: 0x40_0000..0x50_0000,
+                bias: 0,
+                unwind: &info,
+            })
+        };
+        // frame_dummy after `push rbp; mov rsp, rbp`: RBP = RSP, the caller's RBP and return address above it.
+        let sp = 0x7ffd_0000_1000u64;
+        let caller = 0x7777_0000_0000u64; // unmapped: the walk stops right after the step
+        let mut bytes = Vec::new();
+        bytes.extend_from_slice(&0x7ffd_0000_1080u64.to_le_bytes());
+        bytes.extend_from_slice(&caller.to_le_bytes());
+        let stack = StackSnapshot {
+            start: sp,
+            bytes: &bytes,
+        };
+        let regs = RegsX86_64 {
+            ip: dummy + 0x1c,
+            sp,
+            bp: sp,
+        };
+        let out = unwind(regs, &stack, &mut lookup, &UnwindOptions::default());
+        assert_eq!(
+            out.frames,
+            vec![
+                FrameAddress::InstructionPointer(dummy + 0x1c),
+                FrameAddress::ReturnAddress(caller)
+            ]
+        );
+        assert_eq!(out.stop, StopReason::NoModule { avma: caller - 1 });
+        // RBP that cannot be a frame pointer (below RSP, or far above it): no guess, the walk stops there.
+        for bp in [sp - 16, sp + FRAME_POINTER_REACH + 8] {
+            let out = unwind(
+                RegsX86_64 { bp, ..regs },
+                &stack,
+                &mut lookup,
+                &UnwindOptions::default(),
+            );
+            assert_eq!(out.frames.len(), 1);
+            assert_eq!(out.stop, StopReason::NoUnwindInfo { avma: dummy + 0x1c });
+        }
+    }
+
+    #[test]
+    fn an_epilogue_after_pop_rbp_still_yields_the_caller() {
+        let data = Build::FramePointer.bytes();
+        let info = UnwindInfo::from_elf(data).unwrap();
+        let symbol = |name: &str| {
+            use object::{Object, ObjectSymbol};
+            let elf = object::File::parse(data).unwrap();
+            let sym = elf.symbols().find(|s| s.name() == Ok(name)).unwrap();
+            sym.address()..sym.address() + sym.size()
+        };
+        let rule = |a: u64| info.rule_at(a).unwrap().unwrap();
+        // chain_b after `pop rbp`: CFA = RSP + 8, but the CFI still says RBP is saved at CFA - 16 (below RSP).
+        let ip = symbol("chain_b")
+            .find(|&a| {
+                let r = rule(a);
+                r.cfa == CfaRuleX86::SpPlus(8) && r.bp == RegRule::AtCfa(-16)
+            })
+            .expect("gcc's epilogue CFI in chain_b");
+        // The return address into chain_a, whose CFA is RBP-based (so the walk cannot go past it).
+        let ra = symbol("chain_a")
+            .find(|&a| matches!(rule(a).cfa, CfaRuleX86::BpPlus(_)))
+            .unwrap()
+            + 1;
+        let sp = 0x7ffd_0000_1000u64;
+        let bytes = ra.to_le_bytes();
+        let stack = StackSnapshot {
+            start: sp,
+            bytes: &bytes,
+        };
+        let mut lookup = |avma: u64| {
+            (0x40_0000..0x50_0000).contains(&avma).then_some(Module {
+                avma_range: 0x40_0000..0x50_0000,
+                bias: 0,
+                unwind: &info,
+            })
+        };
+        let regs = RegsX86_64 {
+            ip,
+            sp,
+            bp: 0x7ffd_0000_1010,
+        };
+        let out = unwind(regs, &stack, &mut lookup, &UnwindOptions::default());
+        assert_eq!(
+            out.frames,
+            vec![
+                FrameAddress::InstructionPointer(ip),
+                FrameAddress::ReturnAddress(ra)
+            ]
+        );
+        // chain_a's CFA needs the RBP that was not captured: that step stops, naming the word it lacked.
+        assert_eq!(out.stop, StopReason::StackTooSmall { addr: sp + 8 - 16 });
     }
 }
