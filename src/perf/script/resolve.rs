@@ -299,7 +299,8 @@ impl<L: FileLookup> Resolver<L> {
                         k
                     }
                 };
-                k.lookup(avma).map(|s| (s.name.clone(), avma - s.start))
+                k.lookup_start(avma)
+                    .map(|(name, start)| (name, avma - start))
             }
             MapKind::Anon => self
                 .symbolizer

@@ -29,19 +29,53 @@ struct Entry {
 }
 
 /// A parsed kallsyms table, sorted by address.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Default)]
 pub struct Kallsyms {
-    text: String,
+    /// The text the entries point into, shared with the file's bytes (a kernel's table is ~10 MB: no copy).
+    text: Option<super::FileBytes>,
     entries: Vec<Entry>,
     names: std::cell::RefCell<std::collections::HashMap<usize, std::rc::Rc<str>>>,
+}
+
+impl std::fmt::Debug for Kallsyms {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Kallsyms")
+            .field("symbols", &self.entries.len())
+            .finish()
+    }
+}
+
+/// Parses a hex number the way `from_str_radix(_, 16)` does for kallsyms addresses (no sign, no prefix), without
+/// the UTF-8 round trip: this runs once per line of a ~150,000-line file.
+fn parse_hex(digits: &[u8]) -> Option<u64> {
+    if digits.is_empty() || digits.len() > 16 {
+        return None;
+    }
+    let mut v = 0u64;
+    for &d in digits {
+        let n = match d {
+            b'0'..=b'9' => d - b'0',
+            b'a'..=b'f' => d - b'a' + 10,
+            b'A'..=b'F' => d - b'A' + 10,
+            _ => return None,
+        };
+        v = (v << 4) | u64::from(n);
+    }
+    Some(v)
 }
 
 impl Kallsyms {
     /// Parses kallsyms text (`ADDR TYPE NAME [MODULE]` lines). Malformed lines are skipped; a table whose
     /// addresses are all zero (read without privilege, `kptr_restrict`) gives an empty table.
     pub fn parse(text: &str) -> Self {
-        let bytes = text.as_bytes();
-        let mut entries = Vec::with_capacity(text.len() / 40);
+        Self::from_bytes(std::sync::Arc::new(text.as_bytes().to_vec()))
+    }
+
+    /// Like [`Kallsyms::parse`], over a file's bytes as they were read or mapped (names that are not UTF-8 are
+    /// shown lossily).
+    pub fn from_bytes(text: super::FileBytes) -> Self {
+        let bytes = (*text).as_ref();
+        let mut entries = Vec::with_capacity(bytes.len() / 40);
         let mut pos = 0usize;
         while pos < bytes.len() {
             let line_end = memchr_newline(&bytes[pos..]).map_or(bytes.len(), |i| pos + i);
@@ -59,7 +93,7 @@ impl Kallsyms {
             if !matches!(kind, b'T' | b'W' | b'D' | b'B') {
                 continue;
             }
-            let Ok(start) = u64::from_str_radix(&text[line_start..line_start + sp], 16) else {
+            let Some(start) = parse_hex(&line[..sp]) else {
                 continue;
             };
             if start == 0 {
@@ -89,6 +123,7 @@ impl Kallsyms {
                 module,
             });
         }
+        // Stable, so equal addresses keep their listed order; /proc/kallsyms is nearly sorted already.
         entries.sort_by_key(|e| e.start);
         // Of several symbols at one address perf keeps the last listed: its fixup_end gives every earlier one
         // zero size, and choose_best_symbol prefers a sized symbol.
@@ -107,10 +142,15 @@ impl Kallsyms {
             deduped[i].end = end.max(start + 1);
         }
         Kallsyms {
-            text: text.to_owned(),
+            text: Some(text),
             entries: deduped,
             names: Default::default(),
         }
+    }
+
+    fn slice(&self, (off, len): (u32, u32)) -> std::borrow::Cow<'_, str> {
+        let bytes = self.text.as_ref().map_or(&[][..], |t| (**t).as_ref());
+        String::from_utf8_lossy(bytes.get(off as usize..(off + len) as usize).unwrap_or(&[]))
     }
 
     /// Whether the table has no symbols.
@@ -120,25 +160,37 @@ impl Kallsyms {
 
     /// The symbol containing `addr`.
     pub fn lookup(&self, addr: u64) -> Option<KernelSymbol> {
+        let (index, name) = self.lookup_name(addr)?;
+        let e = &self.entries[index];
+        Some(KernelSymbol {
+            start: e.start,
+            end: e.end,
+            name,
+            module: e.module.map(|m| self.slice(m).into_owned()),
+        })
+    }
+
+    /// The name and start address of the symbol containing `addr`: [`Kallsyms::lookup`] without building the
+    /// module name, for the once-per-frame path.
+    pub fn lookup_start(&self, addr: u64) -> Option<(std::rc::Rc<str>, u64)> {
+        let (index, name) = self.lookup_name(addr)?;
+        Some((name, self.entries[index].start))
+    }
+
+    fn lookup_name(&self, addr: u64) -> Option<(usize, std::rc::Rc<str>)> {
         let pos = self.entries.partition_point(|e| e.start <= addr);
         let index = pos.checked_sub(1)?;
         let e = self.entries.get(index)?;
         if addr >= e.end {
             return None;
         }
-        let slice = |(off, len): (u32, u32)| &self.text[off as usize..(off + len) as usize];
         let name = self
             .names
             .borrow_mut()
             .entry(index)
-            .or_insert_with(|| std::rc::Rc::from(slice(e.name)))
+            .or_insert_with(|| std::rc::Rc::from(self.slice(e.name)))
             .clone();
-        Some(KernelSymbol {
-            start: e.start,
-            end: e.end,
-            name,
-            module: e.module.map(|m| slice(m).to_owned()),
-        })
+        Some((index, name))
     }
 }
 

@@ -507,10 +507,11 @@ impl<L: FileLookup> Symbolizer<L> {
         if let Some(k) = &self.kernel {
             return k.clone();
         }
-        let text = self
-            .kallsyms_source(build_id)
-            .map(|(_, b)| String::from_utf8_lossy((*b).as_ref()).into_owned());
-        let k = Rc::new(text.map(|t| Kallsyms::parse(&t)).unwrap_or_default());
+        let k = Rc::new(
+            self.kallsyms_source(build_id)
+                .map(|(_, b)| Kallsyms::from_bytes(b))
+                .unwrap_or_default(),
+        );
         self.kernel = Some(k.clone());
         k
     }
