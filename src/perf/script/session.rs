@@ -99,6 +99,8 @@ pub struct Samples<'f, L: FileLookup = FsLookup> {
     pub warnings: Vec<String>,
     /// DSOs a sample's IP fell into (perf's `dso->hit`, what `buildid-list --with-hits` and `archive` use).
     pub hits: std::collections::HashSet<Rc<str>>,
+    /// The map id of the last sample's IP (ids start at 1), whose DSO is in `hits` already.
+    last_hit: u64,
 }
 
 /// Starts reading `file`'s samples, symbolizing through the real file system.
@@ -154,6 +156,7 @@ pub fn samples_with<'f, L: FileLookup>(
         name_width,
         reported: BTreeSet::new(),
         hits: std::collections::HashSet::new(),
+        last_hit: 0,
         warnings: file.warnings().iter().map(|w| w.to_string()).collect(),
     }
 }
@@ -225,9 +228,11 @@ impl<L: FileLookup> Samples<'_, L> {
                 self.machine.user_map(pid, ip)
             };
             if let Some(map) = hit {
-                if !self.hits.contains(&map.dso) {
+                // Consecutive samples mostly hit the same map: skip hashing its path then.
+                if self.last_hit != map.id && !self.hits.contains(&map.dso) {
                     self.hits.insert(map.dso.clone());
                 }
+                self.last_hit = map.id;
             }
             let input = SampleInput {
                 cpumode,

@@ -83,8 +83,14 @@ impl Kallsyms {
             let line_start = pos;
             pos = line_end + 1;
             // ADDR ' ' TYPE ' ' NAME [ '\t' '[' MODULE ']' ]
-            let Some(sp) = line.iter().position(|&b| b == b' ') else {
-                continue;
+            // Addresses are 16 digits on 64-bit kernels: check there before searching.
+            let sp = if line.get(16) == Some(&b' ') {
+                16
+            } else {
+                match line.iter().position(|&b| b == b' ') {
+                    Some(sp) => sp,
+                    None => continue,
+                }
             };
             if line.len() < sp + 4 || line[sp + 2] != b' ' {
                 continue;
@@ -194,8 +200,28 @@ impl Kallsyms {
     }
 }
 
+/// The first `\n` in `bytes`, eight bytes at a time (the classic "has a zero byte" test on `word ^ 0x0a…`): the
+/// line scan was the largest part of parsing a kernel's ~10 MB table byte by byte.
 fn memchr_newline(bytes: &[u8]) -> Option<usize> {
-    bytes.iter().position(|&b| b == b'\n')
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGHS: u64 = 0x8080_8080_8080_8080;
+    let mut chunks = bytes.chunks_exact(8);
+    let mut at = 0;
+    for chunk in chunks.by_ref() {
+        let x =
+            u64::from_le_bytes(chunk.try_into().expect("8-byte chunk")) ^ (ONES * u64::from(b'\n'));
+        // Borrows only run upward, so the lowest flagged byte is the first real match.
+        let found = x.wrapping_sub(ONES) & !x & HIGHS;
+        if found != 0 {
+            return Some(at + (found.trailing_zeros() / 8) as usize);
+        }
+        at += 8;
+    }
+    chunks
+        .remainder()
+        .iter()
+        .position(|&b| b == b'\n')
+        .map(|i| at + i)
 }
 
 /// The GNU build-id from an ELF note blob such as `/sys/kernel/notes`.
@@ -250,6 +276,28 @@ mod tests {
         );
         assert_eq!(hit(0x1000), None);
         assert!(Kallsyms::parse("0000000000000000 T _stext\n").is_empty());
+    }
+
+    #[test]
+    fn newline_search_matches_a_plain_scan() {
+        let text = b"abcdefgh\nijklmnopqrstuvwxyz\n\n0123456789abcdef0123\nxy";
+        for start in 0..text.len() {
+            let rest = &text[start..];
+            assert_eq!(
+                memchr_newline(rest),
+                rest.iter().position(|&b| b == b'\n'),
+                "from {start}"
+            );
+        }
+        // High bytes (UTF-8 names) next to a newline must not hide it or be taken for it.
+        assert_eq!(
+            memchr_newline(b"\xff\x8b\x0b\x09\xe2\x80\x8a\x0b\n"),
+            Some(8)
+        );
+        assert_eq!(
+            memchr_newline(b"\x0b\x8a\xff\xff\xff\xff\xff\xff\x0a"),
+            Some(8)
+        );
     }
 
     #[test]
