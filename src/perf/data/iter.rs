@@ -34,6 +34,14 @@ impl Ord for Queued {
     }
 }
 
+/// A record ready to be handed out: still in its slot, or held here (records that are not time-sorted).
+// Boxing the large variant would add an allocation per record, the cost this type exists to avoid.
+#[allow(clippy::large_enum_variant)]
+enum Ready<'a> {
+    Slot(usize),
+    Record(Record<'a>),
+}
+
 /// Iterator over a file's records; see [`PerfFile::records`]. Stops after the first framing error (yielded after
 /// every record before it). A record whose body cannot be parsed is skipped with a warning.
 pub struct Records<'a> {
@@ -43,7 +51,9 @@ pub struct Records<'a> {
     queue: BinaryHeap<Queued>,
     slots: Vec<Option<Record<'a>>>,
     free_slots: Vec<usize>,
-    ready: VecDeque<Record<'a>>,
+    /// Records to hand out, in order: queued ones stay in their slot until then (a `Record` is a few hundred
+    /// bytes, and moving each through the queue and back was the largest memcpy of `bport script`).
+    ready: VecDeque<Ready<'a>>,
     seq: u64,
     next_flush: u64,
     max_time: u64,
@@ -84,11 +94,7 @@ impl<'a> Records<'a> {
     fn flush_up_to(&mut self, limit: u64) {
         while self.queue.peek().is_some_and(|q| q.time <= limit) {
             let q = self.queue.pop().expect("peeked");
-            let record = self.slots[q.slot]
-                .take()
-                .expect("a queued slot holds its record");
-            self.free_slots.push(q.slot);
-            self.ready.push_back(record);
+            self.ready.push_back(Ready::Slot(q.slot));
         }
     }
 
@@ -153,14 +159,14 @@ impl<'a> Records<'a> {
             }
         }
         if !self.sorted {
-            self.ready.push_back(record);
+            self.ready.push_back(Ready::Record(record));
             return;
         }
         match (h.ty, record.time()) {
             (PERF_RECORD_FINISHED_ROUND, _) => {
                 self.flush_up_to(self.next_flush);
                 self.next_flush = self.max_time;
-                self.ready.push_back(record);
+                self.ready.push_back(Ready::Record(record));
             }
             (ty, Some(time)) if ty < PERF_RECORD_USER_TYPE_START => {
                 self.max_time = self.max_time.max(time);
@@ -181,7 +187,7 @@ impl<'a> Records<'a> {
                     slot,
                 });
             }
-            _ => self.ready.push_back(record),
+            _ => self.ready.push_back(Ready::Record(record)),
         }
     }
 }
@@ -191,8 +197,17 @@ impl<'a> Iterator for Records<'a> {
 
     fn next(&mut self) -> Option<Self::Item> {
         loop {
-            if let Some(r) = self.ready.pop_front() {
-                return Some(Ok(r));
+            match self.ready.pop_front() {
+                Some(Ready::Record(r)) => return Some(Ok(r)),
+                Some(Ready::Slot(slot)) => {
+                    self.free_slots.push(slot);
+                    if let Some(r) = self.slots[slot].take() {
+                        return Some(Ok(r));
+                    }
+                    // Unreachable: a slot is filled when queued and emptied only here.
+                    continue;
+                }
+                None => {}
             }
             if self.done {
                 return self.error.take().map(Err);

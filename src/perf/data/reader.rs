@@ -109,12 +109,7 @@ impl PerfFile {
             if meta.len() == 0 {
                 return Err(ReadError::Empty);
             }
-            // The one `unsafe` outside perf/record/sys.rs, kept here because records borrow from the map
-            // (STYLE 2.8) and `data` must not depend on `record`.
-            // SAFETY: the map is read-only and private to this PerfFile; the only hazard is another process
-            // truncating the file while it is mapped (SIGBUS). perf.data files are written once and then only read;
-            // every access through the map is bounds-checked against the length seen at open.
-            let map = unsafe { memmap2::Mmap::map(&file) }.map_err(io)?;
+            let map = map_file(&file).map_err(io)?;
             return Self::parse(Backing::Map(map));
         }
         let mut v = Vec::new();
@@ -609,6 +604,19 @@ pub(super) fn warn(warnings: &mut Vec<Warning>, offset: Option<u64>, message: im
         offset,
         message: message.into(),
     });
+}
+
+/// Maps a regular file read-only. Mapping instead of reading saves copying every byte once and touches only the
+/// pages a run looks at: perf.data files of DWARF recordings are mostly stack snapshots of which the unwinder reads
+/// a few hundred bytes each, and DSOs (debug files especially) are large while a run symbolizes few addresses.
+pub fn map_file(file: &std::fs::File) -> std::io::Result<memmap2::Mmap> {
+    // The one `unsafe` outside perf/record/sys.rs, kept here because records borrow from the map (STYLE 2.8) and
+    // `data` must not depend on `record`; the symbolizer maps DSOs through this function too.
+    // SAFETY: the map is read-only and private to its owner; the only hazard is another process truncating or
+    // rewriting the file in place while it is mapped (SIGBUS, changing bytes). perf.data files are written once and
+    // then only read; DSOs and build-id cache entries are replaced by rename, not rewritten. Every access through
+    // the map is bounds-checked against the length seen at open.
+    unsafe { memmap2::Mmap::map(file) }
 }
 
 /// Reads the record header at `pos` of `bytes` (data ends at `data_end`); returns the header, the body and

@@ -90,6 +90,42 @@ impl Maps {
     }
 }
 
+/// A hasher for the integer keys of the per-sample maps (pids, tids, map ids): SipHash's flood resistance buys
+/// nothing for keys from our own file and cost ~5% of `bport script` in profiles. Multiplicative (Fx-style).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct IdHasher(u64);
+
+impl std::hash::Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(u64::from(b));
+        }
+    }
+
+    fn write_u64(&mut self, v: u64) {
+        self.0 = (self.0.rotate_left(5) ^ v).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+
+    fn write_u32(&mut self, v: u32) {
+        self.write_u64(u64::from(v));
+    }
+
+    fn write_i32(&mut self, v: i32) {
+        self.write_u64(u64::from(v as u32));
+    }
+
+    fn write_usize(&mut self, v: usize) {
+        self.write_u64(v as u64);
+    }
+}
+
+/// A `HashMap` keyed by ids, hashed with [`IdHasher`].
+pub type IdMap<K, V> = HashMap<K, V, std::hash::BuildHasherDefault<IdHasher>>;
+
 #[derive(Clone, Debug)]
 struct Thread {
     pid: i32,
@@ -99,8 +135,8 @@ struct Thread {
 /// The machine state at the current point of the record stream.
 #[derive(Debug, Default)]
 pub struct Machine {
-    threads: HashMap<i32, Thread>,
-    processes: HashMap<i32, Maps>,
+    threads: IdMap<i32, Thread>,
+    processes: IdMap<i32, Maps>,
     /// The kernel image and modules.
     pub kernel: Maps,
     next_map_id: u64,

@@ -2,7 +2,7 @@
 //! of perf commit 7322d6c98dd2), the kernel part from the kernel's callchain, the user part from DWARF unwinding
 //! or the LBR call stack, and each frame's map, symbol and printed address as `perf script` shows them.
 
-use super::machine::{Machine, Map, MapKind};
+use super::machine::{IdMap, Machine, Map, MapKind};
 use super::{CallchainMode, Frame, Options};
 use crate::perf::symbols::{FileLookup, Symbolizer};
 use crate::perf::unwind::dwarf::{self, UnwindOptions};
@@ -72,13 +72,13 @@ pub struct Resolver<L: FileLookup> {
     pub kernel_build_id: Option<Vec<u8>>,
     max_stack: usize,
     /// addr2line answers per (DSO, svma): DWARF-mode samples hit the same addresses over and over.
-    inline_cache: HashMap<(usize, u64), Rc<[Rc<str>]>>,
+    inline_cache: IdMap<(usize, u64), Rc<[Rc<str>]>>,
     /// The DSO of each file map, by map id: one symbolizer lookup (and build-id clone) per map, not per frame.
-    map_dsos: HashMap<u64, Rc<crate::perf::symbols::Dso>>,
+    map_dsos: IdMap<u64, Rc<crate::perf::symbols::Dso>>,
     /// The kernel's symbols once loaded.
     kernel: Option<Rc<crate::perf::symbols::kallsyms::Kallsyms>>,
     /// Per process, the modules its last DWARF unwind needed, so the next unwind starts with them loaded.
-    modules: HashMap<i32, Vec<MapDso>>,
+    modules: IdMap<i32, Vec<MapDso>>,
 }
 
 impl<L: FileLookup> Resolver<L> {
@@ -89,10 +89,10 @@ impl<L: FileLookup> Resolver<L> {
             build_ids: HashMap::new(),
             kernel_build_id: None,
             max_stack: options.max_stack,
-            inline_cache: HashMap::new(),
-            map_dsos: HashMap::new(),
+            inline_cache: IdMap::default(),
+            map_dsos: IdMap::default(),
             kernel: None,
-            modules: HashMap::new(),
+            modules: IdMap::default(),
         }
     }
 
@@ -299,7 +299,8 @@ impl<L: FileLookup> Resolver<L> {
                         k
                     }
                 };
-                k.lookup(avma).map(|s| (s.name.clone(), avma - s.start))
+                k.lookup_start(avma)
+                    .map(|(name, start)| (name, avma - start))
             }
             MapKind::Anon => self
                 .symbolizer

@@ -99,6 +99,10 @@ pub struct Samples<'f, L: FileLookup = FsLookup> {
     pub warnings: Vec<String>,
     /// DSOs a sample's IP fell into (perf's `dso->hit`, what `buildid-list --with-hits` and `archive` use).
     pub hits: std::collections::HashSet<Rc<str>>,
+    /// The map id of the last sample's IP (ids start at 1), whose DSO is in `hits` already.
+    last_hit: u64,
+    callchain_buf: Vec<u64>,
+    regs_buf: Vec<u64>,
 }
 
 /// Starts reading `file`'s samples, symbolizing through the real file system.
@@ -154,6 +158,9 @@ pub fn samples_with<'f, L: FileLookup>(
         name_width,
         reported: BTreeSet::new(),
         hits: std::collections::HashSet::new(),
+        last_hit: 0,
+        callchain_buf: Vec::new(),
+        regs_buf: Vec::new(),
         warnings: file.warnings().iter().map(|w| w.to_string()).collect(),
     }
 }
@@ -225,16 +232,26 @@ impl<L: FileLookup> Samples<'_, L> {
                 self.machine.user_map(pid, ip)
             };
             if let Some(map) = hit {
-                if !self.hits.contains(&map.dso) {
+                // Consecutive samples mostly hit the same map: skip hashing its path then.
+                if self.last_hit != map.id && !self.hits.contains(&map.dso) {
                     self.hits.insert(map.dso.clone());
                 }
+                self.last_hit = map.id;
             }
+            // The callchain and registers go through buffers kept across samples: one allocation each per run,
+            // not per sample.
+            let callchain = s.callchain.map(|c| {
+                let mut v = std::mem::take(&mut self.callchain_buf);
+                v.clear();
+                v.extend(c.iter());
+                v
+            });
             let input = SampleInput {
                 cpumode,
                 ip: s.ip.unwrap_or(0),
                 pid,
                 tid,
-                callchain: s.callchain.map(|c| c.to_vec()),
+                callchain,
                 branches: s
                     .branch_stack
                     .map(|b| {
@@ -246,21 +263,32 @@ impl<L: FileLookup> Samples<'_, L> {
                             .collect()
                     })
                     .unwrap_or_default(),
-                regs_user: s
-                    .regs_user
-                    .filter(|r| r.abi != 0)
-                    .map(|r| (r.mask, r.values.to_vec())),
+                regs_user: s.regs_user.filter(|r| r.abi != 0).map(|r| {
+                    let mut v = std::mem::take(&mut self.regs_buf);
+                    v.clear();
+                    v.extend(r.values.iter());
+                    (r.mask, v)
+                }),
                 stack_user: s.stack_user.map(|st| st.valid()).unwrap_or(&[]),
             };
+            let mut input = input;
             let frames = if event.has_callchain {
                 self.resolver.frames(&self.machine, event.mode, &input)
             } else {
                 // No callchain sampled: one frame for the IP, in the sample's own context.
-                let mut sample = input.clone();
-                sample.callchain = None;
-                self.resolver
-                    .frames(&self.machine, CallchainMode::Fp, &sample)
+                let callchain = input.callchain.take();
+                let frames = self
+                    .resolver
+                    .frames(&self.machine, CallchainMode::Fp, &input);
+                input.callchain = callchain;
+                frames
             };
+            if let Some(v) = input.callchain.take() {
+                self.callchain_buf = v;
+            }
+            if let Some((_, v)) = input.regs_user.take() {
+                self.regs_buf = v;
+            }
             let info = SampleInfo {
                 attr_index: s.attr_index,
                 event: event.name.clone(),

@@ -29,19 +29,53 @@ struct Entry {
 }
 
 /// A parsed kallsyms table, sorted by address.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Default)]
 pub struct Kallsyms {
-    text: String,
+    /// The text the entries point into, shared with the file's bytes (a kernel's table is ~10 MB: no copy).
+    text: Option<super::FileBytes>,
     entries: Vec<Entry>,
     names: std::cell::RefCell<std::collections::HashMap<usize, std::rc::Rc<str>>>,
+}
+
+impl std::fmt::Debug for Kallsyms {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Kallsyms")
+            .field("symbols", &self.entries.len())
+            .finish()
+    }
+}
+
+/// Parses a hex number the way `from_str_radix(_, 16)` does for kallsyms addresses (no sign, no prefix), without
+/// the UTF-8 round trip: this runs once per line of a ~150,000-line file.
+fn parse_hex(digits: &[u8]) -> Option<u64> {
+    if digits.is_empty() || digits.len() > 16 {
+        return None;
+    }
+    let mut v = 0u64;
+    for &d in digits {
+        let n = match d {
+            b'0'..=b'9' => d - b'0',
+            b'a'..=b'f' => d - b'a' + 10,
+            b'A'..=b'F' => d - b'A' + 10,
+            _ => return None,
+        };
+        v = (v << 4) | u64::from(n);
+    }
+    Some(v)
 }
 
 impl Kallsyms {
     /// Parses kallsyms text (`ADDR TYPE NAME [MODULE]` lines). Malformed lines are skipped; a table whose
     /// addresses are all zero (read without privilege, `kptr_restrict`) gives an empty table.
     pub fn parse(text: &str) -> Self {
-        let bytes = text.as_bytes();
-        let mut entries = Vec::with_capacity(text.len() / 40);
+        Self::from_bytes(std::sync::Arc::new(text.as_bytes().to_vec()))
+    }
+
+    /// Like [`Kallsyms::parse`], over a file's bytes as they were read or mapped (names that are not UTF-8 are
+    /// shown lossily).
+    pub fn from_bytes(text: super::FileBytes) -> Self {
+        let bytes = (*text).as_ref();
+        let mut entries = Vec::with_capacity(bytes.len() / 40);
         let mut pos = 0usize;
         while pos < bytes.len() {
             let line_end = memchr_newline(&bytes[pos..]).map_or(bytes.len(), |i| pos + i);
@@ -49,8 +83,14 @@ impl Kallsyms {
             let line_start = pos;
             pos = line_end + 1;
             // ADDR ' ' TYPE ' ' NAME [ '\t' '[' MODULE ']' ]
-            let Some(sp) = line.iter().position(|&b| b == b' ') else {
-                continue;
+            // Addresses are 16 digits on 64-bit kernels: check there before searching.
+            let sp = if line.get(16) == Some(&b' ') {
+                16
+            } else {
+                match line.iter().position(|&b| b == b' ') {
+                    Some(sp) => sp,
+                    None => continue,
+                }
             };
             if line.len() < sp + 4 || line[sp + 2] != b' ' {
                 continue;
@@ -59,7 +99,7 @@ impl Kallsyms {
             if !matches!(kind, b'T' | b'W' | b'D' | b'B') {
                 continue;
             }
-            let Ok(start) = u64::from_str_radix(&text[line_start..line_start + sp], 16) else {
+            let Some(start) = parse_hex(&line[..sp]) else {
                 continue;
             };
             if start == 0 {
@@ -89,6 +129,7 @@ impl Kallsyms {
                 module,
             });
         }
+        // Stable, so equal addresses keep their listed order; /proc/kallsyms is nearly sorted already.
         entries.sort_by_key(|e| e.start);
         // Of several symbols at one address perf keeps the last listed: its fixup_end gives every earlier one
         // zero size, and choose_best_symbol prefers a sized symbol.
@@ -107,10 +148,15 @@ impl Kallsyms {
             deduped[i].end = end.max(start + 1);
         }
         Kallsyms {
-            text: text.to_owned(),
+            text: Some(text),
             entries: deduped,
             names: Default::default(),
         }
+    }
+
+    fn slice(&self, (off, len): (u32, u32)) -> std::borrow::Cow<'_, str> {
+        let bytes = self.text.as_ref().map_or(&[][..], |t| (**t).as_ref());
+        String::from_utf8_lossy(bytes.get(off as usize..(off + len) as usize).unwrap_or(&[]))
     }
 
     /// Whether the table has no symbols.
@@ -120,30 +166,62 @@ impl Kallsyms {
 
     /// The symbol containing `addr`.
     pub fn lookup(&self, addr: u64) -> Option<KernelSymbol> {
+        let (index, name) = self.lookup_name(addr)?;
+        let e = &self.entries[index];
+        Some(KernelSymbol {
+            start: e.start,
+            end: e.end,
+            name,
+            module: e.module.map(|m| self.slice(m).into_owned()),
+        })
+    }
+
+    /// The name and start address of the symbol containing `addr`: [`Kallsyms::lookup`] without building the
+    /// module name, for the once-per-frame path.
+    pub fn lookup_start(&self, addr: u64) -> Option<(std::rc::Rc<str>, u64)> {
+        let (index, name) = self.lookup_name(addr)?;
+        Some((name, self.entries[index].start))
+    }
+
+    fn lookup_name(&self, addr: u64) -> Option<(usize, std::rc::Rc<str>)> {
         let pos = self.entries.partition_point(|e| e.start <= addr);
         let index = pos.checked_sub(1)?;
         let e = self.entries.get(index)?;
         if addr >= e.end {
             return None;
         }
-        let slice = |(off, len): (u32, u32)| &self.text[off as usize..(off + len) as usize];
         let name = self
             .names
             .borrow_mut()
             .entry(index)
-            .or_insert_with(|| std::rc::Rc::from(slice(e.name)))
+            .or_insert_with(|| std::rc::Rc::from(self.slice(e.name)))
             .clone();
-        Some(KernelSymbol {
-            start: e.start,
-            end: e.end,
-            name,
-            module: e.module.map(|m| slice(m).to_owned()),
-        })
+        Some((index, name))
     }
 }
 
+/// The first `\n` in `bytes`, eight bytes at a time (the classic "has a zero byte" test on `word ^ 0x0a…`): the
+/// line scan was the largest part of parsing a kernel's ~10 MB table byte by byte.
 fn memchr_newline(bytes: &[u8]) -> Option<usize> {
-    bytes.iter().position(|&b| b == b'\n')
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGHS: u64 = 0x8080_8080_8080_8080;
+    let mut chunks = bytes.chunks_exact(8);
+    let mut at = 0;
+    for chunk in chunks.by_ref() {
+        let x =
+            u64::from_le_bytes(chunk.try_into().expect("8-byte chunk")) ^ (ONES * u64::from(b'\n'));
+        // Borrows only run upward, so the lowest flagged byte is the first real match.
+        let found = x.wrapping_sub(ONES) & !x & HIGHS;
+        if found != 0 {
+            return Some(at + (found.trailing_zeros() / 8) as usize);
+        }
+        at += 8;
+    }
+    chunks
+        .remainder()
+        .iter()
+        .position(|&b| b == b'\n')
+        .map(|i| at + i)
 }
 
 /// The GNU build-id from an ELF note blob such as `/sys/kernel/notes`.
@@ -198,6 +276,28 @@ mod tests {
         );
         assert_eq!(hit(0x1000), None);
         assert!(Kallsyms::parse("0000000000000000 T _stext\n").is_empty());
+    }
+
+    #[test]
+    fn newline_search_matches_a_plain_scan() {
+        let text = b"abcdefgh\nijklmnopqrstuvwxyz\n\n0123456789abcdef0123\nxy";
+        for start in 0..text.len() {
+            let rest = &text[start..];
+            assert_eq!(
+                memchr_newline(rest),
+                rest.iter().position(|&b| b == b'\n'),
+                "from {start}"
+            );
+        }
+        // High bytes (UTF-8 names) next to a newline must not hide it or be taken for it.
+        assert_eq!(
+            memchr_newline(b"\xff\x8b\x0b\x09\xe2\x80\x8a\x0b\n"),
+            Some(8)
+        );
+        assert_eq!(
+            memchr_newline(b"\x0b\x8a\xff\xff\xff\xff\xff\xff\x0a"),
+            Some(8)
+        );
     }
 
     #[test]

@@ -39,17 +39,38 @@ pub trait FileLookup {
     fn read(&self, path: &Path) -> Option<FileBytes>;
 }
 
-/// The real file system. Files are read, not mapped: `unsafe` lives only in `perf/record/sys.rs` (STYLE 2.8),
-/// and each DSO is read once per run.
+/// The real file system. Regular files are mapped (through the perf.data reader's one mapping helper), not
+/// read: reading copied every byte of large DSOs and debug files, a sixth of `bport script` on fp recordings,
+/// while a run touches few of their pages. Empty and generated files (procfs, sysfs) are read.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct FsLookup;
 
+/// A mapped file as [`FileBytes`].
+struct Mapped(memmap2::Mmap);
+
+impl AsRef<[u8]> for Mapped {
+    fn as_ref(&self) -> &[u8] {
+        &self.0
+    }
+}
+
 impl FileLookup for FsLookup {
     fn read(&self, path: &Path) -> Option<FileBytes> {
-        if !std::fs::metadata(path).ok()?.is_file() {
+        let file = std::fs::File::open(path).ok()?;
+        let meta = file.metadata().ok()?;
+        if !meta.is_file() {
             return None;
         }
-        std::fs::read(path).ok().map(|v| Arc::new(v) as FileBytes)
+        // procfs and sysfs files (`/proc/kallsyms`, `/sys/kernel/notes`) report no or a made-up size and are
+        // generated on read.
+        if meta.len() == 0 || path.starts_with("/proc") || path.starts_with("/sys") {
+            return std::fs::read(path).ok().map(|v| Arc::new(v) as FileBytes);
+        }
+        match crate::perf::data::reader::map_file(&file) {
+            Ok(map) => Some(Arc::new(Mapped(map)) as FileBytes),
+            // Some file systems (procfs-like, FUSE) refuse maps: read those.
+            Err(_) => std::fs::read(path).ok().map(|v| Arc::new(v) as FileBytes),
+        }
     }
 }
 
@@ -486,10 +507,11 @@ impl<L: FileLookup> Symbolizer<L> {
         if let Some(k) = &self.kernel {
             return k.clone();
         }
-        let text = self
-            .kallsyms_source(build_id)
-            .map(|(_, b)| String::from_utf8_lossy((*b).as_ref()).into_owned());
-        let k = Rc::new(text.map(|t| Kallsyms::parse(&t)).unwrap_or_default());
+        let k = Rc::new(
+            self.kallsyms_source(build_id)
+                .map(|(_, b)| Kallsyms::from_bytes(b))
+                .unwrap_or_default(),
+        );
         self.kernel = Some(k.clone());
         k
     }
