@@ -1,5 +1,5 @@
-//! The `perf_event_attr` bport asks the kernel for, its byte encoding, and the ABI negotiation that fits it to the
-//! running kernel and to a `--kernel` cap.
+//! The kernel-facing side of the `perf_event_attr` bport asks for: its byte image for the syscall, the size it is
+//! written to a file at, and the ABI negotiation that fits it to the running kernel and to a `--kernel` cap.
 //!
 //! Negotiation (DESIGN "ABI negotiation"; perf's `evsel__open_cpu` fallbacks, samply's attr probing):
 //! 1. the attr starts in the newest layout we know and is capped to the target ABI (sizes, flags, sample bits);
@@ -7,74 +7,34 @@
 //! 3. EINVAL: drop optional features one at a time in [`DROP_ORDER`] (newest first), logging each, and retry;
 //! 4. ENOENT/EOPNOTSUPP/ENODEV on a hardware event: no PMU (typical in VMs) — fall back to `cpu-clock`.
 //!
-//! Owns the layout of the attr bytes we send; the table of which kernel has what is `perf::abi`.
+//! The attr itself and its byte layout are `perf::data::PerfEventAttr`; the table of which kernel has what is
+//! `perf::abi`.
+
+use object::endian::NativeEndian;
 
 use super::sys::AttrBuf;
 use crate::perf::abi::{self, KernelAbi};
+use crate::perf::data::PerfEventAttr;
 
-/// The fields of `perf_event_attr` the recorder sets; everything else is zero.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct EventAttr {
-    /// `type` (PERF_TYPE_*).
-    pub type_: u32,
-    /// `size` sent to the kernel and written to the file.
-    pub size: u32,
-    /// `config`.
-    pub config: u64,
-    /// `sample_period` or, with `ATTR_FLAG_FREQ`, `sample_freq`.
-    pub sample_period_or_freq: u64,
-    /// `sample_type` (PERF_SAMPLE_*).
-    pub sample_type: u64,
-    /// `read_format`.
-    pub read_format: u64,
-    /// The flags word (`abi::ATTR_FLAG_*`).
-    pub flags: u64,
-    /// `wakeup_events` or, with `ATTR_FLAG_WATERMARK`, `wakeup_watermark` in bytes.
-    pub wakeup: u32,
-    /// `branch_sample_type` (PERF_SAMPLE_BRANCH_*).
-    pub branch_sample_type: u64,
-    /// `sample_regs_user` (PERF_REG_* bit mask).
-    pub sample_regs_user: u64,
-    /// `sample_stack_user` in bytes.
-    pub sample_stack_user: u32,
+/// The byte image `perf_event_open` reads: `attr.size` bytes in the kernel's layout and byte order (the bitfield
+/// word too, which is why this goes through [`PerfEventAttr::write`]), the rest of the buffer zero.
+pub fn encode(attr: &PerfEventAttr) -> AttrBuf {
+    let mut bytes = Vec::with_capacity(AttrBuf::CAPACITY);
+    attr.write(attr.size, NativeEndian, &mut bytes);
+    let mut b = AttrBuf([0; AttrBuf::CAPACITY]);
+    // A size beyond the buffer is refused by `sys::perf_event_open` (E2BIG), which reads `size` back from the
+    // buffer; the bytes past the buffer never reach the kernel.
+    let n = bytes.len().min(AttrBuf::CAPACITY);
+    b.0[..n].copy_from_slice(&bytes[..n]);
+    b
 }
 
-impl EventAttr {
-    /// The byte image of the attr, `size` bytes meaningful, the rest zero.
-    pub fn encode(&self) -> AttrBuf {
-        let mut b = AttrBuf([0; AttrBuf::CAPACITY]);
-        let mut put = |at: usize, bytes: &[u8]| b.0[at..at + bytes.len()].copy_from_slice(bytes);
-        put(0, &self.type_.to_ne_bytes());
-        put(4, &self.size.to_ne_bytes());
-        put(8, &self.config.to_ne_bytes());
-        put(16, &self.sample_period_or_freq.to_ne_bytes());
-        put(24, &self.sample_type.to_ne_bytes());
-        put(32, &self.read_format.to_ne_bytes());
-        put(40, &self.flags.to_ne_bytes());
-        put(48, &self.wakeup.to_ne_bytes());
-        put(72, &self.branch_sample_type.to_ne_bytes());
-        put(80, &self.sample_regs_user.to_ne_bytes());
-        put(88, &self.sample_stack_user.to_ne_bytes());
-        b
-    }
-
-    /// The smallest layout that holds every non-zero field: the size to write into a file, so that old perf
-    /// versions, which reject attrs larger than their own struct (PERF-FACTS §4.4), still read it.
-    pub fn minimal_size(&self) -> u32 {
-        if self.sample_regs_user != 0 || self.sample_stack_user != 0 {
-            96
-        } else if self.branch_sample_type != 0 {
-            80
-        } else {
-            // VER1 (72): perf itself never wrote VER0 attrs after 2.6.33, so stay at the size readers expect most.
-            72
-        }
-    }
-
-    /// Whether `flags` has all of `bits`.
-    pub fn has(&self, bits: u64) -> bool {
-        self.flags & bits == bits
-    }
+/// The size to write the attr into a file at: the smallest layout that holds every non-zero field, so that old
+/// perf versions, which reject attrs larger than their own struct (PERF-FACTS §4.4), still read it; at least
+/// VER1 (72), because perf itself never wrote VER0 attrs after 2.6.33, so stay at the size readers expect most.
+/// Negotiation uses it too: a kernel struct smaller than this cannot hold what we ask for.
+pub fn file_size(attr: &PerfEventAttr) -> u32 {
+    attr.min_size().max(abi::PERF_ATTR_SIZE_VER1)
 }
 
 /// Optional attr flags in the order they are dropped on EINVAL: newest first, as perf's fallbacks do, so a kernel
@@ -95,31 +55,32 @@ pub fn describe_flag(flag: u64) -> String {
     }
 }
 
-/// Applies a target ABI's limits: attr size, flag bits and sample bits the target lacks are removed and reported
-/// as `(what, reason)` pairs. The caller decides whether a removed sample bit is fatal (DWARF without REGS_USER).
-pub fn cap_to_abi(attr: &mut EventAttr, target: &KernelAbi) -> Vec<String> {
-    let mut notes = Vec::new();
+/// Applies a target ABI's limits ([`PerfEventAttr::cap_to`] plus the attr size) and says what was removed, one
+/// sentence each. Branch sampling goes as a whole: a partial branch filter would record something else than asked.
+/// The caller decides whether a removed sample bit is fatal (DWARF without REGS_USER).
+pub fn cap_to_target(attr: &mut PerfEventAttr, target: &KernelAbi) -> Vec<String> {
     attr.size = target.cap_attr_size(attr.size);
-    for flag in DROP_ORDER {
-        if attr.flags & flag != 0 && !target.supports_flag(flag) {
-            attr.flags &= !flag;
-            notes.push(format!("{} is not in the target ABI", describe_flag(flag)));
+    let mut notes = Vec::new();
+    for (field, bits) in attr.cap_to(target) {
+        match field {
+            "flags" => {
+                // Optional features in drop order (newest first), then anything else one bit at a time.
+                let rest = DROP_ORDER.iter().fold(bits, |rest, &f| rest & !f);
+                let named = DROP_ORDER.iter().copied().filter(|&f| bits & f != 0);
+                let others = (0..64).map(|i| 1u64 << i).filter(|&f| rest & f != 0);
+                for flag in named.chain(others) {
+                    notes.push(format!("{} is not in the target ABI", describe_flag(flag)));
+                }
+            }
+            "branch_sample_type" => {
+                notes.push(format!(
+                    "branch_sample_type bits {bits:#x} are not in the target ABI"
+                ));
+                attr.branch_sample_type = 0;
+                attr.sample_type &= !abi::PERF_SAMPLE_BRANCH_STACK;
+            }
+            _ => notes.push(format!("{field} bits {bits:#x} are not in the target ABI")),
         }
-    }
-    let unsupported = attr.sample_type & !target.sample_types;
-    if unsupported != 0 {
-        attr.sample_type &= !unsupported;
-        notes.push(format!(
-            "sample_type bits {unsupported:#x} are not in the target ABI"
-        ));
-    }
-    if attr.branch_sample_type & !target.branch_sample_types != 0 {
-        notes.push(format!(
-            "branch_sample_type bits {:#x} are not in the target ABI",
-            attr.branch_sample_type & !target.branch_sample_types
-        ));
-        attr.branch_sample_type = 0;
-        attr.sample_type &= !abi::PERF_SAMPLE_BRANCH_STACK;
     }
     notes
 }
@@ -128,17 +89,17 @@ pub fn cap_to_abi(attr: &mut EventAttr, target: &KernelAbi) -> Vec<String> {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Retry {
     /// Try again with this changed attr; the string says what changed (logged, and kept in the outcome).
-    With(EventAttr, String),
+    With(PerfEventAttr, String),
     /// Nothing left to change.
     GiveUp,
 }
 
 /// The next attempt after `errno`, or [`Retry::GiveUp`]. `kernel_size` is the `size` field after the failed call
 /// (the kernel's own struct size on E2BIG).
-pub fn next_attempt(attr: &EventAttr, errno: i32, kernel_size: u32) -> Retry {
+pub fn next_attempt(attr: &PerfEventAttr, errno: i32, kernel_size: u32) -> Retry {
     match errno {
         libc::E2BIG if kernel_size >= abi::PERF_ATTR_SIZE_VER0 && kernel_size < attr.size => {
-            if attr.minimal_size() > kernel_size {
+            if file_size(attr) > kernel_size {
                 // The fields we need do not exist in that kernel: no smaller attr can work.
                 return Retry::GiveUp;
             }
@@ -173,8 +134,8 @@ pub fn next_attempt(attr: &EventAttr, errno: i32, kernel_size: u32) -> Retry {
 mod tests {
     use super::*;
 
-    fn dwarf_attr() -> EventAttr {
-        EventAttr {
+    fn dwarf_attr() -> PerfEventAttr {
+        PerfEventAttr {
             type_: 1,
             size: abi::PERF_ATTR_SIZE_NEWEST,
             config: 0,
@@ -190,16 +151,17 @@ mod tests {
                 | abi::ATTR_FLAG_MMAP2
                 | abi::ATTR_FLAG_COMM_EXEC
                 | abi::ATTR_FLAG_SAMPLE_ID_ALL,
-            wakeup: 0,
+            wakeup_events_or_watermark: 0,
             branch_sample_type: 0,
             sample_regs_user: 0xff0fff,
             sample_stack_user: 8192,
+            ..Default::default()
         }
     }
 
     #[test]
     fn encoding_puts_fields_at_their_uapi_offsets() {
-        let b = dwarf_attr().encode();
+        let b = encode(&dwarf_attr());
         let u64_at = |o: usize| u64::from_ne_bytes(b.0[o..o + 8].try_into().unwrap());
         assert_eq!(b.size(), 136);
         assert_eq!(u64_at(16), 999);
@@ -214,6 +176,29 @@ mod tests {
         assert_eq!(u64_at(80), 0xff0fff);
         assert_eq!(u32::from_ne_bytes(b.0[88..92].try_into().unwrap()), 8192);
         assert!(b.0[92..].iter().all(|&x| x == 0));
+    }
+
+    #[test]
+    fn a_target_without_the_branch_filter_loses_branch_sampling_as_a_whole() {
+        let mut target = KernelAbi::newest();
+        target.branch_sample_types &= !abi::PERF_SAMPLE_BRANCH_CALL_STACK;
+        let mut attr = PerfEventAttr {
+            size: abi::PERF_ATTR_SIZE_NEWEST,
+            sample_type: abi::PERF_SAMPLE_IP | abi::PERF_SAMPLE_BRANCH_STACK,
+            branch_sample_type: abi::PERF_SAMPLE_BRANCH_USER | abi::PERF_SAMPLE_BRANCH_CALL_STACK,
+            ..Default::default()
+        };
+        assert_eq!(
+            cap_to_target(&mut attr, &target),
+            [format!(
+                "branch_sample_type bits {:#x} are not in the target ABI",
+                abi::PERF_SAMPLE_BRANCH_CALL_STACK
+            )]
+        );
+        assert_eq!(
+            (attr.sample_type, attr.branch_sample_type),
+            (abi::PERF_SAMPLE_IP, 0)
+        );
     }
 
     #[test]
@@ -252,13 +237,13 @@ mod tests {
     }
 
     #[test]
-    fn minimal_size_follows_the_fields_in_use() {
+    fn file_size_follows_the_fields_in_use() {
         let mut attr = dwarf_attr();
-        assert_eq!(attr.minimal_size(), 96);
+        assert_eq!(file_size(&attr), 96);
         attr.sample_regs_user = 0;
         attr.sample_stack_user = 0;
-        assert_eq!(attr.minimal_size(), 72);
+        assert_eq!(file_size(&attr), 72);
         attr.branch_sample_type = 1;
-        assert_eq!(attr.minimal_size(), 80);
+        assert_eq!(file_size(&attr), 80);
     }
 }

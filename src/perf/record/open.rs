@@ -5,10 +5,11 @@
 use std::io;
 use std::path::Path;
 
-use super::attr::{self, EventAttr, Retry};
+use super::attr::{self, Retry};
 use super::sys::{self, EventFd};
 use super::{CallGraph, Config, Error, Event, Sampling};
 use crate::perf::abi::{self, KernelAbi};
+use crate::perf::data::PerfEventAttr;
 
 /// x86-64 user registers perf samples for DWARF unwinding (`PERF_REGS_MASK`): AX..R15 except the segment
 /// registers DS, ES, FS, GS, which the kernel does not provide on x86-64.
@@ -22,7 +23,7 @@ pub const X86_64_USER_REGS: u64 = ((1 << 24) - 1)
 const CPU_PMU: &str = "/sys/bus/event_source/devices/cpu";
 
 /// The attr the config asks for, in the newest layout, before any cap or negotiation.
-pub fn initial_attr(config: &Config, data_bytes: usize) -> EventAttr {
+pub fn initial_attr(config: &Config, data_bytes: usize) -> PerfEventAttr {
     let (type_, config_value) = event_type(config.event);
     let mut sample_type = abi::PERF_SAMPLE_IP
         | abi::PERF_SAMPLE_TID
@@ -52,7 +53,7 @@ pub fn initial_attr(config: &Config, data_bytes: usize) -> EventAttr {
         super::Target::Process(_) => flags |= abi::ATTR_FLAG_INHERIT,
         super::Target::SystemWide(_) | super::Target::Thread(_) => {}
     }
-    let mut attr = EventAttr {
+    let mut attr = PerfEventAttr {
         type_,
         size: abi::PERF_ATTR_SIZE_NEWEST,
         config: config_value,
@@ -62,10 +63,8 @@ pub fn initial_attr(config: &Config, data_bytes: usize) -> EventAttr {
         flags,
         // Wake the poll loop when a quarter of the ring is full: early enough that a slow wake-up still leaves
         // three quarters of headroom, rare enough to keep wake-ups cheap.
-        wakeup: (data_bytes / 4) as u32,
-        branch_sample_type: 0,
-        sample_regs_user: 0,
-        sample_stack_user: 0,
+        wakeup_events_or_watermark: (data_bytes / 4) as u32,
+        ..PerfEventAttr::default()
     };
     match config.call_graph {
         CallGraph::None => {}
@@ -101,7 +100,7 @@ fn event_type(event: Event) -> (u32, u64) {
 
 /// Checks the config against the target ABI before touching the kernel, and caps the attr to it.
 pub fn apply_target(
-    attr: &mut EventAttr,
+    attr: &mut PerfEventAttr,
     config: &Config,
     target: &KernelAbi,
     notes: &mut Vec<String>,
@@ -154,7 +153,7 @@ pub fn apply_target(
             )));
         }
     }
-    for note in attr::cap_to_abi(attr, target) {
+    for note in attr::cap_to_target(attr, target) {
         log::info!("--kernel cap: {note}");
         notes.push(format!("--kernel {}: {note}", kernel()));
     }
@@ -178,16 +177,16 @@ fn since(table: &[abi::AbiItem], value: u64) -> String {
 /// Opens the first descriptor, negotiating the attr with the kernel. Returns the settled attr (used unchanged
 /// for every further descriptor) and the event actually used.
 pub fn open_negotiated(
-    mut attr: EventAttr,
+    mut attr: PerfEventAttr,
     mut event: Event,
     call_graph: CallGraph,
     pid: i32,
     cpu: i32,
     notes: &mut Vec<String>,
-) -> Result<(EventFd, EventAttr, Event), Error> {
+) -> Result<(EventFd, PerfEventAttr, Event), Error> {
     let mut tried = Vec::new();
     loop {
-        let mut buf = attr.encode();
+        let mut buf = attr::encode(&attr);
         match sys::perf_event_open(&mut buf, pid, cpu) {
             Ok(fd) => return Ok((fd, attr, event)),
             Err(err) => {
@@ -216,10 +215,10 @@ pub fn open_negotiated(
     }
 }
 
-type Next = (EventAttr, Event, String);
+type Next = (PerfEventAttr, Event, String);
 
 fn fallback(
-    attr: &EventAttr,
+    attr: &PerfEventAttr,
     event: Event,
     call_graph: CallGraph,
     system_wide: bool,
@@ -321,8 +320,9 @@ mod tests {
         let mut notes = Vec::new();
         apply_target(&mut attr, &config, &abi41, &mut notes).unwrap();
         assert_eq!(attr.size, 112);
-        assert!(attr
-            .has(abi::ATTR_FLAG_MMAP2 | abi::ATTR_FLAG_COMM_EXEC | abi::ATTR_FLAG_SAMPLE_ID_ALL));
+        assert!(attr.has_flag(
+            abi::ATTR_FLAG_MMAP2 | abi::ATTR_FLAG_COMM_EXEC | abi::ATTR_FLAG_SAMPLE_ID_ALL
+        ));
         assert_eq!(notes, Vec::<String>::new());
         // 3.4 has neither DWARF sampling nor MMAP2.
         let abi34 = KernelAbi::for_version(&"3.4".parse().unwrap());
@@ -335,7 +335,7 @@ mod tests {
         let mut fp = initial_attr(&config, 1 << 19);
         apply_target(&mut fp, &config, &abi34, &mut notes).unwrap();
         assert_eq!(fp.size, 80);
-        assert!(!fp.has(abi::ATTR_FLAG_MMAP2) && !fp.has(abi::ATTR_FLAG_COMM_EXEC));
+        assert!(!fp.has_flag(abi::ATTR_FLAG_MMAP2) && !fp.has_flag(abi::ATTR_FLAG_COMM_EXEC));
         assert_eq!(
             notes,
             [

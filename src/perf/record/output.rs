@@ -7,7 +7,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::attr::EventAttr;
+use super::attr;
 use super::host::HostInfo;
 use super::session::{Session, Sink};
 use super::{Config, Error, Outcome};
@@ -108,21 +108,11 @@ fn keep_old(path: &Path) -> Result<Option<PathBuf>, Error> {
 
 /// The attr as the file states it: the kernel's accepted fields, at the smallest layout holding them, so perf
 /// versions whose struct is smaller than the newest kernel's still read it (perf 6.1 rejects 136-byte attrs).
-fn file_attr(attr: &EventAttr) -> PerfEventAttr {
+fn file_attr(attr: &PerfEventAttr) -> PerfEventAttr {
+    // disabled/enable_on_exec describe how we started the event, which perf also records as set.
     PerfEventAttr {
-        type_: attr.type_,
-        size: attr.minimal_size(),
-        config: attr.config,
-        sample_period_or_freq: attr.sample_period_or_freq,
-        sample_type: attr.sample_type,
-        read_format: attr.read_format,
-        // disabled/enable_on_exec describe how we started the event, which perf also records as set.
-        flags: attr.flags,
-        wakeup_events_or_watermark: attr.wakeup,
-        branch_sample_type: attr.branch_sample_type,
-        sample_regs_user: attr.sample_regs_user,
-        sample_stack_user: attr.sample_stack_user,
-        ..PerfEventAttr::default()
+        size: attr::file_size(attr),
+        ..attr.clone()
     }
 }
 
@@ -201,7 +191,7 @@ mod tests {
 
     #[test]
     fn the_file_attr_is_the_smallest_layout_holding_the_fields() {
-        let attr = EventAttr {
+        let attr = PerfEventAttr {
             type_: abi::PERF_TYPE_SOFTWARE,
             size: abi::PERF_ATTR_SIZE_NEWEST,
             config: abi::PERF_COUNT_SW_CPU_CLOCK,
@@ -209,10 +199,11 @@ mod tests {
             sample_type: abi::PERF_SAMPLE_IP | abi::PERF_SAMPLE_REGS_USER,
             read_format: 0,
             flags: abi::ATTR_FLAG_FREQ,
-            wakeup: 4096,
+            wakeup_events_or_watermark: 4096,
             branch_sample_type: 0,
             sample_regs_user: 0xff0fff,
             sample_stack_user: 8192,
+            ..Default::default()
         };
         let f = file_attr(&attr);
         assert_eq!((f.size, f.min_size()), (96, 96));

@@ -12,7 +12,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use super::attr::EventAttr;
+use super::attr;
 use super::dsos::{self, DsoTracker};
 use super::open;
 use super::ring::{RawData, Ring};
@@ -20,6 +20,7 @@ use super::synth::{self, Framing};
 use super::sys::{self, ChildExit, EventFd, PausedChild};
 use super::{CallGraph, Config, Error, Event, Target};
 use crate::perf::abi::{self, KernelAbi};
+use crate::perf::data::PerfEventAttr;
 
 /// Where records go; implemented over the perf.data writer (and by tests over a Vec).
 pub trait Sink {
@@ -59,7 +60,7 @@ pub struct BuildIdEntry {
 #[derive(Debug)]
 pub struct Session {
     /// The attr the kernel accepted.
-    pub attr: EventAttr,
+    pub attr: PerfEventAttr,
     /// The event in use (after fallbacks).
     pub event: Event,
     /// Event ids (PERF_EVENT_IOC_ID), one per descriptor, for the attr section.
@@ -151,7 +152,7 @@ impl Session {
         let mut fds = vec![first];
         let mut fd_cpus = vec![first_cpu];
         for &(pid, cpu) in &places[1..] {
-            let mut buf = attr.encode();
+            let mut buf = attr::encode(&attr);
             match sys::perf_event_open(&mut buf, pid, cpu) {
                 Ok(fd) => {
                     fds.push(fd);
@@ -196,9 +197,9 @@ impl Session {
         };
         let framing = Framing {
             sample_type: attr.sample_type,
-            sample_id_all: attr.has(abi::ATTR_FLAG_SAMPLE_ID_ALL),
-            mmap2: attr.has(abi::ATTR_FLAG_MMAP2),
-            mmap_data: attr.has(abi::ATTR_FLAG_MMAP_DATA),
+            sample_id_all: attr.has_flag(abi::ATTR_FLAG_SAMPLE_ID_ALL),
+            mmap2: attr.has_flag(abi::ATTR_FLAG_MMAP2),
+            mmap_data: attr.has_flag(abi::ATTR_FLAG_MMAP_DATA),
         };
         Ok(Session {
             tracker: DsoTracker::new(attr.sample_type),
@@ -225,7 +226,7 @@ impl Session {
         stop: Option<&AtomicBool>,
     ) -> Result<RunOutcome, Error> {
         self.synthesize(sink)?;
-        let enable_on_exec = self.attr.has(abi::ATTR_FLAG_ENABLE_ON_EXEC);
+        let enable_on_exec = self.attr.has_flag(abi::ATTR_FLAG_ENABLE_ON_EXEC);
         if !enable_on_exec {
             for fd in &self.fds {
                 fd.enable().map_err(|source| Error::System {
