@@ -15,7 +15,7 @@ pub use repo::{
     abbrev_len, check_clean, check_no_operation, commit_subject, committer, discover, short_id,
     Operation,
 };
-pub use trailers::{origins, Origin, OriginForm};
+pub use trailers::{normalize_subject, origins, Origin, OriginForm};
 pub use tree_diff::{new_objects, tree_changes, Change, Side};
 
 use std::path::PathBuf;

@@ -47,6 +47,37 @@ impl Origin {
     }
 }
 
+/// Normalizes a subject for matching (the *subject* rule; also used by `rerere train`): stacked vendor prefixes and `[PATCH …]` tags stripped, whitespace
+/// collapsed.
+pub fn normalize_subject(subject: &str) -> String {
+    const PREFIXES: [&str; 6] = [
+        "UPSTREAM:",
+        "BACKPORT:",
+        "FROMGIT:",
+        "FROMLIST:",
+        "ANDROID:",
+        "CHROMIUM:",
+    ];
+    let mut s = subject.trim();
+    loop {
+        let before = s;
+        for p in PREFIXES {
+            if s.len() >= p.len() && s[..p.len()].eq_ignore_ascii_case(p) {
+                s = s[p.len()..].trim_start();
+            }
+        }
+        if s.len() >= 6 && s[..6].eq_ignore_ascii_case("[PATCH") {
+            if let Some(end) = s.find(']') {
+                s = s[end + 1..].trim_start();
+            }
+        }
+        if s == before {
+            break;
+        }
+    }
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
 /// Every origin named in `message`, in order.
 pub fn origins(message: &str) -> Vec<Origin> {
     let mut out = Vec::new();

@@ -70,69 +70,16 @@ fn commits_of(repo: &Repository, spec: &str) -> Result<Vec<Oid>, Error> {
     }
 }
 
-/// The original a commit message names by trailer, if any (the hex is resolved in `repo`).
+/// The original a commit message names by trailer, if any (the first origin that resolves in `repo`).
 pub fn trailer_original(repo: &Repository, message: &str) -> Option<Oid> {
-    for line in message.lines() {
-        let l = line.trim().to_ascii_lowercase();
-        let after = [
-            "(cherry picked from commit ",
-            "(cherry-picked from commit ",
-            "(cherry-picked from ",
-            "[ upstream commit ",
-            "upstream commit ",
-            "(imported from commit ",
-        ]
+    crate::git::origins(message)
         .iter()
-        .find_map(|p| l.find(p).map(|i| &l[i + p.len()..]))
-        .or_else(|| {
-            l.strip_prefix("commit ")
-                .filter(|rest| rest.trim_end().ends_with("upstream."))
-        });
-        let Some(after) = after else { continue };
-        let hex: String = after
-            .chars()
-            .take_while(|c| c.is_ascii_hexdigit())
-            .collect();
-        if hex.len() < 7 {
-            continue;
-        }
-        if let Ok(obj) = repo.revparse_single(&hex) {
-            if let Ok(c) = obj.peel_to_commit() {
-                return Some(c.id());
-            }
-        }
-    }
-    None
+        .filter_map(|o| repo.revparse_single(&o.hex).ok())
+        .find_map(|obj| obj.peel_to_commit().ok().map(|c| c.id()))
 }
 
-/// A subject normalized for matching: vendor prefixes and `[PATCH …]` dropped, whitespace collapsed.
-pub fn normalized_subject(subject: &str) -> String {
-    let mut s = subject.trim();
-    loop {
-        let before = s;
-        for p in [
-            "UPSTREAM:",
-            "BACKPORT:",
-            "FROMGIT:",
-            "FROMLIST:",
-            "ANDROID:",
-            "CHROMIUM:",
-        ] {
-            if let Some(rest) = s.strip_prefix(p) {
-                s = rest.trim_start();
-            }
-        }
-        if s.starts_with("[PATCH") {
-            if let Some(end) = s.find(']') {
-                s = s[end + 1..].trim_start();
-            }
-        }
-        if s == before {
-            break;
-        }
-    }
-    s.split_whitespace().collect::<Vec<_>>().join(" ")
-}
+/// A subject normalized for matching, by the same rule as `bport apply`'s already-applied detection.
+pub use crate::git::normalize_subject as normalized_subject;
 
 /// A commit's subject line (lossy on non-UTF-8).
 fn summary(c: &Commit<'_>) -> String {
