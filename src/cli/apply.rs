@@ -391,9 +391,21 @@ fn prompt(repo: &git2::Repository, info: &backport::StopInfo) -> CliResult<Optio
             .map_err(|e| CliError::new(Kind::Internal, e))?;
         match choice {
             Some(0) => {
+                // Against HEAD, not the index: a conflicted index has no stage-0 entry, so an index diff shows
+                // only a mode line; against HEAD it is `git diff HEAD`, markers and both sides.
+                let git_err = |e| CliError::new(Kind::Internal, e);
+                let head = repo
+                    .head()
+                    .and_then(|h| h.peel_to_tree())
+                    .map_err(git_err)?;
+                let mut opts = git2::DiffOptions::new();
+                for c in &info.conflicts {
+                    opts.pathspec(&c.path);
+                }
+                opts.disable_pathspec_match(true);
                 let diff = repo
-                    .diff_index_to_workdir(None, None)
-                    .map_err(|e| CliError::new(Kind::Internal, e))?;
+                    .diff_tree_to_workdir(Some(&head), Some(&mut opts))
+                    .map_err(git_err)?;
                 let mut out = std::io::stdout().lock();
                 diff.print(git2::DiffFormat::Patch, |_, _, line| {
                     let origin = line.origin();

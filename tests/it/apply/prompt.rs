@@ -248,3 +248,110 @@ fn skip_at_the_prompt_drops_the_patch_and_picks_the_next_like_the_flag() {
     );
     assert_eq!(git_ok(t.path(), &["status", "--porcelain"]), "");
 }
+
+#[test]
+fn abort_at_the_prompt_restores_the_exact_prior_state() {
+    if !has_git() {
+        return;
+    }
+    let t = repo::foo_bar();
+    let (_d, list) = list_file(&t.list("master..bar"));
+    let before = t.snapshot();
+    let mut term = Term::spawn(&t, &["apply", list.to_str().unwrap()], &[]);
+    term.wait_for("Stopped at 1/2");
+    term.choose(4);
+    term.wait_for(&format!(
+        "Aborted; refs/heads/foo is back at {}.",
+        short(&t, "foo")
+    ));
+    let (code, text) = term.finish();
+    assert_eq!(code, Some(0), "{text}");
+    assert_eq!(t.snapshot(), before, "abort must restore the exact state");
+    assert!(!t.path().join(".git/bport/state.json").exists());
+    let status = bport::run(t.path(), &["status"]);
+    assert_eq!(status.code, Some(0), "{}", status.transcript());
+}
+
+#[test]
+fn show_diff_prints_the_conflict_and_prompts_again_then_leave_keeps_the_stop() {
+    if !has_git() {
+        return;
+    }
+    let t = repo::foo_bar();
+    let (_d, list) = list_file(&t.list("master..bar"));
+    let mut term = Term::spawn(&t, &["apply", list.to_str().unwrap()], &[]);
+    term.wait_for("Stopped at 1/2");
+    term.choose(0);
+    // What `git diff HEAD` shows for the conflicted file: the markers with both sides.
+    let diff = git_ok(t.path(), &["diff", "HEAD", "--", "README"]);
+    assert!(diff.contains("+>>>>>>> "), "{diff}");
+    term.wait_for(&format!("What now?: show diff\n{diff}What now?"));
+    term.send("\r");
+    let (code, text) = term.finish();
+    assert_eq!(code, Some(1), "{text}");
+    assert_eq!(git_ok(t.path(), &["status", "--porcelain"]), "UU README\n");
+}
+
+#[test]
+fn the_editors_resolution_is_what_continue_commits() {
+    if !has_git() {
+        return;
+    }
+    let t = repo::foo_bar();
+    let (_d, list) = list_file(&t.list("master..bar"));
+    let tools = tempfile::tempdir().unwrap();
+    let editor = tools.path().join("resolve.sh");
+    // Keeps both sides: drops the three marker lines of the one conflict.
+    std::fs::write(
+        &editor,
+        "#!/bin/sh\nsed -i -e '/^<<<<<<< /d' -e '/^=======$/d' -e '/^>>>>>>> /d' \"$@\"\necho edited \"$@\"\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&editor, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let before = t.read("README");
+    let mut term = Term::spawn(
+        &t,
+        &["apply", list.to_str().unwrap()],
+        &[("EDITOR", editor.to_str().unwrap())],
+    );
+    term.wait_for("Stopped at 1/2");
+    // Continue before editing: refused, nothing staged, asked again.
+    term.choose(2);
+    term.wait_for("Conflict markers remain in README; edit them first.");
+    term.choose(1);
+    term.wait_for(&format!("edited {}", t.path().join("README").display()));
+    term.choose(2);
+    term.wait_for("Done: picked 2, skipped 0.");
+    let (code, text) = term.finish();
+    assert_eq!(code, Some(0), "{text}");
+    let resolved = before.replace("WHAT IS LINUX?\nfoo\n", "WHAT IS LINUX?\nfoo\nbar\n");
+    assert_eq!(git_ok(t.path(), &["show", "HEAD~1:README"]), resolved);
+    assert_eq!(
+        t.subjects_since("master"),
+        ["foo", "bar description", "more bar description"]
+    );
+    assert_eq!(git_ok(t.path(), &["status", "--porcelain"]), "");
+}
+
+#[test]
+fn yes_on_a_terminal_stops_without_prompting() {
+    if !has_git() {
+        return;
+    }
+    let t = repo::foo_bar();
+    let (_d, list) = list_file(&t.list("master..bar"));
+    let term = Term::spawn(&t, &["apply", "--yes", list.to_str().unwrap()], &[]);
+    let (code, text) = term.finish();
+    assert_eq!(code, Some(1), "{text}");
+    assert!(text.contains("Stopped at 1/2"), "{text}");
+    assert!(!text.contains("What now?"), "{text}");
+    assert_eq!(git_ok(t.path(), &["status", "--porcelain"]), "UU README\n");
+}
+
+impl Drop for Term {
+    /// A failed wait must not leave bport waiting on a terminal nobody types into.
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
