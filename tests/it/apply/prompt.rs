@@ -124,7 +124,8 @@ impl Term {
                 // EIO once every slave descriptor is closed: the end of the output.
                 let n = reader.read(&mut buf).unwrap_or(0);
                 let (lock, cvar) = &*shared;
-                let mut s = lock.lock().unwrap();
+                // A failed wait panics holding the lock; the output is still worth collecting.
+                let mut s = lock.lock().unwrap_or_else(|e| e.into_inner());
                 if n == 0 {
                     s.closed = true;
                     cvar.notify_all();
@@ -354,4 +355,40 @@ impl Drop for Term {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+#[test]
+fn a_skip_that_runs_into_the_next_conflict_prompts_again() {
+    if !has_git() {
+        return;
+    }
+    let t = repo::foo_bar();
+    // A third bar commit that edits the line next to foo's again: it conflicts after the first is skipped.
+    t.checkout("bar");
+    let baz = t
+        .read("README")
+        .replace("WHAT IS LINUX?\nbar\n", "WHAT IS LINUX?\nbaz\n");
+    t.commit("baz instead of bar", &[("README", Some(&baz))]);
+    t.checkout("foo");
+    let (_d, list) = list_file(&t.list("master..bar"));
+    let oracle = t.copy();
+    let stop = bport::run(oracle.path(), &["apply", list.to_str().unwrap()]);
+    assert_eq!(stop.code, Some(1), "{}", stop.transcript());
+    let skipped = bport::run(oracle.path(), &["apply", "--skip"]);
+    let mut term = Term::spawn(&t, &["apply", list.to_str().unwrap()], &[]);
+    term.wait_for("Stopped at 1/3");
+    term.choose(3);
+    for line in skipped.stderr.lines() {
+        term.wait_for(line);
+    }
+    term.choose(5);
+    let (code, text) = term.finish();
+    assert_eq!(skipped.code, Some(1), "{}", skipped.transcript());
+    assert!(
+        skipped.stderr.contains("Stopped at 3/3"),
+        "{}",
+        skipped.stderr
+    );
+    assert_eq!(code, Some(1), "{text}");
+    assert_eq!(state(&t), state(&oracle));
 }
