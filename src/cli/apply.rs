@@ -53,7 +53,8 @@ pub struct ApplyArgs {
     #[arg(long)]
     pub autoupdate: bool,
 
-    /// Never prompt.
+    /// Never prompt. On a terminal a stop otherwise asks what to do (show diff, open $EDITOR, stage and
+    /// continue, skip, abort, leave it); without a terminal it never asks.
     #[arg(short, long)]
     pub yes: bool,
 
