@@ -53,7 +53,8 @@ pub struct ApplyArgs {
     #[arg(long)]
     pub autoupdate: bool,
 
-    /// Never prompt.
+    /// Never prompt. On a terminal a stop otherwise asks what to do (show diff, open $EDITOR, stage and
+    /// continue, skip, abort, leave it); without a terminal it never asks.
     #[arg(short, long)]
     pub yes: bool,
 
@@ -134,8 +135,24 @@ pub fn run(args: ApplyArgs, ui: &Ui) -> CliResult<ExitCode> {
             backport::apply(&repo, &list, &opts, &mut progress)?
         }
     };
-    progress.bar.finish_and_clear();
-    render(&repo, outcome, ui, args.yes)
+    let mut outcome = outcome;
+    loop {
+        progress.bar.finish_and_clear();
+        match render(&repo, outcome, ui, args.yes)? {
+            Next::Exit(code) => return Ok(code),
+            // The prompt's skip/abort/continue do exactly what the flag would, then report like it.
+            Next::Resume(how) => {
+                progress = CliProgress::new(ui);
+                outcome = backport::resume(&repo, how, &mut progress)?;
+            }
+        }
+    }
+}
+
+/// What `render` leaves to do: exit, or resume the run as the user chose at the prompt.
+enum Next {
+    Exit(ExitCode),
+    Resume(Resume),
 }
 
 fn parse_rules(kinds: &str) -> CliResult<Rules> {
@@ -286,11 +303,11 @@ fn summary(st: &backport::State) -> String {
     }
 }
 
-fn render(repo: &git2::Repository, outcome: Outcome, ui: &Ui, yes: bool) -> CliResult<ExitCode> {
+fn render(repo: &git2::Repository, outcome: Outcome, ui: &Ui, yes: bool) -> CliResult<Next> {
     match outcome {
         Outcome::Done(st) => {
             ui.status(format!("Done: {}.", summary(&st)));
-            Ok(ExitCode::SUCCESS)
+            Ok(Next::Exit(ExitCode::SUCCESS))
         }
         Outcome::Aborted(st) => {
             ui.status(format!(
@@ -298,7 +315,7 @@ fn render(repo: &git2::Repository, outcome: Outcome, ui: &Ui, yes: bool) -> CliR
                 st.branch.as_deref().unwrap_or("HEAD"),
                 &st.orig_head.to_string()[..7]
             ));
-            Ok(ExitCode::SUCCESS)
+            Ok(Next::Exit(ExitCode::SUCCESS))
         }
         Outcome::DryRun(st) => {
             let mut out = std::io::stdout().lock();
@@ -314,7 +331,7 @@ fn render(repo: &git2::Repository, outcome: Outcome, ui: &Ui, yes: bool) -> CliR
                 };
                 writeln!(out, "{}/{total} {}: {what}", i + 1, step_title(step))?;
             }
-            Ok(ExitCode::SUCCESS)
+            Ok(Next::Exit(ExitCode::SUCCESS))
         }
         Outcome::Stopped(st, info) => {
             let total = st.plan.steps.len();
@@ -345,34 +362,51 @@ fn render(repo: &git2::Repository, outcome: Outcome, ui: &Ui, yes: bool) -> CliR
             // A stop is news even with --quiet: the user must act.
             eprintln!("{msg}");
             if !yes && ui.interactive() {
-                prompt(repo, &info)?;
+                if let Some(how) = prompt(repo, &info)? {
+                    return Ok(Next::Resume(how));
+                }
             }
-            Ok(ExitCode::from(Kind::Stopped.exit_code()))
+            Ok(Next::Exit(ExitCode::from(Kind::Stopped.exit_code())))
         }
     }
 }
 
-/// On a terminal: show the diff, open the editor, or leave the stop for later.
-fn prompt(repo: &git2::Repository, info: &backport::StopInfo) -> CliResult {
+/// On a terminal: show the diff, open the editor, stage the edits and continue, skip, abort, or leave the stop
+/// for later. Returns the resume the user chose (`None`: leave it).
+fn prompt(repo: &git2::Repository, info: &backport::StopInfo) -> CliResult<Option<Resume>> {
     let items = [
         "show diff",
         "open $EDITOR on the conflicted files",
+        "stage the conflicted files and continue",
         "skip this patch",
         "abort the run",
         "leave it (resolve later)",
     ];
+    let workdir = repo.workdir().map(PathBuf::from).unwrap_or_default();
     loop {
         let choice = dialoguer::Select::new()
             .with_prompt("What now?")
             .items(items)
-            .default(4)
+            .default(5)
             .interact_opt()
             .map_err(|e| CliError::new(Kind::Internal, e))?;
         match choice {
             Some(0) => {
+                // Against HEAD, not the index: a conflicted index has no stage-0 entry, so an index diff shows
+                // only a mode line; against HEAD it is `git diff HEAD`, markers and both sides.
+                let git_err = |e| CliError::new(Kind::Internal, e);
+                let head = repo
+                    .head()
+                    .and_then(|h| h.peel_to_tree())
+                    .map_err(git_err)?;
+                let mut opts = git2::DiffOptions::new();
+                for c in &info.conflicts {
+                    opts.pathspec(&c.path);
+                }
+                opts.disable_pathspec_match(true);
                 let diff = repo
-                    .diff_index_to_workdir(None, None)
-                    .map_err(|e| CliError::new(Kind::Internal, e))?;
+                    .diff_tree_to_workdir(Some(&head), Some(&mut opts))
+                    .map_err(git_err)?;
                 let mut out = std::io::stdout().lock();
                 diff.print(git2::DiffFormat::Patch, |_, _, line| {
                     let origin = line.origin();
@@ -383,30 +417,73 @@ fn prompt(repo: &git2::Repository, info: &backport::StopInfo) -> CliResult {
                     true
                 })
                 .map_err(|e| CliError::new(Kind::Internal, e))?;
+                out.flush()?;
             }
             Some(1) => {
                 let editor = std::env::var("VISUAL")
                     .or_else(|_| std::env::var("EDITOR"))
                     .unwrap_or_else(|_| "vi".into());
-                let workdir = repo.workdir().map(PathBuf::from).unwrap_or_default();
                 let mut parts = editor.split_whitespace();
                 let program = parts.next().unwrap_or("vi");
-                let _ = std::process::Command::new(program)
+                let status = std::process::Command::new(program)
                     .args(parts)
                     .args(info.conflicts.iter().map(|c| workdir.join(&c.path)))
                     .status();
+                match status {
+                    Ok(s) if s.success() => {}
+                    Ok(s) => eprintln!("{editor} exited with {s}"),
+                    Err(e) => eprintln!("could not run {editor}: {e} (set EDITOR or VISUAL)"),
+                }
             }
             Some(2) => {
-                eprintln!("Run `bport apply --skip` to drop this patch.");
-                return Ok(());
+                if stage_resolution(repo, &workdir, info)? {
+                    return Ok(Some(Resume::Continue));
+                }
             }
-            Some(3) => {
-                eprintln!("Run `bport apply --abort` to restore the branch.");
-                return Ok(());
-            }
-            _ => return Ok(()),
+            Some(3) => return Ok(Some(Resume::Skip)),
+            Some(4) => return Ok(Some(Resume::Abort)),
+            _ => return Ok(None),
         }
     }
+}
+
+/// `git add` of the conflicted paths, unless one still has conflict markers (then says which and stages nothing).
+fn stage_resolution(
+    repo: &git2::Repository,
+    workdir: &std::path::Path,
+    info: &backport::StopInfo,
+) -> CliResult<bool> {
+    let marked: Vec<&str> = info
+        .conflicts
+        .iter()
+        .filter(|c| {
+            std::fs::read(workdir.join(&c.path)).is_ok_and(|bytes| {
+                bytes
+                    .split(|&b| b == b'\n')
+                    .any(|l| l.starts_with(b"<<<<<<< ") || l.starts_with(b">>>>>>> "))
+            })
+        })
+        .map(|c| c.path.as_str())
+        .collect();
+    if !marked.is_empty() {
+        eprintln!(
+            "Conflict markers remain in {}; edit them first.",
+            marked.join(", ")
+        );
+        return Ok(false);
+    }
+    let git_err = |e| CliError::new(Kind::Internal, e);
+    let mut index = repo.index().map_err(git_err)?;
+    for c in &info.conflicts {
+        let path = std::path::Path::new(&c.path);
+        if workdir.join(path).exists() {
+            index.add_path(path).map_err(git_err)?;
+        } else {
+            index.remove_path(path).map_err(git_err)?;
+        }
+    }
+    index.write().map_err(git_err)?;
+    Ok(true)
 }
 
 impl From<backport::Error> for CliError {

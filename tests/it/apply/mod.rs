@@ -2,6 +2,7 @@
 //! (issue #2, "Must show" 1–5). Shared scenario helpers live here; the tests are grouped by concern.
 
 mod git_equal;
+mod prompt;
 mod recovery;
 mod skip_rules;
 mod workflow;
