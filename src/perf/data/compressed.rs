@@ -1,6 +1,6 @@
 //! `perf record -z` files: the records of each pass are zstd-compressed into PERF_RECORD_COMPRESSED records
-//! (tools/perf/util/zstd.c). Decoded once when the file is opened; the reader then iterates the decoded records
-//! in place of the COMPRESSED record that completed them.
+//! (tools/perf/util/zstd.c). Decoded once, when an iterator first meets a COMPRESSED record; the reader then
+//! iterates the decoded records in place of the COMPRESSED record that completed them.
 
 use super::cursor::Cursor;
 use super::reader::{raw_at, warn};
@@ -10,6 +10,17 @@ use object::endian::Endian;
 use std::collections::HashMap;
 use std::io::Read;
 use std::ops::Range;
+
+/// The decoded records of a file's COMPRESSED records.
+#[derive(Debug, Default)]
+pub(super) struct Decompressed {
+    /// The decoded records, back to back.
+    pub(super) bytes: Vec<u8>,
+    /// Offset of a COMPRESSED record → the complete records its frames completed, in `bytes`.
+    pub(super) ranges: HashMap<u64, Range<usize>>,
+    /// Damaged zstd data, reported by the iterator that triggered the decoding.
+    pub(super) warnings: Vec<Warning>,
+}
 
 /// Decodes every COMPRESSED/COMPRESSED2 payload of the data section as one zstd stream; returns the decoded
 /// records and, per COMPRESSED record offset, the range of complete records that the frames ending in it produced.
@@ -24,8 +35,9 @@ pub(super) fn decompress<E: Endian>(
     data_start: usize,
     data_end: usize,
     endian: E,
-    warnings: &mut Vec<Warning>,
-) -> (Vec<u8>, HashMap<u64, Range<usize>>) {
+) -> Decompressed {
+    let mut warnings = Vec::new();
+    let warnings = &mut warnings;
     let mut decomp = Vec::new();
     let mut ranges: HashMap<u64, Range<usize>> = HashMap::new();
     let mut input = Vec::new();
@@ -48,7 +60,7 @@ pub(super) fn decompress<E: Endian>(
         pos = r.next;
     }
     if input.is_empty() {
-        return (decomp, ranges);
+        return Decompressed::default();
     }
     // A bound on what a damaged or hostile file can make us allocate; real perf data compresses ~5–50×.
     let limit = (input.len() as u64)
@@ -108,7 +120,11 @@ pub(super) fn decompress<E: Endian>(
             break;
         }
     }
-    (decomp, ranges)
+    Decompressed {
+        bytes: decomp,
+        ranges,
+        warnings: std::mem::take(warnings),
+    }
 }
 
 /// Decodes one zstd frame from `src` onto `out`, at most `room` bytes.

@@ -61,8 +61,13 @@ pub struct Records<'a> {
     error: Option<ReadError>,
     warnings: Vec<Warning>,
     unknown_types: HashSet<u32>,
-    /// Inside a COMPRESSED record: position and end in `file.decomp`, and the record's file offset.
+    /// Inside a COMPRESSED record: position and end in the file's decompressed records, and the record's file
+    /// offset.
     inner: Option<(usize, usize, u64)>,
+    /// Whether the zstd warnings were copied into `warnings`.
+    decomp_warned: bool,
+    /// The page prefetcher of a large mapped file, told how far this iterator got.
+    prefetch: Option<&'a super::prefetch::Prefetch>,
 }
 
 impl<'a> Records<'a> {
@@ -83,6 +88,8 @@ impl<'a> Records<'a> {
             warnings: Vec::new(),
             unknown_types: HashSet::new(),
             inner: None,
+            decomp_warned: false,
+            prefetch: file.start_prefetch(),
         }
     }
 
@@ -101,7 +108,8 @@ impl<'a> Records<'a> {
     fn step<E: Endian>(&mut self, endian: E) {
         let file = self.file;
         if let Some((at, end, outer)) = self.inner {
-            match raw_at(&file.decomp, end, at, endian) {
+            let decomp = &file.decompressed(endian).bytes;
+            match raw_at(decomp, end, at, endian) {
                 Ok(Some(h)) => {
                     self.inner = Some((h.next, end, outer));
                     self.deliver(outer as usize, h, endian);
@@ -127,8 +135,19 @@ impl<'a> Records<'a> {
             }
         };
         self.pos = h.next;
-        if let Some(range) = file.decomp_ranges.get(&(pos as u64)) {
-            self.inner = Some((range.start, range.end, pos as u64));
+        if let Some(progress) = &self.prefetch {
+            progress.advance(h.next);
+        }
+        warm_up(file.data_bytes(), h.next, endian);
+        if matches!(h.ty, PERF_RECORD_COMPRESSED | PERF_RECORD_COMPRESSED2) {
+            let d = file.decompressed(endian);
+            if !self.decomp_warned {
+                self.decomp_warned = true;
+                self.warnings.extend(d.warnings.iter().cloned());
+            }
+            if let Some(range) = d.ranges.get(&(pos as u64)) {
+                self.inner = Some((range.start, range.end, pos as u64));
+            }
         }
         self.deliver(pos, h, endian);
     }
@@ -189,6 +208,33 @@ impl<'a> Records<'a> {
             }
             _ => self.ready.push_back(Ready::Record(record)),
         }
+    }
+}
+
+/// Starts the memory loads of the records after `next` while this one is parsed: in a DWARF recording every
+/// record is a new 8 KB stretch of the file whose header, registers, first stack bytes and trailing `dyn_size`
+/// each miss every cache. The loads' results are not waited for (`black_box` only keeps them), so they overlap
+/// with the work on the current record instead of stalling the parser one after another. The next record's
+/// header was warmed up by the previous call, so reading its size here is cheap; the one after it is warmed up
+/// for the next call.
+fn warm_up<E: Endian>(bytes: &[u8], next: usize, endian: E) {
+    let Some(header) = bytes.get(next..next + 8) else {
+        return;
+    };
+    let size = usize::from(endian.read_u16(header[6..8].try_into().expect("2 bytes")));
+    let end = next + size;
+    let mut line = next + 64;
+    while line < end.min(next + 512) {
+        if let Some(&b) = bytes.get(line) {
+            std::hint::black_box(b);
+        }
+        line += 64;
+    }
+    if let Some(&b) = bytes.get(end.wrapping_sub(8)) {
+        std::hint::black_box(b);
+    }
+    if let Some(&b) = bytes.get(end) {
+        std::hint::black_box(b);
     }
 }
 

@@ -50,6 +50,7 @@ mod compressed;
 mod cursor;
 pub mod features;
 mod iter;
+mod prefetch;
 pub mod reader;
 pub mod records;
 pub mod sample;

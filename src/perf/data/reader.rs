@@ -19,6 +19,7 @@ use super::attr::PerfEventAttr;
 use super::cursor::{align8, Cursor};
 use super::features::{parse_build_id, Features};
 use super::iter::Records;
+use super::prefetch;
 use super::records::{self, Record, RecordMeta};
 use super::sample::SampleLayout;
 use super::{ReadError, Warning};
@@ -40,7 +41,8 @@ pub struct AttrEntry {
 }
 
 enum Backing {
-    Map(memmap2::Mmap),
+    // Shared with the page prefetcher (see `prefetch`), which keeps the map alive while it runs.
+    Map(std::sync::Arc<memmap2::Mmap>),
     Owned(Vec<u8>),
 }
 
@@ -70,10 +72,13 @@ pub struct PerfFile {
     features: Features,
     feature_ids: Vec<u32>,
     warnings: Vec<Warning>,
-    /// The records of every COMPRESSED record, decompressed at open; they are iterated in place of it.
-    pub(super) decomp: Vec<u8>,
-    /// Offset of a COMPRESSED record → the complete records its frames completed, in `decomp`.
-    pub(super) decomp_ranges: HashMap<u64, std::ops::Range<usize>>,
+    /// The records of every COMPRESSED record, decoded when an iterator first meets one (files without them,
+    /// the common case, are not scanned for them: that scan touched every page of a large file before the
+    /// first record was read).
+    decompressed: std::cell::OnceCell<super::compressed::Decompressed>,
+    /// Pages of the data section are faulted in ahead of the reader by another thread, started by the first
+    /// iterator (see [`prefetch`]).
+    prefetch: std::cell::OnceCell<Option<prefetch::Prefetch>>,
 }
 
 impl std::fmt::Debug for PerfFile {
@@ -110,7 +115,7 @@ impl PerfFile {
                 return Err(ReadError::Empty);
             }
             let map = map_file(&file).map_err(io)?;
-            return Self::parse(Backing::Map(map));
+            return Self::parse(Backing::Map(std::sync::Arc::new(map)));
         }
         let mut v = Vec::new();
         let mut f = file;
@@ -173,18 +178,12 @@ impl PerfFile {
             features: Features::default(),
             feature_ids: Vec::new(),
             warnings: Vec::new(),
-            decomp: Vec::new(),
-            decomp_ranges: HashMap::new(),
+            decompressed: std::cell::OnceCell::new(),
+            prefetch: std::cell::OnceCell::new(),
         };
         match endian {
-            Endianness::Little => {
-                file.parse_headers(LittleEndian)?;
-                file.decompress(LittleEndian);
-            }
-            Endianness::Big => {
-                file.parse_headers(BigEndian)?;
-                file.decompress(BigEndian);
-            }
+            Endianness::Little => file.parse_headers(LittleEndian)?,
+            Endianness::Big => file.parse_headers(BigEndian)?,
         }
         file.index_attrs();
         Ok(file)
@@ -433,17 +432,22 @@ impl PerfFile {
         Ok(())
     }
 
-    /// `perf record -z`: see [`super::compressed`].
-    fn decompress<E: Endian>(&mut self, endian: E) {
-        let (decomp, ranges) = super::compressed::decompress(
-            &self.bytes,
-            self.data_start,
-            self.data_end,
-            endian,
-            &mut self.warnings,
-        );
-        self.decomp = decomp;
-        self.decomp_ranges = ranges;
+    /// `perf record -z`: the decoded records of every COMPRESSED record (see [`super::compressed`]), decoded on
+    /// first use.
+    pub(super) fn decompressed<E: Endian>(&self, endian: E) -> &super::compressed::Decompressed {
+        self.decompressed.get_or_init(|| {
+            super::compressed::decompress(&self.bytes, self.data_start, self.data_end, endian)
+        })
+    }
+
+    /// Starts faulting in the data section's pages on another thread (once per file; mapped files only).
+    pub(super) fn start_prefetch(&self) -> Option<&prefetch::Prefetch> {
+        let Backing::Map(map) = &self.bytes else {
+            return None;
+        };
+        self.prefetch
+            .get_or_init(|| prefetch::Prefetch::start(map.clone(), self.data_start..self.data_end))
+            .as_ref()
     }
 
     fn index_attrs(&mut self) {
@@ -581,6 +585,11 @@ impl PerfFile {
     /// File range of the data section.
     pub fn data_range(&self) -> std::ops::Range<usize> {
         self.data_start..self.data_end
+    }
+
+    /// The whole file's bytes.
+    pub(super) fn data_bytes(&self) -> &[u8] {
+        &self.bytes[..self.data_end]
     }
 
     /// Warnings from opening the file (header, attrs, features). Record warnings are on [`Records`].

@@ -3,7 +3,6 @@
 //! selection with perf's `+`/`-` syntax.
 
 use super::{Frame, SampleInfo};
-use std::io::{self, Write};
 
 /// One selectable output field.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -169,27 +168,24 @@ impl Fields {
 /// Writes one sample as `perf script` does. `name_width` is the longest event name in the file (perf aligns
 /// event names to it); `callchain_shown` is whether perf would print the frames on their own lines (the event
 /// samples a callchain).
+///
+/// Appends to `out`, which the caller reuses and writes out in large pieces: built by hand, not with `write!`
+/// (the formatting machinery was 9% of `bport script` on fp files), and without a writer call per piece.
 pub fn write_sample(
-    out: &mut impl Write,
+    out: &mut Vec<u8>,
     fields: Fields,
     name_width: usize,
     info: &SampleInfo,
     frames: &[Frame],
-) -> io::Result<()> {
+) {
     let callchain_shown = info.has_callchain && fields.has(Field::Ip);
-    // Built by hand into one buffer, not with `write!`: the formatting machinery was 9% of `bport script` on fp
-    // files. Widths count chars, as `{:>N}` does.
-    let mut head = Vec::with_capacity(128);
+    // Widths count chars, as `{:>N}` does.
+    let head = out;
     if fields.has(Field::Comm) {
         if callchain_shown {
             head.extend_from_slice(info.comm.as_bytes());
         } else {
-            pad_left(
-                &mut head,
-                info.comm.as_bytes(),
-                info.comm.chars().count(),
-                16,
-            );
+            pad_left(head, info.comm.as_bytes(), info.comm.chars().count(), 16);
         }
         head.push(b' ');
     }
@@ -197,7 +193,7 @@ pub fn write_sample(
     match (fields.has(Field::Pid), fields.has(Field::Tid)) {
         (true, true) => {
             let pid = decimal(i64::from(info.pid), &mut num);
-            pad_left(&mut head, pid, pid.len(), 5);
+            pad_left(head, pid, pid.len(), 5);
             head.push(b'/');
             let tid = decimal(i64::from(info.tid), &mut num);
             head.extend_from_slice(tid);
@@ -211,7 +207,7 @@ pub fn write_sample(
                 info.tid
             };
             let id = decimal(i64::from(id), &mut num);
-            pad_left(&mut head, id, id.len(), 5);
+            pad_left(head, id, id.len(), 5);
             head.push(b' ');
         }
         (false, false) => {}
@@ -235,34 +231,34 @@ pub fn write_sample(
             stamp[n + 1 + i] = b'0' + (micros % 10) as u8;
             micros /= 10;
         }
-        pad_left(&mut head, &stamp[..n + 7], n + 7, 12);
+        pad_left(head, &stamp[..n + 7], n + 7, 12);
         head.extend_from_slice(b": ");
     }
     if fields.has(Field::Period) {
         let p = udecimal(info.period.unwrap_or(0), &mut num);
-        pad_left(&mut head, p, p.len(), 10);
+        pad_left(head, p, p.len(), 10);
         head.push(b' ');
     }
     if fields.has(Field::Event) {
         pad_left(
-            &mut head,
+            head,
             info.event.as_bytes(),
             info.event.chars().count(),
             name_width,
         );
         head.extend_from_slice(b": ");
     }
-    out.write_all(&head)?;
+    let out = head;
     if fields.has(Field::Ip) {
         if callchain_shown {
-            out.write_all(b"\n")?;
+            out.push(b'\n');
             for f in frames {
-                out.write_all(b"\t")?;
-                write_frame(out, fields, f)?;
-                out.write_all(b"\n")?;
+                out.push(b'\t');
+                write_frame(out, fields, f);
+                out.push(b'\n');
             }
         } else {
-            out.write_all(b" ")?;
+            out.push(b' ');
             // Without a callchain perf prints the sample's own IP, not the map-relative address.
             let f = frames.first().cloned().unwrap_or(Frame {
                 addr: info.ip,
@@ -272,57 +268,38 @@ pub fn write_sample(
                 inlined: false,
             });
             let f = Frame { addr: info.ip, ..f };
-            write_frame(out, fields, &f)?;
+            write_frame(out, fields, &f);
         }
     }
-    out.write_all(b"\n")
+    out.push(b'\n');
 }
 
-fn write_frame(out: &mut impl Write, fields: Fields, f: &Frame) -> io::Result<()> {
-    // Hand-rolled instead of `write!`: this runs once per frame, millions of times on big files, and the
-    // formatting machinery was the largest single cost of `bport script` in profiles.
-    let mut line = [0u8; 512];
-    let mut n = 0;
-    let mut push = |bytes: &[u8], out: &mut dyn Write| -> io::Result<()> {
-        if n + bytes.len() > line.len() {
-            out.write_all(&line[..n])?;
-            n = 0;
-            if bytes.len() > line.len() {
-                return out.write_all(bytes);
-            }
-        }
-        line[n..n + bytes.len()].copy_from_slice(bytes);
-        n += bytes.len();
-        Ok(())
-    };
+fn write_frame(out: &mut Vec<u8>, fields: Fields, f: &Frame) {
     let mut hex = [0u8; 16];
     let digits = hex_digits(f.addr, &mut hex);
-    let pad = [b' '; 16];
-    push(&pad[..16usize.saturating_sub(digits.len())], out)?;
-    push(digits, out)?;
+    out.resize(out.len() + 16usize.saturating_sub(digits.len()), b' ');
+    out.extend_from_slice(digits);
     if fields.has(Field::Sym) {
-        push(b" ", out)?;
+        out.push(b' ');
         match &f.sym {
             Some(name) => {
-                push(name.as_bytes(), out)?;
+                out.extend_from_slice(name.as_bytes());
                 if fields.has(Field::SymOff) {
-                    push(b"+0x", out)?;
-                    let mut hex = [0u8; 16];
-                    push(hex_digits(f.offset, &mut hex), out)?;
+                    out.extend_from_slice(b"+0x");
+                    out.extend_from_slice(hex_digits(f.offset, &mut hex));
                 }
             }
-            None => push(b"[unknown]", out)?,
+            None => out.extend_from_slice(b"[unknown]"),
         }
     }
     if fields.has(Field::Dso) && !f.inlined {
-        push(b" (", out)?;
-        push(f.dso_name().as_bytes(), out)?;
-        push(b")", out)?;
+        out.extend_from_slice(b" (");
+        out.extend_from_slice(f.dso_name().as_bytes());
+        out.push(b')');
     }
     if f.inlined {
-        push(b" (inlined)", out)?;
+        out.extend_from_slice(b" (inlined)");
     }
-    out.write_all(&line[..n])
 }
 
 /// Appends `bytes` (`chars` characters) right-aligned in `width`, as `{:>width}` does.
@@ -417,7 +394,7 @@ mod tests {
     fn callchain_sample_matches_perf_6_1() {
         let mut out = Vec::new();
         let fields = Fields::for_event(None, false, true, true);
-        write_sample(&mut out, fields, 13, &info(true), &frames()).unwrap();
+        write_sample(&mut out, fields, 13, &info(true), &frames());
         assert_eq!(
             String::from_utf8(out).unwrap(),
             "chain-fp  9616   410.728510:     250000 cpu-clock:ppp: \n\
@@ -432,7 +409,7 @@ mod tests {
         let fields = Fields::for_event(Some(&"+pid,-period".parse().unwrap()), true, true, true);
         let mut i = info(false);
         i.cpu = Some(1);
-        write_sample(&mut out, fields, 15, &i, &frames()).unwrap();
+        write_sample(&mut out, fields, 15, &i, &frames());
         assert_eq!(
             String::from_utf8(out).unwrap(),
             "        chain-fp  9616/9616  [001]   410.728510:   cpu-clock:ppp:            401724 chain_c+0x24 (/tmp/uw/chain-fp)\n"
@@ -444,7 +421,7 @@ mod tests {
         );
         let only = Fields::for_event(Some(&"comm,ip,sym".parse().unwrap()), true, true, true);
         let mut out = Vec::new();
-        write_sample(&mut out, only, 13, &info(true), &frames()[..1]).unwrap();
+        write_sample(&mut out, only, 13, &info(true), &frames()[..1]);
         assert_eq!(
             String::from_utf8(out).unwrap(),
             "chain-fp \n\t            1724 chain_c\n\n"

@@ -79,6 +79,14 @@ pub struct Resolver<L: FileLookup> {
     kernel: Option<Rc<crate::perf::symbols::kallsyms::Kallsyms>>,
     /// Per process, the modules its last DWARF unwind needed, so the next unwind starts with them loaded.
     modules: IdMap<i32, Vec<MapDso>>,
+    /// The frames an address resolved to, by (map id, address, whether inline frames are shown), as a range of
+    /// `frame_arena`: samples hit the same few thousand addresses again and again, and the symbol search,
+    /// inline lookup and name clones were a fifth of `bport script`. Anonymous (JIT) maps are not cached:
+    /// their symbols come from a per-process file.
+    frame_cache: IdMap<(u64, u64, bool), (u32, u32)>,
+    frame_arena: Vec<Frame>,
+    /// The callchain being resolved, kept across samples for its allocation.
+    chain_buf: Vec<ChainFrame>,
 }
 
 impl<L: FileLookup> Resolver<L> {
@@ -93,6 +101,9 @@ impl<L: FileLookup> Resolver<L> {
             map_dsos: IdMap::default(),
             kernel: None,
             modules: IdMap::default(),
+            frame_cache: IdMap::default(),
+            frame_arena: Vec::new(),
+            chain_buf: Vec::new(),
         }
     }
 
@@ -119,39 +130,55 @@ impl<L: FileLookup> Resolver<L> {
         mode: CallchainMode,
         s: &SampleInput<'_>,
     ) -> Vec<Frame> {
+        let mut out = Vec::new();
+        self.frames_into(machine, mode, s, &mut out);
+        out
+    }
+
+    /// [`Resolver::frames`] into `out` (cleared first), a buffer the caller reuses across samples.
+    pub fn frames_into(
+        &mut self,
+        machine: &Machine,
+        mode: CallchainMode,
+        s: &SampleInput<'_>,
+        out: &mut Vec<Frame>,
+    ) {
+        out.clear();
         let sample_context = context_of_cpumode(s.cpumode);
-        let chain: Vec<ChainFrame> = match mode {
+        let mut chain = std::mem::take(&mut self.chain_buf);
+        chain.clear();
+        match mode {
             CallchainMode::Fp => match &s.callchain {
-                Some(c) => fp::parse_callchain(c, self.max_stack),
-                None => vec![ChainFrame {
+                Some(c) => fp::parse_callchain_into(c, self.max_stack, &mut chain),
+                None => chain.push(ChainFrame {
                     addr: FrameAddress::InstructionPointer(s.ip),
                     context: Some(sample_context),
-                }],
+                }),
             },
             CallchainMode::Lbr => {
                 let c = s.callchain.as_deref().unwrap_or(&[]);
-                lbr::stitch(c, &s.branches, self.max_stack)
-                    .unwrap_or_else(|| fp::parse_callchain(c, self.max_stack))
+                match lbr::stitch(c, &s.branches, self.max_stack) {
+                    Some(stitched) => chain.extend(stitched),
+                    None => fp::parse_callchain_into(c, self.max_stack, &mut chain),
+                }
             }
             CallchainMode::Dwarf => {
                 // Kernel part from the kernel's callchain (user part excluded at record time), then the user
                 // stack unwound: perf's thread__resolve_callchain_sample followed by ..._unwind.
-                let mut chain = match &s.callchain {
-                    Some(c) => fp::parse_callchain(c, self.max_stack),
-                    None => Vec::new(),
-                };
+                if let Some(c) = &s.callchain {
+                    fp::parse_callchain_into(c, self.max_stack, &mut chain);
+                }
                 let user = self.unwind_user(machine, s, self.max_stack.saturating_sub(chain.len()));
                 chain.extend(user.into_iter().map(|addr| ChainFrame {
                     addr,
                     context: Some(Context::User),
                 }));
-                chain
             }
-        };
-        let mut frames = Vec::with_capacity(chain.len());
+        }
+        out.reserve(chain.len());
         for f in &chain {
             self.frame(
-                &mut frames,
+                out,
                 machine,
                 s.pid,
                 f.context.unwrap_or(sample_context),
@@ -159,7 +186,7 @@ impl<L: FileLookup> Resolver<L> {
                 mode,
             );
         }
-        frames
+        self.chain_buf = chain;
     }
 
     fn unwind_user(
@@ -287,6 +314,38 @@ impl<L: FileLookup> Resolver<L> {
             });
             return;
         };
+        let inline_frames = mode == CallchainMode::Dwarf && context == Context::User;
+        let key = (map.id, avma, inline_frames);
+        let cacheable = map.kind != MapKind::Anon;
+        if cacheable {
+            if let Some(&(start, len)) = self.frame_cache.get(&key) {
+                let (start, len) = (start as usize, len as usize);
+                out.extend_from_slice(&self.frame_arena[start..start + len]);
+                return;
+            }
+        }
+        let before = out.len();
+        self.resolve_uncached(out, &map, pid, avma, inline_frames);
+        if cacheable {
+            if let (Ok(start), Ok(len)) = (
+                u32::try_from(self.frame_arena.len()),
+                u32::try_from(out.len() - before),
+            ) {
+                self.frame_arena.extend_from_slice(&out[before..]);
+                self.frame_cache.insert(key, (start, len));
+            }
+        }
+    }
+
+    /// [`Resolver::frame`] for an address in `map`, without the cache.
+    fn resolve_uncached(
+        &mut self,
+        out: &mut Vec<Frame>,
+        map: &Map,
+        pid: i32,
+        avma: u64,
+        inline_frames: bool,
+    ) {
         let printed = map.map_ip(avma);
         let sym = match map.kind {
             MapKind::Kernel => {
@@ -308,7 +367,7 @@ impl<L: FileLookup> Resolver<L> {
                 .and_then(|m| m.lookup(avma))
                 .map(|(start, name)| (name.clone(), avma - start)),
             MapKind::File => {
-                let dso = self.dso_for(&map);
+                let dso = self.dso_for(map);
                 let info = dso.info.as_ref();
                 let svma = info.and_then(|i| i.file_offset_to_svma(printed));
                 let hit = svma
@@ -319,8 +378,7 @@ impl<L: FileLookup> Resolver<L> {
                 // when its name differs from perf's own symbol: inline chains from DWARF, or, in files
                 // without debug information, the symbol bfd prefers among aliases.
                 // srcline.c `dso__name`: no addr2line for pseudo files (`[vdso]`) and JIT maps.
-                let wants_inline = mode == CallchainMode::Dwarf
-                    && context == Context::User
+                let wants_inline = inline_frames
                     && !map.dso.starts_with('[')
                     && !map.dso.starts_with("/tmp/perf-");
                 if let (Some((name, off)), Some(svma), true) = (&hit, svma, wants_inline) {

@@ -103,6 +103,8 @@ pub struct Samples<'f, L: FileLookup = FsLookup> {
     last_hit: u64,
     callchain_buf: Vec<u64>,
     regs_buf: Vec<u64>,
+    /// The symbolizer's DSO count when problems were last collected.
+    dsos_seen: usize,
 }
 
 /// Starts reading `file`'s samples, symbolizing through the real file system.
@@ -125,6 +127,11 @@ pub fn samples_with<'f, L: FileLookup>(
         resolver
             .build_ids
             .insert(entry.filename.clone(), entry.build_id.clone());
+    }
+    // A recorded kernel build-id means samples hit the kernel: its symbol table (~150,000 lines) is parsed
+    // meanwhile, instead of when the first kernel frame is met.
+    if let Some(bid) = resolver.kernel_build_id.clone() {
+        resolver.symbolizer.prefetch_kernel(Some(&bid));
     }
     let events: Vec<Event> = file
         .attrs()
@@ -161,6 +168,7 @@ pub fn samples_with<'f, L: FileLookup>(
         last_hit: 0,
         callchain_buf: Vec::new(),
         regs_buf: Vec::new(),
+        dsos_seen: 0,
         warnings: file.warnings().iter().map(|w| w.to_string()).collect(),
     }
 }
@@ -198,6 +206,12 @@ impl<L: FileLookup> Samples<'_, L> {
     }
 
     fn note_problems(&mut self) {
+        // Per sample, so only when a DSO was loaded since the last look.
+        let loaded = self.resolver.symbolizer.loaded_count();
+        if loaded == self.dsos_seen {
+            return;
+        }
+        self.dsos_seen = loaded;
         for dso in self.resolver.symbolizer.loaded() {
             if let Some(p) = &dso.problem {
                 if self.reported.insert(dso.path.clone()) {
@@ -210,6 +224,16 @@ impl<L: FileLookup> Samples<'_, L> {
     /// The next sample with its frames; `None` at the end of the file.
     #[allow(clippy::should_implement_trait)]
     pub fn next_sample(&mut self) -> Option<Result<(SampleInfo, Vec<Frame>), ScriptError>> {
+        let mut frames = Vec::new();
+        self.next_sample_into(&mut frames)
+            .map(|r| r.map(|info| (info, frames)))
+    }
+
+    /// [`Samples::next_sample`] with the frames in `frames` (cleared first), a buffer the caller reuses.
+    pub fn next_sample_into(
+        &mut self,
+        frames: &mut Vec<Frame>,
+    ) -> Option<Result<SampleInfo, ScriptError>> {
         loop {
             let record = match self.records.next()? {
                 Ok(r) => r,
@@ -272,17 +296,16 @@ impl<L: FileLookup> Samples<'_, L> {
                 stack_user: s.stack_user.map(|st| st.valid()).unwrap_or(&[]),
             };
             let mut input = input;
-            let frames = if event.has_callchain {
-                self.resolver.frames(&self.machine, event.mode, &input)
+            if event.has_callchain {
+                self.resolver
+                    .frames_into(&self.machine, event.mode, &input, frames);
             } else {
                 // No callchain sampled: one frame for the IP, in the sample's own context.
                 let callchain = input.callchain.take();
-                let frames = self
-                    .resolver
-                    .frames(&self.machine, CallchainMode::Fp, &input);
+                self.resolver
+                    .frames_into(&self.machine, CallchainMode::Fp, &input, frames);
                 input.callchain = callchain;
-                frames
-            };
+            }
             if let Some(v) = input.callchain.take() {
                 self.callchain_buf = v;
             }
@@ -304,7 +327,7 @@ impl<L: FileLookup> Samples<'_, L> {
                 has_callchain: event.has_callchain,
             };
             self.note_problems();
-            return Some(Ok((info, frames)));
+            return Some(Ok(info));
         }
     }
 
@@ -371,12 +394,21 @@ pub fn write_script_with<L: FileLookup>(
 ) -> Result<Outcome, ScriptError> {
     let mut it = samples_with(file, options, lookup);
     let mut n = 0;
-    while let Some(item) = it.next_sample() {
-        let (info, frames) = item?;
+    // Samples are formatted into one buffer that goes to `out` in large writes.
+    const FLUSH_AT: usize = 1 << 16;
+    let mut text = Vec::with_capacity(2 * FLUSH_AT);
+    let mut frames = Vec::new();
+    while let Some(item) = it.next_sample_into(&mut frames) {
+        let info = item?;
         let (fields, width) = it.layout(info.attr_index);
-        format::write_sample(out, fields, width, &info, &frames)?;
+        format::write_sample(&mut text, fields, width, &info, &frames);
         n += 1;
+        if text.len() >= FLUSH_AT {
+            out.write_all(&text)?;
+            text.clear();
+        }
     }
+    out.write_all(&text)?;
     out.flush()?;
     let mut warnings = std::mem::take(&mut it.warnings);
     warnings.extend(it.records.warnings().iter().map(|w| w.to_string()));

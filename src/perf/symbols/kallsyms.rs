@@ -74,82 +74,25 @@ impl Kallsyms {
     /// Like [`Kallsyms::parse`], over a file's bytes as they were read or mapped (names that are not UTF-8 are
     /// shown lossily).
     pub fn from_bytes(text: super::FileBytes) -> Self {
-        let bytes = (*text).as_ref();
-        let mut entries = Vec::with_capacity(bytes.len() / 40);
-        let mut pos = 0usize;
-        while pos < bytes.len() {
-            let line_end = memchr_newline(&bytes[pos..]).map_or(bytes.len(), |i| pos + i);
-            let line = &bytes[pos..line_end];
-            let line_start = pos;
-            pos = line_end + 1;
-            // ADDR ' ' TYPE ' ' NAME [ '\t' '[' MODULE ']' ]
-            // Addresses are 16 digits on 64-bit kernels: check there before searching.
-            let sp = if line.get(16) == Some(&b' ') {
-                16
-            } else {
-                match line.iter().position(|&b| b == b' ') {
-                    Some(sp) => sp,
-                    None => continue,
-                }
-            };
-            if line.len() < sp + 4 || line[sp + 2] != b' ' {
-                continue;
-            }
-            let kind = line[sp + 1].to_ascii_uppercase();
-            if !matches!(kind, b'T' | b'W' | b'D' | b'B') {
-                continue;
-            }
-            let Some(start) = parse_hex(&line[..sp]) else {
-                continue;
-            };
-            if start == 0 {
-                continue;
-            }
-            let rest = &line[sp + 3..];
-            let name_len = rest
-                .iter()
-                .position(|&b| b == b'\t' || b == b' ')
-                .unwrap_or(rest.len());
-            if name_len == 0 {
-                continue;
-            }
-            let name_off = line_start + sp + 3;
-            let after = &rest[name_len..];
-            let module = after.iter().position(|&b| b == b'[').and_then(|open| {
-                let close = after.iter().rposition(|&b| b == b']')?;
-                (close > open + 1).then(|| {
-                    let off = name_off + name_len + open + 1;
-                    (off as u32, (close - open - 1) as u32)
-                })
-            });
-            entries.push(Entry {
-                start,
-                end: start,
-                name: (name_off as u32, name_len as u32),
-                module,
-            });
-        }
-        // Stable, so equal addresses keep their listed order; /proc/kallsyms is nearly sorted already.
-        entries.sort_by_key(|e| e.start);
-        // Of several symbols at one address perf keeps the last listed: its fixup_end gives every earlier one
-        // zero size, and choose_best_symbol prefers a sized symbol.
-        let mut deduped: Vec<Entry> = Vec::with_capacity(entries.len());
-        for e in entries {
-            match deduped.last_mut() {
-                Some(last) if last.start == e.start => *last = e,
-                _ => deduped.push(e),
-            }
-        }
-        for i in 0..deduped.len() {
-            let start = deduped[i].start;
-            let end = deduped
-                .get(i + 1)
-                .map_or(start.saturating_add(0x1000) & !0xfff, |n| n.start);
-            deduped[i].end = end.max(start + 1);
-        }
+        let entries = parse_entries((*text).as_ref());
+        Self::from_parts(text, entries)
+    }
+
+    /// Starts parsing `text` on another thread (a kernel's table is ~150,000 lines: a fifth of `bport script`
+    /// on a medium-sized file); [`PendingKallsyms::wait`] gives the table.
+    pub fn parse_in_background(text: super::FileBytes) -> PendingKallsyms {
+        let theirs = text.clone();
+        let handle = std::thread::Builder::new()
+            .name("kallsyms".into())
+            .spawn(move || parse_entries((*theirs).as_ref()))
+            .ok();
+        PendingKallsyms { text, handle }
+    }
+
+    fn from_parts(text: super::FileBytes, entries: Vec<Entry>) -> Self {
         Kallsyms {
             text: Some(text),
-            entries: deduped,
+            entries,
             names: Default::default(),
         }
     }
@@ -197,6 +140,101 @@ impl Kallsyms {
             .or_insert_with(|| std::rc::Rc::from(self.slice(e.name)))
             .clone();
         Some((index, name))
+    }
+}
+
+/// The symbols of kallsyms text, sorted, one per address, each ending where the next begins.
+fn parse_entries(bytes: &[u8]) -> Vec<Entry> {
+    let mut entries = Vec::with_capacity(bytes.len() / 40);
+    let mut pos = 0usize;
+    while pos < bytes.len() {
+        let line_end = memchr_newline(&bytes[pos..]).map_or(bytes.len(), |i| pos + i);
+        let line = &bytes[pos..line_end];
+        let line_start = pos;
+        pos = line_end + 1;
+        // ADDR ' ' TYPE ' ' NAME [ '\t' '[' MODULE ']' ]
+        // Addresses are 16 digits on 64-bit kernels: check there before searching.
+        let sp = if line.get(16) == Some(&b' ') {
+            16
+        } else {
+            match line.iter().position(|&b| b == b' ') {
+                Some(sp) => sp,
+                None => continue,
+            }
+        };
+        if line.len() < sp + 4 || line[sp + 2] != b' ' {
+            continue;
+        }
+        let kind = line[sp + 1].to_ascii_uppercase();
+        if !matches!(kind, b'T' | b'W' | b'D' | b'B') {
+            continue;
+        }
+        let Some(start) = parse_hex(&line[..sp]) else {
+            continue;
+        };
+        if start == 0 {
+            continue;
+        }
+        let rest = &line[sp + 3..];
+        let name_len = rest
+            .iter()
+            .position(|&b| b == b'\t' || b == b' ')
+            .unwrap_or(rest.len());
+        if name_len == 0 {
+            continue;
+        }
+        let name_off = line_start + sp + 3;
+        let after = &rest[name_len..];
+        let module = after.iter().position(|&b| b == b'[').and_then(|open| {
+            let close = after.iter().rposition(|&b| b == b']')?;
+            (close > open + 1).then(|| {
+                let off = name_off + name_len + open + 1;
+                (off as u32, (close - open - 1) as u32)
+            })
+        });
+        entries.push(Entry {
+            start,
+            end: start,
+            name: (name_off as u32, name_len as u32),
+            module,
+        });
+    }
+    // Stable, so equal addresses keep their listed order; /proc/kallsyms is nearly sorted already.
+    entries.sort_by_key(|e| e.start);
+    // Of several symbols at one address perf keeps the last listed: its fixup_end gives every earlier one
+    // zero size, and choose_best_symbol prefers a sized symbol.
+    let mut deduped: Vec<Entry> = Vec::with_capacity(entries.len());
+    for e in entries {
+        match deduped.last_mut() {
+            Some(last) if last.start == e.start => *last = e,
+            _ => deduped.push(e),
+        }
+    }
+    for i in 0..deduped.len() {
+        let start = deduped[i].start;
+        let end = deduped
+            .get(i + 1)
+            .map_or(start.saturating_add(0x1000) & !0xfff, |n| n.start);
+        deduped[i].end = end.max(start + 1);
+    }
+    deduped
+}
+
+/// A kallsyms table being parsed on another thread ([`Kallsyms::parse_in_background`]).
+pub struct PendingKallsyms {
+    text: super::FileBytes,
+    handle: Option<std::thread::JoinHandle<Vec<Entry>>>,
+}
+
+impl PendingKallsyms {
+    /// The parsed table; parsed here when no thread could be started.
+    pub fn wait(self) -> Kallsyms {
+        let entries = match self.handle.map(std::thread::JoinHandle::join) {
+            Some(Ok(entries)) => entries,
+            // The parser does not panic on any input; if it did, parsing here reports it where it belongs.
+            Some(Err(_)) | None => parse_entries((*self.text).as_ref()),
+        };
+        Kallsyms::from_parts(self.text, entries)
     }
 }
 
@@ -249,6 +287,31 @@ pub fn build_id_from_notes(notes: &[u8]) -> Option<Vec<u8>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn background_parse_gives_the_same_table() {
+        let text = "ffffffff81000000 T _stext\n\
+                    ffffffff81000100 t helper\n\
+                    ffffffff81000100 T helper_alias\n\
+                    ffffffffc0000000 t mod_fn\t[ext4]\n";
+        let bytes: crate::perf::symbols::FileBytes = std::sync::Arc::new(text.as_bytes().to_vec());
+        let inline = Kallsyms::from_bytes(bytes.clone());
+        let background = Kallsyms::parse_in_background(bytes).wait();
+        for addr in [
+            0xffffffff81000010,
+            0xffffffff81000180,
+            0xffffffffc0000004,
+            0x10,
+        ] {
+            assert_eq!(background.lookup(addr), inline.lookup(addr), "{addr:#x}");
+        }
+        assert_eq!(
+            background
+                .lookup(0xffffffff81000180)
+                .map(|s| s.name.to_string()),
+            Some("helper_alias".into())
+        );
+    }
 
     #[test]
     fn parses_and_looks_up() {

@@ -281,6 +281,8 @@ pub struct Symbolizer<L: FileLookup> {
     options: SymbolizerOptions,
     dsos: HashMap<(String, Option<Vec<u8>>), Rc<Dso>>,
     kernel: Option<Rc<Kallsyms>>,
+    /// The kernel's table being parsed in the background, for this build-id ([`Symbolizer::prefetch_kernel`]).
+    kernel_pending: Option<(Option<Vec<u8>>, kallsyms::PendingKallsyms)>,
     perf_maps: HashMap<u32, Option<PerfMap>>,
 }
 
@@ -292,6 +294,7 @@ impl<L: FileLookup> Symbolizer<L> {
             options,
             dsos: HashMap::new(),
             kernel: None,
+            kernel_pending: None,
             perf_maps: HashMap::new(),
         }
     }
@@ -309,6 +312,11 @@ impl<L: FileLookup> Symbolizer<L> {
     /// Every DSO loaded so far.
     pub fn loaded(&self) -> impl Iterator<Item = &Rc<Dso>> {
         self.dsos.values()
+    }
+
+    /// How many DSOs [`Symbolizer::loaded`] holds: lets a caller skip re-reading them when nothing was loaded.
+    pub fn loaded_count(&self) -> usize {
+        self.dsos.len()
     }
 
     fn with_symfs(&self, path: &Path) -> PathBuf {
@@ -507,13 +515,33 @@ impl<L: FileLookup> Symbolizer<L> {
         if let Some(k) = &self.kernel {
             return k.clone();
         }
-        let k = Rc::new(
-            self.kallsyms_source(build_id)
+        let pending = self
+            .kernel_pending
+            .take()
+            .filter(|(bid, _)| bid.as_deref() == build_id);
+        let k = Rc::new(match pending {
+            Some((_, p)) => p.wait(),
+            None => self
+                .kallsyms_source(build_id)
                 .map(|(_, b)| Kallsyms::from_bytes(b))
                 .unwrap_or_default(),
-        );
+        });
         self.kernel = Some(k.clone());
         k
+    }
+
+    /// Starts parsing the kernel's symbols for `build_id` on another thread, for a caller that knows kernel
+    /// frames will come: [`Symbolizer::kernel`] with the same build-id then waits for that table.
+    pub fn prefetch_kernel(&mut self, build_id: Option<&[u8]>) {
+        if self.kernel.is_some() || self.kernel_pending.is_some() {
+            return;
+        }
+        if let Some((_, bytes)) = self.kallsyms_source(build_id) {
+            self.kernel_pending = Some((
+                build_id.map(<[u8]>::to_vec),
+                Kallsyms::parse_in_background(bytes),
+            ));
+        }
     }
 
     /// Where the kernel's symbols come from, in [`Symbolizer::kernel`]'s order, and the file's bytes.

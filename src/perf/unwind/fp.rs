@@ -38,14 +38,23 @@ pub fn is_corrupt(ips: &[u64]) -> bool {
 /// (an [`FrameAddress::InstructionPointer`]); the others are return addresses. `max_frames` counts addresses,
 /// not markers (perf's `max_stack`). A corrupted chain ([`is_corrupt`]) gives no frames.
 pub fn parse_callchain(ips: &[u64], max_frames: usize) -> Vec<ChainFrame> {
-    if is_corrupt(ips) {
-        return Vec::new();
-    }
     let mut frames = Vec::with_capacity(ips.len().min(max_frames));
+    parse_callchain_into(ips, max_frames, &mut frames);
+    frames
+}
+
+/// [`parse_callchain`] appending to `frames` (a buffer reused across samples); `max_frames` counts only the
+/// frames this call adds.
+pub fn parse_callchain_into(ips: &[u64], max_frames: usize, out: &mut Vec<ChainFrame>) {
+    if is_corrupt(ips) {
+        return;
+    }
+    let base = out.len();
+    let frames = out;
     let mut context = None;
     let mut first_in_context = true;
     for &ip in ips {
-        if frames.len() >= max_frames {
+        if frames.len() - base >= max_frames {
             break;
         }
         if ip >= PERF_CONTEXT_MAX {
@@ -63,7 +72,6 @@ pub fn parse_callchain(ips: &[u64], max_frames: usize) -> Vec<ChainFrame> {
         first_in_context = false;
         frames.push(ChainFrame { addr, context });
     }
-    frames
 }
 
 /// Walks the RBP chain of a user stack: at each frame the caller's RBP is at `[rbp]` and the return address at
