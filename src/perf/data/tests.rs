@@ -1320,7 +1320,7 @@ fn a_large_mapped_file_reads_the_same_as_in_memory() {
         .expect("all_records has a sample of attr 0");
     let mut records = Vec::new();
     for i in 0..5000u64 {
-        let mut s = template.clone();
+        let mut s = template;
         // Out of order within each round of 100, as several CPUs' buffers are.
         let time = 10_000 + (i / 100) * 1000 + (99 - i % 100) * 7;
         s.time = Some(time);
