@@ -140,6 +140,9 @@ pub struct Machine {
     /// The kernel image and modules.
     pub kernel: Maps,
     next_map_id: u64,
+    /// Changes whenever any process's maps may have changed (MMAP, FORK): lets per-sample caches of map
+    /// lookups skip revalidation.
+    generation: u64,
 }
 
 impl Machine {
@@ -177,6 +180,7 @@ impl Machine {
         if pid != ppid {
             let maps = self.processes.get(&ppid).cloned().unwrap_or_default();
             self.processes.insert(pid, maps);
+            self.generation += 1;
         }
     }
 
@@ -198,6 +202,7 @@ impl Machine {
     ) {
         let end = start.saturating_add(len);
         self.next_map_id += 1;
+        self.generation += 1;
         let id = self.next_map_id;
         if kernel || pid == -1 {
             // perf names the kernel image's map `[kernel.kallsyms]` whatever the record says (`…_text`,
@@ -247,6 +252,11 @@ impl Machine {
             kind,
             id,
         });
+    }
+
+    /// A number that changes whenever some map may have changed since it was last read.
+    pub fn generation(&self) -> u64 {
+        self.generation
     }
 
     /// The comm perf prints for a thread: its COMM, else `:TID`.

@@ -59,8 +59,19 @@ pub struct SampleInput<'a> {
     pub stack_user: &'a [u8],
 }
 
-/// A file map and its loaded DSO.
-type MapDso = (Rc<Map>, Rc<crate::perf::symbols::Dso>);
+/// One frame of a resolved sample: an entry of the resolver's frame cache ([`Resolver::cached_frames`]), or a
+/// frame resolved for this sample only (unmapped addresses, JIT maps). Lets the text output format each cached
+/// frame once per run instead of once per sample.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum FrameRef {
+    /// Index into [`Resolver::cached_frames`].
+    Cached(u32),
+    /// A frame not in the cache.
+    Owned(Frame),
+}
+
+/// A file map, its loaded DSO and the map's bias (`avma − svma`, `None` when the DSO is unreadable).
+type MapDso = (Rc<Map>, Rc<crate::perf::symbols::Dso>, Option<u64>);
 
 /// Resolves samples to frames, with the per-run caches: DSOs (in the symbolizer) and per-map biases.
 pub struct Resolver<L: FileLookup> {
@@ -77,8 +88,9 @@ pub struct Resolver<L: FileLookup> {
     map_dsos: IdMap<u64, Rc<crate::perf::symbols::Dso>>,
     /// The kernel's symbols once loaded.
     kernel: Option<Rc<crate::perf::symbols::kallsyms::Kallsyms>>,
-    /// Per process, the modules its last DWARF unwind needed, so the next unwind starts with them loaded.
-    modules: IdMap<i32, Vec<MapDso>>,
+    /// Per process, the modules its last DWARF unwind needed (with their biases), so the next unwind starts
+    /// with them loaded, and the machine generation they were checked at.
+    modules: IdMap<i32, (u64, Vec<MapDso>)>,
     /// The frames an address resolved to, by (map id, address, whether inline frames are shown), as a range of
     /// `frame_arena`: samples hit the same few thousand addresses again and again, and the symbol search,
     /// inline lookup and name clones were a fifth of `bport script`. Anonymous (JIT) maps are not cached:
@@ -87,6 +99,10 @@ pub struct Resolver<L: FileLookup> {
     frame_arena: Vec<Frame>,
     /// The callchain being resolved, kept across samples for its allocation.
     chain_buf: Vec<ChainFrame>,
+    /// Frames of one address before they enter the cache, and frame references of one sample: buffers kept
+    /// for their allocations.
+    scratch: Vec<Frame>,
+    refs_buf: Vec<FrameRef>,
 }
 
 impl<L: FileLookup> Resolver<L> {
@@ -104,6 +120,8 @@ impl<L: FileLookup> Resolver<L> {
             frame_cache: IdMap::default(),
             frame_arena: Vec::new(),
             chain_buf: Vec::new(),
+            scratch: Vec::new(),
+            refs_buf: Vec::new(),
         }
     }
 
@@ -142,6 +160,29 @@ impl<L: FileLookup> Resolver<L> {
         mode: CallchainMode,
         s: &SampleInput<'_>,
         out: &mut Vec<Frame>,
+    ) {
+        let mut refs = std::mem::take(&mut self.refs_buf);
+        self.frame_refs_into(machine, mode, s, &mut refs);
+        out.clear();
+        out.extend(refs.drain(..).map(|r| match r {
+            FrameRef::Cached(i) => self.frame_arena[i as usize].clone(),
+            FrameRef::Owned(f) => f,
+        }));
+        self.refs_buf = refs;
+    }
+
+    /// The frames of the cache, indexed by [`FrameRef::Cached`].
+    pub fn cached_frames(&self) -> &[Frame] {
+        &self.frame_arena
+    }
+
+    /// [`Resolver::frames_into`] as references into the frame cache (see [`FrameRef`]).
+    pub fn frame_refs_into(
+        &mut self,
+        machine: &Machine,
+        mode: CallchainMode,
+        s: &SampleInput<'_>,
+        out: &mut Vec<FrameRef>,
     ) {
         out.clear();
         let sample_context = context_of_cpumode(s.cpumode);
@@ -209,48 +250,31 @@ impl<L: FileLookup> Resolver<L> {
             bytes: s.stack_user,
         };
         // Load every DSO the walk may need first, so the lookup closure can borrow them immutably.
-        // Start from the modules this process needed last time, dropping any whose map was replaced since.
-        let mut dsos: Vec<MapDso> = self
-            .modules
-            .remove(&s.pid)
-            .unwrap_or_default()
-            .into_iter()
-            .filter(|(m, _)| {
+        // Start from the modules this process needed last time, dropping any whose map was replaced since
+        // (checked only when some map changed).
+        let generation = machine.generation();
+        let (seen, mut dsos) = self.modules.remove(&s.pid).unwrap_or_default();
+        if seen != generation {
+            dsos.retain(|(m, _, _)| {
                 machine
                     .user_map(s.pid, m.start)
                     .is_some_and(|now| now.id == m.id)
-            })
-            .collect();
-        let loader = |this: &mut Self, avma: u64, dsos: &mut Vec<MapDso>| {
-            if dsos.iter().any(|(m, _)| m.start <= avma && avma < m.end) {
-                return;
-            }
-            if let Some(map) = machine.user_map(s.pid, avma) {
-                if map.kind == MapKind::File {
-                    let dso = this.dso_for(map);
-                    dsos.push((map.clone(), dso));
-                }
-            }
-        };
+            });
+        }
         // Unwind incrementally: each pass may discover a caller in a DSO not yet loaded.
         loop {
             let before = dsos.len();
-            let modules: Vec<(Rc<Map>, u64, &dwarf::UnwindInfo)> = dsos
-                .iter()
-                .filter_map(|(m, d)| {
-                    let bias = d.bias(m.start, m.pgoff)?;
-                    Some((m.clone(), bias, d.unwind_info()?))
-                })
-                .collect();
             let mut missing = None;
             let mut lookup = |avma: u64| -> Option<Module<'_>> {
-                let found = modules
+                let found = dsos
                     .iter()
                     .find(|(m, _, _)| m.start <= avma && avma < m.end)
-                    .map(|(m, bias, info)| Module {
-                        avma_range: m.start..m.end,
-                        bias: *bias,
-                        unwind: info,
+                    .and_then(|(m, d, bias)| {
+                        Some(Module {
+                            avma_range: m.start..m.end,
+                            bias: (*bias)?,
+                            unwind: d.unwind_info()?,
+                        })
                     });
                 if found.is_none() && missing.is_none() {
                     missing = Some(avma);
@@ -263,16 +287,22 @@ impl<L: FileLookup> Resolver<L> {
                 &mut lookup,
                 &UnwindOptions { max_frames: max },
             );
-            drop(modules);
             let done = match missing {
                 Some(avma) => {
-                    loader(self, avma, &mut dsos);
+                    let known = dsos.iter().any(|(m, _, _)| m.start <= avma && avma < m.end);
+                    if let (false, Some(map)) = (known, machine.user_map(s.pid, avma)) {
+                        if map.kind == MapKind::File {
+                            let dso = self.dso_for(map);
+                            let bias = dso.bias(map.start, map.pgoff);
+                            dsos.push((map.clone(), dso, bias));
+                        }
+                    }
                     dsos.len() == before
                 }
                 None => true,
             };
             if done {
-                self.modules.insert(s.pid, dsos);
+                self.modules.insert(s.pid, (generation, dsos));
                 return out.frames;
             }
         }
@@ -282,7 +312,7 @@ impl<L: FileLookup> Resolver<L> {
     /// frames when perf would show inlined functions at it.
     fn frame(
         &mut self,
-        out: &mut Vec<Frame>,
+        out: &mut Vec<FrameRef>,
         machine: &Machine,
         pid: i32,
         context: Context,
@@ -300,18 +330,18 @@ impl<L: FileLookup> Resolver<L> {
             Context::Kernel | Context::GuestKernel | Context::Hypervisor
         );
         let map = if kernel {
-            machine.kernel_map(avma).cloned()
+            machine.kernel_map(avma)
         } else {
-            machine.user_map(pid, avma).cloned()
+            machine.user_map(pid, avma)
         };
         let Some(map) = map else {
-            out.push(Frame {
+            out.push(FrameRef::Owned(Frame {
                 addr: avma,
                 sym: None,
                 offset: 0,
                 dso: None,
                 inlined: false,
-            });
+            }));
             return;
         };
         let inline_frames = mode == CallchainMode::Dwarf && context == Context::User;
@@ -319,22 +349,26 @@ impl<L: FileLookup> Resolver<L> {
         let cacheable = map.kind != MapKind::Anon;
         if cacheable {
             if let Some(&(start, len)) = self.frame_cache.get(&key) {
-                let (start, len) = (start as usize, len as usize);
-                out.extend_from_slice(&self.frame_arena[start..start + len]);
+                out.extend((start..start + len).map(FrameRef::Cached));
                 return;
             }
         }
-        let before = out.len();
-        self.resolve_uncached(out, &map, pid, avma, inline_frames);
-        if cacheable {
-            if let (Ok(start), Ok(len)) = (
-                u32::try_from(self.frame_arena.len()),
-                u32::try_from(out.len() - before),
-            ) {
-                self.frame_arena.extend_from_slice(&out[before..]);
+        let mut frames = std::mem::take(&mut self.scratch);
+        frames.clear();
+        self.resolve_uncached(&mut frames, map, pid, avma, inline_frames);
+        let span = (
+            u32::try_from(self.frame_arena.len()),
+            u32::try_from(frames.len()),
+        );
+        match span {
+            (Ok(start), Ok(len)) if cacheable && start.checked_add(len).is_some() => {
+                self.frame_arena.append(&mut frames);
                 self.frame_cache.insert(key, (start, len));
+                out.extend((start..start + len).map(FrameRef::Cached));
             }
+            _ => out.extend(frames.drain(..).map(FrameRef::Owned)),
         }
+        self.scratch = frames;
     }
 
     /// [`Resolver::frame`] for an address in `map`, without the cache.

@@ -4,7 +4,8 @@
 use super::format::{self, Fields};
 use super::machine::Machine;
 use super::resolve::{
-    choose_mode, Resolver, SampleInput, MISC_KERNEL, PERF_SAMPLE_CALLCHAIN, PERF_SAMPLE_CPU,
+    choose_mode, FrameRef, Resolver, SampleInput, MISC_KERNEL, PERF_SAMPLE_CALLCHAIN,
+    PERF_SAMPLE_CPU,
 };
 use super::{CallchainMode, Frame, Options, SampleInfo};
 use crate::perf::data::{PerfFile, ReadError, Record};
@@ -105,6 +106,7 @@ pub struct Samples<'f, L: FileLookup = FsLookup> {
     regs_buf: Vec<u64>,
     /// The symbolizer's DSO count when problems were last collected.
     dsos_seen: usize,
+    refs_buf: Vec<FrameRef>,
 }
 
 /// Starts reading `file`'s samples, symbolizing through the real file system.
@@ -169,6 +171,7 @@ pub fn samples_with<'f, L: FileLookup>(
         callchain_buf: Vec::new(),
         regs_buf: Vec::new(),
         dsos_seen: 0,
+        refs_buf: Vec::new(),
         warnings: file.warnings().iter().map(|w| w.to_string()).collect(),
     }
 }
@@ -234,6 +237,28 @@ impl<L: FileLookup> Samples<'_, L> {
         &mut self,
         frames: &mut Vec<Frame>,
     ) -> Option<Result<SampleInfo, ScriptError>> {
+        let mut refs = std::mem::take(&mut self.refs_buf);
+        let next = self.next_sample_refs(&mut refs);
+        let cached = self.resolver.cached_frames();
+        frames.clear();
+        frames.extend(refs.drain(..).map(|r| match r {
+            FrameRef::Cached(i) => cached[i as usize].clone(),
+            FrameRef::Owned(f) => f,
+        }));
+        self.refs_buf = refs;
+        next
+    }
+
+    /// The frames of the resolver's cache, which [`FrameRef::Cached`] entries index.
+    pub fn cached_frames(&self) -> &[Frame] {
+        self.resolver.cached_frames()
+    }
+
+    /// [`Samples::next_sample_into`] with the frames as references into the resolver's frame cache.
+    pub fn next_sample_refs(
+        &mut self,
+        frames: &mut Vec<FrameRef>,
+    ) -> Option<Result<SampleInfo, ScriptError>> {
         loop {
             let record = match self.records.next()? {
                 Ok(r) => r,
@@ -298,12 +323,12 @@ impl<L: FileLookup> Samples<'_, L> {
             let mut input = input;
             if event.has_callchain {
                 self.resolver
-                    .frames_into(&self.machine, event.mode, &input, frames);
+                    .frame_refs_into(&self.machine, event.mode, &input, frames);
             } else {
                 // No callchain sampled: one frame for the IP, in the sample's own context.
                 let callchain = input.callchain.take();
                 self.resolver
-                    .frames_into(&self.machine, CallchainMode::Fp, &input, frames);
+                    .frame_refs_into(&self.machine, CallchainMode::Fp, &input, frames);
                 input.callchain = callchain;
             }
             if let Some(v) = input.callchain.take() {
@@ -398,10 +423,19 @@ pub fn write_script_with<L: FileLookup>(
     const FLUSH_AT: usize = 1 << 16;
     let mut text = Vec::with_capacity(2 * FLUSH_AT);
     let mut frames = Vec::new();
-    while let Some(item) = it.next_sample_into(&mut frames) {
+    let mut lines = format::LineCache::default();
+    while let Some(item) = it.next_sample_refs(&mut frames) {
         let info = item?;
         let (fields, width) = it.layout(info.attr_index);
-        format::write_sample(&mut text, fields, width, &info, &frames);
+        format::write_sample_refs(
+            &mut text,
+            fields,
+            width,
+            &info,
+            &frames,
+            it.cached_frames(),
+            &mut lines,
+        );
         n += 1;
         if text.len() >= FLUSH_AT {
             out.write_all(&text)?;
