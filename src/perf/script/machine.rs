@@ -277,6 +277,11 @@ impl Machine {
         self.processes.get(&pid)?.find(avma)
     }
 
+    /// The user maps of process `pid`, for many lookups in one process.
+    pub fn user_maps(&self, pid: i32) -> Option<&Maps> {
+        self.processes.get(&pid)
+    }
+
     /// The kernel map at `avma`.
     pub fn kernel_map(&self, avma: u64) -> Option<&Rc<Map>> {
         self.kernel.find(avma)

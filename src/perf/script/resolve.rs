@@ -2,7 +2,7 @@
 //! of perf commit 7322d6c98dd2), the kernel part from the kernel's callchain, the user part from DWARF unwinding
 //! or the LBR call stack, and each frame's map, symbol and printed address as `perf script` shows them.
 
-use super::machine::{IdMap, Machine, Map, MapKind};
+use super::machine::{IdMap, Machine, Map, MapKind, Maps};
 use super::{CallchainMode, Frame, Options};
 use crate::perf::symbols::{FileLookup, Symbolizer};
 use crate::perf::unwind::dwarf::{self, UnwindOptions};
@@ -217,10 +217,12 @@ impl<L: FileLookup> Resolver<L> {
             }
         }
         out.reserve(chain.len());
+        let user_maps = machine.user_maps(s.pid);
         for f in &chain {
             self.frame(
                 out,
                 machine,
+                user_maps,
                 s.pid,
                 f.context.unwrap_or(sample_context),
                 f.addr,
@@ -310,10 +312,12 @@ impl<L: FileLookup> Resolver<L> {
 
     /// Resolves one address into `out`: its map, the printed address, the symbol and the DSO name; several
     /// frames when perf would show inlined functions at it.
+    #[allow(clippy::too_many_arguments)]
     fn frame(
         &mut self,
         out: &mut Vec<FrameRef>,
         machine: &Machine,
+        user_maps: Option<&Maps>,
         pid: i32,
         context: Context,
         addr: FrameAddress,
@@ -332,7 +336,7 @@ impl<L: FileLookup> Resolver<L> {
         let map = if kernel {
             machine.kernel_map(avma)
         } else {
-            machine.user_map(pid, avma)
+            user_maps.and_then(|m| m.find(avma))
         };
         let Some(map) = map else {
             out.push(FrameRef::Owned(Frame {

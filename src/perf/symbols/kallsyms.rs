@@ -45,6 +45,23 @@ impl std::fmt::Debug for Kallsyms {
     }
 }
 
+/// Each byte's value as a hex digit, 0xff for bytes that are not one.
+const HEX: [u8; 256] = {
+    let mut t = [0xffu8; 256];
+    let mut i = 0;
+    while i < 10 {
+        t[b'0' as usize + i] = i as u8;
+        i += 1;
+    }
+    let mut i = 0;
+    while i < 6 {
+        t[b'a' as usize + i] = 10 + i as u8;
+        t[b'A' as usize + i] = 10 + i as u8;
+        i += 1;
+    }
+    t
+};
+
 /// Parses a hex number the way `from_str_radix(_, 16)` does for kallsyms addresses (no sign, no prefix), without
 /// the UTF-8 round trip: this runs once per line of a ~150,000-line file.
 fn parse_hex(digits: &[u8]) -> Option<u64> {
@@ -52,16 +69,14 @@ fn parse_hex(digits: &[u8]) -> Option<u64> {
         return None;
     }
     let mut v = 0u64;
+    let mut bad = 0u8;
     for &d in digits {
-        let n = match d {
-            b'0'..=b'9' => d - b'0',
-            b'a'..=b'f' => d - b'a' + 10,
-            b'A'..=b'F' => d - b'A' + 10,
-            _ => return None,
-        };
-        v = (v << 4) | u64::from(n);
+        let n = HEX[usize::from(d)];
+        bad |= n;
+        v = (v << 4) | u64::from(n & 0xf);
     }
-    Some(v)
+    // Only an invalid digit has the high bits set.
+    (bad & 0xf0 == 0).then_some(v)
 }
 
 impl Kallsyms {
@@ -144,54 +159,69 @@ impl Kallsyms {
 }
 
 /// The symbols of kallsyms text, sorted, one per address, each ending where the next begins.
+///
+/// Runs at the start of every `bport script` on a file with kernel samples, over ~150,000 lines, so each line
+/// is looked at about once: the address of a 64-bit kernel is taken at its fixed width with a table lookup per
+/// digit, and one word-at-a-time scan from the name finds where the name ends (space, tab) or the line does.
 fn parse_entries(bytes: &[u8]) -> Vec<Entry> {
     let mut entries = Vec::with_capacity(bytes.len() / 40);
     let mut pos = 0usize;
     while pos < bytes.len() {
-        let line_end = memchr_newline(&bytes[pos..]).map_or(bytes.len(), |i| pos + i);
-        let line = &bytes[pos..line_end];
-        let line_start = pos;
-        pos = line_end + 1;
+        let rest = &bytes[pos..];
         // ADDR ' ' TYPE ' ' NAME [ '\t' '[' MODULE ']' ]
-        // Addresses are 16 digits on 64-bit kernels: check there before searching.
-        let sp = if line.get(16) == Some(&b' ') {
-            16
-        } else {
-            match line.iter().position(|&b| b == b' ') {
-                Some(sp) => sp,
-                None => continue,
+        // A 64-bit kernel's line: 16 hex digits (which cannot hide a newline), its type, the name from byte 19.
+        let fast = match rest.get(..19) {
+            Some(head) if head[16] == b' ' && head[18] == b' ' && head[17] != b'\n' => {
+                parse_hex(&head[..16]).map(|start| (start, 16usize))
+            }
+            _ => None,
+        };
+        let (start, sp) = match fast {
+            Some(found) => found,
+            None => {
+                let line_len = memchr_newline(rest).unwrap_or(rest.len());
+                let line = &rest[..line_len];
+                let parsed = line
+                    .iter()
+                    .position(|&b| b == b' ')
+                    .filter(|&sp| sp + 3 <= line_len && line[sp + 2] == b' ')
+                    .and_then(|sp| Some((parse_hex(&line[..sp])?, sp)));
+                match parsed {
+                    Some(found) => found,
+                    None => {
+                        pos += line_len + 1;
+                        continue;
+                    }
+                }
             }
         };
-        if line.len() < sp + 4 || line[sp + 2] != b' ' {
-            continue;
-        }
-        let kind = line[sp + 1].to_ascii_uppercase();
-        if !matches!(kind, b'T' | b'W' | b'D' | b'B') {
-            continue;
-        }
-        let Some(start) = parse_hex(&line[..sp]) else {
-            continue;
-        };
-        if start == 0 {
-            continue;
-        }
-        let rest = &line[sp + 3..];
-        let name_len = rest
-            .iter()
-            .position(|&b| b == b'\t' || b == b' ')
-            .unwrap_or(rest.len());
-        if name_len == 0 {
-            continue;
-        }
+        let line_start = pos;
+        // The name ends at the first space, tab or newline.
         let name_off = line_start + sp + 3;
-        let after = &rest[name_len..];
-        let module = after.iter().position(|&b| b == b'[').and_then(|open| {
-            let close = after.iter().rposition(|&b| b == b']')?;
-            (close > open + 1).then(|| {
-                let off = name_off + name_len + open + 1;
-                (off as u32, (close - open - 1) as u32)
+        let name_len = first_blank(&bytes[name_off..]).unwrap_or(bytes.len() - name_off);
+        let name_end = name_off + name_len;
+        let line_end = if bytes.get(name_end).is_none_or(|&b| b == b'\n') {
+            name_end
+        } else {
+            memchr_newline(&bytes[name_end..]).map_or(bytes.len(), |i| name_end + i)
+        };
+        pos = line_end + 1;
+        let kind = bytes[line_start + sp + 1].to_ascii_uppercase();
+        if !matches!(kind, b'T' | b'W' | b'D' | b'B') || start == 0 || name_len == 0 {
+            continue;
+        }
+        let after = &bytes[name_end..line_end];
+        let module = if after.is_empty() {
+            None
+        } else {
+            after.iter().position(|&b| b == b'[').and_then(|open| {
+                let close = after.iter().rposition(|&b| b == b']')?;
+                (close > open + 1).then(|| {
+                    let off = name_end + open + 1;
+                    (off as u32, (close - open - 1) as u32)
+                })
             })
-        });
+        };
         entries.push(Entry {
             start,
             end: start,
@@ -199,25 +229,31 @@ fn parse_entries(bytes: &[u8]) -> Vec<Entry> {
             module,
         });
     }
-    // Stable, so equal addresses keep their listed order; /proc/kallsyms is nearly sorted already.
-    entries.sort_by_key(|e| e.start);
+    // Stable, so equal addresses keep their listed order; /proc/kallsyms is usually sorted already (modules
+    // may not be).
+    if !entries.is_sorted_by_key(|e| e.start) {
+        entries.sort_by_key(|e| e.start);
+    }
     // Of several symbols at one address perf keeps the last listed: its fixup_end gives every earlier one
     // zero size, and choose_best_symbol prefers a sized symbol.
-    let mut deduped: Vec<Entry> = Vec::with_capacity(entries.len());
-    for e in entries {
-        match deduped.last_mut() {
-            Some(last) if last.start == e.start => *last = e,
-            _ => deduped.push(e),
+    let mut kept = 0;
+    for i in 0..entries.len() {
+        if kept > 0 && entries[kept - 1].start == entries[i].start {
+            entries[kept - 1] = entries[i];
+        } else {
+            entries[kept] = entries[i];
+            kept += 1;
         }
     }
-    for i in 0..deduped.len() {
-        let start = deduped[i].start;
-        let end = deduped
+    entries.truncate(kept);
+    for i in 0..entries.len() {
+        let start = entries[i].start;
+        let end = entries
             .get(i + 1)
             .map_or(start.saturating_add(0x1000) & !0xfff, |n| n.start);
-        deduped[i].end = end.max(start + 1);
+        entries[i].end = end.max(start + 1);
     }
-    deduped
+    entries
 }
 
 /// A kallsyms table being parsed on another thread ([`Kallsyms::parse_in_background`]).
@@ -236,6 +272,32 @@ impl PendingKallsyms {
         };
         Kallsyms::from_parts(self.text, entries)
     }
+}
+
+/// The first byte at or below `b' '` (a space, tab or newline ends a kallsyms name), eight bytes at a time (the
+/// "has a byte less than n" test).
+fn first_blank(bytes: &[u8]) -> Option<usize> {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGHS: u64 = 0x8080_8080_8080_8080;
+    let mut chunks = bytes.chunks_exact(8);
+    let mut at = 0;
+    for chunk in chunks.by_ref() {
+        let x = u64::from_le_bytes(chunk.try_into().expect("8-byte chunk"));
+        // Flags bytes below 0x21, and bytes of 0x80 and above (not ASCII); the latter are checked one by one.
+        let found = x.wrapping_sub(ONES * 0x21) & !x & HIGHS;
+        if found != 0 {
+            let first = at + (found.trailing_zeros() / 8) as usize;
+            if let Some(i) = bytes[first..at + 8].iter().position(|&b| b <= b' ') {
+                return Some(first + i);
+            }
+        }
+        at += 8;
+    }
+    chunks
+        .remainder()
+        .iter()
+        .position(|&b| b <= b' ')
+        .map(|i| at + i)
 }
 
 /// The first `\n` in `bytes`, eight bytes at a time (the classic "has a zero byte" test on `word ^ 0x0a…`): the
@@ -287,6 +349,112 @@ pub fn build_id_from_notes(notes: &[u8]) -> Option<Vec<u8>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The table rules stated plainly, line by line, to check the fast parser against.
+    fn reference(text: &str) -> Vec<(u64, u64, String, Option<String>)> {
+        let mut v: Vec<(u64, String, Option<String>)> = Vec::new();
+        for line in text.split('\n') {
+            let Some((addr, rest)) = line.split_once(' ') else {
+                continue;
+            };
+            let rest = rest.as_bytes();
+            if rest.len() < 3 || rest[1] != b' ' {
+                continue;
+            }
+            if !matches!(rest[0].to_ascii_uppercase(), b'T' | b'W' | b'D' | b'B') {
+                continue;
+            }
+            let Some(start) = (addr.len() <= 16 && !addr.is_empty())
+                .then(|| u64::from_str_radix(addr, 16).ok())
+                .flatten()
+                .filter(|a| *a != 0 && !addr.starts_with('+'))
+            else {
+                continue;
+            };
+            let name_and_after = std::str::from_utf8(&rest[2..]).unwrap();
+            let name_len = name_and_after
+                .find(|c: char| c == '\t' || c == ' ')
+                .unwrap_or(name_and_after.len());
+            if name_len == 0 {
+                continue;
+            }
+            let after = &name_and_after[name_len..];
+            let module = after.find('[').and_then(|open| {
+                let close = after.rfind(']')?;
+                (close > open + 1).then(|| after[open + 1..close].to_string())
+            });
+            v.push((start, name_and_after[..name_len].to_string(), module));
+        }
+        v.sort_by_key(|e| e.0);
+        let mut d: Vec<(u64, String, Option<String>)> = Vec::new();
+        for e in v {
+            match d.last_mut() {
+                Some(l) if l.0 == e.0 => *l = e,
+                _ => d.push(e),
+            }
+        }
+        (0..d.len())
+            .map(|i| {
+                let end = d.get(i + 1).map_or((d[i].0 + 0x1000) & !0xfff, |n| n.0);
+                (d[i].0, end.max(d[i].0 + 1), d[i].1.clone(), d[i].2.clone())
+            })
+            .collect()
+    }
+
+    #[test]
+    fn fast_parser_agrees_with_the_rules_on_odd_input() {
+        let mut text = String::new();
+        // Well-formed lines, then every kind of damage, shuffled deterministically into one table.
+        let pieces = [
+            "ffffffff81000000 T _stext\n",
+            "ffffffff81000010 t a_much_longer_symbol_name_than_eight_bytes\n",
+            "ffffffff81000010 W alias_after\n",
+            "ffffffff81000020 r rodata_is_skipped\n",
+            "ffffffffc0001000 t mod_fn\t[ext4]\n",
+            "ffffffffc0001040 t mod_fn2 [xfs]\n",
+            "ffffffffc0001080 T x\t[]\n",
+            "ffffffff81000030 b\n",
+            "x\n",
+            "\n",
+            "ffffffff81000040\n",
+            "ffffffff81000050 T\n",
+            "ffffffff8100006g T bad_hex\n",
+            "1234 T short_address\n",
+            "0000000000000000 T zero_is_skipped\n",
+            "ffffffff81000070 T  two_spaces\n",
+            "ffffffff81000080 D data_sym\n",
+            "ffffffff81000090 T nameé_utf8\n",
+            "12345678901234567 T too_long_address\n",
+            "ffffffff810000a0 T last_without_newline",
+        ];
+        let mut order: Vec<usize> = (0..pieces.len() - 1).collect();
+        let mut seed = 7u64;
+        for i in (1..order.len()).rev() {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            order.swap(i, (seed >> 33) as usize % (i + 1));
+        }
+        for i in order {
+            text.push_str(pieces[i]);
+        }
+        text.push_str(pieces[pieces.len() - 1]);
+        let k = Kallsyms::parse(&text);
+        let got: Vec<(u64, u64, String, Option<String>)> = k
+            .entries
+            .iter()
+            .map(|e| {
+                (
+                    e.start,
+                    e.end,
+                    k.slice(e.name).into_owned(),
+                    e.module.map(|m| k.slice(m).into_owned()),
+                )
+            })
+            .collect();
+        assert_eq!(got, reference(&text));
+        assert_eq!(got.len(), 9, "{got:?}");
+    }
 
     #[test]
     fn background_parse_gives_the_same_table() {
