@@ -373,7 +373,7 @@ mod tests {
             };
             let name_and_after = std::str::from_utf8(&rest[2..]).unwrap();
             let name_len = name_and_after
-                .find(|c: char| c == '\t' || c == ' ')
+                .find(['\t', ' '])
                 .unwrap_or(name_and_after.len());
             if name_len == 0 {
                 continue;
