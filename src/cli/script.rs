@@ -84,8 +84,12 @@ pub fn open(path: &Path) -> CliResult<PerfFile> {
 pub fn run(args: ScriptArgs, ui: &Ui) -> CliResult {
     let options = args.options()?;
     let file = open(&args.input)?;
-    let stdout = std::io::stdout();
-    let mut out = std::io::BufWriter::with_capacity(1 << 16, stdout.lock());
+    // The script writes 64 KB pieces from its output thread: straight to the file descriptor (a `File` on a
+    // duplicate of it), not through stdout's line buffering.
+    let mut out = {
+        use std::os::fd::AsFd;
+        std::fs::File::from(std::io::stdout().as_fd().try_clone_to_owned()?)
+    };
     let outcome =
         script::session::write_script(&file, &options, &mut out).map_err(|e| match e {
             script::session::ScriptError::Io(io) => CliError::from(io),

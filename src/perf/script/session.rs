@@ -405,23 +405,76 @@ fn trim_nul(bytes: &[u8]) -> &[u8] {
 pub fn write_script(
     file: &PerfFile,
     options: &Options,
-    out: &mut impl Write,
+    out: &mut (impl Write + Send),
 ) -> Result<Outcome, ScriptError> {
     write_script_with(file, options, FsLookup, out)
 }
 
 /// Like [`write_script`], reading DSOs through `lookup`.
+///
+/// The text goes to `out` from another thread, in 64 KB pieces: writing tens of megabytes into a pipe is kernel
+/// work the formatting need not wait for.
 pub fn write_script_with<L: FileLookup>(
     file: &PerfFile,
     options: &Options,
     lookup: L,
-    out: &mut impl Write,
+    out: &mut (impl Write + Send),
 ) -> Result<Outcome, ScriptError> {
-    let mut it = samples_with(file, options, lookup);
-    let mut n = 0;
-    // Samples are formatted into one buffer that goes to `out` in large writes.
     const FLUSH_AT: usize = 1 << 16;
-    let mut text = Vec::with_capacity(2 * FLUSH_AT);
+    let mut it = samples_with(file, options, lookup);
+    let (full_tx, full_rx) = std::sync::mpsc::sync_channel::<Vec<u8>>(4);
+    let (empty_tx, empty_rx) = std::sync::mpsc::channel::<Vec<u8>>();
+    let result = std::thread::scope(|scope| {
+        let writer = scope.spawn(move || -> std::io::Result<()> {
+            for mut text in full_rx {
+                out.write_all(&text)?;
+                text.clear();
+                // The formatter may be gone already (an error ended it); the buffer is then just dropped.
+                let _ = empty_tx.send(text);
+            }
+            out.flush()
+        });
+        let formatted = format_samples(
+            &mut it,
+            |text| {
+                let fresh = empty_rx
+                    .try_recv()
+                    .unwrap_or_else(|_| Vec::with_capacity(2 * FLUSH_AT));
+                let full = std::mem::replace(text, fresh);
+                // A send fails only when the writer stopped on an error, which its join reports.
+                full_tx.send(full).is_ok()
+            },
+            FLUSH_AT,
+        );
+        drop(full_tx);
+        let written = writer
+            .join()
+            .unwrap_or_else(|_| Err(std::io::Error::other("the output thread panicked")));
+        match (formatted, written) {
+            (Err(e), _) => Err(e),
+            (Ok(_), Err(e)) => Err(ScriptError::Io(e)),
+            (Ok(n), Ok(())) => Ok(n),
+        }
+    });
+    let n = result?;
+    let mut warnings = std::mem::take(&mut it.warnings);
+    warnings.extend(it.records.warnings().iter().map(|w| w.to_string()));
+    Ok(Outcome {
+        samples: n,
+        warnings,
+    })
+}
+
+/// Formats every sample into a buffer handed to `ship` whenever it holds `flush_at` bytes, and once at the end;
+/// `ship` replaces it with an empty one and says whether output can still be delivered. Returns the number of
+/// samples formatted.
+fn format_samples<L: FileLookup>(
+    it: &mut Samples<'_, L>,
+    mut ship: impl FnMut(&mut Vec<u8>) -> bool,
+    flush_at: usize,
+) -> Result<u64, ScriptError> {
+    let mut n = 0;
+    let mut text = Vec::with_capacity(2 * flush_at);
     let mut frames = Vec::new();
     let mut lines = format::LineCache::default();
     while let Some(item) = it.next_sample_refs(&mut frames) {
@@ -437,17 +490,13 @@ pub fn write_script_with<L: FileLookup>(
             &mut lines,
         );
         n += 1;
-        if text.len() >= FLUSH_AT {
-            out.write_all(&text)?;
-            text.clear();
+        if text.len() >= flush_at && !ship(&mut text) {
+            // The writer failed; its error is what the caller reports.
+            return Ok(n);
         }
     }
-    out.write_all(&text)?;
-    out.flush()?;
-    let mut warnings = std::mem::take(&mut it.warnings);
-    warnings.extend(it.records.warnings().iter().map(|w| w.to_string()));
-    Ok(Outcome {
-        samples: n,
-        warnings,
-    })
+    if !text.is_empty() {
+        ship(&mut text);
+    }
+    Ok(n)
 }

@@ -162,3 +162,126 @@ fn fp_chain_with_markers_and_unknown_frames() {
         Some(crate::perf::symbols::DsoProblem::NotFound)
     );
 }
+
+#[test]
+fn script_text_equals_formatting_each_sample_over_many_output_buffers() {
+    // Thousands of fp samples (cached frames, repeated and new, and unmapped ones that are never cached) make
+    // several megabytes of text: the output thread, its recycled buffers and the per-run line cache must give
+    // exactly what formatting each sample's frames on its own gives.
+    use crate::perf::abi::*;
+    use crate::perf::data::{
+        CommRecord, Mmap2Inode, Mmap2Record, PerfEventAttr, PerfFile, PerfFileWriter, Record,
+        RecordMeta, SampleId, SampleRecord, U64s, WriterOptions,
+    };
+    let data = Build::FramePointer.bytes();
+    let (a, _) = function(data, "chain_a");
+    let (c, _) = function(data, "chain_c");
+    let attr = PerfEventAttr {
+        type_: PERF_TYPE_SOFTWARE,
+        size: PERF_ATTR_SIZE_VER5,
+        config: PERF_COUNT_SW_CPU_CLOCK,
+        sample_period_or_freq: 1000,
+        sample_type: PERF_SAMPLE_IP
+            | PERF_SAMPLE_TID
+            | PERF_SAMPLE_TIME
+            | PERF_SAMPLE_PERIOD
+            | PERF_SAMPLE_CALLCHAIN,
+        flags: ATTR_FLAG_SAMPLE_ID_ALL | ATTR_FLAG_MMAP | ATTR_FLAG_COMM | ATTR_FLAG_MMAP2,
+        ..Default::default()
+    };
+    let sid = |time| SampleId {
+        pid: Some(9),
+        tid: Some(9),
+        time: Some(time),
+        ..Default::default()
+    };
+    let meta = |ty, misc, time| RecordMeta {
+        ty,
+        misc,
+        attr_index: Some(0),
+        sample_id: sid(time),
+        ..Default::default()
+    };
+    let mut w =
+        PerfFileWriter::new(std::io::Cursor::new(Vec::new()), WriterOptions::default()).unwrap();
+    w.add_attr(&attr, &[1]).unwrap();
+    w.write_record(&Record::Comm(CommRecord {
+        meta: meta(PERF_RECORD_COMM, 0, 1),
+        pid: 9,
+        tid: 9,
+        comm: b"chain-fp",
+    }))
+    .unwrap();
+    w.write_record(&Record::Mmap2(Mmap2Record {
+        meta: meta(PERF_RECORD_MMAP2, PERF_RECORD_MISC_USER, 2),
+        pid: 9,
+        tid: 9,
+        addr: 0x40_1000,
+        len: 0x8_1000,
+        pgoff: 0x1000,
+        inode: Mmap2Inode::Inode {
+            maj: 0,
+            min: 0,
+            ino: 0,
+            ino_generation: 0,
+        },
+        prot: 5,
+        flags: 2,
+        filename: b"/w/chain-fp",
+    }))
+    .unwrap();
+    let chains: Vec<Vec<u64>> = (0..20_000u64)
+        .map(|i| {
+            vec![
+                PERF_CONTEXT_USER,
+                c + i % 40,
+                a + 0x10 + i % 3,
+                0x7f00_0000_0000 + i,
+            ]
+        })
+        .collect();
+    for (i, chain) in chains.iter().enumerate() {
+        let time = 10 + i as u64;
+        w.write_record(&Record::Sample(SampleRecord {
+            meta: meta(PERF_RECORD_SAMPLE, PERF_RECORD_MISC_USER, time),
+            attr_index: 0,
+            ip: Some(chain[1]),
+            pid: Some(9),
+            tid: Some(9),
+            time: Some(time),
+            period: Some(250_000),
+            callchain: Some(U64s::from_native(chain)),
+            ..Default::default()
+        }))
+        .unwrap();
+    }
+    let (out, _) = w.finish(&Default::default()).unwrap();
+    let file = PerfFile::from_bytes(out.into_inner()).unwrap();
+    let mut files = MemLookup::new();
+    files.insert("/w/chain-fp", data);
+    let options = Options {
+        symbolizer: SymbolizerOptions {
+            home: None,
+            running_kernel: false,
+            ..SymbolizerOptions::default()
+        },
+        ..Options::default()
+    };
+    let mut text = Vec::new();
+    let outcome =
+        super::session::write_script_with(&file, &options, files.clone(), &mut text).unwrap();
+    assert_eq!(outcome.samples, 20_000);
+    let mut want = Vec::new();
+    let mut it = super::session::samples_with(&file, &options, files);
+    let width = "cpu-clock".len();
+    let fields = super::format::Fields::for_event(None, false, true, true);
+    while let Some(item) = it.next_sample() {
+        let (info, frames) = item.unwrap();
+        super::format::write_sample(&mut want, fields, width, &info, &frames);
+    }
+    assert!(want.len() > 2 << 20, "{} bytes", want.len());
+    assert!(
+        text == want,
+        "write_script differs from formatting each sample"
+    );
+}
