@@ -12,17 +12,20 @@
 
 use super::{FrameAddress, ModuleLookup, RegsX86_64, StackSnapshot, StopReason, Unwound};
 use gimli::{
-    BaseAddresses, CfaRule, DebugFrame, EhFrame, EhFrameHdr, EndianSlice, LittleEndian, Register,
+    BaseAddresses, CfaRule, DebugFrame, EhFrame, EhFrameHdr, EndianSlice, LittleEndian,
     RegisterRule, UnwindContext, UnwindExpression, UnwindSection,
 };
 use object::{Object, ObjectSection};
 use std::cell::RefCell;
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 
 /// DWARF register numbers of the x86_64 psABI.
-const RBP: Register = Register(6);
-const RSP: Register = Register(7);
-const RA: Register = Register(16);
+const RBP: u16 = RegsX86_64::DWARF_RBP;
+const RSP: u16 = RegsX86_64::DWARF_RSP;
+const RA: u16 = RegsX86_64::DWARF_RA;
+/// How many DWARF registers a [`Rule`] describes (0–15 and the return address).
+const NREGS: usize = RegsX86_64::DWARF_REGS as usize;
 
 /// Why unwind information could not be loaded from a file.
 #[derive(Debug, thiserror::Error)]
@@ -54,21 +57,27 @@ struct IndexEntry {
     offset: usize,
 }
 
-/// How to find a register's value in the caller, reduced from a gimli row to what x86_64 needs.
+/// How to find a register's value in the caller, reduced from a gimli row to what x86_64 needs. Offsets are
+/// i32 (CFI offsets are frame sizes) so that a whole [`Rule`] stays small enough to copy out of the cache.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum RegRule {
     Undefined,
     SameValue,
     /// Saved at CFA + offset.
-    AtCfa(i64),
+    AtCfa(i32),
     /// Equal to CFA + offset.
-    ValCfa(i64),
+    ValCfa(i32),
+    /// Equal to this frame's value of another DWARF register.
+    Register(u16),
+    /// A rule this unwinder does not evaluate (DWARF expressions for registers, as in signal trampolines): the
+    /// register becomes unknown, which stops only a later step that needs it.
+    Unsupported,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum CfaRuleX86 {
-    SpPlus(i64),
-    BpPlus(i64),
+    /// DWARF register + offset: RSP or RBP from compilers, RBX in glibc's `_dl_runtime_resolve_*`.
+    RegPlus { reg: u16, offset: i64 },
     /// A DWARF expression (the PLT's `rsp + 8 + ((rip & 15) >= 11) * 8`, signal frames); evaluated per use.
     Expression {
         source: Source,
@@ -77,13 +86,79 @@ enum CfaRuleX86 {
     },
 }
 
-/// A cached unwind rule for one address.
+/// A cached unwind rule for one address: the CFA and, per DWARF register 0–16, how to find its caller value.
+///
+/// Registers the CFI says nothing about keep their value ("same value"), caller-saved ones included, as in
+/// libunwind (perf's unwinder), whose register state starts every column at "same value". A caller-saved
+/// register is thereby wrong in callers, but no compiler-emitted rule reads one; hand-written code that does
+/// (the lazy-binding resolver) saves it with an explicit rule. The return address column defaults to undefined.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Rule {
     cfa: CfaRuleX86,
-    ra: RegRule,
-    bp: RegRule,
+    regs: [RegRule; NREGS],
+    /// Bit n set: `regs[n]` is not [`RegRule::SameValue`]; a step visits only these.
+    changed: u32,
+    /// Some register copies another ([`RegRule::Register`]): the step must read the callee's values from a copy
+    /// instead of updating the registers in place.
+    copies: bool,
 }
+
+impl Rule {
+    fn new(cfa: CfaRuleX86) -> Self {
+        let mut rule = Rule {
+            cfa,
+            regs: [RegRule::SameValue; NREGS],
+            changed: 0,
+            copies: false,
+        };
+        rule.set(RA, RegRule::Undefined);
+        rule
+    }
+
+    fn set(&mut self, r: u16, rule: RegRule) {
+        if let Some(slot) = self.regs.get_mut(usize::from(r)) {
+            *slot = rule;
+            if rule == RegRule::SameValue {
+                self.changed &= !(1 << r);
+            } else {
+                self.changed |= 1 << r;
+            }
+        }
+    }
+
+    fn reg(&self, r: u16) -> RegRule {
+        self.regs[usize::from(r)]
+    }
+}
+
+/// What a cache slot remembers for one address: `None` when no FDE covers it.
+type Cached = Option<Result<Rule, String>>;
+
+/// A multiplicative hasher for the rule cache's u64 keys: SipHash's flood resistance buys nothing for addresses
+/// from our own samples and costs a good part of a cache hit.
+#[derive(Default)]
+struct AddrHasher(u64);
+
+impl Hasher for AddrHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(u64::from(b));
+        }
+    }
+
+    fn write_u64(&mut self, x: u64) {
+        // Fibonacci hashing; folding the high half down lets the low bits (hashbrown's bucket index) depend on
+        // every bit of the address.
+        let h = (self.0 ^ x).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        self.0 = h ^ (h >> 32);
+    }
+}
+
+type AddrMap<V> = HashMap<u64, V, BuildHasherDefault<AddrHasher>>;
 
 /// The unwind tables of one DSO, parsed once, with a per-address rule cache.
 ///
@@ -96,7 +171,7 @@ pub struct UnwindInfo {
     got_svma: u64,
     /// Sorted by `start`; a lookup takes the last entry starting at or below the address and checks its end.
     index: Vec<IndexEntry>,
-    cache: RefCell<HashMap<u64, Result<Rule, String>>>,
+    cache: RefCell<AddrMap<Cached>>,
     ctx: RefCell<UnwindContext<usize>>,
 }
 
@@ -253,14 +328,22 @@ impl UnwindInfo {
         self.cache.borrow_mut().clear();
     }
 
-    /// The unwind rule at `svma`, cached.
-    fn rule_at(&self, svma: u64) -> Option<Result<Rule, String>> {
+    /// Runs `f` on the cached unwind rule at `svma`, computing it on a miss (misses are cached too: code without
+    /// CFI is sampled as often as any other). `f` borrows the rule, so a hit copies nothing.
+    fn with_rule<R>(&self, svma: u64, f: impl FnOnce(&Cached) -> R) -> R {
         if let Some(hit) = self.cache.borrow().get(&svma) {
-            return Some(hit.clone());
+            return f(hit);
         }
-        let computed = self.compute_rule(svma)?;
-        self.cache.borrow_mut().insert(svma, computed.clone());
-        Some(computed)
+        let computed = self.compute_rule(svma);
+        let result = f(&computed);
+        self.cache.borrow_mut().insert(svma, computed);
+        result
+    }
+
+    /// The unwind rule at `svma` (a copy, for tests).
+    #[cfg(test)]
+    fn rule_at(&self, svma: u64) -> Cached {
+        self.with_rule(svma, Clone::clone)
     }
 
     /// `None` when no FDE covers `svma`.
@@ -315,15 +398,15 @@ impl UnwindInfo {
         };
         let address_size = fde.cie().address_size();
         let cfa = match row.cfa() {
-            CfaRule::RegisterAndOffset { register, offset } if *register == RSP => {
-                CfaRuleX86::SpPlus(*offset)
-            }
-            CfaRule::RegisterAndOffset { register, offset } if *register == RBP => {
-                CfaRuleX86::BpPlus(*offset)
+            CfaRule::RegisterAndOffset { register, offset } if register.0 < RA => {
+                CfaRuleX86::RegPlus {
+                    reg: register.0,
+                    offset: *offset,
+                }
             }
             CfaRule::RegisterAndOffset { register, .. } => {
                 return Some(Err(format!(
-                    "CFA based on DWARF register {} at {svma:#x}, which x86_64 unwinding does not track",
+                    "CFA based on DWARF register {} at {svma:#x}, which is not an x86_64 general register",
                     register.0
                 )))
             }
@@ -333,28 +416,29 @@ impl UnwindInfo {
                 address_size,
             },
         };
-        let reg = |r: Register, default: RegRule| -> Result<RegRule, String> {
-            match row.register(r) {
-                None => Ok(default),
-                Some(RegisterRule::Undefined) => Ok(RegRule::Undefined),
-                Some(RegisterRule::SameValue) => Ok(RegRule::SameValue),
-                Some(RegisterRule::Offset(o)) => Ok(RegRule::AtCfa(o)),
-                Some(RegisterRule::ValOffset(o)) => Ok(RegRule::ValCfa(o)),
-                Some(other) => Err(format!(
-                    "unsupported rule {other:?} for DWARF register {} at {svma:#x}",
-                    r.0
-                )),
+        let mut rule = Rule::new(cfa);
+        for (register, r) in row.registers() {
+            // RSP is always the CFA (psABI); columns past RA (vector registers) are not tracked.
+            if register.0 == RSP || usize::from(register.0) >= NREGS {
+                continue;
             }
-        };
-        let ra = match reg(RA, RegRule::Undefined) {
-            Ok(r) => r,
-            Err(e) => return Some(Err(e)),
-        };
-        let bp = match reg(RBP, RegRule::SameValue) {
-            Ok(r) => r,
-            Err(e) => return Some(Err(e)),
-        };
-        Some(Ok(Rule { cfa, ra, bp }))
+            let offset = |o: i64| i32::try_from(o).ok();
+            let reg_rule = match r {
+                RegisterRule::Undefined => RegRule::Undefined,
+                RegisterRule::SameValue => RegRule::SameValue,
+                RegisterRule::Offset(o) => offset(*o).map_or(RegRule::Unsupported, RegRule::AtCfa),
+                RegisterRule::ValOffset(o) => {
+                    offset(*o).map_or(RegRule::Unsupported, RegRule::ValCfa)
+                }
+                RegisterRule::Register(from) if usize::from(from.0) < NREGS => {
+                    RegRule::Register(from.0)
+                }
+                _ => RegRule::Unsupported,
+            };
+            rule.set(register.0, reg_rule);
+        }
+        rule.copies = rule.regs.iter().any(|r| matches!(r, RegRule::Register(_)));
+        Some(Ok(rule))
     }
 
     /// Evaluates a CFA expression with the current registers; memory reads go to the stack snapshot.
@@ -365,50 +449,68 @@ impl UnwindInfo {
         address_size: u8,
         regs: &RegsX86_64,
         stack: &StackSnapshot<'_>,
-    ) -> Result<u64, String> {
+    ) -> Result<u64, ExprError> {
         let expression = match source {
             Source::EhFrame => self.eh().map(|s| expr.get(&s)),
             Source::DebugFrame => self.debug().map(|s| expr.get(&s)),
         }
-        .ok_or("unwind section vanished")?
-        .map_err(|e| e.to_string())?;
+        .ok_or_else(|| ExprError::Bad("unwind section vanished".into()))?
+        .map_err(|e| ExprError::Bad(e.to_string()))?;
         let encoding = gimli::Encoding {
             address_size,
             format: gimli::Format::Dwarf32,
             version: 4,
         };
         let mut eval = expression.evaluation(encoding);
-        let mut result = eval.evaluate().map_err(|e| e.to_string())?;
+        let bad = |e: gimli::Error| ExprError::Bad(e.to_string());
+        let mut result = eval.evaluate().map_err(bad)?;
         loop {
             result = match result {
                 gimli::EvaluationResult::Complete => break,
                 gimli::EvaluationResult::RequiresRegister { register, .. } => {
-                    let value = match register {
-                        RSP => regs.sp,
-                        RBP => regs.bp,
-                        RA => regs.ip,
-                        other => {
-                            return Err(format!("CFA expression reads DWARF register {}", other.0))
-                        }
-                    };
+                    let value = regs.get(register.0).ok_or(ExprError::Unknown(register.0))?;
                     eval.resume_with_register(gimli::Value::Generic(value))
-                        .map_err(|e| e.to_string())?
+                        .map_err(bad)?
                 }
                 gimli::EvaluationResult::RequiresMemory { address, .. } => {
-                    let value = stack.read_u64(address).ok_or_else(|| {
-                        format!("CFA expression reads {address:#x} outside the stack")
-                    })?;
+                    let value = stack
+                        .read_u64(address)
+                        .ok_or(ExprError::Unreadable(address))?;
                     eval.resume_with_memory(gimli::Value::Generic(value))
-                        .map_err(|e| e.to_string())?
+                        .map_err(bad)?
                 }
-                other => return Err(format!("unsupported CFA expression step {other:?}")),
+                other => {
+                    return Err(ExprError::Bad(format!(
+                        "unsupported CFA expression step {other:?}"
+                    )))
+                }
             };
         }
         let pieces = eval.result();
         match pieces.first().map(|p| &p.location) {
             Some(gimli::Location::Address { address }) => Ok(*address),
-            other => Err(format!("CFA expression gave {other:?}, not an address")),
+            other => Err(ExprError::Bad(format!(
+                "CFA expression gave {other:?}, not an address"
+            ))),
         }
+    }
+}
+
+/// Why a CFA expression gave no address.
+enum ExprError {
+    /// It reads a register whose value is unknown in this frame.
+    Unknown(u16),
+    /// It reads stack memory outside the snapshot.
+    Unreadable(u64),
+    /// It is malformed or uses an operation the evaluator does not support.
+    Bad(String),
+}
+
+/// The stop reason for a step that needs DWARF register `r`, which is unknown in `regs`.
+fn unknown_register(regs: &RegsX86_64, r: u16, avma: u64) -> StopReason {
+    match regs.unknown_slot(r) {
+        Some(addr) => StopReason::StackTooSmall { addr },
+        None => StopReason::UnknownRegister { avma, register: r },
     }
 }
 
@@ -458,12 +560,14 @@ pub fn unwind<'a>(
     options: &UnwindOptions,
 ) -> Unwound {
     let mut regs = regs;
-    // Where this frame's RBP should have been read when the stack copy did not hold it. The caller's frame is
-    // still known (its return address was readable); only a step that needs RBP must stop. This happens in
-    // every epilogue after `pop rbp`: gcc's CFI keeps "RBP saved at CFA-16", which is now below RSP and so
-    // outside the kernel's stack copy. perf's libunwind reads registers lazily and shows the caller there too.
-    let mut bp_unreadable: Option<u64> = None;
-    let mut frames = vec![FrameAddress::InstructionPointer(regs.ip)];
+    // A register whose save slot was outside the stack copy (or that was never sampled) is unknown from then on;
+    // the caller's frame is still known when its return address was readable, so only a step that needs the
+    // register stops. The common case is every epilogue after `pop rbp`: gcc's CFI keeps "RBP saved at CFA-16",
+    // which is now below RSP and so outside the kernel's stack copy. perf's libunwind reads registers lazily
+    // and shows the caller there too.
+    // Room for a typical chain, so that pushes do not reallocate.
+    let mut frames = Vec::with_capacity(options.max_frames.min(32));
+    frames.push(FrameAddress::InstructionPointer(regs.ip));
     let stop = loop {
         if frames.len() >= options.max_frames {
             break StopReason::MaxFrames;
@@ -474,82 +578,114 @@ pub fn unwind<'a>(
             break StopReason::NoModule { avma };
         };
         let svma = avma.wrapping_sub(module.bias);
-        let rule = match module.unwind.rule_at(svma) {
+        let step = module.unwind.with_rule(svma, |cached| match cached {
+            None => None,
+            Some(Err(message)) => Some(Err(StopReason::BadUnwindInfo {
+                avma,
+                message: message.clone(),
+            })),
+            Some(Ok(rule)) => Some(step(rule, module.unwind, avma, svma, &mut regs, stack)),
+        });
+        match step {
+            Some(Ok(ra)) => frames.push(FrameAddress::ReturnAddress(ra)),
+            Some(Err(stop)) => break stop,
             // Code without CFI (crtstuff's frame_dummy and __do_global_dtors_aux, hand-written assembly): one
             // frame-pointer step, as Linux perf's libunwind does when a module has no entry for the address.
             // Without it bport's chains through such code ended a frame or more earlier than perf's.
-            None => match (bp_unreadable, frame_pointer_step(&regs, stack)) {
-                (Some(addr), _) => break StopReason::StackTooSmall { addr },
-                (None, Some(caller)) => {
+            None => match (regs.is_known(RBP), frame_pointer_step(&regs, stack)) {
+                (false, _) => match regs.unknown_slot(RBP) {
+                    Some(addr) => break StopReason::StackTooSmall { addr },
+                    None => break StopReason::NoUnwindInfo { avma },
+                },
+                (true, Some(caller)) => {
                     regs = caller;
                     frames.push(FrameAddress::ReturnAddress(caller.ip));
-                    continue;
                 }
-                (None, None) => break StopReason::NoUnwindInfo { avma },
+                (true, None) => break StopReason::NoUnwindInfo { avma },
             },
-            Some(Err(message)) => break StopReason::BadUnwindInfo { avma, message },
-            Some(Ok(rule)) => rule,
-        };
-        let cfa = match (rule.cfa, bp_unreadable) {
-            (CfaRuleX86::SpPlus(o), _) => regs.sp.wrapping_add_signed(o),
-            // An expression may read RBP too: without it, stop rather than compute from a wrong value.
-            (CfaRuleX86::BpPlus(_) | CfaRuleX86::Expression { .. }, Some(addr)) => {
-                break StopReason::StackTooSmall { addr }
-            }
-            (CfaRuleX86::BpPlus(o), None) => regs.bp.wrapping_add_signed(o),
-            (
-                CfaRuleX86::Expression {
-                    source,
-                    expr,
-                    address_size,
-                },
-                None,
-            ) => match module
-                .unwind
-                .eval_cfa_expression(source, expr, address_size, &regs, stack)
-            {
-                Ok(cfa) => cfa,
-                Err(message) => break StopReason::BadUnwindInfo { avma, message },
-            },
-        };
-        let recover = |r: RegRule, current: u64| -> Result<Option<u64>, u64> {
-            match r {
-                RegRule::Undefined => Ok(None),
-                RegRule::SameValue => Ok(Some(current)),
-                RegRule::AtCfa(o) => {
-                    let addr = cfa.wrapping_add_signed(o);
-                    stack.read_u64(addr).map(Some).ok_or(addr)
-                }
-                RegRule::ValCfa(o) => Ok(Some(cfa.wrapping_add_signed(o))),
-            }
-        };
-        let ra = match recover(rule.ra, regs.ip) {
-            Ok(Some(ra)) => ra,
-            Ok(None) => break StopReason::Outermost,
-            Err(addr) => break StopReason::StackTooSmall { addr },
-        };
-        let (bp, next_bp_unreadable) = match (rule.bp, bp_unreadable) {
-            (RegRule::SameValue, unreadable) => (regs.bp, unreadable),
-            (r, _) => match recover(r, regs.bp) {
-                Ok(bp) => (bp.unwrap_or(0), None),
-                Err(addr) => (0, Some(addr)),
-            },
-        };
-        if ra == 0 {
-            break StopReason::Outermost;
         }
-        if cfa <= regs.sp {
-            break StopReason::StackDidNotGrow;
-        }
-        regs = RegsX86_64 {
-            ip: ra,
-            sp: cfa,
-            bp,
-        };
-        bp_unreadable = next_bp_unreadable;
-        frames.push(FrameAddress::ReturnAddress(ra));
     };
     Unwound { frames, stop }
+}
+
+/// One CFI step: turns `regs` (this frame's) into the caller's in place and returns the caller's return
+/// address, or why the walk stops there (`regs` is then partly updated and must not be used).
+fn step(
+    rule: &Rule,
+    info: &UnwindInfo,
+    avma: u64,
+    svma: u64,
+    regs: &mut RegsX86_64,
+    stack: &StackSnapshot<'_>,
+) -> Result<u64, StopReason> {
+    let cfa = match rule.cfa {
+        CfaRuleX86::RegPlus { reg, offset } => match regs.get(reg) {
+            Some(value) => value.wrapping_add_signed(offset),
+            None => return Err(unknown_register(regs, reg, avma)),
+        },
+        CfaRuleX86::Expression {
+            source,
+            expr,
+            address_size,
+        } => match info.eval_cfa_expression(source, expr, address_size, regs, stack) {
+            Ok(cfa) => cfa,
+            Err(ExprError::Unknown(reg)) => return Err(unknown_register(regs, reg, avma)),
+            Err(ExprError::Unreadable(addr)) => return Err(StopReason::StackTooSmall { addr }),
+            Err(ExprError::Bad(message)) => {
+                return Err(StopReason::BadUnwindInfo { avma, message })
+            }
+        },
+    };
+    let callee_sp = regs.sp;
+    // Register-to-register rules read the callee's values, which the in-place update overwrites.
+    let callee = rule.copies.then_some(*regs);
+    // The caller's registers are this frame's, except where the rule says otherwise.
+    let mut changed = rule.changed;
+    while changed != 0 {
+        let r = changed.trailing_zeros() as u16;
+        changed &= changed - 1;
+        match rule.reg(r) {
+            RegRule::SameValue => {}
+            RegRule::Undefined | RegRule::Unsupported => regs.set_unknown(r, 0),
+            RegRule::AtCfa(o) => {
+                let addr = cfa.wrapping_add_signed(o.into());
+                match stack.read_u64(addr) {
+                    Some(value) => regs.set(r, value),
+                    None => regs.set_unknown(r, addr),
+                }
+            }
+            RegRule::ValCfa(o) => regs.set(r, cfa.wrapping_add_signed(o.into())),
+            RegRule::Register(from) => {
+                let source = callee.as_ref().unwrap_or(regs);
+                match source.get(from) {
+                    Some(value) => regs.set(r, value),
+                    None => {
+                        let slot = source.unknown_slot(from).unwrap_or(0);
+                        regs.set_unknown(r, slot);
+                    }
+                }
+            }
+        }
+    }
+    let ra = match (rule.reg(RA), regs.get(RA)) {
+        (RegRule::Undefined, _) => return Err(StopReason::Outermost),
+        (_, Some(ra)) => ra,
+        (RegRule::Unsupported, None) => {
+            return Err(StopReason::BadUnwindInfo {
+                avma,
+                message: format!("unsupported return-address rule at {svma:#x}"),
+            })
+        }
+        (_, None) => return Err(unknown_register(regs, RA, avma)),
+    };
+    if ra == 0 {
+        return Err(StopReason::Outermost);
+    }
+    if cfa <= callee_sp {
+        return Err(StopReason::StackDidNotGrow);
+    }
+    regs.set(RSP, cfa);
+    Ok(ra)
 }
 
 /// How far above the stack pointer a frame pointer may point and still be trusted by the fallback step (perf's
@@ -571,11 +707,12 @@ fn frame_pointer_step(regs: &RegsX86_64, stack: &StackSnapshot<'_>) -> Option<Re
     if ra == 0 {
         return None;
     }
-    Some(RegsX86_64 {
-        ip: ra,
-        sp: bp + 16,
-        bp: caller_bp,
-    })
+    // Other registers keep their values, as libunwind's frame-pointer fallback leaves them.
+    let mut caller = *regs;
+    caller.ip = ra;
+    caller.sp = bp + 16;
+    caller.bp = caller_bp;
+    Some(caller)
 }
 
 #[cfg(test)]
@@ -700,18 +837,18 @@ mod tests {
         assert_eq!(starts(&scanned), starts(&from_elf));
         let (c, _) = function(data, "chain_c");
         let rule = scanned.rule_at(c + 0x20).unwrap().unwrap();
-        assert_eq!(
-            rule,
-            Rule {
-                cfa: CfaRuleX86::SpPlus(8),
-                ra: RegRule::AtCfa(-8),
-                bp: RegRule::SameValue
-            }
-        );
+        let mut expect = Rule::new(CfaRuleX86::RegPlus {
+            reg: RSP,
+            offset: 8,
+        });
+        expect.set(RA, RegRule::AtCfa(-8));
+        assert_eq!(rule, expect);
+        assert_eq!(rule.changed, 1 << RA);
         assert_eq!(scanned.cache.borrow().len(), 1);
         assert_eq!(scanned.rule_at(c + 0x20), Some(Ok(rule)));
         assert_eq!(scanned.cache.borrow().len(), 1);
         assert_eq!(scanned.rule_at(0x10), None);
+        assert_eq!(scanned.cache.borrow().get(&0x10), Some(&None));
     }
 
     #[test]
@@ -806,11 +943,7 @@ mod tests {
             start: sp,
             bytes: &bytes,
         };
-        let regs = RegsX86_64 {
-            ip: dummy + 0x1c,
-            sp,
-            bp: sp,
-        };
+        let regs = RegsX86_64::new(dummy + 0x1c, sp, sp);
         let out = unwind(regs, &stack, &mut lookup, &UnwindOptions::default());
         assert_eq!(
             out.frames,
@@ -848,12 +981,17 @@ mod tests {
         let ip = symbol("chain_b")
             .find(|&a| {
                 let r = rule(a);
-                r.cfa == CfaRuleX86::SpPlus(8) && r.bp == RegRule::AtCfa(-16)
+                r.cfa
+                    == CfaRuleX86::RegPlus {
+                        reg: RSP,
+                        offset: 8,
+                    }
+                    && r.reg(RBP) == RegRule::AtCfa(-16)
             })
             .expect("gcc's epilogue CFI in chain_b");
         // The return address into chain_a, whose CFA is RBP-based (so the walk cannot go past it).
         let ra = symbol("chain_a")
-            .find(|&a| matches!(rule(a).cfa, CfaRuleX86::BpPlus(_)))
+            .find(|&a| matches!(rule(a).cfa, CfaRuleX86::RegPlus { reg: RBP, .. }))
             .unwrap()
             + 1;
         let sp = 0x7ffd_0000_1000u64;
@@ -869,11 +1007,7 @@ mod tests {
                 unwind: &info,
             })
         };
-        let regs = RegsX86_64 {
-            ip,
-            sp,
-            bp: 0x7ffd_0000_1010,
-        };
+        let regs = RegsX86_64::new(ip, sp, 0x7ffd_0000_1010);
         let out = unwind(regs, &stack, &mut lookup, &UnwindOptions::default());
         assert_eq!(
             out.frames,

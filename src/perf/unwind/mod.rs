@@ -50,18 +50,28 @@ impl FrameAddress {
     }
 }
 
-/// The x86_64 user registers an unwinder needs, taken from a sample's `regs_user`.
+/// The x86_64 user registers, taken from a sample's `regs_user`: the sixteen general registers and RIP.
 ///
-/// Only IP, SP and BP: on x86_64 every CFA rule the compilers emit is relative to RSP or RBP, and no other
-/// callee-saved register is needed to find the caller (framehop makes the same choice).
+/// DWARF CFI may base a CFA on any register (glibc's `_dl_runtime_resolve_xsavec` realigns RSP and keeps the CFA in
+/// RBX) and any callee may save any register, so the unwinder carries all of them from frame to frame, as
+/// libunwind does. A register whose value is not known — not in the sample's mask, undefined by the CFI, or saved
+/// in a slot outside the captured stack — is marked unknown; only a step that needs it stops.
+///
+/// `ip`, `sp` and `bp` are plain fields because every unwinder reads them; the rest are reached by DWARF register
+/// number through [`RegsX86_64::get`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct RegsX86_64 {
-    /// RIP.
+    /// RIP (DWARF 16, the return-address column).
     pub ip: u64,
-    /// RSP.
+    /// RSP (DWARF 7).
     pub sp: u64,
-    /// RBP.
+    /// RBP (DWARF 6).
     pub bp: u64,
+    /// DWARF registers 0–15 except RBP and RSP (their slots stay 0): RAX RDX RCX RBX RSI RDI _ _ R8–R15.
+    gpr: [u64; 16],
+    /// Bit n set: DWARF register n is unknown. Its value slot then holds the stack address its save slot should
+    /// have been read from, or 0 when it was never known (not sampled, undefined) — the reason a step reports.
+    unknown: u32,
 }
 
 impl RegsX86_64 {
@@ -72,9 +82,61 @@ impl RegsX86_64 {
     /// `PERF_REG_X86_IP`.
     pub const PERF_REG_IP: u32 = crate::perf::abi::PERF_REG_X86_IP;
 
-    /// Picks IP, SP and BP out of a sample's `regs_user` values, which hold one u64 per set bit of `mask`, in
-    /// bit order. `None` when the mask lacks one of them or `values` is short (a sample taken in a kernel thread
-    /// has `abi == NONE` and no values at all).
+    /// Number of DWARF registers carried: 0–15 (general registers) and 16 (RIP).
+    pub const DWARF_REGS: u16 = 17;
+    /// DWARF register number of RBX.
+    pub const DWARF_RBX: u16 = 3;
+    /// DWARF register number of RBP.
+    pub const DWARF_RBP: u16 = 6;
+    /// DWARF register number of RSP.
+    pub const DWARF_RSP: u16 = 7;
+    /// DWARF register number of the return address (RIP).
+    pub const DWARF_RA: u16 = 16;
+
+    /// For each DWARF register 0–16, its `PERF_REG_X86_*` index (x86_64 psABI figure 3.36 against
+    /// arch/x86/include/uapi/asm/perf_regs.h).
+    const PERF_INDEX: [u32; 17] = {
+        use crate::perf::abi::*;
+        [
+            PERF_REG_X86_AX,
+            PERF_REG_X86_DX,
+            PERF_REG_X86_CX,
+            PERF_REG_X86_BX,
+            PERF_REG_X86_SI,
+            PERF_REG_X86_DI,
+            PERF_REG_X86_BP,
+            PERF_REG_X86_SP,
+            PERF_REG_X86_R8,
+            PERF_REG_X86_R8 + 1,
+            PERF_REG_X86_R8 + 2,
+            PERF_REG_X86_R8 + 3,
+            PERF_REG_X86_R8 + 4,
+            PERF_REG_X86_R8 + 5,
+            PERF_REG_X86_R8 + 6,
+            PERF_REG_X86_R15,
+            PERF_REG_X86_IP,
+        ]
+    };
+
+    /// Registers with only IP, SP and BP known (the frame-pointer unwinder's view, and tests').
+    pub fn new(ip: u64, sp: u64, bp: u64) -> Self {
+        let mut regs = RegsX86_64 {
+            ip,
+            sp,
+            bp,
+            ..Default::default()
+        };
+        for r in 0..Self::DWARF_REGS {
+            if !matches!(r, Self::DWARF_RBP | Self::DWARF_RSP | Self::DWARF_RA) {
+                regs.set_unknown(r, 0);
+            }
+        }
+        regs
+    }
+
+    /// Reads a sample's `regs_user` values, which hold one u64 per set bit of `mask`, in bit order. `None` when
+    /// the mask lacks IP or SP or `values` is short (a sample taken in a kernel thread has `abi == NONE` and no
+    /// values at all); every other register the mask lacks is unknown.
     pub fn from_perf_regs(mask: u64, values: &[u64]) -> Option<Self> {
         let get = |bit: u32| -> Option<u64> {
             if mask & (1u64 << bit) == 0 {
@@ -83,11 +145,82 @@ impl RegsX86_64 {
             let index = (mask & ((1u64 << bit) - 1)).count_ones() as usize;
             values.get(index).copied()
         };
-        Some(RegsX86_64 {
-            ip: get(Self::PERF_REG_IP)?,
-            sp: get(Self::PERF_REG_SP)?,
-            bp: get(Self::PERF_REG_BP)?,
-        })
+        get(Self::PERF_REG_IP)?;
+        get(Self::PERF_REG_SP)?;
+        let mut regs = RegsX86_64::default();
+        for (r, &bit) in (0..Self::DWARF_REGS).zip(Self::PERF_INDEX.iter()) {
+            match get(bit) {
+                Some(v) => regs.set(r, v),
+                None => regs.set_unknown(r, 0),
+            }
+        }
+        Some(regs)
+    }
+
+    /// The value of DWARF register `r`, `None` when it is unknown or not a register this type carries.
+    #[inline]
+    pub fn get(&self, r: u16) -> Option<u64> {
+        if r >= Self::DWARF_REGS || self.unknown & (1 << r) != 0 {
+            return None;
+        }
+        Some(self.raw(r))
+    }
+
+    /// Whether DWARF register `r` is known.
+    #[inline]
+    pub fn is_known(&self, r: u16) -> bool {
+        r < Self::DWARF_REGS && self.unknown & (1 << r) == 0
+    }
+
+    /// Why DWARF register `r` is unknown: the stack address its save slot lay at (outside the captured stack),
+    /// or `None` when it was never known. Meaningless for a known register.
+    #[inline]
+    pub fn unknown_slot(&self, r: u16) -> Option<u64> {
+        Some(self.raw(r)).filter(|&a| a != 0)
+    }
+
+    /// Sets DWARF register `r` (0–16) to a known value; other numbers are ignored.
+    #[inline]
+    pub fn set(&mut self, r: u16, value: u64) {
+        if r >= Self::DWARF_REGS {
+            return;
+        }
+        self.set_raw(r, value);
+        self.unknown &= !(1 << r);
+    }
+
+    /// Marks DWARF register `r` unknown, remembering the unreadable save slot (`0`: none).
+    #[inline]
+    pub fn set_unknown(&mut self, r: u16, slot: u64) {
+        if r >= Self::DWARF_REGS {
+            return;
+        }
+        self.set_raw(r, slot);
+        self.unknown |= 1 << r;
+    }
+
+    #[inline]
+    fn raw(&self, r: u16) -> u64 {
+        match r {
+            Self::DWARF_RBP => self.bp,
+            Self::DWARF_RSP => self.sp,
+            Self::DWARF_RA => self.ip,
+            r => self.gpr.get(usize::from(r)).copied().unwrap_or(0),
+        }
+    }
+
+    #[inline]
+    fn set_raw(&mut self, r: u16, value: u64) {
+        match r {
+            Self::DWARF_RBP => self.bp = value,
+            Self::DWARF_RSP => self.sp = value,
+            Self::DWARF_RA => self.ip = value,
+            r => {
+                if let Some(slot) = self.gpr.get_mut(usize::from(r)) {
+                    *slot = value;
+                }
+            }
+        }
     }
 }
 
@@ -167,6 +300,15 @@ pub enum StopReason {
     StackTooSmall {
         /// The address that could not be read.
         addr: u64,
+    },
+    /// The step needs a register whose value is unknown: not in the sample's register mask, or undefined or
+    /// not evaluable by the callee's CFI. (A register saved outside the captured stack gives
+    /// [`StopReason::StackTooSmall`] instead.)
+    UnknownRegister {
+        /// The frame's lookup address.
+        avma: u64,
+        /// The DWARF register number.
+        register: u16,
     },
     /// The next frame's stack pointer did not move up: the unwind would loop.
     StackDidNotGrow,
@@ -294,6 +436,6 @@ pub(crate) mod test_support {
         words.push(outer_ra);
         // RBP stays 0: in the no-frame-pointer build every CFA rule is RSP-based.
         let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
-        (RegsX86_64 { ip, sp, bp: 0 }, bytes, sp, expect)
+        (RegsX86_64::new(ip, sp, 0), bytes, sp, expect)
     }
 }
