@@ -1019,4 +1019,304 @@ mod tests {
         // chain_a's CFA needs the RBP that was not captured: that step stops, naming the word it lacked.
         assert_eq!(out.stop, StopReason::StackTooSmall { addr: sp + 8 - 16 });
     }
+
+    /// An UnwindInfo whose cache is seeded with hand-made rules: unit tests of the step logic without CFI bytes.
+    fn seeded(rules: &[(u64, Rule)]) -> UnwindInfo {
+        let info = UnwindInfo::default();
+        for (svma, rule) in rules {
+            info.cache.borrow_mut().insert(*svma, Some(Ok(*rule)));
+        }
+        info
+    }
+
+    fn rule(cfa_reg: u16, cfa_offset: i64, saved: &[(u16, RegRule)]) -> Rule {
+        let mut r = Rule::new(CfaRuleX86::RegPlus {
+            reg: cfa_reg,
+            offset: cfa_offset,
+        });
+        for &(reg, rr) in saved {
+            r.set(reg, rr);
+        }
+        r.copies = r.regs.iter().any(|x| matches!(x, RegRule::Register(_)));
+        r
+    }
+
+    fn words(start: u64, len: usize, put: &[(u64, u64)]) -> Vec<u8> {
+        let mut bytes = vec![0u8; len];
+        for &(addr, v) in put {
+            let o = (addr - start) as usize;
+            bytes[o..o + 8].copy_from_slice(&v.to_le_bytes());
+        }
+        bytes
+    }
+
+    const RBX: u16 = RegsX86_64::DWARF_RBX;
+
+    #[test]
+    fn cfa_based_on_rbx_uses_the_rbx_a_callee_saved() {
+        // leaf (0x1000): push rbx; CFA = rsp+16, rbx at CFA-16. resolver (0x2000): CFA = rbx+32 with rbx at
+        // CFA-32 (glibc's _dl_runtime_resolve shape). caller (0x3000): CFA = rsp+8, and its caller's slot is 0.
+        let leaf = rule(
+            RSP,
+            16,
+            &[(RBX, RegRule::AtCfa(-16)), (RA, RegRule::AtCfa(-8))],
+        );
+        let resolver = rule(
+            RBX,
+            32,
+            &[(RBX, RegRule::AtCfa(-32)), (RA, RegRule::AtCfa(-8))],
+        );
+        let caller = rule(RSP, 8, &[(RA, RegRule::AtCfa(-8))]);
+        let info = seeded(&[(0x1000, leaf), (0x2000, resolver), (0x3000, caller)]);
+        let mut lookup = |avma: u64| {
+            (0x1000..0x4000).contains(&avma).then_some(Module {
+                avma_range: 0x1000..0x4000,
+                bias: 0,
+                unwind: &info,
+            })
+        };
+        let s = 0x7ffc_0000_1000u64;
+        // The resolver realigned RSP below its rbx: rbx = s+0x40 points at the caller's saved rbx.
+        let b = s + 0x40;
+        let bytes = words(
+            s,
+            0x80,
+            &[
+                (s, b),
+                (s + 8, 0x2001),
+                (b, 0x1234),
+                (b + 24, 0x3001),
+                (b + 32, 0),
+            ],
+        );
+        let stack = StackSnapshot {
+            start: s,
+            bytes: &bytes,
+        };
+        // Sampled with IP, SP and a clobbered RBX only: RBP and the rest are unknown and never needed.
+        let mask = (1 << RegsX86_64::PERF_REG_IP)
+            | (1 << RegsX86_64::PERF_REG_SP)
+            | (1 << crate::perf::abi::PERF_REG_X86_BX);
+        // Values in PERF_REG order: BX (1), SP (7), IP (8).
+        let regs = RegsX86_64::from_perf_regs(mask, &[0xdead_beef, s, 0x1000]).unwrap();
+        assert_eq!(regs.get(RBX), Some(0xdead_beef));
+        assert_eq!(regs.get(RBP), None);
+        let out = unwind(regs, &stack, &mut lookup, &UnwindOptions::default());
+        assert_eq!(
+            out.frames,
+            vec![
+                FrameAddress::InstructionPointer(0x1000),
+                FrameAddress::ReturnAddress(0x2001),
+                FrameAddress::ReturnAddress(0x3001),
+            ]
+        );
+        assert_eq!(out.stop, StopReason::Outermost);
+
+        // Without the leaf's save rule, the sampled (clobbered) rbx would be used: the resolver step must
+        // instead stop when rbx is simply not known.
+        let leaf_no_save = rule(RSP, 16, &[(RA, RegRule::AtCfa(-8))]);
+        let info2 = seeded(&[(0x1000, leaf_no_save), (0x2000, resolver)]);
+        let mut lookup2 = |avma: u64| {
+            (0x1000..0x4000).contains(&avma).then_some(Module {
+                avma_range: 0x1000..0x4000,
+                bias: 0,
+                unwind: &info2,
+            })
+        };
+        let no_rbx = RegsX86_64::from_perf_regs(
+            (1 << RegsX86_64::PERF_REG_IP) | (1 << RegsX86_64::PERF_REG_SP),
+            &[s, 0x1000],
+        )
+        .unwrap();
+        let out = unwind(no_rbx, &stack, &mut lookup2, &UnwindOptions::default());
+        assert_eq!(out.frames.len(), 2, "{out:?}");
+        assert_eq!(
+            out.stop,
+            StopReason::UnknownRegister {
+                avma: 0x2000,
+                register: RBX
+            }
+        );
+
+        // rbx's save slot outside the stack copy (the copy starts at the return-address slot): the leaf step
+        // still yields the resolver, whose step then names the missing word.
+        let short = StackSnapshot {
+            start: s + 8,
+            bytes: &bytes[8..],
+        };
+        let out = unwind(regs, &short, &mut lookup, &UnwindOptions::default());
+        assert_eq!(
+            out.frames,
+            vec![
+                FrameAddress::InstructionPointer(0x1000),
+                FrameAddress::ReturnAddress(0x2001),
+            ]
+        );
+        assert_eq!(out.stop, StopReason::StackTooSmall { addr: s });
+    }
+
+    #[test]
+    fn register_copies_read_the_callee_values() {
+        // leaf: rbx holds the caller's rbp (Register rule), rbp holds the caller's rbx; both swap at once.
+        let leaf = rule(
+            RSP,
+            8,
+            &[
+                (RBX, RegRule::Register(RBP)),
+                (RBP, RegRule::Register(RBX)),
+                (RA, RegRule::AtCfa(-8)),
+            ],
+        );
+        // The caller's CFA is rbp-based and its return address is undefined: the walk ends there.
+        let caller = rule(RBP, 16, &[(RA, RegRule::Undefined)]);
+        let info = seeded(&[(0x1000, leaf), (0x2000, caller)]);
+        let mut lookup = |avma: u64| {
+            (0x1000..0x3000).contains(&avma).then_some(Module {
+                avma_range: 0x1000..0x3000,
+                bias: 0,
+                unwind: &info,
+            })
+        };
+        let s = 0x7ffc_0000_1000u64;
+        let bytes = words(s, 16, &[(s, 0x2001)]);
+        let stack = StackSnapshot {
+            start: s,
+            bytes: &bytes,
+        };
+        let mut regs = RegsX86_64::new(0x1000, s, 0x5555);
+        regs.set(RBX, 0x6666);
+        let mut probe = regs;
+        let ra = info.with_rule(0x1000, |c| {
+            step(
+                c.as_ref().unwrap().as_ref().unwrap(),
+                &info,
+                0x1000,
+                0x1000,
+                &mut probe,
+                &stack,
+            )
+        });
+        assert_eq!(ra, Ok(0x2001));
+        assert_eq!(
+            (probe.get(RBX), probe.bp, probe.sp),
+            (Some(0x5555), 0x6666, s + 8)
+        );
+        let out = unwind(regs, &stack, &mut lookup, &UnwindOptions::default());
+        assert_eq!(out.frames.len(), 2);
+        assert_eq!(out.stop, StopReason::Outermost);
+    }
+
+    /// glibc's dynamic loader, whose lazy-binding resolver keeps its CFA in RBX. A system file: missing it is a
+    /// loud skip locally and a failure under CI, like the oracle tools of the integration tests.
+    fn system_ld_so() -> Option<Vec<u8>> {
+        for path in [
+            "/usr/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2",
+            "/lib64/ld-linux-x86-64.so.2",
+        ] {
+            if let Ok(bytes) = std::fs::read(path) {
+                return Some(bytes);
+            }
+        }
+        if std::env::var("CI").is_ok_and(|v| v == "true" || v == "1") {
+            panic!("ld-linux-x86-64.so.2 is required under CI but was not found (apt-get install libc6)");
+        }
+        eprintln!("SKIPPED (ld-linux-x86-64.so.2 not found; install libc6)");
+        None
+    }
+
+    #[test]
+    fn unwinds_through_the_real_lazy_binding_resolver_of_ld_so() {
+        let Some(data) = system_ld_so() else {
+            return;
+        };
+        let info = UnwindInfo::from_elf(&data).unwrap();
+        let file = object::File::parse(&*data).unwrap();
+        let text = file.section_by_name(".text").unwrap();
+        let code = text.data().unwrap();
+        let text_at = |svma: u64| &code[(svma - text.address()) as usize..];
+        // _dl_runtime_resolve_{xsavec,xsave,fxsave}: `push rbx; mov rsp, rbx` then CFA = rbx+32 (ld.so has no
+        // symbol table, so they are found by that CFI and checked against their first bytes).
+        let resolvers: Vec<u64> = info
+            .index
+            .iter()
+            .map(|e| e.start)
+            .filter(|&start| {
+                info.rule_at(start + 4)
+                    .and_then(Result::ok)
+                    .is_some_and(|r| {
+                        r.cfa
+                            == CfaRuleX86::RegPlus {
+                                reg: RBX,
+                                offset: 32,
+                            }
+                            && r.reg(RBX) == RegRule::AtCfa(-32)
+                            && r.reg(RA) == RegRule::AtCfa(-8)
+                    })
+            })
+            .collect();
+        assert!(!resolvers.is_empty(), "no rbx-based resolver CFI in ld.so");
+        let resolver = resolvers[0];
+        assert_eq!(&text_at(resolver)[..4], &[0x53, 0x48, 0x89, 0xe3]);
+        // Its call to _dl_fixup: the first E8 after the prologue.
+        let call = (4..0x100)
+            .map(|i| resolver + i)
+            .find(|&a| text_at(a)[0] == 0xe8)
+            .unwrap();
+        let rel = i32::from_le_bytes(text_at(call)[1..5].try_into().unwrap());
+        let ret = call + 5;
+        let fixup = ret.wrapping_add_signed(rel.into());
+        // A point in _dl_fixup after its prologue saved rbx (its frame laid out from its own CFI).
+        let (ip, fixup_rule) = (fixup..fixup + 0x100)
+            .find_map(|a| {
+                let r = info.rule_at(a)?.ok()?;
+                (matches!(r.cfa, CfaRuleX86::RegPlus { reg: RSP, .. })
+                    && matches!(r.reg(RBX), RegRule::AtCfa(_)))
+                .then_some((a, r))
+            })
+            .expect("_dl_fixup saves rbx");
+        let (CfaRuleX86::RegPlus { offset: k, .. }, RegRule::AtCfa(rbx_off)) =
+            (fixup_rule.cfa, fixup_rule.reg(RBX))
+        else {
+            unreachable!()
+        };
+        let bias = 0x7f12_3400_0000u64;
+        let mut lookup = |avma: u64| {
+            (bias..bias + 0x10_0000).contains(&avma).then_some(Module {
+                avma_range: bias..bias + 0x10_0000,
+                bias,
+                unwind: &info,
+            })
+        };
+        let s = 0x7ffc_0000_1000u64;
+        let cfa0 = s + k as u64;
+        // The resolver's rbx: above _dl_fixup's frame, past the xsave area it realigned RSP below.
+        let b = cfa0 + 0x400;
+        let planted = 0x7777_0000_1234u64;
+        let bytes = words(
+            s,
+            (b + 40 - s) as usize,
+            &[
+                (cfa0.wrapping_add_signed(rbx_off.into()), b),
+                (cfa0 - 8, bias + ret),
+                (b, 0x1234),
+                (b + 24, planted),
+            ],
+        );
+        let stack = StackSnapshot {
+            start: s,
+            bytes: &bytes,
+        };
+        let mut regs = RegsX86_64::new(bias + ip, s, 0);
+        regs.set(RBX, 0xdead_beef); // clobbered by _dl_fixup: only the saved copy leads on
+        let out = unwind(regs, &stack, &mut lookup, &UnwindOptions::default());
+        assert_eq!(
+            out.frames,
+            vec![
+                FrameAddress::InstructionPointer(bias + ip),
+                FrameAddress::ReturnAddress(bias + ret),
+                FrameAddress::ReturnAddress(planted),
+            ]
+        );
+        assert_eq!(out.stop, StopReason::NoModule { avma: planted - 1 });
+    }
 }
