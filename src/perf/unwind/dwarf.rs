@@ -447,7 +447,7 @@ impl UnwindInfo {
         source: Source,
         expr: UnwindExpression<usize>,
         address_size: u8,
-        regs: &RegsX86_64,
+        regs: &Regs,
         stack: &StackSnapshot<'_>,
     ) -> Result<u64, ExprError> {
         let expression = match source {
@@ -506,8 +506,80 @@ enum ExprError {
     Bad(String),
 }
 
+/// The registers of the frame being unwound, indexed by DWARF number: [`RegsX86_64`] flattened, so that a rule's
+/// register number indexes them directly (the public type keeps `ip`, `sp` and `bp` as named fields).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Regs {
+    values: [u64; NREGS],
+    /// Bit n set: register n is unknown, and `values[n]` holds the stack address its save slot should have been
+    /// read from, or 0 when it was never known (as in [`RegsX86_64`]).
+    unknown: u32,
+}
+
+impl Regs {
+    fn new(regs: &RegsX86_64) -> Self {
+        let mut values = [0; NREGS];
+        values[..regs.gpr.len()].copy_from_slice(&regs.gpr);
+        values[usize::from(RBP)] = regs.bp;
+        values[usize::from(RSP)] = regs.sp;
+        values[usize::from(RA)] = regs.ip;
+        Regs {
+            values,
+            unknown: regs.unknown,
+        }
+    }
+
+    #[inline]
+    fn ip(&self) -> u64 {
+        self.values[usize::from(RA)]
+    }
+
+    #[inline]
+    fn sp(&self) -> u64 {
+        self.values[usize::from(RSP)]
+    }
+
+    #[inline]
+    fn bp(&self) -> u64 {
+        self.values[usize::from(RBP)]
+    }
+
+    #[inline]
+    fn get(&self, r: u16) -> Option<u64> {
+        let value = *self.values.get(usize::from(r))?;
+        (self.unknown & (1 << r) == 0).then_some(value)
+    }
+
+    #[inline]
+    fn is_known(&self, r: u16) -> bool {
+        self.get(r).is_some()
+    }
+
+    /// The unreadable save slot that made `r` unknown, if that is why.
+    #[inline]
+    fn unknown_slot(&self, r: u16) -> Option<u64> {
+        self.values.get(usize::from(r)).copied().filter(|&a| a != 0)
+    }
+
+    #[inline]
+    fn set(&mut self, r: u16, value: u64) {
+        if let Some(slot) = self.values.get_mut(usize::from(r)) {
+            *slot = value;
+            self.unknown &= !(1 << r);
+        }
+    }
+
+    #[inline]
+    fn set_unknown(&mut self, r: u16, slot: u64) {
+        if let Some(v) = self.values.get_mut(usize::from(r)) {
+            *v = slot;
+            self.unknown |= 1 << r;
+        }
+    }
+}
+
 /// The stop reason for a step that needs DWARF register `r`, which is unknown in `regs`.
-fn unknown_register(regs: &RegsX86_64, r: u16, avma: u64) -> StopReason {
+fn unknown_register(regs: &Regs, r: u16, avma: u64) -> StopReason {
     match regs.unknown_slot(r) {
         Some(addr) => StopReason::StackTooSmall { addr },
         None => StopReason::UnknownRegister { avma, register: r },
@@ -559,7 +631,7 @@ pub fn unwind<'a>(
     modules: &mut impl ModuleLookup<'a>,
     options: &UnwindOptions,
 ) -> Unwound {
-    let mut regs = regs;
+    let mut regs = Regs::new(&regs);
     // A register whose save slot was outside the stack copy (or that was never sampled) is unknown from then on;
     // the caller's frame is still known when its return address was readable, so only a step that needs the
     // register stops. The common case is every epilogue after `pop rbp`: gcc's CFI keeps "RBP saved at CFA-16",
@@ -567,7 +639,7 @@ pub fn unwind<'a>(
     // and shows the caller there too.
     // Room for a typical chain, so that pushes do not reallocate.
     let mut frames = Vec::with_capacity(options.max_frames.min(32));
-    frames.push(FrameAddress::InstructionPointer(regs.ip));
+    frames.push(FrameAddress::InstructionPointer(regs.ip()));
     let stop = loop {
         if frames.len() >= options.max_frames {
             break StopReason::MaxFrames;
@@ -599,7 +671,7 @@ pub fn unwind<'a>(
                 },
                 (true, Some(caller)) => {
                     regs = caller;
-                    frames.push(FrameAddress::ReturnAddress(caller.ip));
+                    frames.push(FrameAddress::ReturnAddress(caller.ip()));
                 }
                 (true, None) => break StopReason::NoUnwindInfo { avma },
             },
@@ -615,7 +687,7 @@ fn step(
     info: &UnwindInfo,
     avma: u64,
     svma: u64,
-    regs: &mut RegsX86_64,
+    regs: &mut Regs,
     stack: &StackSnapshot<'_>,
 ) -> Result<u64, StopReason> {
     let cfa = match rule.cfa {
@@ -636,7 +708,7 @@ fn step(
             }
         },
     };
-    let callee_sp = regs.sp;
+    let callee_sp = regs.sp();
     // Register-to-register rules read the callee's values, which the in-place update overwrites.
     let callee = rule.copies.then_some(*regs);
     // The caller's registers are this frame's, except where the rule says otherwise.
@@ -697,9 +769,9 @@ const FRAME_POINTER_REACH: u64 = 0x4000;
 ///
 /// `None` when RBP cannot be this frame's frame pointer (zero, below RSP or implausibly far above it), when the
 /// words are outside the captured stack, or when the return address is zero (the outermost frame).
-fn frame_pointer_step(regs: &RegsX86_64, stack: &StackSnapshot<'_>) -> Option<RegsX86_64> {
-    let bp = regs.bp;
-    if bp == 0 || bp < regs.sp || bp - regs.sp > FRAME_POINTER_REACH {
+fn frame_pointer_step(regs: &Regs, stack: &StackSnapshot<'_>) -> Option<Regs> {
+    let (bp, sp) = (regs.bp(), regs.sp());
+    if bp == 0 || bp < sp || bp - sp > FRAME_POINTER_REACH {
         return None;
     }
     let ra = stack.read_u64(bp.checked_add(8)?)?;
@@ -709,9 +781,9 @@ fn frame_pointer_step(regs: &RegsX86_64, stack: &StackSnapshot<'_>) -> Option<Re
     }
     // Other registers keep their values, as libunwind's frame-pointer fallback leaves them.
     let mut caller = *regs;
-    caller.ip = ra;
-    caller.sp = bp + 16;
-    caller.bp = caller_bp;
+    caller.set(RA, ra);
+    caller.set(RSP, bp + 16);
+    caller.set(RBP, caller_bp);
     Some(caller)
 }
 
@@ -1185,7 +1257,7 @@ mod tests {
         };
         let mut regs = RegsX86_64::new(0x1000, s, 0x5555);
         regs.set(RBX, 0x6666);
-        let mut probe = regs;
+        let mut probe = Regs::new(&regs);
         let ra = info.with_rule(0x1000, |c| {
             step(
                 c.as_ref().unwrap().as_ref().unwrap(),
@@ -1198,7 +1270,7 @@ mod tests {
         });
         assert_eq!(ra, Ok(0x2001));
         assert_eq!(
-            (probe.get(RBX), probe.bp, probe.sp),
+            (probe.get(RBX), probe.bp(), probe.sp()),
             (Some(0x5555), 0x6666, s + 8)
         );
         let out = unwind(regs, &stack, &mut lookup, &UnwindOptions::default());

@@ -93,30 +93,30 @@ impl RegsX86_64 {
     /// DWARF register number of the return address (RIP).
     pub const DWARF_RA: u16 = 16;
 
-    /// For each DWARF register 0–16, its `PERF_REG_X86_*` index (x86_64 psABI figure 3.36 against
-    /// arch/x86/include/uapi/asm/perf_regs.h).
-    const PERF_INDEX: [u32; 17] = {
+    /// For each `PERF_REG_X86_*` index, its DWARF register number (x86_64 psABI figure 3.36 against
+    /// arch/x86/include/uapi/asm/perf_regs.h); `NOT_GPR` for FLAGS and the segment registers.
+    const DWARF_OF_PERF: [u16; 24] = {
         use crate::perf::abi::*;
-        [
-            PERF_REG_X86_AX,
-            PERF_REG_X86_DX,
-            PERF_REG_X86_CX,
-            PERF_REG_X86_BX,
-            PERF_REG_X86_SI,
-            PERF_REG_X86_DI,
-            PERF_REG_X86_BP,
-            PERF_REG_X86_SP,
-            PERF_REG_X86_R8,
-            PERF_REG_X86_R8 + 1,
-            PERF_REG_X86_R8 + 2,
-            PERF_REG_X86_R8 + 3,
-            PERF_REG_X86_R8 + 4,
-            PERF_REG_X86_R8 + 5,
-            PERF_REG_X86_R8 + 6,
-            PERF_REG_X86_R15,
-            PERF_REG_X86_IP,
-        ]
+        let mut map = [Self::NOT_GPR; 24];
+        map[PERF_REG_X86_AX as usize] = 0;
+        map[PERF_REG_X86_DX as usize] = 1;
+        map[PERF_REG_X86_CX as usize] = 2;
+        map[PERF_REG_X86_BX as usize] = 3;
+        map[PERF_REG_X86_SI as usize] = 4;
+        map[PERF_REG_X86_DI as usize] = 5;
+        map[PERF_REG_X86_BP as usize] = 6;
+        map[PERF_REG_X86_SP as usize] = 7;
+        let mut r = 0;
+        while r < 8 {
+            map[PERF_REG_X86_R8 as usize + r] = 8 + r as u16;
+            r += 1;
+        }
+        map[PERF_REG_X86_IP as usize] = 16;
+        map
     };
+    const NOT_GPR: u16 = u16::MAX;
+    /// `unknown` with every register unknown.
+    const ALL_UNKNOWN: u32 = (1 << Self::DWARF_REGS) - 1;
 
     /// Registers with only IP, SP and BP known (the frame-pointer unwinder's view, and tests').
     pub fn new(ip: u64, sp: u64, bp: u64) -> Self {
@@ -138,23 +138,24 @@ impl RegsX86_64 {
     /// the mask lacks IP or SP or `values` is short (a sample taken in a kernel thread has `abi == NONE` and no
     /// values at all); every other register the mask lacks is unknown.
     pub fn from_perf_regs(mask: u64, values: &[u64]) -> Option<Self> {
-        let get = |bit: u32| -> Option<u64> {
-            if mask & (1u64 << bit) == 0 {
-                return None;
-            }
-            let index = (mask & ((1u64 << bit) - 1)).count_ones() as usize;
-            values.get(index).copied()
+        let mut regs = RegsX86_64 {
+            unknown: Self::ALL_UNKNOWN,
+            ..Default::default()
         };
-        get(Self::PERF_REG_IP)?;
-        get(Self::PERF_REG_SP)?;
-        let mut regs = RegsX86_64::default();
-        for (r, &bit) in (0..Self::DWARF_REGS).zip(Self::PERF_INDEX.iter()) {
-            match get(bit) {
-                Some(v) => regs.set(r, v),
-                None => regs.set_unknown(r, 0),
+        // Values come in mask-bit order: walk the set bits.
+        let mut bits = mask;
+        for &value in values {
+            if bits == 0 {
+                break;
+            }
+            let bit = bits.trailing_zeros() as usize;
+            bits &= bits - 1;
+            match Self::DWARF_OF_PERF.get(bit) {
+                Some(&r) if r != Self::NOT_GPR => regs.set(r, value),
+                _ => {}
             }
         }
-        Some(regs)
+        (regs.is_known(Self::DWARF_RA) && regs.is_known(Self::DWARF_RSP)).then_some(regs)
     }
 
     /// The value of DWARF register `r`, `None` when it is unknown or not a register this type carries.
@@ -437,5 +438,59 @@ pub(crate) mod test_support {
         // RBP stays 0: in the no-frame-pointer build every CFA rule is RSP-based.
         let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
         (RegsX86_64::new(ip, sp, 0), bytes, sp, expect)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::RegsX86_64;
+    use crate::perf::abi::*;
+
+    #[test]
+    fn perf_regs_map_to_dwarf_numbers() {
+        // All 24 x86_64 perf registers, value = 100 + perf index.
+        let mask = (1u64 << PERF_REG_X86_64_MAX) - 1;
+        let values: Vec<u64> = (0..u64::from(PERF_REG_X86_64_MAX))
+            .map(|i| 100 + i)
+            .collect();
+        let regs = RegsX86_64::from_perf_regs(mask, &values).unwrap();
+        let perf_of_dwarf = [
+            PERF_REG_X86_AX,
+            PERF_REG_X86_DX,
+            PERF_REG_X86_CX,
+            PERF_REG_X86_BX,
+            PERF_REG_X86_SI,
+            PERF_REG_X86_DI,
+            PERF_REG_X86_BP,
+            PERF_REG_X86_SP,
+            16,
+            17,
+            18,
+            19,
+            20,
+            21,
+            22,
+            PERF_REG_X86_R15,
+            PERF_REG_X86_IP,
+        ];
+        for (dwarf, perf) in perf_of_dwarf.iter().enumerate() {
+            assert_eq!(
+                regs.get(dwarf as u16),
+                Some(100 + u64::from(*perf)),
+                "DWARF {dwarf}"
+            );
+        }
+        assert_eq!((regs.ip, regs.sp, regs.bp), (108, 107, 106));
+        assert_eq!(regs.get(17), None);
+
+        // A mask of IP and SP alone still gives registers (everything else unknown); one without SP does not.
+        let ip_sp = (1 << PERF_REG_X86_SP) | (1 << PERF_REG_X86_IP);
+        let regs = RegsX86_64::from_perf_regs(ip_sp, &[7, 8]).unwrap();
+        assert_eq!((regs.sp, regs.ip), (7, 8));
+        assert!((0..16).filter(|&r| r != 7).all(|r| !regs.is_known(r)));
+        assert_eq!(RegsX86_64::from_perf_regs(1 << PERF_REG_X86_IP, &[8]), None);
+        // Values shorter than the mask: IP missing.
+        assert_eq!(RegsX86_64::from_perf_regs(ip_sp, &[7]), None);
+        assert_eq!(RegsX86_64::from_perf_regs(0, &[]), None);
     }
 }
