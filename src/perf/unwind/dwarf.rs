@@ -512,7 +512,8 @@ enum ExprError {
 struct Regs {
     values: [u64; NREGS],
     /// Bit n set: register n is unknown, and `values[n]` holds the stack address its save slot should have been
-    /// read from, or 0 when it was never known (as in [`RegsX86_64`]).
+    /// read from (outside the stack copy), or 0 when it was never known: not sampled, undefined or not
+    /// evaluable. A step that needs it reports that address, or the register.
     unknown: u32,
 }
 

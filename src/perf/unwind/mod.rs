@@ -58,7 +58,8 @@ impl FrameAddress {
 /// in a slot outside the captured stack — is marked unknown; only a step that needs it stops.
 ///
 /// `ip`, `sp` and `bp` are plain fields because every unwinder reads them; the rest are reached by DWARF register
-/// number through [`RegsX86_64::get`].
+/// number through [`RegsX86_64::get`]. Writing a field directly keeps the register's known/unknown state; use
+/// [`RegsX86_64::set`] to make an unknown register known.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct RegsX86_64 {
     /// RIP (DWARF 16, the return-address column).
@@ -69,8 +70,7 @@ pub struct RegsX86_64 {
     pub bp: u64,
     /// DWARF registers 0–15 except RBP and RSP (their slots stay 0): RAX RDX RCX RBX RSI RDI _ _ R8–R15.
     gpr: [u64; 16],
-    /// Bit n set: DWARF register n is unknown. Its value slot then holds the stack address its save slot should
-    /// have been read from, or 0 when it was never known (not sampled, undefined) — the reason a step reports.
+    /// Bit n set: DWARF register n is unknown (not in the sample's mask); its value slot is 0.
     unknown: u32,
 }
 
@@ -128,7 +128,7 @@ impl RegsX86_64 {
         };
         for r in 0..Self::DWARF_REGS {
             if !matches!(r, Self::DWARF_RBP | Self::DWARF_RSP | Self::DWARF_RA) {
-                regs.set_unknown(r, 0);
+                regs.set_unknown(r);
             }
         }
         regs
@@ -173,13 +173,6 @@ impl RegsX86_64 {
         r < Self::DWARF_REGS && self.unknown & (1 << r) == 0
     }
 
-    /// Why DWARF register `r` is unknown: the stack address its save slot lay at (outside the captured stack),
-    /// or `None` when it was never known. Meaningless for a known register.
-    #[inline]
-    pub fn unknown_slot(&self, r: u16) -> Option<u64> {
-        Some(self.raw(r)).filter(|&a| a != 0)
-    }
-
     /// Sets DWARF register `r` (0–16) to a known value; other numbers are ignored.
     #[inline]
     pub fn set(&mut self, r: u16, value: u64) {
@@ -190,13 +183,13 @@ impl RegsX86_64 {
         self.unknown &= !(1 << r);
     }
 
-    /// Marks DWARF register `r` unknown, remembering the unreadable save slot (`0`: none).
+    /// Marks DWARF register `r` (0–16) unknown.
     #[inline]
-    pub fn set_unknown(&mut self, r: u16, slot: u64) {
+    pub fn set_unknown(&mut self, r: u16) {
         if r >= Self::DWARF_REGS {
             return;
         }
-        self.set_raw(r, slot);
+        self.set_raw(r, 0);
         self.unknown |= 1 << r;
     }
 
