@@ -8,7 +8,10 @@
 //! Conventions follow perf's DWARF unwinders (tools/perf/util/unwind-libunwind-local.c, unwind-libdw.c): the first
 //! frame is the sampled IP; each caller is a return address read at the CFA-relative slot the CFI names; the walk
 //! stops where the return address is undefined (`_start`), zero, outside the captured stack, or where the stack
-//! pointer stops growing.
+//! pointer stops growing. All sixteen general registers travel from frame to frame (a CFA may be based on any of
+//! them, as RBX in glibc's lazy-binding resolver); one that is unknown stops only a step that needs it. Above a
+//! signal trampoline (CIE augmentation `S`, glibc's `__restore_rt`) the interrupted code's frame is an
+//! [`FrameAddress::InstructionPointer`], as perf prints it.
 
 use super::{FrameAddress, ModuleLookup, RegsX86_64, StackSnapshot, StopReason, Unwound};
 use gimli::{
@@ -69,9 +72,39 @@ enum RegRule {
     ValCfa(i32),
     /// Equal to this frame's value of another DWARF register.
     Register(u16),
-    /// A rule this unwinder does not evaluate (DWARF expressions for registers, as in signal trampolines): the
-    /// register becomes unknown, which stops only a later step that needs it.
+    /// Saved at the address a DWARF expression computes with the CFA pushed first (signal trampolines such as
+    /// glibc's `__restore_rt`, which point every register into the saved `ucontext`).
+    AtExpr(ExprRef),
+    /// Equal to the value a DWARF expression computes with the CFA pushed first.
+    ValExpr(ExprRef),
+    /// A rule this unwinder does not evaluate: the register becomes unknown, which stops only a later step
+    /// that needs it.
     Unsupported,
+}
+
+/// Where a register rule's DWARF expression lies in an unwind section; u32 keeps [`RegRule`] small.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct ExprRef {
+    source: Source,
+    offset: u32,
+    length: u32,
+}
+
+impl ExprRef {
+    fn new(source: Source, expr: &UnwindExpression<usize>) -> Option<Self> {
+        Some(ExprRef {
+            source,
+            offset: u32::try_from(expr.offset).ok()?,
+            length: u32::try_from(expr.length).ok()?,
+        })
+    }
+
+    fn expr(self) -> UnwindExpression<usize> {
+        UnwindExpression {
+            offset: self.offset as usize,
+            length: self.length as usize,
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -98,9 +131,12 @@ struct Rule {
     regs: [RegRule; NREGS],
     /// Bit n set: `regs[n]` is not [`RegRule::SameValue`]; a step visits only these.
     changed: u32,
-    /// Some register copies another ([`RegRule::Register`]): the step must read the callee's values from a copy
-    /// instead of updating the registers in place.
+    /// Some rule reads the callee's registers ([`RegRule::Register`], expressions): the step must read them
+    /// from a copy instead of the registers it updates in place.
     copies: bool,
+    /// The FDE's CIE has the `S` augmentation: this frame is a signal trampoline, and its caller's address is
+    /// the interrupted instruction itself, not a return address.
+    signal: bool,
 }
 
 impl Rule {
@@ -110,6 +146,7 @@ impl Rule {
             regs: [RegRule::SameValue; NREGS],
             changed: 0,
             copies: false,
+            signal: false,
         };
         rule.set(RA, RegRule::Undefined);
         rule
@@ -433,20 +470,34 @@ impl UnwindInfo {
                 RegisterRule::Register(from) if usize::from(from.0) < NREGS => {
                     RegRule::Register(from.0)
                 }
+                RegisterRule::Expression(e) => {
+                    ExprRef::new(source, e).map_or(RegRule::Unsupported, RegRule::AtExpr)
+                }
+                RegisterRule::ValExpression(e) => {
+                    ExprRef::new(source, e).map_or(RegRule::Unsupported, RegRule::ValExpr)
+                }
                 _ => RegRule::Unsupported,
             };
             rule.set(register.0, reg_rule);
         }
-        rule.copies = rule.regs.iter().any(|r| matches!(r, RegRule::Register(_)));
+        rule.copies = rule.regs.iter().any(|r| {
+            matches!(
+                r,
+                RegRule::Register(_) | RegRule::AtExpr(_) | RegRule::ValExpr(_)
+            )
+        });
+        rule.signal = fde.cie().is_signal_trampoline();
         Some(Ok(rule))
     }
 
-    /// Evaluates a CFA expression with the current registers; memory reads go to the stack snapshot.
-    fn eval_cfa_expression(
+    /// Evaluates a CFA or register-rule expression with the current registers (a register rule's gets the CFA
+    /// pushed first, `initial`); memory reads go to the stack snapshot.
+    fn eval_expression(
         &self,
         source: Source,
         expr: UnwindExpression<usize>,
         address_size: u8,
+        initial: Option<u64>,
         regs: &Regs,
         stack: &StackSnapshot<'_>,
     ) -> Result<u64, ExprError> {
@@ -462,6 +513,9 @@ impl UnwindInfo {
             version: 4,
         };
         let mut eval = expression.evaluation(encoding);
+        if let Some(value) = initial {
+            eval.set_initial_value(value);
+        }
         let bad = |e: gimli::Error| ExprError::Bad(e.to_string());
         let mut result = eval.evaluate().map_err(bad)?;
         loop {
@@ -657,10 +711,16 @@ pub fn unwind<'a>(
                 avma,
                 message: message.clone(),
             })),
-            Some(Ok(rule)) => Some(step(rule, module.unwind, avma, svma, &mut regs, stack)),
+            Some(Ok(rule)) => Some(
+                step(rule, module.unwind, avma, svma, &mut regs, stack).map(|ra| (ra, rule.signal)),
+            ),
         });
         match step {
-            Some(Ok(ra)) => frames.push(FrameAddress::ReturnAddress(ra)),
+            // Above a signal trampoline is the interrupted code: its address is the instruction itself, so
+            // its rule is looked up there and perf prints it undecremented (libunwind's unw_is_signal_frame is
+            // true for the frame a sigreturn step reached; unwind-libunwind-local.c then skips the −1).
+            Some(Ok((ra, true))) => frames.push(FrameAddress::InstructionPointer(ra)),
+            Some(Ok((ra, false))) => frames.push(FrameAddress::ReturnAddress(ra)),
             Some(Err(stop)) => break stop,
             // Code without CFI (crtstuff's frame_dummy and __do_global_dtors_aux, hand-written assembly): one
             // frame-pointer step, as Linux perf's libunwind does when a module has no entry for the address.
@@ -700,7 +760,7 @@ fn step(
             source,
             expr,
             address_size,
-        } => match info.eval_cfa_expression(source, expr, address_size, regs, stack) {
+        } => match info.eval_expression(source, expr, address_size, None, regs, stack) {
             Ok(cfa) => cfa,
             Err(ExprError::Unknown(reg)) => return Err(unknown_register(regs, reg, avma)),
             Err(ExprError::Unreadable(addr)) => return Err(StopReason::StackTooSmall { addr }),
@@ -728,6 +788,22 @@ fn step(
                 }
             }
             RegRule::ValCfa(o) => regs.set(r, cfa.wrapping_add_signed(o.into())),
+            RegRule::AtExpr(e) | RegRule::ValExpr(e) => {
+                let result = {
+                    let source = callee.as_ref().unwrap_or(regs);
+                    info.eval_expression(e.source, e.expr(), 8, Some(cfa), source, stack)
+                };
+                let value = match (result, rule.reg(r)) {
+                    (Ok(value), RegRule::ValExpr(_)) => Ok(value),
+                    (Ok(addr), _) => stack.read_u64(addr).ok_or(addr),
+                    (Err(ExprError::Unreadable(addr)), _) => Err(addr),
+                    (Err(_), _) => Err(0),
+                };
+                match value {
+                    Ok(value) => regs.set(r, value),
+                    Err(slot) => regs.set_unknown(r, slot),
+                }
+            }
             RegRule::Register(from) => {
                 let source = callee.as_ref().unwrap_or(regs);
                 match source.get(from) {
@@ -1282,19 +1358,13 @@ mod tests {
     /// glibc's dynamic loader, whose lazy-binding resolver keeps its CFA in RBX. A system file: missing it is a
     /// loud skip locally and a failure under CI, like the oracle tools of the integration tests.
     fn system_ld_so() -> Option<Vec<u8>> {
-        for path in [
-            "/usr/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2",
-            "/lib64/ld-linux-x86-64.so.2",
-        ] {
-            if let Ok(bytes) = std::fs::read(path) {
-                return Some(bytes);
-            }
-        }
-        if std::env::var("CI").is_ok_and(|v| v == "true" || v == "1") {
-            panic!("ld-linux-x86-64.so.2 is required under CI but was not found (apt-get install libc6)");
-        }
-        eprintln!("SKIPPED (ld-linux-x86-64.so.2 not found; install libc6)");
-        None
+        system_file(
+            &[
+                "/usr/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2",
+                "/lib64/ld-linux-x86-64.so.2",
+            ],
+            "install libc6",
+        )
     }
 
     #[test]
@@ -1391,5 +1461,108 @@ mod tests {
             ]
         );
         assert_eq!(out.stop, StopReason::NoModule { avma: planted - 1 });
+    }
+
+    /// The first of `paths` that exists; when none does, a loud SKIPPED line, or a panic under `CI=true`.
+    fn system_file(paths: &[&str], hint: &str) -> Option<Vec<u8>> {
+        for path in paths {
+            if let Ok(bytes) = std::fs::read(path) {
+                return Some(bytes);
+            }
+        }
+        if std::env::var("CI").is_ok_and(|v| v == "true" || v == "1") {
+            panic!(
+                "{} is required under CI but was not found ({hint})",
+                paths[0]
+            );
+        }
+        eprintln!("SKIPPED ({} not found; {hint})", paths[0]);
+        None
+    }
+
+    #[test]
+    fn unwinds_through_glibcs_signal_trampoline_into_the_interrupted_code() {
+        // A system file: loud skip locally, failure under CI (as the integration tests' oracle tools).
+        let Some(libc) = system_file(
+            &[
+                "/usr/lib/x86_64-linux-gnu/libc.so.6",
+                "/lib/x86_64-linux-gnu/libc.so.6",
+            ],
+            "install libc6",
+        ) else {
+            return;
+        };
+        let info = UnwindInfo::from_elf(&libc).unwrap();
+        // __restore_rt's FDE (CIE augmentation "S") starts one byte early, at the nop before it, so that a
+        // return address to __restore_rt looked up at −1 finds it.
+        let trampolines: Vec<u64> = info
+            .index
+            .iter()
+            .map(|e| e.start)
+            .filter(|&a| {
+                info.rule_at(a)
+                    .and_then(Result::ok)
+                    .is_some_and(|r| r.signal)
+            })
+            .collect();
+        assert_eq!(trampolines.len(), 1, "{trampolines:x?}");
+        let restore_rt = trampolines[0] + 1;
+        // The handler (0x1000) returns to __restore_rt; the interrupted code (0x2005) keeps its CFA in rbx, so
+        // only the rbx restored from the ucontext leads on, and its rule exists only at the exact address.
+        let handler = rule(RSP, 8, &[(RA, RegRule::AtCfa(-8))]);
+        let interrupted = rule(RBX, 16, &[(RA, RegRule::AtCfa(-8))]);
+        let seeded = seeded(&[(0x1000, handler), (0x2005, interrupted)]);
+        let bias = 0x7f55_0000_0000u64;
+        let mut lookup = |avma: u64| {
+            if (bias..bias + 0x20_0000).contains(&avma) {
+                Some(Module {
+                    avma_range: bias..bias + 0x20_0000,
+                    bias,
+                    unwind: &info,
+                })
+            } else {
+                (0x1000..0x3000).contains(&avma).then_some(Module {
+                    avma_range: 0x1000..0x3000,
+                    bias: 0,
+                    unwind: &seeded,
+                })
+            }
+        };
+        let s = 0x7ffc_0000_1000u64;
+        // The kernel's rt_sigframe after the handler's return address: a ucontext_t, whose mcontext general
+        // registers start at 40 (uc_flags, uc_link, stack_t) in the order R8–R15, RDI, RSI, RBP, RBX, RDX, RAX,
+        // RCX, RSP, RIP (glibc sys/ucontext.h REG_*), laid out here from that ABI, not from the CFI.
+        let uc = s + 8;
+        let greg = |i: u64| uc + 40 + 8 * i;
+        let interrupted_sp = s + 0x800;
+        let rbx = interrupted_sp + 0x100;
+        let bytes = words(
+            s,
+            0x1000,
+            &[
+                (s, bias + restore_rt),
+                (greg(11), rbx),
+                (greg(15), interrupted_sp),
+                (greg(16), 0x2005),
+                (rbx + 8, 0),
+            ],
+        );
+        let stack = StackSnapshot {
+            start: s,
+            bytes: &bytes,
+        };
+        let mut regs = RegsX86_64::new(0x1000, s, 0);
+        regs.set(RBX, 0xdead_beef);
+        let out = unwind(regs, &stack, &mut lookup, &UnwindOptions::default());
+        assert_eq!(
+            out.frames,
+            vec![
+                FrameAddress::InstructionPointer(0x1000),
+                FrameAddress::ReturnAddress(bias + restore_rt),
+                // Printed undecremented, as perf does for the frame a sigreturn step reaches.
+                FrameAddress::InstructionPointer(0x2005),
+            ]
+        );
+        assert_eq!(out.stop, StopReason::Outermost);
     }
 }
