@@ -74,38 +74,18 @@ enum RegRule {
     Register(u16),
     /// Saved at the address a DWARF expression computes with the CFA pushed first (signal trampolines such as
     /// glibc's `__restore_rt`, which point every register into the saved `ucontext`).
-    AtExpr(ExprRef),
+    AtExpr(ExprId),
     /// Equal to the value a DWARF expression computes with the CFA pushed first.
-    ValExpr(ExprRef),
+    ValExpr(ExprId),
     /// A rule this unwinder does not evaluate: the register becomes unknown, which stops only a later step
     /// that needs it.
     Unsupported,
 }
 
-/// Where a register rule's DWARF expression lies in an unwind section; u32 keeps [`RegRule`] small.
+/// A register rule's DWARF expression: an index into [`UnwindInfo`]'s expression table, which keeps
+/// [`RegRule`] at 8 bytes (the step indexes rules by register on every frame).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct ExprRef {
-    source: Source,
-    offset: u32,
-    length: u32,
-}
-
-impl ExprRef {
-    fn new(source: Source, expr: &UnwindExpression<usize>) -> Option<Self> {
-        Some(ExprRef {
-            source,
-            offset: u32::try_from(expr.offset).ok()?,
-            length: u32::try_from(expr.length).ok()?,
-        })
-    }
-
-    fn expr(self) -> UnwindExpression<usize> {
-        UnwindExpression {
-            offset: self.offset as usize,
-            length: self.length as usize,
-        }
-    }
-}
+struct ExprId(u32);
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum CfaRuleX86 {
@@ -210,6 +190,8 @@ pub struct UnwindInfo {
     index: Vec<IndexEntry>,
     cache: RefCell<AddrMap<Cached>>,
     ctx: RefCell<UnwindContext<usize>>,
+    /// The expressions register rules refer to ([`ExprId`]), in the section they come from.
+    exprs: RefCell<Vec<(Source, UnwindExpression<usize>)>>,
 }
 
 impl UnwindInfo {
@@ -363,6 +345,7 @@ impl UnwindInfo {
         index.sort_by_key(|e| e.start);
         self.index = index;
         self.cache.borrow_mut().clear();
+        self.exprs.borrow_mut().clear();
     }
 
     /// Runs `f` on the cached unwind rule at `svma`, computing it on a miss (misses are cached too: code without
@@ -470,12 +453,12 @@ impl UnwindInfo {
                 RegisterRule::Register(from) if usize::from(from.0) < NREGS => {
                     RegRule::Register(from.0)
                 }
-                RegisterRule::Expression(e) => {
-                    ExprRef::new(source, e).map_or(RegRule::Unsupported, RegRule::AtExpr)
-                }
-                RegisterRule::ValExpression(e) => {
-                    ExprRef::new(source, e).map_or(RegRule::Unsupported, RegRule::ValExpr)
-                }
+                RegisterRule::Expression(e) => self
+                    .expr_id(source, *e)
+                    .map_or(RegRule::Unsupported, RegRule::AtExpr),
+                RegisterRule::ValExpression(e) => self
+                    .expr_id(source, *e)
+                    .map_or(RegRule::Unsupported, RegRule::ValExpr),
                 _ => RegRule::Unsupported,
             };
             rule.set(register.0, reg_rule);
@@ -488,6 +471,30 @@ impl UnwindInfo {
         });
         rule.signal = fde.cie().is_signal_trampoline();
         Some(Ok(rule))
+    }
+
+    /// Remembers a register rule's expression; `None` past u32::MAX of them.
+    fn expr_id(&self, source: Source, expr: UnwindExpression<usize>) -> Option<ExprId> {
+        let mut exprs = self.exprs.borrow_mut();
+        let id = ExprId(u32::try_from(exprs.len()).ok()?);
+        exprs.push((source, expr));
+        Some(id)
+    }
+
+    /// Evaluates a register rule's expression with the CFA pushed first.
+    fn eval_register_expression(
+        &self,
+        id: ExprId,
+        cfa: u64,
+        regs: &Regs,
+        stack: &StackSnapshot<'_>,
+    ) -> Result<u64, ExprError> {
+        let (source, expr) = *self
+            .exprs
+            .borrow()
+            .get(id.0 as usize)
+            .ok_or_else(|| ExprError::Bad("unknown register expression".into()))?;
+        self.eval_expression(source, expr, 8, Some(cfa), regs, stack)
     }
 
     /// Evaluates a CFA or register-rule expression with the current registers (a register rule's gets the CFA
@@ -791,7 +798,7 @@ fn step(
             RegRule::AtExpr(e) | RegRule::ValExpr(e) => {
                 let result = {
                     let source = callee.as_ref().unwrap_or(regs);
-                    info.eval_expression(e.source, e.expr(), 8, Some(cfa), source, stack)
+                    info.eval_register_expression(e, cfa, source, stack)
                 };
                 let value = match (result, rule.reg(r)) {
                     (Ok(value), RegRule::ValExpr(_)) => Ok(value),
