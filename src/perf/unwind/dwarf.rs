@@ -61,7 +61,7 @@ struct IndexEntry {
 }
 
 /// How to find a register's value in the caller, reduced from a gimli row to what x86_64 needs. Offsets are
-/// i32 (CFI offsets are frame sizes) so that a whole [`Rule`] stays small enough to copy out of the cache.
+/// i32 (CFI offsets are frame sizes; a larger one is [`RegRule::Unsupported`]), keeping this at 8 bytes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum RegRule {
     Undefined,
@@ -542,7 +542,7 @@ impl UnwindInfo {
                 }
                 other => {
                     return Err(ExprError::Bad(format!(
-                        "unsupported CFA expression step {other:?}"
+                        "unsupported DWARF expression step {other:?}"
                     )))
                 }
             };
@@ -551,13 +551,13 @@ impl UnwindInfo {
         match pieces.first().map(|p| &p.location) {
             Some(gimli::Location::Address { address }) => Ok(*address),
             other => Err(ExprError::Bad(format!(
-                "CFA expression gave {other:?}, not an address"
+                "DWARF expression gave {other:?}, not an address"
             ))),
         }
     }
 }
 
-/// Why a CFA expression gave no address.
+/// Why a CFA or register-rule expression gave no address.
 enum ExprError {
     /// It reads a register whose value is unknown in this frame.
     Unknown(u16),
