@@ -11,4 +11,5 @@ mod rerere;
 mod rerere_apply;
 mod rerere_render;
 mod script;
+mod unwind;
 mod verify;

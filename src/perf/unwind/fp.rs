@@ -173,11 +173,7 @@ mod tests {
             start: 0x1000,
             bytes: &bytes,
         };
-        let regs = RegsX86_64 {
-            ip: 0x40_1724,
-            sp: 0x1000,
-            bp: 0x1010,
-        };
+        let regs = RegsX86_64::new(0x40_1724, 0x1000, 0x1010);
         let out = unwind(regs, &stack, 127);
         assert_eq!(
             out.frames,

@@ -50,18 +50,28 @@ impl FrameAddress {
     }
 }
 
-/// The x86_64 user registers an unwinder needs, taken from a sample's `regs_user`.
+/// The x86_64 user registers, taken from a sample's `regs_user`: the sixteen general registers and RIP.
 ///
-/// Only IP, SP and BP: on x86_64 every CFA rule the compilers emit is relative to RSP or RBP, and no other
-/// callee-saved register is needed to find the caller (framehop makes the same choice).
+/// DWARF CFI may base a CFA on any register (glibc's `_dl_runtime_resolve_xsavec` realigns RSP and keeps the CFA in
+/// RBX) and any callee may save any register, so the unwinder carries all of them from frame to frame, as
+/// libunwind does. A register whose value is not known — not in the sample's mask, undefined by the CFI, or saved
+/// in a slot outside the captured stack — is marked unknown; only a step that needs it stops.
+///
+/// `ip`, `sp` and `bp` are plain fields because every unwinder reads them; the rest are reached by DWARF register
+/// number through [`RegsX86_64::get`]. Writing a field directly keeps the register's known/unknown state; use
+/// [`RegsX86_64::set`] to make an unknown register known.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct RegsX86_64 {
-    /// RIP.
+    /// RIP (DWARF 16, the return-address column).
     pub ip: u64,
-    /// RSP.
+    /// RSP (DWARF 7).
     pub sp: u64,
-    /// RBP.
+    /// RBP (DWARF 6).
     pub bp: u64,
+    /// DWARF registers 0–15 except RBP and RSP (their slots stay 0): RAX RDX RCX RBX RSI RDI _ _ R8–R15.
+    gpr: [u64; 16],
+    /// Bit n set: DWARF register n is unknown (not in the sample's mask); its value slot is 0.
+    unknown: u32,
 }
 
 impl RegsX86_64 {
@@ -72,22 +82,139 @@ impl RegsX86_64 {
     /// `PERF_REG_X86_IP`.
     pub const PERF_REG_IP: u32 = crate::perf::abi::PERF_REG_X86_IP;
 
-    /// Picks IP, SP and BP out of a sample's `regs_user` values, which hold one u64 per set bit of `mask`, in
-    /// bit order. `None` when the mask lacks one of them or `values` is short (a sample taken in a kernel thread
-    /// has `abi == NONE` and no values at all).
-    pub fn from_perf_regs(mask: u64, values: &[u64]) -> Option<Self> {
-        let get = |bit: u32| -> Option<u64> {
-            if mask & (1u64 << bit) == 0 {
-                return None;
-            }
-            let index = (mask & ((1u64 << bit) - 1)).count_ones() as usize;
-            values.get(index).copied()
+    /// Number of DWARF registers carried: 0–15 (general registers) and 16 (RIP).
+    pub const DWARF_REGS: u16 = 17;
+    /// DWARF register number of RBX.
+    pub const DWARF_RBX: u16 = 3;
+    /// DWARF register number of RBP.
+    pub const DWARF_RBP: u16 = 6;
+    /// DWARF register number of RSP.
+    pub const DWARF_RSP: u16 = 7;
+    /// DWARF register number of the return address (RIP).
+    pub const DWARF_RA: u16 = 16;
+
+    /// For each `PERF_REG_X86_*` index, its DWARF register number (x86_64 psABI figure 3.36 against
+    /// arch/x86/include/uapi/asm/perf_regs.h); `NOT_GPR` for FLAGS and the segment registers.
+    const DWARF_OF_PERF: [u16; 24] = {
+        use crate::perf::abi::*;
+        let mut map = [Self::NOT_GPR; 24];
+        map[PERF_REG_X86_AX as usize] = 0;
+        map[PERF_REG_X86_DX as usize] = 1;
+        map[PERF_REG_X86_CX as usize] = 2;
+        map[PERF_REG_X86_BX as usize] = 3;
+        map[PERF_REG_X86_SI as usize] = 4;
+        map[PERF_REG_X86_DI as usize] = 5;
+        map[PERF_REG_X86_BP as usize] = 6;
+        map[PERF_REG_X86_SP as usize] = 7;
+        let mut r = 0;
+        while r < 8 {
+            map[PERF_REG_X86_R8 as usize + r] = 8 + r as u16;
+            r += 1;
+        }
+        map[PERF_REG_X86_IP as usize] = 16;
+        map
+    };
+    const NOT_GPR: u16 = u16::MAX;
+    /// `unknown` with every register unknown.
+    const ALL_UNKNOWN: u32 = (1 << Self::DWARF_REGS) - 1;
+
+    /// Registers with only IP, SP and BP known (the frame-pointer unwinder's view, and tests').
+    pub fn new(ip: u64, sp: u64, bp: u64) -> Self {
+        let mut regs = RegsX86_64 {
+            ip,
+            sp,
+            bp,
+            ..Default::default()
         };
-        Some(RegsX86_64 {
-            ip: get(Self::PERF_REG_IP)?,
-            sp: get(Self::PERF_REG_SP)?,
-            bp: get(Self::PERF_REG_BP)?,
-        })
+        for r in 0..Self::DWARF_REGS {
+            if !matches!(r, Self::DWARF_RBP | Self::DWARF_RSP | Self::DWARF_RA) {
+                regs.set_unknown(r);
+            }
+        }
+        regs
+    }
+
+    /// Reads a sample's `regs_user` values, which hold one u64 per set bit of `mask`, in bit order. `None` when
+    /// the mask lacks IP or SP or `values` is short (a sample taken in a kernel thread has `abi == NONE` and no
+    /// values at all); every other register the mask lacks is unknown.
+    pub fn from_perf_regs(mask: u64, values: &[u64]) -> Option<Self> {
+        let mut regs = RegsX86_64 {
+            unknown: Self::ALL_UNKNOWN,
+            ..Default::default()
+        };
+        // Values come in mask-bit order: walk the set bits.
+        let mut bits = mask;
+        for &value in values {
+            if bits == 0 {
+                break;
+            }
+            let bit = bits.trailing_zeros() as usize;
+            bits &= bits - 1;
+            match Self::DWARF_OF_PERF.get(bit) {
+                Some(&r) if r != Self::NOT_GPR => regs.set(r, value),
+                _ => {}
+            }
+        }
+        (regs.is_known(Self::DWARF_RA) && regs.is_known(Self::DWARF_RSP)).then_some(regs)
+    }
+
+    /// The value of DWARF register `r`, `None` when it is unknown or not a register this type carries.
+    #[inline]
+    pub fn get(&self, r: u16) -> Option<u64> {
+        if r >= Self::DWARF_REGS || self.unknown & (1 << r) != 0 {
+            return None;
+        }
+        Some(self.raw(r))
+    }
+
+    /// Whether DWARF register `r` is known.
+    #[inline]
+    pub fn is_known(&self, r: u16) -> bool {
+        r < Self::DWARF_REGS && self.unknown & (1 << r) == 0
+    }
+
+    /// Sets DWARF register `r` (0–16) to a known value; other numbers are ignored.
+    #[inline]
+    pub fn set(&mut self, r: u16, value: u64) {
+        if r >= Self::DWARF_REGS {
+            return;
+        }
+        self.set_raw(r, value);
+        self.unknown &= !(1 << r);
+    }
+
+    /// Marks DWARF register `r` (0–16) unknown.
+    #[inline]
+    pub fn set_unknown(&mut self, r: u16) {
+        if r >= Self::DWARF_REGS {
+            return;
+        }
+        self.set_raw(r, 0);
+        self.unknown |= 1 << r;
+    }
+
+    #[inline]
+    fn raw(&self, r: u16) -> u64 {
+        match r {
+            Self::DWARF_RBP => self.bp,
+            Self::DWARF_RSP => self.sp,
+            Self::DWARF_RA => self.ip,
+            r => self.gpr.get(usize::from(r)).copied().unwrap_or(0),
+        }
+    }
+
+    #[inline]
+    fn set_raw(&mut self, r: u16, value: u64) {
+        match r {
+            Self::DWARF_RBP => self.bp = value,
+            Self::DWARF_RSP => self.sp = value,
+            Self::DWARF_RA => self.ip = value,
+            r => {
+                if let Some(slot) = self.gpr.get_mut(usize::from(r)) {
+                    *slot = value;
+                }
+            }
+        }
     }
 }
 
@@ -167,6 +294,15 @@ pub enum StopReason {
     StackTooSmall {
         /// The address that could not be read.
         addr: u64,
+    },
+    /// The step needs a register whose value is unknown: not in the sample's register mask, or undefined or
+    /// not evaluable by the callee's CFI. (A register saved outside the captured stack gives
+    /// [`StopReason::StackTooSmall`] instead.)
+    UnknownRegister {
+        /// The frame's lookup address.
+        avma: u64,
+        /// The DWARF register number.
+        register: u16,
     },
     /// The next frame's stack pointer did not move up: the unwind would loop.
     StackDidNotGrow,
@@ -294,6 +430,60 @@ pub(crate) mod test_support {
         words.push(outer_ra);
         // RBP stays 0: in the no-frame-pointer build every CFA rule is RSP-based.
         let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
-        (RegsX86_64 { ip, sp, bp: 0 }, bytes, sp, expect)
+        (RegsX86_64::new(ip, sp, 0), bytes, sp, expect)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::RegsX86_64;
+    use crate::perf::abi::*;
+
+    #[test]
+    fn perf_regs_map_to_dwarf_numbers() {
+        // All 24 x86_64 perf registers, value = 100 + perf index.
+        let mask = (1u64 << PERF_REG_X86_64_MAX) - 1;
+        let values: Vec<u64> = (0..u64::from(PERF_REG_X86_64_MAX))
+            .map(|i| 100 + i)
+            .collect();
+        let regs = RegsX86_64::from_perf_regs(mask, &values).unwrap();
+        let perf_of_dwarf = [
+            PERF_REG_X86_AX,
+            PERF_REG_X86_DX,
+            PERF_REG_X86_CX,
+            PERF_REG_X86_BX,
+            PERF_REG_X86_SI,
+            PERF_REG_X86_DI,
+            PERF_REG_X86_BP,
+            PERF_REG_X86_SP,
+            16,
+            17,
+            18,
+            19,
+            20,
+            21,
+            22,
+            PERF_REG_X86_R15,
+            PERF_REG_X86_IP,
+        ];
+        for (dwarf, perf) in perf_of_dwarf.iter().enumerate() {
+            assert_eq!(
+                regs.get(dwarf as u16),
+                Some(100 + u64::from(*perf)),
+                "DWARF {dwarf}"
+            );
+        }
+        assert_eq!((regs.ip, regs.sp, regs.bp), (108, 107, 106));
+        assert_eq!(regs.get(17), None);
+
+        // A mask of IP and SP alone still gives registers (everything else unknown); one without SP does not.
+        let ip_sp = (1 << PERF_REG_X86_SP) | (1 << PERF_REG_X86_IP);
+        let regs = RegsX86_64::from_perf_regs(ip_sp, &[7, 8]).unwrap();
+        assert_eq!((regs.sp, regs.ip), (7, 8));
+        assert!((0..16).filter(|&r| r != 7).all(|r| !regs.is_known(r)));
+        assert_eq!(RegsX86_64::from_perf_regs(1 << PERF_REG_X86_IP, &[8]), None);
+        // Values shorter than the mask: IP missing.
+        assert_eq!(RegsX86_64::from_perf_regs(ip_sp, &[7]), None);
+        assert_eq!(RegsX86_64::from_perf_regs(0, &[]), None);
     }
 }
