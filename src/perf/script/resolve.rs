@@ -7,7 +7,7 @@ use super::{CallchainMode, Frame, Options};
 use crate::perf::symbols::{FileLookup, Symbolizer};
 use crate::perf::unwind::dwarf::{self, UnwindOptions};
 use crate::perf::unwind::{
-    fp, lbr, ChainFrame, Context, FrameAddress, Module, RegsX86_64, StackSnapshot,
+    fp, lbr, ChainFrame, Context, FrameAddress, Module, RegsX86_64, StackSnapshot, StopReason,
 };
 use std::collections::HashMap;
 use std::rc::Rc;
@@ -247,9 +247,12 @@ impl<L: FileLookup> Resolver<L> {
         if s.stack_user.is_empty() || max == 0 {
             return Vec::new();
         }
+        // perf's libunwind memory accessor (unwind-libunwind-local.c `access_mem`) refuses a word that ends exactly
+        // at the end of the copy (`addr + 8 >= end`), so perf's chain stops one word early there; bport reads the
+        // copy the same way, for the same frames.
         let stack = StackSnapshot {
             start: regs.sp,
-            bytes: s.stack_user,
+            bytes: &s.stack_user[..s.stack_user.len() - 1],
         };
         // Load every DSO the walk may need first, so the lookup closure can borrow them immutably.
         // Start from the modules this process needed last time, dropping any whose map was replaced since
@@ -305,7 +308,14 @@ impl<L: FileLookup> Resolver<L> {
             };
             if done {
                 self.modules.insert(s.pid, (generation, dsos));
-                return out.frames;
+                let mut frames = out.frames;
+                // Where the next return address lies beyond the stack copy, perf's libunwind still reports one
+                // more frame, whose IP reads as all ones: perf prints `ffffffffffffffff [unknown] ([unknown])`,
+                // and so does bport (the line marks a chain cut short by the stack-copy size).
+                if matches!(out.stop, StopReason::StackTooSmall { .. }) && frames.len() < max {
+                    frames.push(FrameAddress::InstructionPointer(u64::MAX));
+                }
+                return frames;
             }
         }
     }

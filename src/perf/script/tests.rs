@@ -72,7 +72,10 @@ fn dwarf_sample_of_the_no_frame_pointer_workload_resolves_the_full_chain() {
     m.comm(7, 7, "chain-nofp");
     // The text segment as the kernel maps it: file offset 0x1000 at 0x401000.
     m.mmap(7, 0x40_1000, 0x8_1000, 0x1000, "/w/chain-nofp", None, false);
-    let (regs, stack, _sp, expect) = synthetic(data, 0);
+    let (regs, exact_stack, _sp, expect) = synthetic(data, 0);
+    // The kernel's copy goes on past the outermost frame (8 KB by default).
+    let mut stack = exact_stack.clone();
+    stack.extend_from_slice(&[0u8; 64]);
     // regs_user for mask BP|SP|IP only: values in bit order.
     let mask = (1 << 6) | (1 << 7) | (1 << 8);
     let sample = SampleInput {
@@ -101,6 +104,19 @@ fn dwarf_sample_of_the_no_frame_pointer_workload_resolves_the_full_chain() {
 
     // The same sample under the pre-4.3 rule: only the (empty) kernel callchain, no user frames at all.
     assert_eq!(r.frames(&m, CallchainMode::Fp, &sample), vec![]);
+
+    // A copy that ends exactly after main's return-address slot: as perf's libunwind accessor, bport does not
+    // read a word ending at the copy's end, and marks the cut-off chain with perf's all-ones frame.
+    let cut = SampleInput {
+        stack_user: &exact_stack,
+        ..sample.clone()
+    };
+    let frames = r.frames(&m, CallchainMode::Dwarf, &cut);
+    assert_eq!(
+        names(&frames[4..]),
+        ["ffffffffffffffff [unknown]+0x0 ([unknown])"]
+    );
+    assert_eq!(frames.len(), 5);
 }
 
 #[test]
