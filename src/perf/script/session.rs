@@ -216,6 +216,14 @@ impl<L: FileLookup> Samples<'_, L> {
         }
         self.dsos_seen = loaded;
         for dso in self.resolver.symbolizer.loaded() {
+            // Memory that is not a file (perf's `is_no_dso_memory`): a frame there is `[unknown]`, nothing is
+            // missing (a DWARF chain can step onto a bogus return address in the heap, as perf's does).
+            let no_file = ["[heap]", "[stack", "[vsyscall]"]
+                .iter()
+                .any(|p| dso.path.starts_with(p));
+            if no_file {
+                continue;
+            }
             if let Some(p) = &dso.problem {
                 if self.reported.insert(dso.path.clone()) {
                     self.warnings.push(format!("{}: {p}", dso.path));

@@ -702,6 +702,11 @@ pub fn unwind<'a>(
     // Room for a typical chain, so that pushes do not reallocate.
     let mut frames = Vec::with_capacity(options.max_frames.min(32));
     frames.push(FrameAddress::InstructionPointer(regs.ip()));
+    // libunwind's `c->dwarf.cfa`: the stack pointer of the sample, then each step's CFA. An RSP-based CFA rule
+    // is taken from it, not from RSP (dwarf/Gparser.c `apply_reg_state`), and the frame-pointer fallback adds
+    // 16 to it while RSP becomes RBP + 16 (x86_64/Gstep.c). The two differ only after that fallback, where
+    // perf's chains go on from this value; bport's do too, for the same frames.
+    let mut cfa = regs.sp();
     let stop = loop {
         if frames.len() >= options.max_frames {
             break StopReason::MaxFrames;
@@ -719,9 +724,13 @@ pub fn unwind<'a>(
                 message: message.clone(),
             })),
             Some(Ok(rule)) => Some(
-                step(rule, module.unwind, avma, svma, &mut regs, stack).map(|ra| (ra, rule.signal)),
+                step(rule, module.unwind, avma, svma, cfa, &mut regs, stack)
+                    .map(|ra| (ra, rule.signal)),
             ),
         });
+        if let Some(Ok(_)) = step {
+            cfa = regs.sp();
+        }
         match step {
             // Above a signal trampoline is the interrupted code: its address is the instruction itself, so
             // its rule is looked up there and perf prints it undecremented (libunwind's unw_is_signal_frame is
@@ -732,13 +741,14 @@ pub fn unwind<'a>(
             // Code without CFI (crtstuff's frame_dummy and __do_global_dtors_aux, hand-written assembly): one
             // frame-pointer step, as Linux perf's libunwind does when a module has no entry for the address.
             // Without it bport's chains through such code ended a frame or more earlier than perf's.
-            None => match (regs.is_known(RBP), frame_pointer_step(&regs, stack)) {
+            None => match (regs.is_known(RBP), frame_pointer_step(&regs, cfa, stack)) {
                 (false, _) => match regs.unknown_slot(RBP) {
                     Some(addr) => break StopReason::StackTooSmall { addr },
                     None => break StopReason::NoUnwindInfo { avma },
                 },
                 (true, Some(caller)) => {
                     regs = caller;
+                    cfa = cfa.wrapping_add(16);
                     frames.push(FrameAddress::ReturnAddress(caller.ip()));
                 }
                 (true, None) => break StopReason::NoUnwindInfo { avma },
@@ -750,15 +760,18 @@ pub fn unwind<'a>(
 
 /// One CFI step: turns `regs` (this frame's) into the caller's in place and returns the caller's return
 /// address, or why the walk stops there (`regs` is then partly updated and must not be used).
+#[allow(clippy::too_many_arguments)]
 fn step(
     rule: &Rule,
     info: &UnwindInfo,
     avma: u64,
     svma: u64,
+    prev_cfa: u64,
     regs: &mut Regs,
     stack: &StackSnapshot<'_>,
 ) -> Result<u64, StopReason> {
     let cfa = match rule.cfa {
+        CfaRuleX86::RegPlus { reg: RSP, offset } => prev_cfa.wrapping_add_signed(offset),
         CfaRuleX86::RegPlus { reg, offset } => match regs.get(reg) {
             Some(value) => value.wrapping_add_signed(offset),
             None => return Err(unknown_register(regs, reg, avma)),
@@ -776,7 +789,6 @@ fn step(
             }
         },
     };
-    let callee_sp = regs.sp();
     // Register-to-register rules read the callee's values, which the in-place update overwrites.
     let callee = rule.copies.then_some(*regs);
     // The caller's registers are this frame's, except where the rule says otherwise.
@@ -837,7 +849,8 @@ fn step(
     if ra == 0 {
         return Err(StopReason::Outermost);
     }
-    if cfa <= callee_sp {
+    // Against libunwind's CFA, which is this frame's stack pointer except after a frame-pointer fallback.
+    if cfa <= prev_cfa {
         return Err(StopReason::StackDidNotGrow);
     }
     regs.set(RSP, cfa);
@@ -853,9 +866,10 @@ const FRAME_POINTER_REACH: u64 = 0x4000;
 ///
 /// `None` when RBP cannot be this frame's frame pointer (zero, below RSP or implausibly far above it), when the
 /// words are outside the captured stack, or when the return address is zero (the outermost frame).
-fn frame_pointer_step(regs: &Regs, stack: &StackSnapshot<'_>) -> Option<Regs> {
-    let (bp, sp) = (regs.bp(), regs.sp());
-    if bp == 0 || bp < sp || bp - sp > FRAME_POINTER_REACH {
+fn frame_pointer_step(regs: &Regs, cfa: u64, stack: &StackSnapshot<'_>) -> Option<Regs> {
+    // Checked against libunwind's CFA (see `unwind`), which is RSP except after an earlier fallback.
+    let bp = regs.bp();
+    if bp == 0 || bp < cfa || bp - cfa > FRAME_POINTER_REACH {
         return None;
     }
     let ra = stack.read_u64(bp.checked_add(8)?)?;
@@ -1062,6 +1076,61 @@ mod tests {
             "{:?}",
             out.stop
         );
+    }
+
+    #[test]
+    fn after_a_frame_pointer_step_rsp_based_cfa_comes_from_libunwinds_cfa() {
+        // libunwind's fallback adds 16 to its CFA while RSP becomes RBP + 16, and an RSP-based CFA rule is taken
+        // from the CFA: where RBP was not really this frame's frame pointer (libm's `_fini`, which has no CFI, in
+        // a sample at its first instruction), perf's next frame comes from SP + 16 + offset. bport follows it.
+        let data = Build::NoFramePointer.bytes();
+        let info = UnwindInfo::from_elf(data).unwrap();
+        let (dummy, _) = function(data, "frame_dummy");
+        assert!(info.rule_at(dummy).is_none(), "frame_dummy gained CFI");
+        let (c, _) = function(data, "chain_c");
+        let rule = info.rule_at(c + 0x20).unwrap().unwrap();
+        assert_eq!(
+            rule.cfa,
+            CfaRuleX86::RegPlus {
+                reg: RSP,
+                offset: 8
+            }
+        );
+        let mut lookup = |avma: u64| {
+            (0x40_0000..0x50_0000).contains(&avma).then_some(Module {
+                avma_range: 0x40_0000..0x50_0000,
+                bias: 0,
+                unwind: &info,
+            })
+        };
+        let sp = 0x7ffd_0000_1000u64;
+        let bp = sp + 0x80;
+        let (from_cfa, from_rsp) = (0x7777_0000_0000u64, 0x6666_0000_0000u64);
+        let mut words = vec![0u64; 0x20];
+        words[2] = from_cfa; // sp + 16: chain_c's return slot by libunwind's CFA (sp + 16 + 8 - 8)
+        words[0x80 / 8] = 0x7ffd_0000_2000; // the caller's RBP at [rbp]
+        words[0x88 / 8] = c + 0x21; // the return address into chain_c at [rbp + 8]
+        words[0x90 / 8] = from_rsp; // chain_c's return slot if RSP (rbp + 16) were used
+        let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+        let stack = StackSnapshot {
+            start: sp,
+            bytes: &bytes,
+        };
+        let out = unwind(
+            RegsX86_64::new(dummy, sp, bp),
+            &stack,
+            &mut lookup,
+            &UnwindOptions::default(),
+        );
+        assert_eq!(
+            out.frames,
+            vec![
+                FrameAddress::InstructionPointer(dummy),
+                FrameAddress::ReturnAddress(c + 0x21),
+                FrameAddress::ReturnAddress(from_cfa),
+            ]
+        );
+        assert_eq!(out.stop, StopReason::NoModule { avma: from_cfa - 1 });
     }
 
     #[test]
@@ -1348,6 +1417,7 @@ mod tests {
                 &info,
                 0x1000,
                 0x1000,
+                s,
                 &mut probe,
                 &stack,
             )
