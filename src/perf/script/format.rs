@@ -179,12 +179,12 @@ pub fn write_sample(
     info: &SampleInfo,
     frames: &[Frame],
 ) {
-    if write_head(out, fields, name_width, info) {
+    if write_head(out, fields, name_width, &Head::of(info)) {
         for f in frames {
             write_frame_line(out, fields, f);
         }
     } else {
-        write_ip_only(out, fields, info, frames.first());
+        write_ip_only(out, fields, info.ip, frames.first());
     }
     out.push(b'\n');
 }
@@ -200,7 +200,7 @@ pub fn write_sample_refs(
     cached: &[Frame],
     lines: &mut LineCache,
 ) {
-    if write_head(out, fields, name_width, info) {
+    if write_head(out, fields, name_width, &Head::of(info)) {
         for f in frames {
             match f {
                 FrameRef::Cached(i) => lines.write(out, fields, *i, cached),
@@ -212,7 +212,7 @@ pub fn write_sample_refs(
             FrameRef::Cached(i) => &cached[*i as usize],
             FrameRef::Owned(f) => f,
         });
-        write_ip_only(out, fields, info, first);
+        write_ip_only(out, fields, info.ip, first);
     }
     out.push(b'\n');
 }
@@ -256,32 +256,66 @@ impl LineCache {
     }
 }
 
-fn write_frame_line(out: &mut Vec<u8>, fields: Fields, f: &Frame) {
+pub(crate) fn write_frame_line(out: &mut Vec<u8>, fields: Fields, f: &Frame) {
     out.push(b'\t');
     write_frame(out, fields, f);
     out.push(b'\n');
 }
 
 /// A sample without a callchain: perf prints its own IP (not the map-relative address) on the sample line.
-fn write_ip_only(out: &mut Vec<u8>, fields: Fields, info: &SampleInfo, first: Option<&Frame>) {
+pub(crate) fn write_ip_only(out: &mut Vec<u8>, fields: Fields, ip: u64, first: Option<&Frame>) {
     if !fields.has(Field::Ip) {
         return;
     }
     out.push(b' ');
     let f = first.cloned().unwrap_or(Frame {
-        addr: info.ip,
+        addr: ip,
         sym: None,
         offset: 0,
         dso: None,
         inlined: false,
     });
-    let f = Frame { addr: info.ip, ..f };
+    let f = Frame { addr: ip, ..f };
     write_frame(out, fields, &f);
 }
 
 /// The sample line up to its frames; returns whether the frames follow on their own lines (the event samples a
 /// callchain and addresses are shown).
-fn write_head(out: &mut Vec<u8>, fields: Fields, name_width: usize, info: &SampleInfo) -> bool {
+/// What a sample's line shows, with its strings borrowed from wherever they live (the output thread of
+/// `write_script` receives them as bytes).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Head<'a> {
+    pub(crate) comm: &'a str,
+    pub(crate) pid: i32,
+    pub(crate) tid: i32,
+    pub(crate) cpu: Option<u32>,
+    pub(crate) time: Option<u64>,
+    pub(crate) period: Option<u64>,
+    pub(crate) event: &'a str,
+    pub(crate) has_callchain: bool,
+}
+
+impl<'a> Head<'a> {
+    pub(crate) fn of(info: &'a SampleInfo) -> Self {
+        Head {
+            comm: &info.comm,
+            pid: info.pid,
+            tid: info.tid,
+            cpu: info.cpu,
+            time: info.time,
+            period: info.period,
+            event: &info.event,
+            has_callchain: info.has_callchain,
+        }
+    }
+}
+
+pub(crate) fn write_head(
+    out: &mut Vec<u8>,
+    fields: Fields,
+    name_width: usize,
+    info: &Head<'_>,
+) -> bool {
     let callchain_shown = info.has_callchain && fields.has(Field::Ip);
     // Widths count chars, as `{:>N}` does.
     let head = out;

@@ -26,6 +26,7 @@
 
 pub mod format;
 pub mod machine;
+mod output;
 pub mod resolve;
 pub mod session;
 

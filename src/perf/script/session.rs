@@ -386,6 +386,13 @@ impl<L: FileLookup> Samples<'_, L> {
             })
     }
 
+    /// The run's outcome after `samples` samples: the warnings gathered and the reader's.
+    fn outcome(&mut self, samples: u64) -> Outcome {
+        let mut warnings = std::mem::take(&mut self.warnings);
+        warnings.extend(self.records.warnings().iter().map(|w| w.to_string()));
+        Outcome { samples, warnings }
+    }
+
     /// Output fields and the event-name width for a sample of this file.
     fn layout(&self, attr_index: usize) -> (Fields, usize) {
         let fields = self.events.get(attr_index).map(|e| e.fields);
@@ -430,6 +437,14 @@ pub fn write_script_with<L: FileLookup>(
 ) -> Result<Outcome, ScriptError> {
     const FLUSH_AT: usize = 1 << 16;
     let mut it = samples_with(file, options, lookup);
+    // Usually every event prints the same fields: then the output thread formats the text too.
+    let layouts: Vec<(Fields, usize)> = (0..it.events.len().max(1)).map(|i| it.layout(i)).collect();
+    if layouts.windows(2).all(|w| w[0] == w[1]) {
+        let (fields, width) = layouts[0];
+        let names = it.events.iter().map(|e| e.name.to_string()).collect();
+        let n = super::output::write_threaded(&mut it, fields, width, names, out)?;
+        return Ok(it.outcome(n));
+    }
     let (full_tx, full_rx) = std::sync::mpsc::sync_channel::<Vec<u8>>(4);
     let (empty_tx, empty_rx) = std::sync::mpsc::channel::<Vec<u8>>();
     let result = std::thread::scope(|scope| {
@@ -465,12 +480,7 @@ pub fn write_script_with<L: FileLookup>(
         }
     });
     let n = result?;
-    let mut warnings = std::mem::take(&mut it.warnings);
-    warnings.extend(it.records.warnings().iter().map(|w| w.to_string()));
-    Ok(Outcome {
-        samples: n,
-        warnings,
-    })
+    Ok(it.outcome(n))
 }
 
 /// Formats every sample into a buffer handed to `ship` whenever it holds `flush_at` bytes, and once at the end;

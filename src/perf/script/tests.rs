@@ -183,7 +183,13 @@ fn fp_chain_with_markers_and_unknown_frames() {
 fn script_text_equals_formatting_each_sample_over_many_output_buffers() {
     // Thousands of fp samples (cached frames, repeated and new, and unmapped ones that are never cached) make
     // several megabytes of text: the output thread, its recycled buffers and the per-run line cache must give
-    // exactly what formatting each sample's frames on its own gives.
+    // exactly what formatting each sample's frames on its own gives. With one event the output thread formats
+    // the text; a second event that prints other fields takes the path where the resolving thread does.
+    many_samples_script_equals_per_sample_formatting(false);
+    many_samples_script_equals_per_sample_formatting(true);
+}
+
+fn many_samples_script_equals_per_sample_formatting(second_event: bool) {
     use crate::perf::abi::*;
     use crate::perf::data::{
         CommRecord, Mmap2Inode, Mmap2Record, PerfEventAttr, PerfFile, PerfFileWriter, Record,
@@ -221,6 +227,13 @@ fn script_text_equals_formatting_each_sample_over_many_output_buffers() {
     let mut w =
         PerfFileWriter::new(std::io::Cursor::new(Vec::new()), WriterOptions::default()).unwrap();
     w.add_attr(&attr, &[1]).unwrap();
+    if second_event {
+        let other = PerfEventAttr {
+            sample_type: attr.sample_type & !PERF_SAMPLE_PERIOD,
+            ..attr.clone()
+        };
+        w.add_attr(&other, &[2]).unwrap();
+    }
     w.write_record(&Record::Comm(CommRecord {
         meta: meta(PERF_RECORD_COMM, 0, 1),
         pid: 9,

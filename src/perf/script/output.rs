@@ -1,0 +1,222 @@
+//! `bport script`'s text formatted and written on its own thread.
+//!
+//! Resolving samples (parsing, unwinding, symbol lookups) is the run's bottleneck; formatting the sample lines and
+//! writing them out was about a sixth of that thread's work. Here the resolving thread sends each sample to an
+//! output thread as plain data: its head fields, its comm as bytes, and its frames as ids of lines the output
+//! thread already holds (each cached frame's line is formatted once, by the resolving thread, and sent the first
+//! time it is used) or as the text of a frame that is not cached. The output thread formats the heads and copies
+//! the lines, so the text is exactly what [`super::format::write_sample`] gives.
+
+use super::format::{self, Field, Fields, Head};
+use super::resolve::FrameRef;
+use super::session::{Samples, ScriptError};
+use crate::perf::symbols::FileLookup;
+use std::io::Write;
+use std::sync::mpsc;
+
+/// Samples per message: large enough that the channel is not the cost, small enough to keep both threads busy.
+const BATCH_SAMPLES: usize = 512;
+/// Output is written in pieces of this size.
+const WRITE_AT: usize = 1 << 16;
+
+/// One sample, as the output thread formats it.
+struct SampleRec {
+    event: u32,
+    pid: i32,
+    tid: i32,
+    cpu: Option<u32>,
+    time: Option<u64>,
+    period: Option<u64>,
+    has_callchain: bool,
+    /// The comm, in `Batch::text`.
+    comm: (u32, u32),
+    /// The frames, in `Batch::items`.
+    items: (u32, u32),
+}
+
+/// What follows a sample's head.
+enum Item {
+    /// The line of a cached frame, by its id ([`FrameRef::Cached`]).
+    Line(u32),
+    /// Text in `Batch::text`: a frame that is not cached, or the tail of a sample without a callchain.
+    Text(u32, u32),
+}
+
+#[derive(Default)]
+struct Batch {
+    samples: Vec<SampleRec>,
+    items: Vec<Item>,
+    text: Vec<u8>,
+    /// Lines of cached frames used for the first time: (id, range in `text`).
+    new_lines: Vec<(u32, u32, u32)>,
+}
+
+impl Batch {
+    fn clear(&mut self) {
+        self.samples.clear();
+        self.items.clear();
+        self.text.clear();
+        self.new_lines.clear();
+    }
+}
+
+fn offset(v: &[u8]) -> u32 {
+    // Batches are sent long before 4 GB of text.
+    u32::try_from(v.len()).unwrap_or(u32::MAX)
+}
+
+/// Formats every sample of `it` with `fields` (the same for all of the file's events) and writes the text to
+/// `out` from another thread. Returns the number of samples.
+pub(super) fn write_threaded<L: FileLookup>(
+    it: &mut Samples<'_, L>,
+    fields: Fields,
+    name_width: usize,
+    event_names: Vec<String>,
+    out: &mut (impl Write + Send),
+) -> Result<u64, ScriptError> {
+    let (full_tx, full_rx) = mpsc::sync_channel::<Batch>(4);
+    let (empty_tx, empty_rx) = mpsc::channel::<Batch>();
+    std::thread::scope(|scope| {
+        let writer = scope.spawn(move || -> std::io::Result<()> {
+            let mut lines_text: Vec<u8> = Vec::new();
+            let mut lines: Vec<(u32, u32)> = Vec::new();
+            let mut text = Vec::with_capacity(2 * WRITE_AT);
+            for mut batch in full_rx {
+                for &(id, a, b) in &batch.new_lines {
+                    let id = id as usize;
+                    if lines.len() <= id {
+                        lines.resize(id + 1, (0, 0));
+                    }
+                    let start = offset(&lines_text);
+                    lines_text.extend_from_slice(&batch.text[a as usize..b as usize]);
+                    lines[id] = (start, offset(&lines_text));
+                }
+                for s in &batch.samples {
+                    let comm = &batch.text[s.comm.0 as usize..s.comm.1 as usize];
+                    let head = Head {
+                        comm: std::str::from_utf8(comm).unwrap_or(""),
+                        pid: s.pid,
+                        tid: s.tid,
+                        cpu: s.cpu,
+                        time: s.time,
+                        period: s.period,
+                        event: event_names.get(s.event as usize).map_or("", String::as_str),
+                        has_callchain: s.has_callchain,
+                    };
+                    format::write_head(&mut text, fields, name_width, &head);
+                    for item in &batch.items[s.items.0 as usize..s.items.1 as usize] {
+                        let (a, b, from) = match *item {
+                            Item::Line(id) => {
+                                let (a, b) = lines.get(id as usize).copied().unwrap_or((0, 0));
+                                (a, b, &lines_text)
+                            }
+                            Item::Text(a, b) => (a, b, &batch.text),
+                        };
+                        text.extend_from_slice(&from[a as usize..b as usize]);
+                    }
+                    text.push(b'\n');
+                    if text.len() >= WRITE_AT {
+                        out.write_all(&text)?;
+                        text.clear();
+                    }
+                }
+                batch.clear();
+                // The resolving side may be gone already (an error ended it); the batch is then dropped.
+                let _ = empty_tx.send(batch);
+            }
+            out.write_all(&text)?;
+            out.flush()
+        });
+        let resolved = resolve_samples(it, fields, &full_tx, &empty_rx);
+        drop(full_tx);
+        let written = writer
+            .join()
+            .unwrap_or_else(|_| Err(std::io::Error::other("the output thread panicked")));
+        match (resolved, written) {
+            (Err(e), _) => Err(e),
+            (Ok(_), Err(e)) => Err(ScriptError::Io(e)),
+            (Ok(n), Ok(())) => Ok(n),
+        }
+    })
+}
+
+/// The resolving side: encodes each sample into batches for the output thread.
+fn resolve_samples<L: FileLookup>(
+    it: &mut Samples<'_, L>,
+    fields: Fields,
+    full_tx: &mpsc::SyncSender<Batch>,
+    empty_rx: &mpsc::Receiver<Batch>,
+) -> Result<u64, ScriptError> {
+    let mut n = 0;
+    let mut refs = Vec::new();
+    let mut sent: Vec<bool> = Vec::new();
+    let mut batch = Batch::default();
+    let shows_ip = fields.has(Field::Ip);
+    while let Some(item) = it.next_sample_refs(&mut refs) {
+        let info = item?;
+        let cached = it.cached_frames();
+        let comm_start = offset(&batch.text);
+        batch.text.extend_from_slice(info.comm.as_bytes());
+        let comm = (comm_start, offset(&batch.text));
+        let items_start = offset_items(&batch.items);
+        if info.has_callchain && shows_ip {
+            for r in &refs {
+                match r {
+                    FrameRef::Cached(id) => {
+                        let i = *id as usize;
+                        if sent.len() <= i {
+                            sent.resize(i + 1, false);
+                        }
+                        if !sent[i] {
+                            let a = offset(&batch.text);
+                            format::write_frame_line(&mut batch.text, fields, &cached[i]);
+                            batch.new_lines.push((*id, a, offset(&batch.text)));
+                            sent[i] = true;
+                        }
+                        batch.items.push(Item::Line(*id));
+                    }
+                    FrameRef::Owned(f) => {
+                        let a = offset(&batch.text);
+                        format::write_frame_line(&mut batch.text, fields, f);
+                        batch.items.push(Item::Text(a, offset(&batch.text)));
+                    }
+                }
+            }
+        } else {
+            let first = refs.first().map(|r| match r {
+                FrameRef::Cached(i) => &cached[*i as usize],
+                FrameRef::Owned(f) => f,
+            });
+            let a = offset(&batch.text);
+            format::write_ip_only(&mut batch.text, fields, info.ip, first);
+            batch.items.push(Item::Text(a, offset(&batch.text)));
+        }
+        batch.samples.push(SampleRec {
+            event: u32::try_from(info.attr_index).unwrap_or(u32::MAX),
+            pid: info.pid,
+            tid: info.tid,
+            cpu: info.cpu,
+            time: info.time,
+            period: info.period,
+            has_callchain: info.has_callchain,
+            comm,
+            items: (items_start, offset_items(&batch.items)),
+        });
+        n += 1;
+        if batch.samples.len() >= BATCH_SAMPLES || batch.text.len() >= WRITE_AT {
+            let fresh = empty_rx.try_recv().unwrap_or_default();
+            if full_tx.send(std::mem::replace(&mut batch, fresh)).is_err() {
+                // The output thread stopped on an error, which its join reports.
+                return Ok(n);
+            }
+        }
+    }
+    if !batch.samples.is_empty() {
+        let _ = full_tx.send(batch);
+    }
+    Ok(n)
+}
+
+fn offset_items(v: &[Item]) -> u32 {
+    u32::try_from(v.len()).unwrap_or(u32::MAX)
+}
