@@ -205,13 +205,24 @@ pub fn write_sample_refs(
             match f {
                 FrameRef::Cached(i) => lines.write(out, fields, *i, cached),
                 FrameRef::Owned(f) => write_frame_line(out, fields, f),
+                // Only `write_script`'s output thread has kernel frames deferred to it; one met here prints
+                // unsymbolized rather than failing.
+                FrameRef::Kernel { addr, dso, .. } => {
+                    write_frame_line(out, fields, &Frame::unsymbolized(*addr, dso))
+                }
             }
         }
     } else {
-        let first = frames.first().map(|f| match f {
-            FrameRef::Cached(i) => &cached[*i as usize],
-            FrameRef::Owned(f) => f,
-        });
+        let kernel;
+        let first = match frames.first() {
+            Some(FrameRef::Cached(i)) => Some(&cached[*i as usize]),
+            Some(FrameRef::Owned(f)) => Some(f),
+            Some(FrameRef::Kernel { addr, dso, .. }) => {
+                kernel = Frame::unsymbolized(*addr, dso);
+                Some(&kernel)
+            }
+            None => None,
+        };
         write_ip_only(out, fields, info.ip, first);
     }
     out.push(b'\n');

@@ -96,6 +96,17 @@ pub struct Frame {
 }
 
 impl Frame {
+    /// A frame in `dso` whose symbol is not known.
+    pub fn unsymbolized(addr: u64, dso: &std::rc::Rc<str>) -> Frame {
+        Frame {
+            addr,
+            sym: None,
+            offset: 0,
+            dso: Some(dso.clone()),
+            inlined: false,
+        }
+    }
+
     /// The symbol name, `[unknown]` when there is none.
     pub fn sym_name(&self) -> &str {
         self.sym.as_deref().unwrap_or("[unknown]")

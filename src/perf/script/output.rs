@@ -8,8 +8,11 @@
 //! the lines, so the text is exactly what [`super::format::write_sample`] gives.
 
 use super::format::{self, Field, Fields, Head};
+use super::machine::IdMap;
 use super::resolve::FrameRef;
 use super::session::{Samples, ScriptError};
+use super::Frame;
+use crate::perf::symbols::kallsyms::{Kallsyms, PendingKallsyms};
 use crate::perf::symbols::FileLookup;
 use std::io::Write;
 use std::sync::mpsc;
@@ -40,6 +43,12 @@ enum Item {
     Line(u32),
     /// Text in `Batch::text`: a frame that is not cached, or the tail of a sample without a callchain.
     Text(u32, u32),
+    /// A kernel frame for this thread to symbolize: its map's id, address and DSO name (in `Batch::text`).
+    Kernel {
+        map: u64,
+        addr: u64,
+        dso: (u32, u32),
+    },
 }
 
 #[derive(Default)]
@@ -72,6 +81,7 @@ pub(super) fn write_threaded<L: FileLookup>(
     fields: Fields,
     name_width: usize,
     event_names: Vec<String>,
+    kernel: Option<PendingKallsyms>,
     out: &mut (impl Write + Send),
 ) -> Result<u64, ScriptError> {
     let (full_tx, full_rx) = mpsc::sync_channel::<Batch>(4);
@@ -80,6 +90,12 @@ pub(super) fn write_threaded<L: FileLookup>(
         let writer = scope.spawn(move || -> std::io::Result<()> {
             let mut lines_text: Vec<u8> = Vec::new();
             let mut lines: Vec<(u32, u32)> = Vec::new();
+            // Kernel frames: the table is waited for at the first one, each line formatted once.
+            let mut kernel = KernelLines {
+                pending: kernel,
+                table: None,
+                lines: IdMap::default(),
+            };
             let mut text = Vec::with_capacity(2 * WRITE_AT);
             for mut batch in full_rx {
                 for &(id, a, b) in &batch.new_lines {
@@ -111,6 +127,11 @@ pub(super) fn write_threaded<L: FileLookup>(
                                 (a, b, &lines_text)
                             }
                             Item::Text(a, b) => (a, b, &batch.text),
+                            Item::Kernel { map, addr, dso } => {
+                                let dso = &batch.text[dso.0 as usize..dso.1 as usize];
+                                let (a, b) = kernel.line(map, addr, dso, fields, &mut lines_text);
+                                (a, b, &lines_text)
+                            }
                         };
                         text.extend_from_slice(&from[a as usize..b as usize]);
                     }
@@ -154,7 +175,6 @@ fn resolve_samples<L: FileLookup>(
     let shows_ip = fields.has(Field::Ip);
     while let Some(item) = it.next_sample_refs(&mut refs) {
         let info = item?;
-        let cached = it.cached_frames();
         let comm_start = offset(&batch.text);
         batch.text.extend_from_slice(info.comm.as_bytes());
         let comm = (comm_start, offset(&batch.text));
@@ -169,7 +189,11 @@ fn resolve_samples<L: FileLookup>(
                         }
                         if !sent[i] {
                             let a = offset(&batch.text);
-                            format::write_frame_line(&mut batch.text, fields, &cached[i]);
+                            format::write_frame_line(
+                                &mut batch.text,
+                                fields,
+                                &it.cached_frames()[i],
+                            );
                             batch.new_lines.push((*id, a, offset(&batch.text)));
                             sent[i] = true;
                         }
@@ -180,15 +204,22 @@ fn resolve_samples<L: FileLookup>(
                         format::write_frame_line(&mut batch.text, fields, f);
                         batch.items.push(Item::Text(a, offset(&batch.text)));
                     }
+                    FrameRef::Kernel { map, addr, dso } => {
+                        let a = offset(&batch.text);
+                        batch.text.extend_from_slice(dso.as_bytes());
+                        batch.items.push(Item::Kernel {
+                            map: *map,
+                            addr: *addr,
+                            dso: (a, offset(&batch.text)),
+                        });
+                    }
                 }
             }
         } else {
-            let first = refs.first().map(|r| match r {
-                FrameRef::Cached(i) => &cached[*i as usize],
-                FrameRef::Owned(f) => f,
-            });
+            // The sample's own IP on its line; a kernel one is symbolized here (files without callchains).
+            let first = refs.first().cloned().map(|r| it.materialize(r));
             let a = offset(&batch.text);
-            format::write_ip_only(&mut batch.text, fields, info.ip, first);
+            format::write_ip_only(&mut batch.text, fields, info.ip, first.as_ref());
             batch.items.push(Item::Text(a, offset(&batch.text)));
         }
         batch.samples.push(SampleRec {
@@ -219,4 +250,50 @@ fn resolve_samples<L: FileLookup>(
 
 fn offset_items(v: &[Item]) -> u32 {
     u32::try_from(v.len()).unwrap_or(u32::MAX)
+}
+
+/// The output thread's kernel symbols: the table handed over by the resolving side, waited for at the first
+/// kernel frame, and the line of each (map, address) formatted once.
+struct KernelLines {
+    pending: Option<PendingKallsyms>,
+    table: Option<Kallsyms>,
+    lines: IdMap<(u64, u64), (u32, u32)>,
+}
+
+impl KernelLines {
+    /// The range in `store` of the line for `addr` in kernel map `map` named `dso`.
+    fn line(
+        &mut self,
+        map: u64,
+        addr: u64,
+        dso: &[u8],
+        fields: Fields,
+        store: &mut Vec<u8>,
+    ) -> (u32, u32) {
+        if let Some(&span) = self.lines.get(&(map, addr)) {
+            return span;
+        }
+        let table = self.table.get_or_insert_with(|| {
+            self.pending
+                .take()
+                .map(PendingKallsyms::wait)
+                .unwrap_or_default()
+        });
+        let dso = std::rc::Rc::from(String::from_utf8_lossy(dso).as_ref());
+        let frame = match table.lookup_start(addr) {
+            Some((name, start)) => Frame {
+                addr,
+                sym: Some(name),
+                offset: addr - start,
+                dso: Some(dso),
+                inlined: false,
+            },
+            None => Frame::unsymbolized(addr, &dso),
+        };
+        let a = offset(store);
+        format::write_frame_line(store, fields, &frame);
+        let span = (a, offset(store));
+        self.lines.insert((map, addr), span);
+        span
+    }
 }

@@ -68,6 +68,16 @@ pub enum FrameRef {
     Cached(u32),
     /// A frame not in the cache.
     Owned(Frame),
+    /// A kernel address left for the consumer to symbolize ([`Resolver::defer_kernel_symbols`]), in the kernel
+    /// map `map` (an id unique per map) named `dso`.
+    Kernel {
+        /// The map's id.
+        map: u64,
+        /// The address (printed as it is).
+        addr: u64,
+        /// The map's DSO name (`[kernel.kallsyms]` or a module's).
+        dso: Rc<str>,
+    },
 }
 
 /// A file map, its loaded DSO and the map's bias (`avma − svma`, `None` when the DSO is unreadable).
@@ -99,6 +109,8 @@ pub struct Resolver<L: FileLookup> {
     frame_arena: Vec<Frame>,
     /// The callchain being resolved, kept across samples for its allocation.
     chain_buf: Vec<ChainFrame>,
+    /// Kernel frames are handed out as [`FrameRef::Kernel`], for a consumer that symbolizes them itself.
+    defer_kernel: bool,
     /// Frames of one address before they enter the cache, and frame references of one sample: buffers kept
     /// for their allocations.
     scratch: Vec<Frame>,
@@ -120,6 +132,7 @@ impl<L: FileLookup> Resolver<L> {
             frame_cache: IdMap::default(),
             frame_arena: Vec::new(),
             chain_buf: Vec::new(),
+            defer_kernel: false,
             scratch: Vec::new(),
             refs_buf: Vec::new(),
         }
@@ -164,16 +177,59 @@ impl<L: FileLookup> Resolver<L> {
         let mut refs = std::mem::take(&mut self.refs_buf);
         self.frame_refs_into(machine, mode, s, &mut refs);
         out.clear();
-        out.extend(refs.drain(..).map(|r| match r {
-            FrameRef::Cached(i) => self.frame_arena[i as usize].clone(),
-            FrameRef::Owned(f) => f,
-        }));
+        for r in refs.drain(..) {
+            let f = self.materialize(r);
+            out.push(f);
+        }
         self.refs_buf = refs;
     }
 
     /// The frames of the cache, indexed by [`FrameRef::Cached`].
     pub fn cached_frames(&self) -> &[Frame] {
         &self.frame_arena
+    }
+
+    /// From now on, kernel frames of [`Resolver::frame_refs_into`] are [`FrameRef::Kernel`]: the script's output
+    /// thread symbolizes them, so the resolving thread never waits for the kernel's symbol table.
+    pub fn defer_kernel_symbols(&mut self) {
+        self.defer_kernel = true;
+    }
+
+    /// A [`FrameRef`] as a [`Frame`] (a deferred kernel frame is symbolized here).
+    pub fn materialize(&mut self, r: FrameRef) -> Frame {
+        match r {
+            FrameRef::Cached(i) => self.frame_arena[i as usize].clone(),
+            FrameRef::Owned(f) => f,
+            FrameRef::Kernel { addr, dso, .. } => {
+                let sym = self.kernel_symbol(addr);
+                let (sym, offset) = match sym {
+                    Some((name, off)) => (Some(name), off),
+                    None => (None, 0),
+                };
+                Frame {
+                    addr,
+                    sym,
+                    offset,
+                    dso: Some(dso),
+                    inlined: false,
+                }
+            }
+        }
+    }
+
+    /// The kernel symbol containing `avma` and the offset into it.
+    fn kernel_symbol(&mut self, avma: u64) -> Option<(Rc<str>, u64)> {
+        let k = match &self.kernel {
+            Some(k) => k.clone(),
+            None => {
+                let bid = self.kernel_build_id.clone();
+                let k = self.symbolizer.kernel(bid.as_deref());
+                self.kernel = Some(k.clone());
+                k
+            }
+        };
+        k.lookup_start(avma)
+            .map(|(name, start)| (name, avma - start))
     }
 
     /// [`Resolver::frames_into`] as references into the frame cache (see [`FrameRef`]).
@@ -358,6 +414,14 @@ impl<L: FileLookup> Resolver<L> {
             }));
             return;
         };
+        if self.defer_kernel && map.kind == MapKind::Kernel {
+            out.push(FrameRef::Kernel {
+                map: map.id,
+                addr: avma,
+                dso: map.dso.clone(),
+            });
+            return;
+        }
         let inline_frames = mode == CallchainMode::Dwarf && context == Context::User;
         let key = (map.id, avma, inline_frames);
         let cacheable = map.kind != MapKind::Anon;
@@ -396,19 +460,7 @@ impl<L: FileLookup> Resolver<L> {
     ) {
         let printed = map.map_ip(avma);
         let sym = match map.kind {
-            MapKind::Kernel => {
-                let k = match &self.kernel {
-                    Some(k) => k.clone(),
-                    None => {
-                        let bid = self.kernel_build_id.clone();
-                        let k = self.symbolizer.kernel(bid.as_deref());
-                        self.kernel = Some(k.clone());
-                        k
-                    }
-                };
-                k.lookup_start(avma)
-                    .map(|(name, start)| (name, avma - start))
-            }
+            MapKind::Kernel => self.kernel_symbol(avma),
             MapKind::Anon => self
                 .symbolizer
                 .perf_map(pid as u32)

@@ -247,14 +247,32 @@ impl<L: FileLookup> Samples<'_, L> {
     ) -> Option<Result<SampleInfo, ScriptError>> {
         let mut refs = std::mem::take(&mut self.refs_buf);
         let next = self.next_sample_refs(&mut refs);
-        let cached = self.resolver.cached_frames();
         frames.clear();
-        frames.extend(refs.drain(..).map(|r| match r {
-            FrameRef::Cached(i) => cached[i as usize].clone(),
-            FrameRef::Owned(f) => f,
-        }));
+        for r in refs.drain(..) {
+            let f = self.resolver.materialize(r);
+            frames.push(f);
+        }
         self.refs_buf = refs;
         next
+    }
+
+    /// A frame reference as a frame (a deferred kernel frame is symbolized here).
+    pub fn materialize(&mut self, r: FrameRef) -> Frame {
+        self.resolver.materialize(r)
+    }
+
+    /// Leaves kernel frames of [`Samples::next_sample_refs`] unsymbolized ([`FrameRef::Kernel`]) and hands
+    /// over the kernel symbol table being parsed for them, if one is (`None`: nothing changes).
+    pub(super) fn defer_kernel_symbols(
+        &mut self,
+    ) -> Option<crate::perf::symbols::kallsyms::PendingKallsyms> {
+        let bid = self.resolver.kernel_build_id.clone();
+        let pending = self
+            .resolver
+            .symbolizer
+            .take_kernel_pending(bid.as_deref())?;
+        self.resolver.defer_kernel_symbols();
+        Some(pending)
     }
 
     /// The frames of the resolver's cache, which [`FrameRef::Cached`] entries index.
@@ -442,7 +460,8 @@ pub fn write_script_with<L: FileLookup>(
     if layouts.windows(2).all(|w| w[0] == w[1]) {
         let (fields, width) = layouts[0];
         let names = it.events.iter().map(|e| e.name.to_string()).collect();
-        let n = super::output::write_threaded(&mut it, fields, width, names, out)?;
+        let kernel = it.defer_kernel_symbols();
+        let n = super::output::write_threaded(&mut it, fields, width, names, kernel, out)?;
         return Ok(it.outcome(n));
     }
     let (full_tx, full_rx) = std::sync::mpsc::sync_channel::<Vec<u8>>(4);

@@ -259,14 +259,46 @@ fn many_samples_script_equals_per_sample_formatting(second_event: bool) {
         filename: b"/w/chain-fp",
     }))
     .unwrap();
+    // The kernel image's map; the file records the kernel's build-id, so its symbol table is parsed in the
+    // background and, with one set of fields, symbolized on the output thread.
+    w.write_record(&Record::Mmap(crate::perf::data::MmapRecord {
+        meta: RecordMeta {
+            ty: PERF_RECORD_MMAP,
+            misc: PERF_RECORD_MISC_KERNEL,
+            attr_index: Some(0),
+            sample_id: SampleId {
+                pid: Some(u32::MAX),
+                tid: Some(0),
+                time: Some(3),
+                ..Default::default()
+            },
+            ..Default::default()
+        },
+        pid: u32::MAX,
+        tid: 0,
+        addr: 0xffff_ffff_8100_0000,
+        len: 0x100_0000,
+        pgoff: 0xffff_ffff_8100_0000,
+        filename: b"[kernel.kallsyms]_text",
+    }))
+    .unwrap();
     let chains: Vec<Vec<u64>> = (0..20_000u64)
         .map(|i| {
-            vec![
+            let mut chain = Vec::new();
+            if i % 3 == 0 {
+                chain.extend([
+                    PERF_CONTEXT_KERNEL,
+                    0xffff_ffff_8100_0110 + i % 7,
+                    0xffff_ffff_8100_0010,
+                ]);
+            }
+            chain.extend([
                 PERF_CONTEXT_USER,
                 c + i % 40,
                 a + 0x10 + i % 3,
                 0x7f00_0000_0000 + i,
-            ]
+            ]);
+            chain
         })
         .collect();
     for (i, chain) in chains.iter().enumerate() {
@@ -284,14 +316,28 @@ fn many_samples_script_equals_per_sample_formatting(second_event: bool) {
         }))
         .unwrap();
     }
-    let (out, _) = w.finish(&Default::default()).unwrap();
+    let features = crate::perf::data::Features {
+        build_ids: vec![crate::perf::data::BuildIdEntry {
+            misc: PERF_RECORD_MISC_KERNEL,
+            pid: -1,
+            build_id: vec![0x11; 20],
+            filename: "[kernel.kallsyms]".into(),
+        }],
+        ..Default::default()
+    };
+    let (out, _) = w.finish(&features).unwrap();
     let file = PerfFile::from_bytes(out.into_inner()).unwrap();
     let mut files = MemLookup::new();
     files.insert("/w/chain-fp", data);
+    files.insert(
+        "/k/kallsyms",
+        "ffffffff81000000 T entry_SYSCALL_64\nffffffff81000100 T do_syscall_64\n",
+    );
     let options = Options {
         symbolizer: SymbolizerOptions {
             home: None,
             running_kernel: false,
+            kallsyms: Some(PathBuf::from("/k/kallsyms")),
             ..SymbolizerOptions::default()
         },
         ..Options::default()
@@ -309,6 +355,11 @@ fn many_samples_script_equals_per_sample_formatting(second_event: bool) {
         super::format::write_sample(&mut want, fields, width, &info, &frames);
     }
     assert!(want.len() > 2 << 20, "{} bytes", want.len());
+    let want_text = String::from_utf8_lossy(&want);
+    assert!(
+        want_text.contains("ffffffff81000116 do_syscall_64+0x16 ([kernel.kallsyms])"),
+        "kernel frames are symbolized"
+    );
     assert!(
         text == want,
         "write_script differs from formatting each sample"

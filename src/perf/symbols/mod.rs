@@ -544,6 +544,21 @@ impl<L: FileLookup> Symbolizer<L> {
         }
     }
 
+    /// Hands over the kernel table being parsed for `build_id` ([`Symbolizer::prefetch_kernel`]), for a caller
+    /// that symbolizes kernel frames elsewhere.
+    pub fn take_kernel_pending(
+        &mut self,
+        build_id: Option<&[u8]>,
+    ) -> Option<kallsyms::PendingKallsyms> {
+        match self.kernel_pending.take() {
+            Some((bid, pending)) if bid.as_deref() == build_id => Some(pending),
+            other => {
+                self.kernel_pending = other;
+                None
+            }
+        }
+    }
+
     /// Where the kernel's symbols come from, in [`Symbolizer::kernel`]'s order, and the file's bytes.
     pub fn kallsyms_source(&self, build_id: Option<&[u8]>) -> Option<(PathBuf, FileBytes)> {
         let read = |p: PathBuf| self.lookup.read(&p).map(|b| (p, b));
