@@ -80,6 +80,27 @@ pub enum FrameRef {
     },
 }
 
+/// Slots of the resolver's direct-mapped memo of recent addresses (a power of two).
+const MEMO_SLOTS: usize = 4096;
+
+/// One memo slot: the frame-cache range an address of a process resolved to, valid at one machine generation.
+#[derive(Clone, Copy, Debug, Default)]
+struct Memo {
+    valid: bool,
+    avma: u64,
+    pid: i32,
+    /// Kernel context (bit 0), inline frames shown (bit 1).
+    flags: u8,
+    generation: u64,
+    start: u32,
+    len: u32,
+}
+
+fn memo_slot(pid: i32, avma: u64) -> usize {
+    let h = (avma ^ u64::from(pid as u32).rotate_left(32)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    (h >> 52) as usize & (MEMO_SLOTS - 1)
+}
+
 /// A file map, its loaded DSO and the map's bias (`avma − svma`, `None` when the DSO is unreadable).
 type MapDso = (Rc<Map>, Rc<crate::perf::symbols::Dso>, Option<u64>);
 
@@ -109,6 +130,8 @@ pub struct Resolver<L: FileLookup> {
     frame_arena: Vec<Frame>,
     /// The callchain being resolved, kept across samples for its allocation.
     chain_buf: Vec<ChainFrame>,
+    /// Recently resolved addresses ([`MEMO_SLOTS`] slots, allocated at first use).
+    memo: Vec<Memo>,
     /// Kernel frames are handed out as [`FrameRef::Kernel`], for a consumer that symbolizes them itself.
     defer_kernel: bool,
     /// Frames of one address before they enter the cache, and frame references of one sample: buffers kept
@@ -132,6 +155,7 @@ impl<L: FileLookup> Resolver<L> {
             frame_cache: IdMap::default(),
             frame_arena: Vec::new(),
             chain_buf: Vec::new(),
+            memo: Vec::new(),
             defer_kernel: false,
             scratch: Vec::new(),
             refs_buf: Vec::new(),
@@ -399,6 +423,23 @@ impl<L: FileLookup> Resolver<L> {
             context,
             Context::Kernel | Context::GuestKernel | Context::Hypervisor
         );
+        let inline_frames = mode == CallchainMode::Dwarf && context == Context::User;
+        // The memo answers a repeated address without the map search and the cache's hashing; an entry holds
+        // while no map anywhere changed (the machine's generation).
+        let flags = u8::from(kernel) | u8::from(inline_frames) << 1;
+        let generation = machine.generation();
+        let slot = memo_slot(pid, avma);
+        if let Some(m) = self.memo.get(slot) {
+            if m.valid
+                && m.avma == avma
+                && m.pid == pid
+                && m.flags == flags
+                && m.generation == generation
+            {
+                out.extend((m.start..m.start + m.len).map(FrameRef::Cached));
+                return;
+            }
+        }
         let map = if kernel {
             machine.kernel_map(avma)
         } else {
@@ -422,11 +463,20 @@ impl<L: FileLookup> Resolver<L> {
             });
             return;
         }
-        let inline_frames = mode == CallchainMode::Dwarf && context == Context::User;
         let key = (map.id, avma, inline_frames);
         let cacheable = map.kind != MapKind::Anon;
+        let memo = |start: u32, len: u32| Memo {
+            valid: true,
+            avma,
+            pid,
+            flags,
+            generation,
+            start,
+            len,
+        };
         if cacheable {
             if let Some(&(start, len)) = self.frame_cache.get(&key) {
+                self.remember(slot, memo(start, len));
                 out.extend((start..start + len).map(FrameRef::Cached));
                 return;
             }
@@ -442,11 +492,19 @@ impl<L: FileLookup> Resolver<L> {
             (Ok(start), Ok(len)) if cacheable && start.checked_add(len).is_some() => {
                 self.frame_arena.append(&mut frames);
                 self.frame_cache.insert(key, (start, len));
+                self.remember(slot, memo(start, len));
                 out.extend((start..start + len).map(FrameRef::Cached));
             }
             _ => out.extend(frames.drain(..).map(FrameRef::Owned)),
         }
         self.scratch = frames;
+    }
+
+    fn remember(&mut self, slot: usize, memo: Memo) {
+        if self.memo.is_empty() {
+            self.memo = vec![Memo::default(); MEMO_SLOTS];
+        }
+        self.memo[slot] = memo;
     }
 
     /// [`Resolver::frame`] for an address in `map`, without the cache.

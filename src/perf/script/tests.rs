@@ -365,3 +365,44 @@ fn many_samples_script_equals_per_sample_formatting(second_event: bool) {
         "write_script differs from formatting each sample"
     );
 }
+
+#[test]
+fn repeated_addresses_follow_map_changes_and_processes() {
+    // The resolver's memo of recent addresses must not outlive a map change, nor answer for another process.
+    let data = Build::FramePointer.bytes();
+    let mut files = MemLookup::new();
+    files.insert("/w/chain-fp", data);
+    let mut r = resolver(files, None);
+    let mut m = Machine::new();
+    m.mmap(9, 0x40_1000, 0x8_1000, 0x1000, "/w/chain-fp", None, false);
+    let (c, _) = function(data, "chain_c");
+    let sample = |pid| SampleInput {
+        cpumode: 2,
+        ip: c + 4,
+        pid,
+        tid: pid,
+        callchain: Some(vec![PERF_CONTEXT_USER, c + 4]),
+        ..Default::default()
+    };
+    let chain_c = format!("{:x} chain_c+0x4 (/w/chain-fp)", c + 4 - 0x40_0000);
+    for _ in 0..2 {
+        assert_eq!(
+            names(&r.frames(&m, CallchainMode::Fp, &sample(9))),
+            std::slice::from_ref(&chain_c)
+        );
+    }
+    // Another process has nothing mapped there.
+    assert_eq!(
+        names(&r.frames(&m, CallchainMode::Fp, &sample(10))),
+        [format!("{:x} [unknown]+0x0 ([unknown])", c + 4)]
+    );
+    // A new mapping over the same range (an exec, a dlopen) changes the answer at once.
+    m.mmap(9, 0x40_1000, 0x8_1000, 0, "/w/other.so", None, false);
+    assert_eq!(
+        names(&r.frames(&m, CallchainMode::Fp, &sample(9))),
+        [format!(
+            "{:x} [unknown]+0x0 (/w/other.so)",
+            c + 4 - 0x40_1000
+        )]
+    );
+}
