@@ -391,8 +391,11 @@ impl<L: FileLookup> Resolver<L> {
                 let mut frames = out.frames;
                 // Where the next return address lies beyond the stack copy, perf's libunwind still reports one
                 // more frame, whose IP reads as all ones: perf prints `ffffffffffffffff [unknown] ([unknown])`,
-                // and so does bport (the line marks a chain cut short by the stack-copy size).
-                if matches!(out.stop, StopReason::StackTooSmall { .. }) && frames.len() < max {
+                // and so does bport (the line marks a chain cut short by the stack-copy size). Any other
+                // register saved beyond the copy (RBP in an epilogue) ends perf's chain without that line.
+                if matches!(out.stop, StopReason::ReturnAddressOutsideStack { .. })
+                    && frames.len() < max
+                {
                     frames.push(FrameAddress::InstructionPointer(u64::MAX));
                 }
                 return frames;

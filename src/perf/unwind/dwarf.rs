@@ -844,7 +844,12 @@ fn step(
                 message: format!("unsupported return-address rule at {svma:#x}"),
             })
         }
-        (_, None) => return Err(unknown_register(regs, RA, avma)),
+        (_, None) => {
+            return Err(match regs.unknown_slot(RA) {
+                Some(addr) => StopReason::ReturnAddressOutsideStack { addr },
+                None => unknown_register(regs, RA, avma),
+            })
+        }
     };
     if ra == 0 {
         return Err(StopReason::Outermost);
@@ -981,7 +986,7 @@ mod tests {
         let out = unwind(regs, &short, &mut lookup, &UnwindOptions::default());
         assert_eq!(out.frames.len(), 2);
         assert!(
-            matches!(out.stop, StopReason::StackTooSmall { .. }),
+            matches!(out.stop, StopReason::ReturnAddressOutsideStack { .. }),
             "{:?}",
             out.stop
         );

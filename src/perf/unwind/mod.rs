@@ -295,6 +295,13 @@ pub enum StopReason {
         /// The address that could not be read.
         addr: u64,
     },
+    /// The caller's return address lies outside the captured stack bytes: the copy was too small for the
+    /// whole chain. (perf 6.1 then prints one more frame, `ffffffffffffffff`; other registers saved outside
+    /// the copy end the chain silently, as [`StopReason::StackTooSmall`].)
+    ReturnAddressOutsideStack {
+        /// The address that could not be read.
+        addr: u64,
+    },
     /// The step needs a register whose value is unknown: not in the sample's register mask, or undefined or
     /// not evaluable by the callee's CFI. (A register saved outside the captured stack gives
     /// [`StopReason::StackTooSmall`] instead.)
