@@ -18,7 +18,7 @@ const LEAD: usize = 256 << 20;
 /// maps around a faulting one, so one touch maps all of them. Touching every 4 KB page instead made this thread
 /// wait on a cache miss for each of the 15 pages already mapped, competing with the reader for the CPU; a page
 /// left unmapped by a smaller window is faulted in by the reader itself.
-const PAGE: usize = 64 << 10;
+const STRIDE: usize = 64 << 10;
 
 struct Shared {
     reader: AtomicUsize,
@@ -81,7 +81,7 @@ fn run(map: &[u8], range: Range<usize>, shared: &Shared) {
         let batch_end = limit.min(pos + 64 * 4096);
         while pos < batch_end {
             std::hint::black_box(map[pos]);
-            pos += PAGE;
+            pos += STRIDE;
         }
     }
 }

@@ -2,7 +2,6 @@
 //! `process_event`; util/evsel_fprintf.c `sample__fprintf_callchain`, `sample__fprintf_sym`) and `-F` field
 //! selection with perf's `+`/`-` syntax.
 
-use super::resolve::FrameRef;
 use super::{Frame, SampleInfo};
 
 /// One selectable output field.
@@ -187,84 +186,6 @@ pub fn write_sample(
         write_ip_only(out, fields, info.ip, frames.first());
     }
     out.push(b'\n');
-}
-
-/// [`write_sample`] for frames held as references into the resolver's frame cache (`cached`): each cached
-/// frame's line is formatted once and then copied (`lines` keeps them for the run).
-pub fn write_sample_refs(
-    out: &mut Vec<u8>,
-    fields: Fields,
-    name_width: usize,
-    info: &SampleInfo,
-    frames: &[FrameRef],
-    cached: &[Frame],
-    lines: &mut LineCache,
-) {
-    if write_head(out, fields, name_width, &Head::of(info)) {
-        for f in frames {
-            match f {
-                FrameRef::Cached(i) => lines.write(out, fields, *i, cached),
-                FrameRef::Owned(f) => write_frame_line(out, fields, f),
-                // Only `write_script`'s output thread has kernel frames deferred to it; one met here prints
-                // unsymbolized rather than failing.
-                FrameRef::Kernel { addr, dso, .. } => {
-                    write_frame_line(out, fields, &Frame::unsymbolized(*addr, dso))
-                }
-            }
-        }
-    } else {
-        let kernel;
-        let first = match frames.first() {
-            Some(FrameRef::Cached(i)) => Some(&cached[*i as usize]),
-            Some(FrameRef::Owned(f)) => Some(f),
-            Some(FrameRef::Kernel { addr, dso, .. }) => {
-                kernel = Frame::unsymbolized(*addr, dso);
-                Some(&kernel)
-            }
-            None => None,
-        };
-        write_ip_only(out, fields, info.ip, first);
-    }
-    out.push(b'\n');
-}
-
-/// The formatted lines of cached frames, for one set of fields.
-#[derive(Debug, Default)]
-pub struct LineCache {
-    fields: Option<Fields>,
-    /// Per cached frame: its line's range in `text`, `(0, 0)` while not yet formatted.
-    spans: Vec<(u32, u32)>,
-    text: Vec<u8>,
-}
-
-impl LineCache {
-    fn write(&mut self, out: &mut Vec<u8>, fields: Fields, index: u32, cached: &[Frame]) {
-        if self.fields != Some(fields) {
-            // Events of one file may print different fields (`-F` per type): start over for the new set.
-            self.fields = Some(fields);
-            self.spans.clear();
-            self.text.clear();
-        }
-        let i = index as usize;
-        if self.spans.len() < cached.len() {
-            self.spans.resize(cached.len(), (0, 0));
-        }
-        let (start, end) = self.spans[i];
-        if end > start {
-            out.extend_from_slice(&self.text[start as usize..end as usize]);
-            return;
-        }
-        let from = self.text.len();
-        write_frame_line(&mut self.text, fields, &cached[i]);
-        if let (Ok(a), Ok(b)) = (u32::try_from(from), u32::try_from(self.text.len())) {
-            self.spans[i] = (a, b);
-            out.extend_from_slice(&self.text[from..]);
-        } else {
-            // Past 4 GB of distinct lines the spans cannot address them: print without caching.
-            self.text.truncate(from);
-            write_frame_line(out, fields, &cached[i]);
-        }
-    }
 }
 
 pub(crate) fn write_frame_line(out: &mut Vec<u8>, fields: Fields, f: &Frame) {
@@ -555,35 +476,5 @@ mod tests {
             String::from_utf8(out).unwrap(),
             "chain-fp \n\t            1724 chain_c\n\n"
         );
-    }
-
-    #[test]
-    fn cached_frame_lines_print_as_the_frames_do() {
-        // The first frame cached, the second owned; printed twice (second time from the line cache) and with
-        // other fields (the cache starts over), each time equal to formatting the frames directly.
-        let cached = vec![frames()[0].clone()];
-        let refs = vec![FrameRef::Cached(0), FrameRef::Owned(frames()[1].clone())];
-        let mut lines = LineCache::default();
-        for spec in [None, None, Some("comm,ip,sym"), None] {
-            let fields =
-                Fields::for_event(spec.map(|s| s.parse().unwrap()).as_ref(), false, true, true);
-            for with_chain in [true, false] {
-                let (mut want, mut got) = (Vec::new(), Vec::new());
-                write_sample(&mut want, fields, 13, &info(with_chain), &frames());
-                write_sample_refs(
-                    &mut got,
-                    fields,
-                    13,
-                    &info(with_chain),
-                    &refs,
-                    &cached,
-                    &mut lines,
-                );
-                assert_eq!(
-                    String::from_utf8(got).unwrap(),
-                    String::from_utf8(want).unwrap()
-                );
-            }
-        }
     }
 }

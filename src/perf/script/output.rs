@@ -5,7 +5,9 @@
 //! output thread as plain data: its head fields, its comm as bytes, and its frames as ids of lines the output
 //! thread already holds (each cached frame's line is formatted once, by the resolving thread, and sent the first
 //! time it is used) or as the text of a frame that is not cached. The output thread formats the heads and copies
-//! the lines, so the text is exactly what [`super::format::write_sample`] gives.
+//! the lines, so the text is exactly what [`super::format::write_sample`] gives. Events differ only in the
+//! head's fields (one did not sample CPU or period); a frame's line (address, symbol, offset, DSO) is the same
+//! for every event, since one `-F` applies to all of them.
 
 use super::format::{self, Field, Fields, Head};
 use super::machine::IdMap;
@@ -74,12 +76,21 @@ fn offset(v: &[u8]) -> u32 {
     u32::try_from(v.len()).unwrap_or(u32::MAX)
 }
 
-/// Formats every sample of `it` with `fields` (the same for all of the file's events) and writes the text to
-/// `out` from another thread. Returns the number of samples.
+/// The fields and event-name width event `event` prints with (the first event's for an unknown index).
+fn layout_of(layouts: &[(Fields, usize)], event: u32) -> (Fields, usize) {
+    layouts
+        .get(event as usize)
+        .or(layouts.first())
+        .copied()
+        .unwrap_or_else(|| (Fields::for_event(None, false, false, false), 0))
+}
+
+/// Formats every sample of `it` (event `i` with `layouts[i]`: its fields and event-name width) and writes the
+/// text to `out` from another thread; `kernel` is the kernel symbol table `it` defers kernel frames to. Returns
+/// the number of samples.
 pub(super) fn write_threaded<L: FileLookup>(
     it: &mut Samples<'_, L>,
-    fields: Fields,
-    name_width: usize,
+    layouts: &[(Fields, usize)],
     event_names: Vec<String>,
     kernel: Option<PendingKallsyms>,
     out: &mut (impl Write + Send),
@@ -89,6 +100,7 @@ pub(super) fn write_threaded<L: FileLookup>(
     std::thread::scope(|scope| {
         let writer = scope.spawn(move || -> std::io::Result<()> {
             let mut lines_text: Vec<u8> = Vec::new();
+            // Per cached frame: its line's range in `lines_text`.
             let mut lines: Vec<(u32, u32)> = Vec::new();
             // Kernel frames: the table is waited for at the first one, each line formatted once.
             let mut kernel = KernelLines {
@@ -119,7 +131,8 @@ pub(super) fn write_threaded<L: FileLookup>(
                         event: event_names.get(s.event as usize).map_or("", String::as_str),
                         has_callchain: s.has_callchain,
                     };
-                    format::write_head(&mut text, fields, name_width, &head);
+                    let (fields, width) = layout_of(layouts, s.event);
+                    format::write_head(&mut text, fields, width, &head);
                     for item in &batch.items[s.items.0 as usize..s.items.1 as usize] {
                         let (a, b, from) = match *item {
                             Item::Line(id) => {
@@ -148,7 +161,7 @@ pub(super) fn write_threaded<L: FileLookup>(
             out.write_all(&text)?;
             out.flush()
         });
-        let resolved = resolve_samples(it, fields, &full_tx, &empty_rx);
+        let resolved = resolve_samples(it, layouts, &full_tx, &empty_rx);
         drop(full_tx);
         let written = writer
             .join()
@@ -164,17 +177,20 @@ pub(super) fn write_threaded<L: FileLookup>(
 /// The resolving side: encodes each sample into batches for the output thread.
 fn resolve_samples<L: FileLookup>(
     it: &mut Samples<'_, L>,
-    fields: Fields,
+    layouts: &[(Fields, usize)],
     full_tx: &mpsc::SyncSender<Batch>,
     empty_rx: &mpsc::Receiver<Batch>,
 ) -> Result<u64, ScriptError> {
     let mut n = 0;
     let mut refs = Vec::new();
+    // Per cached frame: whether its line was sent.
     let mut sent: Vec<bool> = Vec::new();
     let mut batch = Batch::default();
-    let shows_ip = fields.has(Field::Ip);
     while let Some(item) = it.next_sample_refs(&mut refs) {
         let info = item?;
+        let event = u32::try_from(info.attr_index).unwrap_or(u32::MAX);
+        let (fields, _) = layout_of(layouts, event);
+        let shows_ip = fields.has(Field::Ip);
         let comm_start = offset(&batch.text);
         batch.text.extend_from_slice(info.comm.as_bytes());
         let comm = (comm_start, offset(&batch.text));
@@ -189,11 +205,8 @@ fn resolve_samples<L: FileLookup>(
                         }
                         if !sent[i] {
                             let a = offset(&batch.text);
-                            format::write_frame_line(
-                                &mut batch.text,
-                                fields,
-                                &it.cached_frames()[i],
-                            );
+                            let frame = &it.cached_frames()[i];
+                            format::write_frame_line(&mut batch.text, fields, frame);
                             batch.new_lines.push((*id, a, offset(&batch.text)));
                             sent[i] = true;
                         }
@@ -223,7 +236,7 @@ fn resolve_samples<L: FileLookup>(
             batch.items.push(Item::Text(a, offset(&batch.text)));
         }
         batch.samples.push(SampleRec {
-            event: u32::try_from(info.attr_index).unwrap_or(u32::MAX),
+            event,
             pid: info.pid,
             tid: info.tid,
             cpu: info.cpu,
@@ -257,6 +270,7 @@ fn offset_items(v: &[Item]) -> u32 {
 struct KernelLines {
     pending: Option<PendingKallsyms>,
     table: Option<Kallsyms>,
+    /// By (map id, address).
     lines: IdMap<(u64, u64), (u32, u32)>,
 }
 

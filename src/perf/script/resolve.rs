@@ -200,11 +200,7 @@ impl<L: FileLookup> Resolver<L> {
     ) {
         let mut refs = std::mem::take(&mut self.refs_buf);
         self.frame_refs_into(machine, mode, s, &mut refs);
-        out.clear();
-        for r in refs.drain(..) {
-            let f = self.materialize(r);
-            out.push(f);
-        }
+        self.materialize_into(&mut refs, out);
         self.refs_buf = refs;
     }
 
@@ -217,6 +213,15 @@ impl<L: FileLookup> Resolver<L> {
     /// thread symbolizes them, so the resolving thread never waits for the kernel's symbol table.
     pub fn defer_kernel_symbols(&mut self) {
         self.defer_kernel = true;
+    }
+
+    /// `refs` (emptied) as frames in `out` (cleared first).
+    pub fn materialize_into(&mut self, refs: &mut Vec<FrameRef>, out: &mut Vec<Frame>) {
+        out.clear();
+        for r in refs.drain(..) {
+            let f = self.materialize(r);
+            out.push(f);
+        }
     }
 
     /// A [`FrameRef`] as a [`Frame`] (a deferred kernel frame is symbolized here).

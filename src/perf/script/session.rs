@@ -1,7 +1,7 @@
 //! Driving a perf.data file through the machine state and the resolver: the per-sample API ([`samples`]) that
 //! `verify` and `flamegraph` use, and the text output ([`write_script`]).
 
-use super::format::{self, Fields};
+use super::format::Fields;
 use super::machine::Machine;
 use super::resolve::{
     choose_mode, FrameRef, Resolver, SampleInput, MISC_KERNEL, PERF_SAMPLE_CALLCHAIN,
@@ -247,11 +247,7 @@ impl<L: FileLookup> Samples<'_, L> {
     ) -> Option<Result<SampleInfo, ScriptError>> {
         let mut refs = std::mem::take(&mut self.refs_buf);
         let next = self.next_sample_refs(&mut refs);
-        frames.clear();
-        for r in refs.drain(..) {
-            let f = self.resolver.materialize(r);
-            frames.push(f);
-        }
+        self.resolver.materialize_into(&mut refs, frames);
         self.refs_buf = refs;
         next
     }
@@ -445,95 +441,18 @@ pub fn write_script(
 
 /// Like [`write_script`], reading DSOs through `lookup`.
 ///
-/// The text goes to `out` from another thread, in 64 KB pieces: writing tens of megabytes into a pipe is kernel
-/// work the formatting need not wait for.
+/// The text is formatted and written by another thread (see `output`): the resolving of samples is the run's
+/// bottleneck, and kernel frames are symbolized there too, so this thread never waits for the kernel's symbols.
 pub fn write_script_with<L: FileLookup>(
     file: &PerfFile,
     options: &Options,
     lookup: L,
     out: &mut (impl Write + Send),
 ) -> Result<Outcome, ScriptError> {
-    const FLUSH_AT: usize = 1 << 16;
     let mut it = samples_with(file, options, lookup);
-    // Usually every event prints the same fields: then the output thread formats the text too.
-    let layouts: Vec<(Fields, usize)> = (0..it.events.len().max(1)).map(|i| it.layout(i)).collect();
-    if layouts.windows(2).all(|w| w[0] == w[1]) {
-        let (fields, width) = layouts[0];
-        let names = it.events.iter().map(|e| e.name.to_string()).collect();
-        let kernel = it.defer_kernel_symbols();
-        let n = super::output::write_threaded(&mut it, fields, width, names, kernel, out)?;
-        return Ok(it.outcome(n));
-    }
-    let (full_tx, full_rx) = std::sync::mpsc::sync_channel::<Vec<u8>>(4);
-    let (empty_tx, empty_rx) = std::sync::mpsc::channel::<Vec<u8>>();
-    let result = std::thread::scope(|scope| {
-        let writer = scope.spawn(move || -> std::io::Result<()> {
-            for mut text in full_rx {
-                out.write_all(&text)?;
-                text.clear();
-                // The formatter may be gone already (an error ended it); the buffer is then just dropped.
-                let _ = empty_tx.send(text);
-            }
-            out.flush()
-        });
-        let formatted = format_samples(
-            &mut it,
-            |text| {
-                let fresh = empty_rx
-                    .try_recv()
-                    .unwrap_or_else(|_| Vec::with_capacity(2 * FLUSH_AT));
-                let full = std::mem::replace(text, fresh);
-                // A send fails only when the writer stopped on an error, which its join reports.
-                full_tx.send(full).is_ok()
-            },
-            FLUSH_AT,
-        );
-        drop(full_tx);
-        let written = writer
-            .join()
-            .unwrap_or_else(|_| Err(std::io::Error::other("the output thread panicked")));
-        match (formatted, written) {
-            (Err(e), _) => Err(e),
-            (Ok(_), Err(e)) => Err(ScriptError::Io(e)),
-            (Ok(n), Ok(())) => Ok(n),
-        }
-    });
-    let n = result?;
+    let layouts: Vec<(Fields, usize)> = (0..it.events.len()).map(|i| it.layout(i)).collect();
+    let names = it.events.iter().map(|e| e.name.to_string()).collect();
+    let kernel = it.defer_kernel_symbols();
+    let n = super::output::write_threaded(&mut it, &layouts, names, kernel, out)?;
     Ok(it.outcome(n))
-}
-
-/// Formats every sample into a buffer handed to `ship` whenever it holds `flush_at` bytes, and once at the end;
-/// `ship` replaces it with an empty one and says whether output can still be delivered. Returns the number of
-/// samples formatted.
-fn format_samples<L: FileLookup>(
-    it: &mut Samples<'_, L>,
-    mut ship: impl FnMut(&mut Vec<u8>) -> bool,
-    flush_at: usize,
-) -> Result<u64, ScriptError> {
-    let mut n = 0;
-    let mut text = Vec::with_capacity(2 * flush_at);
-    let mut frames = Vec::new();
-    let mut lines = format::LineCache::default();
-    while let Some(item) = it.next_sample_refs(&mut frames) {
-        let info = item?;
-        let (fields, width) = it.layout(info.attr_index);
-        format::write_sample_refs(
-            &mut text,
-            fields,
-            width,
-            &info,
-            &frames,
-            it.cached_frames(),
-            &mut lines,
-        );
-        n += 1;
-        if text.len() >= flush_at && !ship(&mut text) {
-            // The writer failed; its error is what the caller reports.
-            return Ok(n);
-        }
-    }
-    if !text.is_empty() {
-        ship(&mut text);
-    }
-    Ok(n)
 }

@@ -203,7 +203,8 @@ fn many_samples_script_equals_per_sample_formatting(second_event: bool) {
         size: PERF_ATTR_SIZE_VER5,
         config: PERF_COUNT_SW_CPU_CLOCK,
         sample_period_or_freq: 1000,
-        sample_type: PERF_SAMPLE_IP
+        sample_type: PERF_SAMPLE_IDENTIFIER
+            | PERF_SAMPLE_IP
             | PERF_SAMPLE_TID
             | PERF_SAMPLE_TIME
             | PERF_SAMPLE_PERIOD
@@ -303,9 +304,15 @@ fn many_samples_script_equals_per_sample_formatting(second_event: bool) {
         .collect();
     for (i, chain) in chains.iter().enumerate() {
         let time = 10 + i as u64;
+        // With a second event, every other sample is its.
+        let second = second_event && i % 2 == 1;
         w.write_record(&Record::Sample(SampleRecord {
-            meta: meta(PERF_RECORD_SAMPLE, PERF_RECORD_MISC_USER, time),
-            attr_index: 0,
+            meta: RecordMeta {
+                attr_index: Some(usize::from(second)),
+                ..meta(PERF_RECORD_SAMPLE, PERF_RECORD_MISC_USER, time)
+            },
+            attr_index: usize::from(second),
+            id: Some(if second { 2 } else { 1 }),
             ip: Some(chain[1]),
             pid: Some(9),
             tid: Some(9),
@@ -346,12 +353,15 @@ fn many_samples_script_equals_per_sample_formatting(second_event: bool) {
     let outcome =
         super::session::write_script_with(&file, &options, files.clone(), &mut text).unwrap();
     assert_eq!(outcome.samples, 20_000);
+    assert!(outcome.warnings.is_empty(), "{:?}", &outcome.warnings[..1]);
     let mut want = Vec::new();
     let mut it = super::session::samples_with(&file, &options, files);
     let width = "cpu-clock".len();
-    let fields = super::format::Fields::for_event(None, false, true, true);
     while let Some(item) = it.next_sample() {
         let (info, frames) = item.unwrap();
+        // The second event samples no period, so it prints none.
+        let has_period = info.attr_index == 0;
+        let fields = super::format::Fields::for_event(None, false, true, has_period);
         super::format::write_sample(&mut want, fields, width, &info, &frames);
     }
     assert!(want.len() > 2 << 20, "{} bytes", want.len());
