@@ -897,6 +897,17 @@ mod tests {
     use super::*;
     use crate::verify::workloads::Build;
 
+    /// The lookup of a static workload mapped at its link address (bias 0), 0x400000–0x500000.
+    fn static_lookup<'a>(info: &'a UnwindInfo) -> impl FnMut(u64) -> Option<Module<'a>> + 'a {
+        move |avma: u64| {
+            (0x40_0000..0x50_0000).contains(&avma).then_some(Module {
+                avma_range: 0x40_0000..0x50_0000,
+                bias: 0,
+                unwind: info,
+            })
+        }
+    }
+
     #[test]
     fn unwinds_the_no_frame_pointer_workload_from_a_synthetic_stack() {
         let data = Build::NoFramePointer.bytes();
@@ -907,13 +918,7 @@ mod tests {
             bytes: &bytes,
         };
         // Mapped at its link address (static executable): bias 0.
-        let mut lookup = |avma: u64| {
-            (0x40_0000..0x50_0000).contains(&avma).then_some(Module {
-                avma_range: 0x40_0000..0x50_0000,
-                bias: 0,
-                unwind: &info,
-            })
-        };
+        let mut lookup = static_lookup(&info);
         let out = unwind(regs, &stack, &mut lookup, &UnwindOptions::default());
         let got: Vec<u64> = out.frames.iter().map(|f| f.address()).collect();
         assert_eq!(got, expect);
@@ -959,13 +964,7 @@ mod tests {
         let data = Build::NoFramePointer.bytes();
         let info = UnwindInfo::from_elf(data).unwrap();
         let (regs, bytes, sp, expect) = synthetic(data, 0x7777_0000_0000);
-        let mut lookup = |avma: u64| {
-            (0x40_0000..0x50_0000).contains(&avma).then_some(Module {
-                avma_range: 0x40_0000..0x50_0000,
-                bias: 0,
-                unwind: &info,
-            })
-        };
+        let mut lookup = static_lookup(&info);
         let stack = StackSnapshot {
             start: sp,
             bytes: &bytes,
@@ -1067,13 +1066,7 @@ mod tests {
             start: sp,
             bytes: &stack_bytes,
         };
-        let mut lookup = |avma: u64| {
-            (0x40_0000..0x50_0000).contains(&avma).then_some(Module {
-                avma_range: 0x40_0000..0x50_0000,
-                bias: 0,
-                unwind: &bad,
-            })
-        };
+        let mut lookup = static_lookup(&bad);
         let out = unwind(regs, &stack, &mut lookup, &UnwindOptions::default());
         assert_eq!(out.frames, vec![FrameAddress::InstructionPointer(regs.ip)]);
         assert!(
@@ -1101,13 +1094,7 @@ mod tests {
                 offset: 8
             }
         );
-        let mut lookup = |avma: u64| {
-            (0x40_0000..0x50_0000).contains(&avma).then_some(Module {
-                avma_range: 0x40_0000..0x50_0000,
-                bias: 0,
-                unwind: &info,
-            })
-        };
+        let mut lookup = static_lookup(&info);
         let sp = 0x7ffd_0000_1000u64;
         let bp = sp + 0x80;
         let (from_cfa, from_rsp) = (0x7777_0000_0000u64, 0x6666_0000_0000u64);
@@ -1156,13 +1143,7 @@ mod tests {
             info.rule_at(dummy + 0x1c).is_none(),
             "frame_dummy gained CFI"
         );
-        let mut lookup = |avma: u64| {
-            (0x40_0000..0x50_0000).contains(&avma).then_some(Module {
-                avma_range: 0x40_0000..0x50_0000,
-                bias: 0,
-                unwind: &info,
-            })
-        };
+        let mut lookup = static_lookup(&info);
         // frame_dummy after `push rbp; mov rsp, rbp`: RBP = RSP, the caller's RBP and return address above it.
         let sp = 0x7ffd_0000_1000u64;
         let caller = 0x7777_0000_0000u64; // unmapped: the walk stops right after the step
@@ -1230,13 +1211,7 @@ mod tests {
             start: sp,
             bytes: &bytes,
         };
-        let mut lookup = |avma: u64| {
-            (0x40_0000..0x50_0000).contains(&avma).then_some(Module {
-                avma_range: 0x40_0000..0x50_0000,
-                bias: 0,
-                unwind: &info,
-            })
-        };
+        let mut lookup = static_lookup(&info);
         let regs = RegsX86_64::new(ip, sp, 0x7ffd_0000_1010);
         let out = unwind(regs, &stack, &mut lookup, &UnwindOptions::default());
         assert_eq!(
