@@ -90,6 +90,7 @@ pub fn run(args: ScriptArgs, ui: &Ui) -> CliResult {
         use std::os::fd::AsFd;
         std::fs::File::from(std::io::stdout().as_fd().try_clone_to_owned()?)
     };
+    grow_if_pipe(&out);
     let outcome =
         script::session::write_script(&file, &options, &mut out).map_err(|e| match e {
             script::session::ScriptError::Io(io) => CliError::from(io),
@@ -100,4 +101,19 @@ pub fn run(args: ScriptArgs, ui: &Ui) -> CliResult {
         ui.warn(w);
     }
     Ok(())
+}
+
+/// Script output is usually piped into a folding tool. With the default 64 KB pipe every piece the output thread
+/// writes fills the pipe, and writer and reader take turns (measured: 50 MB through `| cat` took 0.15 s with 64 KB
+/// and 0.11 s with 1 MB, against 0.10 s to /dev/null). 1 MB is the default `pipe-max-size`, which an unprivileged
+/// user may ask for; when the kernel refuses (quota, or not a pipe), the output is written just the same.
+fn grow_if_pipe(out: &std::fs::File) {
+    use std::os::fd::AsFd;
+    use std::os::unix::fs::FileTypeExt;
+    const PIPE_BYTES: usize = 1 << 20;
+    if out.metadata().is_ok_and(|m| m.file_type().is_fifo()) {
+        if let Err(e) = crate::perf::record::sys::set_pipe_size(out.as_fd(), PIPE_BYTES) {
+            log::debug!("output pipe stays at its size: F_SETPIPE_SZ {PIPE_BYTES}: {e}");
+        }
+    }
 }

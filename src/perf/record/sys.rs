@@ -1,5 +1,5 @@
 //! The system interface of recording: `perf_event_open`, the ring-buffer mapping, the ioctls, the workload's
-//! fork/exec, `poll`, `waitpid` and the SIGINT flag.
+//! fork/exec, `poll`, `waitpid` and the SIGINT flag; also the pipe-size call `bport script` makes on its output.
 //!
 //! This is the only module of the crate with `unsafe` (STYLE 2.8). Every block says why it is sound. Everything
 //! above it (`ring`, `session`) is safe code over the types here: an [`EventFd`] owns its descriptor, a [`RingMap`]
@@ -11,7 +11,7 @@
 
 use std::ffi::CString;
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
@@ -468,6 +468,18 @@ pub fn kill(pid: i32, signal: i32) -> io::Result<()> {
     check(unsafe { libc::kill(pid, signal) })
 }
 
+/// Asks for a pipe buffer of `bytes` (F_SETPIPE_SZ) and returns the size the kernel set. Fails with EBADF on a
+/// descriptor that is not a pipe, and EPERM beyond `/proc/sys/fs/pipe-max-size` or the user's pipe page quota.
+pub fn set_pipe_size(fd: BorrowedFd<'_>, bytes: usize) -> io::Result<usize> {
+    let bytes =
+        libc::c_int::try_from(bytes).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+    // SAFETY: fcntl(F_SETPIPE_SZ) takes an int and only changes the kernel's buffer; the descriptor is borrowed,
+    // so it stays open for the call.
+    let size = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_SETPIPE_SZ, bytes) };
+    check(size)?;
+    Ok(size as usize)
+}
+
 static INTERRUPTED: AtomicBool = AtomicBool::new(false);
 
 extern "C" fn on_sigint(_signal: libc::c_int) {
@@ -516,6 +528,15 @@ pub fn parse_cpu_list(text: &str) -> Option<Vec<u32>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_pipe_grows_to_a_megabyte_and_a_file_is_refused() {
+        use std::os::fd::AsFd;
+        let (_reader, writer) = std::io::pipe().unwrap();
+        assert!(set_pipe_size(writer.as_fd(), 1 << 20).unwrap() >= 1 << 20);
+        let file = tempfile::tempfile().unwrap();
+        assert!(set_pipe_size(file.as_fd(), 1 << 20).is_err());
+    }
 
     #[test]
     fn cpu_lists_parse_like_the_kernel_writes_them() {
