@@ -19,13 +19,14 @@ pub struct KernelSymbol {
 }
 
 /// One parsed line, names kept as ranges into the text (a kernel has ~200,000 symbols; a run looks up a few
-/// hundred, so names become strings only when looked up).
+/// hundred, so names become strings only when looked up). A symbol ends where the next one starts, so the end
+/// is not stored: the table stays 24 bytes a symbol, which matters for its allocation at the start of a run.
 #[derive(Clone, Copy, Debug)]
 struct Entry {
     start: u64,
-    end: u64,
     name: (u32, u32),
-    module: Option<(u32, u32)>,
+    /// Empty (length 0) for the kernel image: a module's name is never empty.
+    module: (u32, u32),
 }
 
 /// A parsed kallsyms table, sorted by address.
@@ -61,6 +62,39 @@ const HEX: [u8; 256] = {
     }
     t
 };
+
+/// Eight ASCII hex digits, the first the most significant (a little-endian load of the text), as a number; `None`
+/// when any byte is not a hex digit. A 64-bit kernel's addresses are 16 digits on every one of its ~150,000
+/// lines, and this takes a few dozen instructions where a loop over the digits took over a hundred.
+fn hex8(word: u64) -> Option<u32> {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGHS: u64 = ONES * 0x80;
+    if word & HIGHS != 0 {
+        return None;
+    }
+    // Bytes below 0x80 plus at most 0x50 stay below 0x100, so no byte carries into the next: each byte's high
+    // bit then says whether the byte was at least `lo`.
+    let at_least = |x: u64, lo: u8| x + ONES * u64::from(0x80 - lo);
+    let digit = at_least(word, b'0') & !at_least(word, b'9' + 1);
+    let lower = word | (ONES * 0x20);
+    let letter = at_least(lower, b'a') & !at_least(lower, b'f' + 1);
+    if (digit | letter) & HIGHS != HIGHS {
+        return None;
+    }
+    // '0'..'9' are 0x30..0x39, 'a'..'f' and 'A'..'F' end in 1..6 with bit 6 set: add 9 for those.
+    let v = (word & (ONES * 0x0f)) + ((word >> 6) & ONES) * 9;
+    // Pack the eight nibbles, first byte highest: pairs, then quads, then the two halves.
+    let v = ((v << 4) | (v >> 8)) & 0x00ff_00ff_00ff_00ff;
+    let v = ((v << 8) | (v >> 16)) & 0x0000_ffff_0000_ffff;
+    let v = ((v << 16) | (v >> 32)) & 0xffff_ffff;
+    Some(v as u32)
+}
+
+/// The 16 hex digits at the start of `head` (at least 16 bytes) as a number, like [`parse_hex`].
+fn parse_hex16(head: &[u8]) -> Option<u64> {
+    let word = |at: usize| u64::from_le_bytes(head[at..at + 8].try_into().expect("8 bytes"));
+    Some(u64::from(hex8(word(0))?) << 32 | u64::from(hex8(word(8))?))
+}
 
 /// Parses a hex number the way `from_str_radix(_, 16)` does for kallsyms addresses (no sign, no prefix), without
 /// the UTF-8 round trip: this runs once per line of a ~150,000-line file.
@@ -128,10 +162,21 @@ impl Kallsyms {
         let e = &self.entries[index];
         Some(KernelSymbol {
             start: e.start,
-            end: e.end,
+            end: self.end_of(index),
             name,
-            module: e.module.map(|m| self.slice(m).into_owned()),
+            module: (e.module.1 > 0).then(|| self.slice(e.module).into_owned()),
         })
+    }
+
+    /// Where symbol `index` ends: at the next symbol (starts are unique and sorted), the last one at the next
+    /// page boundary, as perf's `symbols__fixup_end` has it.
+    fn end_of(&self, index: usize) -> u64 {
+        let start = self.entries[index].start;
+        let end = self
+            .entries
+            .get(index + 1)
+            .map_or(start.saturating_add(0x1000) & !0xfff, |n| n.start);
+        end.max(start + 1)
     }
 
     /// The name and start address of the symbol containing `addr`: [`Kallsyms::lookup`] without building the
@@ -145,7 +190,7 @@ impl Kallsyms {
         let pos = self.entries.partition_point(|e| e.start <= addr);
         let index = pos.checked_sub(1)?;
         let e = self.entries.get(index)?;
-        if addr >= e.end {
+        if addr >= self.end_of(index) {
             return None;
         }
         let name = self
@@ -172,7 +217,7 @@ fn parse_entries(bytes: &[u8]) -> Vec<Entry> {
         // A 64-bit kernel's line: 16 hex digits (which cannot hide a newline), its type, the name from byte 19.
         let fast = match rest.get(..19) {
             Some(head) if head[16] == b' ' && head[18] == b' ' && head[17] != b'\n' => {
-                parse_hex(&head[..16]).map(|start| (start, 16usize))
+                parse_hex16(head).map(|start| (start, 16usize))
             }
             _ => None,
         };
@@ -224,9 +269,8 @@ fn parse_entries(bytes: &[u8]) -> Vec<Entry> {
         };
         entries.push(Entry {
             start,
-            end: start,
             name: (name_off as u32, name_len as u32),
-            module,
+            module: module.unwrap_or((0, 0)),
         });
     }
     // Stable, so equal addresses keep their listed order; /proc/kallsyms is usually sorted already (modules
@@ -246,13 +290,6 @@ fn parse_entries(bytes: &[u8]) -> Vec<Entry> {
         }
     }
     entries.truncate(kept);
-    for i in 0..entries.len() {
-        let start = entries[i].start;
-        let end = entries
-            .get(i + 1)
-            .map_or(start.saturating_add(0x1000) & !0xfff, |n| n.start);
-        entries[i].end = end.max(start + 1);
-    }
     entries
 }
 
@@ -443,12 +480,13 @@ mod tests {
         let got: Vec<(u64, u64, String, Option<String>)> = k
             .entries
             .iter()
-            .map(|e| {
+            .enumerate()
+            .map(|(i, e)| {
                 (
                     e.start,
-                    e.end,
+                    k.end_of(i),
                     k.slice(e.name).into_owned(),
-                    e.module.map(|m| k.slice(m).into_owned()),
+                    (e.module.1 > 0).then(|| k.slice(e.module).into_owned()),
                 )
             })
             .collect();
@@ -507,6 +545,42 @@ mod tests {
         );
         assert_eq!(hit(0x1000), None);
         assert!(Kallsyms::parse("0000000000000000 T _stext\n").is_empty());
+    }
+
+    #[test]
+    fn sixteen_digit_parse_matches_from_str_radix() {
+        let base = *b"0123456789abcdef";
+        let check = |digits: &[u8; 16]| {
+            let want = std::str::from_utf8(digits)
+                .ok()
+                .filter(|s| !s.starts_with('+'))
+                .and_then(|s| u64::from_str_radix(s, 16).ok());
+            assert_eq!(
+                parse_hex16(digits),
+                want,
+                "{:?}",
+                String::from_utf8_lossy(digits)
+            );
+        };
+        // Every byte value at every position, around valid digits of both cases.
+        for upper in [false, true] {
+            let mut digits = base;
+            if upper {
+                digits.make_ascii_uppercase();
+            }
+            check(&digits);
+            for at in 0..16 {
+                for b in 0..=255u8 {
+                    let mut d = digits;
+                    d[at] = b;
+                    check(&d);
+                }
+            }
+        }
+        check(b"ffffffff81000000");
+        check(b"0000000000000000");
+        check(b"FFFFFFFFFFFFFFFF");
+        check(b"fFfFfFfF0a0B0c0D");
     }
 
     #[test]
