@@ -128,8 +128,13 @@ pub struct Resolver<L: FileLookup> {
     /// their symbols come from a per-process file.
     frame_cache: IdMap<(u64, u64, bool), (u32, u32)>,
     frame_arena: Vec<Frame>,
-    /// The callchain being resolved, kept across samples for its allocation.
+    /// The callchain being resolved, and the user frames of a DWARF unwind: kept across samples for their
+    /// allocations.
     chain_buf: Vec<ChainFrame>,
+    unwind_buf: Vec<FrameAddress>,
+    /// [`Resolver::modules`]' entry of the process unwound last, kept out of the map: consecutive samples are
+    /// mostly of one process, and the lookup and reinsertion per sample showed in profiles.
+    last_modules: Option<(i32, u64, Vec<MapDso>)>,
     /// Recently resolved addresses ([`MEMO_SLOTS`] slots, allocated at first use).
     memo: Vec<Memo>,
     /// Kernel frames are handed out as [`FrameRef::Kernel`], for a consumer that symbolizes them itself.
@@ -155,6 +160,8 @@ impl<L: FileLookup> Resolver<L> {
             frame_cache: IdMap::default(),
             frame_arena: Vec::new(),
             chain_buf: Vec::new(),
+            unwind_buf: Vec::new(),
+            last_modules: None,
             memo: Vec::new(),
             defer_kernel: false,
             scratch: Vec::new(),
@@ -294,11 +301,18 @@ impl<L: FileLookup> Resolver<L> {
                 if let Some(c) = &s.callchain {
                     fp::parse_callchain_into(c, self.max_stack, &mut chain);
                 }
-                let user = self.unwind_user(machine, s, self.max_stack.saturating_sub(chain.len()));
-                chain.extend(user.into_iter().map(|addr| ChainFrame {
+                let mut user = std::mem::take(&mut self.unwind_buf);
+                self.unwind_user(
+                    machine,
+                    s,
+                    self.max_stack.saturating_sub(chain.len()),
+                    &mut user,
+                );
+                chain.extend(user.iter().map(|&addr| ChainFrame {
                     addr,
                     context: Some(Context::User),
                 }));
+                self.unwind_buf = user;
             }
         }
         out.reserve(chain.len());
@@ -317,20 +331,23 @@ impl<L: FileLookup> Resolver<L> {
         self.chain_buf = chain;
     }
 
+    /// The user frames of a DWARF sample, into `frames` (cleared first).
     fn unwind_user(
         &mut self,
         machine: &Machine,
         s: &SampleInput<'_>,
         max: usize,
-    ) -> Vec<FrameAddress> {
+        frames: &mut Vec<FrameAddress>,
+    ) {
+        frames.clear();
         let Some((mask, values)) = &s.regs_user else {
-            return Vec::new();
+            return;
         };
         let Some(regs) = RegsX86_64::from_perf_regs(*mask, values) else {
-            return Vec::new();
+            return;
         };
         if s.stack_user.is_empty() || max == 0 {
-            return Vec::new();
+            return;
         }
         // perf's libunwind memory accessor (unwind-libunwind-local.c `access_mem`) refuses a word that ends exactly
         // at the end of the copy (`addr + 8 >= end`), so perf's chain stops one word early there; bport reads the
@@ -343,7 +360,15 @@ impl<L: FileLookup> Resolver<L> {
         // Start from the modules this process needed last time, dropping any whose map was replaced since
         // (checked only when some map changed).
         let generation = machine.generation();
-        let (seen, mut dsos) = self.modules.remove(&s.pid).unwrap_or_default();
+        let (seen, mut dsos) = match self.last_modules.take() {
+            Some((pid, seen, dsos)) if pid == s.pid => (seen, dsos),
+            other => {
+                if let Some((pid, seen, dsos)) = other {
+                    self.modules.insert(pid, (seen, dsos));
+                }
+                self.modules.remove(&s.pid).unwrap_or_default()
+            }
+        };
         if seen != generation {
             dsos.retain(|(m, _, _)| {
                 machine
@@ -371,11 +396,12 @@ impl<L: FileLookup> Resolver<L> {
                 }
                 found
             };
-            let out = dwarf::unwind(
+            let stop = dwarf::unwind_into(
                 regs,
                 &stack,
                 &mut lookup,
                 &UnwindOptions { max_frames: max },
+                frames,
             );
             let done = match missing {
                 Some(avma) => {
@@ -392,18 +418,17 @@ impl<L: FileLookup> Resolver<L> {
                 None => true,
             };
             if done {
-                self.modules.insert(s.pid, (generation, dsos));
-                let mut frames = out.frames;
+                self.last_modules = Some((s.pid, generation, dsos));
                 // Where the next return address lies beyond the stack copy, perf's libunwind still reports one
                 // more frame, whose IP reads as all ones: perf prints `ffffffffffffffff [unknown] ([unknown])`,
                 // and so does bport (the line marks a chain cut short by the stack-copy size). Any other
                 // register saved beyond the copy (RBP in an epilogue) ends perf's chain without that line.
-                if matches!(out.stop, StopReason::ReturnAddressOutsideStack { .. })
+                if matches!(stop, StopReason::ReturnAddressOutsideStack { .. })
                     && frames.len() < max
                 {
                     frames.push(FrameAddress::InstructionPointer(u64::MAX));
                 }
-                return frames;
+                return;
             }
         }
     }
