@@ -58,7 +58,6 @@ enum Item {
     },
 }
 
-#[derive(Default)]
 struct Batch {
     samples: Vec<SampleRec>,
     items: Vec<Item>,
@@ -68,6 +67,18 @@ struct Batch {
 }
 
 impl Batch {
+    /// A batch sized for [`BATCH_SAMPLES`] typical samples: growing each new batch from empty (up to 32 are
+    /// new while the output thread waits for the kernel's symbols) copied its vectors over and over, 3% of the
+    /// resolving thread's instructions on chain-dwarf-medium.
+    fn sized() -> Self {
+        Batch {
+            samples: Vec::with_capacity(BATCH_SAMPLES),
+            items: Vec::with_capacity(BATCH_SAMPLES * 16),
+            text: Vec::with_capacity(2 * WRITE_AT),
+            new_lines: Vec::new(),
+        }
+    }
+
     fn clear(&mut self) {
         self.samples.clear();
         self.items.clear();
@@ -190,7 +201,7 @@ fn resolve_samples<L: FileLookup>(
     let mut refs = Vec::new();
     // Per cached frame: whether its line was sent.
     let mut sent: Vec<bool> = Vec::new();
-    let mut batch = Batch::default();
+    let mut batch = Batch::sized();
     while let Some(item) = it.next_sample_refs(&mut refs) {
         let info = item?;
         let event = u32::try_from(info.attr_index).unwrap_or(u32::MAX);
@@ -253,7 +264,7 @@ fn resolve_samples<L: FileLookup>(
         });
         n += 1;
         if batch.samples.len() >= BATCH_SAMPLES || batch.text.len() >= WRITE_AT {
-            let fresh = empty_rx.try_recv().unwrap_or_default();
+            let fresh = empty_rx.try_recv().unwrap_or_else(|_| Batch::sized());
             if full_tx.send(std::mem::replace(&mut batch, fresh)).is_err() {
                 // The output thread stopped on an error, which its join reports.
                 return Ok(n);
