@@ -66,8 +66,15 @@ pub struct Records<'a> {
     inner: Option<(usize, usize, u64)>,
     /// Whether the zstd warnings were copied into `warnings`.
     decomp_warned: bool,
-    /// The page prefetcher of a large mapped file, told how far this iterator got.
+    /// The page prefetcher of a large mapped file, told how far this iterator got and which records it may
+    /// still hand out.
     prefetch: Option<&'a super::prefetch::Prefetch>,
+    /// Where the records this iterator still holds, or handed out last, start at the earliest. Sorted, that is
+    /// the FINISHED_ROUND before the last one: a round's flush hands out everything up to the previous round's
+    /// newest time, so every record read before the previous round is gone once a round ends.
+    held_from: usize,
+    /// The last FINISHED_ROUND (sorted) or the last record read (unsorted).
+    last_record: usize,
 }
 
 impl<'a> Records<'a> {
@@ -90,6 +97,8 @@ impl<'a> Records<'a> {
             inner: None,
             decomp_warned: false,
             prefetch: file.start_prefetch(),
+            held_from: file.data_start,
+            last_record: file.data_start,
         }
     }
 
@@ -135,8 +144,12 @@ impl<'a> Records<'a> {
             }
         };
         self.pos = h.next;
+        if !self.sorted {
+            // The caller may still hold the record handed out before this one.
+            self.held_from = std::mem::replace(&mut self.last_record, pos);
+        }
         if let Some(progress) = &self.prefetch {
-            progress.advance(h.next);
+            progress.advance(h.next, self.held_from);
         }
         warm_up(file.data_bytes(), h.next, endian);
         if matches!(h.ty, PERF_RECORD_COMPRESSED | PERF_RECORD_COMPRESSED2) {
@@ -183,6 +196,7 @@ impl<'a> Records<'a> {
         }
         match (h.ty, record.time()) {
             (PERF_RECORD_FINISHED_ROUND, _) => {
+                self.held_from = std::mem::replace(&mut self.last_record, pos);
                 self.flush_up_to(self.next_flush);
                 self.next_flush = self.max_time;
                 self.ready.push_back(Ready::Record(record));

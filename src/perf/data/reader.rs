@@ -450,6 +450,15 @@ impl PerfFile {
             .as_ref()
     }
 
+    /// Bytes of the data section the prefetcher has released behind the reader (see [`prefetch`]).
+    #[cfg(test)]
+    pub(super) fn released_bytes(&self) -> usize {
+        self.prefetch
+            .get()
+            .and_then(Option::as_ref)
+            .map_or(0, prefetch::Prefetch::released)
+    }
+
     fn index_attrs(&mut self) {
         if let Some(descs) = &self.features.event_desc {
             for (i, entry) in self.attrs.iter_mut().enumerate() {
@@ -619,13 +628,29 @@ pub(super) fn warn(warnings: &mut Vec<Warning>, offset: Option<u64>, message: im
 /// pages a run looks at: perf.data files of DWARF recordings are mostly stack snapshots of which the unwinder reads
 /// a few hundred bytes each, and DSOs (debug files especially) are large while a run symbolizes few addresses.
 pub fn map_file(file: &std::fs::File) -> std::io::Result<memmap2::Mmap> {
-    // The one `unsafe` outside perf/record/sys.rs, kept here because records borrow from the map (STYLE 2.8) and
-    // `data` must not depend on `record`; the symbolizer maps DSOs through this function too.
+    // With `release_pages` below, the only `unsafe` outside perf/record/sys.rs, kept here because records borrow
+    // from the map (STYLE 2.8) and `data` must not depend on `record`; the symbolizer maps DSOs through this
+    // function too.
     // SAFETY: the map is read-only and private to its owner; the only hazard is another process truncating or
     // rewriting the file in place while it is mapped (SIGBUS, changing bytes). perf.data files are written once and
     // then only read; DSOs and build-id cache entries are replaced by rename, not rewritten. Every access through
     // the map is bounds-checked against the length seen at open.
     unsafe { memmap2::Mmap::map(file) }
+}
+
+/// Unmaps the pages of `range` of `map` (MADV_DONTNEED) but keeps the range mapped: the next access maps them
+/// again from the page cache, with the same bytes. See [`super::prefetch`] for why.
+pub(super) fn release_pages(
+    map: &memmap2::Mmap,
+    range: std::ops::Range<usize>,
+) -> std::io::Result<()> {
+    // SAFETY: for a read-only shared file mapping, MADV_DONTNEED only drops this process's page-table entries;
+    // a later read faults the page back in from the page cache, so every byte reads as before and borrows of
+    // the map stay valid (memmap2 marks DONTNEED unsafe for private writable maps, where it discards written
+    // pages). The hazard is the map's own (see `map_file`).
+    unsafe {
+        map.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, range.start, range.len())
+    }
 }
 
 /// Reads the record header at `pos` of `bytes` (data ends at `data_end`); returns the header, the body and
