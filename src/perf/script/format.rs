@@ -296,10 +296,11 @@ pub(crate) fn write_head(
         let n = secs.len();
         stamp[..n].copy_from_slice(secs);
         stamp[n] = b'.';
-        let mut micros = (t % 1_000_000_000) / 1000;
-        for i in (0..6).rev() {
-            stamp[n + 1 + i] = b'0' + (micros % 10) as u8;
-            micros /= 10;
+        let mut micros = ((t % 1_000_000_000) / 1000) as usize;
+        for i in [4, 2, 0] {
+            let pair = micros % 100 * 2;
+            micros /= 100;
+            stamp[n + 1 + i..n + 3 + i].copy_from_slice(&PAIRS[pair..pair + 2]);
         }
         pad_left(head, &stamp[..n + 7], n + 7, 12);
         head.extend_from_slice(b": ");
@@ -358,16 +359,34 @@ fn pad_left(out: &mut Vec<u8>, bytes: &[u8], chars: usize, width: usize) {
     out.extend_from_slice(bytes);
 }
 
+/// "00" to "99", for writing decimals two digits per division (every sample line has four to six numbers).
+const PAIRS: [u8; 200] = {
+    let mut t = [0u8; 200];
+    let mut i = 0;
+    while i < 100 {
+        t[2 * i] = b'0' + (i / 10) as u8;
+        t[2 * i + 1] = b'0' + (i % 10) as u8;
+        i += 1;
+    }
+    t
+};
+
 /// Decimal of `v`, written into `buf`.
 fn udecimal(mut v: u64, buf: &mut [u8; 24]) -> &[u8] {
     let mut i = buf.len();
-    loop {
+    while v >= 100 {
+        let pair = (v % 100) as usize * 2;
+        v /= 100;
+        i -= 2;
+        buf[i..i + 2].copy_from_slice(&PAIRS[pair..pair + 2]);
+    }
+    if v >= 10 {
+        let pair = v as usize * 2;
+        i -= 2;
+        buf[i..i + 2].copy_from_slice(&PAIRS[pair..pair + 2]);
+    } else {
         i -= 1;
-        buf[i] = b'0' + (v % 10) as u8;
-        v /= 10;
-        if v == 0 {
-            break;
-        }
+        buf[i] = b'0' + v as u8;
     }
     &buf[i..]
 }
@@ -438,6 +457,20 @@ mod tests {
                 inlined: false,
             },
         ]
+    }
+
+    #[test]
+    fn decimals_match_display() {
+        let mut buf = [0u8; 24];
+        let mut check = |v: u64| assert_eq!(udecimal(v, &mut buf), v.to_string().as_bytes(), "{v}");
+        for v in (0..1000).chain([9_999, 10_000, 99_999, 123_456_789, u64::MAX / 10, u64::MAX]) {
+            check(v);
+        }
+        assert_eq!(decimal(-1, &mut [0u8; 24]), b"-1");
+        assert_eq!(
+            decimal(i64::MIN, &mut [0u8; 24]),
+            i64::MIN.to_string().as_bytes()
+        );
     }
 
     #[test]

@@ -125,6 +125,7 @@ pub(super) fn write_threaded<L: FileLookup>(
                 lines: IdMap::default(),
             };
             let mut text = Vec::with_capacity(2 * WRITE_AT);
+            let mut last_comm = String::new();
             for mut batch in full_rx {
                 for &(id, a, b) in &batch.new_lines {
                     let id = id as usize;
@@ -137,8 +138,13 @@ pub(super) fn write_threaded<L: FileLookup>(
                 }
                 for s in &batch.samples {
                     let comm = &batch.text[s.comm.0 as usize..s.comm.1 as usize];
+                    // Runs of samples share a comm: checked as UTF-8 once per run, not per sample.
+                    if last_comm.as_bytes() != comm {
+                        last_comm.clear();
+                        last_comm.push_str(std::str::from_utf8(comm).unwrap_or(""));
+                    }
                     let head = Head {
-                        comm: std::str::from_utf8(comm).unwrap_or(""),
+                        comm: &last_comm,
                         pid: s.pid,
                         tid: s.tid,
                         cpu: s.cpu,
