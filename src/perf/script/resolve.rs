@@ -96,6 +96,20 @@ struct Memo {
     len: u32,
 }
 
+/// Appends the references to cached frames `start..start + len`. Nearly always one frame (an address without
+/// inlined callers): pushed directly, as the range iterator `extend` takes cost more than the push itself on
+/// this once-per-frame path.
+#[inline]
+fn push_cached(out: &mut Vec<FrameRef>, start: u32, len: u32) {
+    if len == 1 {
+        out.push(FrameRef::Cached(start));
+    } else {
+        for id in start..start.saturating_add(len) {
+            out.push(FrameRef::Cached(id));
+        }
+    }
+}
+
 fn memo_slot(pid: i32, avma: u64) -> usize {
     let h = (avma ^ u64::from(pid as u32).rotate_left(32)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
     (h >> 52) as usize & (MEMO_SLOTS - 1)
@@ -469,7 +483,7 @@ impl<L: FileLookup> Resolver<L> {
                 && m.flags == flags
                 && m.generation == generation
             {
-                out.extend((m.start..m.start + m.len).map(FrameRef::Cached));
+                push_cached(out, m.start, m.len);
                 return;
             }
         }
@@ -510,7 +524,7 @@ impl<L: FileLookup> Resolver<L> {
         if cacheable {
             if let Some(&(start, len)) = self.frame_cache.get(&key) {
                 self.remember(slot, memo(start, len));
-                out.extend((start..start + len).map(FrameRef::Cached));
+                push_cached(out, start, len);
                 return;
             }
         }
@@ -526,7 +540,7 @@ impl<L: FileLookup> Resolver<L> {
                 self.frame_arena.append(&mut frames);
                 self.frame_cache.insert(key, (start, len));
                 self.remember(slot, memo(start, len));
-                out.extend((start..start + len).map(FrameRef::Cached));
+                push_cached(out, start, len);
             }
             _ => out.extend(frames.drain(..).map(FrameRef::Owned)),
         }

@@ -142,7 +142,9 @@ impl RegsX86_64 {
             unknown: Self::ALL_UNKNOWN,
             ..Default::default()
         };
-        // Values come in mask-bit order: walk the set bits.
+        // Values come in mask-bit order: walk the set bits. This runs once per DWARF sample, so RBP and RSP go
+        // through their general-register slots and are moved to their fields after the walk, instead of a
+        // three-way branch per value.
         let mut bits = mask;
         for &value in values {
             if bits == 0 {
@@ -150,11 +152,20 @@ impl RegsX86_64 {
             }
             let bit = bits.trailing_zeros() as usize;
             bits &= bits - 1;
-            match Self::DWARF_OF_PERF.get(bit) {
-                Some(&r) if r != Self::NOT_GPR => regs.set(r, value),
-                _ => {}
+            let r = Self::DWARF_OF_PERF
+                .get(bit)
+                .copied()
+                .unwrap_or(Self::NOT_GPR);
+            if let Some(slot) = regs.gpr.get_mut(usize::from(r)) {
+                *slot = value;
+                regs.unknown &= !(1 << r);
+            } else if r == Self::DWARF_RA {
+                regs.ip = value;
+                regs.unknown &= !(1 << r);
             }
         }
+        regs.bp = std::mem::take(&mut regs.gpr[usize::from(Self::DWARF_RBP)]);
+        regs.sp = std::mem::take(&mut regs.gpr[usize::from(Self::DWARF_RSP)]);
         (regs.is_known(Self::DWARF_RA) && regs.is_known(Self::DWARF_RSP)).then_some(regs)
     }
 
