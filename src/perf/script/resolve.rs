@@ -96,6 +96,32 @@ struct Memo {
     len: u32,
 }
 
+/// Slots of the chain memo: a sample's whole resolved chain by its addresses (see [`ChainMemo`]).
+const CHAIN_SLOTS: usize = 1024;
+
+/// One chain-memo slot: the cached frames a whole callchain of a process resolved to, valid at one machine
+/// generation. Samples of a hot loop repeat their chain exactly (99% of the built-in workload's DWARF samples,
+/// 77% of a Python run's), and looking each frame up again, even in the per-address memo, was a tenth of the
+/// resolving thread.
+#[derive(Debug, Default)]
+struct ChainMemo {
+    valid: bool,
+    pid: i32,
+    generation: u64,
+    mode: Option<CallchainMode>,
+    sample_context: Option<Context>,
+    chain: Vec<ChainFrame>,
+    ids: Vec<u32>,
+}
+
+fn chain_slot(pid: i32, chain: &[ChainFrame]) -> usize {
+    let mut h = u64::from(pid as u32);
+    for f in chain {
+        h = (h.rotate_left(5) ^ f.addr.address()).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    }
+    (h >> 40) as usize % CHAIN_SLOTS
+}
+
 /// Appends the references to cached frames `start..start + len`. Nearly always one frame (an address without
 /// inlined callers): pushed directly, as the range iterator `extend` takes cost more than the push itself on
 /// this once-per-frame path.
@@ -151,6 +177,8 @@ pub struct Resolver<L: FileLookup> {
     last_modules: Option<(i32, u64, Vec<MapDso>)>,
     /// Recently resolved addresses ([`MEMO_SLOTS`] slots, allocated at first use).
     memo: Vec<Memo>,
+    /// Recently resolved whole chains ([`CHAIN_SLOTS`] slots, allocated at first use).
+    chain_memo: Vec<ChainMemo>,
     /// Kernel frames are handed out as [`FrameRef::Kernel`], for a consumer that symbolizes them itself.
     defer_kernel: bool,
     /// Frames of one address before they enter the cache, and frame references of one sample: buffers kept
@@ -177,6 +205,7 @@ impl<L: FileLookup> Resolver<L> {
             unwind_buf: Vec::new(),
             last_modules: None,
             memo: Vec::new(),
+            chain_memo: Vec::new(),
             defer_kernel: false,
             scratch: Vec::new(),
             refs_buf: Vec::new(),
@@ -330,6 +359,21 @@ impl<L: FileLookup> Resolver<L> {
             }
         }
         out.reserve(chain.len());
+        let generation = machine.generation();
+        let slot = chain_slot(s.pid, &chain);
+        if let Some(m) = self.chain_memo.get(slot) {
+            if m.valid
+                && m.pid == s.pid
+                && m.generation == generation
+                && m.mode == Some(mode)
+                && m.sample_context == Some(sample_context)
+                && m.chain == chain
+            {
+                out.extend(m.ids.iter().map(|&id| FrameRef::Cached(id)));
+                self.chain_buf = chain;
+                return;
+            }
+        }
         let user_maps = machine.user_maps(s.pid);
         for f in &chain {
             self.frame(
@@ -341,6 +385,26 @@ impl<L: FileLookup> Resolver<L> {
                 f.addr,
                 mode,
             );
+        }
+        // Only chains of cached frames are remembered: the others hold frames of their own (unmapped
+        // addresses, JIT maps) or kernel frames for the output thread.
+        if out.iter().all(|r| matches!(r, FrameRef::Cached(_))) {
+            if self.chain_memo.is_empty() {
+                self.chain_memo.resize_with(CHAIN_SLOTS, ChainMemo::default);
+            }
+            let m = &mut self.chain_memo[slot];
+            m.valid = true;
+            m.pid = s.pid;
+            m.generation = generation;
+            m.mode = Some(mode);
+            m.sample_context = Some(sample_context);
+            m.chain.clear();
+            m.chain.extend_from_slice(&chain);
+            m.ids.clear();
+            m.ids.extend(out.iter().filter_map(|r| match r {
+                FrameRef::Cached(id) => Some(*id),
+                _ => None,
+            }));
         }
         self.chain_buf = chain;
     }

@@ -378,7 +378,8 @@ fn many_samples_script_equals_per_sample_formatting(second_event: bool) {
 
 #[test]
 fn repeated_addresses_follow_map_changes_and_processes() {
-    // The resolver's memo of recent addresses must not outlive a map change, nor answer for another process.
+    // The resolver's memos of recent addresses and of whole chains must not outlive a map change, nor answer for
+    // another process.
     let data = Build::FramePointer.bytes();
     let mut files = MemLookup::new();
     files.insert("/w/chain-fp", data);
@@ -401,11 +402,15 @@ fn repeated_addresses_follow_map_changes_and_processes() {
             std::slice::from_ref(&chain_c)
         );
     }
-    // Another process has nothing mapped there.
-    assert_eq!(
-        names(&r.frames(&m, CallchainMode::Fp, &sample(10))),
-        [format!("{:x} [unknown]+0x0 ([unknown])", c + 4)]
-    );
+    // Other processes have nothing mapped there, also those whose chain lands in the same slot of a memo
+    // (20,000 pids over 1,024 chain slots and 4,096 address slots: several collide).
+    for pid in 10..20_000 {
+        assert_eq!(
+            names(&r.frames(&m, CallchainMode::Fp, &sample(pid))),
+            [format!("{:x} [unknown]+0x0 ([unknown])", c + 4)],
+            "pid {pid}"
+        );
+    }
     // A new mapping over the same range (an exec, a dlopen) changes the answer at once.
     m.mmap(9, 0x40_1000, 0x8_1000, 0, "/w/other.so", None, false);
     assert_eq!(
