@@ -42,7 +42,12 @@ struct SampleRec {
     comm: (u32, u32),
     /// The frames, in `Batch::items`.
     items: (u32, u32),
+    /// The id of the repeated chain these frames are, sent whole for the first time ([`NO_CHAIN`] if none):
+    /// the output thread keeps their text for the samples that name it by [`Item::Chain`].
+    defines_chain: u32,
 }
+
+const NO_CHAIN: u32 = u32::MAX;
 
 /// What follows a sample's head.
 enum Item {
@@ -56,6 +61,10 @@ enum Item {
         addr: u64,
         dso: (u32, u32),
     },
+    /// All the frame lines of a chain an earlier sample defined ([`SampleRec::defines_chain`]): samples of a
+    /// hot loop repeat their chain, and one copy of its text replaces a line-by-line copy on this thread and
+    /// the per-frame encoding on the resolving one.
+    Chain(u32),
 }
 
 struct Batch {
@@ -126,6 +135,9 @@ pub(super) fn write_threaded<L: FileLookup>(
             };
             let mut text = Vec::with_capacity(2 * WRITE_AT);
             let mut last_comm = String::new();
+            // Per chain id: its text's range in `chains_text`.
+            let mut chains_text: Vec<u8> = Vec::new();
+            let mut chains: Vec<(u32, u32)> = Vec::new();
             for mut batch in full_rx {
                 for &(id, a, b) in &batch.new_lines {
                     let id = id as usize;
@@ -155,8 +167,13 @@ pub(super) fn write_threaded<L: FileLookup>(
                     };
                     let (fields, width) = layout_of(layouts, s.event);
                     format::write_head(&mut text, fields, width, &head);
+                    let frames_from = text.len();
                     for item in &batch.items[s.items.0 as usize..s.items.1 as usize] {
                         let (a, b, from) = match *item {
+                            Item::Chain(id) => {
+                                let (a, b) = chains.get(id as usize).copied().unwrap_or((0, 0));
+                                (a, b, &chains_text)
+                            }
                             Item::Line(id) => {
                                 let (a, b) = lines.get(id as usize).copied().unwrap_or((0, 0));
                                 (a, b, &lines_text)
@@ -169,6 +186,15 @@ pub(super) fn write_threaded<L: FileLookup>(
                             }
                         };
                         text.extend_from_slice(&from[a as usize..b as usize]);
+                    }
+                    if s.defines_chain != NO_CHAIN {
+                        let id = s.defines_chain as usize;
+                        if chains.len() <= id {
+                            chains.resize(id + 1, (0, 0));
+                        }
+                        let start = offset(&chains_text);
+                        chains_text.extend_from_slice(&text[frames_from..]);
+                        chains[id] = (start, offset(&chains_text));
                     }
                     text.push(b'\n');
                     if text.len() >= WRITE_AT {
@@ -205,8 +231,9 @@ fn resolve_samples<L: FileLookup>(
 ) -> Result<u64, ScriptError> {
     let mut n = 0;
     let mut refs = Vec::new();
-    // Per cached frame: whether its line was sent.
+    // Per cached frame: whether its line was sent; per chain id: whether its text was.
     let mut sent: Vec<bool> = Vec::new();
+    let mut chains_sent: Vec<bool> = Vec::new();
     let mut batch = Batch::sized();
     while let Some(item) = it.next_sample_refs(&mut refs) {
         let info = item?;
@@ -217,7 +244,27 @@ fn resolve_samples<L: FileLookup>(
         batch.text.extend_from_slice(info.comm.as_bytes());
         let comm = (comm_start, offset(&batch.text));
         let items_start = offset_items(&batch.items);
-        if info.has_callchain && shows_ip {
+        let shows_chain = info.has_callchain && shows_ip;
+        let mut defines_chain = NO_CHAIN;
+        // A repeated chain is named by its id once the output thread has its text; the first time, its frames
+        // are sent one by one and the output thread keeps the text they make.
+        let named = match it.last_chain() {
+            Some(id) if shows_chain => {
+                let i = id as usize;
+                if chains_sent.len() <= i {
+                    chains_sent.resize(i + 1, false);
+                }
+                if chains_sent[i] {
+                    batch.items.push(Item::Chain(id));
+                } else {
+                    chains_sent[i] = true;
+                    defines_chain = id;
+                }
+                chains_sent[i] && defines_chain == NO_CHAIN
+            }
+            _ => false,
+        };
+        if shows_chain && !named {
             for r in &refs {
                 match r {
                     FrameRef::Cached(id) => {
@@ -250,7 +297,7 @@ fn resolve_samples<L: FileLookup>(
                     }
                 }
             }
-        } else {
+        } else if !shows_chain {
             // The sample's own IP on its line; a kernel one is symbolized here (files without callchains).
             let first = refs.first().cloned().map(|r| it.materialize(r));
             let a = offset(&batch.text);
@@ -267,6 +314,7 @@ fn resolve_samples<L: FileLookup>(
             has_callchain: info.has_callchain,
             comm,
             items: (items_start, offset_items(&batch.items)),
+            defines_chain,
         });
         n += 1;
         if batch.samples.len() >= BATCH_SAMPLES || batch.text.len() >= WRITE_AT {

@@ -112,7 +112,13 @@ struct ChainMemo {
     sample_context: Option<Context>,
     chain: Vec<ChainFrame>,
     ids: Vec<u32>,
+    /// The chain's id once it repeated (see [`Resolver::last_chain`]).
+    id: Option<u32>,
 }
+
+/// Chain ids handed out per run at most: a consumer keeps each repeated chain's text, ~0.5 KB, so this bounds
+/// that to some tens of MB on a run whose chains repeat once and never again.
+const MAX_CHAIN_IDS: u32 = 1 << 16;
 
 fn chain_slot(pid: i32, chain: &[ChainFrame]) -> usize {
     let mut h = u64::from(pid as u32);
@@ -179,6 +185,9 @@ pub struct Resolver<L: FileLookup> {
     memo: Vec<Memo>,
     /// Recently resolved whole chains ([`CHAIN_SLOTS`] slots, allocated at first use).
     chain_memo: Vec<ChainMemo>,
+    /// The id of the last sample's chain when it came from the chain memo, and the next id to hand out.
+    last_chain: Option<u32>,
+    next_chain_id: u32,
     /// Kernel frames are handed out as [`FrameRef::Kernel`], for a consumer that symbolizes them itself.
     defer_kernel: bool,
     /// Frames of one address before they enter the cache, and frame references of one sample: buffers kept
@@ -206,6 +215,8 @@ impl<L: FileLookup> Resolver<L> {
             last_modules: None,
             memo: Vec::new(),
             chain_memo: Vec::new(),
+            last_chain: None,
+            next_chain_id: 0,
             defer_kernel: false,
             scratch: Vec::new(),
             refs_buf: Vec::new(),
@@ -252,6 +263,13 @@ impl<L: FileLookup> Resolver<L> {
         self.frame_refs_into(machine, mode, s, &mut refs);
         self.materialize_into(&mut refs, out);
         self.refs_buf = refs;
+    }
+
+    /// When the frames [`Resolver::frame_refs_into`] gave last are a chain seen before, its id: the same id
+    /// always stands for the same frames (ids are not reused in a run), so a consumer may keep the chain's
+    /// text by it. `None` for a chain met for the first time, or with kernel or uncached frames.
+    pub fn last_chain(&self) -> Option<u32> {
+        self.last_chain
     }
 
     /// The frames of the cache, indexed by [`FrameRef::Cached`].
@@ -359,9 +377,10 @@ impl<L: FileLookup> Resolver<L> {
             }
         }
         out.reserve(chain.len());
+        self.last_chain = None;
         let generation = machine.generation();
         let slot = chain_slot(s.pid, &chain);
-        if let Some(m) = self.chain_memo.get(slot) {
+        if let Some(m) = self.chain_memo.get_mut(slot) {
             if m.valid
                 && m.pid == s.pid
                 && m.generation == generation
@@ -370,6 +389,11 @@ impl<L: FileLookup> Resolver<L> {
                 && m.chain == chain
             {
                 out.extend(m.ids.iter().map(|&id| FrameRef::Cached(id)));
+                if m.id.is_none() && self.next_chain_id < MAX_CHAIN_IDS {
+                    m.id = Some(self.next_chain_id);
+                    self.next_chain_id += 1;
+                }
+                self.last_chain = m.id;
                 self.chain_buf = chain;
                 return;
             }
@@ -405,6 +429,7 @@ impl<L: FileLookup> Resolver<L> {
                 FrameRef::Cached(id) => Some(*id),
                 _ => None,
             }));
+            m.id = None;
         }
         self.chain_buf = chain;
     }

@@ -276,6 +276,11 @@ impl<L: FileLookup> Samples<'_, L> {
         self.resolver.cached_frames()
     }
 
+    /// The id of the last sample's chain, when it repeats an earlier one (see [`Resolver::last_chain`]).
+    pub fn last_chain(&self) -> Option<u32> {
+        self.resolver.last_chain()
+    }
+
     /// [`Samples::next_sample_into`] with the frames as references into the resolver's frame cache.
     pub fn next_sample_refs(
         &mut self,
