@@ -106,14 +106,14 @@ fn run(map: &memmap2::Mmap, range: Range<usize>, shared: &Shared) {
                 }
             }
         }
-        let limit = shared
-            .reader
-            .load(Ordering::Relaxed)
-            .saturating_add(LEAD)
-            .min(range.end);
+        let reader = shared.reader.load(Ordering::Relaxed);
+        let limit = reader.saturating_add(LEAD).min(range.end);
         if pos >= limit {
-            // The last partial chunk stays mapped until the file is closed.
-            if pos >= range.end && released >= range.end / RELEASE_CHUNK * RELEASE_CHUNK {
+            // Done once everything is released, or once the reader is at the end (it reports nothing more, so
+            // its last rounds, and the last partial chunk, stay mapped until the file is closed): a file kept
+            // open after reading (`report`) does not keep this thread waking up.
+            let all_released = released >= range.end / RELEASE_CHUNK * RELEASE_CHUNK;
+            if pos >= range.end && (all_released || reader >= range.end) {
                 return;
             }
             std::thread::sleep(std::time::Duration::from_millis(1));

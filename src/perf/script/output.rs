@@ -23,8 +23,8 @@ use std::sync::mpsc;
 const BATCH_SAMPLES: usize = 512;
 /// Batches in flight. The output thread waits for the kernel's symbol table at the first kernel frame (a few ms
 /// into a run); with 4 batches the resolving thread then stalled too, for 3-5 ms of a 30 ms run (measured with
-/// timestamps on chain-dwarf-medium). 32 batches (16,384 samples, a few MB) cover that wait, and a slow reader
-/// of the output still bounds the memory held.
+/// timestamps on chain-dwarf-medium). 32 batches (16,384 samples, at most ~13 MB at their usual size) cover
+/// that wait, and a slow reader of the output still bounds the memory held.
 const BATCHES_IN_FLIGHT: usize = 32;
 /// Output is written in pieces of this size.
 const WRITE_AT: usize = 1 << 16;
@@ -254,13 +254,13 @@ fn resolve_samples<L: FileLookup>(
                 if chains_sent.len() <= i {
                     chains_sent.resize(i + 1, false);
                 }
-                if chains_sent[i] {
+                let sent = std::mem::replace(&mut chains_sent[i], true);
+                if sent {
                     batch.items.push(Item::Chain(id));
                 } else {
-                    chains_sent[i] = true;
                     defines_chain = id;
                 }
-                chains_sent[i] && defines_chain == NO_CHAIN
+                sent
             }
             _ => false,
         };

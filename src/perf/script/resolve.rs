@@ -105,9 +105,9 @@ const CHAIN_SLOTS: usize = 1024;
 /// resolving thread.
 #[derive(Debug, Default)]
 struct ChainMemo {
-    valid: bool,
     pid: i32,
     generation: u64,
+    /// `None` in a slot not used yet.
     mode: Option<CallchainMode>,
     sample_context: Option<Context>,
     chain: Vec<ChainFrame>,
@@ -381,10 +381,9 @@ impl<L: FileLookup> Resolver<L> {
         let generation = machine.generation();
         let slot = chain_slot(s.pid, &chain);
         if let Some(m) = self.chain_memo.get_mut(slot) {
-            if m.valid
+            if m.mode == Some(mode)
                 && m.pid == s.pid
                 && m.generation == generation
-                && m.mode == Some(mode)
                 && m.sample_context == Some(sample_context)
                 && m.chain == chain
             {
@@ -417,7 +416,6 @@ impl<L: FileLookup> Resolver<L> {
                 self.chain_memo.resize_with(CHAIN_SLOTS, ChainMemo::default);
             }
             let m = &mut self.chain_memo[slot];
-            m.valid = true;
             m.pid = s.pid;
             m.generation = generation;
             m.mode = Some(mode);
