@@ -13,6 +13,7 @@ pub mod abi;
 pub mod archive;
 pub mod data;
 pub mod flame;
+pub mod probe;
 pub mod record;
 pub mod report;
 pub mod script;
