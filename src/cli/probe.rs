@@ -285,7 +285,10 @@ fn list(pattern: &str) -> CliResult {
     let fs = tracefs::Tracefs::open().map_err(probe_error)?;
     let mut out = std::io::stdout().lock();
     for kind in [tracefs::Kind::Kprobe, tracefs::Kind::Uprobe] {
-        for line in fs.read(kind).map_err(probe_error)? {
+        let mut lines = fs.read(kind).map_err(probe_error)?;
+        // perf lists the events sorted by name (an event's several probes stay in their order).
+        lines.sort_by_key(|l| l.full_name());
+        for line in lines {
             if !matches_event(pattern, &line) {
                 continue;
             }

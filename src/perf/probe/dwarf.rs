@@ -130,10 +130,13 @@ impl DebugInfo {
         let mut symbols: Vec<String> = file
             .symbols()
             .filter(|s| {
+                // perf keeps functions, objects and labels (NOTYPE symbols in a section, e.g. data_start).
                 matches!(
                     s.kind(),
-                    object::SymbolKind::Text | object::SymbolKind::Data
-                ) && s.is_definition()
+                    object::SymbolKind::Text
+                        | object::SymbolKind::Data
+                        | object::SymbolKind::Unknown
+                ) && matches!(s.section(), object::SymbolSection::Section(_))
             })
             .filter_map(|s| s.name().ok().map(String::from))
             .collect();

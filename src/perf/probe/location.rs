@@ -97,7 +97,11 @@ pub struct TraceArg {
 
 impl std::fmt::Display for TraceArg {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}={}", self.name, self.fetch)?;
+        // An unnamed fetcharg gets the kernel's `argN` name, as perf leaves `$retval` and raw fetchargs.
+        if !self.name.is_empty() {
+            write!(f, "{}=", self.name)?;
+        }
+        write!(f, "{}", self.fetch)?;
         if let Some(t) = &self.ty {
             write!(f, ":{t}")?;
         }

@@ -573,7 +573,7 @@ fn site_args(di: &DebugInfo, spec: &Spec, site: Site, place: &str) -> Result<Vec
     let chain = di.scopes_at(site.unit, site.function, site.address);
     let function = Some((site.unit, site.function));
     let mut out = Vec::new();
-    for (i, arg) in spec.args.iter().enumerate() {
+    for arg in &spec.args {
         match arg {
             Arg::Var(v) => {
                 let var = find_var(di, site.unit, &chain, &v.var).ok_or_else(|| {
@@ -611,7 +611,7 @@ fn site_args(di: &DebugInfo, spec: &Spec, site: Site, place: &str) -> Result<Vec
                 }
             }
             Arg::Retval { name, ty } => out.push(TraceArg {
-                name: name.clone().unwrap_or_else(|| format!("arg{}", i + 1)),
+                name: name.clone().unwrap_or_default(),
                 fetch: "$retval".into(),
                 ty: ty.clone(),
             }),
@@ -621,7 +621,7 @@ fn site_args(di: &DebugInfo, spec: &Spec, site: Site, place: &str) -> Result<Vec
                     _ => (text.clone(), None),
                 };
                 out.push(TraceArg {
-                    name: name.clone().unwrap_or_else(|| format!("arg{}", i + 1)),
+                    name: name.clone().unwrap_or_default(),
                     fetch,
                     ty,
                 });
@@ -781,8 +781,9 @@ pub fn available_vars(
                 });
             }
         }
-        vars.sort_by(|a, b| a.name.cmp(&b.name));
-        vars.dedup_by(|a, b| a.name == b.name);
+        // perf keeps the printed `TYPE\tNAME` strings in a sorted list.
+        vars.sort_by(|a, b| (&a.type_name, '\t', &a.name).cmp(&(&b.type_name, '\t', &b.name)));
+        vars.dedup();
         out.push((format!("{fname}+{}", site.address - entry), vars));
     }
     Ok(out)
@@ -1027,7 +1028,7 @@ pub fn plan_kernel(btf: &btf::Btf, specs: &[Spec], taken: &[String]) -> Result<P
             return Err(Error::EventExists(full));
         }
         let mut args = Vec::new();
-        for (i, arg) in spec.args.iter().enumerate() {
+        for arg in &spec.args {
             match arg {
                 Arg::Var(v) => {
                     if pp.retprobe || pp.offset.is_some_and(|o| o > 0) {
@@ -1072,7 +1073,7 @@ pub fn plan_kernel(btf: &btf::Btf, specs: &[Spec], taken: &[String]) -> Result<P
                     }
                 }
                 Arg::Retval { name, ty } => args.push(TraceArg {
-                    name: name.clone().unwrap_or_else(|| format!("arg{}", i + 1)),
+                    name: name.clone().unwrap_or_default(),
                     fetch: "$retval".into(),
                     ty: ty.clone(),
                 }),
@@ -1082,7 +1083,7 @@ pub fn plan_kernel(btf: &btf::Btf, specs: &[Spec], taken: &[String]) -> Result<P
                         _ => (text.clone(), None),
                     };
                     args.push(TraceArg {
-                        name: name.clone().unwrap_or_else(|| format!("arg{}", i + 1)),
+                        name: name.clone().unwrap_or_default(),
                         fetch,
                         ty,
                     });
