@@ -543,8 +543,8 @@ fn bad_input_is_a_clear_error_and_leaves_nothing() {
     assert_eq!(
         String::from_utf8_lossy(&out.stderr),
         format!(
-            "error: tracefs is not available at {}: mount -t tracefs failed: No such file or directory (os error 2)\nhint: mount it (mount -t tracefs nodev /sys/kernel/tracing) or run as root\n",
-            dir.path().join("no/such/dir").display()
+            "error: tracefs is not available at {d}: mount -t tracefs failed: mount: {d}: mount point does not exist.\nhint: mount it (mount -t tracefs nodev /sys/kernel/tracing) or run as root\n",
+            d = dir.path().join("no/such/dir").display()
         )
     );
 }

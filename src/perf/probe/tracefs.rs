@@ -187,35 +187,26 @@ impl Tracefs {
     }
 }
 
+/// Mounts tracefs with the `mount` program: bport's `unsafe` stays in perf/record/sys.rs and perf/data
+/// (ARCHITECTURE.md), and the verify guest's init mounts its pseudo filesystems the same way.
 fn mount(root: &Path) -> Result<(), Error> {
-    use std::ffi::CString;
-    use std::os::unix::ffi::OsStrExt;
-    let target =
-        CString::new(root.as_os_str().as_bytes()).map_err(|_| Error::TracefsUnavailable {
-            path: root.into(),
-            reason: "the path holds a NUL byte".into(),
-        })?;
-    let fstype = CString::new("tracefs").expect("no NUL");
-    // SAFETY: every pointer is a valid NUL-terminated string that outlives the call; data may be null.
-    let rc = unsafe {
-        libc::mount(
-            fstype.as_ptr(),
-            target.as_ptr(),
-            fstype.as_ptr(),
-            0,
-            std::ptr::null(),
-        )
-    };
-    if rc == 0 {
-        Ok(())
-    } else {
-        Err(Error::TracefsUnavailable {
+    let out = std::process::Command::new("mount")
+        .args(["-t", "tracefs", "nodev"])
+        .arg(root)
+        .output();
+    match out {
+        Ok(o) if o.status.success() => Ok(()),
+        Ok(o) => Err(Error::TracefsUnavailable {
             path: root.into(),
             reason: format!(
                 "mount -t tracefs failed: {}",
-                std::io::Error::last_os_error()
+                String::from_utf8_lossy(&o.stderr).lines().next().unwrap_or("").trim()
             ),
-        })
+        }),
+        Err(e) => Err(Error::TracefsUnavailable {
+            path: root.into(),
+            reason: format!("can't run mount: {e}"),
+        }),
     }
 }
 
