@@ -18,3 +18,4 @@ pub mod report;
 pub mod script;
 pub mod symbols;
 pub mod unwind;
+pub mod workloads;

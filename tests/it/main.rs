@@ -3,6 +3,7 @@
 mod support;
 
 mod apply;
+mod architecture;
 mod archive;
 mod cli_help;
 mod perf_data;
