@@ -66,8 +66,8 @@ pub enum PathAction {
     NotHandled,
     /// A modify/delete conflict resolved from a recorded decision (beyond git).
     DecisionReplayed {
-        /// `keep` or `delete`.
-        decision: &'static str,
+        /// Keep or delete.
+        decision: decision::DecisionKind,
         /// Which cache it came from.
         source: Source,
         /// Whether the result was staged (`autoupdate`).
@@ -75,8 +75,8 @@ pub enum PathAction {
     },
     /// The user's decision on a modify/delete conflict was recorded (beyond git).
     RecordedDecision {
-        /// `keep` or `delete`.
-        decision: &'static str,
+        /// Keep or delete.
+        decision: decision::DecisionKind,
     },
 }
 
@@ -162,7 +162,7 @@ pub fn rerere(rr: &Rerere<'_>, opts: &RerereOptions) -> Result<RerereOutcome, Er
         outcome.paths.push(PathOutcome {
             path,
             id: None,
-            action: PathAction::RecordedDecision { decision: d.word() },
+            action: PathAction::RecordedDecision { decision: d.kind() },
         });
     }
 
@@ -197,7 +197,7 @@ pub fn rerere(rr: &Rerere<'_>, opts: &RerereOptions) -> Result<RerereOutcome, Er
                         decision::write(&rr.local, &key, &d)?;
                     }
                     PathAction::DecisionReplayed {
-                        decision: d.word(),
+                        decision: d.kind(),
                         source,
                         staged: opts.autoupdate,
                     }
@@ -208,7 +208,7 @@ pub fn rerere(rr: &Rerere<'_>, opts: &RerereOptions) -> Result<RerereOutcome, Er
                 }
             };
             if let PathAction::DecisionReplayed {
-                decision: "keep",
+                decision: decision::DecisionKind::Keep,
                 staged: true,
                 ..
             } = action
