@@ -9,8 +9,6 @@ mod cli_help;
 mod perf_data;
 mod record;
 mod rerere;
-mod rerere_apply;
-mod rerere_render;
 mod script;
 mod unwind;
 mod verify;
