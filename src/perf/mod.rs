@@ -19,3 +19,4 @@ pub mod report;
 pub mod script;
 pub mod symbols;
 pub mod unwind;
+pub mod workloads;

@@ -3,14 +3,13 @@
 mod support;
 
 mod apply;
+mod architecture;
 mod archive;
 mod cli_help;
 mod perf_data;
 mod probe;
 mod record;
 mod rerere;
-mod rerere_apply;
-mod rerere_render;
 mod script;
 mod unwind;
 mod verify;

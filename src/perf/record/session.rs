@@ -522,7 +522,7 @@ pub fn resolve_program(program: &OsStr) -> Option<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::verify::workloads::Build;
+    use crate::perf::workloads::Build;
 
     #[derive(Default)]
     struct VecSink {
