@@ -122,15 +122,10 @@ pub fn run(args: ProbeArgs, ui: &Ui) -> CliResult {
     if !args.del.is_empty() {
         return delete(&args.del, ui);
     }
-    if args.vmlinux.is_some() {
-        return Err(CliError::user(
-            "-k VMLINUX (kernel DWARF) is not supported yet; without -k, kernel function arguments come from BTF",
-        ));
-    }
     let debuginfo = || -> CliResult<DebugInfo> {
-        let Some(x) = &args.exec else {
+        let Some(x) = args.exec.as_ref().or(args.vmlinux.as_ref()) else {
             return Err(CliError::user(
-                "this needs -x BINARY (the kernel's lines and variables need DWARF)",
+                "this needs -x BINARY or -k VMLINUX (lines and variables need DWARF)",
             ));
         };
         DebugInfo::open(&absolute(x)?).map_err(probe_error)
@@ -197,6 +192,14 @@ pub fn run(args: ProbeArgs, ui: &Ui) -> CliResult {
             (
                 probe::plan_user(&di, &path, &specs, &taken).map_err(probe_error)?,
                 tracefs::Kind::Uprobe,
+            )
+        }
+        None if args.vmlinux.is_some() => {
+            let path = absolute(args.vmlinux.as_ref().expect("checked"))?;
+            let di = DebugInfo::open(&path).map_err(probe_error)?;
+            (
+                probe::plan_vmlinux(&di, &specs, &taken).map_err(probe_error)?,
+                tracefs::Kind::Kprobe,
             )
         }
         None => {

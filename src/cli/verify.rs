@@ -241,6 +241,7 @@ pub fn render(report: &Report, color: bool) -> String {
         }
     } else {
         s.push_str(&matrix(report, &paint));
+        s.push_str(&probe_cell(report));
     }
     s.push_str(&branch(report));
     let verdict = if report.passed() {
@@ -250,6 +251,30 @@ pub fn render(report: &Report, color: bool) -> String {
     };
     s.push_str(&format!("\nresult: {verdict}\n"));
     s
+}
+
+/// The dynamic-probe cell under the matrix.
+fn probe_cell(report: &Report) -> String {
+    use verify::probe_check::ProbeCheck;
+    let Some(p) = &report.probe else {
+        return String::new();
+    };
+    let detail = match p {
+        ProbeCheck::Pass { definition, counts } => {
+            format!("{} hits with the sizes read ({definition})", counts.len())
+        }
+        ProbeCheck::Fail {
+            definition,
+            expected,
+            counts,
+        } => format!("read {expected:?} but the probe saw count {counts:?} ({definition})"),
+        ProbeCheck::Unsupported { reason } => reason.clone(),
+        ProbeCheck::Error { message } => message.clone(),
+    };
+    format!(
+        "\nprobe (kprobe vfs_read count from BTF): {}: {detail}\n",
+        p.word()
+    )
 }
 
 /// What was verified, against which target, and where it ran.
@@ -506,6 +531,7 @@ mod tests {
                 cell("chain-nofp", Mode::Lbr, lbr()),
             ],
             branch: None,
+            probe: None,
         };
         assert_eq!(
             render(&report, false),
@@ -543,6 +569,7 @@ result: FAIL
             }),
             cells: vec![],
             branch: None,
+            probe: None,
         };
         let text = render(&report, false);
         assert!(

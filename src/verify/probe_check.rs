@@ -58,7 +58,10 @@ impl ProbeCheck {
 
     /// Whether the target may pass with this cell.
     pub fn is_ok(&self) -> bool {
-        matches!(self, ProbeCheck::Pass { .. } | ProbeCheck::Unsupported { .. })
+        matches!(
+            self,
+            ProbeCheck::Pass { .. } | ProbeCheck::Unsupported { .. }
+        )
     }
 }
 
@@ -66,7 +69,11 @@ impl ProbeCheck {
 pub fn run(workdir: &Path) -> ProbeCheck {
     let fs = match tracefs::Tracefs::open() {
         Ok(fs) => fs,
-        Err(e) => return ProbeCheck::Unsupported { reason: e.to_string() },
+        Err(e) => {
+            return ProbeCheck::Unsupported {
+                reason: e.to_string(),
+            }
+        }
     };
     if !fs.has(tracefs::Kind::Kprobe) {
         return ProbeCheck::Unsupported {
@@ -92,7 +99,8 @@ pub fn run(workdir: &Path) -> ProbeCheck {
 
 fn check(fs: &tracefs::Tracefs, btf_path: &Path, workdir: &Path) -> Result<ProbeCheck, String> {
     let btf = Btf::open(btf_path).map_err(|e| e.to_string())?;
-    let spec = spec::parse(&format!("{GROUP}:vfs_read=vfs_read count")).map_err(|e| e.to_string())?;
+    let spec =
+        spec::parse(&format!("{GROUP}:vfs_read=vfs_read count")).map_err(|e| e.to_string())?;
     let taken: Vec<String> = fs
         .read(tracefs::Kind::Kprobe)
         .map_err(|e| e.to_string())?
@@ -124,23 +132,31 @@ fn check(fs: &tracefs::Tracefs, btf_path: &Path, workdir: &Path) -> Result<Probe
         for size in READ_SIZES {
             let mut f = std::fs::File::open(&scratch).map_err(|e| e.to_string())?;
             // One read(2) of exactly `size` bytes: vfs_read's count.
-            f.read(&mut buf[..size as usize]).map_err(|e| e.to_string())?;
+            f.read(&mut buf[..size as usize])
+                .map_err(|e| e.to_string())?;
             expected.push(size);
         }
     }
     write("enable", "0")?;
-    let trace = std::fs::read_to_string(fs.root.join("trace")).map_err(|e| format!("can't read trace: {e}"))?;
+    let trace = std::fs::read_to_string(fs.root.join("trace"))
+        .map_err(|e| format!("can't read trace: {e}"))?;
     let counts: Vec<u64> = trace
         .lines()
         .filter(|l| l.contains(" vfs_read: "))
         .filter_map(|l| {
-            let v = l.split_whitespace().find_map(|w| w.strip_prefix("count=0x"))?;
+            let v = l
+                .split_whitespace()
+                .find_map(|w| w.strip_prefix("count=0x"))?;
             u64::from_str_radix(v, 16).ok()
         })
         .collect();
     // Reads this process makes besides the check's own (none are expected, but a libc may read) are not
     // the check's business; every read the check made must be there, in order.
-    let mine: Vec<u64> = counts.iter().copied().filter(|c| READ_SIZES.contains(c)).collect();
+    let mine: Vec<u64> = counts
+        .iter()
+        .copied()
+        .filter(|c| READ_SIZES.contains(c))
+        .collect();
     Ok(if mine == expected {
         ProbeCheck::Pass { definition, counts }
     } else {

@@ -259,7 +259,7 @@ fn place_text(spec: &Spec) -> String {
 }
 
 /// The sites of a spec's point.
-fn sites(di: &DebugInfo, spec: &Spec) -> Result<(Vec<Site>, Option<String>), Error> {
+fn sites(di: &DebugInfo, spec: &Spec, user: bool) -> Result<(Vec<Site>, Option<String>), Error> {
     let pp = &spec.point;
     let place = place_text(spec);
     let has_var_args = spec
@@ -299,7 +299,8 @@ fn sites(di: &DebugInfo, spec: &Spec) -> Result<(Vec<Site>, Option<String>), Err
                 continue;
             }
             let mut address = entry;
-            if !inst.inlined
+            if user
+                && !inst.inlined
                 && !di.optimized(inst.unit)
                 && has_var_args
                 && !pp.retprobe
@@ -569,7 +570,13 @@ fn walk_vars(
 }
 
 /// Translates the arguments of `spec` at one site.
-fn site_args(di: &DebugInfo, spec: &Spec, site: Site, place: &str) -> Result<Vec<TraceArg>, Error> {
+fn site_args(
+    di: &DebugInfo,
+    spec: &Spec,
+    site: Site,
+    place: &str,
+    space: Space,
+) -> Result<Vec<TraceArg>, Error> {
     let chain = di.scopes_at(site.unit, site.function, site.address);
     let function = Some((site.unit, site.function));
     let mut out = Vec::new();
@@ -583,7 +590,7 @@ fn site_args(di: &DebugInfo, spec: &Spec, site: Site, place: &str) -> Result<Vec
                         address: site.address,
                     }
                 })?;
-                let t = location::translate_arg(di, var, function, site.address, v, Space::User)
+                let t = location::translate_arg(di, var, function, site.address, v, space)
                     .map_err(|reason| Error::Refused {
                         arg: v.text(),
                         place: place.into(),
@@ -604,7 +611,7 @@ fn site_args(di: &DebugInfo, spec: &Spec, site: Site, place: &str) -> Result<Vec
                     };
                     // As perf: a variable that can't be fetched here is left out of $vars.
                     if let Ok(t) =
-                        location::translate_arg(di, var, function, site.address, &va, Space::User)
+                        location::translate_arg(di, var, function, site.address, &va, space)
                     {
                         out.push(t);
                     }
@@ -639,12 +646,37 @@ pub fn plan_user(
     specs: &[Spec],
     taken: &[String],
 ) -> Result<Plan, Error> {
+    plan_dwarf(di, Some(binary), specs, taken)
+}
+
+/// Plans kprobes from a kernel image's DWARF (`-k VMLINUX`): places are `FUNC+OFFSET`, globals `@SYMBOL`, the
+/// group `probe`, and no prologue skipping (perf skips it for uprobes only).
+pub fn plan_vmlinux(di: &DebugInfo, specs: &[Spec], taken: &[String]) -> Result<Plan, Error> {
+    plan_dwarf(di, None, specs, taken)
+}
+
+fn plan_dwarf(
+    di: &DebugInfo,
+    binary: Option<&Path>,
+    specs: &[Spec],
+    taken: &[String],
+) -> Result<Plan, Error> {
     let mut plan = Plan::default();
-    let binary_text = binary.to_string_lossy();
+    let binary_text = binary
+        .map(|b| b.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let space = if binary.is_some() {
+        Space::User
+    } else {
+        Space::Kernel
+    };
     for spec in specs {
         let place = place_text(spec);
-        let (sites, function) = sites(di, spec)?;
-        let group = spec.group.clone().unwrap_or_else(|| user_group(binary));
+        let (sites, function) = sites(di, spec, binary.is_some())?;
+        let group = spec.group.clone().unwrap_or_else(|| match binary {
+            Some(b) => user_group(b),
+            None => "probe".into(),
+        });
         let base = match (&spec.event, &function) {
             (Some(e), _) => e.clone(),
             (None, Some(f)) => match spec.point.line {
@@ -667,13 +699,22 @@ pub fn plan_user(
         }
         let mut signatures: Vec<(Vec<TraceArg>, String)> = Vec::new();
         for site in sites {
-            let args = site_args(di, spec, site, &place)?;
-            let offset = di.file_offset(site.address).ok_or_else(|| {
-                Error::Unsupported(format!(
-                    "{place}: address {:#x} is in no executable segment of {binary_text}",
-                    site.address
-                ))
-            })?;
+            let args = site_args(di, spec, site, &place, space)?;
+            let probe_place = if binary.is_some() {
+                let offset = di.file_offset(site.address).ok_or_else(|| {
+                    Error::Unsupported(format!(
+                        "{place}: address {:#x} is in no executable segment of {binary_text}",
+                        site.address
+                    ))
+                })?;
+                format!("{binary_text}:{offset:#x}")
+            } else {
+                let name = di.name(site.unit, site.function).unwrap_or_default();
+                let entry = di
+                    .entry_pc(site.unit, site.function)
+                    .unwrap_or(site.address);
+                format!("{name}+{}", site.address - entry)
+            };
             // The kernel appends a probe to an event only when its arguments are the same; addresses whose
             // arguments differ get perf's `_1`, `_2` events.
             let key: Vec<(String, Option<String>)> = args
@@ -714,10 +755,14 @@ pub fn plan_user(
                 retprobe: spec.point.retprobe,
                 group: group.clone(),
                 event,
-                place: format!("{binary_text}:{offset:#x}"),
+                place: probe_place,
                 args,
                 address: site.address,
-                kind: tracefs::Kind::Uprobe,
+                kind: if binary.is_some() {
+                    tracefs::Kind::Uprobe
+                } else {
+                    tracefs::Kind::Kprobe
+                },
             });
         }
     }
@@ -739,7 +784,7 @@ pub fn available_vars(
     spec: &Spec,
     externs: bool,
 ) -> Result<Vec<(String, Vec<AvailableVar>)>, Error> {
-    let (sites, _) = sites(di, spec)?;
+    let (sites, _) = sites(di, spec, true)?;
     let mut out = Vec::new();
     for site in sites {
         let fname = di.name(site.unit, site.function).unwrap_or_default();

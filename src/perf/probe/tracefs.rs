@@ -190,7 +190,13 @@ impl Tracefs {
 /// Mounts tracefs with the `mount` program: bport's `unsafe` stays in perf/record/sys.rs and perf/data
 /// (ARCHITECTURE.md), and the verify guest's init mounts its pseudo filesystems the same way.
 fn mount(root: &Path) -> Result<(), Error> {
-    let out = std::process::Command::new("mount")
+    // The verify guest's init has no PATH; its initramfs carries /bin/mount.
+    let program = if Path::new("/bin/mount").exists() {
+        "/bin/mount"
+    } else {
+        "mount"
+    };
+    let out = std::process::Command::new(program)
         .args(["-t", "tracefs", "nodev"])
         .arg(root)
         .output();
@@ -200,7 +206,11 @@ fn mount(root: &Path) -> Result<(), Error> {
             path: root.into(),
             reason: format!(
                 "mount -t tracefs failed: {}",
-                String::from_utf8_lossy(&o.stderr).lines().next().unwrap_or("").trim()
+                String::from_utf8_lossy(&o.stderr)
+                    .lines()
+                    .next()
+                    .unwrap_or("")
+                    .trim()
             ),
         }),
         Err(e) => Err(Error::TracefsUnavailable {
