@@ -548,3 +548,109 @@ fn bad_input_is_a_clear_error_and_leaves_nothing() {
         )
     );
 }
+
+/// Kernel probes from BTF: this machine has no kprobe_events, so the definitions are checked with `-n` (the
+/// guest check in `verify::real_kernel_6_1_in_qemu` writes and records them on a kernel that has kprobes).
+#[test]
+fn kernel_arguments_from_btf() {
+    let _l = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    if !Path::new("/sys/kernel/btf/vmlinux").exists() {
+        eprintln!("SKIPPED (no /sys/kernel/btf/vmlinux)");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let out = probe(
+        dir.path(),
+        &[
+            "-n",
+            "vfs_read count buf:string ino=file->f_inode->i_ino",
+            "vfs_read%return $retval",
+        ],
+    );
+    assert_eq!(out.code, Some(0), "{}", out.transcript());
+    let btf = ::bport::perf::probe::btf::Btf::open(Path::new("/sys/kernel/btf/vmlinux")).unwrap();
+    let file = btf.function_params("vfs_read").unwrap()[0].1;
+    let (f_inode, inode_ptr) = btf
+        .member(btf.resolve(file).unwrap().1.size_or_type, "f_inode")
+        .unwrap();
+    let (i_ino, _) = btf
+        .member(btf.resolve(inode_ptr).unwrap().1.size_or_type, "i_ino")
+        .unwrap();
+    assert_eq!(
+        out.stdout,
+        format!(
+            "p:probe/vfs_read vfs_read+0 count=%dx:x64 buf_string=+0(%si):string ino=+{i_ino}(+{f_inode}(%di)):x64\n\
+             r:probe/vfs_read__return vfs_read+0 $retval\n"
+        )
+    );
+    let bad = probe(dir.path(), &["-n", "vfs_read len"]);
+    assert_eq!(
+        bad.transcript(),
+        "------- stderr -------\nerror: can't fetch `len` at vfs_read: `len` is not a parameter of `vfs_read` (its parameters: file, buf, count, pos); BTF has no local variables, give -k VMLINUX for those\n[exit status: 2]\n"
+    );
+    let bad = probe(dir.path(), &["-n", "vfs_read:3 count"]);
+    assert_eq!(
+        bad.transcript(),
+        "------- stderr -------\nerror: vfs_read:3: lines and source files in the kernel need its DWARF; give -k VMLINUX (from the -dbg/debuginfo package)\n[exit status: 2]\n"
+    );
+}
+
+/// `-k VMLINUX`: kernel DWARF gives kprobe places as FUNC+OFFSET and globals as @SYMBOL. No kernel image with
+/// DWARF is on this machine (the -dbg package is ~5.6 GB), so the -O2 test program stands in for one: the
+/// translation is the same code, and perf's own kprobe definitions for it are the oracle.
+#[test]
+fn vmlinux_dwarf_gives_function_offsets() {
+    let _l = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    if !ready() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let exe = build(dir.path(), "pvmlinux", &["-g", "-O2"]);
+    let k = exe.to_str().unwrap();
+    let loop_line = rel_line("/* LOOP */");
+    let out = probe(
+        dir.path(),
+        &[
+            "-n",
+            "-k",
+            k,
+            &format!("work:{loop_line} a i acc"),
+            "show x=p->next->x name:string",
+            "counter=work counter",
+        ],
+    );
+    assert_eq!(out.code, Some(0), "{}", out.transcript());
+    // The oracle: the uprobe definitions of the same binary (equal to perf's, see
+    // definitions_equal_perf_probe_where_perf_is_right) with the place as FUNC+(address - FUNC's entry). perf
+    // itself can't be the oracle here: its -k checks the symbols against the running kernel.
+    let user = probe(
+        dir.path(),
+        &[
+            "-n",
+            "-x",
+            k,
+            &format!("work:{loop_line} a i acc"),
+            "show x=p->next->x name:string",
+        ],
+    );
+    let entry = |f: &str| symbol(&exe, f);
+    let expected: Vec<String> = user
+        .stdout
+        .lines()
+        .map(|l| {
+            let mut w: Vec<String> = l.split(' ').map(String::from).collect();
+            let off = u64::from_str_radix(w[1].rsplit_once(":0x").unwrap().1, 16).unwrap();
+            let event = w[0].rsplit_once('/').unwrap().1.to_string();
+            let func = event.split("_L").next().unwrap().to_string();
+            w[0] = format!("p:probe/{event}");
+            w[1] = format!("{func}+{}", off - entry(&func));
+            w.join(" ")
+        })
+        .collect();
+    let ours: Vec<&str> = out.stdout.lines().collect();
+    assert_eq!(
+        ours[..2],
+        expected.iter().map(String::as_str).collect::<Vec<_>>()[..]
+    );
+    assert_eq!(ours[2], "p:probe/counter work+0 counter=@counter:s32");
+}
