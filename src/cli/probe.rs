@@ -211,6 +211,9 @@ pub fn run(args: ProbeArgs, ui: &Ui) -> CliResult {
             )
         }
     };
+    for note in &plan.notes {
+        ui.warn(note);
+    }
     let defs: Vec<String> = plan.probes.iter().map(|p| p.definition()).collect();
     if args.dry_run {
         let mut out = std::io::stdout().lock();

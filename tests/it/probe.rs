@@ -241,6 +241,26 @@ fn where_perf_is_wrong() {
                 .unwrap()
         )
     );
+    // $vars leaves it out, as perf leaves out what it can't translate, but says so (perf puts in `+0(%r13)`).
+    let vars = probe(
+        dir.path(),
+        &[
+            "-n",
+            "-x",
+            x2,
+            &format!("work:{} $vars", rel_line("/* LOCAL_O2 */")),
+        ],
+    );
+    assert_eq!(vars.code, Some(0), "{}", vars.transcript());
+    assert!(!vars.stdout.contains("local="), "{}", vars.transcript());
+    assert!(
+        vars.stderr.contains(&format!(
+            "warning: work:{}: $vars leaves out `local`: a computed value (DW_OP_stack_value",
+            rel_line("/* LOCAL_O2 */")
+        )),
+        "{}",
+        vars.transcript()
+    );
     // And perf's value is wrong: the program says local=8.
     let _g2 = Group("probe_pwrong2".into());
     let out = oracle::perf(dir.path())
