@@ -11,5 +11,6 @@ mod rerere;
 mod rerere_apply;
 mod rerere_render;
 mod script;
+mod trace;
 mod unwind;
 mod verify;
