@@ -347,3 +347,48 @@ fn bad_tracepoint_names_are_clear_errors() {
         assert!(!err.contains("panicked"), "{err}");
     }
 }
+
+#[test]
+fn bport_script_prints_tracepoint_samples_as_perf_script_does() {
+    if !oracle::require("perf", "apt-get install linux-perf") {
+        return;
+    }
+    let group = format!("bport_its{}", std::process::id());
+    let probe = Uprobe::on_true(&group);
+    let dir = tempfile::tempdir().unwrap();
+    let events = format!("{EVENTS},{}", probe.event.replace('/', ":"));
+    let perfs_file = dir.path().join("perf.data");
+    let mut args = vec![
+        "record",
+        "-q",
+        "-a",
+        "-o",
+        perfs_file.to_str().unwrap(),
+        "-e",
+        &events,
+    ];
+    args.extend(workload());
+    perf_ok(dir.path(), &args);
+    let ours_file = bport_record(dir.path(), &events);
+    for file in [&perfs_file, &ours_file] {
+        let f = file.to_str().unwrap();
+        let perf = perf_ok(dir.path(), &["script", "-i", f]);
+        let out = bport::run(dir.path(), &["script", "-i", f]);
+        assert_eq!(out.code, Some(0), "{}", out.transcript());
+        assert!(
+            perf.lines().count() > 20,
+            "{f}: only {} samples",
+            perf.lines().count()
+        );
+        let (b, p): (Vec<&str>, Vec<&str>) = (out.stdout.lines().collect(), perf.lines().collect());
+        let first_diff = b.iter().zip(&p).position(|(x, y)| x != y);
+        assert!(
+            b.len() == p.len() && first_diff.is_none(),
+            "{f}: {} lines vs perf's {}, first difference:\n bport: {:?}\n perf:  {:?}",
+            b.len(),
+            p.len(),
+            first_diff.map(|i| b[i]),
+            first_diff.map(|i| p[i]),
+        );
+    }
+}

@@ -266,6 +266,7 @@ impl Session {
             sample_id_all: attr.has_flag(abi::ATTR_FLAG_SAMPLE_ID_ALL),
             mmap2: attr.has_flag(abi::ATTR_FLAG_MMAP2),
             mmap_data: attr.has_flag(abi::ATTR_FLAG_MMAP_DATA),
+            id: ids.first().copied().unwrap_or(0),
         };
         Ok(Session {
             tracker: DsoTracker::new(attr.sample_type),
