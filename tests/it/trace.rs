@@ -392,3 +392,25 @@ fn bport_script_prints_tracepoint_samples_as_perf_script_does() {
         );
     }
 }
+
+#[test]
+fn pipe_mode_tracing_data_gives_the_same_trace_lines() {
+    if !oracle::require("perf", "apt-get install linux-perf") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let mut args = vec!["record", "-q", "-a", "-o", "-", "-e", EVENTS];
+    args.extend(workload());
+    let out = oracle::perf(dir.path()).args(&args).output().unwrap();
+    oracle::assert_success(&out, "perf record -o -");
+    let data = dir.path().join("pipe.data");
+    std::fs::write(&data, &out.stdout).unwrap();
+    let pf = PerfFile::from_bytes(out.stdout).unwrap();
+    assert!(pf.is_pipe());
+    assert!(pf.feature_ids().contains(&abi::HEADER_TRACING_DATA));
+    let perf = perf_ok(dir.path(), &["script", "-i", data.to_str().unwrap()]);
+    let ours = bport::run(dir.path(), &["script", "-i", data.to_str().unwrap()]);
+    assert_eq!(ours.code, Some(0), "{}", ours.transcript());
+    assert!(perf.contains("==> next_comm="), "{perf}");
+    assert_eq!(ours.stdout, perf);
+}
