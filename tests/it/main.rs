@@ -10,5 +10,6 @@ mod perf_data;
 mod record;
 mod rerere;
 mod script;
+mod trace;
 mod unwind;
 mod verify;
