@@ -11,5 +11,6 @@ mod probe;
 mod record;
 mod rerere;
 mod script;
+mod trace;
 mod unwind;
 mod verify;
