@@ -115,13 +115,13 @@ fn check(fs: &tracefs::Tracefs, btf_path: &Path, workdir: &Path) -> Result<Probe
     let definition = plan.probes[0].definition();
     fs.add(tracefs::Kind::Kprobe, std::slice::from_ref(&definition))
         .map_err(|e| e.to_string())?;
-    let dir = fs.root.join("events").join(GROUP).join("vfs_read");
+    let dir = fs.root().join("events").join(GROUP).join("vfs_read");
     let write = |file: &str, text: &str| {
         std::fs::write(dir.join(file), text).map_err(|e| format!("can't write {file}: {e}"))
     };
     write("filter", &format!("common_pid == {}", std::process::id()))?;
     // An empty trace buffer, so that only this run's hits are read back.
-    std::fs::write(fs.root.join("trace"), "").map_err(|e| format!("can't clear trace: {e}"))?;
+    std::fs::write(fs.root().join("trace"), "").map_err(|e| format!("can't clear trace: {e}"))?;
     let scratch = workdir.join("probe-read.bin");
     std::fs::create_dir_all(workdir).map_err(|e| e.to_string())?;
     std::fs::write(&scratch, vec![0x5a; 16384]).map_err(|e| e.to_string())?;
@@ -138,7 +138,7 @@ fn check(fs: &tracefs::Tracefs, btf_path: &Path, workdir: &Path) -> Result<Probe
         }
     }
     write("enable", "0")?;
-    let trace = std::fs::read_to_string(fs.root.join("trace"))
+    let trace = std::fs::read_to_string(fs.root().join("trace"))
         .map_err(|e| format!("can't read trace: {e}"))?;
     let counts: Vec<u64> = trace
         .lines()

@@ -1,11 +1,10 @@
 //! The dynamic probe files of tracefs: `uprobe_events` and `kprobe_events` (Documentation/trace/uprobetracer.rst,
 //! kprobetrace.rst). Reading them lists probes (also those a crashed run left behind); writing `p:`/`r:` lines adds
-//! probes and `-:GROUP/EVENT` removes them. An add that fails part-way removes what it wrote, so a failed
+//! probes and `-:GROUP/EVENT` removes them, through the shared tracefs layer (`perf::trace::Tracefs`). An add that fails part-way removes what it wrote, so a failed
 //! `bport probe` leaves no half-defined event.
 
 use super::Error;
-use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// Which probe file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -67,14 +66,11 @@ impl ProbeLine {
     }
 }
 
-/// A tracefs mount.
+/// The probe files of a tracefs (found, or mounted, by the shared tracefs layer `perf::trace::Tracefs`).
 #[derive(Clone, Debug)]
 pub struct Tracefs {
-    /// The mount point.
-    pub root: PathBuf,
+    fs: crate::perf::trace::Tracefs,
 }
-
-const CANDIDATES: [&str; 2] = ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"];
 
 impl Tracefs {
     /// Finds tracefs, mounting it at `/sys/kernel/tracing` when it is not mounted. `BPORT_TRACEFS` names another
@@ -83,27 +79,44 @@ impl Tracefs {
         if let Some(dir) = std::env::var_os("BPORT_TRACEFS") {
             return Self::at(Path::new(&dir));
         }
-        for c in CANDIDATES {
-            let root = Path::new(c);
-            if root.join("uprobe_events").exists() || root.join("kprobe_events").exists() {
-                return Ok(Tracefs { root: root.into() });
+        match crate::perf::trace::Tracefs::find_or_mount() {
+            Ok(fs) => Ok(Tracefs { fs }),
+            Err(crate::perf::trace::Error::Mount { path, source }) => {
+                Err(Error::TracefsUnavailable {
+                    path,
+                    reason: format!("mount -t tracefs failed: {source}"),
+                })
             }
+            Err(e) => Err(Error::TracefsUnavailable {
+                path: "/sys/kernel/tracing".into(),
+                reason: e.to_string(),
+            }),
         }
-        Self::at(Path::new(CANDIDATES[0]))
     }
 
-    /// Uses `root`, mounting tracefs there when it holds no probe files.
+    /// Uses `root`, mounting tracefs there when it holds no events.
     pub fn at(root: &Path) -> Result<Tracefs, Error> {
-        if root.join("uprobe_events").exists() || root.join("kprobe_events").exists() {
-            return Ok(Tracefs { root: root.into() });
+        if !root.join("events").is_dir() {
+            crate::perf::record::sys::mount_tracefs(root).map_err(|e| {
+                Error::TracefsUnavailable {
+                    path: root.into(),
+                    reason: format!("mount -t tracefs failed: {e}"),
+                }
+            })?;
         }
-        mount(root)?;
-        Ok(Tracefs { root: root.into() })
+        Ok(Tracefs {
+            fs: crate::perf::trace::Tracefs::at(root),
+        })
+    }
+
+    /// The mount point.
+    pub fn root(&self) -> &Path {
+        self.fs.root()
     }
 
     /// The lines of a probe file.
     pub fn read(&self, kind: Kind) -> Result<Vec<ProbeLine>, Error> {
-        let path = self.root.join(kind.file());
+        let path = self.root().join(kind.file());
         match std::fs::read_to_string(&path) {
             Ok(s) => Ok(s.lines().filter_map(ProbeLine::parse).collect()),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
@@ -113,29 +126,40 @@ impl Tracefs {
 
     /// Whether the kernel offers this probe kind.
     pub fn has(&self, kind: Kind) -> bool {
-        self.root.join(kind.file()).exists()
+        self.root().join(kind.file()).exists()
     }
 
-    fn write_line(&self, kind: Kind, line: &str) -> Result<(), std::io::Error> {
-        let mut f = std::fs::OpenOptions::new()
-            .append(true)
-            .open(self.root.join(kind.file()))?;
-        // One write per definition: the kernel parses each write() as one command.
-        f.write_all(format!("{line}\n").as_bytes())
+    fn write_line(&self, kind: Kind, line: &str) -> Result<(), Error> {
+        match self.fs.write_control(kind.file(), line) {
+            Ok(()) => Ok(()),
+            Err(crate::perf::trace::Error::Control {
+                line,
+                kernel_says,
+                source,
+                ..
+            }) => Err(Error::Write {
+                definition: line,
+                source,
+                detail: kernel_says,
+            }),
+            Err(crate::perf::trace::Error::Io { path, source }) => {
+                Err(Error::Tracefs { path, source })
+            }
+            Err(e) => Err(Error::Unsupported(e.to_string())),
+        }
     }
 
     /// Writes definitions in order; when one fails, removes the events this call created and reports the
-    /// kernel's reason (the last line of `error_log`).
+    /// kernel's reason (its `error_log` entry).
     pub fn add(&self, kind: Kind, defs: &[String]) -> Result<(), Error> {
         if !self.has(kind) {
             return Err(Error::NoProbeFile {
-                path: self.root.join(kind.file()),
+                path: self.root().join(kind.file()),
             });
         }
         let before: Vec<String> = self.read(kind)?.iter().map(|l| l.full_name()).collect();
         for def in defs {
-            if let Err(source) = self.write_line(kind, def) {
-                let detail = self.last_error_log();
+            if let Err(e) = self.write_line(kind, def) {
                 let mut created: Vec<String> = self
                     .read(kind)
                     .unwrap_or_default()
@@ -147,11 +171,7 @@ impl Tracefs {
                 for name in &created {
                     let _ = self.write_line(kind, &format!("-:{}", name.replacen(':', "/", 1)));
                 }
-                return Err(Error::Write {
-                    definition: def.clone(),
-                    source,
-                    detail,
-                });
+                return Err(e);
             }
         }
         Ok(())
@@ -160,63 +180,6 @@ impl Tracefs {
     /// Removes an event (all its probes).
     pub fn delete(&self, kind: Kind, group: &str, event: &str) -> Result<(), Error> {
         self.write_line(kind, &format!("-:{group}/{event}"))
-            .map_err(|source| Error::Write {
-                definition: format!("-:{group}/{event}"),
-                source,
-                detail: self.last_error_log(),
-            })
-    }
-
-    fn last_error_log(&self) -> Option<String> {
-        let log = std::fs::read_to_string(self.root.join("error_log")).ok()?;
-        // An entry is a header line, the command, and a caret line under the bad position.
-        let lines: Vec<&str> = log.lines().collect();
-        let n = lines.len();
-        (n >= 3).then(|| {
-            lines[n - 3..]
-                .iter()
-                .map(|l| {
-                    l.trim_start_matches(|c: char| {
-                        c == '[' || c.is_ascii_digit() || c == '.' || c == ']'
-                    })
-                    .trim_end()
-                })
-                .collect::<Vec<_>>()
-                .join("\n")
-        })
-    }
-}
-
-/// Mounts tracefs with the `mount` program: bport's `unsafe` stays in perf/record/sys.rs and perf/data
-/// (ARCHITECTURE.md), and the verify guest's init mounts its pseudo filesystems the same way.
-fn mount(root: &Path) -> Result<(), Error> {
-    // The verify guest's init has no PATH; its initramfs carries /bin/mount.
-    let program = if Path::new("/bin/mount").exists() {
-        "/bin/mount"
-    } else {
-        "mount"
-    };
-    let out = std::process::Command::new(program)
-        .args(["-t", "tracefs", "nodev"])
-        .arg(root)
-        .output();
-    match out {
-        Ok(o) if o.status.success() => Ok(()),
-        Ok(o) => Err(Error::TracefsUnavailable {
-            path: root.into(),
-            reason: format!(
-                "mount -t tracefs failed: {}",
-                String::from_utf8_lossy(&o.stderr)
-                    .lines()
-                    .next()
-                    .unwrap_or("")
-                    .trim()
-            ),
-        }),
-        Err(e) => Err(Error::TracefsUnavailable {
-            path: root.into(),
-            reason: format!("can't run mount: {e}"),
-        }),
     }
 }
 
