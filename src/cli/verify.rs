@@ -87,6 +87,9 @@ pub struct GuestArgs {
     /// How long each workload runs, in milliseconds.
     #[arg(long, default_value_t = 1000)]
     pub duration_ms: u32,
+    /// The probe cell's workload: read FILE with the check's sizes, then exit.
+    #[arg(long, value_name = "FILE")]
+    pub probe_reads: Option<std::path::PathBuf>,
 }
 
 /// Runs `bport verify`.
@@ -140,6 +143,10 @@ pub fn run(args: VerifyArgs, ui: &Ui) -> CliResult<ExitCode> {
 
 /// Runs the guest side: the report between markers on stdout (the serial console).
 pub fn run_guest(args: GuestArgs) -> CliResult<ExitCode> {
+    if let Some(file) = &args.probe_reads {
+        verify::probe_check::workload(file)?;
+        return Ok(ExitCode::SUCCESS);
+    }
     if std::process::id() == 1 {
         mount_pseudo_filesystems();
     }
@@ -260,9 +267,11 @@ fn probe_cell(report: &Report) -> String {
         return String::new();
     };
     let detail = match p {
-        ProbeCheck::Pass { definition, counts } => {
-            format!("{} hits with the sizes read ({definition})", counts.len())
-        }
+        ProbeCheck::Pass { definition, counts } => format!(
+            "{} samples recorded, every read(2) of {:?} bytes seen with its count ({definition})",
+            counts.len(),
+            verify::probe_check::READ_SIZES
+        ),
         ProbeCheck::Fail {
             definition,
             expected,

@@ -2,9 +2,12 @@
 //! argument comes from the kernel's BTF (no vmlinux DWARF), read a file with known sizes, and check that every
 //! hit the probe recorded for this process carries exactly those sizes.
 //!
-//! The hits are read from the trace buffer of the event (tracefs), filtered to this process.
+//! The hits are recorded as `bport record -e bport_verify:vfs_read -c 1 -- bport verify-guest --probe-reads FILE`
+//! does, and read back from the file with `bport script`'s trace lines.
 
+use crate::perf::data::PerfFile;
 use crate::perf::probe::{self, btf::Btf, spec, tracefs};
+use crate::perf::{record, script};
 use serde::{Deserialize, Serialize};
 use std::io::Read;
 use std::path::Path;
@@ -115,34 +118,33 @@ fn check(fs: &tracefs::Tracefs, btf_path: &Path, workdir: &Path) -> Result<Probe
     let definition = plan.probes[0].definition();
     fs.add(tracefs::Kind::Kprobe, std::slice::from_ref(&definition))
         .map_err(|e| e.to_string())?;
-    let dir = fs.root().join("events").join(GROUP).join("vfs_read");
-    let write = |file: &str, text: &str| {
-        std::fs::write(dir.join(file), text).map_err(|e| format!("can't write {file}: {e}"))
-    };
-    write("filter", &format!("common_pid == {}", std::process::id()))?;
-    // An empty trace buffer, so that only this run's hits are read back.
-    std::fs::write(fs.root().join("trace"), "").map_err(|e| format!("can't clear trace: {e}"))?;
     let scratch = workdir.join("probe-read.bin");
     std::fs::create_dir_all(workdir).map_err(|e| e.to_string())?;
     std::fs::write(&scratch, vec![0x5a; 16384]).map_err(|e| e.to_string())?;
-    let mut expected = Vec::new();
-    write("enable", "1")?;
-    let mut buf = vec![0u8; 16384];
-    for _ in 0..3 {
-        for size in READ_SIZES {
-            let mut f = std::fs::File::open(&scratch).map_err(|e| e.to_string())?;
-            // One read(2) of exactly `size` bytes: vfs_read's count.
-            f.read(&mut buf[..size as usize])
-                .map_err(|e| e.to_string())?;
-            expected.push(size);
-        }
-    }
-    write("enable", "0")?;
-    let trace = std::fs::read_to_string(fs.root().join("trace"))
-        .map_err(|e| format!("can't read trace: {e}"))?;
-    let counts: Vec<u64> = trace
+    let tracefs = crate::perf::trace::Tracefs::at(fs.root());
+    let tp = record::Tracepoint::resolve(&tracefs, &format!("{GROUP}:vfs_read"))
+        .map_err(|e| e.to_string())?;
+    let exe = std::env::current_exe().map_err(|e| format!("can't find bport itself: {e}"))?;
+    let mut config = record::Config::new(record::Target::Command(vec![
+        exe.into(),
+        crate::verify::qemu::GUEST_COMMAND.into(),
+        "--probe-reads".into(),
+        scratch.into(),
+    ]));
+    config.event = record::Event::Tracepoint;
+    config.tracepoints = vec![tp];
+    config.sampling = record::Sampling::Period(1);
+    config.output = workdir.join("probe.data");
+    config.cmdline = vec!["bport".into(), "verify".into()];
+    record::record(&config).map_err(|e| format!("recording failed: {e}"))?;
+    let file = PerfFile::open(&config.output).map_err(|e| e.to_string())?;
+    let mut text = Vec::new();
+    script::session::write_script(&file, &script::Options::default(), &mut text)
+        .map_err(|e| format!("bport script failed: {e:?}"))?;
+    let text = String::from_utf8_lossy(&text);
+    let counts: Vec<u64> = text
         .lines()
-        .filter(|l| l.contains(" vfs_read: "))
+        .filter(|l| l.contains(&format!(" {GROUP}:vfs_read: ")))
         .filter_map(|l| {
             let v = l
                 .split_whitespace()
@@ -150,8 +152,9 @@ fn check(fs: &tracefs::Tracefs, btf_path: &Path, workdir: &Path) -> Result<Probe
             u64::from_str_radix(v, 16).ok()
         })
         .collect();
-    // Reads this process makes besides the check's own (none are expected, but a libc may read) are not
-    // the check's business; every read the check made must be there, in order.
+    let expected: Vec<u64> = (0..3).flat_map(|_| READ_SIZES).collect();
+    // The workload's other reads (the dynamic loader reads each library's ELF header) are not the check's
+    // business; every read the check made must be there, in order.
     let mine: Vec<u64> = counts
         .iter()
         .copied()
@@ -166,4 +169,17 @@ fn check(fs: &tracefs::Tracefs, btf_path: &Path, workdir: &Path) -> Result<Probe
             counts,
         }
     })
+}
+
+/// The workload: three reads of each of [`READ_SIZES`] bytes from `file`, each one read(2) of exactly that many
+/// bytes (so vfs_read's `count` is the size).
+pub fn workload(file: &Path) -> std::io::Result<()> {
+    let mut buf = vec![0u8; 16384];
+    for _ in 0..3 {
+        for size in READ_SIZES {
+            let mut f = std::fs::File::open(file)?;
+            let _ = f.read(&mut buf[..size as usize])?;
+        }
+    }
+    Ok(())
 }
