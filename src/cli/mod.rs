@@ -116,7 +116,7 @@ pub enum Command {
     ///
     /// Example: bport dump -i perf.data --header-only
     Dump(dump::DumpArgs),
-    /// Define, list and delete dynamic probes (uprobes, kprobes) with variables, as `perf probe` does.
+    /// Define uprobe/kprobe events with DWARF or BTF variables, as perf probe does.
     ///
     /// Variables come from the binary's DWARF (locals, parameters, globals, struct members, strings), or for
     /// kernel function arguments from BTF. A value is fetched right or refused with the reason (computed values,

@@ -205,6 +205,13 @@ fn definitions_equal_perf_probe_where_perf_is_right() {
         (&o2, "helper".into()),
         (&o0, format!("work:{} $vars", rel_line("/* LOCAL */"))),
         (&o0, "main".into()),
+        // Lazy patterns, SRC:LINE, offsets, a return probe without arguments.
+        (&o0, "work;acc+=*".into()),
+        (&o2, "work;*helper*".into()),
+        (&o0, "probe.c:23 i".into()),
+        (&o0, "w2=probe.c:27 local".into()),
+        (&o0, "work+4".into()),
+        (&o0, "show%return".into()),
     ];
     for (exe, spec) in cases {
         let ours = probe(dir.path(), &["-n", "-x", exe.to_str().unwrap(), &spec]);
