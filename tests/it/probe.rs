@@ -754,3 +754,30 @@ fn vmlinux_dwarf_gives_function_offsets() {
     );
     assert_eq!(ours[2], "p:probe/counter work+0 counter=@counter:s32");
 }
+
+/// A real program's DWARF that nobody here wrote by hand: rustc's (LLVM) for the bport binary itself, with
+/// `prologue_end` markers and location lists. perf 6.1 is the oracle for the definition, `-L` and `-V`.
+#[test]
+fn a_rust_binary_as_perf_sees_it() {
+    let _l = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    if !oracle::require("perf", "apt-get install linux-perf") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    // A copy, so that the group name is ours and perf's build-id cache is the test's.
+    let exe = dir.path().join("bportbin");
+    std::fs::copy(env!("CARGO_BIN_EXE_bport"), &exe).unwrap();
+    let x = exe.to_str().unwrap();
+    let spec = "leading_underscores name";
+    let ours = probe(dir.path(), &["-n", "-x", x, spec]);
+    assert_eq!(ours.code, Some(0), "{}", ours.transcript());
+    assert_eq!(
+        ours.stdout.lines().collect::<Vec<_>>(),
+        perf_dry_run(dir.path(), &exe, spec)
+    );
+    for q in [["-L", "leading_underscores"], ["-V", "leading_underscores"]] {
+        let ours = probe(dir.path(), &["-x", x, q[0], q[1]]);
+        let perfs = oracle::perf_ok(dir.path(), &["probe", "-x", x, q[0], q[1]]);
+        assert_eq!(ours.stdout, perfs, "{q:?}\n{}", ours.transcript());
+    }
+}

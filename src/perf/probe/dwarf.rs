@@ -29,8 +29,8 @@ pub(crate) struct UnitInfo {
     pub rows: Vec<Row>,
     /// The unit's compilation directory, joined to relative file names.
     pub comp_dir: Option<String>,
-    /// DW_AT_producer, to know whether the unit was optimized (perf's `die_is_optimized_target`).
-    pub producer: String,
+    /// Whether a variable has a location list (computed on first use).
+    pub optimized: std::cell::OnceCell<bool>,
 }
 
 /// One line-table row.
@@ -38,9 +38,11 @@ pub(crate) struct UnitInfo {
 pub(crate) struct Row {
     pub address: u64,
     pub line: u64,
-    pub file: String,
+    /// Shared by every row of the file: a large binary has millions of rows over a few hundred files.
+    pub file: Rc<str>,
     pub is_stmt: bool,
     pub end_sequence: bool,
+    pub prologue_end: bool,
 }
 
 /// A loadable segment: how svmas map to file offsets.
@@ -468,35 +470,63 @@ impl DebugInfo {
                 .iter()
                 .take_while(|r| r.address == addr)
                 .find(|r| r.is_stmt && !r.end_sequence)?;
-            return Some((row.file.clone(), row.line));
+            return Some((row.file.to_string(), row.line));
         }
         // Not at a row's start: the row before it covers it.
         let row = rows[..first].last()?;
-        (!row.end_sequence).then(|| (row.file.clone(), row.line))
+        (!row.end_sequence).then(|| (row.file.to_string(), row.line))
     }
 
-    /// Function entry after the prologue (libdw-less version of perf's `die_skip_prologue`): the first statement
-    /// row after the entry whose line differs from the entry row's line, still inside the function.
+    /// Function entry after the prologue, as perf's `die_skip_prologue` finds it: the row after the first row at
+    /// the entry (the entry row itself when it carries `prologue_end`), or the entry when that row is past the
+    /// function's end.
     pub(crate) fn skip_prologue(&self, unit: usize, function: usize, entry: u64) -> u64 {
-        let rows = &self.units[unit].rows;
-        let start = rows.partition_point(|r| r.address < entry);
-        let Some(first) = rows.get(start) else {
+        let ranges = self.ranges(unit, function);
+        let [(_, high)] = ranges.as_slice() else {
+            // perf's dwarf_highpc fails for a function made of several ranges: no skipping.
             return entry;
         };
-        let entry_line = first.line;
-        rows[start..]
-            .iter()
-            .filter(|r| r.is_stmt && !r.end_sequence && r.address > entry)
-            .find(|r| r.line != entry_line)
-            .filter(|r| self.contains(unit, function, r.address))
-            .map_or(entry, |r| r.address)
+        let rows = &self.units[unit].rows;
+        let Some(start) = rows.iter().position(|r| r.address == entry) else {
+            return entry;
+        };
+        let entry_line = rows[start].line;
+        let mut i = start;
+        while i < rows.len() {
+            let r = &rows[i];
+            if r.address >= *high || r.prologue_end || r.line != entry_line || i != start {
+                break;
+            }
+            i += 1;
+        }
+        let i = i.min(rows.len() - 1);
+        if rows[i].address < *high {
+            rows[i].address
+        } else {
+            rows[i.saturating_sub(1).max(start)].address
+        }
     }
 
-    /// Whether the unit was compiled with optimization (`-O` other than `-O0` in DW_AT_producer).
+    /// Whether the unit was compiled with optimization, as perf's `die_is_optimized_target` decides: some
+    /// variable or parameter has a location list (which also holds for clang and rustc, whose DW_AT_producer
+    /// names no -O flag).
     pub(crate) fn optimized(&self, unit: usize) -> bool {
-        let p = &self.units[unit].producer;
-        p.split_whitespace()
-            .any(|w| w.starts_with("-O") && w != "-O0")
+        let u = &self.units[unit];
+        *u.optimized.get_or_init(|| {
+            u.dies.iter().any(|d| {
+                (d.tag == gimli::DW_TAG_variable || d.tag == gimli::DW_TAG_formal_parameter)
+                    && u.unit.entry(d.offset).is_ok_and(|e| {
+                        matches!(
+                            e.attr_value_raw(gimli::DW_AT_location),
+                            Some(
+                                AttributeValue::SecOffset(_)
+                                    | AttributeValue::LocationListsRef(_)
+                                    | AttributeValue::DebugLocListsIndex(_)
+                            )
+                        )
+                    })
+            })
+        })
     }
 }
 
@@ -536,7 +566,6 @@ fn file_path(
 fn index_unit(dwarf: &gimli::Dwarf<R>, unit: gimli::Unit<R>) -> Result<UnitInfo, gimli::Error> {
     let mut dies = Vec::new();
     let mut stack: Vec<usize> = Vec::new();
-    let mut producer = String::new();
     let mut comp_dir = None;
     {
         let mut cursor = unit.entries();
@@ -547,11 +576,6 @@ fn index_unit(dwarf: &gimli::Dwarf<R>, unit: gimli::Unit<R>) -> Result<UnitInfo,
             if first {
                 depth = d;
                 first = false;
-                if let Some(v) = e.attr_value(gimli::DW_AT_producer) {
-                    if let Ok(s) = dwarf.attr_string(&unit, v) {
-                        producer = s.to_string_lossy()?.into_owned();
-                    }
-                }
                 if let Some(v) = e.attr_value(gimli::DW_AT_comp_dir) {
                     if let Ok(s) = dwarf.attr_string(&unit, v) {
                         comp_dir = Some(s.to_string_lossy()?.into_owned());
@@ -570,14 +594,21 @@ fn index_unit(dwarf: &gimli::Dwarf<R>, unit: gimli::Unit<R>) -> Result<UnitInfo,
         }
     }
     let mut rows = Vec::new();
+    let mut files: std::collections::HashMap<u64, Rc<str>> = std::collections::HashMap::new();
     if let Some(program) = unit.line_program.clone() {
         let mut it = program.rows();
         let mut index = 0usize;
         while let Some((header, row)) = it.next_row()? {
-            let file = row
-                .file(header)
-                .and_then(|fe| file_path(dwarf, &unit, header, fe, comp_dir.as_deref()))
-                .unwrap_or_default();
+            let file = files
+                .entry(row.file_index())
+                .or_insert_with(|| {
+                    Rc::from(
+                        row.file(header)
+                            .and_then(|fe| file_path(dwarf, &unit, header, fe, comp_dir.as_deref()))
+                            .unwrap_or_default(),
+                    )
+                })
+                .clone();
             rows.push((
                 index,
                 Row {
@@ -586,6 +617,7 @@ fn index_unit(dwarf: &gimli::Dwarf<R>, unit: gimli::Unit<R>) -> Result<UnitInfo,
                     file,
                     is_stmt: row.is_stmt(),
                     end_sequence: row.end_sequence(),
+                    prologue_end: row.prologue_end(),
                 },
             ));
             index += 1;
@@ -597,6 +629,6 @@ fn index_unit(dwarf: &gimli::Dwarf<R>, unit: gimli::Unit<R>) -> Result<UnitInfo,
         dies,
         rows: rows.into_iter().map(|(_, r)| r).collect(),
         comp_dir,
-        producer,
+        optimized: std::cell::OnceCell::new(),
     })
 }

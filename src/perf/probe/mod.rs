@@ -380,7 +380,7 @@ fn line_sites(
             }
             // perf's verify_representive_line: an address that maps back to another line is that line's.
             match di.line_at(u, row.address) {
-                Some((f, l)) if l == line && f == row.file => {}
+                Some((f, l)) if l == line && *f == *row.file => {}
                 other => {
                     shared.get_or_insert((u, row.address, other));
                     continue;
@@ -435,7 +435,7 @@ fn lazy_sites(
         for row in &di.units[inst.unit].rows {
             if !row.is_stmt
                 || row.end_sequence
-                || row.file != file
+                || *row.file != *file
                 || !di.contains(inst.unit, inst.die, row.address)
             {
                 continue;
