@@ -189,7 +189,11 @@ pub fn pick(
         };
         let ours = lookup(tip, &ours_path);
         let renamed = ours_path != target_path;
-        let outcome = resolve_path(repo, &target_path, base, ours, theirs, favor, markers)?;
+        let outcome = match resolve_path(repo, &target_path, base, ours, theirs, favor, markers)? {
+            // A rename that kept the content (the branch has the same blob) still moves the file.
+            PathOutcome::Unchanged if renamed && ours.is_some() => PathOutcome::Set(ours),
+            outcome => outcome,
+        };
         match outcome {
             PathOutcome::Unchanged => {}
             PathOutcome::Set(s) => {
