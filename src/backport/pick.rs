@@ -287,12 +287,15 @@ fn resolve_path(
                 Some(b) if o.mode == b.mode => t.mode,
                 _ => o.mode,
             };
-            let base_bytes = match base {
-                Some(b) if b.mode & 0o170000 == 0o100000 => blob(repo, b.oid)?,
-                _ => Vec::new(),
+            // Borrowed from libgit2's object cache: big files are not copied once more per merge.
+            let base_blob = match base {
+                Some(b) if b.mode & 0o170000 == 0o100000 => Some(find_blob(repo, b.oid)?),
+                _ => None,
             };
-            let (ours_bytes, theirs_bytes) = (blob(repo, o.oid)?, blob(repo, t.oid)?);
-            let binary = [&base_bytes, &ours_bytes, &theirs_bytes]
+            let (ours_blob, theirs_blob) = (find_blob(repo, o.oid)?, find_blob(repo, t.oid)?);
+            let base_bytes: &[u8] = base_blob.as_ref().map_or(&[], |b| b.content());
+            let (ours_bytes, theirs_bytes) = (ours_blob.content(), theirs_blob.content());
+            let binary = [base_bytes, ours_bytes, theirs_bytes]
                 .iter()
                 .any(|b| crate::rerere::resolve::is_binary(b));
             if !binary {
@@ -315,7 +318,7 @@ fn resolve_path(
                     },
                 };
                 let merged =
-                    crate::rerere::render::render(&base_bytes, &ours_bytes, &theirs_bytes, &opts);
+                    crate::rerere::render::render(base_bytes, ours_bytes, theirs_bytes, &opts);
                 if merged.conflicts == 0 {
                     let oid = repo
                         .blob(&merged.content)
@@ -334,9 +337,9 @@ fn resolve_path(
                 i.path(path).mode(Some(file_mode(mode)));
                 (i, bytes.to_vec())
             };
-            let (mut bi, bb) = input(&base_bytes, base.map_or(o.mode, |b| b.mode));
-            let (mut oi, ob) = input(&ours_bytes, o.mode);
-            let (mut ti, tb) = input(&theirs_bytes, t.mode);
+            let (mut bi, bb) = input(base_bytes, base.map_or(o.mode, |b| b.mode));
+            let (mut oi, ob) = input(ours_bytes, o.mode);
+            let (mut ti, tb) = input(theirs_bytes, t.mode);
             bi.content(&bb);
             oi.content(&ob);
             ti.content(&tb);
@@ -393,11 +396,13 @@ pub fn lookup(tree: &Tree<'_>, path: &str) -> Option<Side> {
 }
 
 fn blob(repo: &Repository, oid: Oid) -> Result<Vec<u8>, Error> {
+    Ok(find_blob(repo, oid)?.content().to_vec())
+}
+
+fn find_blob(repo: &Repository, oid: Oid) -> Result<git2::Blob<'_>, Error> {
     Ok(repo
         .find_blob(oid)
-        .context_git(|| format!("reading blob {oid}"))?
-        .content()
-        .to_vec())
+        .context_git(|| format!("reading blob {oid}"))?)
 }
 
 /// The git2 mode for a raw mode.
