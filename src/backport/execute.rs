@@ -114,7 +114,7 @@ pub fn run(
     // Every object the run creates, for the one pack at the end: the mempack cannot list its objects, and
     // `git_mempack_dump` walks each commit's whole tree (30,000 entries a commit in the benchmark). New trees and
     // blobs are found by comparing each result tree with the tree it was built on.
-    let mut created: Vec<Oid> = Vec::new();
+    let mut created: Vec<(Oid, Option<Oid>)> = Vec::new();
 
     while st.position < total {
         let i = st.position;
@@ -181,7 +181,7 @@ pub fn run(
                         &committer,
                         &sob,
                     )?;
-                    created.push(new);
+                    created.push((new, None));
                     tip_commit = work
                         .find_commit(new)
                         .context_git(|| format!("reading {new}"))?;
@@ -253,7 +253,7 @@ fn flush(
     repo: &Repository,
     work: &Repository,
     mempack: &git2::Mempack<'_>,
-    created: &[Oid],
+    created: &[(Oid, Option<Oid>)],
     progress: &mut dyn Progress,
 ) -> Result<(), Error> {
     // `repo`'s object database has no mempack: what it holds is on disk.

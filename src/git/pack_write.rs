@@ -12,6 +12,7 @@
 use super::{Context, Error};
 use git2::{ObjectType, Odb, Oid};
 use sha1::{Digest, Sha1};
+use std::collections::{HashMap, HashSet};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -20,23 +21,32 @@ use std::path::{Path, PathBuf};
 pub struct Written {
     /// How many objects went into the pack (0: nothing new, no pack written).
     pub objects: usize,
+    /// How many of them are stored as deltas against an earlier object of the pack.
+    pub deltas: usize,
     /// The pack file (`objects/pack/pack-<sha>.pack`), when one was written.
     pub pack: Option<PathBuf>,
 }
 
-/// Writes every object of `oids` that `disk` does not hold yet, read from `source` (the odb holding the new
-/// objects), as one pack plus index under `pack_dir`, and refreshes `disk` so that it sees them. Duplicates in
-/// `oids` are written once.
+/// Writes every object of `objects` that `disk` does not hold yet, read from `source` (the odb holding the new
+/// objects), as one pack plus index under `pack_dir`, and refreshes `disk` so that it sees them. Each object
+/// comes with the object it replaced at the same path, if any: when that one is in the pack too (written
+/// earlier), the object is stored as a delta against it. Duplicates are written once, in first-seen order.
 pub fn write_pack(
     source: &Odb<'_>,
     disk: &Odb<'_>,
     pack_dir: &Path,
-    oids: &[Oid],
+    objects: &[(Oid, Option<Oid>)],
 ) -> Result<Written, Error> {
-    let mut todo: Vec<Oid> = oids.to_vec();
-    todo.sort_unstable();
-    todo.dedup();
-    todo.retain(|oid| !disk.exists(*oid));
+    let mut seen = HashSet::with_capacity(objects.len());
+    let mut todo: Vec<(Oid, Option<Oid>)> = objects
+        .iter()
+        .copied()
+        .filter(|(oid, _)| seen.insert(*oid))
+        .collect();
+    // One refresh, then lookups that do not rescan objects/pack on every miss (most of these are misses).
+    disk.refresh()
+        .context_git(|| "reading the object database")?;
+    todo.retain(|(oid, _)| !disk.exists_ext(*oid, git2::OdbLookupFlags::NO_REFRESH));
     if todo.is_empty() {
         return Ok(Written::default());
     }
@@ -52,10 +62,13 @@ pub fn write_pack(
     pack.write(&(todo.len() as u32).to_be_bytes())
         .map_err(io(&tmp_pack))?;
 
-    // (offset, crc32) per object, in the order of `todo` (sorted by id, as the index wants them).
-    let mut entries = Vec::with_capacity(todo.len());
+    // (oid, offset, crc32) per object; sorted by id for the index at the end.
+    let mut entries: Vec<(Oid, u64, u32)> = Vec::with_capacity(todo.len());
+    // Offset and delta depth of what is already in this pack, for delta bases.
+    let mut placed: HashMap<Oid, (u64, u32)> = HashMap::with_capacity(todo.len());
     let mut deflated = Vec::new();
-    for &oid in &todo {
+    let mut deltas = 0;
+    for &(oid, base) in &todo {
         let object = source
             .read(oid)
             .context_git(|| format!("reading the new object {oid}"))?;
@@ -72,26 +85,51 @@ pub fn write_pack(
             }
         };
         let data = object.data();
-        deflated.clear();
-        // Level 1: these objects are written once and repacked by the next `git gc`; deflate was the larger
-        // half of the write at the default level.
-        let mut z = flate2::write::ZlibEncoder::new(&mut deflated, flate2::Compression::fast());
-        z.write_all(data).map_err(io(&tmp_pack))?;
-        z.finish().map_err(io(&tmp_pack))?;
         let offset = pack.len;
+        // A delta against the version this object replaced, when that is in the pack already and the two share
+        // most of their bytes (a pick changes a few lines of a big file): deflating whole merged files was the
+        // largest cost of writing (issue 16), and their deltas are a few hundred bytes.
+        let delta = match base.and_then(|b| Some((b, *placed.get(&b)?))) {
+            Some((b, (base_offset, depth))) if depth < MAX_DEPTH => {
+                let base_object = source
+                    .read(b)
+                    .context_git(|| format!("reading the delta base {b}"))?;
+                // A delta takes its base's type.
+                (base_object.kind() == object.kind())
+                    .then(|| prefix_suffix_delta(base_object.data(), data))
+                    .flatten()
+                    .map(|d| (d, offset - base_offset, depth + 1))
+            }
+            _ => None,
+        };
+        let (header, body, depth) = match &delta {
+            Some((d, distance, depth)) => {
+                deltas += 1;
+                let mut h = entry_header(OFS_DELTA, d.len() as u64);
+                h.extend_from_slice(&ofs_distance(*distance));
+                (h, &d[..], *depth)
+            }
+            None => (entry_header(kind, data.len() as u64), data, 0),
+        };
+        deflated.clear();
+        // Level 1: these objects are written once and repacked by the next `git gc`.
+        let mut z = flate2::write::ZlibEncoder::new(&mut deflated, flate2::Compression::fast());
+        z.write_all(body).map_err(io(&tmp_pack))?;
+        z.finish().map_err(io(&tmp_pack))?;
         let mut crc = flate2::Crc::new();
-        let header = entry_header(kind, data.len() as u64);
         crc.update(&header);
         crc.update(&deflated);
         pack.write(&header).map_err(io(&tmp_pack))?;
         pack.write(&deflated).map_err(io(&tmp_pack))?;
-        entries.push((offset, crc.sum()));
+        entries.push((oid, offset, crc.sum()));
+        placed.insert(oid, (offset, depth));
     }
+    entries.sort_unstable_by_key(|e| e.0);
     let checksum = pack.finish().map_err(io(&tmp_pack))?;
     let name = hex(&checksum);
 
     let tmp_idx = pack_dir.join(format!("tmp_idx_bport_{}", std::process::id()));
-    let index = index_bytes(&todo, &entries, &checksum);
+    let index = index_bytes(&entries, &checksum);
     write_synced(&tmp_idx, &index).map_err(io(&tmp_idx))?;
 
     // The pack first: an index is what makes a pack visible, and it must never name a missing pack.
@@ -103,9 +141,98 @@ pub fn write_pack(
     disk.refresh()
         .context_git(|| format!("reading the new pack {}", pack_path.display()))?;
     Ok(Written {
-        objects: todo.len(),
+        objects: entries.len(),
+        deltas,
         pack: Some(pack_path),
     })
+}
+
+/// `OBJ_OFS_DELTA`: a delta whose base is named by its distance back in the same pack.
+const OFS_DELTA: u8 = 6;
+
+/// Delta chains stay short so that reading the newest version of a file (the checkout at the end reads all of
+/// them) applies at most this many deltas; git's own default is 50.
+const MAX_DEPTH: u32 = 10;
+
+/// A git delta (pack-format.txt, "Deltified representation") rebuilding `target` from `base` by copying their
+/// common prefix and suffix and inserting the middle; `None` when they share less than half of `target`.
+fn prefix_suffix_delta(base: &[u8], target: &[u8]) -> Option<Vec<u8>> {
+    let max = base.len().min(target.len());
+    let prefix = base.iter().zip(target).take_while(|(a, b)| a == b).count();
+    let suffix = base[prefix..]
+        .iter()
+        .rev()
+        .zip(target[prefix..].iter().rev())
+        .take(max - prefix)
+        .take_while(|(a, b)| a == b)
+        .count();
+    if target.len() < 64 || (prefix + suffix) * 2 < target.len() {
+        return None;
+    }
+    let middle = &target[prefix..target.len() - suffix];
+    let mut out = Vec::with_capacity(middle.len() + middle.len() / 127 + 32);
+    delta_size(&mut out, base.len() as u64);
+    delta_size(&mut out, target.len() as u64);
+    delta_copy(&mut out, 0, prefix as u64);
+    for chunk in middle.chunks(127) {
+        out.push(chunk.len() as u8);
+        out.extend_from_slice(chunk);
+    }
+    delta_copy(&mut out, (base.len() - suffix) as u64, suffix as u64);
+    Some(out)
+}
+
+/// The delta header's sizes: 7 bits a byte, least significant first.
+fn delta_size(out: &mut Vec<u8>, mut n: u64) {
+    loop {
+        let byte = (n & 0x7f) as u8;
+        n >>= 7;
+        if n == 0 {
+            out.push(byte);
+            return;
+        }
+        out.push(byte | 0x80);
+    }
+}
+
+/// Copy instructions for `len` bytes of the base from `offset`: 0x80 plus a bit per present byte of a 32-bit
+/// offset and a 24-bit size (at most 0xffffff a copy; a size of 0 would mean 0x10000, so none is written).
+fn delta_copy(out: &mut Vec<u8>, mut offset: u64, mut len: u64) {
+    while len > 0 {
+        let n = len.min(0xff_ffff);
+        let at = out.len();
+        out.push(0x80);
+        for i in 0..4 {
+            let byte = (offset >> (8 * i)) as u8;
+            if byte != 0 {
+                out[at] |= 1 << i;
+                out.push(byte);
+            }
+        }
+        for i in 0..3 {
+            let byte = (n >> (8 * i)) as u8;
+            if byte != 0 {
+                out[at] |= 0x10 << i;
+                out.push(byte);
+            }
+        }
+        offset += n;
+        len -= n;
+    }
+}
+
+/// The distance back to an `OFS_DELTA` base, in git's offset encoding (each continuation adds one before the
+/// shift, so that no value has two spellings).
+fn ofs_distance(mut distance: u64) -> Vec<u8> {
+    let mut out = vec![(distance & 0x7f) as u8];
+    distance >>= 7;
+    while distance != 0 {
+        distance -= 1;
+        out.push(0x80 | (distance & 0x7f) as u8);
+        distance >>= 7;
+    }
+    out.reverse();
+    out
 }
 
 /// The pack entry header: type and size, 4 bits of size in the first byte, then 7 bits a byte (pack-format.txt).
@@ -122,13 +249,13 @@ fn entry_header(kind: u8, mut size: u64) -> Vec<u8> {
     out
 }
 
-/// Index version 2 for objects `oids` (sorted) at `entries` (offset, crc32) in the pack with `checksum`.
-fn index_bytes(oids: &[Oid], entries: &[(u64, u32)], checksum: &[u8; 20]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(8 + 256 * 4 + oids.len() * 28 + 40);
+/// Index version 2 for `entries` (oid, offset, crc32; sorted by oid) in the pack with `checksum`.
+fn index_bytes(entries: &[(Oid, u64, u32)], checksum: &[u8; 20]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(8 + 256 * 4 + entries.len() * 28 + 40);
     out.extend_from_slice(b"\xfftOc");
     out.extend_from_slice(&2u32.to_be_bytes());
     let mut fanout = [0u32; 256];
-    for oid in oids {
+    for (oid, _, _) in entries {
         fanout[oid.as_bytes()[0] as usize] += 1;
     }
     let mut total = 0u32;
@@ -136,15 +263,15 @@ fn index_bytes(oids: &[Oid], entries: &[(u64, u32)], checksum: &[u8; 20]) -> Vec
         total += n;
         out.extend_from_slice(&total.to_be_bytes());
     }
-    for oid in oids {
+    for (oid, _, _) in entries {
         out.extend_from_slice(oid.as_bytes());
     }
-    for (_, crc) in entries {
+    for (_, _, crc) in entries {
         out.extend_from_slice(&crc.to_be_bytes());
     }
     // Offsets of 2 GiB and beyond go to the 64-bit table, named by index with the top bit set.
     let mut large = Vec::new();
-    for (offset, _) in entries {
+    for (_, offset, _) in entries {
         if *offset < 0x8000_0000 {
             out.extend_from_slice(&(*offset as u32).to_be_bytes());
         } else {
@@ -255,19 +382,31 @@ mod tests {
         assert!(!disk.exists(small), "the new blob is only in memory");
 
         let pack_dir = dir.path().join(".git/objects/pack");
+        // A new version of the big blob with a few bytes changed in the middle: stored as a delta against it.
+        let mut big2 = big.clone();
+        big2[1_500_000..1_500_010].copy_from_slice(b"0123456789");
+        let large2 = work.blob(&big2).unwrap();
         let written = write_pack(
             &odb,
             &disk,
             &pack_dir,
-            &[small, large, tree, existing, small],
+            &[
+                (small, None),
+                (large, None),
+                (tree, None),
+                (existing, None),
+                (small, None),
+                (large2, Some(large)),
+            ],
         )
         .unwrap();
-        assert_eq!(written.objects, 3);
+        assert_eq!((written.objects, written.deltas), (4, 1));
         mempack.reset().unwrap();
 
         let fresh = git2::Repository::open(dir.path()).unwrap();
         assert_eq!(fresh.find_blob(small).unwrap().content(), b"new\n");
         assert_eq!(fresh.find_blob(large).unwrap().content(), &big[..]);
+        assert_eq!(fresh.find_blob(large2).unwrap().content(), &big2[..]);
         let t = fresh.find_tree(tree).unwrap();
         assert_eq!(t.len(), 3);
         assert_eq!(t.get_name("big").unwrap().filemode(), 0o100755);
@@ -285,7 +424,13 @@ mod tests {
         );
         let theirs = std::fs::read(other.path().join(format!("pack-{name}.idx"))).unwrap();
         assert_eq!(ours, theirs);
-        let again = write_pack(&odb, &disk, &pack_dir, &[small, large, tree]).unwrap();
+        let again = write_pack(
+            &odb,
+            &disk,
+            &pack_dir,
+            &[(small, None), (large2, Some(large))],
+        )
+        .unwrap();
         assert_eq!(again, Written::default(), "nothing new: nothing written");
     }
 }

@@ -150,18 +150,19 @@ fn diff(
 }
 
 /// Every object reachable from tree `new` but not through an identical entry of tree `old`: the trees on changed
-/// paths and the blobs that differ. Complete by construction (anything new hangs off a changed path), so a run
-/// packs exactly these after writing into memory.
+/// paths and the blobs that differ, each with the object it replaces at the same path (a delta base for the
+/// pack). Complete by construction (anything new hangs off a changed path), so a run packs exactly these after
+/// writing into memory.
 pub fn new_objects(
     repo: &Repository,
     old: Option<Oid>,
     new: Oid,
-    out: &mut Vec<Oid>,
+    out: &mut Vec<(Oid, Option<Oid>)>,
 ) -> Result<(), Error> {
     if old == Some(new) {
         return Ok(());
     }
-    out.push(new);
+    out.push((new, old));
     let (old_tree, new_tree) = (open(repo, old)?, open(repo, Some(new))?);
     walk_pair(old_tree.as_ref(), new_tree.as_ref(), |o, n| {
         let Some(n) = n else { return Ok(()) };
@@ -172,7 +173,7 @@ pub fn new_objects(
         if is_tree(ns.mode) {
             new_objects(repo, o.map(|o| o.id()), ns.oid, out)
         } else {
-            out.push(ns.oid);
+            out.push((ns.oid, o.map(|o| o.id())));
             Ok(())
         }
     })
@@ -249,6 +250,7 @@ mod tests {
         // New objects: the root, a/ and f/ trees, and the blobs of a/x, c and f/g; nothing under unchanged paths.
         let mut objects = Vec::new();
         new_objects(&repo, Some(old.id()), new.id(), &mut objects).unwrap();
+        let mut objects: Vec<Oid> = objects.into_iter().map(|(oid, _)| oid).collect();
         let blob = |s: &str| repo.blob(s.as_bytes()).unwrap();
         let mut expected = vec![
             new.id(),
