@@ -56,6 +56,9 @@ pub fn write_pack(
         move |source| Error::Io { path, source }
     };
     let tmp_pack = pack_dir.join(format!("tmp_pack_bport_{}", std::process::id()));
+    let tmp_idx = pack_dir.join(format!("tmp_idx_bport_{}", std::process::id()));
+    // On any error the temp files go; after the renames below there is nothing left to remove.
+    let _cleanup = RemoveOnDrop([tmp_pack.clone(), tmp_idx.clone()]);
     let mut pack = PackFile::create(&tmp_pack).map_err(io(&tmp_pack))?;
     pack.write(b"PACK").map_err(io(&tmp_pack))?;
     pack.write(&2u32.to_be_bytes()).map_err(io(&tmp_pack))?;
@@ -128,7 +131,6 @@ pub fn write_pack(
     let checksum = pack.finish().map_err(io(&tmp_pack))?;
     let name = hex(&checksum);
 
-    let tmp_idx = pack_dir.join(format!("tmp_idx_bport_{}", std::process::id()));
     let index = index_bytes(&entries, &checksum);
     write_synced(&tmp_idx, &index).map_err(io(&tmp_idx))?;
 
@@ -286,6 +288,17 @@ fn index_bytes(entries: &[(Oid, u64, u32)], checksum: &[u8; 20]) -> Vec<u8> {
     let own: [u8; 20] = Sha1::digest(&out).into();
     out.extend_from_slice(&own);
     out
+}
+
+/// Removes the temp files of a pack write that did not finish.
+struct RemoveOnDrop([PathBuf; 2]);
+
+impl Drop for RemoveOnDrop {
+    fn drop(&mut self) {
+        for path in &self.0 {
+            let _ = std::fs::remove_file(path);
+        }
+    }
 }
 
 /// A pack being written: buffered, hashed as it goes, its length known for the entry offsets.
