@@ -307,7 +307,8 @@ fn resolve_path(
                         ConflictStyle::Diff3 => crate::rerere::xdiff::merge::Style::Diff3,
                         ConflictStyle::Zdiff3 => crate::rerere::xdiff::merge::Style::Zdiff3,
                     },
-                    marker_size: crate::rerere::render::marker_size(repo, path),
+                    // Markers only show in conflicts; the attribute lookup waits for one (below).
+                    marker_size: crate::rerere::conflict_id::DEFAULT_MARKER_SIZE,
                     ours_label: markers.ours.clone(),
                     theirs_label: markers.theirs.clone(),
                     base_label: markers.base.clone(),
@@ -317,8 +318,21 @@ fn resolve_path(
                         Favor::Theirs => Some(crate::rerere::xdiff::merge::Favor::Theirs),
                     },
                 };
-                let merged =
+                let mut opts = opts;
+                let mut merged =
                     crate::rerere::render::render(base_bytes, ours_bytes, theirs_bytes, &opts);
+                if merged.conflicts > 0 {
+                    let size = crate::rerere::render::marker_size(repo, path);
+                    if size != opts.marker_size {
+                        opts.marker_size = size;
+                        merged = crate::rerere::render::render(
+                            base_bytes,
+                            ours_bytes,
+                            theirs_bytes,
+                            &opts,
+                        );
+                    }
+                }
                 if merged.conflicts == 0 {
                     let oid = repo
                         .blob(&merged.content)
