@@ -1,13 +1,14 @@
-//! Writes objects out of memory as one undeltified pack with its index, as git's `fast-import` and
+//! Writes objects out of memory as one pack with its index, without a delta search, as git's `fast-import` and
 //! `index-pack` lay them out (Documentation/gitformat-pack.txt: pack version 2, index version 2).
 //!
 //! A backport run creates its objects in a mempack and writes them out at the end (or at a stop). libgit2's
 //! packbuilder searches deltas for every object (`git_delta_create_from_index` was 37% of a real-history run,
 //! issue 16), and its indexer then inflates and re-hashes each object to build the index. Neither is needed
-//! here: the objects are few, their ids are known, and a later `git gc` deltifies them anyway. So each object
-//! is deflated once, its CRC taken as it is written, and the index built from the ids we already have.
-//! Objects the object database already holds (a merge whose result is the picked commit's own blob, a tree
-//! equal to the original commit's) are left out, as git's `write_object_file` leaves them out.
+//! here: the ids are known, and the caller knows each object's likely delta base (the version it replaced at
+//! the same path), so a new object is either stored whole or as a prefix/suffix delta against that one, deflated
+//! once, its CRC taken as it is written, and the index built from the ids we already have. A later `git gc`
+//! finds better deltas. Objects the object database already holds (a merge whose result is the picked commit's
+//! own blob, a tree equal to the original commit's) are left out, as git's `write_object_file` leaves them out.
 
 use super::{Context, Error};
 use git2::{ObjectType, Odb, Oid};
