@@ -20,6 +20,41 @@ use crate::git::{self, Context};
 use git2::build::CheckoutBuilder;
 use git2::{Commit, IndexEntry, IndexTime, Oid, Repository, ResetType};
 use std::path::Path;
+use std::time::{Duration, Instant};
+
+/// Where a run's time went, logged at info level (`BPORT_LOG=info`) for developers and benches/real_history.py.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Timings {
+    /// Resolving the list and deciding what is already applied.
+    pub matching: Duration,
+    /// Diffing each commit and merging the touched paths into new trees.
+    pub merge: Duration,
+    /// Creating commits and writing the new objects out as a pack.
+    pub objects: Duration,
+    /// Updating worktree, index and branch (at the end or at a stop).
+    pub materialize: Duration,
+}
+
+impl Timings {
+    /// Adds the time since `since` to `slot` and returns now.
+    fn lap(slot: &mut Duration, since: Instant) -> Instant {
+        let now = Instant::now();
+        *slot += now - since;
+        now
+    }
+
+    /// Logs the breakdown on one line, in milliseconds.
+    pub fn log(&self) {
+        let ms = |d: Duration| d.as_secs_f64() * 1000.0;
+        log::info!(
+            "apply timing: match {:.2} ms, merge {:.2} ms, objects {:.2} ms, materialize {:.2} ms",
+            ms(self.matching),
+            ms(self.merge),
+            ms(self.objects),
+            ms(self.materialize)
+        );
+    }
+}
 
 /// Why [`run`] returned.
 #[derive(Debug)]
@@ -48,6 +83,7 @@ pub fn run(
     st: &mut State,
     progress: &mut dyn Progress,
     dry_run: bool,
+    timings: &mut Timings,
 ) -> Result<RunEnd, Error> {
     // Objects are only created from trees and commits we just read; re-validating each one costs a lookup per
     // entry (DESIGN.md: 143 ms vs 42 ms a pick on a 30,000-file repo).
@@ -78,7 +114,7 @@ pub fn run(
     // Every object the run creates, for the one pack at the end: the mempack cannot list its objects, and
     // `git_mempack_dump` walks each commit's whole tree (30,000 entries a commit in the benchmark). New trees and
     // blobs are found by comparing each result tree with the tree it was built on.
-    let mut created: Vec<Oid> = Vec::new();
+    let mut created: Vec<(Oid, Option<Oid>)> = Vec::new();
 
     while st.position < total {
         let i = st.position;
@@ -91,6 +127,7 @@ pub fn run(
                     .context_git(|| format!("reading {}", step.commit))?;
                 // Labels only show in conflicts; the uniqueness check of the abbreviation costs a prefix lookup,
                 // so it runs only when a pick conflicts (and re-renders in the rare case of a collision).
+                let started = Instant::now();
                 let hex = commit.id().to_string();
                 let mut markers = Markers::for_commit(&hex[..abbrev.min(40)], &step.subject, style);
                 let mut picked = pick::pick(
@@ -115,6 +152,7 @@ pub fn run(
                         )?;
                     }
                 }
+                let merged = Timings::lap(&mut timings.merge, started);
                 crate::git::new_objects(&work, Some(tip_tree.id()), picked.tree, &mut created)?;
                 if !picked.conflicts.is_empty() {
                     if dry_run {
@@ -123,10 +161,12 @@ pub fn run(
                         }
                     } else {
                         if !created.is_empty() {
-                            flush(&work, &mempack, &created, progress)?;
+                            flush(repo, &work, &mempack, &created, progress)?;
                         }
+                        let flushed = Timings::lap(&mut timings.objects, merged);
                         let conflicts = picked.conflicts;
                         let rerere = stop_at_conflict(repo, st, picked.tree, &conflicts, progress)?;
+                        Timings::lap(&mut timings.materialize, flushed);
                         return Ok(RunEnd::Stopped(conflicts, rerere));
                     }
                 } else if picked.tree == tip_tree.id() {
@@ -141,12 +181,13 @@ pub fn run(
                         &committer,
                         &sob,
                     )?;
-                    created.push(new);
+                    created.push((new, None));
                     tip_commit = work
                         .find_commit(new)
                         .context_git(|| format!("reading {new}"))?;
                     tip_tree = tip_commit.tree().context_git(|| "reading the new tree")?;
                     st.tip = new;
+                    Timings::lap(&mut timings.objects, merged);
                     StepResult::Picked { new }
                 }
             }
@@ -161,13 +202,16 @@ pub fn run(
             .context_git(|| "dropping in-memory objects")?;
         return Ok(RunEnd::Done);
     }
+    let started = Instant::now();
     if !created.is_empty() {
-        flush(&work, &mempack, &created, progress)?;
+        flush(repo, &work, &mempack, &created, progress)?;
     }
+    let flushed = Timings::lap(&mut timings.objects, started);
     st.phase = Phase::Running;
     state::save(repo.path(), st)?;
     progress.checkpoint(Checkpoint::StateSaved);
     move_to_tip(repo, st, progress)?;
+    Timings::lap(&mut timings.materialize, flushed);
     Ok(RunEnd::Done)
 }
 
@@ -203,35 +247,27 @@ pub fn commit_pick(
         .context_git(|| format!("committing the pick of {}", original.id()))?)
 }
 
-/// Writes the objects the run created to the object database as one pack, then empties the mempack.
+/// Writes the objects the run created to the object database as one undeltified pack (see
+/// [`git::write_pack`]: no delta search, no re-indexing), then empties the mempack.
 fn flush(
     repo: &Repository,
+    work: &Repository,
     mempack: &git2::Mempack<'_>,
-    created: &[Oid],
+    created: &[(Oid, Option<Oid>)],
     progress: &mut dyn Progress,
 ) -> Result<(), Error> {
-    let mut builder = repo.packbuilder().context_git(|| "starting a pack")?;
-    // Delta search dominates packing (rewritten trees delta well against each other); use every core for it.
-    builder.set_threads(0);
-    let mut seen = std::collections::HashSet::with_capacity(created.len());
-    for &oid in created {
-        if seen.insert(oid) {
-            builder
-                .insert_object(oid, None)
-                .context_git(|| format!("packing {oid}"))?;
-        }
-    }
-    let mut buf = git2::Buf::new();
-    builder
-        .write_buf(&mut buf)
-        .context_git(|| "packing the new objects")?;
-    let odb = repo.odb().context_git(|| "opening the object database")?;
-    let mut writer = odb.packwriter().context_git(|| "writing the pack")?;
-    std::io::Write::write_all(&mut writer, &buf).map_err(|source| Error::Io {
-        path: repo.path().join("objects/pack"),
-        source,
-    })?;
-    writer.commit().context_git(|| "indexing the pack")?;
+    // `repo`'s object database has no mempack: what it holds is on disk.
+    let disk = repo.odb().context_git(|| "opening the object database")?;
+    let source = work.odb().context_git(|| "opening the object database")?;
+    // Linked worktrees keep their objects in the common directory.
+    git::write_pack(
+        &source,
+        &disk,
+        &work.commondir().join("objects/pack"),
+        created,
+    )?;
+    // `work` reads through its own on-disk backends, which must see the new pack before the mempack is emptied.
+    source.refresh().context_git(|| "reading the new pack")?;
     mempack
         .reset()
         .context_git(|| "emptying the in-memory object store")?;

@@ -198,6 +198,10 @@ impl<'r> Branch<'r> {
             }
             self.by_paths = Some(map);
         }
+        if self.by_paths.as_ref().is_some_and(HashMap::is_empty) {
+            // Nothing on the branch to compare with: no tree diff, no patch-id (issue 16).
+            return Ok(None);
+        }
         let paths = git::changed_paths(self.repo, commit)?;
         let candidates = match self.by_paths.as_ref().and_then(|m| m.get(&paths)) {
             Some(c) => c.clone(),

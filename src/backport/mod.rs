@@ -258,6 +258,7 @@ pub fn apply(
     } else {
         head.name().ok().map(|n| n.to_string())
     };
+    let started = std::time::Instant::now();
     let resolved = list.resolve(repo, opts.pick.mainline)?;
     if !opts.dry_run {
         git::check_clean(repo)?;
@@ -280,6 +281,10 @@ pub fn apply(
             },
         })
         .collect::<Vec<_>>();
+    let mut timings = execute::Timings {
+        matching: started.elapsed(),
+        ..Default::default()
+    };
     let mut st = State {
         version: state::VERSION,
         results: vec![None; steps.len()],
@@ -293,11 +298,12 @@ pub fn apply(
         phase: state::Phase::Running,
     };
     if opts.dry_run {
-        execute::run(repo, &mut st, progress, true)?;
+        execute::run(repo, &mut st, progress, true, &mut timings)?;
+        timings.log();
         return Ok(Outcome::DryRun(st));
     }
     state::save(repo.path(), &st)?;
-    finish(repo, st, progress)
+    finish(repo, st, progress, timings)
 }
 
 /// `--continue`, `--skip` or `--abort`.
@@ -391,7 +397,7 @@ pub fn resume(
     }
     st.phase = state::Phase::Running;
     state::save(repo.path(), &st)?;
-    finish(repo, st, progress)
+    finish(repo, st, progress, execute::Timings::default())
 }
 
 /// Records the user's resolutions as postimages (git's rerere at commit time); only once nothing is conflicted,
@@ -488,9 +494,16 @@ fn continue_stopped(
 }
 
 /// Runs the remaining steps and turns the end into an outcome; removes the state when done.
-fn finish(repo: &Repository, mut st: State, progress: &mut dyn Progress) -> Result<Outcome, Error> {
+fn finish(
+    repo: &Repository,
+    mut st: State,
+    progress: &mut dyn Progress,
+    mut timings: execute::Timings,
+) -> Result<Outcome, Error> {
     loop {
-        match execute::run(repo, &mut st, progress, false)? {
+        let end = execute::run(repo, &mut st, progress, false, &mut timings)?;
+        timings.log();
+        match end {
             execute::RunEnd::Done => {
                 state::remove(repo.path())?;
                 return Ok(Outcome::Done(st));

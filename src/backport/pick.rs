@@ -189,7 +189,11 @@ pub fn pick(
         };
         let ours = lookup(tip, &ours_path);
         let renamed = ours_path != target_path;
-        let outcome = resolve_path(repo, &target_path, base, ours, theirs, favor, markers)?;
+        let outcome = match resolve_path(repo, &target_path, base, ours, theirs, favor, markers)? {
+            // A rename that kept the content (the branch has the same blob) still moves the file.
+            PathOutcome::Unchanged if renamed && ours.is_some() => PathOutcome::Set(ours),
+            outcome => outcome,
+        };
         match outcome {
             PathOutcome::Unchanged => {}
             PathOutcome::Set(s) => {
@@ -283,12 +287,15 @@ fn resolve_path(
                 Some(b) if o.mode == b.mode => t.mode,
                 _ => o.mode,
             };
-            let base_bytes = match base {
-                Some(b) if b.mode & 0o170000 == 0o100000 => blob(repo, b.oid)?,
-                _ => Vec::new(),
+            // Borrowed from libgit2's object cache: big files are not copied once more per merge.
+            let base_blob = match base {
+                Some(b) if b.mode & 0o170000 == 0o100000 => Some(find_blob(repo, b.oid)?),
+                _ => None,
             };
-            let (ours_bytes, theirs_bytes) = (blob(repo, o.oid)?, blob(repo, t.oid)?);
-            let binary = [&base_bytes, &ours_bytes, &theirs_bytes]
+            let (ours_blob, theirs_blob) = (find_blob(repo, o.oid)?, find_blob(repo, t.oid)?);
+            let base_bytes: &[u8] = base_blob.as_ref().map_or(&[], |b| b.content());
+            let (ours_bytes, theirs_bytes) = (ours_blob.content(), theirs_blob.content());
+            let binary = [base_bytes, ours_bytes, theirs_bytes]
                 .iter()
                 .any(|b| crate::rerere::resolve::is_binary(b));
             if !binary {
@@ -300,7 +307,8 @@ fn resolve_path(
                         ConflictStyle::Diff3 => crate::rerere::xdiff::merge::Style::Diff3,
                         ConflictStyle::Zdiff3 => crate::rerere::xdiff::merge::Style::Zdiff3,
                     },
-                    marker_size: crate::rerere::render::marker_size(repo, path),
+                    // Markers only show in conflicts; the attribute lookup waits for one (below).
+                    marker_size: crate::rerere::conflict_id::DEFAULT_MARKER_SIZE,
                     ours_label: markers.ours.clone(),
                     theirs_label: markers.theirs.clone(),
                     base_label: markers.base.clone(),
@@ -310,8 +318,21 @@ fn resolve_path(
                         Favor::Theirs => Some(crate::rerere::xdiff::merge::Favor::Theirs),
                     },
                 };
-                let merged =
-                    crate::rerere::render::render(&base_bytes, &ours_bytes, &theirs_bytes, &opts);
+                let mut opts = opts;
+                let mut merged =
+                    crate::rerere::render::render(base_bytes, ours_bytes, theirs_bytes, &opts);
+                if merged.conflicts > 0 {
+                    let size = crate::rerere::render::marker_size(repo, path);
+                    if size != opts.marker_size {
+                        opts.marker_size = size;
+                        merged = crate::rerere::render::render(
+                            base_bytes,
+                            ours_bytes,
+                            theirs_bytes,
+                            &opts,
+                        );
+                    }
+                }
                 if merged.conflicts == 0 {
                     let oid = repo
                         .blob(&merged.content)
@@ -330,9 +351,9 @@ fn resolve_path(
                 i.path(path).mode(Some(file_mode(mode)));
                 (i, bytes.to_vec())
             };
-            let (mut bi, bb) = input(&base_bytes, base.map_or(o.mode, |b| b.mode));
-            let (mut oi, ob) = input(&ours_bytes, o.mode);
-            let (mut ti, tb) = input(&theirs_bytes, t.mode);
+            let (mut bi, bb) = input(base_bytes, base.map_or(o.mode, |b| b.mode));
+            let (mut oi, ob) = input(ours_bytes, o.mode);
+            let (mut ti, tb) = input(theirs_bytes, t.mode);
             bi.content(&bb);
             oi.content(&ob);
             ti.content(&tb);
@@ -389,11 +410,13 @@ pub fn lookup(tree: &Tree<'_>, path: &str) -> Option<Side> {
 }
 
 fn blob(repo: &Repository, oid: Oid) -> Result<Vec<u8>, Error> {
+    Ok(find_blob(repo, oid)?.content().to_vec())
+}
+
+fn find_blob(repo: &Repository, oid: Oid) -> Result<git2::Blob<'_>, Error> {
     Ok(repo
         .find_blob(oid)
-        .context_git(|| format!("reading blob {oid}"))?
-        .content()
-        .to_vec())
+        .context_git(|| format!("reading blob {oid}"))?)
 }
 
 /// The git2 mode for a raw mode.

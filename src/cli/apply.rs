@@ -471,6 +471,7 @@ fn error_kind_git(e: &git::Error) -> (Kind, Option<String>) {
             Some(format!("finish it with `git {operation} --continue` or drop it with `git {operation} --abort` first")),
         ),
         git::Error::NoIdentity { .. } => (Kind::Environment, Some("git config user.name 'Your Name'; git config user.email you@example.com".into())),
+        git::Error::Io { .. } => (Kind::Environment, Some("check the free space and write permission of the repository's .git directory".into())),
         _ => (Kind::Internal, None),
     }
 }

@@ -6,12 +6,14 @@
 //! reimplemented here against git's behaviour and tested against the real `git` in `tests/it/`.
 
 mod atomic;
+mod pack_write;
 mod patch_id;
 mod repo;
 mod trailers;
 mod tree_diff;
 
 pub use atomic::write_atomic;
+pub use pack_write::{write_pack, Written};
 pub use patch_id::{changed_paths, patch_id_of_commit, patch_id_of_diff_text, PatchId};
 pub use repo::{
     abbrev_len, check_clean, check_no_operation, commit_subject, committer, discover, short_id,
@@ -55,6 +57,15 @@ pub enum Error {
         /// What libgit2 said.
         #[source]
         source: git2::Error,
+    },
+    /// Reading or writing a file in the git directory failed.
+    #[error("{}", path.display())]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// What failed.
+        #[source]
+        source: std::io::Error,
     },
     /// A git2 call failed; `context` says what bport was doing.
     #[error("{context}")]

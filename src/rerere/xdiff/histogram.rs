@@ -1,8 +1,7 @@
 //! xdiff's histogram diff (xhistogram.c): find the longest common run whose lines are rarest in file 1, split
 //! around it, recurse; fall back to Myers on a region whose common lines all occur more than 64 times.
 
-use super::{myers, Changed, Classified};
-use std::collections::HashMap;
+use super::{myers, Changed, Classified, FxHashMap};
 
 const MAX_CHAIN_LENGTH: u32 = 64;
 
@@ -48,7 +47,7 @@ struct Histogram<'a, 'c> {
 /// The scan of one region of file 1 (xhistogram's `histindex`), lines numbered from 1 as in git.
 struct Index {
     records: Vec<Record>,
-    by_class: HashMap<u32, usize>,
+    by_class: FxHashMap<u32, usize>,
     /// Record of each line of the region.
     line_map: Vec<usize>,
     /// Next occurrence of the same line (0 = none).
@@ -148,7 +147,7 @@ impl Histogram<'_, '_> {
         let end2 = line2 + count2 as u32 - 1;
         let mut index = Index {
             records: Vec::new(),
-            by_class: HashMap::new(),
+            by_class: FxHashMap::default(),
             line_map: vec![0; count1 as usize],
             next_ptrs: vec![0; count1 as usize],
             ptr_shift: line1,

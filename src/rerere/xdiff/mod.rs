@@ -17,6 +17,55 @@ pub mod merge;
 mod myers;
 
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+
+/// rustc's FxHash: classifying lines under std's SipHash was ~10% of a real-history backport (issue 16). Like
+/// xdiff's own `xdl_hash_record`, it is not keyed; lines of files one merges locally are not an attack surface
+/// worth a slower hash.
+#[derive(Clone, Copy, Default)]
+pub(crate) struct FxHasher {
+    hash: u64,
+}
+
+impl FxHasher {
+    fn add(&mut self, word: u64) {
+        self.hash = (self.hash.rotate_left(5) ^ word).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+}
+
+impl Hasher for FxHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        let mut chunks = bytes.chunks_exact(8);
+        for c in &mut chunks {
+            self.add(u64::from_le_bytes(c.try_into().expect("chunks of 8")));
+        }
+        let rest = chunks.remainder();
+        if !rest.is_empty() {
+            let mut word = [0u8; 8];
+            word[..rest.len()].copy_from_slice(rest);
+            self.add(u64::from_le_bytes(word));
+        }
+    }
+
+    fn write_u32(&mut self, i: u32) {
+        self.add(u64::from(i));
+    }
+
+    fn write_u64(&mut self, i: u64) {
+        self.add(i);
+    }
+
+    fn write_usize(&mut self, i: usize) {
+        self.add(i as u64);
+    }
+
+    fn finish(&self) -> u64 {
+        self.hash
+    }
+}
+
+/// A `HashMap` with [`FxHasher`].
+pub(crate) type FxHashMap<K, V> = HashMap<K, V, BuildHasherDefault<FxHasher>>;
 
 /// Which diff algorithm computes the two base→side scripts of a merge.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -43,13 +92,11 @@ pub struct Change {
 
 /// Splits `data` into lines as xdiff does: each record keeps its `\n`; a last line without one is a record too.
 pub fn split_lines(data: &[u8]) -> Vec<&[u8]> {
-    let mut lines = Vec::new();
+    let mut lines = Vec::with_capacity(data.len() / 32);
     let mut start = 0;
-    for (i, &b) in data.iter().enumerate() {
-        if b == b'\n' {
-            lines.push(&data[start..=i]);
-            start = i + 1;
-        }
+    for i in memchr::memchr_iter(b'\n', data) {
+        lines.push(&data[start..=i]);
+        start = i + 1;
     }
     if start < data.len() {
         lines.push(&data[start..]);
@@ -94,7 +141,8 @@ pub(crate) struct Classified {
 }
 
 pub(crate) fn classify(a: &[&[u8]], b: &[&[u8]]) -> Classified {
-    let mut map: HashMap<&[u8], u32> = HashMap::with_capacity(a.len() + b.len());
+    let mut map: FxHashMap<&[u8], u32> =
+        FxHashMap::with_capacity_and_hasher(a.len() + b.len(), Default::default());
     let mut count1: Vec<u32> = Vec::new();
     let mut count2: Vec<u32> = Vec::new();
     let mut ids1 = Vec::with_capacity(a.len());

@@ -1,6 +1,7 @@
 //! `bport list`, `bport apply` (with --continue/--skip/--abort) and `bport status`, with the real git as oracle
 //! (issue #2, "Must show" 1–5). Shared scenario helpers live here; the tests are grouped by concern.
 
+mod fast_path;
 mod git_equal;
 mod prompt;
 mod recovery;

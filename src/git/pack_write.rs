@@ -1,0 +1,450 @@
+//! Writes objects out of memory as one pack with its index, without a delta search, as git's `fast-import` and
+//! `index-pack` lay them out (Documentation/gitformat-pack.txt: pack version 2, index version 2).
+//!
+//! A backport run creates its objects in a mempack and writes them out at the end (or at a stop). libgit2's
+//! packbuilder searches deltas for every object (`git_delta_create_from_index` was 37% of a real-history run,
+//! issue 16), and its indexer then inflates and re-hashes each object to build the index. Neither is needed
+//! here: the ids are known, and the caller knows each object's likely delta base (the version it replaced at
+//! the same path), so a new object is either stored whole or as a prefix/suffix delta against that one, deflated
+//! once, its CRC taken as it is written, and the index built from the ids we already have. A later `git gc`
+//! finds better deltas. Objects the object database already holds (a merge whose result is the picked commit's
+//! own blob, a tree equal to the original commit's) are left out, as git's `write_object_file` leaves them out.
+
+use super::{Context, Error};
+use git2::{ObjectType, Odb, Oid};
+use sha1::{Digest, Sha1};
+use std::collections::{HashMap, HashSet};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+/// What [`write_pack`] wrote.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Written {
+    /// How many objects went into the pack (0: nothing new, no pack written).
+    pub objects: usize,
+    /// How many of them are stored as deltas against an earlier object of the pack.
+    pub deltas: usize,
+    /// The pack file (`objects/pack/pack-<sha>.pack`), when one was written.
+    pub pack: Option<PathBuf>,
+}
+
+/// Writes every object of `objects` that `disk` does not hold yet, read from `source` (the odb holding the new
+/// objects), as one pack plus index under `pack_dir`, and refreshes `disk` so that it sees them. Each object
+/// comes with the object it replaced at the same path, if any: when that one is in the pack too (written
+/// earlier), the object is stored as a delta against it. Duplicates are written once, in first-seen order.
+pub fn write_pack(
+    source: &Odb<'_>,
+    disk: &Odb<'_>,
+    pack_dir: &Path,
+    objects: &[(Oid, Option<Oid>)],
+) -> Result<Written, Error> {
+    let mut seen = HashSet::with_capacity(objects.len());
+    let mut todo: Vec<(Oid, Option<Oid>)> = objects
+        .iter()
+        .copied()
+        .filter(|(oid, _)| seen.insert(*oid))
+        .collect();
+    // One refresh, then lookups that do not rescan objects/pack on every miss (most of these are misses).
+    disk.refresh()
+        .context_git(|| "reading the object database")?;
+    todo.retain(|(oid, _)| !disk.exists_ext(*oid, git2::OdbLookupFlags::NO_REFRESH));
+    if todo.is_empty() {
+        return Ok(Written::default());
+    }
+
+    let io = |path: &Path| {
+        let path = path.to_path_buf();
+        move |source| Error::Io { path, source }
+    };
+    let tmp_pack = pack_dir.join(format!("tmp_pack_bport_{}", std::process::id()));
+    let tmp_idx = pack_dir.join(format!("tmp_idx_bport_{}", std::process::id()));
+    // On any error the temp files go; after the renames below there is nothing left to remove.
+    let _cleanup = RemoveOnDrop([tmp_pack.clone(), tmp_idx.clone()]);
+    let mut pack = PackFile::create(&tmp_pack).map_err(io(&tmp_pack))?;
+    pack.write(b"PACK").map_err(io(&tmp_pack))?;
+    pack.write(&2u32.to_be_bytes()).map_err(io(&tmp_pack))?;
+    pack.write(&(todo.len() as u32).to_be_bytes())
+        .map_err(io(&tmp_pack))?;
+
+    // (oid, offset, crc32) per object; sorted by id for the index at the end.
+    let mut entries: Vec<(Oid, u64, u32)> = Vec::with_capacity(todo.len());
+    // Offset and delta depth of what is already in this pack, for delta bases.
+    let mut placed: HashMap<Oid, (u64, u32)> = HashMap::with_capacity(todo.len());
+    let mut deflated = Vec::new();
+    let mut deltas = 0;
+    for &(oid, base) in &todo {
+        let object = source
+            .read(oid)
+            .context_git(|| format!("reading the new object {oid}"))?;
+        let kind = match object.kind() {
+            ObjectType::Commit => 1u8,
+            ObjectType::Tree => 2,
+            ObjectType::Blob => 3,
+            ObjectType::Tag => 4,
+            other => {
+                return Err(Error::Git {
+                    context: format!("packing {oid}"),
+                    source: git2::Error::from_str(&format!("unexpected object type {other:?}")),
+                })
+            }
+        };
+        let data = object.data();
+        let offset = pack.len;
+        // A delta against the version this object replaced, when that is in the pack already and the two share
+        // most of their bytes (a pick changes a few lines of a big file): deflating whole merged files was the
+        // largest cost of writing (issue 16), and their deltas are a few hundred bytes.
+        let delta = match base.and_then(|b| Some((b, *placed.get(&b)?))) {
+            Some((b, (base_offset, depth))) if depth < MAX_DEPTH => {
+                let base_object = source
+                    .read(b)
+                    .context_git(|| format!("reading the delta base {b}"))?;
+                // A delta takes its base's type.
+                (base_object.kind() == object.kind())
+                    .then(|| prefix_suffix_delta(base_object.data(), data))
+                    .flatten()
+                    .map(|d| (d, offset - base_offset, depth + 1))
+            }
+            _ => None,
+        };
+        let (header, body, depth) = match &delta {
+            Some((d, distance, depth)) => {
+                deltas += 1;
+                let mut h = entry_header(OFS_DELTA, d.len() as u64);
+                h.extend_from_slice(&ofs_distance(*distance));
+                (h, &d[..], *depth)
+            }
+            None => (entry_header(kind, data.len() as u64), data, 0),
+        };
+        deflated.clear();
+        // Level 1: these objects are written once and repacked by the next `git gc`.
+        let mut z = flate2::write::ZlibEncoder::new(&mut deflated, flate2::Compression::fast());
+        z.write_all(body).map_err(io(&tmp_pack))?;
+        z.finish().map_err(io(&tmp_pack))?;
+        let mut crc = flate2::Crc::new();
+        crc.update(&header);
+        crc.update(&deflated);
+        pack.write(&header).map_err(io(&tmp_pack))?;
+        pack.write(&deflated).map_err(io(&tmp_pack))?;
+        entries.push((oid, offset, crc.sum()));
+        placed.insert(oid, (offset, depth));
+    }
+    entries.sort_unstable_by_key(|e| e.0);
+    let checksum = pack.finish().map_err(io(&tmp_pack))?;
+    let name = hex(&checksum);
+
+    let index = index_bytes(&entries, &checksum);
+    write_synced(&tmp_idx, &index).map_err(io(&tmp_idx))?;
+
+    // The pack first: an index is what makes a pack visible, and it must never name a missing pack.
+    let pack_path = pack_dir.join(format!("pack-{name}.pack"));
+    let idx_path = pack_dir.join(format!("pack-{name}.idx"));
+    std::fs::rename(&tmp_pack, &pack_path).map_err(io(&pack_path))?;
+    std::fs::rename(&tmp_idx, &idx_path).map_err(io(&idx_path))?;
+    sync_dir(pack_dir).map_err(io(pack_dir))?;
+    disk.refresh()
+        .context_git(|| format!("reading the new pack {}", pack_path.display()))?;
+    Ok(Written {
+        objects: entries.len(),
+        deltas,
+        pack: Some(pack_path),
+    })
+}
+
+/// `OBJ_OFS_DELTA`: a delta whose base is named by its distance back in the same pack.
+const OFS_DELTA: u8 = 6;
+
+/// Delta chains stay short so that reading the newest version of a file (the checkout at the end reads all of
+/// them) applies at most this many deltas; git's own default is 50.
+const MAX_DEPTH: u32 = 10;
+
+/// A git delta (pack-format.txt, "Deltified representation") rebuilding `target` from `base` by copying their
+/// common prefix and suffix and inserting the middle; `None` when they share less than half of `target`.
+fn prefix_suffix_delta(base: &[u8], target: &[u8]) -> Option<Vec<u8>> {
+    let max = base.len().min(target.len());
+    let prefix = base.iter().zip(target).take_while(|(a, b)| a == b).count();
+    let suffix = base[prefix..]
+        .iter()
+        .rev()
+        .zip(target[prefix..].iter().rev())
+        .take(max - prefix)
+        .take_while(|(a, b)| a == b)
+        .count();
+    if target.len() < 64 || (prefix + suffix) * 2 < target.len() {
+        return None;
+    }
+    let middle = &target[prefix..target.len() - suffix];
+    let mut out = Vec::with_capacity(middle.len() + middle.len() / 127 + 32);
+    delta_size(&mut out, base.len() as u64);
+    delta_size(&mut out, target.len() as u64);
+    delta_copy(&mut out, 0, prefix as u64);
+    for chunk in middle.chunks(127) {
+        out.push(chunk.len() as u8);
+        out.extend_from_slice(chunk);
+    }
+    delta_copy(&mut out, (base.len() - suffix) as u64, suffix as u64);
+    Some(out)
+}
+
+/// The delta header's sizes: 7 bits a byte, least significant first.
+fn delta_size(out: &mut Vec<u8>, mut n: u64) {
+    loop {
+        let byte = (n & 0x7f) as u8;
+        n >>= 7;
+        if n == 0 {
+            out.push(byte);
+            return;
+        }
+        out.push(byte | 0x80);
+    }
+}
+
+/// Copy instructions for `len` bytes of the base from `offset`: 0x80 plus a bit per present byte of a 32-bit
+/// offset and a 24-bit size (at most 0xffffff a copy; a size of 0 would mean 0x10000, so none is written).
+fn delta_copy(out: &mut Vec<u8>, mut offset: u64, mut len: u64) {
+    while len > 0 {
+        let n = len.min(0xff_ffff);
+        let at = out.len();
+        out.push(0x80);
+        for i in 0..4 {
+            let byte = (offset >> (8 * i)) as u8;
+            if byte != 0 {
+                out[at] |= 1 << i;
+                out.push(byte);
+            }
+        }
+        for i in 0..3 {
+            let byte = (n >> (8 * i)) as u8;
+            if byte != 0 {
+                out[at] |= 0x10 << i;
+                out.push(byte);
+            }
+        }
+        offset += n;
+        len -= n;
+    }
+}
+
+/// The distance back to an `OFS_DELTA` base, in git's offset encoding (each continuation adds one before the
+/// shift, so that no value has two spellings).
+fn ofs_distance(mut distance: u64) -> Vec<u8> {
+    let mut out = vec![(distance & 0x7f) as u8];
+    distance >>= 7;
+    while distance != 0 {
+        distance -= 1;
+        out.push(0x80 | (distance & 0x7f) as u8);
+        distance >>= 7;
+    }
+    out.reverse();
+    out
+}
+
+/// The pack entry header: type and size, 4 bits of size in the first byte, then 7 bits a byte (pack-format.txt).
+fn entry_header(kind: u8, mut size: u64) -> Vec<u8> {
+    let mut out = Vec::with_capacity(10);
+    let mut byte = (kind << 4) | (size & 0x0f) as u8;
+    size >>= 4;
+    while size != 0 {
+        out.push(byte | 0x80);
+        byte = (size & 0x7f) as u8;
+        size >>= 7;
+    }
+    out.push(byte);
+    out
+}
+
+/// Index version 2 for `entries` (oid, offset, crc32; sorted by oid) in the pack with `checksum`.
+fn index_bytes(entries: &[(Oid, u64, u32)], checksum: &[u8; 20]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(8 + 256 * 4 + entries.len() * 28 + 40);
+    out.extend_from_slice(b"\xfftOc");
+    out.extend_from_slice(&2u32.to_be_bytes());
+    let mut fanout = [0u32; 256];
+    for (oid, _, _) in entries {
+        fanout[oid.as_bytes()[0] as usize] += 1;
+    }
+    let mut total = 0u32;
+    for n in fanout {
+        total += n;
+        out.extend_from_slice(&total.to_be_bytes());
+    }
+    for (oid, _, _) in entries {
+        out.extend_from_slice(oid.as_bytes());
+    }
+    for (_, _, crc) in entries {
+        out.extend_from_slice(&crc.to_be_bytes());
+    }
+    // Offsets of 2 GiB and beyond go to the 64-bit table, named by index with the top bit set.
+    let mut large = Vec::new();
+    for (_, offset, _) in entries {
+        if *offset < 0x8000_0000 {
+            out.extend_from_slice(&(*offset as u32).to_be_bytes());
+        } else {
+            out.extend_from_slice(&(0x8000_0000 | large.len() as u32).to_be_bytes());
+            large.push(*offset);
+        }
+    }
+    for offset in large {
+        out.extend_from_slice(&offset.to_be_bytes());
+    }
+    out.extend_from_slice(checksum);
+    let own: [u8; 20] = Sha1::digest(&out).into();
+    out.extend_from_slice(&own);
+    out
+}
+
+/// Removes the temp files of a pack write that did not finish.
+struct RemoveOnDrop([PathBuf; 2]);
+
+impl Drop for RemoveOnDrop {
+    fn drop(&mut self) {
+        for path in &self.0 {
+            let _ = std::fs::remove_file(path);
+        }
+    }
+}
+
+/// A pack being written: buffered, hashed as it goes, its length known for the entry offsets.
+struct PackFile {
+    file: std::io::BufWriter<std::fs::File>,
+    hash: Sha1,
+    len: u64,
+}
+
+impl PackFile {
+    fn create(path: &Path) -> std::io::Result<PackFile> {
+        let file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(path)
+            .or_else(|e| {
+                // A temp file left by a run that crashed in the same process id slot: it is ours to replace.
+                if e.kind() == std::io::ErrorKind::AlreadyExists {
+                    std::fs::File::create(path)
+                } else {
+                    Err(e)
+                }
+            })?;
+        Ok(PackFile {
+            file: std::io::BufWriter::with_capacity(1 << 16, file),
+            hash: Sha1::new(),
+            len: 0,
+        })
+    }
+
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+        self.hash.update(bytes);
+        self.len += bytes.len() as u64;
+        self.file.write_all(bytes)
+    }
+
+    /// Appends the trailing checksum, syncs, and returns the checksum (the pack's name).
+    fn finish(mut self) -> std::io::Result<[u8; 20]> {
+        let checksum: [u8; 20] = self.hash.finalize().into();
+        self.file.write_all(&checksum)?;
+        let file = self.file.into_inner().map_err(|e| e.into_error())?;
+        file.sync_all()?;
+        Ok(checksum)
+    }
+}
+
+fn write_synced(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let mut file = std::fs::File::create(path)?;
+    file.write_all(bytes)?;
+    file.sync_all()
+}
+
+fn sync_dir(dir: &Path) -> std::io::Result<()> {
+    std::fs::File::open(dir)?.sync_all()
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn entry_header_matches_the_pack_format_examples() {
+        // A 100-byte blob: type 3, size 100 = 0b110_0100 -> low nibble 0100, then 110.
+        assert_eq!(entry_header(3, 100), vec![0x80 | 0x30 | 0x04, 0x06]);
+        assert_eq!(entry_header(1, 15), vec![0x1f]);
+        assert_eq!(entry_header(2, 16), vec![0xa0, 0x01]);
+        // 1 MiB + 1: 0x100001 -> nibble 1, then 0x10000 >> 0 in 7-bit groups.
+        assert_eq!(entry_header(3, 0x10_0001), vec![0xb1, 0x80, 0x80, 0x04]);
+    }
+
+    /// Objects written through a mempack come out as a pack libgit2 reads back, byte for byte, from a fresh
+    /// handle; objects the repository already had are not written again.
+    #[test]
+    fn mempack_objects_round_trip_through_the_written_pack() {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = git2::Repository::init(dir.path()).unwrap();
+        let existing = repo.blob(b"already on disk\n").unwrap();
+        let work = git2::Repository::open(dir.path()).unwrap();
+        let odb = work.odb().unwrap();
+        let mempack = odb.add_new_mempack_backend(1000).unwrap();
+        let big: Vec<u8> = (0..3_000_000u32).map(|i| (i * 7 % 251) as u8).collect();
+        let small = work.blob(b"new\n").unwrap();
+        let large = work.blob(&big).unwrap();
+        let mut tb = work.treebuilder(None).unwrap();
+        tb.insert("a", small, 0o100644).unwrap();
+        tb.insert("big", large, 0o100755).unwrap();
+        tb.insert("old", existing, 0o100644).unwrap();
+        let tree = tb.write().unwrap();
+        let disk = repo.odb().unwrap();
+        assert!(!disk.exists(small), "the new blob is only in memory");
+
+        let pack_dir = dir.path().join(".git/objects/pack");
+        // A new version of the big blob with a few bytes changed in the middle: stored as a delta against it.
+        let mut big2 = big.clone();
+        big2[1_500_000..1_500_010].copy_from_slice(b"0123456789");
+        let large2 = work.blob(&big2).unwrap();
+        let written = write_pack(
+            &odb,
+            &disk,
+            &pack_dir,
+            &[
+                (small, None),
+                (large, None),
+                (tree, None),
+                (existing, None),
+                (small, None),
+                (large2, Some(large)),
+            ],
+        )
+        .unwrap();
+        assert_eq!((written.objects, written.deltas), (4, 1));
+        mempack.reset().unwrap();
+
+        let fresh = git2::Repository::open(dir.path()).unwrap();
+        assert_eq!(fresh.find_blob(small).unwrap().content(), b"new\n");
+        assert_eq!(fresh.find_blob(large).unwrap().content(), &big[..]);
+        assert_eq!(fresh.find_blob(large2).unwrap().content(), &big2[..]);
+        let t = fresh.find_tree(tree).unwrap();
+        assert_eq!(t.len(), 3);
+        assert_eq!(t.get_name("big").unwrap().filemode(), 0o100755);
+        // libgit2's indexer (index-pack) on the same pack bytes: it inflates and hashes every object and checks
+        // the trailer; its index must be ours byte for byte.
+        let pack = written.pack.unwrap();
+        let ours = std::fs::read(pack.with_extension("idx")).unwrap();
+        let other = tempfile::tempdir().unwrap();
+        let mut indexer = git2::Indexer::new(None, other.path(), 0, false).unwrap();
+        indexer.write_all(&std::fs::read(&pack).unwrap()).unwrap();
+        let name = indexer.commit().unwrap();
+        assert_eq!(
+            pack.file_name().unwrap().to_str().unwrap(),
+            format!("pack-{name}.pack")
+        );
+        let theirs = std::fs::read(other.path().join(format!("pack-{name}.idx"))).unwrap();
+        assert_eq!(ours, theirs);
+        let again = write_pack(
+            &odb,
+            &disk,
+            &pack_dir,
+            &[(small, None), (large2, Some(large))],
+        )
+        .unwrap();
+        assert_eq!(again, Written::default(), "nothing new: nothing written");
+    }
+}
