@@ -29,10 +29,18 @@ pub enum Field {
     Dso,
     /// Sample period.
     Period,
+    /// The sampled data address (`PERF_SAMPLE_ADDR`, `perf mem`).
+    Addr,
+    /// The data source of a memory access, raw and decoded (`|OP LOAD|LVL L1 hit|…`).
+    DataSrc,
+    /// The sample's weight (a memory access's latency).
+    Weight,
+    /// The instruction latency of a `PERF_SAMPLE_WEIGHT_STRUCT` weight.
+    InsLat,
 }
 
 impl Field {
-    const ALL: [(Field, &'static str); 11] = [
+    const ALL: [(Field, &'static str); 15] = [
         (Field::Comm, "comm"),
         (Field::Tid, "tid"),
         (Field::Pid, "pid"),
@@ -44,6 +52,10 @@ impl Field {
         (Field::SymOff, "symoff"),
         (Field::Dso, "dso"),
         (Field::Period, "period"),
+        (Field::Addr, "addr"),
+        (Field::DataSrc, "data_src"),
+        (Field::Weight, "weight"),
+        (Field::InsLat, "ins_lat"),
     ];
 
     fn bit(self) -> u32 {
@@ -74,7 +86,10 @@ pub enum FieldSpec {
 #[non_exhaustive]
 pub enum FieldError {
     /// A field name bport does not know.
-    #[error("unknown field `{0}` (known: comm, tid, pid, cpu, time, event, ip, sym, symoff, dso, period)")]
+    #[error(
+        "unknown field `{0}` (known: comm, tid, pid, cpu, time, event, ip, sym, symoff, dso, period, addr, \
+         data_src, weight, ins_lat)"
+    )]
     Unknown(String),
     /// Both a plain list and `+`/`-` changes.
     #[error(
@@ -120,15 +135,17 @@ impl std::str::FromStr for FieldSpec {
 pub struct Fields(u32);
 
 impl Fields {
-    /// perf's default for hardware and software events (`output[PERF_TYPE_HARDWARE]`), less the fields the
-    /// event did not sample (perf drops them silently unless the user asked for them).
-    pub fn for_event(
-        spec: Option<&FieldSpec>,
-        has_cpu: bool,
-        has_time: bool,
-        has_period: bool,
-    ) -> Fields {
-        let default = [
+    /// perf's default fields for an event of `attr_type` (`output[]` of builtin-script.c: the memory fields only
+    /// for PERF_TYPE_RAW), less the fields its `sample_type` lacks (`evsel__check_attr` drops them silently
+    /// unless the user asked for them). The period stays: without PERF_SAMPLE_PERIOD perf prints the event's
+    /// configured period (`evsel__parse_sample` starts from `attr.sample_period`).
+    pub fn for_event(spec: Option<&FieldSpec>, attr_type: u32, sample_type: u64) -> Fields {
+        use crate::perf::abi::{
+            PERF_SAMPLE_ADDR, PERF_SAMPLE_CPU, PERF_SAMPLE_DATA_SRC, PERF_SAMPLE_TIME,
+            PERF_SAMPLE_WEIGHT, PERF_SAMPLE_WEIGHT_STRUCT,
+        };
+        const PERF_TYPE_RAW: u32 = 4;
+        let mut default = [
             Field::Comm,
             Field::Tid,
             Field::Cpu,
@@ -142,17 +159,29 @@ impl Fields {
         ]
         .iter()
         .fold(0, |acc, f| acc | f.bit());
+        if attr_type == PERF_TYPE_RAW {
+            default |= Field::Addr.bit()
+                | Field::DataSrc.bit()
+                | Field::Weight.bit()
+                | Field::InsLat.bit();
+        }
         let mut bits = match spec {
             None => default,
             Some(FieldSpec::Exactly(b)) => *b,
             Some(FieldSpec::Modify { add, remove }) => (default | add) & !remove,
         };
-        for (present, field) in [
-            (has_cpu, Field::Cpu),
-            (has_time, Field::Time),
-            (has_period, Field::Period),
+        for (sampled, field) in [
+            (PERF_SAMPLE_CPU, Field::Cpu),
+            (PERF_SAMPLE_TIME, Field::Time),
+            (PERF_SAMPLE_ADDR, Field::Addr),
+            (PERF_SAMPLE_DATA_SRC, Field::DataSrc),
+            (
+                PERF_SAMPLE_WEIGHT | PERF_SAMPLE_WEIGHT_STRUCT,
+                Field::Weight,
+            ),
+            (PERF_SAMPLE_WEIGHT_STRUCT, Field::InsLat),
         ] {
-            if !present {
+            if sample_type & sampled == 0 {
                 bits &= !field.bit();
             }
         }
@@ -175,10 +204,15 @@ pub fn write_sample(
     out: &mut Vec<u8>,
     fields: Fields,
     name_width: usize,
+    columns: &mut super::mem::Columns,
     info: &SampleInfo,
     frames: &[Frame],
 ) {
-    if write_head(out, fields, name_width, &Head::of(info)) {
+    let mut mem = Vec::new();
+    super::mem::write(&mut mem, fields, &info.mem, columns);
+    let mut head = Head::of(info);
+    head.mem = &mem;
+    if write_head(out, fields, name_width, &head) {
         for f in frames {
             write_frame_line(out, fields, f);
         }
@@ -225,6 +259,8 @@ pub(crate) struct Head<'a> {
     pub(crate) period: Option<u64>,
     pub(crate) event: &'a str,
     pub(crate) has_callchain: bool,
+    /// The memory fields, formatted ([`super::mem::write`]): they go between the event and the IP.
+    pub(crate) mem: &'a [u8],
 }
 
 impl<'a> Head<'a> {
@@ -238,6 +274,7 @@ impl<'a> Head<'a> {
             period: info.period,
             event: &info.event,
             has_callchain: info.has_callchain,
+            mem: &[],
         }
     }
 }
@@ -319,6 +356,7 @@ pub(crate) fn write_head(
         );
         head.extend_from_slice(b": ");
     }
+    head.extend_from_slice(info.mem);
     if callchain_shown {
         head.push(b'\n');
     }
@@ -420,8 +458,11 @@ fn hex_digits(mut v: u64, buf: &mut [u8; 16]) -> &[u8] {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::perf::abi::{PERF_SAMPLE_CPU, PERF_SAMPLE_PERIOD, PERF_SAMPLE_TIME};
     use crate::perf::script::CallchainMode;
     use std::rc::Rc;
+
+    const ALL: u64 = PERF_SAMPLE_CPU | PERF_SAMPLE_TIME | PERF_SAMPLE_PERIOD;
 
     fn info(has_callchain: bool) -> SampleInfo {
         SampleInfo {
@@ -437,6 +478,7 @@ mod tests {
             cpumode: 2,
             mode: CallchainMode::Fp,
             has_callchain,
+            mem: Default::default(),
         }
     }
 
@@ -476,8 +518,15 @@ mod tests {
     #[test]
     fn callchain_sample_matches_perf_6_1() {
         let mut out = Vec::new();
-        let fields = Fields::for_event(None, false, true, true);
-        write_sample(&mut out, fields, 13, &info(true), &frames());
+        let fields = Fields::for_event(None, 1, PERF_SAMPLE_TIME | PERF_SAMPLE_PERIOD);
+        write_sample(
+            &mut out,
+            fields,
+            13,
+            &mut Default::default(),
+            &info(true),
+            &frames(),
+        );
         assert_eq!(
             String::from_utf8(out).unwrap(),
             "chain-fp  9616   410.728510:     250000 cpu-clock:ppp: \n\
@@ -489,10 +538,10 @@ mod tests {
     #[test]
     fn plain_sample_and_field_selection() {
         let mut out = Vec::new();
-        let fields = Fields::for_event(Some(&"+pid,-period".parse().unwrap()), true, true, true);
+        let fields = Fields::for_event(Some(&"+pid,-period".parse().unwrap()), 1, ALL);
         let mut i = info(false);
         i.cpu = Some(1);
-        write_sample(&mut out, fields, 15, &i, &frames());
+        write_sample(&mut out, fields, 15, &mut Default::default(), &i, &frames());
         assert_eq!(
             String::from_utf8(out).unwrap(),
             "        chain-fp  9616/9616  [001]   410.728510:   cpu-clock:ppp:            401724 chain_c+0x24 (/tmp/uw/chain-fp)\n"
@@ -502,9 +551,16 @@ mod tests {
             "comm,bogus".parse::<FieldSpec>(),
             Err(FieldError::Unknown("bogus".into()))
         );
-        let only = Fields::for_event(Some(&"comm,ip,sym".parse().unwrap()), true, true, true);
+        let only = Fields::for_event(Some(&"comm,ip,sym".parse().unwrap()), 1, ALL);
         let mut out = Vec::new();
-        write_sample(&mut out, only, 13, &info(true), &frames()[..1]);
+        write_sample(
+            &mut out,
+            only,
+            13,
+            &mut Default::default(),
+            &info(true),
+            &frames()[..1],
+        );
         assert_eq!(
             String::from_utf8(out).unwrap(),
             "chain-fp \n\t            1724 chain_c\n\n"

@@ -143,6 +143,9 @@ pub struct Machine {
     /// Changes whenever any process's maps may have changed (MMAP, FORK): lets per-sample caches of map
     /// lookups skip revalidation.
     generation: u64,
+    /// Kernel-side paths of the file's build-id table. perf makes a DSO named by the full path for each
+    /// (`__event_process_build_id`), and a module map over such a path then prints that path, not `[name]`.
+    pub kernel_build_id_paths: std::collections::HashSet<String>,
 }
 
 impl Machine {
@@ -206,11 +209,13 @@ impl Machine {
         let id = self.next_map_id;
         if kernel || pid == -1 {
             // perf names the kernel image's map `[kernel.kallsyms]` whatever the record says (`…_text`,
-            // `…_stext`); modules keep `[name]` from their path.
+            // `…_stext`); modules keep `[name]` from their path unless the build-id table names the path.
             let dso: Rc<str> = if filename.starts_with("[kernel.kallsyms]")
                 || filename.starts_with("[guest.kernel")
             {
                 Rc::from("[kernel.kallsyms]")
+            } else if self.kernel_build_id_paths.contains(filename) {
+                Rc::from(filename)
             } else {
                 let base = filename.rsplit('/').next().unwrap_or(filename);
                 let stem = base.split('.').next().unwrap_or(base).replace('-', "_");
