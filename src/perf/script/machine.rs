@@ -217,9 +217,7 @@ impl Machine {
             } else if self.kernel_build_id_paths.contains(filename) {
                 Rc::from(filename)
             } else {
-                let base = filename.rsplit('/').next().unwrap_or(filename);
-                let stem = base.split('.').next().unwrap_or(base).replace('-', "_");
-                Rc::from(format!("[{stem}]"))
+                Rc::from(module_short_name(filename))
             };
             // perf stretches the kernel image's map over all kernel text (.init.text, freed init code lie past
             // the `_text` mapping's length); modules mapped later cut their own ranges out of it.
@@ -291,6 +289,13 @@ impl Machine {
     pub fn kernel_map(&self, avma: u64) -> Option<&Rc<Map>> {
         self.kernel.find(avma)
     }
+}
+
+/// perf's short name of a kernel module (`kmod_path__parse_name`): `/lib/…/ath9k-hw.ko.xz` → `[ath9k_hw]`.
+pub fn module_short_name(path: &str) -> String {
+    let base = path.rsplit('/').next().unwrap_or(path);
+    let stem = base.split('.').next().unwrap_or(base).replace('-', "_");
+    format!("[{stem}]")
 }
 
 #[cfg(test)]

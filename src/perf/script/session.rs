@@ -524,6 +524,15 @@ impl<L: FileLookup> Samples<'_, L> {
             })
     }
 
+    /// The address perf's `report` shows for an unsymbolized kernel IP: relative to its module's start for a
+    /// module (`map->map_ip`), as is in the kernel image (whose map is the identity).
+    pub fn kernel_report_address(&self, ip: u64) -> u64 {
+        match self.machine.kernel_map(ip) {
+            Some(m) if &*m.dso != "[kernel.kallsyms]" => (ip - m.start).wrapping_add(m.pgoff),
+            _ => ip,
+        }
+    }
+
     /// The run's outcome after `samples` samples: the warnings gathered and the reader's.
     fn outcome(&mut self, samples: u64) -> Outcome {
         let mut warnings = std::mem::take(&mut self.warnings);
