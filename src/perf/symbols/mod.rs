@@ -227,7 +227,7 @@ impl Dso {
     /// `avma − svma` for a mapping of this DSO at `map_start` with file offset `pgoff` (the mmap record's
     /// fields): the address of the mapping's first byte, as the file's `PT_LOAD` segments place it.
     pub fn bias(&self, map_start: u64, pgoff: u64) -> Option<u64> {
-        let svma = self.info.as_ref()?.file_offset_to_svma(pgoff)?;
+        let svma = self.info.as_ref()?.mapping_start_svma(pgoff)?;
         Some(map_start.wrapping_sub(svma))
     }
 
