@@ -7,6 +7,7 @@ mod archive;
 mod cli_help;
 mod corpus;
 mod perf_data;
+mod real_programs;
 mod record;
 mod rerere;
 mod rerere_apply;
