@@ -261,6 +261,7 @@ fn blocks(text: &str) -> Vec<(&str, Vec<&str>)> {
 ///   CFA rsp+160 in `__libc_start_call_main`, rsp+80 in `__libc_start_main`) gives exactly bport's frames.
 /// - In a bash started by pyenv's shim, perf's chain from `__strcmp_evex` skips `_nl_find_locale+0x65`, the
 ///   return address after `call strcmp` at libc 0x328c1, and stops after `setlocale`.
+///
 /// How often perf does this varies between recordings of the same command (from none to 90% of cc1's samples
 /// here). The check: every header is perf's, and perf's frames (less a last `[unknown] ([unknown])` garbage
 /// address) appear in bport's chain in order, bport's chain being the longer one. cc1 started directly by perf
