@@ -232,21 +232,7 @@ impl ElfInfo {
             let Ok(Some(index)) = table.symbol_section(endian, sym, index) else {
                 continue; // undefined, absolute or common
             };
-            // perf 6.1 (symbol-elf.c `dso__load_sym`) keeps a function only from a section whose name contains
-            // "text" (`elf_sec__is_text`): `_init` and `_fini` (.init, .fini) are not symbols to it, and an
-            // address past `.fini` (lld's .plt without entry size) is `[unknown]`, not `_fini+0x40` (issue 12,
-            // item 8). Labels (NOTYPE) skip that filter there; here they must be in executable code.
-            let text = sections
-                .section(index)
-                .ok()
-                .and_then(|s| sections.section_name(endian, s).ok())
-                .is_some_and(|n| n.windows(4).any(|w| w == b"text"));
-            let wanted = if kind == STT_NOTYPE {
-                executable(index)
-            } else {
-                text
-            };
-            if !wanted {
+            if !executable(index) {
                 continue;
             }
             let Ok(name) = sym.name(endian, table.strings()) else {
@@ -566,25 +552,5 @@ mod tests {
         assert_eq!(info.file_offset_to_svma(0x14d93), Some(0x15d93));
         // A mapping that starts inside a segment (no segment begins on its page).
         assert_eq!(info.mapping_start_svma(0x20000), Some(0x21000));
-    }
-
-    #[test]
-    fn init_and_fini_are_not_symbols_as_in_perf() {
-        // perf 6.1 takes functions only from sections named *text*; `_fini+0x40` for an address in lld's .plt
-        // (past .fini) was bport's answer where perf prints `[unknown]` (issue 12, item 8).
-        use object::{Object, ObjectSection};
-        let data = Build::FramePointer.bytes();
-        let file = object::File::parse(data).unwrap();
-        let fini = file
-            .section_by_name(".fini")
-            .expect("gcc-built workload has .fini");
-        let info = ElfInfo::parse(data).unwrap();
-        assert!(info.lookup(fini.address()).is_none());
-        assert!(info.lookup(fini.address() + fini.size() + 0x10).is_none());
-        assert!(!info
-            .symbols
-            .iter()
-            .any(|s| &*s.name == "_init" || &*s.name == "_fini"));
-        assert!(info.symbols.iter().any(|s| &*s.name == "chain_c"));
     }
 }
