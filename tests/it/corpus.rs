@@ -389,3 +389,36 @@ fn corpus_fixtures_are_documented() {
     }
     assert_eq!(n, 49);
 }
+
+/// Issue 12, item 8: pipe-mode files carry no build-id table, and with `--symfs` alone perf 6.1 does not use the
+/// running kernel's symbols for them ("do not try local files if a symfs was given", dso__load_kernel_sym):
+/// kernel addresses stay `[unknown]`. bport named them with this machine's /proc/kallsyms
+/// (`srso_alias_return_thunk+0xa524d`).
+#[test]
+fn corpus_pipe_files_with_symfs_only_keep_the_running_kernel_out() {
+    if !oracle::require("perf", "apt-get install linux-perf") {
+        return;
+    }
+    let corpus = corpus();
+    let s = corpus.symfs.to_str().unwrap();
+    let mut compared = 0;
+    for (name, path) in corpus.files.iter().filter(|(n, _)| n.contains(".piped.")) {
+        let f = path.to_str().unwrap();
+        let out = oracle::perf(&corpus.home)
+            .args(["script", "-i", f, "--symfs", s])
+            .output()
+            .expect("spawn perf");
+        if !out.status.success() || out.stdout.is_empty() {
+            continue;
+        }
+        let ours = bport::run(&corpus.home, &["script", "-q", "-i", f, "--symfs", s]);
+        let theirs = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            ours.code == Some(0) && ours.stdout == theirs,
+            "{name}: {}",
+            first_difference(&theirs, &ours.stdout)
+        );
+        compared += 1;
+    }
+    assert!(compared >= 10, "only {compared} pipe-mode files compared");
+}

@@ -575,7 +575,11 @@ impl<L: FileLookup> Symbolizer<L> {
                 return Some(found);
             }
         }
-        if self.options.running_kernel {
+        // perf 6.1's dso__load_kernel_sym: "do not try local files if a symfs was given". Pipe-mode files carry no
+        // build-id table, so without this the running kernel's symbols named every kernel address of a file
+        // from another machine (issue 12, item 8: `srso_alias_return_thunk+0xa524d` where perf prints
+        // `[unknown]`).
+        if self.options.running_kernel && self.options.symfs.is_none() {
             let running = self
                 .lookup
                 .read(Path::new("/sys/kernel/notes"))
@@ -619,6 +623,22 @@ mod tests {
             kallsyms: None,
             running_kernel: false,
         }
+    }
+
+    #[test]
+    fn a_symfs_keeps_the_running_kernels_symbols_out() {
+        let mut files = MemLookup::new();
+        files.insert("/proc/kallsyms", b"ffffffff81000000 T _text\n");
+        let mut o = options("/home/u");
+        o.running_kernel = true;
+        let s = Symbolizer::new(files.clone(), o.clone());
+        assert_eq!(
+            s.kallsyms_source(None).map(|(p, _)| p),
+            Some(PathBuf::from("/proc/kallsyms"))
+        );
+        o.symfs = Some(PathBuf::from("/empty"));
+        let s = Symbolizer::new(files, o);
+        assert!(s.kallsyms_source(None).is_none());
     }
 
     #[test]
