@@ -57,6 +57,11 @@ pub struct Maps {
 }
 
 impl Maps {
+    /// The maps in address order.
+    pub fn iter(&self) -> impl Iterator<Item = &Rc<Map>> {
+        self.maps.iter()
+    }
+
     /// Inserts `map`, trimming or removing the maps it overlaps.
     pub fn insert(&mut self, map: Map) {
         let mut out = Vec::with_capacity(self.maps.len() + 2);

@@ -359,13 +359,17 @@ impl<L: FileLookup> Symbolizer<L> {
                 candidates.push((base.clone(), true));
                 candidates.push((base.join("debug"), false));
             }
+            // perf joins the symfs to the debug directories too (dso__read_binary_type_filename), only the
+            // build-id cache in HOME stays as it is.
             for dir in &self.options.debug_dirs {
+                let dir = self.with_symfs(dir);
                 candidates.push((dir.join(".build-id").join(format!("{link}.debug")), false));
             }
         }
         let own = self.with_symfs(Path::new(path));
         candidates.push((own.clone(), true));
         for dir in &self.options.debug_dirs {
+            let dir = self.with_symfs(dir);
             let rel = Path::new(path).strip_prefix("/").unwrap_or(Path::new(path));
             candidates.push((dir.join(rel), false));
             candidates.push((dir.join(format!("{}.debug", rel.display())), false));
@@ -420,7 +424,7 @@ impl<L: FileLookup> Symbolizer<L> {
                     candidates.push((self.with_symfs(&dir.join(".debug").join(link)), false));
                     for d in &self.options.debug_dirs {
                         let rel = dir.strip_prefix("/").unwrap_or(dir);
-                        candidates.push((d.join(rel).join(link), false));
+                        candidates.push((self.with_symfs(d).join(rel).join(link), false));
                     }
                 }
             }
