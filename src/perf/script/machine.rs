@@ -18,6 +18,9 @@ pub enum MapKind {
     Anon,
     /// The kernel image (`[kernel.kallsyms]`) or a module.
     Kernel,
+    /// Memory that is no file (perf's `is_no_dso_memory`: `[stack…`, `[heap]`, `/SYSV…`): no symbols, addresses
+    /// printed as they are (perf's identity `map_ip`), under the map's own name.
+    NoDso,
 }
 
 /// One mapping.
@@ -45,7 +48,7 @@ impl Map {
     pub fn map_ip(&self, avma: u64) -> u64 {
         match self.kind {
             MapKind::File => avma.wrapping_sub(self.start).wrapping_add(self.pgoff),
-            MapKind::Anon | MapKind::Kernel => avma,
+            MapKind::Anon | MapKind::Kernel | MapKind::NoDso => avma,
         }
     }
 }
@@ -248,6 +251,11 @@ impl Machine {
             || filename.starts_with("[anon");
         let (dso, kind): (Rc<str>, _) = if anon || filename.starts_with("/tmp/perf-") {
             (Rc::from(format!("/tmp/perf-{pid}.map")), MapKind::Anon)
+        } else if filename.starts_with("[stack")
+            || filename == "[heap]"
+            || filename.starts_with("/SYSV")
+        {
+            (Rc::from(filename), MapKind::NoDso)
         } else {
             (Rc::from(filename), MapKind::File)
         };
@@ -306,6 +314,28 @@ pub fn module_short_name(path: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn stack_and_heap_print_their_addresses_as_they_are() {
+        // perf's is_no_dso_memory maps use the identity map_ip: a DWARF chain that steps onto a stack address
+        // printed `7fffffffd30f [unknown] ([stack])` (start − pgoff applied) where perf prints the address itself.
+        let mut m = Machine::new();
+        m.mmap(
+            7,
+            0x7fff_cec1_e000,
+            0x21000,
+            0x7fff_fffd_e000,
+            "[stack]",
+            None,
+            false,
+        );
+        m.mmap(7, 0x5600_0000_0000, 0x21000, 0, "[heap]", None, false);
+        let stack = m.user_map(7, 0x7fff_cec3_d30f).unwrap();
+        assert!(stack.kind == MapKind::NoDso && &*stack.dso == "[stack]");
+        assert_eq!(stack.map_ip(0x7fff_cec3_d30f), 0x7fff_cec3_d30f);
+        let heap = m.user_map(7, 0x5600_0000_0010).unwrap();
+        assert_eq!(heap.map_ip(0x5600_0000_0010), 0x5600_0000_0010);
+    }
 
     #[test]
     fn maps_replace_overlaps_and_forks_copy() {

@@ -689,6 +689,7 @@ impl<L: FileLookup> Resolver<L> {
         let printed = map.map_ip(avma);
         let sym = match map.kind {
             MapKind::Kernel => self.kernel_symbol(avma),
+            MapKind::NoDso => None,
             MapKind::Anon => self
                 .symbolizer
                 .perf_map(pid as u32)
