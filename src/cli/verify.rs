@@ -87,6 +87,9 @@ pub struct GuestArgs {
     /// How long each workload runs, in milliseconds.
     #[arg(long, default_value_t = 1000)]
     pub duration_ms: u32,
+    /// The probe cell's workload: read FILE with the check's sizes, then exit.
+    #[arg(long, value_name = "FILE")]
+    pub probe_reads: Option<std::path::PathBuf>,
 }
 
 /// Runs `bport verify`.
@@ -140,6 +143,10 @@ pub fn run(args: VerifyArgs, ui: &Ui) -> CliResult<ExitCode> {
 
 /// Runs the guest side: the report between markers on stdout (the serial console).
 pub fn run_guest(args: GuestArgs) -> CliResult<ExitCode> {
+    if let Some(file) = &args.probe_reads {
+        verify::probe_check::workload(file)?;
+        return Ok(ExitCode::SUCCESS);
+    }
     if std::process::id() == 1 {
         mount_pseudo_filesystems();
     }
@@ -229,7 +236,58 @@ fn cell_text(s: &CellStatus) -> String {
 /// The report as a table a person reads at a glance, with the reasons and failures under it.
 pub fn render(report: &Report, color: bool) -> String {
     let paint = Paint(color);
-    let mut s = String::new();
+    let mut s = heading(report);
+    if let Some(boot) = &report.boot_failure {
+        s.push_str(&format!(
+            "{} {}\n",
+            paint.wrap("1;31", "BOOT FAILED:"),
+            boot.reason
+        ));
+        for line in &boot.console_tail {
+            s.push_str(&format!("  | {line}\n"));
+        }
+    } else {
+        s.push_str(&matrix(report, &paint));
+        s.push_str(&probe_cell(report));
+    }
+    s.push_str(&branch(report));
+    let verdict = if report.passed() {
+        paint.wrap("32", "PASS")
+    } else {
+        paint.wrap("1;31", "FAIL")
+    };
+    s.push_str(&format!("\nresult: {verdict}\n"));
+    s
+}
+
+/// The dynamic-probe cell under the matrix.
+fn probe_cell(report: &Report) -> String {
+    use verify::probe_check::ProbeCheck;
+    let Some(p) = &report.probe else {
+        return String::new();
+    };
+    let detail = match p {
+        ProbeCheck::Pass { definition, counts } => format!(
+            "{} samples recorded, every read(2) of {:?} bytes seen with its count ({definition})",
+            counts.len(),
+            verify::probe_check::READ_SIZES
+        ),
+        ProbeCheck::Fail {
+            definition,
+            expected,
+            counts,
+        } => format!("read {expected:?} but the probe saw count {counts:?} ({definition})"),
+        ProbeCheck::Unsupported { reason } => reason.clone(),
+        ProbeCheck::Error { message } => message.clone(),
+    };
+    format!(
+        "\nprobe (kprobe vfs_read count from BTF): {}: {detail}\n",
+        p.word()
+    )
+}
+
+/// What was verified, against which target, and where it ran.
+fn heading(report: &Report) -> String {
     let target = match &report.target {
         Some(t) => format!(" (target {}:{})", t.file.display(), t.line),
         None => " (not in the targets file: ABI checks only)".to_owned(),
@@ -250,107 +308,109 @@ pub fn render(report: &Report, color: bool) -> String {
             image.display()
         ),
     };
-    s.push_str(&format!(
-        "verify kernel {}{target}\n  {place}\n\n",
-        report.kernel
-    ));
-    if let Some(boot) = &report.boot_failure {
-        s.push_str(&format!(
-            "{} {}\n",
-            paint.wrap("1;31", "BOOT FAILED:"),
-            boot.reason
-        ));
-        for line in &boot.console_tail {
-            s.push_str(&format!("  | {line}\n"));
-        }
-    } else {
-        let mut header = format!("{:<12}", "workload");
-        for mode in verify::Mode::ALL {
-            header.push_str(&format!("{:<18}", mode.name()));
-        }
-        s.push_str(header.trim_end());
-        s.push('\n');
-        let mut notes = Vec::new();
-        let mut row = String::new();
-        let mut current = "";
-        for cell in &report.cells {
-            if cell.workload != current {
-                if !row.is_empty() {
-                    s.push_str(row.trim_end());
-                    s.push('\n');
-                }
-                current = &cell.workload;
-                row = format!("{current:<12}");
-            }
-            let text = cell_text(&cell.status);
-            let pad = 18usize.saturating_sub(text.len()).max(1);
-            row.push_str(&paint.status(&cell.status, &text));
-            row.push_str(&" ".repeat(pad));
-            let what = format!("{} {}", cell.workload, cell.mode.name());
-            match &cell.status {
-                CellStatus::Unsupported { reason } => {
-                    notes.push(format!("{what}: unsupported: {reason}"))
-                }
-                CellStatus::Error { message } => notes.push(format!("{what}: error: {message}")),
-                CellStatus::Fail { stats } | CellStatus::Surprise { stats } => {
-                    let why = if matches!(cell.status, CellStatus::Surprise { .. }) {
-                        "expected to fail (fp without frame pointers) but passed"
-                    } else {
-                        "too few full chains"
-                    };
-                    notes.push(format!(
-                        "{what}: {}: {why}: {} of {} samples in chain_c had main → chain_a → chain_b → chain_c ({} samples)",
-                        cell.status.word(),
-                        stats.full_chains,
-                        stats.leaf_samples,
-                        stats.samples
-                    ));
-                    if let Some(bad) = &stats.first_bad {
-                        notes.push(format!(
-                            "  first bad sample: pid {} time {}.{:09}",
-                            bad.pid,
-                            bad.time / 1_000_000_000,
-                            bad.time % 1_000_000_000
-                        ));
-                        if bad.frames.is_empty() {
-                            notes.push("  \t(no user frames)".to_owned());
-                        }
-                        for f in &bad.frames {
-                            notes.push(format!(
-                                "  \t{:x} {} ({})",
-                                f.address,
-                                f.symbol.as_deref().unwrap_or("[unknown]"),
-                                f.dso
-                            ));
-                        }
-                    }
-                }
-                _ => {}
-            }
-            if let Some(r) = &cell.readability {
-                for p in &r.era_problems {
-                    notes.push(format!(
-                        "{what}: unreadable for perf of {}: {p}",
-                        report.kernel
-                    ));
-                }
-                if let verify::PerfCheck::Mismatch { detail } = &r.perf {
-                    notes.push(format!("{what}: Linux perf disagrees: {detail}"));
-                }
-            }
-        }
-        if !row.is_empty() {
-            s.push_str(row.trim_end());
-            s.push('\n');
-        }
-        if !notes.is_empty() {
-            s.push('\n');
-            for n in notes {
-                s.push_str(&n);
+    format!("verify kernel {}{target}\n  {place}\n\n", report.kernel)
+}
+
+/// The workload × mode table, one row per workload, then every cell's notes.
+fn matrix(report: &Report, paint: &Paint) -> String {
+    let mut s = String::new();
+    let mut header = format!("{:<12}", "workload");
+    for mode in verify::Mode::ALL {
+        header.push_str(&format!("{:<18}", mode.name()));
+    }
+    s.push_str(header.trim_end());
+    s.push('\n');
+    let mut notes = Vec::new();
+    let mut row = String::new();
+    let mut current = "";
+    for cell in &report.cells {
+        if cell.workload != current {
+            if !row.is_empty() {
+                s.push_str(row.trim_end());
                 s.push('\n');
             }
+            current = &cell.workload;
+            row = format!("{current:<12}");
+        }
+        let text = cell_text(&cell.status);
+        let pad = 18usize.saturating_sub(text.len()).max(1);
+        row.push_str(&paint.status(&cell.status, &text));
+        row.push_str(&" ".repeat(pad));
+        notes.extend(cell_notes(cell, report));
+    }
+    if !row.is_empty() {
+        s.push_str(row.trim_end());
+        s.push('\n');
+    }
+    if !notes.is_empty() {
+        s.push('\n');
+        for n in notes {
+            s.push_str(&n);
+            s.push('\n');
         }
     }
+    s
+}
+
+/// Why a cell is not a plain pass: its reason, the first bad sample's frames, readability problems.
+fn cell_notes(cell: &verify::Cell, report: &Report) -> Vec<String> {
+    let mut notes = Vec::new();
+    let what = format!("{} {}", cell.workload, cell.mode.name());
+    match &cell.status {
+        CellStatus::Unsupported { reason } => notes.push(format!("{what}: unsupported: {reason}")),
+        CellStatus::Error { message } => notes.push(format!("{what}: error: {message}")),
+        CellStatus::Fail { stats } | CellStatus::Surprise { stats } => {
+            let why = if matches!(cell.status, CellStatus::Surprise { .. }) {
+                "expected to fail (fp without frame pointers) but passed"
+            } else {
+                "too few full chains"
+            };
+            notes.push(format!(
+                "{what}: {}: {why}: {} of {} samples in chain_c had main → chain_a → chain_b → chain_c ({} samples)",
+                cell.status.word(),
+                stats.full_chains,
+                stats.leaf_samples,
+                stats.samples
+            ));
+            if let Some(bad) = &stats.first_bad {
+                notes.push(format!(
+                    "  first bad sample: pid {} time {}.{:09}",
+                    bad.pid,
+                    bad.time / 1_000_000_000,
+                    bad.time % 1_000_000_000
+                ));
+                if bad.frames.is_empty() {
+                    notes.push("  \t(no user frames)".to_owned());
+                }
+                for f in &bad.frames {
+                    notes.push(format!(
+                        "  \t{:x} {} ({})",
+                        f.address,
+                        f.symbol.as_deref().unwrap_or("[unknown]"),
+                        f.dso
+                    ));
+                }
+            }
+        }
+        _ => {}
+    }
+    if let Some(r) = &cell.readability {
+        for p in &r.era_problems {
+            notes.push(format!(
+                "{what}: unreadable for perf of {}: {p}",
+                report.kernel
+            ));
+        }
+        if let verify::PerfCheck::Mismatch { detail } = &r.perf {
+            notes.push(format!("{what}: Linux perf disagrees: {detail}"));
+        }
+    }
+    notes
+}
+
+/// The branch check: how many required fixes the branch carries, and how to add the missing ones.
+fn branch(report: &Report) -> String {
+    let mut s = String::new();
     match &report.branch {
         Some(BranchCheck::Checked(b)) => {
             let missing: Vec<_> = b.missing().collect();
@@ -377,12 +437,6 @@ pub fn render(report: &Report, color: bool) -> String {
         }
         None => {}
     }
-    let verdict = if report.passed() {
-        paint.wrap("32", "PASS")
-    } else {
-        paint.wrap("1;31", "FAIL")
-    };
-    s.push_str(&format!("\nresult: {verdict}\n"));
     s
 }
 
@@ -486,6 +540,7 @@ mod tests {
                 cell("chain-nofp", Mode::Lbr, lbr()),
             ],
             branch: None,
+            probe: None,
         };
         assert_eq!(
             render(&report, false),
@@ -523,6 +578,7 @@ result: FAIL
             }),
             cells: vec![],
             branch: None,
+            probe: None,
         };
         let text = render(&report, false);
         assert!(

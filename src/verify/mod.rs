@@ -17,10 +17,12 @@ pub mod checks;
 pub mod initramfs;
 pub mod matrix;
 pub mod perf_check;
+pub mod probe_check;
 pub mod qemu;
 pub mod readability;
 pub mod targets;
-pub mod workloads;
+/// The built-in workloads live with the profiler (its own tests record them); verify runs them.
+pub use crate::perf::workloads;
 
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
@@ -305,6 +307,9 @@ pub struct Report {
     pub cells: Vec<Cell>,
     /// The branch check, when the target names a branch.
     pub branch: Option<BranchCheck>,
+    /// The dynamic-probe cell: a BTF-argument kprobe on the verified kernel (issue 15).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub probe: Option<probe_check::ProbeCheck>,
 }
 
 impl Report {
@@ -320,6 +325,10 @@ impl Report {
                 Some(BranchCheck::Checked(b)) => b.missing().next().is_none(),
                 _ => true,
             }
+            && self
+                .probe
+                .as_ref()
+                .is_none_or(probe_check::ProbeCheck::is_ok)
     }
 }
 
@@ -444,6 +453,7 @@ pub fn run(request: &Request) -> Result<Report, Error> {
                 }),
                 cells: Vec::new(),
                 branch: None,
+                probe: None,
             },
         };
         attach_target(&mut report, targets.as_ref(), request)?;
@@ -463,6 +473,7 @@ pub fn run(request: &Request) -> Result<Report, Error> {
         perf: find_perf(),
     };
     let cells = matrix::run(&options, matrix::Hardware::detect())?;
+    let probe = Some(probe_check::run(&request.workdir));
     let mut report = Report {
         kernel,
         target: None,
@@ -470,6 +481,7 @@ pub fn run(request: &Request) -> Result<Report, Error> {
         boot_failure: None,
         cells,
         branch: None,
+        probe,
     };
     attach_target(&mut report, targets.as_ref(), request)?;
     Ok(report)
@@ -570,6 +582,7 @@ mod tests {
             boot_failure: None,
             cells,
             branch: None,
+            probe: None,
         }
     }
 

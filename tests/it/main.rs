@@ -3,15 +3,16 @@
 mod support;
 
 mod apply;
+mod architecture;
 mod archive;
 mod cli_help;
 mod corpus;
 mod perf_data;
+mod probe;
 mod real_programs;
 mod record;
 mod rerere;
-mod rerere_apply;
-mod rerere_render;
 mod script;
+mod trace;
 mod unwind;
 mod verify;

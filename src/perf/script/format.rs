@@ -37,10 +37,12 @@ pub enum Field {
     Weight,
     /// The instruction latency of a `PERF_SAMPLE_WEIGHT_STRUCT` weight.
     InsLat,
+    /// A tracepoint's trace line (the event's print fmt over its RAW data).
+    Trace,
 }
 
 impl Field {
-    const ALL: [(Field, &'static str); 15] = [
+    const ALL: [(Field, &'static str); 16] = [
         (Field::Comm, "comm"),
         (Field::Tid, "tid"),
         (Field::Pid, "pid"),
@@ -56,6 +58,7 @@ impl Field {
         (Field::DataSrc, "data_src"),
         (Field::Weight, "weight"),
         (Field::InsLat, "ins_lat"),
+        (Field::Trace, "trace"),
     ];
 
     fn bit(self) -> u32 {
@@ -87,8 +90,8 @@ pub enum FieldSpec {
 pub enum FieldError {
     /// A field name bport does not know.
     #[error(
-        "unknown field `{0}` (known: comm, tid, pid, cpu, time, event, ip, sym, symoff, dso, period, addr, \
-         data_src, weight, ins_lat)"
+        "unknown field `{0}` (known: comm, tid, pid, cpu, time, event, ip, sym, symoff, dso, period, trace, \
+         addr, data_src, weight, ins_lat)"
     )]
     Unknown(String),
     /// Both a plain list and `+`/`-` changes.
@@ -188,6 +191,30 @@ impl Fields {
         Fields(bits)
     }
 
+    /// perf's default for tracepoints (`output[PERF_TYPE_TRACEPOINT]`: comm, tid, cpu, time, event, trace),
+    /// with IP, symbol+offset and DSO added when the event samples callchains (perf shows the chain under the trace
+    /// line), then the `-F` changes.
+    pub fn for_tracepoint(spec: Option<&FieldSpec>, has_callchain: bool) -> Fields {
+        let mut default = [
+            Field::Comm,
+            Field::Tid,
+            Field::Cpu,
+            Field::Time,
+            Field::Event,
+            Field::Trace,
+        ]
+        .iter()
+        .fold(0, |acc, f| acc | f.bit());
+        if has_callchain {
+            default |= Field::Ip.bit() | Field::Sym.bit() | Field::SymOff.bit() | Field::Dso.bit();
+        }
+        Fields(match spec {
+            None => default,
+            Some(FieldSpec::Exactly(b)) => *b,
+            Some(FieldSpec::Modify { add, remove }) => (default | add) & !remove,
+        })
+    }
+
     /// Whether `field` is printed.
     pub fn has(self, field: Field) -> bool {
         self.0 & field.bit() != 0
@@ -212,6 +239,7 @@ pub fn write_sample(
     super::mem::write(&mut mem, fields, &info.mem, columns);
     let mut head = Head::of(info);
     head.mem = &mem;
+    head.trace = info.trace.as_deref().map(str::as_bytes);
     if write_head(out, fields, name_width, &head) {
         for f in frames {
             write_frame_line(out, fields, f);
@@ -261,6 +289,8 @@ pub(crate) struct Head<'a> {
     pub(crate) has_callchain: bool,
     /// The memory fields, formatted ([`super::mem::write`]): they go between the event and the IP.
     pub(crate) mem: &'a [u8],
+    /// A tracepoint's trace line, printed after the event name when the `trace` field is on.
+    pub(crate) trace: Option<&'a [u8]>,
 }
 
 impl<'a> Head<'a> {
@@ -275,6 +305,7 @@ impl<'a> Head<'a> {
             event: &info.event,
             has_callchain: info.has_callchain,
             mem: &[],
+            trace: None,
         }
     }
 }
@@ -355,6 +386,10 @@ pub(crate) fn write_head(
             name_width,
         );
         head.extend_from_slice(b": ");
+    }
+    // perf's process_event order: the trace line, then the memory fields.
+    if let Some(trace) = info.trace.filter(|_| fields.has(Field::Trace)) {
+        head.extend_from_slice(trace);
     }
     head.extend_from_slice(info.mem);
     if callchain_shown {
@@ -479,6 +514,7 @@ mod tests {
             mode: CallchainMode::Fp,
             has_callchain,
             mem: Default::default(),
+            trace: None,
         }
     }
 

@@ -43,6 +43,8 @@ struct SampleRec {
     /// The formatted memory fields, in `Batch::text` (formatted on the resolving side, which sees the samples
     /// in order as perf's growing data-source column needs).
     mem: (u32, u32),
+    /// A tracepoint's trace line, in `Batch::text` (empty range: none).
+    trace: (u32, u32),
     /// The frames, in `Batch::items`.
     items: (u32, u32),
     /// The id of the repeated chain these frames are, sent whole for the first time ([`NO_CHAIN`] if none):
@@ -168,6 +170,8 @@ pub(super) fn write_threaded<L: FileLookup>(
                         event: event_names.get(s.event as usize).map_or("", String::as_str),
                         has_callchain: s.has_callchain,
                         mem: &batch.text[s.mem.0 as usize..s.mem.1 as usize],
+                        trace: (s.trace.1 > s.trace.0)
+                            .then(|| &batch.text[s.trace.0 as usize..s.trace.1 as usize]),
                     };
                     let (fields, width) = layout_of(layouts, s.event);
                     format::write_head(&mut text, fields, width, &head);
@@ -250,6 +254,11 @@ fn resolve_samples<L: FileLookup>(
         let comm = (comm_start, offset(&batch.text));
         super::mem::write(&mut batch.text, fields, &info.mem, &mut columns);
         let mem = (comm.1, offset(&batch.text));
+        let trace_start = offset(&batch.text);
+        if let Some(t) = &info.trace {
+            batch.text.extend_from_slice(t.as_bytes());
+        }
+        let trace = (trace_start, offset(&batch.text));
         let items_start = offset_items(&batch.items);
         let shows_chain = info.has_callchain && shows_ip;
         let mut defines_chain = NO_CHAIN;
@@ -321,6 +330,7 @@ fn resolve_samples<L: FileLookup>(
             has_callchain: info.has_callchain,
             comm,
             mem,
+            trace,
             items: (items_start, offset_items(&batch.items)),
             defines_chain,
         });
