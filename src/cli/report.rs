@@ -24,12 +24,23 @@ pub struct ReportArgs {
     /// Text output (the only kind; accepted for perf compatibility).
     #[arg(long)]
     pub stdio: bool,
+
+    /// Kernel symbols from this kallsyms file instead of the build-id cache or /proc/kallsyms.
+    #[arg(long, value_name = "PATH")]
+    pub kallsyms: Option<PathBuf>,
+
+    /// Look for every DSO under this directory (perf's --symfs).
+    #[arg(long, value_name = "DIR")]
+    pub symfs: Option<PathBuf>,
 }
 
 pub fn run(args: ReportArgs) -> CliResult {
     let file = open(&args.input)?;
+    let mut script = Options::default();
+    script.symbolizer.kallsyms = args.kallsyms.clone();
+    script.symbolizer.symfs = args.symfs.clone();
     let options = ReportOptions {
-        script: Options::default(),
+        script,
         sort: args.sort.clone(),
         dsos: args.dsos,
     };

@@ -16,7 +16,7 @@ pub struct ScriptArgs {
     pub input: PathBuf,
 
     /// Output fields, as in perf: `comm,tid,time,ip,sym` replaces the default set, `+pid,-period` changes it.
-    /// Known: comm, tid, pid, cpu, time, event, ip, sym, symoff, dso, period.
+    /// Known: comm, tid, pid, cpu, time, event, ip, sym, symoff, dso, period, addr, data_src, weight, ins_lat.
     #[arg(short = 'F', long = "fields")]
     pub fields: Option<String>,
 

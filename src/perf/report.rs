@@ -83,7 +83,12 @@ pub fn report(file: &PerfFile, options: &ReportOptions) -> Result<Vec<EventTable
         let (info, _) = item?;
         let frame = it.ip_frame(&info);
         let dso_long = frame.dso_name().to_owned();
-        let dso_short = dso_long.rsplit('/').next().unwrap_or(&dso_long).to_owned();
+        // A kernel module named by its path (the build-id table's) keeps perf's short name `[name]`.
+        let dso_short = if info.cpumode == MISC_KERNEL && dso_long.starts_with('/') {
+            crate::perf::script::machine::module_short_name(&dso_long)
+        } else {
+            dso_long.rsplit('/').next().unwrap_or(&dso_long).to_owned()
+        };
         if let Some(list) = &options.dsos {
             if !list.iter().any(|d| *d == dso_long || *d == dso_short) {
                 continue;
@@ -105,6 +110,9 @@ pub fn report(file: &PerfFile, options: &ReportOptions) -> Result<Vec<EventTable
                     };
                     match &frame.sym {
                         Some(s) => format!("[{level}] {s}"),
+                        None if info.cpumode == MISC_KERNEL => {
+                            format!("[{level}] {:#018x}", it.kernel_report_address(frame.addr))
+                        }
                         None => format!("[{level}] {:#018x}", frame.addr),
                     }
                 }

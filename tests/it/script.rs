@@ -373,3 +373,26 @@ fn flamegraph_folds_as_inferno_does_on_perf_script() {
         );
     }
 }
+
+/// Issue 12, item 5: a DWARF file read where none of its DSOs can be (a file from another machine; here an
+/// empty `--symfs`). perf 6.1 builds no libunwind address space for such a process and prints its samples
+/// without any user frame; bport printed the IP as `[unknown] (ld-linux…)`. Also: with a symfs, the debug
+/// directories are looked up under it, as perf does (the host's /usr/lib/debug made ld.so readable).
+#[test]
+fn dwarf_file_without_readable_dsos_prints_no_user_frames_as_perf() {
+    let Some(r) = record(Build::NoFramePointer, &["--call-graph", "dwarf"], true) else {
+        return;
+    };
+    let empty = r.dir.path().join("empty-symfs");
+    std::fs::create_dir_all(&empty).unwrap();
+    let home = r.dir.path().join("empty-home");
+    std::fs::create_dir_all(&home).unwrap();
+    let (d, e) = (r.data.to_str().unwrap(), empty.to_str().unwrap());
+    let args = ["script", "-i", d, "--symfs", e, "--kallsyms", "/dev/null"];
+    let theirs = perf_ok(&home, &args);
+    let ours = bport::run(&home, &args);
+    assert_eq!(ours.code, Some(0), "{}", ours.transcript());
+    assert_same_lines(&theirs, &ours.stdout, "dwarf, empty symfs");
+    // The point of the test: samples whose chain perf leaves empty.
+    assert!(theirs.contains(": \n\n"), "no empty chain in perf's output");
+}

@@ -29,12 +29,20 @@ pub enum Field {
     Dso,
     /// Sample period.
     Period,
+    /// The sampled data address (`PERF_SAMPLE_ADDR`, `perf mem`).
+    Addr,
+    /// The data source of a memory access, raw and decoded (`|OP LOAD|LVL L1 hit|…`).
+    DataSrc,
+    /// The sample's weight (a memory access's latency).
+    Weight,
+    /// The instruction latency of a `PERF_SAMPLE_WEIGHT_STRUCT` weight.
+    InsLat,
     /// A tracepoint's trace line (the event's print fmt over its RAW data).
     Trace,
 }
 
 impl Field {
-    const ALL: [(Field, &'static str); 12] = [
+    const ALL: [(Field, &'static str); 16] = [
         (Field::Comm, "comm"),
         (Field::Tid, "tid"),
         (Field::Pid, "pid"),
@@ -46,6 +54,10 @@ impl Field {
         (Field::SymOff, "symoff"),
         (Field::Dso, "dso"),
         (Field::Period, "period"),
+        (Field::Addr, "addr"),
+        (Field::DataSrc, "data_src"),
+        (Field::Weight, "weight"),
+        (Field::InsLat, "ins_lat"),
         (Field::Trace, "trace"),
     ];
 
@@ -77,7 +89,10 @@ pub enum FieldSpec {
 #[non_exhaustive]
 pub enum FieldError {
     /// A field name bport does not know.
-    #[error("unknown field `{0}` (known: comm, tid, pid, cpu, time, event, ip, sym, symoff, dso, period, trace)")]
+    #[error(
+        "unknown field `{0}` (known: comm, tid, pid, cpu, time, event, ip, sym, symoff, dso, period, trace, \
+         addr, data_src, weight, ins_lat)"
+    )]
     Unknown(String),
     /// Both a plain list and `+`/`-` changes.
     #[error(
@@ -123,15 +138,17 @@ impl std::str::FromStr for FieldSpec {
 pub struct Fields(u32);
 
 impl Fields {
-    /// perf's default for hardware and software events (`output[PERF_TYPE_HARDWARE]`), less the fields the
-    /// event did not sample (perf drops them silently unless the user asked for them).
-    pub fn for_event(
-        spec: Option<&FieldSpec>,
-        has_cpu: bool,
-        has_time: bool,
-        has_period: bool,
-    ) -> Fields {
-        let default = [
+    /// perf's default fields for an event of `attr_type` (`output[]` of builtin-script.c: the memory fields only
+    /// for PERF_TYPE_RAW), less the fields its `sample_type` lacks (`evsel__check_attr` drops them silently
+    /// unless the user asked for them). The period stays: without PERF_SAMPLE_PERIOD perf prints the event's
+    /// configured period (`evsel__parse_sample` starts from `attr.sample_period`).
+    pub fn for_event(spec: Option<&FieldSpec>, attr_type: u32, sample_type: u64) -> Fields {
+        use crate::perf::abi::{
+            PERF_SAMPLE_ADDR, PERF_SAMPLE_CPU, PERF_SAMPLE_DATA_SRC, PERF_SAMPLE_TIME,
+            PERF_SAMPLE_WEIGHT, PERF_SAMPLE_WEIGHT_STRUCT,
+        };
+        const PERF_TYPE_RAW: u32 = 4;
+        let mut default = [
             Field::Comm,
             Field::Tid,
             Field::Cpu,
@@ -145,17 +162,29 @@ impl Fields {
         ]
         .iter()
         .fold(0, |acc, f| acc | f.bit());
+        if attr_type == PERF_TYPE_RAW {
+            default |= Field::Addr.bit()
+                | Field::DataSrc.bit()
+                | Field::Weight.bit()
+                | Field::InsLat.bit();
+        }
         let mut bits = match spec {
             None => default,
             Some(FieldSpec::Exactly(b)) => *b,
             Some(FieldSpec::Modify { add, remove }) => (default | add) & !remove,
         };
-        for (present, field) in [
-            (has_cpu, Field::Cpu),
-            (has_time, Field::Time),
-            (has_period, Field::Period),
+        for (sampled, field) in [
+            (PERF_SAMPLE_CPU, Field::Cpu),
+            (PERF_SAMPLE_TIME, Field::Time),
+            (PERF_SAMPLE_ADDR, Field::Addr),
+            (PERF_SAMPLE_DATA_SRC, Field::DataSrc),
+            (
+                PERF_SAMPLE_WEIGHT | PERF_SAMPLE_WEIGHT_STRUCT,
+                Field::Weight,
+            ),
+            (PERF_SAMPLE_WEIGHT_STRUCT, Field::InsLat),
         ] {
-            if !present {
+            if sample_type & sampled == 0 {
                 bits &= !field.bit();
             }
         }
@@ -202,10 +231,14 @@ pub fn write_sample(
     out: &mut Vec<u8>,
     fields: Fields,
     name_width: usize,
+    columns: &mut super::mem::Columns,
     info: &SampleInfo,
     frames: &[Frame],
 ) {
+    let mut mem = Vec::new();
+    super::mem::write(&mut mem, fields, &info.mem, columns);
     let mut head = Head::of(info);
+    head.mem = &mem;
     head.trace = info.trace.as_deref().map(str::as_bytes);
     if write_head(out, fields, name_width, &head) {
         for f in frames {
@@ -254,6 +287,8 @@ pub(crate) struct Head<'a> {
     pub(crate) period: Option<u64>,
     pub(crate) event: &'a str,
     pub(crate) has_callchain: bool,
+    /// The memory fields, formatted ([`super::mem::write`]): they go between the event and the IP.
+    pub(crate) mem: &'a [u8],
     /// A tracepoint's trace line, printed after the event name when the `trace` field is on.
     pub(crate) trace: Option<&'a [u8]>,
 }
@@ -269,6 +304,7 @@ impl<'a> Head<'a> {
             period: info.period,
             event: &info.event,
             has_callchain: info.has_callchain,
+            mem: &[],
             trace: None,
         }
     }
@@ -351,9 +387,11 @@ pub(crate) fn write_head(
         );
         head.extend_from_slice(b": ");
     }
+    // perf's process_event order: the trace line, then the memory fields.
     if let Some(trace) = info.trace.filter(|_| fields.has(Field::Trace)) {
         head.extend_from_slice(trace);
     }
+    head.extend_from_slice(info.mem);
     if callchain_shown {
         head.push(b'\n');
     }
@@ -455,8 +493,11 @@ fn hex_digits(mut v: u64, buf: &mut [u8; 16]) -> &[u8] {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::perf::abi::{PERF_SAMPLE_CPU, PERF_SAMPLE_PERIOD, PERF_SAMPLE_TIME};
     use crate::perf::script::CallchainMode;
     use std::rc::Rc;
+
+    const ALL: u64 = PERF_SAMPLE_CPU | PERF_SAMPLE_TIME | PERF_SAMPLE_PERIOD;
 
     fn info(has_callchain: bool) -> SampleInfo {
         SampleInfo {
@@ -472,6 +513,7 @@ mod tests {
             cpumode: 2,
             mode: CallchainMode::Fp,
             has_callchain,
+            mem: Default::default(),
             trace: None,
         }
     }
@@ -512,8 +554,15 @@ mod tests {
     #[test]
     fn callchain_sample_matches_perf_6_1() {
         let mut out = Vec::new();
-        let fields = Fields::for_event(None, false, true, true);
-        write_sample(&mut out, fields, 13, &info(true), &frames());
+        let fields = Fields::for_event(None, 1, PERF_SAMPLE_TIME | PERF_SAMPLE_PERIOD);
+        write_sample(
+            &mut out,
+            fields,
+            13,
+            &mut Default::default(),
+            &info(true),
+            &frames(),
+        );
         assert_eq!(
             String::from_utf8(out).unwrap(),
             "chain-fp  9616   410.728510:     250000 cpu-clock:ppp: \n\
@@ -525,10 +574,10 @@ mod tests {
     #[test]
     fn plain_sample_and_field_selection() {
         let mut out = Vec::new();
-        let fields = Fields::for_event(Some(&"+pid,-period".parse().unwrap()), true, true, true);
+        let fields = Fields::for_event(Some(&"+pid,-period".parse().unwrap()), 1, ALL);
         let mut i = info(false);
         i.cpu = Some(1);
-        write_sample(&mut out, fields, 15, &i, &frames());
+        write_sample(&mut out, fields, 15, &mut Default::default(), &i, &frames());
         assert_eq!(
             String::from_utf8(out).unwrap(),
             "        chain-fp  9616/9616  [001]   410.728510:   cpu-clock:ppp:            401724 chain_c+0x24 (/tmp/uw/chain-fp)\n"
@@ -538,9 +587,16 @@ mod tests {
             "comm,bogus".parse::<FieldSpec>(),
             Err(FieldError::Unknown("bogus".into()))
         );
-        let only = Fields::for_event(Some(&"comm,ip,sym".parse().unwrap()), true, true, true);
+        let only = Fields::for_event(Some(&"comm,ip,sym".parse().unwrap()), 1, ALL);
         let mut out = Vec::new();
-        write_sample(&mut out, only, 13, &info(true), &frames()[..1]);
+        write_sample(
+            &mut out,
+            only,
+            13,
+            &mut Default::default(),
+            &info(true),
+            &frames()[..1],
+        );
         assert_eq!(
             String::from_utf8(out).unwrap(),
             "chain-fp \n\t            1724 chain_c\n\n"

@@ -18,6 +18,9 @@ pub enum MapKind {
     Anon,
     /// The kernel image (`[kernel.kallsyms]`) or a module.
     Kernel,
+    /// Memory that is no file (perf's `is_no_dso_memory`: `[stack…`, `[heap]`, `/SYSV…`): no symbols, addresses
+    /// printed as they are (perf's identity `map_ip`), under the map's own name.
+    NoDso,
 }
 
 /// One mapping.
@@ -45,7 +48,7 @@ impl Map {
     pub fn map_ip(&self, avma: u64) -> u64 {
         match self.kind {
             MapKind::File => avma.wrapping_sub(self.start).wrapping_add(self.pgoff),
-            MapKind::Anon | MapKind::Kernel => avma,
+            MapKind::Anon | MapKind::Kernel | MapKind::NoDso => avma,
         }
     }
 }
@@ -57,6 +60,11 @@ pub struct Maps {
 }
 
 impl Maps {
+    /// The maps in address order.
+    pub fn iter(&self) -> impl Iterator<Item = &Rc<Map>> {
+        self.maps.iter()
+    }
+
     /// Inserts `map`, trimming or removing the maps it overlaps.
     pub fn insert(&mut self, map: Map) {
         let mut out = Vec::with_capacity(self.maps.len() + 2);
@@ -143,6 +151,9 @@ pub struct Machine {
     /// Changes whenever any process's maps may have changed (MMAP, FORK): lets per-sample caches of map
     /// lookups skip revalidation.
     generation: u64,
+    /// Kernel-side paths of the file's build-id table. perf makes a DSO named by the full path for each
+    /// (`__event_process_build_id`), and a module map over such a path then prints that path, not `[name]`.
+    pub kernel_build_id_paths: std::collections::HashSet<String>,
 }
 
 impl Machine {
@@ -206,15 +217,15 @@ impl Machine {
         let id = self.next_map_id;
         if kernel || pid == -1 {
             // perf names the kernel image's map `[kernel.kallsyms]` whatever the record says (`…_text`,
-            // `…_stext`); modules keep `[name]` from their path.
+            // `…_stext`); modules keep `[name]` from their path unless the build-id table names the path.
             let dso: Rc<str> = if filename.starts_with("[kernel.kallsyms]")
                 || filename.starts_with("[guest.kernel")
             {
                 Rc::from("[kernel.kallsyms]")
+            } else if self.kernel_build_id_paths.contains(filename) {
+                Rc::from(filename)
             } else {
-                let base = filename.rsplit('/').next().unwrap_or(filename);
-                let stem = base.split('.').next().unwrap_or(base).replace('-', "_");
-                Rc::from(format!("[{stem}]"))
+                Rc::from(module_short_name(filename))
             };
             // perf stretches the kernel image's map over all kernel text (.init.text, freed init code lie past
             // the `_text` mapping's length); modules mapped later cut their own ranges out of it.
@@ -240,6 +251,11 @@ impl Machine {
             || filename.starts_with("[anon");
         let (dso, kind): (Rc<str>, _) = if anon || filename.starts_with("/tmp/perf-") {
             (Rc::from(format!("/tmp/perf-{pid}.map")), MapKind::Anon)
+        } else if filename.starts_with("[stack")
+            || filename == "[heap]"
+            || filename.starts_with("/SYSV")
+        {
+            (Rc::from(filename), MapKind::NoDso)
         } else {
             (Rc::from(filename), MapKind::File)
         };
@@ -288,9 +304,38 @@ impl Machine {
     }
 }
 
+/// perf's short name of a kernel module (`kmod_path__parse_name`): `/lib/…/ath9k-hw.ko.xz` → `[ath9k_hw]`.
+pub fn module_short_name(path: &str) -> String {
+    let base = path.rsplit('/').next().unwrap_or(path);
+    let stem = base.split('.').next().unwrap_or(base).replace('-', "_");
+    format!("[{stem}]")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn stack_and_heap_print_their_addresses_as_they_are() {
+        // perf's is_no_dso_memory maps use the identity map_ip: a DWARF chain that steps onto a stack address
+        // printed `7fffffffd30f [unknown] ([stack])` (start − pgoff applied) where perf prints the address itself.
+        let mut m = Machine::new();
+        m.mmap(
+            7,
+            0x7fff_cec1_e000,
+            0x21000,
+            0x7fff_fffd_e000,
+            "[stack]",
+            None,
+            false,
+        );
+        m.mmap(7, 0x5600_0000_0000, 0x21000, 0, "[heap]", None, false);
+        let stack = m.user_map(7, 0x7fff_cec3_d30f).unwrap();
+        assert!(stack.kind == MapKind::NoDso && &*stack.dso == "[stack]");
+        assert_eq!(stack.map_ip(0x7fff_cec3_d30f), 0x7fff_cec3_d30f);
+        let heap = m.user_map(7, 0x5600_0000_0010).unwrap();
+        assert_eq!(heap.map_ip(0x5600_0000_0010), 0x5600_0000_0010);
+    }
 
     #[test]
     fn maps_replace_overlaps_and_forks_copy() {

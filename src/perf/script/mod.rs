@@ -26,6 +26,7 @@
 
 pub mod format;
 pub mod machine;
+pub mod mem;
 mod output;
 pub mod resolve;
 pub mod session;
@@ -135,8 +136,10 @@ pub struct SampleInfo {
     pub cpu: Option<u32>,
     /// Timestamp in ns, when sampled.
     pub time: Option<u64>,
-    /// Period, when sampled.
+    /// The sample's period, or the event's configured one when the sample type has none (perf prints that).
     pub period: Option<u64>,
+    /// The memory-access fields (`perf mem`), those sampled.
+    pub mem: mem::MemFields,
     /// The sampled IP.
     pub ip: u64,
     /// The record's cpumode (`misc & 7`).

@@ -40,6 +40,9 @@ struct SampleRec {
     has_callchain: bool,
     /// The comm, in `Batch::text`.
     comm: (u32, u32),
+    /// The formatted memory fields, in `Batch::text` (formatted on the resolving side, which sees the samples
+    /// in order as perf's growing data-source column needs).
+    mem: (u32, u32),
     /// A tracepoint's trace line, in `Batch::text` (empty range: none).
     trace: (u32, u32),
     /// The frames, in `Batch::items`.
@@ -109,7 +112,7 @@ fn layout_of(layouts: &[(Fields, usize)], event: u32) -> (Fields, usize) {
         .get(event as usize)
         .or(layouts.first())
         .copied()
-        .unwrap_or_else(|| (Fields::for_event(None, false, false, false), 0))
+        .unwrap_or_else(|| (Fields::for_event(None, 0, 0), 0))
 }
 
 /// Formats every sample of `it` (event `i` with `layouts[i]`: its fields and event-name width) and writes the
@@ -166,6 +169,7 @@ pub(super) fn write_threaded<L: FileLookup>(
                         period: s.period,
                         event: event_names.get(s.event as usize).map_or("", String::as_str),
                         has_callchain: s.has_callchain,
+                        mem: &batch.text[s.mem.0 as usize..s.mem.1 as usize],
                         trace: (s.trace.1 > s.trace.0)
                             .then(|| &batch.text[s.trace.0 as usize..s.trace.1 as usize]),
                     };
@@ -239,6 +243,7 @@ fn resolve_samples<L: FileLookup>(
     let mut sent: Vec<bool> = Vec::new();
     let mut chains_sent: Vec<bool> = Vec::new();
     let mut batch = Batch::sized();
+    let mut columns = super::mem::Columns::default();
     while let Some(item) = it.next_sample_refs(&mut refs) {
         let info = item?;
         let event = u32::try_from(info.attr_index).unwrap_or(u32::MAX);
@@ -247,6 +252,8 @@ fn resolve_samples<L: FileLookup>(
         let comm_start = offset(&batch.text);
         batch.text.extend_from_slice(info.comm.as_bytes());
         let comm = (comm_start, offset(&batch.text));
+        super::mem::write(&mut batch.text, fields, &info.mem, &mut columns);
+        let mem = (comm.1, offset(&batch.text));
         let trace_start = offset(&batch.text);
         if let Some(t) = &info.trace {
             batch.text.extend_from_slice(t.as_bytes());
@@ -322,6 +329,7 @@ fn resolve_samples<L: FileLookup>(
             period: info.period,
             has_callchain: info.has_callchain,
             comm,
+            mem,
             trace,
             items: (items_start, offset_items(&batch.items)),
             defines_chain,

@@ -181,6 +181,9 @@ pub struct Resolver<L: FileLookup> {
     /// [`Resolver::modules`]' entry of the process unwound last, kept out of the map: consecutive samples are
     /// mostly of one process, and the lookup and reinsertion per sample showed in profiles.
     last_modules: Option<(i32, u64, Vec<MapDso>)>,
+    /// Per process: whether perf's libunwind would have an address space for it (some map's DSO is a readable
+    /// ELF), with the machine generation a `false` was found at (a `true` stays true, as perf's does).
+    unwindable: IdMap<i32, (bool, u64)>,
     /// Recently resolved addresses ([`MEMO_SLOTS`] slots, allocated at first use).
     memo: Vec<Memo>,
     /// Recently resolved whole chains ([`CHAIN_SLOTS`] slots, allocated at first use).
@@ -213,6 +216,7 @@ impl<L: FileLookup> Resolver<L> {
             chain_buf: Vec::new(),
             unwind_buf: Vec::new(),
             last_modules: None,
+            unwindable: IdMap::default(),
             memo: Vec::new(),
             chain_memo: Vec::new(),
             last_chain: None,
@@ -231,6 +235,35 @@ impl<L: FileLookup> Resolver<L> {
         let dso = self.symbolizer.dso(&map.dso, bid.as_deref());
         self.map_dsos.insert(map.id, dso.clone());
         dso
+    }
+
+    /// Whether perf 6.1 unwinds this process's DWARF samples at all. Its libunwind address space is made when
+    /// a map whose DSO it can read (`dso__type` known) joins the process (unwind-libunwind.c
+    /// `unwind__prepare_access`); with none, `unwind__get_entries` returns early and the sample's user chain is
+    /// empty, its IP included. That is every DWARF sample of a file from another machine whose DSOs are not
+    /// here (issue 12, item 5: perf printed no frame where bport printed `[unknown] (ld-2.17.so)`).
+    fn unwindable(&mut self, machine: &Machine, pid: i32, ip: u64) -> bool {
+        let generation = machine.generation();
+        match self.unwindable.get(&pid) {
+            Some(&(true, _)) => return true,
+            Some(&(false, seen)) if seen == generation => return false,
+            _ => {}
+        }
+        let maps: Vec<Rc<Map>> = match machine.user_maps(pid) {
+            // The IP's own map first: the common case, and one DSO load.
+            Some(maps) => maps
+                .find(ip)
+                .into_iter()
+                .chain(maps.iter())
+                .cloned()
+                .collect(),
+            None => Vec::new(),
+        };
+        let found = maps
+            .iter()
+            .any(|m| m.kind == MapKind::File && self.dso_for(m).info.is_some());
+        self.unwindable.insert(pid, (found, generation));
+        found
     }
 
     fn build_id_for(&self, map: &Map) -> Option<Vec<u8>> {
@@ -450,6 +483,9 @@ impl<L: FileLookup> Resolver<L> {
         if s.stack_user.is_empty() || max == 0 {
             return;
         }
+        if !self.unwindable(machine, s.pid, regs.ip) {
+            return;
+        }
         // perf's libunwind memory accessor (unwind-libunwind-local.c `access_mem`) refuses a word that ends exactly
         // at the end of the copy (`addr + 8 >= end`), so perf's chain stops one word early there; bport reads the
         // copy the same way, for the same frames.
@@ -653,6 +689,7 @@ impl<L: FileLookup> Resolver<L> {
         let printed = map.map_ip(avma);
         let sym = match map.kind {
             MapKind::Kernel => self.kernel_symbol(avma),
+            MapKind::NoDso => None,
             MapKind::Anon => self
                 .symbolizer
                 .perf_map(pid as u32)

@@ -3,9 +3,9 @@
 
 use super::format::Fields;
 use super::machine::Machine;
+use super::mem::MemFields;
 use super::resolve::{
     choose_mode, FrameRef, Resolver, SampleInput, MISC_KERNEL, PERF_SAMPLE_CALLCHAIN,
-    PERF_SAMPLE_CPU,
 };
 use super::{CallchainMode, Frame, Options, SampleInfo};
 use crate::perf::data::{PerfFile, ReadError, Record};
@@ -14,8 +14,6 @@ use crate::perf::unwind::lbr;
 use std::collections::BTreeSet;
 use std::io::Write;
 use std::rc::Rc;
-
-use crate::perf::abi::{PERF_SAMPLE_PERIOD, PERF_SAMPLE_TIME};
 
 /// Why a script run failed. Per-sample problems (missing DSOs, bad unwind tables) are not errors: they give
 /// `[unknown]` frames and a warning in the [`Outcome`].
@@ -46,11 +44,17 @@ struct Event {
     mode: CallchainMode,
     has_callchain: bool,
     fields: Fields,
+    /// `attr.sample_period` (the frequency, in frequency mode), which perf prints as the period of samples
+    /// without PERF_SAMPLE_PERIOD.
+    attr_period: u64,
+    /// The weight is PERF_SAMPLE_WEIGHT_STRUCT (weight and instruction latency in one word).
+    weight_struct: bool,
 }
 
-/// perf's name for an event without an EVENT_DESC entry (evsel__name for the common types; `:p…` for
-/// `precise_ip`).
-fn fallback_event_name(type_: u32, config: u64, precise: u8) -> String {
+/// perf's name for an event without an EVENT_DESC entry (perf 6.1 util/evsel.c `evsel__name`: the type's name
+/// for the config, then `evsel__add_modifiers`' `:ukhppHG` suffix). Pipe-mode files and files from old perf
+/// versions carry no event names, so every line of theirs shows this.
+pub(crate) fn fallback_event_name(attr: &crate::perf::data::PerfEventAttr) -> String {
     const HW: [&str; 10] = [
         "cycles",
         "instructions",
@@ -77,17 +81,121 @@ fn fallback_event_name(type_: u32, config: u64, precise: u8) -> String {
         "bpf-output",
         "cgroup-switches",
     ];
-    let base = match type_ {
-        0 => HW.get(config as usize).map(|s| s.to_string()),
-        1 => SW.get(config as usize).map(|s| s.to_string()),
-        _ => None,
+    let config = attr.config;
+    let base = match attr.type_ {
+        0 => HW
+            .get(config as usize)
+            .unwrap_or(&"unknown-hardware")
+            .to_string(),
+        1 => SW
+            .get(config as usize)
+            .unwrap_or(&"unknown-software")
+            .to_string(),
+        3 => hw_cache_name(config),
+        4 => format!("raw 0x{config:x}"),
+        // evsel__name's default case has no modifiers.
+        t => return format!("unknown attr type: {t}"),
+    };
+    base + &event_modifiers(attr)
+}
+
+/// `evsel__add_modifiers`: `:` and the privilege levels counted (only when some are excluded), `p`s for
+/// `precise_ip`, and `H`/`G` when the host/guest exclusion differs from the default implied by the others.
+fn event_modifiers(attr: &crate::perf::data::PerfEventAttr) -> String {
+    use crate::perf::abi::consts::{
+        ATTR_FLAG_EXCLUDE_GUEST, ATTR_FLAG_EXCLUDE_HOST, ATTR_FLAG_EXCLUDE_HV,
+        ATTR_FLAG_EXCLUDE_KERNEL, ATTR_FLAG_EXCLUDE_USER,
+    };
+    let excluded = |bit| attr.has_flag(bit);
+    let mut mods = String::new();
+    let mut guest_default = false;
+    if excluded(ATTR_FLAG_EXCLUDE_KERNEL)
+        || excluded(ATTR_FLAG_EXCLUDE_USER)
+        || excluded(ATTR_FLAG_EXCLUDE_HV)
+    {
+        for (bit, c) in [
+            (ATTR_FLAG_EXCLUDE_KERNEL, 'k'),
+            (ATTR_FLAG_EXCLUDE_USER, 'u'),
+            (ATTR_FLAG_EXCLUDE_HV, 'h'),
+        ] {
+            if !excluded(bit) {
+                mods.push(c);
+            }
+        }
+        guest_default = true;
     }
-    .unwrap_or_else(|| format!("raw 0x{config:x}"));
+    let precise = attr.precise_ip();
     if precise > 0 {
-        format!("{base}:{}", "p".repeat(precise.into()))
-    } else {
-        base
+        mods.push_str(&"ppp"[..usize::from(precise.min(3))]);
+        guest_default = true;
     }
+    if excluded(ATTR_FLAG_EXCLUDE_HOST) || excluded(ATTR_FLAG_EXCLUDE_GUEST) == guest_default {
+        for (bit, c) in [
+            (ATTR_FLAG_EXCLUDE_HOST, 'H'),
+            (ATTR_FLAG_EXCLUDE_GUEST, 'G'),
+        ] {
+            if !excluded(bit) {
+                mods.push(c);
+            }
+        }
+    }
+    if mods.is_empty() {
+        mods
+    } else {
+        format!(":{mods}")
+    }
+}
+
+/// `evsel__hw_cache_name`: `L1-dcache-loads`, `LLC-load-misses`, … from a PERF_TYPE_HW_CACHE config.
+fn hw_cache_name(config: u64) -> String {
+    const CACHE: [&str; 7] = [
+        "L1-dcache",
+        "L1-icache",
+        "LLC",
+        "dTLB",
+        "iTLB",
+        "branch",
+        "node",
+    ];
+    // [op][0] with a result, [op][1] without.
+    const OP: [[&str; 2]; 3] = [
+        ["load", "loads"],
+        ["store", "stores"],
+        ["prefetch", "prefetches"],
+    ];
+    const RESULT: [&str; 2] = ["refs", "misses"];
+    let (ty, op, result) = (config & 0xff, (config >> 8) & 0xff, (config >> 16) & 0xff);
+    let valid = (ty as usize) < CACHE.len()
+        && (op as usize) < OP.len()
+        && (result as usize) < RESULT.len()
+        && hw_cache_op_valid(ty, op);
+    if !valid {
+        return "invalid-cache".to_owned();
+    }
+    let cache = CACHE[ty as usize];
+    let op = OP[op as usize];
+    if result != 0 {
+        format!("{cache}-{}-{}", op[0], RESULT[result as usize])
+    } else {
+        format!("{cache}-{}", op[1])
+    }
+}
+
+/// `evsel__is_cache_op_valid` (perf 6.1 `evsel__hw_cache_stat`): which cache supports which operation.
+fn hw_cache_op_valid(ty: u64, op: u64) -> bool {
+    const READ: u8 = 1;
+    const WRITE: u8 = 2;
+    const PREFETCH: u8 = 4;
+    const STAT: [u8; 7] = [
+        READ | WRITE | PREFETCH,
+        READ | PREFETCH,
+        READ | WRITE | PREFETCH,
+        READ | WRITE,
+        READ,
+        READ,
+        READ | WRITE | PREFETCH,
+    ];
+    STAT[ty as usize] & (1 << op) != 0
 }
 
 /// An iterator over a file's samples with their symbolized callchains.
@@ -125,8 +233,12 @@ pub fn samples_with<'f, L: FileLookup>(
     lookup: L,
 ) -> Samples<'f, L> {
     let mut resolver = Resolver::new(Symbolizer::new(lookup, options.symbolizer.clone()), options);
+    let mut machine = Machine::new();
     for entry in file.build_ids() {
         let kernel = entry.misc & 7 == MISC_KERNEL;
+        if kernel && entry.filename.starts_with('/') {
+            machine.kernel_build_id_paths.insert(entry.filename.clone());
+        }
         if kernel && entry.filename.starts_with("[kernel.kallsyms]") {
             resolver.kernel_build_id = Some(entry.build_id.clone());
         }
@@ -153,9 +265,10 @@ pub fn samples_with<'f, L: FileLookup>(
         .iter()
         .map(|a| {
             let st = a.attr.sample_type;
-            let name = a.name.clone().unwrap_or_else(|| {
-                fallback_event_name(a.attr.type_, a.attr.config, a.attr.precise_ip())
-            });
+            let name = a
+                .name
+                .clone()
+                .unwrap_or_else(|| fallback_event_name(&a.attr));
             let tracepoint = (a.attr.type_ == crate::perf::abi::PERF_TYPE_TRACEPOINT
                 && trace_events.get(a.attr.config).is_some())
             .then_some(a.attr.config);
@@ -166,15 +279,12 @@ pub fn samples_with<'f, L: FileLookup>(
                     choose_mode(st, a.attr.branch_sample_type, options.legacy_mode_selection)
                 }),
                 has_callchain: st & PERF_SAMPLE_CALLCHAIN != 0,
+                attr_period: a.attr.sample_period_or_freq,
+                weight_struct: st & crate::perf::abi::PERF_SAMPLE_WEIGHT_STRUCT != 0,
                 fields: if tracepoint.is_some() {
                     Fields::for_tracepoint(options.fields.as_ref(), st & PERF_SAMPLE_CALLCHAIN != 0)
                 } else {
-                    Fields::for_event(
-                        options.fields.as_ref(),
-                        st & PERF_SAMPLE_CPU != 0,
-                        st & PERF_SAMPLE_TIME != 0,
-                        st & PERF_SAMPLE_PERIOD != 0,
-                    )
+                    Fields::for_event(options.fields.as_ref(), a.attr.type_, st)
                 },
             }
         })
@@ -182,7 +292,7 @@ pub fn samples_with<'f, L: FileLookup>(
     let name_width = events.iter().map(|e| e.name.len()).max().unwrap_or(0);
     Samples {
         records: file.records(),
-        machine: Machine::new(),
+        machine,
         resolver,
         events,
         trace_events,
@@ -399,7 +509,16 @@ impl<L: FileLookup> Samples<'_, L> {
                 tid,
                 cpu: s.cpu,
                 time: s.time,
-                period: s.period,
+                period: Some(s.period.unwrap_or(event.attr_period)),
+                mem: {
+                    let (weight, ins_lat) = MemFields::weight_of(s.weight, event.weight_struct);
+                    MemFields {
+                        addr: s.addr,
+                        data_src: s.data_src,
+                        weight,
+                        ins_lat,
+                    }
+                },
                 ip: s.ip.unwrap_or(0),
                 cpumode,
                 mode: event.mode,
@@ -436,6 +555,15 @@ impl<L: FileLookup> Samples<'_, L> {
             })
     }
 
+    /// The address perf's `report` shows for an unsymbolized kernel IP: relative to its module's start for a
+    /// module (`map->map_ip`), as is in the kernel image (whose map is the identity).
+    pub fn kernel_report_address(&self, ip: u64) -> u64 {
+        match self.machine.kernel_map(ip) {
+            Some(m) if &*m.dso != "[kernel.kallsyms]" => (ip - m.start).wrapping_add(m.pgoff),
+            _ => ip,
+        }
+    }
+
     /// The run's outcome after `samples` samples: the warnings gathered and the reader's.
     fn outcome(&mut self, samples: u64) -> Outcome {
         let mut warnings = std::mem::take(&mut self.warnings);
@@ -447,7 +575,7 @@ impl<L: FileLookup> Samples<'_, L> {
     fn layout(&self, attr_index: usize) -> (Fields, usize) {
         let fields = self.events.get(attr_index).map(|e| e.fields);
         (
-            fields.unwrap_or_else(|| Fields::for_event(None, false, false, false)),
+            fields.unwrap_or_else(|| Fields::for_event(None, 0, 0)),
             self.name_width,
         )
     }

@@ -357,12 +357,15 @@ fn many_samples_script_equals_per_sample_formatting(second_event: bool) {
     let mut want = Vec::new();
     let mut it = super::session::samples_with(&file, &options, files);
     let width = "cpu-clock".len();
+    let mut columns = Default::default();
     while let Some(item) = it.next_sample() {
         let (info, frames) = item.unwrap();
-        // The second event samples no period, so it prints none.
-        let has_period = info.attr_index == 0;
-        let fields = super::format::Fields::for_event(None, false, true, has_period);
-        super::format::write_sample(&mut want, fields, width, &info, &frames);
+        let fields = super::format::Fields::for_event(
+            None,
+            1,
+            file.attrs()[info.attr_index].attr.sample_type,
+        );
+        super::format::write_sample(&mut want, fields, width, &mut columns, &info, &frames);
     }
     assert!(want.len() > 2 << 20, "{} bytes", want.len());
     let want_text = String::from_utf8_lossy(&want);
@@ -420,4 +423,45 @@ fn repeated_addresses_follow_map_changes_and_processes() {
             c + 4 - 0x40_1000
         )]
     );
+}
+
+#[test]
+fn event_names_without_event_desc_carry_perfs_modifiers() {
+    // Names perf 6.1 prints for files without EVENT_DESC (pipe mode, old perf): evsel__add_modifiers. The first
+    // two are from perf_data_converter's perf.data.piped.lost_samples-4.4 and perf.data.busy.0-3.8.
+    use crate::perf::abi::consts::*;
+    use crate::perf::data::PerfEventAttr;
+    let attr = |type_, config, flags: u64, precise: u64| PerfEventAttr {
+        type_,
+        config,
+        flags: flags | precise << ATTR_PRECISE_IP_SHIFT,
+        ..PerfEventAttr::default()
+    };
+    let name = |a: PerfEventAttr| super::session::fallback_event_name(&a);
+    assert_eq!(name(attr(0, 0, ATTR_FLAG_EXCLUDE_GUEST, 2)), "cycles:ppH");
+    assert_eq!(name(attr(0, 1, ATTR_FLAG_EXCLUDE_GUEST, 0)), "instructions");
+    // Nothing excluded: guest exclusion differs from its default, so both H and G (perf's `dummy:HG`).
+    assert_eq!(name(attr(0, 0, 0, 0)), "cycles:HG");
+    assert_eq!(
+        name(attr(
+            0,
+            0,
+            ATTR_FLAG_EXCLUDE_KERNEL | ATTR_FLAG_EXCLUDE_HV,
+            0
+        )),
+        "cycles:u"
+    );
+    assert_eq!(
+        name(attr(
+            1,
+            0,
+            ATTR_FLAG_EXCLUDE_USER | ATTR_FLAG_EXCLUDE_GUEST,
+            3
+        )),
+        "cpu-clock:khpppH"
+    );
+    assert_eq!(name(attr(3, 0x10000, 0, 0)), "L1-dcache-load-misses:HG");
+    assert_eq!(name(attr(3, 0x202, 0, 0)), "LLC-prefetches:HG");
+    assert_eq!(name(attr(4, 0x1cd, 0, 1)), "raw 0x1cd:p");
+    assert_eq!(name(attr(9, 0, 0, 1)), "unknown attr type: 9");
 }

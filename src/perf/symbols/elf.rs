@@ -324,7 +324,20 @@ impl ElfInfo {
         (svma < sym.end).then_some(sym)
     }
 
-    /// The svma of a file offset, through the `PT_LOAD` segment containing it.
+    /// The svma of the first byte of a mapping at file offset `pgoff` (page-aligned, as mmap records carry it).
+    /// A page can hold the end of one segment and the start of the next (lld places them so: file offset 0x13000
+    /// starts both the read-only segment's last page and the text segment's first one), and each segment gets
+    /// its own mapping: the segment whose first page is `pgoff` is the one mapped there.
+    pub fn mapping_start_svma(&self, pgoff: u64) -> Option<u64> {
+        const PAGE: u64 = 0x1000;
+        self.segments
+            .iter()
+            .find(|s| s.offset & !(PAGE - 1) == pgoff && s.offset >= pgoff)
+            .map(|s| s.vaddr.wrapping_sub(s.offset - pgoff))
+            .or_else(|| self.file_offset_to_svma(pgoff))
+    }
+
+    /// The svma of a byte at file offset `offset`: the first segment holding it.
     pub fn file_offset_to_svma(&self, offset: u64) -> Option<u64> {
         self.segments
             .iter()
@@ -503,5 +516,41 @@ mod tests {
                 (0x30, 0x38, "_x"),
             ]
         );
+    }
+
+    #[test]
+    fn a_mapping_whose_page_two_segments_share_starts_at_the_later_segment() {
+        // The PT_LOADs of a Rust binary linked by lld here (rustc 1.9x, `readelf -l`): the text segment starts in
+        // the read-only segment's last file page. Its mapping (r-x, pgoff 0x13000) is the text segment's, so the
+        // mapping's first byte is svma 0x14000; taking the first segment holding offset 0x13000 gave 0x13000,
+        // and DWARF unwinding then looked up every address 0x1000 too low (the chain ended in garbage at the
+        // first frame whose CFI that missed: issue 12, item 6).
+        let info = ElfInfo {
+            segments: vec![
+                Segment {
+                    offset: 0,
+                    file_size: 0x13d14,
+                    vaddr: 0,
+                },
+                Segment {
+                    offset: 0x13d20,
+                    file_size: 0x3f5f0,
+                    vaddr: 0x14d20,
+                },
+                Segment {
+                    offset: 0x53310,
+                    file_size: 0x29c0,
+                    vaddr: 0x55310,
+                },
+            ],
+            ..ElfInfo::default()
+        };
+        assert_eq!(info.mapping_start_svma(0), Some(0));
+        assert_eq!(info.mapping_start_svma(0x13000), Some(0x14000));
+        assert_eq!(info.mapping_start_svma(0x53000), Some(0x55000));
+        // A byte's own offset is unambiguous.
+        assert_eq!(info.file_offset_to_svma(0x14d93), Some(0x15d93));
+        // A mapping that starts inside a segment (no segment begins on its page).
+        assert_eq!(info.mapping_start_svma(0x20000), Some(0x21000));
     }
 }

@@ -227,7 +227,7 @@ impl Dso {
     /// `avma − svma` for a mapping of this DSO at `map_start` with file offset `pgoff` (the mmap record's
     /// fields): the address of the mapping's first byte, as the file's `PT_LOAD` segments place it.
     pub fn bias(&self, map_start: u64, pgoff: u64) -> Option<u64> {
-        let svma = self.info.as_ref()?.file_offset_to_svma(pgoff)?;
+        let svma = self.info.as_ref()?.mapping_start_svma(pgoff)?;
         Some(map_start.wrapping_sub(svma))
     }
 
@@ -359,13 +359,17 @@ impl<L: FileLookup> Symbolizer<L> {
                 candidates.push((base.clone(), true));
                 candidates.push((base.join("debug"), false));
             }
+            // perf joins the symfs to the debug directories too (dso__read_binary_type_filename), only the
+            // build-id cache in HOME stays as it is.
             for dir in &self.options.debug_dirs {
+                let dir = self.with_symfs(dir);
                 candidates.push((dir.join(".build-id").join(format!("{link}.debug")), false));
             }
         }
         let own = self.with_symfs(Path::new(path));
         candidates.push((own.clone(), true));
         for dir in &self.options.debug_dirs {
+            let dir = self.with_symfs(dir);
             let rel = Path::new(path).strip_prefix("/").unwrap_or(Path::new(path));
             candidates.push((dir.join(rel), false));
             candidates.push((dir.join(format!("{}.debug", rel.display())), false));
@@ -420,7 +424,7 @@ impl<L: FileLookup> Symbolizer<L> {
                     candidates.push((self.with_symfs(&dir.join(".debug").join(link)), false));
                     for d in &self.options.debug_dirs {
                         let rel = dir.strip_prefix("/").unwrap_or(dir);
-                        candidates.push((d.join(rel).join(link), false));
+                        candidates.push((self.with_symfs(d).join(rel).join(link), false));
                     }
                 }
             }
@@ -575,7 +579,11 @@ impl<L: FileLookup> Symbolizer<L> {
                 return Some(found);
             }
         }
-        if self.options.running_kernel {
+        // perf 6.1's dso__load_kernel_sym: "do not try local files if a symfs was given". Pipe-mode files carry no
+        // build-id table, so without this the running kernel's symbols named every kernel address of a file
+        // from another machine (issue 12, item 8: `srso_alias_return_thunk+0xa524d` where perf prints
+        // `[unknown]`).
+        if self.options.running_kernel && self.options.symfs.is_none() {
             let running = self
                 .lookup
                 .read(Path::new("/sys/kernel/notes"))
@@ -619,6 +627,22 @@ mod tests {
             kallsyms: None,
             running_kernel: false,
         }
+    }
+
+    #[test]
+    fn a_symfs_keeps_the_running_kernels_symbols_out() {
+        let mut files = MemLookup::new();
+        files.insert("/proc/kallsyms", b"ffffffff81000000 T _text\n");
+        let mut o = options("/home/u");
+        o.running_kernel = true;
+        let s = Symbolizer::new(files.clone(), o.clone());
+        assert_eq!(
+            s.kallsyms_source(None).map(|(p, _)| p),
+            Some(PathBuf::from("/proc/kallsyms"))
+        );
+        o.symfs = Some(PathBuf::from("/empty"));
+        let s = Symbolizer::new(files, o);
+        assert!(s.kallsyms_source(None).is_none());
     }
 
     #[test]
