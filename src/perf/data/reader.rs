@@ -71,6 +71,10 @@ pub struct PerfFile {
     trailer_id_pos: Option<usize>,
     features: Features,
     feature_ids: Vec<u32>,
+    /// Pipe mode: how many attrs had arrived when the EVENT_DESC feature did. perf names only those from it
+    /// (`process_event_desc` looks each up among the events it has), so a stream that sends its features
+    /// first, as `perf record -o -` does, has its events named from their attrs.
+    named_by_event_desc: Option<usize>,
     warnings: Vec<Warning>,
     /// The records of every COMPRESSED record, decoded when an iterator first meets one (files without them,
     /// the common case, are not scanned for them: that scan touched every page of a large file before the
@@ -104,11 +108,20 @@ impl PerfFile {
     /// Opens and maps `path` (a regular file; other kinds are read into memory).
     pub fn open(path: impl AsRef<Path>) -> Result<Self, ReadError> {
         let path = path.as_ref();
-        let io = |source| ReadError::Io {
+        let file = std::fs::File::open(path).map_err(|source| ReadError::Io {
             path: path.to_path_buf(),
             source,
+        })?;
+        Self::from_file(file, path)
+    }
+
+    /// Reads an open file: mapped when it is a regular file (e.g. stdin redirected from a file), read to its end
+    /// otherwise (a pipe: `perf record -o - | bport script`). `name` is only for messages.
+    pub fn from_file(file: std::fs::File, name: impl AsRef<Path>) -> Result<Self, ReadError> {
+        let io = |source| ReadError::Io {
+            path: name.as_ref().to_path_buf(),
+            source,
         };
-        let file = std::fs::File::open(path).map_err(io)?;
         let meta = file.metadata().map_err(io)?;
         if meta.is_file() {
             if meta.len() == 0 {
@@ -177,6 +190,7 @@ impl PerfFile {
             trailer_id_pos: None,
             features: Features::default(),
             feature_ids: Vec::new(),
+            named_by_event_desc: None,
             warnings: Vec::new(),
             decompressed: std::cell::OnceCell::new(),
             prefetch: std::cell::OnceCell::new(),
@@ -400,6 +414,9 @@ impl PerfFile {
                                 );
                             }
                             self.feature_ids.push(id);
+                            if id == HEADER_EVENT_DESC && self.named_by_event_desc.is_none() {
+                                self.named_by_event_desc = Some(self.attrs.len());
+                            }
                             self.features.parse_section(id, c.rest(), at + 16, endian)
                         }
                         Ok(id) => Err(ReadError::invalid(
@@ -461,7 +478,8 @@ impl PerfFile {
 
     fn index_attrs(&mut self) {
         if let Some(descs) = &self.features.event_desc {
-            for (i, entry) in self.attrs.iter_mut().enumerate() {
+            let named = self.named_by_event_desc.unwrap_or(self.attrs.len());
+            for (i, entry) in self.attrs.iter_mut().enumerate().take(named) {
                 let by_id = descs
                     .iter()
                     .find(|d| entry.ids.first().is_some_and(|id| d.ids.contains(id)));

@@ -474,16 +474,21 @@ impl<W: Write> PerfFileWriter<W> {
         &self.outcome
     }
 
-    /// Pipe mode: ends the stream with the features as HEADER_FEATURE records (when the target's perf knows
-    /// them) and the build-ids as HEADER_BUILD_ID records.
-    pub fn finish_pipe(mut self, features: &Features) -> Result<(W, WriteOutcome), WriteError> {
-        if !self.pipe {
+    /// Pipe mode, after the attrs and before the records: the feature sections known at the start, as
+    /// HEADER_FEATURE records (perf record writes them there, `perf_event__synthesize_for_pipe`, so a reader of
+    /// the stream knows the host, the event names and the command line before the first sample; EVENT_DESC names
+    /// only the attrs before it). Build-ids are known only at the end: pass them to
+    /// [`finish_pipe`](Self::finish_pipe).
+    pub fn write_pipe_features(&mut self, features: &Features) -> Result<(), WriteError> {
+        if !self.pipe || self.data_offset.is_some() {
             return Err(WriteError::Usage(
-                "finish_pipe on a file-mode writer; call finish".into(),
+                "write_pipe_features belongs to a pipe-mode writer, before its records".into(),
             ));
         }
-        self.start_data()?;
-        self.outcome.data_bytes = self.pos - self.data_offset.expect("start_data sets it");
+        self.emit_pipe_features(features)
+    }
+
+    fn emit_pipe_features(&mut self, features: &Features) -> Result<(), WriteError> {
         let endian = self.opts.endian;
         let with_features = self.opts.abi.supports_record(PERF_RECORD_HEADER_FEATURE);
         for id in features.ids() {
@@ -516,6 +521,20 @@ impl<W: Write> PerfFileWriter<W> {
             self.emit(&bytes)?;
             self.outcome.features.push(id);
         }
+        Ok(())
+    }
+
+    /// Pipe mode: ends the stream with the features as HEADER_FEATURE records (when the target's perf knows
+    /// them) and the build-ids as HEADER_BUILD_ID records.
+    pub fn finish_pipe(mut self, features: &Features) -> Result<(W, WriteOutcome), WriteError> {
+        if !self.pipe {
+            return Err(WriteError::Usage(
+                "finish_pipe on a file-mode writer; call finish".into(),
+            ));
+        }
+        self.start_data()?;
+        self.outcome.data_bytes = self.pos - self.data_offset.expect("start_data sets it");
+        self.emit_pipe_features(features)?;
         self.out.flush()?;
         Ok((self.out, self.outcome))
     }
