@@ -25,7 +25,8 @@ pub fn run(args: BuildidListArgs) -> CliResult {
         .map_err(|e| CliError::new(Kind::User, e))?;
     let mut out = std::io::stdout().lock();
     for l in lines {
-        writeln!(out, "{} {}", l.build_id, l.name)?;
+        // perf: "%-40s %s", so a DSO without a build-id gets 40 blanks.
+        writeln!(out, "{:<40} {}", l.build_id, l.name)?;
     }
     Ok(())
 }

@@ -205,17 +205,7 @@ impl Machine {
         self.generation += 1;
         let id = self.next_map_id;
         if kernel || pid == -1 {
-            // perf names the kernel image's map `[kernel.kallsyms]` whatever the record says (`…_text`,
-            // `…_stext`); modules keep `[name]` from their path.
-            let dso: Rc<str> = if filename.starts_with("[kernel.kallsyms]")
-                || filename.starts_with("[guest.kernel")
-            {
-                Rc::from("[kernel.kallsyms]")
-            } else {
-                let base = filename.rsplit('/').next().unwrap_or(filename);
-                let stem = base.split('.').next().unwrap_or(base).replace('-', "_");
-                Rc::from(format!("[{stem}]"))
-            };
+            let dso: Rc<str> = Rc::from(dso_name(filename, true, pid));
             // perf stretches the kernel image's map over all kernel text (.init.text, freed init code lie past
             // the `_text` mapping's length); modules mapped later cut their own ranges out of it.
             let end = if &*dso == "[kernel.kallsyms]" {
@@ -238,11 +228,12 @@ impl Machine {
             || filename.starts_with("/dev/zero")
             || filename.starts_with("/anon_hugepage")
             || filename.starts_with("[anon");
-        let (dso, kind): (Rc<str>, _) = if anon || filename.starts_with("/tmp/perf-") {
-            (Rc::from(format!("/tmp/perf-{pid}.map")), MapKind::Anon)
+        let kind = if anon || filename.starts_with("/tmp/perf-") {
+            MapKind::Anon
         } else {
-            (Rc::from(filename), MapKind::File)
+            MapKind::File
         };
+        let dso: Rc<str> = Rc::from(dso_name(filename, false, pid));
         self.processes.entry(pid).or_default().insert(Map {
             start,
             end,
@@ -285,6 +276,31 @@ impl Machine {
     /// The kernel map at `avma`.
     pub fn kernel_map(&self, avma: u64) -> Option<&Rc<Map>> {
         self.kernel.find(avma)
+    }
+}
+
+/// The DSO name perf gives the file an MMAP record maps (`kernel`: a kernel-mode record, or pid -1): the kernel
+/// image is `[kernel.kallsyms]` whatever the record says (`…_text`, `…_stext`), a module `[name]` from its
+/// path, anonymous and JIT memory `/tmp/perf-PID.map`, a file its path. `buildid-list` names DSOs by it too.
+pub fn dso_name(filename: &str, kernel: bool, pid: i32) -> std::borrow::Cow<'_, str> {
+    use std::borrow::Cow;
+    if kernel || pid == -1 {
+        if filename.starts_with("[kernel.kallsyms]") || filename.starts_with("[guest.kernel") {
+            return Cow::Borrowed("[kernel.kallsyms]");
+        }
+        let base = filename.rsplit('/').next().unwrap_or(filename);
+        let stem = base.split('.').next().unwrap_or(base).replace('-', "_");
+        return Cow::Owned(format!("[{stem}]"));
+    }
+    let anon = filename == "//anon"
+        || filename.starts_with("/dev/zero")
+        || filename.starts_with("/anon_hugepage")
+        || filename.starts_with("[anon")
+        || filename.starts_with("/tmp/perf-");
+    if anon {
+        Cow::Owned(format!("/tmp/perf-{pid}.map"))
+    } else {
+        Cow::Borrowed(filename)
     }
 }
 
