@@ -6,6 +6,7 @@ mod apply;
 mod archive;
 mod cli_help;
 mod perf_data;
+mod pipe;
 mod record;
 mod rerere;
 mod rerere_apply;

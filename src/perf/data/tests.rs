@@ -470,6 +470,38 @@ fn pipe_mode_round_trips() {
     }
 }
 
+/// perf before 6.6 reads a pipe-mode HEADER_ATTR's ids after its own 128-byte struct whatever attr.size says;
+/// a smaller attr made perf 6.1 read the ids from the next records and crash (issue 12, `bport record -o -`).
+#[test]
+fn pipe_attrs_are_written_at_the_struct_size_of_perf_5_13_to_6_2() {
+    for (opts, want) in [
+        (WriterOptions::default(), PERF_ATTR_SIZE_VER7),
+        (
+            WriterOptions::for_kernel(&"4.1".parse().unwrap()),
+            PERF_ATTR_SIZE_VER5,
+        ),
+    ] {
+        let small = PerfEventAttr {
+            size: PERF_ATTR_SIZE_VER1,
+            ..attr0()
+        };
+        let mut w = PerfFileWriter::new_pipe(Vec::new(), opts).unwrap();
+        w.add_attr(&small, &[0xcb8, 0xcb9]).unwrap();
+        let (bytes, _) = w.finish_pipe(&Features::default()).unwrap();
+        let size = u16::from_le_bytes([bytes[22], bytes[23]]);
+        assert_eq!(u32::from(size), 8 + want + 16);
+        let file = PerfFile::from_reader(&bytes[..]).unwrap();
+        assert_eq!(file.attrs()[0].attr.size, want);
+        assert_eq!(file.attrs()[0].ids, [0xcb8, 0xcb9]);
+        let at = 16 + 8 + want as usize;
+        assert_eq!(
+            &bytes[at..at + 8],
+            &0xcb8u64.to_le_bytes(),
+            "ids right after the struct"
+        );
+    }
+}
+
 #[test]
 fn every_attr_size_round_trips() {
     let full = PerfEventAttr {

@@ -239,7 +239,14 @@ impl<W: Write> PerfFileWriter<W> {
             });
         }
         let stated = attr.size.clamp(PERF_ATTR_SIZE_VER0, PERF_ATTR_SIZE_NEWEST);
-        let size = abi.cap_attr_size(stated.max(needed));
+        // Pipe mode: perf before 6.6 reads a HEADER_ATTR's ids right after its own `struct perf_event_attr`,
+        // whatever attr.size says (the fixed `attr.id[]` field, replaced by perf_record_header_attr_id() in
+        // 6.6), so a 72-byte attr had its ids read from the next records and as attr fields: perf 6.1 crashed on
+        // `bport record -o -` streams whenever an id had bit 11 set (read as branch_sample_type CALL_STACK).
+        // The attr is written at VER7 (128 bytes), the struct of perf 5.13–6.2, or smaller where the target's
+        // era is older (its perf's struct is that size); perf 6.3–6.5 (136 bytes) are left out.
+        let floor = if self.pipe { PERF_ATTR_SIZE_VER7 } else { 0 };
+        let size = abi.cap_attr_size(stated.max(needed).max(floor));
         let mut a = attr.clone();
         a.size = size;
         if self.pipe {
