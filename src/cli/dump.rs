@@ -24,7 +24,7 @@ pub struct DumpArgs {
 }
 
 fn read_error(e: ReadError, path: &std::path::Path) -> CliError {
-    let truncated = matches!(e, ReadError::Truncated { .. });
+    let truncated = e.is_truncation();
     let err = CliError::new(Kind::User, e);
     if truncated {
         err.hint(format!(

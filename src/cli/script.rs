@@ -119,7 +119,14 @@ pub fn run(args: ScriptArgs, ui: &Ui) -> CliResult {
     let outcome =
         script::session::write_script(&file, &options, &mut out).map_err(|e| match e {
             script::session::ScriptError::Io(io) => CliError::from(io),
-            other => CliError::new(Kind::User, other),
+            other => {
+                // The samples before the damage are printed; what the header already told about it goes first.
+                for w in file.warnings() {
+                    ui.warn(w);
+                }
+                CliError::new(Kind::User, other)
+                    .hint("the samples before the damage are printed above")
+            }
         })?;
     out.flush()?;
     for w in &outcome.warnings {

@@ -1,7 +1,7 @@
 //! Iterating a file's records: file order, or time order as perf's ordered-events queue delivers them (see the
 //! [`super::reader`] docs for the FINISHED_ROUND rule).
 
-use super::reader::{raw_at, type_label, PerfFile, RawRec};
+use super::reader::{raw_at, records_lost, type_label, PerfFile, RawRec};
 use super::records::Record;
 use super::{ReadError, Warning};
 use crate::perf::abi::*;
@@ -139,7 +139,12 @@ impl<'a> Records<'a> {
             Err(e) => {
                 self.done = true;
                 self.flush_up_to(u64::MAX);
-                self.error = Some(e);
+                let data = file.data_start..file.data_end;
+                match records_lost(file.data_bytes(), data, file.stated_data_end, pos, e) {
+                    // Text after the records (perf's stderr in the file): nothing of the recording is lost.
+                    Ok(text) => self.warnings.push(text),
+                    Err(e) => self.error = Some(e),
+                }
                 return;
             }
         };

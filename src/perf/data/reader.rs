@@ -63,7 +63,9 @@ pub struct PerfFile {
     pipe: bool,
     header_size: u64,
     pub(super) data_start: usize,
-    data_end: usize,
+    pub(super) data_end: usize,
+    /// Where the header says the data ends (past `data_end` in a truncated file).
+    pub(super) stated_data_end: u64,
     attrs: Vec<AttrEntry>,
     layouts: Vec<SampleLayout>,
     id_to_attr: HashMap<u64, usize>,
@@ -170,11 +172,7 @@ impl PerfFile {
             // Legacy v1 files (perf before 3.4) have no byte-order mark; the attr entry size tells
             // (`try_all_file_abis`).
             b"PERFFILE" => legacy_endian(&bytes)?,
-            _ => {
-                return Err(ReadError::BadMagic {
-                    found: String::from_utf8_lossy(&magic).into_owned(),
-                })
-            }
+            _ => return Err(ReadError::BadMagic { magic }),
         };
         let mut file = PerfFile {
             bytes,
@@ -183,6 +181,7 @@ impl PerfFile {
             header_size: 0,
             data_start: 0,
             data_end: 0,
+            stated_data_end: 0,
             attrs: Vec::new(),
             layouts: Vec::new(),
             id_to_attr: HashMap::new(),
@@ -213,6 +212,7 @@ impl PerfFile {
             self.pipe = true;
             self.data_start = 16;
             self.data_end = self.bytes.len();
+            self.stated_data_end = self.data_end as u64;
             return self.prescan_pipe(endian);
         }
         // perf itself accepts only 104 (and 72 before features); a larger header from a newer writer keeps the
@@ -250,7 +250,7 @@ impl PerfFile {
         if attr_size == 0 {
             return Err(ReadError::invalid("perf.data header", 16, "attr_size is 0"));
         }
-        let attrs = section(&self.bytes, attrs_off, attrs_size, "attrs section")?;
+        let attrs = section(&self.bytes, attrs_off, attrs_size, "attrs")?;
         let nr = attrs_size / attr_size;
         let mut pos = 0usize;
         for i in 0..nr {
@@ -291,6 +291,8 @@ impl PerfFile {
             ));
         }
         let mut data_end = data_off.saturating_add(data_size);
+        let data_end_stated = data_end;
+        self.stated_data_end = data_end;
         // perf record writes data size 0 at the start and the real size at the end. A file with size 0 is either
         // finished with no records (a valid feature table follows) or was killed (records follow).
         let killed = data_size == 0
@@ -301,16 +303,22 @@ impl PerfFile {
             data_end = len;
         } else if data_end > len {
             warn(&mut self.warnings,
-                Some(len),
-                format!("data section ends at {data_end:#x} but the file ends at {len:#x}; the file is truncated"),
+                None,
+                format!(
+                    "the file is truncated at byte {len}: the header says its records end at byte {data_end}, so the \
+                     last {} bytes of records ({:.1}% of them) and the feature sections after them are missing",
+                    data_end - len,
+                    (data_end - len) as f64 * 100.0 / data_size.max(1) as f64
+                ),
             );
             data_end = len;
         }
         self.data_start = data_off as usize;
         self.data_end = data_end as usize;
 
-        // Features: one section per set bit, ascending, right after the data.
-        if killed {
+        // Features: one section per set bit, ascending, right after the data (so a file cut in its data has none,
+        // which the warning above says).
+        if killed || data_end_stated > len {
             return Ok(());
         }
         let table_at = data_off.saturating_add(data_size);
@@ -320,6 +328,7 @@ impl PerfFile {
             endian,
             "feature section table",
         );
+        let (mut cut_features, mut cut_end) = (Vec::new(), 0u64);
         for id in 0..HEADER_FEAT_BITS {
             if bitmap[(id / 64) as usize] & (1 << (id % 64)) == 0 {
                 continue;
@@ -345,8 +354,14 @@ impl PerfFile {
                     ),
                 );
             }
-            let bytes = match section(&self.bytes, off, size, "feature section") {
+            let bytes = match section(&self.bytes, off, size, "feature") {
                 Ok(b) => b,
+                // A file cut short loses its feature sections together (perf writes them last): one warning.
+                Err(_) if off <= off.saturating_add(size) && off.saturating_add(size) < 1 << 40 => {
+                    cut_features.push(feature_label(id));
+                    cut_end = cut_end.max(off + size);
+                    continue;
+                }
                 Err(e) => {
                     warn(
                         &mut self.warnings,
@@ -367,6 +382,17 @@ impl PerfFile {
                     ),
                 );
             }
+        }
+        if !cut_features.is_empty() {
+            warn(
+                &mut self.warnings,
+                Some(len),
+                format!(
+                    "the file is truncated at byte {len} of {cut_end}: the feature sections {} are missing (the \
+                     records are complete)",
+                    cut_features.join(", ")
+                ),
+            );
         }
         Ok(())
     }
@@ -697,7 +723,10 @@ pub(super) fn raw_at<E: Endian>(
         return Err(ReadError::invalid(
             "record header",
             pos as u64,
-            format!("record size {size} is below the 8-byte header (type {ty})"),
+            format!(
+                "its size field says {size} bytes, less than the 8-byte header itself (type {ty}), so no record \
+                 after it can be found"
+            ),
         ));
     }
     let mut c = Cursor::new(data, pos as u64, endian, "record");
@@ -738,6 +767,43 @@ pub(super) fn raw_at<E: Endian>(
         body,
         next: next as usize,
     }))
+}
+
+/// Why the records cannot be followed past `pos`: `cause`, with how much of the data section (`data`) is lost —
+/// or, when the rest of the data is text (perf's stderr redirected into the file, `perf record -o - … > f 2>&1`),
+/// a warning saying so, as no recorded data is lost.
+pub(super) fn records_lost(
+    bytes: &[u8],
+    data: std::ops::Range<usize>,
+    stated_end: u64,
+    pos: usize,
+    cause: ReadError,
+) -> Result<Warning, ReadError> {
+    let rest = bytes.get(pos..data.end).unwrap_or(&[]);
+    let printable = rest
+        .iter()
+        .filter(|&&b| b.is_ascii_graphic() || b.is_ascii_whitespace())
+        .count();
+    if rest.len() >= 8 && printable * 10 >= rest.len() * 9 {
+        let text = String::from_utf8_lossy(rest);
+        let first_line = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
+        let shown: String = first_line.trim().chars().take(80).collect();
+        return Ok(Warning {
+            offset: Some(pos as u64),
+            message: format!(
+                "the last {} bytes of the file are text, not records (\"{shown}\"): was the recording's stderr \
+                 redirected into it? Every record before them was read",
+                rest.len()
+            ),
+        });
+    }
+    let stated_end = stated_end.max(data.end as u64);
+    Err(ReadError::RecordsLost {
+        offset: pos as u64,
+        lost: stated_end.saturating_sub(pos as u64),
+        data_len: stated_end.saturating_sub(data.start as u64),
+        cause: Box::new(cause),
+    })
 }
 
 /// Whether a feature section table for `bitmap` at `at` lies in the file and every entry points inside it.
@@ -799,11 +865,11 @@ fn section<'a>(
     let len = bytes.len() as u64;
     match offset.checked_add(size) {
         Some(end) if end <= len => Ok(&bytes[offset as usize..end as usize]),
-        _ => Err(ReadError::Truncated {
+        _ => Err(ReadError::OutsideFile {
             what,
             offset,
-            needed: size,
-            available: len.saturating_sub(offset),
+            size,
+            file_len: len,
         }),
     }
 }

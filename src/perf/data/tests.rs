@@ -714,7 +714,14 @@ fn empty_and_wrong_magic() {
     let mut bytes = write_file(Endianness::Little, &all_records()).0;
     bytes[0..8].copy_from_slice(b"NOTPERF!");
     match PerfFile::from_bytes(bytes) {
-        Err(ReadError::BadMagic { found }) => assert_eq!(found, "NOTPERF!"),
+        Err(e @ ReadError::BadMagic { magic }) => {
+            assert_eq!(&magic, b"NOTPERF!");
+            assert_eq!(
+                e.to_string(),
+                "not a perf.data file: it starts with the bytes 4e 4f 54 50 45 52 46 21 (\"NOTPERF!\"), not the \
+                 magic \"PERFILE2\" of a file `perf record` writes"
+            );
+        }
         other => panic!("{other:?}"),
     }
     let dir = tempfile::tempdir().unwrap();
@@ -745,8 +752,18 @@ fn truncated_at_every_byte() {
                 // Header or attrs are cut: an error that names where.
                 let e = r.expect_err("a file cut before its data cannot open");
                 assert!(
-                    matches!(e, ReadError::Empty | ReadError::Truncated { .. }),
+                    matches!(
+                        e,
+                        ReadError::Empty
+                            | ReadError::Truncated { .. }
+                            | ReadError::OutsideFile { .. }
+                    ),
                     "cut {cut}: {e}"
+                );
+                let msg = e.to_string();
+                assert!(
+                    msg.contains("truncated") || msg.contains("empty"),
+                    "cut {cut}: a plain sentence naming the truncation: {msg}"
                 );
                 continue;
             }
