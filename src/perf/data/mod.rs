@@ -142,7 +142,7 @@ pub enum ReadError {
 }
 
 /// A length or offset no real perf.data file comes near (1 TiB): garbage, not a truncation.
-const IMPLAUSIBLE: u64 = 1 << 40;
+pub(crate) const IMPLAUSIBLE: u64 = 1 << 40;
 
 fn show_magic(magic: &[u8; 8]) -> String {
     let hex: Vec<String> = magic.iter().map(|b| format!("{b:02x}")).collect();
@@ -239,8 +239,9 @@ pub struct Warning {
 impl std::fmt::Display for Warning {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self.offset {
-            Some(o) => write!(f, "{} (offset {o:#x})", self.message),
-            None => f.write_str(&self.message),
+            // A garbage offset is not worth printing (the message says what is wrong).
+            Some(o) if o < IMPLAUSIBLE => write!(f, "{} (offset {o:#x})", self.message),
+            _ => f.write_str(&self.message),
         }
     }
 }

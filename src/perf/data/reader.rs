@@ -284,15 +284,20 @@ impl PerfFile {
 
         // Data.
         if data_off > len {
-            return Err(ReadError::invalid(
-                "data section",
-                32,
-                format!("offset {data_off:#x} is past the end of the file ({len:#x})"),
-            ));
+            return Err(ReadError::OutsideFile {
+                what: "data",
+                offset: data_off,
+                size: data_size,
+                file_len: len,
+            });
         }
         let mut data_end = data_off.saturating_add(data_size);
         let data_end_stated = data_end;
-        self.stated_data_end = data_end;
+        self.stated_data_end = if data_size < super::IMPLAUSIBLE {
+            data_end
+        } else {
+            len
+        };
         // perf record writes data size 0 at the start and the real size at the end. A file with size 0 is either
         // finished with no records (a valid feature table follows) or was killed (records follow).
         let killed = data_size == 0
@@ -302,14 +307,21 @@ impl PerfFile {
             warn(&mut self.warnings, None, "data size is 0 (was 'perf record' properly terminated?); reading records to the end of the file");
             data_end = len;
         } else if data_end > len {
-            warn(&mut self.warnings,
+            warn(
+                &mut self.warnings,
                 None,
-                format!(
-                    "the file is truncated at byte {len}: the header says its records end at byte {data_end}, so the \
-                     last {} bytes of records ({:.1}% of them) and the feature sections after them are missing",
-                    data_end - len,
-                    (data_end - len) as f64 * 100.0 / data_size.max(1) as f64
-                ),
+                if data_size < super::IMPLAUSIBLE {
+                    format!(
+                        "the file is truncated at byte {len}: the header says its records end at byte {data_end}, so \
+                         the last {} bytes of records ({:.1}% of them) and the feature sections after them are \
+                         missing",
+                        data_end - len,
+                        (data_end - len) as f64 * 100.0 / data_size.max(1) as f64
+                    )
+                } else {
+                    "the header's data size is garbage; reading records to the end of the file"
+                        .to_string()
+                },
             );
             data_end = len;
         }
@@ -346,13 +358,12 @@ impl PerfFile {
                 }
             };
             if table::feature_name(id).is_none() {
-                warn(
-                    &mut self.warnings,
-                    Some(off),
-                    format!(
-                        "unknown feature {id} ({size} bytes) skipped; written by a newer perf?"
-                    ),
-                );
+                let what = if size < super::IMPLAUSIBLE {
+                    format!("unknown feature {id} ({size} bytes) skipped; written by a newer perf?")
+                } else {
+                    format!("unknown feature {id} skipped; its section table entry is garbage")
+                };
+                warn(&mut self.warnings, Some(off), what);
             }
             let bytes = match section(&self.bytes, off, size, "feature") {
                 Ok(b) => b,
@@ -448,7 +459,11 @@ impl PerfFile {
                         Ok(id) => Err(ReadError::invalid(
                             "HEADER_FEATURE record",
                             at + 8,
-                            format!("feature id {id} is out of range"),
+                            if id < super::IMPLAUSIBLE {
+                                format!("feature id {id} is out of range (0-255)")
+                            } else {
+                                "its feature id is garbage".to_string()
+                            },
                         )),
                         Err(e) => Err(e),
                     }
