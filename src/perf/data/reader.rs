@@ -117,25 +117,26 @@ impl PerfFile {
         Self::from_file(file, path)
     }
 
-    /// Reads an open file: mapped when it is a regular file (e.g. stdin redirected from a file), read to its end
-    /// otherwise (a pipe: `perf record -o - | bport script`). `name` is only for messages.
+    /// Reads an open file: mapped when it is a regular file (e.g. stdin redirected from a file); a pipe
+    /// (`perf record -o - | bport script`) is first copied, in 1 MB pieces, into an unnamed temporary file (see
+    /// [`spill`]) which is then mapped like a recording on disk. `name` is only for messages.
     pub fn from_file(file: std::fs::File, name: impl AsRef<Path>) -> Result<Self, ReadError> {
         let io = |source| ReadError::Io {
             path: name.as_ref().to_path_buf(),
             source,
         };
         let meta = file.metadata().map_err(io)?;
-        if meta.is_file() {
-            if meta.len() == 0 {
-                return Err(ReadError::Empty);
-            }
-            let map = map_file(&file).map_err(io)?;
-            return Self::parse(Backing::Map(std::sync::Arc::new(map)));
+        let file = if meta.is_file() {
+            file
+        } else {
+            spill(file, &std::env::temp_dir()).map_err(io)?
+        };
+        let len = file.metadata().map_err(io)?.len();
+        if len == 0 {
+            return Err(ReadError::Empty);
         }
-        let mut v = Vec::new();
-        let mut f = file;
-        f.read_to_end(&mut v).map_err(io)?;
-        Self::parse(Backing::Owned(v))
+        let map = map_file(&file).map_err(io)?;
+        Self::parse(Backing::Map(std::sync::Arc::new(map)))
     }
 
     /// Parses a whole file or stream held in memory.
@@ -681,6 +682,54 @@ pub(super) fn warn(warnings: &mut Vec<Warning>, offset: Option<u64>, message: im
         offset,
         message: message.into(),
     });
+}
+
+/// Copies a stream to its end into a temporary file in `dir` that has no name (O_TMPFILE; where the file system
+/// lacks it, a named one removed at once), and returns it for mapping.
+///
+/// Why not memory: a pipe cannot be mapped, and holding a DWARF recording's stream in a `Vec` took as much memory
+/// as the stream (hundreds of MB; more while the vector grew). In a file the bytes are page cache, which the kernel
+/// can write out and drop, and the reader then works as on a recording on disk — the page prefetcher and its
+/// release of pages behind the reader included — so the process's own memory stays that of a file-mode run.
+/// The records are not read as they arrive: the time order needs the rounds after them, and the stream's end
+/// is where perf and bport learn the build-ids (HEADER_BUILD_ID records come last).
+pub fn spill(mut stream: impl Read, dir: &Path) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut file = match std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .custom_flags(libc::O_TMPFILE)
+        .mode(0o600)
+        .open(dir)
+    {
+        Ok(f) => f,
+        Err(_) => {
+            let path = dir.join(format!(
+                ".bport-stream-{}-{:?}",
+                std::process::id(),
+                std::thread::current().id()
+            ));
+            let f = std::fs::OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .open(&path)?;
+            std::fs::remove_file(&path)?;
+            f
+        }
+    };
+    let mut buf = vec![0u8; 1 << 20];
+    loop {
+        let n = match stream.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        std::io::Write::write_all(&mut file, &buf[..n])?;
+    }
+    Ok(file)
 }
 
 /// Maps a regular file read-only. Mapping instead of reading saves copying every byte once and touches only the

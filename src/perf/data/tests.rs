@@ -1427,3 +1427,17 @@ fn a_large_mapped_file_reads_the_same_as_in_memory() {
         .collect();
     assert!(times.windows(2).all(|w| w[0] <= w[1]), "not in time order");
 }
+
+/// A pipe is copied into a file without a name (nothing is left behind in the directory, even when the process is
+/// killed) and read like a recording on disk.
+#[test]
+fn a_stream_is_spilled_to_an_unnamed_file_and_read_as_mapped() {
+    let (bytes, _) = write_file(Endianness::Little, &all_records());
+    let dir = tempfile::tempdir().unwrap();
+    let file = super::reader::spill(&bytes[..], dir.path()).unwrap();
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+    assert_eq!(file.metadata().unwrap().len(), bytes.len() as u64);
+    let read = PerfFile::from_file(file, "stream").unwrap();
+    let want = PerfFile::from_bytes(bytes).unwrap();
+    assert_eq!(read_all(&read, true).0, read_all(&want, true).0);
+}
