@@ -76,8 +76,8 @@ pub fn buildid_list(
 }
 
 /// Every DSO the records map, in the order perf's session creates them (`dsos__findnew`): the kernel image
-/// first (perf makes its DSO before the first record), then each name at its first HEADER_BUILD_ID or
-/// MMAP/MMAP2 record in time order, with the build-id the first record that states one gives.
+/// first (perf makes its DSO before the first record), then each name at its first MMAP/MMAP2 record in time
+/// order, with the build-id of that MMAP2 record or of a HEADER_BUILD_ID record naming it.
 fn dsos_met(file: &PerfFile) -> Vec<(String, Option<Vec<u8>>)> {
     const KERNEL: &str = "[kernel.kallsyms]";
     let mut order: Vec<(String, Option<Vec<u8>>)> = vec![(KERNEL.to_string(), None)];
@@ -134,6 +134,7 @@ fn dsos_met(file: &PerfFile) -> Vec<(String, Option<Vec<u8>>)> {
     }
     order
 }
+
 /// What went into a bundle.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ArchiveOutcome {
