@@ -382,3 +382,40 @@ fn buildid_list_of_a_compressed_pipe_stream_names_the_dsos_perf_script_sees_hit(
         "perf record -o - writes no build-ids:\n{ours}"
     );
 }
+
+#[test]
+fn bport_record_of_tracepoints_to_a_pipe_into_perf_script_equals_bport_script() {
+    let Some((dir, workload)) = setup() else {
+        return;
+    };
+    let d = dir.path();
+    let mut theirs = perf(d);
+    theirs.args(["script", "-i", "-"]);
+    // The tracepoints' formats travel as a HEADER_TRACING_DATA record after the features, as perf writes them.
+    let (bytes, theirs) = pipeline(
+        bport_record(
+            d,
+            &workload,
+            &[
+                "-e",
+                "sched:sched_switch,sched:sched_process_exit",
+                "-o",
+                "-",
+            ],
+        ),
+        theirs,
+    );
+    let theirs = text(&theirs, "perf script -i -");
+    let mut ours = bport::bport(d);
+    ours.args(["script", "-i", "-"]);
+    let ours = text(&feed(ours, &bytes), "bport script -i -");
+    assert_same_lines(
+        &theirs,
+        &ours,
+        "bport record -e TRACEPOINTS -o - | perf script -i -",
+    );
+    assert!(
+        theirs.contains("sched:sched_process_exit: comm=chain-fp"),
+        "no exit of the workload in:\n{theirs}"
+    );
+}

@@ -495,6 +495,30 @@ impl<W: Write> PerfFileWriter<W> {
         self.emit_pipe_features(features)
     }
 
+    /// Pipe mode, after the features: the tracepoints' formats as a HEADER_TRACING_DATA record, whose payload
+    /// follows it outside its size (perf's `perf_event__synthesize_tracing_data`: the size field is the payload
+    /// padded to 8 bytes).
+    pub fn write_pipe_tracing_data(&mut self, data: &[u8]) -> Result<(), WriteError> {
+        if !self.pipe || self.data_offset.is_some() {
+            return Err(WriteError::Usage(
+                "write_pipe_tracing_data belongs to a pipe-mode writer, before its records".into(),
+            ));
+        }
+        let padded = data.len().div_ceil(8) * 8;
+        let size = u32::try_from(padded)
+            .map_err(|_| WriteError::Usage("tracing data of 4 GB or more".into()))?;
+        let endian = self.opts.endian;
+        let mut rec = Vec::with_capacity(16 + padded);
+        rec.extend_from_slice(&endian.write_u32(PERF_RECORD_HEADER_TRACING_DATA));
+        rec.extend_from_slice(&endian.write_u16(0));
+        rec.extend_from_slice(&endian.write_u16(16));
+        rec.extend_from_slice(&endian.write_u32(size));
+        rec.extend_from_slice(&[0; 4]);
+        rec.extend_from_slice(data);
+        rec.resize(16 + padded, 0);
+        self.emit(&rec)
+    }
+
     fn emit_pipe_features(&mut self, features: &Features) -> Result<(), WriteError> {
         let endian = self.opts.endian;
         let with_features = self.opts.abi.supports_record(PERF_RECORD_HEADER_FEATURE);
