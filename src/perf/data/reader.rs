@@ -369,7 +369,11 @@ impl PerfFile {
             let bytes = match section(&self.bytes, off, size, "feature") {
                 Ok(b) => b,
                 // A file cut short loses its feature sections together (perf writes them last): one warning.
-                Err(_) if off <= off.saturating_add(size) && off.saturating_add(size) < 1 << 40 => {
+                Err(_)
+                    if off
+                        .checked_add(size)
+                        .is_some_and(|end| end < super::IMPLAUSIBLE) =>
+                {
                     cut_features.push(feature_label(id));
                     cut_end = cut_end.max(off + size);
                     continue;
@@ -398,7 +402,7 @@ impl PerfFile {
         if !cut_features.is_empty() {
             warn(
                 &mut self.warnings,
-                Some(len),
+                None,
                 format!(
                     "the file is truncated at byte {len} of {cut_end}: the feature sections {} are missing (the \
                      records are complete)",
