@@ -1,4 +1,4 @@
-//! Pipe mode end to end, both ways (issue 12, item 9): `perf record -o - | bport script`,
+//! Pipe mode end to end, both ways (issue 12, item 9): `perf record -o - | bport script` (fp and DWARF),
 //! `bport record -o - | perf script -i -`, `bport record -o - | bport script`, and a pipe-mode `-z` stream. Every
 //! stream goes through a real pipe into its reader while the test keeps a copy of its bytes, and the reader's text
 //! is compared line for line with the other tool reading the same bytes from a pipe. `buildid-list` on pipe-mode
@@ -417,5 +417,37 @@ fn bport_record_of_tracepoints_to_a_pipe_into_perf_script_equals_bport_script() 
     assert!(
         theirs.contains("sched:sched_process_exit: comm=chain-fp"),
         "no exit of the workload in:\n{theirs}"
+    );
+}
+
+#[test]
+fn dwarf_pipe_stream_into_bport_script_equals_perf_script() {
+    if !oracle::require("perf", "apt-get install linux-perf") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    // The build without frame pointers: its chains come only from DWARF unwinding of the stack copies.
+    let workload = Build::NoFramePointer.write_to(d).unwrap();
+    let mut script = bport::bport(d);
+    script.arg("script");
+    let (bytes, ours) = pipeline(
+        perf_record(d, &workload, &["--call-graph", "dwarf,4096", "-o", "-"]),
+        script,
+    );
+    let ours = text(&ours, "bport script");
+    let mut theirs = perf(d);
+    theirs.args(["script", "-i", "-"]);
+    let theirs = text(&feed(theirs, &bytes), "perf script -i -");
+    let (theirs, ours) = (without_vdso_symbols(&theirs), without_vdso_symbols(&ours));
+    assert_same_lines(
+        &theirs,
+        &ours,
+        "perf record --call-graph dwarf -o - | bport script",
+    );
+    assert!(
+        leaf_samples(&ours) >= 20,
+        "{} samples in {LEAF}:\n{ours}",
+        leaf_samples(&ours)
     );
 }
