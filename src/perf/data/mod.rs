@@ -141,8 +141,8 @@ pub enum ReadError {
     },
 }
 
-/// A length or offset no real perf.data file comes near (1 TiB): garbage, not a truncation.
-pub(crate) const IMPLAUSIBLE: u64 = 1 << 40;
+/// A length or offset no real perf.data file comes near (512 GiB): garbage, not a truncation.
+pub(crate) const IMPLAUSIBLE: u64 = 1 << 39;
 
 fn show_magic(magic: &[u8; 8]) -> String {
     let hex: Vec<String> = magic.iter().map(|b| format!("{b:02x}")).collect();
@@ -162,8 +162,8 @@ fn show_magic(magic: &[u8; 8]) -> String {
 fn truncated(what: &str, offset: u64, needed: u64, available: u64) -> String {
     if needed >= IMPLAUSIBLE {
         return format!(
-            "the {what} at byte {offset} states a length that cannot be right (more than 1 TiB, with {available} bytes \
-             left): the bytes there are corrupt"
+            "the {what} at byte {offset} states a length that cannot be right (more than 512 GiB, with {available} \
+             bytes left): the bytes there are corrupt"
         );
     }
     let end = offset.saturating_add(available);
@@ -171,7 +171,7 @@ fn truncated(what: &str, offset: u64, needed: u64, available: u64) -> String {
 }
 
 fn outside(what: &str, offset: u64, size: u64, file_len: u64) -> String {
-    if offset >= IMPLAUSIBLE || size >= IMPLAUSIBLE {
+    if offset.saturating_add(size) >= IMPLAUSIBLE {
         format!(
             "the {what} section points outside the file: its offset or size in the header is garbage (the file has \
              {file_len} bytes); the header is corrupt"

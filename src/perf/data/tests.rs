@@ -1441,3 +1441,22 @@ fn a_stream_is_spilled_to_an_unnamed_file_and_read_as_mapped() {
     let want = PerfFile::from_bytes(bytes).unwrap();
     assert_eq!(read_all(&read, true).0, read_all(&want, true).0);
 }
+
+/// Found by the fuzz target: a feature table entry 800 GB past a 12 KB file was printed with its numbers; any
+/// section ending past 512 GiB is garbage and is called that.
+#[test]
+fn a_feature_section_far_outside_the_file_is_called_garbage() {
+    let (mut b, _) = write_file(Endianness::Little, &all_records());
+    let table = PerfFile::from_bytes(b.clone()).unwrap().data_range().end;
+    put_u64(&mut b, table, 858_993_459_200);
+    put_u64(&mut b, table + 8, 858_993_459_200);
+    let file = PerfFile::from_bytes(b).unwrap();
+    let w: Vec<String> = file.warnings().iter().map(|w| w.message.clone()).collect();
+    assert!(
+        w.iter()
+            .any(|m| m
+                .contains("points outside the file: its offset or size in the header is garbage")),
+        "{w:?}"
+    );
+    assert!(w.iter().all(|m| !m.contains("858993459200")), "{w:?}");
+}
