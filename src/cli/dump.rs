@@ -24,7 +24,7 @@ pub struct DumpArgs {
 }
 
 fn read_error(e: ReadError, path: &std::path::Path) -> CliError {
-    let truncated = matches!(e, ReadError::Truncated { .. });
+    let truncated = e.is_truncation();
     let err = CliError::new(Kind::User, e);
     if truncated {
         err.hint(format!(
@@ -38,7 +38,9 @@ fn read_error(e: ReadError, path: &std::path::Path) -> CliError {
 
 pub fn run(args: DumpArgs, ui: &Ui) -> CliResult {
     let file = if args.input.as_os_str() == "-" {
-        PerfFile::from_reader(std::io::stdin().lock())
+        use std::os::fd::AsFd;
+        let stdin = std::fs::File::from(std::io::stdin().as_fd().try_clone_to_owned()?);
+        PerfFile::from_file(stdin, "stdin")
     } else {
         PerfFile::open(&args.input)
     }

@@ -28,7 +28,7 @@ pub struct FlamegraphArgs {
 
 pub fn run(args: FlamegraphArgs, ui: &Ui) -> CliResult {
     let options = args.script.options()?;
-    let file = open(&args.script.input)?;
+    let file = open(&super::script::input_or_stdin(args.script.input.clone()))?;
     let mut out: Box<dyn Write> = match &args.output {
         Some(p) => Box::new(std::io::BufWriter::new(std::fs::File::create(p).map_err(
             |e| CliError::user(format!("cannot create {}: {e}", p.display())),

@@ -65,7 +65,8 @@ pub struct RecordArgs {
     #[arg(long = "call-graph", value_name = "MODE")]
     pub call_graph: Option<String>,
 
-    /// Output file; an existing one is kept as FILE.old.
+    /// Output file; an existing one is kept as FILE.old. `-` writes pipe-mode perf.data to stdout (the
+    /// command's own output then goes to stderr), as `perf record -o -` does.
     #[arg(
         short = 'o',
         long = "output",
@@ -239,7 +240,15 @@ fn parse_events(values: &[String]) -> CliResult<(Event, Vec<record::Tracepoint>)
 /// Runs `bport record`.
 pub fn run(args: RecordArgs, ui: &Ui) -> CliResult {
     let config = args.to_config()?;
-    let outcome = record::record(&config).map_err(into_cli_error)?;
+    let outcome = if config.output.as_os_str() == record::PIPE_OUTPUT {
+        // `-o -`: pipe-mode perf.data on stdout, as `perf record -o -` writes it (for `| perf script -i -`).
+        use std::os::fd::AsFd;
+        let stdout = std::fs::File::from(std::io::stdout().as_fd().try_clone_to_owned()?);
+        record::record_to_pipe(&config, std::io::BufWriter::with_capacity(1 << 16, stdout))
+    } else {
+        record::record(&config)
+    }
+    .map_err(into_cli_error)?;
     for note in &outcome.notes {
         ui.status(format!("note: {note}"));
     }

@@ -11,9 +11,9 @@ use std::path::{Path, PathBuf};
 /// Arguments of `bport script`.
 #[derive(Debug, clap::Args)]
 pub struct ScriptArgs {
-    /// The perf.data file to read.
-    #[arg(short, long, default_value = "perf.data")]
-    pub input: PathBuf,
+    /// The perf.data file to read; `-` reads stdin. Default: stdin when it is a pipe, else perf.data (as perf).
+    #[arg(short, long, value_name = "FILE")]
+    pub input: Option<PathBuf>,
 
     /// Output fields, as in perf: `comm,tid,time,ip,sym` replaces the default set, `+pid,-period` changes it.
     /// Known: comm, tid, pid, cpu, time, event, ip, sym, symoff, dso, period, addr, data_src, weight, ins_lat.
@@ -71,9 +71,34 @@ impl ScriptArgs {
     }
 }
 
-/// Opens a perf.data file with a CLI error that says what to do.
+/// The file to read when `-i` was not given: stdin when it is a pipe (`perf record -o - | bport script`),
+/// otherwise `perf.data` — perf's rule (tools/perf/util/data.c, `check_pipe`: a FIFO on stdin and no path).
+pub fn input_or_stdin(input: Option<PathBuf>) -> PathBuf {
+    use std::os::unix::fs::FileTypeExt;
+    input.unwrap_or_else(|| {
+        use std::os::fd::AsFd;
+        let stdin_is_pipe = std::io::stdin()
+            .as_fd()
+            .try_clone_to_owned()
+            .and_then(|fd| std::fs::File::from(fd).metadata())
+            .is_ok_and(|m| m.file_type().is_fifo());
+        PathBuf::from(if stdin_is_pipe { STDIN } else { "perf.data" })
+    })
+}
+
+/// The input name that means stdin, as in perf.
+pub const STDIN: &str = "-";
+
+/// Opens a perf.data file (`-`: stdin) with a CLI error that says what to do.
 pub fn open(path: &Path) -> CliResult<PerfFile> {
-    PerfFile::open(path).map_err(|e| {
+    let opened = if path.as_os_str() == STDIN {
+        use std::os::fd::AsFd;
+        let stdin = std::fs::File::from(std::io::stdin().as_fd().try_clone_to_owned()?);
+        PerfFile::from_file(stdin, "stdin")
+    } else {
+        PerfFile::open(path)
+    };
+    opened.map_err(|e| {
         CliError::new(Kind::User, e).hint(format!(
             "record one with `bport record -g -o {} -- CMD` or `perf record -g`",
             path.display()
@@ -83,7 +108,7 @@ pub fn open(path: &Path) -> CliResult<PerfFile> {
 
 pub fn run(args: ScriptArgs, ui: &Ui) -> CliResult {
     let options = args.options()?;
-    let file = open(&args.input)?;
+    let file = open(&input_or_stdin(args.input))?;
     // The script writes 64 KB pieces from its output thread: straight to the file descriptor (a `File` on a
     // duplicate of it), not through stdout's line buffering.
     let mut out = {
@@ -94,7 +119,14 @@ pub fn run(args: ScriptArgs, ui: &Ui) -> CliResult {
     let outcome =
         script::session::write_script(&file, &options, &mut out).map_err(|e| match e {
             script::session::ScriptError::Io(io) => CliError::from(io),
-            other => CliError::new(Kind::User, other),
+            other => {
+                // The samples before the damage are printed; what the header already told about it goes first.
+                for w in file.warnings() {
+                    ui.warn(w);
+                }
+                CliError::new(Kind::User, other)
+                    .hint("the samples before the damage are printed above")
+            }
         })?;
     out.flush()?;
     for w in &outcome.warnings {

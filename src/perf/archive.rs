@@ -7,7 +7,9 @@
 //! a directory holding `elf` (or `kallsyms`, `vdso`). Unpacking with `tar xf BUNDLE -C ~/.debug` makes both
 //! `bport script` and `perf script` find the files.
 
-use crate::perf::data::PerfFile;
+use crate::perf::abi::{HEADER_BUILD_ID, PERF_RECORD_MISC_CPUMODE_MASK, PERF_RECORD_MISC_KERNEL};
+use crate::perf::data::{Mmap2Inode, PerfFile, Record};
+use crate::perf::script::machine::dso_name;
 use crate::perf::script::session::{samples, ScriptError};
 use crate::perf::script::Options;
 use crate::perf::symbols::{build_id_link, hex, FileLookup, FsLookup, Symbolizer};
@@ -23,14 +25,21 @@ pub struct BuildIdLine {
     pub name: String,
 }
 
-/// The BUILD_ID table of `file`, in file order; with `with_hits`, only DSOs that a sample's IP fell into
-/// (this reads every sample).
+/// The build-ids `perf buildid-list` prints for `file`.
+///
+/// With a BUILD_ID table (file mode, as `perf record` writes it): the table in file order; with `with_hits`, only
+/// DSOs that a sample's IP fell into (this reads every sample). Without one — pipe mode, where build-ids can only
+/// come as HEADER_BUILD_ID records, and `perf record -z`, which skips the build-id pass — perf 6.1 reads every
+/// sample and lists each DSO a sample's IP hit (`with_hits` forced on), in the order its session met the DSOs,
+/// with the build-id a HEADER_BUILD_ID or MMAP2 record gave it and a blank one otherwise
+/// (builtin-buildid-list.c: `if (!perf_header__has_feat(.., HEADER_BUILD_ID)) with_hits = true`).
 pub fn buildid_list(
     file: &PerfFile,
     options: &Options,
     with_hits: bool,
 ) -> Result<Vec<BuildIdLine>, ScriptError> {
-    let hits = if with_hits {
+    let has_table = !file.is_pipe() && file.feature_ids().contains(&HEADER_BUILD_ID);
+    let hits = if with_hits || !has_table {
         let mut it = samples(file, options);
         while let Some(item) = it.next_sample() {
             item?;
@@ -39,6 +48,17 @@ pub fn buildid_list(
     } else {
         None
     };
+    if !has_table {
+        let hits = hits.unwrap_or_default();
+        return Ok(dsos_met(file)
+            .into_iter()
+            .filter(|(name, _)| hits.contains(name.as_str()))
+            .map(|(name, build_id)| BuildIdLine {
+                build_id: build_id.map_or_else(String::new, |b| hex(&b)),
+                name,
+            })
+            .collect());
+    }
     let mut seen = std::collections::HashSet::new();
     Ok(file
         .build_ids()
@@ -53,6 +73,66 @@ pub fn buildid_list(
             name: e.filename.clone(),
         })
         .collect())
+}
+
+/// Every DSO the records map, in the order perf's session creates them (`dsos__findnew`): the kernel image
+/// first (perf makes its DSO before the first record), then each name at its first MMAP/MMAP2 record in time
+/// order, with the build-id of that MMAP2 record or of a HEADER_BUILD_ID record naming it.
+fn dsos_met(file: &PerfFile) -> Vec<(String, Option<Vec<u8>>)> {
+    const KERNEL: &str = "[kernel.kallsyms]";
+    let mut order: Vec<(String, Option<Vec<u8>>)> = vec![(KERNEL.to_string(), None)];
+    let mut index: std::collections::HashMap<String, usize> =
+        std::collections::HashMap::from([(KERNEL.to_string(), 0)]);
+    let mut meet = |name: String, build_id: Option<Vec<u8>>| {
+        let i = *index.entry(name.clone()).or_insert_with(|| {
+            order.push((name, None));
+            order.len() - 1
+        });
+        if order[i].1.is_none() {
+            order[i].1 = build_id;
+        }
+    };
+    // The reader collects HEADER_BUILD_ID records up front; perf meets them in stream order, which for the
+    // streams perf and bport write is after the MMAPs of the DSOs they name, so only their build-ids matter.
+    let recorded: std::collections::HashMap<std::borrow::Cow<'_, str>, &[u8]> = file
+        .build_ids()
+        .iter()
+        .map(|b| {
+            let kernel = b.misc & PERF_RECORD_MISC_CPUMODE_MASK == PERF_RECORD_MISC_KERNEL;
+            // The entries' pid is the machine's (-1 for the host), not a process's.
+            (dso_name(&b.filename, kernel, 0), &b.build_id[..])
+        })
+        .collect();
+    for record in file.records().flatten() {
+        let (filename, kernel, pid, build_id) = match &record {
+            Record::Mmap(m) => (
+                m.filename,
+                m.meta.cpumode() == PERF_RECORD_MISC_KERNEL,
+                m.pid as i32,
+                None,
+            ),
+            Record::Mmap2(m) => (
+                m.filename,
+                m.meta.cpumode() == PERF_RECORD_MISC_KERNEL,
+                m.pid as i32,
+                match m.inode {
+                    Mmap2Inode::BuildId(b) => Some(b.to_vec()),
+                    Mmap2Inode::Inode { .. } => None,
+                },
+            ),
+            _ => continue,
+        };
+        let filename = String::from_utf8_lossy(filename.split(|&b| b == 0).next().unwrap_or(&[]));
+        let name = dso_name(&filename, kernel, pid).into_owned();
+        let build_id = build_id.or_else(|| recorded.get(name.as_str()).map(|b| b.to_vec()));
+        meet(name, build_id);
+    }
+    if let Some(bid) = recorded.get(KERNEL) {
+        if order[0].1.is_none() {
+            order[0].1 = Some(bid.to_vec());
+        }
+    }
+    order
 }
 
 /// What went into a bundle.

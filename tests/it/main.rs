@@ -8,6 +8,7 @@ mod archive;
 mod cli_help;
 mod corpus;
 mod perf_data;
+mod pipe;
 mod probe;
 mod real_programs;
 mod record;

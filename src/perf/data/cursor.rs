@@ -95,7 +95,18 @@ impl<'a, E: Endian> Cursor<'a, E> {
     /// `n` u64s as raw bytes (checked for overflow of `n * 8`).
     pub(crate) fn u64s(&mut self, n: u64) -> Result<&'a [u8], ReadError> {
         let bytes = n.checked_mul(8).ok_or_else(|| {
-            ReadError::invalid(self.what, self.offset(), format!("count {n} overflows"))
+            ReadError::invalid(
+                self.what,
+                self.offset(),
+                format!(
+                    "its entry count ({}) is garbage",
+                    if n < crate::perf::data::IMPLAUSIBLE {
+                        n.to_string()
+                    } else {
+                        "more than fits in memory".into()
+                    }
+                ),
+            )
         })?;
         self.take(bytes)
     }

@@ -1,7 +1,7 @@
 //! Iterating a file's records: file order, or time order as perf's ordered-events queue delivers them (see the
 //! [`super::reader`] docs for the FINISHED_ROUND rule).
 
-use super::reader::{raw_at, type_label, PerfFile, RawRec};
+use super::reader::{raw_at, records_lost, type_label, PerfFile, RawRec};
 use super::records::Record;
 use super::{ReadError, Warning};
 use crate::perf::abi::*;
@@ -139,7 +139,12 @@ impl<'a> Records<'a> {
             Err(e) => {
                 self.done = true;
                 self.flush_up_to(u64::MAX);
-                self.error = Some(e);
+                let data = file.data_start..file.data_end;
+                match records_lost(file.data_bytes(), data, file.stated_data_end, pos, e) {
+                    // Text after the records (perf's stderr in the file): nothing of the recording is lost.
+                    Ok(text) => self.warnings.push(text),
+                    Err(e) => self.error = Some(e),
+                }
                 return;
             }
         };
@@ -170,9 +175,25 @@ impl<'a> Records<'a> {
         let record = match file.parse_record(pos, &h, endian) {
             Ok(r) => r,
             Err(e) => {
+                // Inside a record whose frame is intact, a field that runs past its end is a corrupt length,
+                // not a file cut short.
+                let why = match e {
+                    ReadError::Truncated {
+                        what,
+                        needed,
+                        available,
+                        ..
+                    } if needed <= u64::from(u16::MAX) => format!(
+                        "its {what} needs {needed} bytes but the record has only {available} left"
+                    ),
+                    ReadError::Truncated { what, .. } => {
+                        format!("its {what} states a length larger than any record")
+                    }
+                    other => other.to_string(),
+                };
                 self.warnings.push(Warning {
                     offset: Some(pos as u64),
-                    message: format!("{} record skipped: {e}", type_label(h.ty)),
+                    message: format!("{} record at byte {pos} skipped: {why}", type_label(h.ty)),
                 });
                 return;
             }

@@ -70,7 +70,9 @@ pub use writer::{PerfFileWriter, WriteOutcome, WriterOptions};
 
 use std::path::PathBuf;
 
-/// Why a perf.data file could not be read (or read further).
+/// Why a perf.data file could not be read (or read further). The messages are sentences about the user's file:
+/// where (byte offsets, decimal, as `ls -l` counts), what was expected, and what was lost; a length or offset that
+/// is garbage is called that, not printed as a 20-digit number.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ReadError {
@@ -86,13 +88,13 @@ pub enum ReadError {
     #[error("the file is empty (0 bytes); was `perf record` stopped before it wrote anything?")]
     Empty,
     /// The first 8 bytes are not a perf.data magic.
-    #[error("not a perf.data file: the magic at offset 0 is {found:?}, expected \"PERFILE2\" (or \"2ELIFREP\", \"PERFFILE\")")]
+    #[error("not a perf.data file: it starts with {}, not the magic \"PERFILE2\" of a file `perf record` writes", show_magic(magic))]
     BadMagic {
-        /// The bytes found (lossy text).
-        found: String,
+        /// The first 8 bytes of the file.
+        magic: [u8; 8],
     },
     /// A structure runs past the end of the file or of its enclosing section.
-    #[error("{what} at offset {offset:#x} needs {needed} bytes but only {available} remain; the file is truncated or corrupt")]
+    #[error("{}", truncated(what, *offset, *needed, *available))]
     Truncated {
         /// What was being read.
         what: &'static str,
@@ -103,8 +105,32 @@ pub enum ReadError {
         /// Bytes there are.
         available: u64,
     },
+    /// A section the header lists lies (partly) outside the file.
+    #[error("{}", outside(what, *offset, *size, *file_len))]
+    OutsideFile {
+        /// Which section (`attr ids`, `feature section`, …).
+        what: &'static str,
+        /// The offset the header states.
+        offset: u64,
+        /// The size the header states.
+        size: u64,
+        /// The file's length.
+        file_len: u64,
+    },
+    /// The records could not be followed past `offset`: what is wrong there, and how much of the data is lost.
+    #[error("{cause}; the {lost} bytes of records from byte {offset} on ({} of the data) are lost", share(*lost, *data_len))]
+    RecordsLost {
+        /// Where the damage starts (a record's start).
+        offset: u64,
+        /// Bytes of the data section from `offset` on.
+        lost: u64,
+        /// Bytes of the whole data section.
+        data_len: u64,
+        /// What is wrong at `offset`.
+        cause: Box<ReadError>,
+    },
     /// A value in the file is impossible (a size below the minimum, an offset outside the file, …).
-    #[error("{what} at offset {offset:#x}: {reason}")]
+    #[error("{what} at byte {offset}: {reason}")]
     Invalid {
         /// What was being read.
         what: &'static str,
@@ -113,6 +139,62 @@ pub enum ReadError {
         /// What is wrong with it.
         reason: String,
     },
+}
+
+/// A length or offset no real perf.data file comes near (512 GiB): garbage, not a truncation.
+pub(crate) const IMPLAUSIBLE: u64 = 1 << 39;
+
+fn show_magic(magic: &[u8; 8]) -> String {
+    let hex: Vec<String> = magic.iter().map(|b| format!("{b:02x}")).collect();
+    let text: String = magic
+        .iter()
+        .map(|&b| {
+            if b.is_ascii_graphic() || b == b' ' {
+                b as char
+            } else {
+                '.'
+            }
+        })
+        .collect();
+    format!("the bytes {} (\"{text}\")", hex.join(" "))
+}
+
+fn truncated(what: &str, offset: u64, needed: u64, available: u64) -> String {
+    if needed >= IMPLAUSIBLE {
+        return format!(
+            "the {what} at byte {offset} states a length that cannot be right (more than 512 GiB, with {available} \
+             bytes left): the bytes there are corrupt"
+        );
+    }
+    let end = offset.saturating_add(available);
+    format!("truncated at byte {end}: the {what} at byte {offset} needs {needed} bytes but only {available} are there")
+}
+
+fn outside(what: &str, offset: u64, size: u64, file_len: u64) -> String {
+    if offset.saturating_add(size) >= IMPLAUSIBLE {
+        format!(
+            "the {what} section points outside the file: its offset or size in the header is garbage (the file has \
+             {file_len} bytes); the header is corrupt"
+        )
+    } else {
+        format!(
+            "the {what} section points outside the file: the header puts it at bytes {offset}..{} but the file has \
+             {file_len} bytes (the file is truncated, or its header is corrupt)",
+            offset + size
+        )
+    }
+}
+
+fn share(lost: u64, total: u64) -> String {
+    if total == 0 {
+        return "all".into();
+    }
+    let pct = lost as f64 * 100.0 / total as f64;
+    if pct >= 99.95 {
+        "all".into()
+    } else {
+        format!("{pct:.1}%")
+    }
 }
 
 impl ReadError {
@@ -127,10 +209,20 @@ impl ReadError {
     /// The file offset the error is about, if it names one.
     pub fn offset(&self) -> Option<u64> {
         match self {
-            ReadError::Truncated { offset, .. } | ReadError::Invalid { offset, .. } => {
-                Some(*offset)
-            }
+            ReadError::Truncated { offset, .. }
+            | ReadError::Invalid { offset, .. }
+            | ReadError::OutsideFile { offset, .. }
+            | ReadError::RecordsLost { offset, .. } => Some(*offset),
             _ => None,
+        }
+    }
+
+    /// Whether the file ends before the data it describes (as when `perf record` was killed while writing).
+    pub fn is_truncation(&self) -> bool {
+        match self {
+            ReadError::Truncated { needed, .. } => *needed < IMPLAUSIBLE,
+            ReadError::RecordsLost { cause, .. } => cause.is_truncation(),
+            _ => false,
         }
     }
 }
@@ -147,8 +239,9 @@ pub struct Warning {
 impl std::fmt::Display for Warning {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self.offset {
-            Some(o) => write!(f, "{} (offset {o:#x})", self.message),
-            None => f.write_str(&self.message),
+            // A garbage offset is not worth printing (the message says what is wrong).
+            Some(o) if o < IMPLAUSIBLE => write!(f, "{} (offset {o:#x})", self.message),
+            _ => f.write_str(&self.message),
         }
     }
 }

@@ -63,7 +63,9 @@ pub struct PerfFile {
     pipe: bool,
     header_size: u64,
     pub(super) data_start: usize,
-    data_end: usize,
+    pub(super) data_end: usize,
+    /// Where the header says the data ends (past `data_end` in a truncated file).
+    pub(super) stated_data_end: u64,
     attrs: Vec<AttrEntry>,
     layouts: Vec<SampleLayout>,
     id_to_attr: HashMap<u64, usize>,
@@ -71,6 +73,10 @@ pub struct PerfFile {
     trailer_id_pos: Option<usize>,
     features: Features,
     feature_ids: Vec<u32>,
+    /// Pipe mode: how many attrs had arrived when the EVENT_DESC feature did. perf names only those from it
+    /// (`process_event_desc` looks each up among the events it has), so a stream that sends its features
+    /// first, as `perf record -o -` does, has its events named from their attrs.
+    named_by_event_desc: Option<usize>,
     warnings: Vec<Warning>,
     /// The records of every COMPRESSED record, decoded when an iterator first meets one (files without them,
     /// the common case, are not scanned for them: that scan touched every page of a large file before the
@@ -104,23 +110,33 @@ impl PerfFile {
     /// Opens and maps `path` (a regular file; other kinds are read into memory).
     pub fn open(path: impl AsRef<Path>) -> Result<Self, ReadError> {
         let path = path.as_ref();
-        let io = |source| ReadError::Io {
+        let file = std::fs::File::open(path).map_err(|source| ReadError::Io {
             path: path.to_path_buf(),
             source,
+        })?;
+        Self::from_file(file, path)
+    }
+
+    /// Reads an open file: mapped when it is a regular file (e.g. stdin redirected from a file); a pipe
+    /// (`perf record -o - | bport script`) is first copied, in 1 MB pieces, into an unnamed temporary file (see
+    /// [`spill`]) which is then mapped like a recording on disk. `name` is only for messages.
+    pub fn from_file(file: std::fs::File, name: impl AsRef<Path>) -> Result<Self, ReadError> {
+        let io = |source| ReadError::Io {
+            path: name.as_ref().to_path_buf(),
+            source,
         };
-        let file = std::fs::File::open(path).map_err(io)?;
         let meta = file.metadata().map_err(io)?;
-        if meta.is_file() {
-            if meta.len() == 0 {
-                return Err(ReadError::Empty);
-            }
-            let map = map_file(&file).map_err(io)?;
-            return Self::parse(Backing::Map(std::sync::Arc::new(map)));
+        let file = if meta.is_file() {
+            file
+        } else {
+            spill(file, &std::env::temp_dir()).map_err(io)?
+        };
+        let len = file.metadata().map_err(io)?.len();
+        if len == 0 {
+            return Err(ReadError::Empty);
         }
-        let mut v = Vec::new();
-        let mut f = file;
-        f.read_to_end(&mut v).map_err(io)?;
-        Self::parse(Backing::Owned(v))
+        let map = map_file(&file).map_err(io)?;
+        Self::parse(Backing::Map(std::sync::Arc::new(map)))
     }
 
     /// Parses a whole file or stream held in memory.
@@ -157,11 +173,7 @@ impl PerfFile {
             // Legacy v1 files (perf before 3.4) have no byte-order mark; the attr entry size tells
             // (`try_all_file_abis`).
             b"PERFFILE" => legacy_endian(&bytes)?,
-            _ => {
-                return Err(ReadError::BadMagic {
-                    found: String::from_utf8_lossy(&magic).into_owned(),
-                })
-            }
+            _ => return Err(ReadError::BadMagic { magic }),
         };
         let mut file = PerfFile {
             bytes,
@@ -170,6 +182,7 @@ impl PerfFile {
             header_size: 0,
             data_start: 0,
             data_end: 0,
+            stated_data_end: 0,
             attrs: Vec::new(),
             layouts: Vec::new(),
             id_to_attr: HashMap::new(),
@@ -177,6 +190,7 @@ impl PerfFile {
             trailer_id_pos: None,
             features: Features::default(),
             feature_ids: Vec::new(),
+            named_by_event_desc: None,
             warnings: Vec::new(),
             decompressed: std::cell::OnceCell::new(),
             prefetch: std::cell::OnceCell::new(),
@@ -199,6 +213,7 @@ impl PerfFile {
             self.pipe = true;
             self.data_start = 16;
             self.data_end = self.bytes.len();
+            self.stated_data_end = self.data_end as u64;
             return self.prescan_pipe(endian);
         }
         // perf itself accepts only 104 (and 72 before features); a larger header from a newer writer keeps the
@@ -236,7 +251,7 @@ impl PerfFile {
         if attr_size == 0 {
             return Err(ReadError::invalid("perf.data header", 16, "attr_size is 0"));
         }
-        let attrs = section(&self.bytes, attrs_off, attrs_size, "attrs section")?;
+        let attrs = section(&self.bytes, attrs_off, attrs_size, "attrs")?;
         let nr = attrs_size / attr_size;
         let mut pos = 0usize;
         for i in 0..nr {
@@ -270,13 +285,20 @@ impl PerfFile {
 
         // Data.
         if data_off > len {
-            return Err(ReadError::invalid(
-                "data section",
-                32,
-                format!("offset {data_off:#x} is past the end of the file ({len:#x})"),
-            ));
+            return Err(ReadError::OutsideFile {
+                what: "data",
+                offset: data_off,
+                size: data_size,
+                file_len: len,
+            });
         }
         let mut data_end = data_off.saturating_add(data_size);
+        let data_end_stated = data_end;
+        self.stated_data_end = if data_size < super::IMPLAUSIBLE {
+            data_end
+        } else {
+            len
+        };
         // perf record writes data size 0 at the start and the real size at the end. A file with size 0 is either
         // finished with no records (a valid feature table follows) or was killed (records follow).
         let killed = data_size == 0
@@ -286,17 +308,30 @@ impl PerfFile {
             warn(&mut self.warnings, None, "data size is 0 (was 'perf record' properly terminated?); reading records to the end of the file");
             data_end = len;
         } else if data_end > len {
-            warn(&mut self.warnings,
-                Some(len),
-                format!("data section ends at {data_end:#x} but the file ends at {len:#x}; the file is truncated"),
+            warn(
+                &mut self.warnings,
+                None,
+                if data_size < super::IMPLAUSIBLE {
+                    format!(
+                        "the file is truncated at byte {len}: the header says its records end at byte {data_end}, so \
+                         the last {} bytes of records ({:.1}% of them) and the feature sections after them are \
+                         missing",
+                        data_end - len,
+                        (data_end - len) as f64 * 100.0 / data_size.max(1) as f64
+                    )
+                } else {
+                    "the header's data size is garbage; reading records to the end of the file"
+                        .to_string()
+                },
             );
             data_end = len;
         }
         self.data_start = data_off as usize;
         self.data_end = data_end as usize;
 
-        // Features: one section per set bit, ascending, right after the data.
-        if killed {
+        // Features: one section per set bit, ascending, right after the data (so a file cut in its data has none,
+        // which the warning above says).
+        if killed || data_end_stated > len {
             return Ok(());
         }
         let table_at = data_off.saturating_add(data_size);
@@ -306,6 +341,7 @@ impl PerfFile {
             endian,
             "feature section table",
         );
+        let (mut cut_features, mut cut_end) = (Vec::new(), 0u64);
         for id in 0..HEADER_FEAT_BITS {
             if bitmap[(id / 64) as usize] & (1 << (id % 64)) == 0 {
                 continue;
@@ -323,16 +359,25 @@ impl PerfFile {
                 }
             };
             if table::feature_name(id).is_none() {
-                warn(
-                    &mut self.warnings,
-                    Some(off),
-                    format!(
-                        "unknown feature {id} ({size} bytes) skipped; written by a newer perf?"
-                    ),
-                );
+                let what = if size < super::IMPLAUSIBLE {
+                    format!("unknown feature {id} ({size} bytes) skipped; written by a newer perf?")
+                } else {
+                    format!("unknown feature {id} skipped; its section table entry is garbage")
+                };
+                warn(&mut self.warnings, Some(off), what);
             }
-            let bytes = match section(&self.bytes, off, size, "feature section") {
+            let bytes = match section(&self.bytes, off, size, "feature") {
                 Ok(b) => b,
+                // A file cut short loses its feature sections together (perf writes them last): one warning.
+                Err(_)
+                    if off
+                        .checked_add(size)
+                        .is_some_and(|end| end < super::IMPLAUSIBLE) =>
+                {
+                    cut_features.push(feature_label(id));
+                    cut_end = cut_end.max(off + size);
+                    continue;
+                }
                 Err(e) => {
                     warn(
                         &mut self.warnings,
@@ -353,6 +398,17 @@ impl PerfFile {
                     ),
                 );
             }
+        }
+        if !cut_features.is_empty() {
+            warn(
+                &mut self.warnings,
+                None,
+                format!(
+                    "the file is truncated at byte {len} of {cut_end}: the feature sections {} are missing (the \
+                     records are complete)",
+                    cut_features.join(", ")
+                ),
+            );
         }
         Ok(())
     }
@@ -400,12 +456,19 @@ impl PerfFile {
                                 );
                             }
                             self.feature_ids.push(id);
+                            if id == HEADER_EVENT_DESC && self.named_by_event_desc.is_none() {
+                                self.named_by_event_desc = Some(self.attrs.len());
+                            }
                             self.features.parse_section(id, c.rest(), at + 16, endian)
                         }
                         Ok(id) => Err(ReadError::invalid(
                             "HEADER_FEATURE record",
                             at + 8,
-                            format!("feature id {id} is out of range"),
+                            if id < super::IMPLAUSIBLE {
+                                format!("feature id {id} is out of range (0-255)")
+                            } else {
+                                "its feature id is garbage".to_string()
+                            },
                         )),
                         Err(e) => Err(e),
                     }
@@ -475,7 +538,8 @@ impl PerfFile {
 
     fn index_attrs(&mut self) {
         if let Some(descs) = &self.features.event_desc {
-            for (i, entry) in self.attrs.iter_mut().enumerate() {
+            let named = self.named_by_event_desc.unwrap_or(self.attrs.len());
+            for (i, entry) in self.attrs.iter_mut().enumerate().take(named) {
                 let by_id = descs
                     .iter()
                     .find(|d| entry.ids.first().is_some_and(|id| d.ids.contains(id)));
@@ -638,6 +702,54 @@ pub(super) fn warn(warnings: &mut Vec<Warning>, offset: Option<u64>, message: im
     });
 }
 
+/// Copies a stream to its end into a temporary file in `dir` that has no name (O_TMPFILE; where the file system
+/// lacks it, a named one removed at once), and returns it for mapping.
+///
+/// Why not memory: a pipe cannot be mapped, and holding a DWARF recording's stream in a `Vec` took as much memory
+/// as the stream (hundreds of MB; more while the vector grew). In a file the bytes are page cache, which the kernel
+/// can write out and drop, and the reader then works as on a recording on disk — the page prefetcher and its
+/// release of pages behind the reader included — so the process's own memory stays that of a file-mode run.
+/// The records are not read as they arrive: the time order needs the rounds after them, and the stream's end
+/// is where perf and bport learn the build-ids (HEADER_BUILD_ID records come last).
+pub fn spill(mut stream: impl Read, dir: &Path) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut file = match std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .custom_flags(libc::O_TMPFILE)
+        .mode(0o600)
+        .open(dir)
+    {
+        Ok(f) => f,
+        Err(_) => {
+            let path = dir.join(format!(
+                ".bport-stream-{}-{:?}",
+                std::process::id(),
+                std::thread::current().id()
+            ));
+            let f = std::fs::OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .open(&path)?;
+            std::fs::remove_file(&path)?;
+            f
+        }
+    };
+    let mut buf = vec![0u8; 1 << 20];
+    loop {
+        let n = match stream.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        std::io::Write::write_all(&mut file, &buf[..n])?;
+    }
+    Ok(file)
+}
+
 /// Maps a regular file read-only. Mapping instead of reading saves copying every byte once and touches only the
 /// pages a run looks at: perf.data files of DWARF recordings are mostly stack snapshots of which the unwinder reads
 /// a few hundred bytes each, and DSOs (debug files especially) are large while a run symbolizes few addresses.
@@ -693,7 +805,10 @@ pub(super) fn raw_at<E: Endian>(
         return Err(ReadError::invalid(
             "record header",
             pos as u64,
-            format!("record size {size} is below the 8-byte header (type {ty})"),
+            format!(
+                "its size field says {size} bytes, less than the 8-byte header itself (type {ty}), so no record \
+                 after it can be found"
+            ),
         ));
     }
     let mut c = Cursor::new(data, pos as u64, endian, "record");
@@ -734,6 +849,43 @@ pub(super) fn raw_at<E: Endian>(
         body,
         next: next as usize,
     }))
+}
+
+/// Why the records cannot be followed past `pos`: `cause`, with how much of the data section (`data`) is lost —
+/// or, when the rest of the data is text (perf's stderr redirected into the file, `perf record -o - … > f 2>&1`),
+/// a warning saying so, as no recorded data is lost.
+pub(super) fn records_lost(
+    bytes: &[u8],
+    data: std::ops::Range<usize>,
+    stated_end: u64,
+    pos: usize,
+    cause: ReadError,
+) -> Result<Warning, ReadError> {
+    let rest = bytes.get(pos..data.end).unwrap_or(&[]);
+    let printable = rest
+        .iter()
+        .filter(|&&b| b.is_ascii_graphic() || b.is_ascii_whitespace())
+        .count();
+    if rest.len() >= 8 && printable * 10 >= rest.len() * 9 {
+        let text = String::from_utf8_lossy(rest);
+        let first_line = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
+        let shown: String = first_line.trim().chars().take(80).collect();
+        return Ok(Warning {
+            offset: Some(pos as u64),
+            message: format!(
+                "the last {} bytes of the file are text, not records (\"{shown}\"): was the recording's stderr \
+                 redirected into it? Every record before them was read",
+                rest.len()
+            ),
+        });
+    }
+    let stated_end = stated_end.max(data.end as u64);
+    Err(ReadError::RecordsLost {
+        offset: pos as u64,
+        lost: stated_end.saturating_sub(pos as u64),
+        data_len: stated_end.saturating_sub(data.start as u64),
+        cause: Box::new(cause),
+    })
 }
 
 /// Whether a feature section table for `bitmap` at `at` lies in the file and every entry points inside it.
@@ -795,11 +947,11 @@ fn section<'a>(
     let len = bytes.len() as u64;
     match offset.checked_add(size) {
         Some(end) if end <= len => Ok(&bytes[offset as usize..end as usize]),
-        _ => Err(ReadError::Truncated {
+        _ => Err(ReadError::OutsideFile {
             what,
             offset,
-            needed: size,
-            available: len.saturating_sub(offset),
+            size,
+            file_len: len,
         }),
     }
 }

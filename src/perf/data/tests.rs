@@ -470,6 +470,38 @@ fn pipe_mode_round_trips() {
     }
 }
 
+/// perf before 6.6 reads a pipe-mode HEADER_ATTR's ids after its own 128-byte struct whatever attr.size says;
+/// a smaller attr made perf 6.1 read the ids from the next records and crash (issue 12, `bport record -o -`).
+#[test]
+fn pipe_attrs_are_written_at_the_struct_size_of_perf_5_13_to_6_2() {
+    for (opts, want) in [
+        (WriterOptions::default(), PERF_ATTR_SIZE_VER7),
+        (
+            WriterOptions::for_kernel(&"4.1".parse().unwrap()),
+            PERF_ATTR_SIZE_VER5,
+        ),
+    ] {
+        let small = PerfEventAttr {
+            size: PERF_ATTR_SIZE_VER1,
+            ..attr0()
+        };
+        let mut w = PerfFileWriter::new_pipe(Vec::new(), opts).unwrap();
+        w.add_attr(&small, &[0xcb8, 0xcb9]).unwrap();
+        let (bytes, _) = w.finish_pipe(&Features::default()).unwrap();
+        let size = u16::from_le_bytes([bytes[22], bytes[23]]);
+        assert_eq!(u32::from(size), 8 + want + 16);
+        let file = PerfFile::from_reader(&bytes[..]).unwrap();
+        assert_eq!(file.attrs()[0].attr.size, want);
+        assert_eq!(file.attrs()[0].ids, [0xcb8, 0xcb9]);
+        let at = 16 + 8 + want as usize;
+        assert_eq!(
+            &bytes[at..at + 8],
+            &0xcb8u64.to_le_bytes(),
+            "ids right after the struct"
+        );
+    }
+}
+
 #[test]
 fn every_attr_size_round_trips() {
     let full = PerfEventAttr {
@@ -682,7 +714,14 @@ fn empty_and_wrong_magic() {
     let mut bytes = write_file(Endianness::Little, &all_records()).0;
     bytes[0..8].copy_from_slice(b"NOTPERF!");
     match PerfFile::from_bytes(bytes) {
-        Err(ReadError::BadMagic { found }) => assert_eq!(found, "NOTPERF!"),
+        Err(e @ ReadError::BadMagic { magic }) => {
+            assert_eq!(&magic, b"NOTPERF!");
+            assert_eq!(
+                e.to_string(),
+                "not a perf.data file: it starts with the bytes 4e 4f 54 50 45 52 46 21 (\"NOTPERF!\"), not the \
+                 magic \"PERFILE2\" of a file `perf record` writes"
+            );
+        }
         other => panic!("{other:?}"),
     }
     let dir = tempfile::tempdir().unwrap();
@@ -713,8 +752,18 @@ fn truncated_at_every_byte() {
                 // Header or attrs are cut: an error that names where.
                 let e = r.expect_err("a file cut before its data cannot open");
                 assert!(
-                    matches!(e, ReadError::Empty | ReadError::Truncated { .. }),
+                    matches!(
+                        e,
+                        ReadError::Empty
+                            | ReadError::Truncated { .. }
+                            | ReadError::OutsideFile { .. }
+                    ),
                     "cut {cut}: {e}"
+                );
+                let msg = e.to_string();
+                assert!(
+                    msg.contains("truncated") || msg.contains("empty"),
+                    "cut {cut}: a plain sentence naming the truncation: {msg}"
                 );
                 continue;
             }
@@ -820,13 +869,20 @@ fn overflowing_lengths_and_offsets() {
         PerfFile::from_bytes(b),
         Err(ReadError::Invalid { offset: 16, .. })
     ));
-    // A data offset past the end is an error naming the header field.
+    // A data offset past the end is an error naming the section, without printing the garbage.
     let mut b = good.clone();
     put_u64(&mut b, 40, u64::MAX);
-    assert!(matches!(
-        PerfFile::from_bytes(b),
-        Err(ReadError::Invalid { offset: 32, .. })
-    ));
+    let e = PerfFile::from_bytes(b).unwrap_err();
+    assert!(
+        matches!(e, ReadError::OutsideFile { what: "data", .. }),
+        "{e}"
+    );
+    assert!(
+        e.to_string().starts_with(
+            "the data section points outside the file: its offset or size in the header is garbage"
+        ),
+        "{e}"
+    );
     // A record whose size is below its header: an error at its offset, the records before it kept.
     let mut b = good.clone();
     b[data_start + 6..data_start + 8].copy_from_slice(&4u16.to_le_bytes());
@@ -853,7 +909,7 @@ fn overflowing_lengths_and_offsets() {
         assert_eq!(got.len(), all_records().len() - 1);
         assert!(
             warnings.iter().any(|w| w.offset == Some(sample_at as u64)
-                && w.message.starts_with("SAMPLE record skipped")),
+                && w.message.starts_with("SAMPLE record at byte ")),
             "{warnings:?}"
         );
     }
@@ -1370,4 +1426,37 @@ fn a_large_mapped_file_reads_the_same_as_in_memory() {
         .filter_map(|r| r.time())
         .collect();
     assert!(times.windows(2).all(|w| w[0] <= w[1]), "not in time order");
+}
+
+/// A pipe is copied into a file without a name (nothing is left behind in the directory, even when the process is
+/// killed) and read like a recording on disk.
+#[test]
+fn a_stream_is_spilled_to_an_unnamed_file_and_read_as_mapped() {
+    let (bytes, _) = write_file(Endianness::Little, &all_records());
+    let dir = tempfile::tempdir().unwrap();
+    let file = super::reader::spill(&bytes[..], dir.path()).unwrap();
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+    assert_eq!(file.metadata().unwrap().len(), bytes.len() as u64);
+    let read = PerfFile::from_file(file, "stream").unwrap();
+    let want = PerfFile::from_bytes(bytes).unwrap();
+    assert_eq!(read_all(&read, true).0, read_all(&want, true).0);
+}
+
+/// Found by the fuzz target: a feature table entry 800 GB past a 12 KB file was printed with its numbers; any
+/// section ending past 512 GiB is garbage and is called that.
+#[test]
+fn a_feature_section_far_outside_the_file_is_called_garbage() {
+    let (mut b, _) = write_file(Endianness::Little, &all_records());
+    let table = PerfFile::from_bytes(b.clone()).unwrap().data_range().end;
+    put_u64(&mut b, table, 858_993_459_200);
+    put_u64(&mut b, table + 8, 858_993_459_200);
+    let file = PerfFile::from_bytes(b).unwrap();
+    let w: Vec<String> = file.warnings().iter().map(|w| w.message.clone()).collect();
+    assert!(
+        w.iter()
+            .any(|m| m
+                .contains("points outside the file: its offset or size in the header is garbage")),
+        "{w:?}"
+    );
+    assert!(w.iter().all(|m| !m.contains("858993459200")), "{w:?}");
 }

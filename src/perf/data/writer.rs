@@ -239,7 +239,14 @@ impl<W: Write> PerfFileWriter<W> {
             });
         }
         let stated = attr.size.clamp(PERF_ATTR_SIZE_VER0, PERF_ATTR_SIZE_NEWEST);
-        let size = abi.cap_attr_size(stated.max(needed));
+        // Pipe mode: perf before 6.6 reads a HEADER_ATTR's ids right after its own `struct perf_event_attr`,
+        // whatever attr.size says (the fixed `attr.id[]` field, replaced by perf_record_header_attr_id() in
+        // 6.6), so a 72-byte attr had its ids read from the next records and as attr fields: perf 6.1 crashed on
+        // `bport record -o -` streams whenever an id had bit 11 set (read as branch_sample_type CALL_STACK).
+        // The attr is written at VER7 (128 bytes), the struct of perf 5.13–6.2, or smaller where the target's
+        // era is older (its perf's struct is that size); perf 6.3–6.5 (136 bytes) are left out.
+        let floor = if self.pipe { PERF_ATTR_SIZE_VER7 } else { 0 };
+        let size = abi.cap_attr_size(stated.max(needed).max(floor));
         let mut a = attr.clone();
         a.size = size;
         if self.pipe {
@@ -474,16 +481,45 @@ impl<W: Write> PerfFileWriter<W> {
         &self.outcome
     }
 
-    /// Pipe mode: ends the stream with the features as HEADER_FEATURE records (when the target's perf knows
-    /// them) and the build-ids as HEADER_BUILD_ID records.
-    pub fn finish_pipe(mut self, features: &Features) -> Result<(W, WriteOutcome), WriteError> {
-        if !self.pipe {
+    /// Pipe mode, after the attrs and before the records: the feature sections known at the start, as
+    /// HEADER_FEATURE records (perf record writes them there, `perf_event__synthesize_for_pipe`, so a reader of
+    /// the stream knows the host, the event names and the command line before the first sample; EVENT_DESC names
+    /// only the attrs before it). Build-ids are known only at the end: pass them to
+    /// [`finish_pipe`](Self::finish_pipe).
+    pub fn write_pipe_features(&mut self, features: &Features) -> Result<(), WriteError> {
+        if !self.pipe || self.data_offset.is_some() {
             return Err(WriteError::Usage(
-                "finish_pipe on a file-mode writer; call finish".into(),
+                "write_pipe_features belongs to a pipe-mode writer, before its records".into(),
             ));
         }
-        self.start_data()?;
-        self.outcome.data_bytes = self.pos - self.data_offset.expect("start_data sets it");
+        self.emit_pipe_features(features)
+    }
+
+    /// Pipe mode, after the features: the tracepoints' formats as a HEADER_TRACING_DATA record, whose payload
+    /// follows it outside its size (perf's `perf_event__synthesize_tracing_data`: the size field is the payload
+    /// padded to 8 bytes).
+    pub fn write_pipe_tracing_data(&mut self, data: &[u8]) -> Result<(), WriteError> {
+        if !self.pipe || self.data_offset.is_some() {
+            return Err(WriteError::Usage(
+                "write_pipe_tracing_data belongs to a pipe-mode writer, before its records".into(),
+            ));
+        }
+        let padded = data.len().div_ceil(8) * 8;
+        let size = u32::try_from(padded)
+            .map_err(|_| WriteError::Usage("tracing data of 4 GB or more".into()))?;
+        let endian = self.opts.endian;
+        let mut rec = Vec::with_capacity(16 + padded);
+        rec.extend_from_slice(&endian.write_u32(PERF_RECORD_HEADER_TRACING_DATA));
+        rec.extend_from_slice(&endian.write_u16(0));
+        rec.extend_from_slice(&endian.write_u16(16));
+        rec.extend_from_slice(&endian.write_u32(size));
+        rec.extend_from_slice(&[0; 4]);
+        rec.extend_from_slice(data);
+        rec.resize(16 + padded, 0);
+        self.emit(&rec)
+    }
+
+    fn emit_pipe_features(&mut self, features: &Features) -> Result<(), WriteError> {
         let endian = self.opts.endian;
         let with_features = self.opts.abi.supports_record(PERF_RECORD_HEADER_FEATURE);
         for id in features.ids() {
@@ -516,6 +552,20 @@ impl<W: Write> PerfFileWriter<W> {
             self.emit(&bytes)?;
             self.outcome.features.push(id);
         }
+        Ok(())
+    }
+
+    /// Pipe mode: ends the stream with the features as HEADER_FEATURE records (when the target's perf knows
+    /// them) and the build-ids as HEADER_BUILD_ID records.
+    pub fn finish_pipe(mut self, features: &Features) -> Result<(W, WriteOutcome), WriteError> {
+        if !self.pipe {
+            return Err(WriteError::Usage(
+                "finish_pipe on a file-mode writer; call finish".into(),
+            ));
+        }
+        self.start_data()?;
+        self.outcome.data_bytes = self.pos - self.data_offset.expect("start_data sets it");
+        self.emit_pipe_features(features)?;
         self.out.flush()?;
         Ok((self.out, self.outcome))
     }

@@ -42,7 +42,10 @@ use std::path::PathBuf;
 
 use crate::perf::abi::KernelVersion;
 
-pub use output::record;
+pub use output::{record, record_to_pipe};
+
+/// The output name that means "pipe-mode perf.data on a stream" (perf: `perf record -o -`).
+pub const PIPE_OUTPUT: &str = "-";
 pub use session::{BuildIdEntry, Session, Sink, Stats};
 
 /// The event to sample on (`-e`).
@@ -196,7 +199,8 @@ pub struct Config {
     pub sampling: Sampling,
     /// Callchain mode.
     pub call_graph: CallGraph,
-    /// Output file (`-o`); an existing file is kept as `<file>.old`, as perf does.
+    /// Output file (`-o`); an existing file is kept as `<file>.old`, as perf does. [`PIPE_OUTPUT`] (`-`) means
+    /// a pipe-mode stream written by [`record_to_pipe`], during which the command's stdout goes to stderr.
     pub output: PathBuf,
     /// Data pages per ring buffer (`-m`, a power of two); `None` picks 128 (512 KiB, perf's default for root),
     /// or 512 in DWARF mode, whose samples are ~70 times larger.

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use super::attr;
 use super::host::HostInfo;
 use super::session::{Session, Sink};
-use super::{Config, Error, Event, Outcome};
+use super::{Config, Error, Event, Outcome, PIPE_OUTPUT};
 use crate::perf::abi::{self, KernelAbi};
 use crate::perf::data::{self, Features, NrCpus, PerfEventAttr, PerfFileWriter, WriterOptions};
 use crate::perf::trace;
@@ -19,8 +19,69 @@ use crate::perf::trace;
 ///
 /// This is what `bport record` runs and what `bport verify` calls to record a workload under a kernel ABI cap
 /// (set `config.kernel`). It blocks until the command exits (or the attached task ends, or SIGINT when
-/// `config.handle_sigint`).
+/// `config.handle_sigint`). An output of [`PIPE_OUTPUT`] is refused here: that stream is the caller's, see
+/// [`record_to_pipe`].
 pub fn record(config: &Config) -> Result<Outcome, Error> {
+    if config.output.as_os_str() == PIPE_OUTPUT {
+        return Err(Error::InvalidConfig(
+            "output `-` is a pipe-mode stream: record it with record_to_pipe and the stream to write".into(),
+        ));
+    }
+    let (target, stop) = prepare(config)?;
+    // Open first: a permission or LBR error must not have moved the user's previous perf.data aside.
+    let session = Session::open(config, &target)?;
+    let kept_old = keep_old(&config.output)?;
+    let write_err = write_err(&config.output);
+    let writer =
+        PerfFileWriter::create(&config.output, writer_options(&target)).map_err(write_err)?;
+    let (writer, run) = run_session(config, session, writer, stop, false)?;
+    let (_, written) = writer.finish(&run.features).map_err(write_err)?;
+    let bytes_written = std::fs::metadata(&config.output)
+        .map_err(|source| Error::Output {
+            path: config.output.clone(),
+            source,
+        })?
+        .len();
+    Ok(run.outcome(config, kept_old, bytes_written, &written))
+}
+
+/// `perf record -o -`: records what `config` says as a pipe-mode stream into `out` (the header, the attrs,
+/// the features known at the start, the records, then the build-ids as HEADER_BUILD_ID records), so that
+/// `bport record -o - | perf script -i -` works as with perf. `config.output` should be [`PIPE_OUTPUT`]: then the
+/// command's stdout goes to stderr instead of into the stream.
+pub fn record_to_pipe<W: std::io::Write>(config: &Config, out: W) -> Result<Outcome, Error> {
+    let (target, stop) = prepare(config)?;
+    let session = Session::open(config, &target)?;
+    let write_err = write_err(&config.output);
+    let writer =
+        PerfFileWriter::new_pipe(CountingWriter { out, bytes: 0 }, writer_options(&target))
+            .map_err(write_err)?;
+    let (writer, run) = run_session(config, session, writer, stop, true)?;
+    let (out, written) = writer.finish_pipe(&run.features).map_err(write_err)?;
+    Ok(run.outcome(config, None, out.bytes, &written))
+}
+
+/// A stream's writer that counts what went through it (the summary's "wrote N MB" of a pipe).
+struct CountingWriter<W> {
+    out: W,
+    bytes: u64,
+}
+
+impl<W: std::io::Write> std::io::Write for CountingWriter<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = self.out.write(buf)?;
+        self.bytes += n as u64;
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.out.flush()
+    }
+}
+
+type Stop = Option<&'static std::sync::atomic::AtomicBool>;
+
+fn prepare(config: &Config) -> Result<(KernelAbi, Stop), Error> {
     let target = match &config.kernel {
         Some(v) => KernelAbi::for_version(v),
         None => KernelAbi::newest(),
@@ -30,18 +91,74 @@ pub fn record(config: &Config) -> Result<Outcome, Error> {
     } else {
         None
     };
-    // Open first: a permission or LBR error must not have moved the user's previous perf.data aside.
-    let session = Session::open(config, &target)?;
-    let kept_old = keep_old(&config.output)?;
-    let opts = WriterOptions {
+    Ok((target, stop))
+}
+
+fn writer_options(target: &KernelAbi) -> WriterOptions {
+    WriterOptions {
         abi: target.clone(),
         ..WriterOptions::default()
-    };
-    let write_err = |source: data::WriteError| Error::Write {
-        path: config.output.clone(),
+    }
+}
+
+fn write_err(path: &Path) -> impl Fn(data::WriteError) -> Error + Copy + '_ {
+    move |source| Error::Write {
+        path: path.to_path_buf(),
         source,
-    };
-    let mut writer = PerfFileWriter::create(&config.output, opts).map_err(write_err)?;
+    }
+}
+
+/// What a session left for the summary and the file's end.
+struct Run {
+    features: Features,
+    notes: Vec<String>,
+    event: super::Event,
+    attr_size: u32,
+    stats: super::session::Stats,
+    exit: Option<super::ChildExit>,
+}
+
+impl Run {
+    fn outcome(
+        mut self,
+        config: &Config,
+        kept_old: Option<PathBuf>,
+        bytes_written: u64,
+        written: &data::WriteOutcome,
+    ) -> Outcome {
+        if !written.features_dropped.is_empty() {
+            self.notes.push(format!(
+                "header features {:?} left out: the --kernel target's perf does not read them",
+                written.features_dropped
+            ));
+        }
+        Outcome {
+            path: config.output.clone(),
+            kept_old,
+            bytes_written,
+            samples: self.stats.samples,
+            lost: self.stats.lost,
+            lost_records: self.stats.lost_records,
+            wakeups: self.stats.wakeups,
+            event: self.event,
+            attr_size: self.attr_size,
+            records_dropped: self.stats.records_dropped + written.dropped.values().sum::<u64>(),
+            notes: self.notes,
+            exit: self.exit,
+        }
+    }
+}
+
+/// Writes the attr (in `pipe` mode followed by the features known at the start), runs the session into
+/// `writer`, and returns the writer with the features for the file's end.
+fn run_session<W: std::io::Write>(
+    config: &Config,
+    session: Session,
+    mut writer: PerfFileWriter<W>,
+    stop: Stop,
+    pipe: bool,
+) -> Result<(PerfFileWriter<W>, Run), Error> {
+    let write_err = write_err(&config.output);
     let file_attr = file_attr(&session.attr);
     writer
         .add_attr(&file_attr, &session.ids)
@@ -62,43 +179,41 @@ pub fn record(config: &Config) -> Result<Outcome, Error> {
     }
     let tracing_data = tracing_data(config)?;
     let (attr_size, event) = (session.attr.size, session.event);
-    let mut notes = session.notes.clone();
+    if pipe {
+        // perf's order: attrs, features, tracing data (a HEADER_TRACING_DATA record), then the records.
+        let early = features(config, &events, &[]);
+        writer.write_pipe_features(&early).map_err(write_err)?;
+        if let Some(td) = &tracing_data {
+            writer.write_pipe_tracing_data(td).map_err(write_err)?;
+        }
+    }
+    let notes = session.notes.clone();
     let mut sink = WriterSink {
         writer,
         path: &config.output,
     };
     let run = session.run(&mut sink, stop)?;
     let mut features = features(config, &events, &run.build_ids);
-    if let Some(td) = tracing_data {
+    if pipe {
+        // The rest went out at the start.
+        features = Features {
+            build_ids: features.build_ids,
+            ..Default::default()
+        };
+    } else if let Some(td) = tracing_data {
         features.other.push((abi::HEADER_TRACING_DATA, td));
     }
-    let (_, written) = sink.writer.finish(&features).map_err(write_err)?;
-    if !written.features_dropped.is_empty() {
-        notes.push(format!(
-            "header features {:?} left out: the --kernel target's perf does not read them",
-            written.features_dropped
-        ));
-    }
-    let bytes_written = std::fs::metadata(&config.output)
-        .map_err(|source| Error::Output {
-            path: config.output.clone(),
-            source,
-        })?
-        .len();
-    Ok(Outcome {
-        path: config.output.clone(),
-        kept_old,
-        bytes_written,
-        samples: run.stats.samples,
-        lost: run.stats.lost,
-        lost_records: run.stats.lost_records,
-        wakeups: run.stats.wakeups,
-        event,
-        attr_size,
-        records_dropped: run.stats.records_dropped + written.dropped.values().sum::<u64>(),
-        notes,
-        exit: run.exit,
-    })
+    Ok((
+        sink.writer,
+        Run {
+            features,
+            notes,
+            event,
+            attr_size,
+            stats: run.stats,
+            exit: run.exit,
+        },
+    ))
 }
 
 fn sys_sigint() -> Result<&'static std::sync::atomic::AtomicBool, Error> {
@@ -197,12 +312,12 @@ fn features(
     }
 }
 
-struct WriterSink<'p> {
-    writer: PerfFileWriter<std::io::BufWriter<std::fs::File>>,
+struct WriterSink<'p, W: std::io::Write> {
+    writer: PerfFileWriter<W>,
     path: &'p Path,
 }
 
-impl Sink for WriterSink<'_> {
+impl<W: std::io::Write> Sink for WriterSink<'_, W> {
     fn record(&mut self, bytes: &[u8]) -> Result<(), Error> {
         self.writer.write_raw_record(bytes).map_err(|e| self.err(e))
     }
@@ -212,7 +327,7 @@ impl Sink for WriterSink<'_> {
     }
 }
 
-impl WriterSink<'_> {
+impl<W: std::io::Write> WriterSink<'_, W> {
     fn err(&self, source: data::WriteError) -> Error {
         Error::Write {
             path: self.path.to_path_buf(),

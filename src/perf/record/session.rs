@@ -173,6 +173,7 @@ impl Session {
 
         // (pid, cpu) pairs to open, and the command to fork first (its pid is the events' target).
         let mut child = None;
+        let stdout_to_stderr = config.output.as_os_str() == super::PIPE_OUTPUT;
         let cpus = || {
             sys::online_cpus().map_err(|source| Error::System {
                 what: "reading the online CPUs",
@@ -181,14 +182,14 @@ impl Session {
         };
         let places: Vec<(i32, i32)> = match &config.target {
             Target::Command(argv) => {
-                let c = fork_command(argv)?;
+                let c = fork_command(argv, stdout_to_stderr)?;
                 let pid = c.pid;
                 child = Some(c);
                 cpus()?.into_iter().map(|cpu| (pid, cpu as i32)).collect()
             }
             Target::SystemWide(command) => {
                 if let Some(argv) = command {
-                    child = Some(fork_command(argv)?);
+                    child = Some(fork_command(argv, stdout_to_stderr)?);
                 }
                 cpus()?.into_iter().map(|cpu| (-1, cpu as i32)).collect()
             }
@@ -548,7 +549,7 @@ fn tgid_of(tid: u32) -> Option<u32> {
 }
 
 /// Resolves `argv[0]` on PATH (before fork: the child may not allocate) and forks it paused.
-fn fork_command(argv: &[OsString]) -> Result<PausedChild, Error> {
+fn fork_command(argv: &[OsString], stdout_to_stderr: bool) -> Result<PausedChild, Error> {
     let Some(program) = argv.first() else {
         return Err(Error::InvalidConfig("an empty command".into()));
     };
@@ -567,7 +568,7 @@ fn fork_command(argv: &[OsString]) -> Result<PausedChild, Error> {
         .iter()
         .map(|a| cstr(a))
         .collect::<Result<Vec<_>, _>>()?;
-    sys::fork_paused(&path, &args).map_err(|source| Error::System {
+    sys::fork_paused(&path, &args, stdout_to_stderr).map_err(|source| Error::System {
         what: "fork",
         source,
     })

@@ -294,11 +294,17 @@ pub struct PausedChild {
     exec_error: OwnedFd,
 }
 
-/// Forks a child that waits for [`PausedChild::start`] and then executes `program` with `argv`.
+/// Forks a child that waits for [`PausedChild::start`] and then executes `program` with `argv`. With
+/// `stdout_to_stderr` the child's stdout is its stderr: perf.data is being written to our stdout (`-o -`), and
+/// the command's output must not land in the middle of it (perf's `evlist__prepare_workload`, `pipe_output`).
 ///
 /// `program` must be a path (resolve `PATH` before calling): after fork the child only calls async-signal-safe
-/// functions (read, execv, write, _exit), as required in a multi-threaded parent.
-pub fn fork_paused(program: &CString, argv: &[CString]) -> io::Result<PausedChild> {
+/// functions (read, dup2, execv, write, _exit), as required in a multi-threaded parent.
+pub fn fork_paused(
+    program: &CString,
+    argv: &[CString],
+    stdout_to_stderr: bool,
+) -> io::Result<PausedChild> {
     let mut argv_ptrs: Vec<*const libc::c_char> = argv.iter().map(|a| a.as_ptr()).collect();
     argv_ptrs.push(std::ptr::null());
     let (go_read, go_write) = pipe()?;
@@ -319,6 +325,9 @@ pub fn fork_paused(program: &CString, argv: &[CString]) -> io::Result<PausedChil
             // Wait for the parent: EOF (parent died) or one byte (go).
             let n = libc::read(go_read.as_raw_fd(), (&mut byte as *mut u8).cast(), 1);
             if n != 1 {
+                libc::_exit(127);
+            }
+            if stdout_to_stderr && libc::dup2(2, 1) < 0 {
                 libc::_exit(127);
             }
             libc::execv(program.as_ptr(), argv_ptrs.as_ptr());
@@ -592,7 +601,7 @@ mod tests {
     #[test]
     fn a_child_dropped_before_start_exits_without_running_and_is_reaped() {
         let program = CString::new("/bin/true").unwrap();
-        let child = fork_paused(&program, std::slice::from_ref(&program)).unwrap();
+        let child = fork_paused(&program, std::slice::from_ref(&program), false).unwrap();
         let pid = child.pid;
         drop(child);
         // Reaped by the drop: waitpid now finds no such child.
@@ -626,7 +635,7 @@ mod tests {
     #[test]
     fn exec_failure_is_reported_with_its_errno() {
         let program = CString::new("/nonexistent/bport-test").unwrap();
-        let child = fork_paused(&program, std::slice::from_ref(&program)).unwrap();
+        let child = fork_paused(&program, std::slice::from_ref(&program), false).unwrap();
         let pid = child.pid;
         let err = child.start().unwrap_err();
         assert_eq!(err.raw_os_error(), Some(libc::ENOENT));

@@ -216,16 +216,14 @@ impl Machine {
         self.generation += 1;
         let id = self.next_map_id;
         if kernel || pid == -1 {
-            // perf names the kernel image's map `[kernel.kallsyms]` whatever the record says (`…_text`,
-            // `…_stext`); modules keep `[name]` from their path unless the build-id table names the path.
-            let dso: Rc<str> = if filename.starts_with("[kernel.kallsyms]")
-                || filename.starts_with("[guest.kernel")
+            // The build-id table naming a module's path makes perf print the path, not `[name]`.
+            let dso: Rc<str> = if self.kernel_build_id_paths.contains(filename)
+                && !filename.starts_with("[kernel.kallsyms]")
+                && !filename.starts_with("[guest.kernel")
             {
-                Rc::from("[kernel.kallsyms]")
-            } else if self.kernel_build_id_paths.contains(filename) {
                 Rc::from(filename)
             } else {
-                Rc::from(module_short_name(filename))
+                Rc::from(dso_name(filename, true, pid))
             };
             // perf stretches the kernel image's map over all kernel text (.init.text, freed init code lie past
             // the `_text` mapping's length); modules mapped later cut their own ranges out of it.
@@ -249,16 +247,17 @@ impl Machine {
             || filename.starts_with("/dev/zero")
             || filename.starts_with("/anon_hugepage")
             || filename.starts_with("[anon");
-        let (dso, kind): (Rc<str>, _) = if anon || filename.starts_with("/tmp/perf-") {
-            (Rc::from(format!("/tmp/perf-{pid}.map")), MapKind::Anon)
+        let kind = if anon || filename.starts_with("/tmp/perf-") {
+            MapKind::Anon
         } else if filename.starts_with("[stack")
             || filename == "[heap]"
             || filename.starts_with("/SYSV")
         {
-            (Rc::from(filename), MapKind::NoDso)
+            MapKind::NoDso
         } else {
-            (Rc::from(filename), MapKind::File)
+            MapKind::File
         };
+        let dso: Rc<str> = Rc::from(dso_name(filename, false, pid));
         self.processes.entry(pid).or_default().insert(Map {
             start,
             end,
@@ -309,6 +308,29 @@ pub fn module_short_name(path: &str) -> String {
     let base = path.rsplit('/').next().unwrap_or(path);
     let stem = base.split('.').next().unwrap_or(base).replace('-', "_");
     format!("[{stem}]")
+}
+
+/// The DSO name perf gives the file an MMAP record maps (`kernel`: a kernel-mode record, or pid -1): the kernel
+/// image is `[kernel.kallsyms]` whatever the record says (`…_text`, `…_stext`), a module `[name]` from its
+/// path, anonymous and JIT memory `/tmp/perf-PID.map`, a file its path. `buildid-list` names DSOs by it too.
+pub fn dso_name(filename: &str, kernel: bool, pid: i32) -> std::borrow::Cow<'_, str> {
+    use std::borrow::Cow;
+    if kernel || pid == -1 {
+        if filename.starts_with("[kernel.kallsyms]") || filename.starts_with("[guest.kernel") {
+            return Cow::Borrowed("[kernel.kallsyms]");
+        }
+        return Cow::Owned(module_short_name(filename));
+    }
+    let anon = filename == "//anon"
+        || filename.starts_with("/dev/zero")
+        || filename.starts_with("/anon_hugepage")
+        || filename.starts_with("[anon")
+        || filename.starts_with("/tmp/perf-");
+    if anon {
+        Cow::Owned(format!("/tmp/perf-{pid}.map"))
+    } else {
+        Cow::Borrowed(filename)
+    }
 }
 
 #[cfg(test)]

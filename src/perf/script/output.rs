@@ -245,7 +245,16 @@ fn resolve_samples<L: FileLookup>(
     let mut batch = Batch::sized();
     let mut columns = super::mem::Columns::default();
     while let Some(item) = it.next_sample_refs(&mut refs) {
-        let info = item?;
+        let info = match item {
+            Ok(info) => info,
+            Err(e) => {
+                // A damaged file: what was read before the damage is printed before the error is reported.
+                if !batch.samples.is_empty() {
+                    let _ = full_tx.send(batch);
+                }
+                return Err(e);
+            }
+        };
         let event = u32::try_from(info.attr_index).unwrap_or(u32::MAX);
         let (fields, _) = layout_of(layouts, event);
         let shows_ip = fields.has(Field::Ip);
