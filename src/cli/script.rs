@@ -125,7 +125,7 @@ pub fn run(args: ScriptArgs, ui: &Ui) -> CliResult {
                     ui.warn(w);
                 }
                 CliError::new(Kind::User, other)
-                    .hint("the samples before the damage are printed above")
+                    .hint("the samples before the damage, if any, are printed above")
             }
         })?;
     out.flush()?;

@@ -52,10 +52,10 @@ pub fn buildid_list(
         let hits = hits.unwrap_or_default();
         return Ok(dsos_met(file)
             .into_iter()
-            .filter(|(name, _)| hits.contains(name.as_str()))
-            .map(|(name, build_id)| BuildIdLine {
-                build_id: build_id.map_or_else(String::new, |b| hex(&b)),
-                name,
+            .filter(|dso| hits.contains(dso.name.as_str()))
+            .map(|dso| BuildIdLine {
+                build_id: dso.build_id.map_or_else(String::new, |b| hex(&b)),
+                name: dso.long_name,
             })
             .collect());
     }
@@ -78,18 +78,26 @@ pub fn buildid_list(
 /// Every DSO the records map, in the order perf's session creates them (`dsos__findnew`): the kernel image
 /// first (perf makes its DSO before the first record), then each name at its first MMAP/MMAP2 record in time
 /// order, with the build-id of that MMAP2 record or of a HEADER_BUILD_ID record naming it.
-fn dsos_met(file: &PerfFile) -> Vec<(String, Option<Vec<u8>>)> {
+fn dsos_met(file: &PerfFile) -> Vec<MetDso> {
     const KERNEL: &str = "[kernel.kallsyms]";
-    let mut order: Vec<(String, Option<Vec<u8>>)> = vec![(KERNEL.to_string(), None)];
+    let mut order = vec![MetDso {
+        name: KERNEL.to_string(),
+        long_name: KERNEL.to_string(),
+        build_id: None,
+    }];
     let mut index: std::collections::HashMap<String, usize> =
         std::collections::HashMap::from([(KERNEL.to_string(), 0)]);
-    let mut meet = |name: String, build_id: Option<Vec<u8>>| {
+    let mut meet = |name: String, long_name: &str, build_id: Option<Vec<u8>>| {
         let i = *index.entry(name.clone()).or_insert_with(|| {
-            order.push((name, None));
+            order.push(MetDso {
+                name,
+                long_name: long_name.to_owned(),
+                build_id: None,
+            });
             order.len() - 1
         });
-        if order[i].1.is_none() {
-            order[i].1 = build_id;
+        if order[i].build_id.is_none() {
+            order[i].build_id = build_id;
         }
     };
     // The reader collects HEADER_BUILD_ID records up front; perf meets them in stream order, which for the
@@ -125,14 +133,28 @@ fn dsos_met(file: &PerfFile) -> Vec<(String, Option<Vec<u8>>)> {
         let filename = String::from_utf8_lossy(filename.split(|&b| b == 0).next().unwrap_or(&[]));
         let name = dso_name(&filename, kernel, pid).into_owned();
         let build_id = build_id.or_else(|| recorded.get(name.as_str()).map(|b| b.to_vec()));
-        meet(name, build_id);
+        // perf lists a DSO by its long name: a module's path, where script shows `[name]`.
+        let long_name: &str = if (kernel || pid == -1) && name != KERNEL && name.starts_with('[') {
+            &filename
+        } else {
+            &name
+        };
+        meet(name.clone(), long_name, build_id);
     }
     if let Some(bid) = recorded.get(KERNEL) {
-        if order[0].1.is_none() {
-            order[0].1 = Some(bid.to_vec());
+        if order[0].build_id.is_none() {
+            order[0].build_id = Some(bid.to_vec());
         }
     }
     order
+}
+
+/// A DSO of the records: its name as samples' frames show it (`[ath9k_hw]`), as buildid-list lists it (a
+/// module's path), and its build-id when a record gave one.
+struct MetDso {
+    name: String,
+    long_name: String,
+    build_id: Option<Vec<u8>>,
 }
 
 /// What went into a bundle.
