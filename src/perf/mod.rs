@@ -11,6 +11,7 @@
 
 pub mod abi;
 pub mod archive;
+pub mod bpf;
 pub mod data;
 pub mod flame;
 pub mod record;
