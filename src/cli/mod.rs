@@ -11,6 +11,7 @@ mod dump;
 pub mod error;
 mod flamegraph;
 mod list;
+mod lock;
 mod record;
 mod report;
 mod rerere;
@@ -115,6 +116,10 @@ pub enum Command {
     ///
     /// Example: bport dump -i perf.data --header-only
     Dump(dump::DumpArgs),
+    /// Kernel lock contention (Linux 5.19+): live through BPF, as `perf lock contention -b` without its build.
+    ///
+    /// Example: bport lock contention -a --duration 5 -E 10
+    Lock(lock::LockArgs),
     /// Prove complete callchains on a target kernel, and the perf fixes on its branch.
     ///
     /// Example: bport verify --kernel 4.1
@@ -170,6 +175,7 @@ fn run(command: Command, ui: &Ui) -> CliResult<ExitCode> {
         Command::Flamegraph(args) => flamegraph::run(args, ui),
         Command::Report(args) => report::run(args),
         Command::Dump(args) => dump::run(args, ui),
+        Command::Lock(args) => lock::run(args, ui),
     }
     .map(|()| ExitCode::SUCCESS)
 }

@@ -14,6 +14,7 @@ pub mod archive;
 pub mod bpf;
 pub mod data;
 pub mod flame;
+pub mod lock;
 pub mod record;
 pub mod report;
 pub mod script;

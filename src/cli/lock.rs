@@ -1,0 +1,277 @@
+//! `bport lock contention`: perf's `perf lock contention` flags → `perf::lock` options; prints the report on
+//! stdout as perf does, status on stderr.
+
+use std::ffi::OsString;
+use std::time::Duration;
+
+use clap::{Args, Subcommand};
+
+use super::ui::Ui;
+use super::{CliError, CliResult, Kind};
+use crate::perf::abi::KernelVersion;
+use crate::perf::lock::{self, report, Aggr, LiveOptions, ReportOptions, SortKey, Target};
+
+/// Kernel lock contention (Linux 5.19+), live through BPF or from a recording.
+#[derive(Debug, Args)]
+pub struct LockArgs {
+    #[command(subcommand)]
+    pub command: LockCommand,
+}
+
+/// The `lock` subcommands.
+#[derive(Debug, Subcommand)]
+pub enum LockCommand {
+    /// Which kernel locks tasks wait on, for how long, and who waits: live through BPF (no recording).
+    ///
+    /// Counts contention from the lock:contention_begin/end tracepoints with two small BPF programs (built in
+    /// bport: no clang, libbpf or BTF needed), system-wide (-a, the default), for processes (-p), threads
+    /// (--tid) or a command, until the command exits, --duration passes, or Ctrl-C. The report is perf's:
+    /// sorted by total wait, one line per call stack named by its caller (first frame outside the lock
+    /// functions), or per task (-t) or lock address (-l).
+    ///
+    /// Example: bport lock contention -a --duration 5 -E 10
+    Contention(ContentionArgs),
+}
+
+/// `bport lock contention` options (perf's spelling).
+#[derive(Debug, Args)]
+pub struct ContentionArgs {
+    /// System-wide (every task; the default without -p, --tid or a command).
+    #[arg(short = 'a', long = "all-cpus", conflicts_with_all = ["pid", "tid"])]
+    pub all_cpus: bool,
+
+    /// Only these processes (every thread of each), comma-separated.
+    #[arg(
+        short = 'p',
+        long = "pid",
+        value_name = "PID[,PID]",
+        conflicts_with = "tid"
+    )]
+    pub pid: Option<String>,
+
+    /// Only these threads, comma-separated.
+    #[arg(long = "tid", value_name = "TID[,TID]")]
+    pub tid: Option<String>,
+
+    /// Use BPF (accepted for perf's muscle memory: live mode always does).
+    #[arg(short = 'b', long = "use-bpf")]
+    pub use_bpf: bool,
+
+    /// Print this many entries.
+    #[arg(short = 'E', long = "entries", value_name = "N")]
+    pub entries: Option<usize>,
+
+    /// Sort key: contended, wait_total (total), wait_max (max), wait_min (min) or avg_wait (avg).
+    #[arg(
+        short = 'k',
+        long = "key",
+        value_name = "KEY",
+        default_value = "wait_total"
+    )]
+    pub key: String,
+
+    /// One line per waiting task (pid and comm).
+    #[arg(short = 't', long = "threads", conflicts_with = "lock_addr")]
+    pub threads: bool,
+
+    /// One line per lock address (with its symbol for global locks).
+    #[arg(short = 'l', long = "lock-addr")]
+    pub lock_addr: bool,
+
+    /// Only these lock types, comma-separated: spinlock, rwlock, rwsem, mutex, semaphore, rtmutex, rwlock-rt,
+    /// percpu-rwsem, or a side such as rwsem:R, rwlock:W, pcpu-sem:R.
+    #[arg(short = 'Y', long = "type-filter", value_name = "TYPE[,TYPE]")]
+    pub type_filter: Option<String>,
+
+    /// Only these locks, comma-separated: hex addresses or kernel symbols (global locks).
+    #[arg(short = 'L', long = "lock-filter", value_name = "ADDR|SYM[,..]")]
+    pub lock_filter: Option<String>,
+
+    /// Frames of each call stack kept.
+    #[arg(long = "max-stack", value_name = "N", default_value_t = 8)]
+    pub max_stack: u32,
+
+    /// Frames skipped before looking for the caller (after the BPF and tracepoint frames, which are always
+    /// dropped).
+    #[arg(long = "stack-skip", value_name = "N", default_value_t = 0)]
+    pub stack_skip: usize,
+
+    /// Print each entry's call stack (also with -v).
+    #[arg(long = "callstack")]
+    pub callstack: bool,
+
+    /// Machine-readable output: fields separated by SEP, times in nanoseconds.
+    #[arg(short = 'x', long = "field-separator", value_name = "SEP")]
+    pub field_sep: Option<String>,
+
+    /// Stop after SECS seconds (for -a, -p, --tid).
+    #[arg(long = "duration", value_name = "SECS")]
+    pub duration: Option<f64>,
+
+    /// Entries of the BPF maps.
+    #[arg(long = "map-nr-entries", value_name = "N", default_value_t = 16384)]
+    pub map_nr_entries: u32,
+
+    /// Assume kernel VERSION (e.g. 5.10): refuse as bport would there.
+    #[arg(long = "kernel", value_name = "VERSION")]
+    pub kernel: Option<String>,
+
+    /// The command to run; contention is counted for it until it exits.
+    #[arg(last = true, value_name = "COMMAND")]
+    pub command: Vec<OsString>,
+}
+
+/// Runs `bport lock`.
+pub fn run(args: LockArgs, ui: &Ui) -> CliResult {
+    match args.command {
+        LockCommand::Contention(a) => contention(a, ui),
+    }
+}
+
+fn ids(text: &str, what: &str) -> CliResult<Vec<i32>> {
+    text.split(',')
+        .map(|s| {
+            s.trim()
+                .parse::<i32>()
+                .ok()
+                .filter(|&n| n > 0)
+                .ok_or_else(|| {
+                    CliError::user(format!("invalid {what} {s:?}: expected a positive number"))
+                })
+        })
+        .collect()
+}
+
+fn user(err: lock::Error) -> CliError {
+    CliError::new(Kind::User, err)
+}
+
+fn contention(args: ContentionArgs, ui: &Ui) -> CliResult {
+    let sort = SortKey::parse(&args.key).ok_or_else(|| {
+        CliError::user(format!(
+            "unknown sort key {:?}: use contended, wait_total, wait_max, wait_min or avg_wait",
+            args.key
+        ))
+    })?;
+    let aggr = if args.threads {
+        Aggr::Task
+    } else if args.lock_addr {
+        Aggr::Addr
+    } else {
+        Aggr::Caller
+    };
+    let mut types = Vec::new();
+    for name in args.type_filter.iter().flat_map(|t| t.split(',')) {
+        let flags = lock::type_flags(name.trim()).ok_or_else(|| {
+            user(lock::Error::UnknownType {
+                name: name.trim().into(),
+            })
+        })?;
+        types.extend(flags);
+    }
+    let sym = report::Symbolizer::running();
+    let mut addrs = Vec::new();
+    for item in args.lock_filter.iter().flat_map(|t| t.split(',')) {
+        let item = item.trim();
+        let hex = item.strip_prefix("0x").unwrap_or(item);
+        let addr = u64::from_str_radix(hex, 16)
+            .ok()
+            .filter(|&a| a != 0)
+            .or_else(|| sym.address_of(item))
+            .ok_or_else(|| user(lock::Error::BadLock { text: item.into() }))?;
+        addrs.push(addr);
+    }
+    let target = if let Some(p) = &args.pid {
+        Target::Pids(ids(p, "pid")?)
+    } else if let Some(t) = &args.tid {
+        Target::Tids(ids(t, "tid")?)
+    } else if !args.command.is_empty() {
+        Target::Command(args.command.clone())
+    } else {
+        Target::All
+    };
+    if args.duration.is_some() && matches!(target, Target::Command(_)) {
+        return Err(CliError::user(
+            "--duration applies to -a, -p and --tid; with a command, contention is counted until it exits",
+        ));
+    }
+    let duration = match args.duration {
+        Some(s) if s.is_finite() && s > 0.0 => Some(Duration::from_secs_f64(s)),
+        Some(s) => {
+            return Err(CliError::user(format!(
+                "invalid --duration {s}: expected seconds > 0"
+            )))
+        }
+        None => None,
+    };
+    let kernel = match &args.kernel {
+        Some(k) => Some(
+            k.parse::<KernelVersion>()
+                .map_err(|e| CliError::new(Kind::User, e))?,
+        ),
+        None => None,
+    };
+    let callstack = args.callstack || ui.verbose > 0;
+    let options = LiveOptions {
+        target: target.clone(),
+        duration,
+        aggr,
+        callstack,
+        max_stack: args.max_stack,
+        map_entries: args.map_nr_entries,
+        types,
+        addrs,
+        kernel,
+        // `-a -- CMD`: system-wide while the command runs (perf's behaviour).
+        system_wide: args.all_cpus,
+    };
+    let interrupted = crate::perf::record::sys::sigint_flag()?;
+    if matches!(target, Target::All | Target::Pids(_) | Target::Tids(_))
+        && duration.is_none()
+        && args.command.is_empty()
+    {
+        ui.status("counting lock contention; Ctrl-C to stop and print the report");
+    }
+    let outcome = lock::contention(&options, interrupted).map_err(into_cli_error)?;
+    let ropts = ReportOptions {
+        aggr,
+        sort,
+        entries: args.entries,
+        stack_skip: args.stack_skip,
+        max_stack: args.max_stack as usize,
+        callstack,
+        field_sep: args.field_sep,
+        quiet: ui.quiet,
+    };
+    let rep = report::from_live(&outcome.stats, &sym, &ropts);
+    let mut out = std::io::stdout().lock();
+    report::write(&rep, &ropts, &mut out)?;
+    if let Some(crate::perf::record::ChildExit::Code(code)) = outcome.exit {
+        if code != 0 {
+            ui.warn(format!("the command exited with status {code}"));
+        }
+    }
+    Ok(())
+}
+
+/// Maps a lock error to its exit code and hints.
+fn into_cli_error(err: lock::Error) -> CliError {
+    use lock::Error as E;
+    match &err {
+        E::KernelTooOld { .. } => CliError::new(Kind::Environment, err).hint(
+            "run on Linux 5.19 or later; on older kernels `perf lock record` needs CONFIG_LOCKDEP/CONFIG_LOCK_STAT \
+             (lock:lock_acquire events)",
+        ),
+        E::BpfDenied { .. } => CliError::new(Kind::Environment, err)
+            .hint("run as root, or grant the capabilities: sudo setcap cap_bpf,cap_perfmon=ep $(command -v bport)")
+            .hint("check that BPF is enabled: sysctl kernel.unprivileged_bpf_disabled, and no lockdown mode"),
+        E::Bpf(_) => CliError::new(Kind::Environment, err).hint(
+            "the kernel refused bport's BPF programs; please report this with the verifier log above and `uname -r`",
+        ),
+        E::UnknownType { .. } | E::BadLock { .. } | E::NoSuchTask { .. } | E::InvalidOptions(_) => {
+            CliError::new(Kind::User, err)
+        }
+        E::Exec { .. } => CliError::new(Kind::User, err).hint("check the command name and that it is executable"),
+        E::System { .. } => CliError::new(Kind::Internal, err),
+    }
+}
