@@ -169,7 +169,9 @@ fn contention(args: ContentionArgs, ui: &Ui) -> CliResult {
         })?;
         types.extend(flags);
     }
-    let sym = report::Symbolizer::running();
+    // Symbols are parsed after the session (a debug build takes seconds over a kernel's table, and counting
+    // should start at once); -L SYM only needs a scan of the text.
+    let mut kallsyms_text = None;
     let mut addrs = Vec::new();
     for item in args.lock_filter.iter().flat_map(|t| t.split(',')) {
         let item = item.trim();
@@ -177,7 +179,12 @@ fn contention(args: ContentionArgs, ui: &Ui) -> CliResult {
         let addr = u64::from_str_radix(hex, 16)
             .ok()
             .filter(|&a| a != 0)
-            .or_else(|| sym.address_of(item))
+            .or_else(|| {
+                let text = kallsyms_text.get_or_insert_with(|| {
+                    std::fs::read_to_string("/proc/kallsyms").unwrap_or_default()
+                });
+                report::address_of(text, item)
+            })
             .ok_or_else(|| user(lock::Error::BadLock { text: item.into() }))?;
         addrs.push(addr);
     }
@@ -226,13 +233,20 @@ fn contention(args: ContentionArgs, ui: &Ui) -> CliResult {
         system_wide: args.all_cpus,
     };
     let interrupted = crate::perf::record::sys::sigint_flag()?;
-    if matches!(target, Target::All | Target::Pids(_) | Target::Tids(_))
-        && duration.is_none()
-        && args.command.is_empty()
-    {
-        ui.status("counting lock contention; Ctrl-C to stop and print the report");
-    }
-    let outcome = lock::contention(&options, interrupted).map_err(into_cli_error)?;
+    let until = if !args.command.is_empty() {
+        "until the command exits"
+    } else if duration.is_some() {
+        "for the duration"
+    } else {
+        "until Ctrl-C"
+    };
+    let mut on_attached = || ui.status(format!("bport lock: counting lock contention {until}"));
+    let outcome =
+        lock::contention(&options, interrupted, &mut on_attached).map_err(into_cli_error)?;
+    let sym = match kallsyms_text {
+        Some(text) => report::Symbolizer::from_text(text),
+        None => report::Symbolizer::running(),
+    };
     let ropts = ReportOptions {
         aggr,
         sort,

@@ -35,7 +35,7 @@ pub const F_FAST_STACK_CMP: i32 = 1 << 9;
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// A map could not be created.
-    #[error("cannot create BPF map {name}: {source}")]
+    #[error("cannot create BPF map {name}")]
     MapCreate {
         /// The map's name.
         name: String,
@@ -51,12 +51,13 @@ pub enum Error {
         /// The program's name.
         name: String,
         /// The system error.
+        #[source]
         source: std::io::Error,
         /// The verifier log.
         log: String,
     },
     /// A program could not be attached.
-    #[error("cannot attach BPF program to raw tracepoint {tracepoint}: {source}")]
+    #[error("cannot attach BPF program to raw tracepoint {tracepoint}")]
     Attach {
         /// The tracepoint name.
         tracepoint: String,
@@ -64,7 +65,7 @@ pub enum Error {
         source: std::io::Error,
     },
     /// A map operation failed.
-    #[error("BPF map {name}: {source}")]
+    #[error("BPF map {name}")]
     Map {
         /// The map's name.
         name: String,

@@ -186,7 +186,13 @@ fn map_err(name: &str) -> impl Fn(std::io::Error) -> Error + '_ {
 }
 
 /// Runs a live session until the command exits, the duration passes, or `interrupted` is set (Ctrl-C).
-pub fn contention(options: &LiveOptions, interrupted: &AtomicBool) -> Result<LiveOutcome, Error> {
+/// `on_attached` runs once the programs are attached (and before the command starts), so a caller can say that
+/// counting has begun.
+pub fn contention(
+    options: &LiveOptions,
+    interrupted: &AtomicBool,
+    on_attached: &mut dyn FnMut(),
+) -> Result<LiveOutcome, Error> {
     check_kernel(options.kernel.as_ref())?;
     match &options.target {
         Target::Pids(p) => p.iter().try_for_each(|&id| check_task("process", id))?,
@@ -267,6 +273,7 @@ pub fn contention(options: &LiveOptions, interrupted: &AtomicBool) -> Result<Liv
     let end_link = attach("contention_end", &end)?;
     let begin_link = attach("contention_begin", &begin)?;
     let started = Instant::now();
+    on_attached();
     let pid = child.as_ref().map(|c| c.pid);
     if let Some(child) = child {
         let program = match &options.target {

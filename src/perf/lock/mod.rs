@@ -102,7 +102,7 @@ pub enum Error {
         kernel: String,
     },
     /// BPF is not available to this process (no CAP_BPF/CAP_PERFMON, or BPF disabled).
-    #[error("BPF is not available to this process: {source}")]
+    #[error("BPF is not available to this process")]
     BpfDenied {
         /// What the kernel said.
         source: crate::perf::bpf::Error,
@@ -133,7 +133,7 @@ pub enum Error {
         id: i32,
     },
     /// The command could not be started.
-    #[error("cannot run {program:?}: {source}")]
+    #[error("cannot run {program:?}")]
     Exec {
         /// The program.
         program: std::ffi::OsString,
@@ -144,7 +144,7 @@ pub enum Error {
     #[error("{0}")]
     InvalidOptions(String),
     /// A system call failed.
-    #[error("{what}: {source}")]
+    #[error("{what} failed")]
     System {
         /// What was being done.
         what: &'static str,

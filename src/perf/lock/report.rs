@@ -130,6 +130,19 @@ pub struct Report {
     pub entries: Vec<Contention>,
 }
 
+/// The address of kernel symbol `name` in kallsyms text (first match; `None` when absent or hidden by
+/// kptr_restrict).
+pub fn address_of(kallsyms: &str, name: &str) -> Option<u64> {
+    kallsyms.lines().find_map(|line| {
+        let mut f = line.split_whitespace();
+        let (addr, _ty, sym) = (f.next()?, f.next()?, f.next()?);
+        (sym == name)
+            .then(|| u64::from_str_radix(addr, 16).ok())
+            .flatten()
+            .filter(|&a| a != 0)
+    })
+}
+
 /// At most this many frames at the top of a live stack belong to BPF and the tracepoint.
 const GLUE_FRAMES: usize = 6;
 
@@ -166,16 +179,9 @@ impl Symbolizer {
         s
     }
 
-    /// The address of kernel symbol `name` (first match; `None` when absent or hidden by kptr_restrict).
+    /// The address of kernel symbol `name`.
     pub fn address_of(&self, name: &str) -> Option<u64> {
-        self.text.lines().find_map(|line| {
-            let mut f = line.split_whitespace();
-            let (addr, _ty, sym) = (f.next()?, f.next()?, f.next()?);
-            (sym == name)
-                .then(|| u64::from_str_radix(addr, 16).ok())
-                .flatten()
-                .filter(|&a| a != 0)
-        })
+        address_of(&self.text, name)
     }
 
     /// Whether `addr` is in a lock function (perf's `machine__is_lock_function`).
