@@ -116,7 +116,7 @@ pub enum Command {
     ///
     /// Example: bport dump -i perf.data --header-only
     Dump(dump::DumpArgs),
-    /// Kernel lock contention (Linux 5.19+): live through BPF, as `perf lock contention -b` without its build.
+    /// Kernel lock contention (Linux 5.19+) through BPF, as `perf lock contention -b`.
     ///
     /// Example: bport lock contention -a --duration 5 -E 10
     Lock(lock::LockArgs),

@@ -5,6 +5,7 @@ mod support;
 mod apply;
 mod archive;
 mod cli_help;
+mod lock;
 mod perf_data;
 mod record;
 mod rerere;

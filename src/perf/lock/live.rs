@@ -154,6 +154,8 @@ fn fork_command(argv: &[OsString]) -> Result<sys::PausedChild, Error> {
     };
     let path = crate::perf::record::session::resolve_program(program)
         .ok_or_else(|| exec_err(std::io::Error::from_raw_os_error(libc::ENOENT)))?;
+    // Said before anything is attached (exec would fail only once counting had begun).
+    std::fs::metadata(&path).map_err(exec_err)?;
     let cstr = |s: &OsStr| {
         CString::new(s.as_bytes())
             .map_err(|_| exec_err(std::io::Error::from_raw_os_error(libc::EINVAL)))

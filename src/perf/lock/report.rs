@@ -133,14 +133,30 @@ pub struct Report {
 /// The address of kernel symbol `name` in kallsyms text (first match; `None` when absent or hidden by
 /// kptr_restrict).
 pub fn address_of(kallsyms: &str, name: &str) -> Option<u64> {
-    kallsyms.lines().find_map(|line| {
-        let mut f = line.split_whitespace();
-        let (addr, _ty, sym) = (f.next()?, f.next()?, f.next()?);
-        (sym == name)
-            .then(|| u64::from_str_radix(addr, 16).ok())
-            .flatten()
-            .filter(|&a| a != 0)
-    })
+    addresses_of(kallsyms, &[name])[0]
+}
+
+/// The addresses of several symbols (a kernel's table is ~200,000 lines: each name is found by a substring
+/// search for ` T NAME\n`-shaped text instead of splitting every line).
+fn addresses_of(kallsyms: &str, names: &[&str]) -> Vec<Option<u64>> {
+    names
+        .iter()
+        .map(|name| {
+            let needle = format!(" {name}\n");
+            let mut from = 0;
+            while let Some(at) = kallsyms[from..].find(&needle) {
+                let end = from + at;
+                let line_start = kallsyms[..end].rfind('\n').map_or(0, |i| i + 1);
+                let mut fields = kallsyms[line_start..end].split(' ');
+                if let (Some(addr), Some(_ty), None) = (fields.next(), fields.next(), fields.next())
+                {
+                    return u64::from_str_radix(addr, 16).ok().filter(|&a| a != 0);
+                }
+                from = end + needle.len();
+            }
+            None
+        })
+        .collect()
 }
 
 /// At most this many frames at the top of a live stack belong to BPF and the tracepoint.
@@ -168,12 +184,16 @@ impl Symbolizer {
             text,
             lock_ranges: Vec::new(),
         };
-        for (start, end) in [
-            ("__sched_text_start", "__sched_text_end"),
-            ("__lock_text_start", "__lock_text_end"),
-        ] {
-            if let (Some(a), Some(b)) = (s.address_of(start), s.address_of(end)) {
-                s.lock_ranges.push((a, b));
+        let names = [
+            "__sched_text_start",
+            "__sched_text_end",
+            "__lock_text_start",
+            "__lock_text_end",
+        ];
+        let found = addresses_of(&s.text, &names);
+        for pair in found.chunks_exact(2) {
+            if let [Some(a), Some(b)] = pair {
+                s.lock_ranges.push((*a, *b));
             }
         }
         s
