@@ -1,13 +1,13 @@
-//! Builds the built-in profiling workloads (src/verify/workloads/*.c) with the system C compiler, once with frame
+//! Builds the built-in profiling workloads (src/perf/workloads/*.c) with the system C compiler, once with frame
 //! pointers and once without, statically linked so the same bytes run on the host and inside the verify
-//! initramfs. The binaries are embedded into bport (`verify::workloads`).
+//! initramfs. The binaries are embedded into bport (`perf::workloads`).
 
 use std::path::PathBuf;
 use std::process::Command;
 
 fn main() {
     let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
-    let src = "src/verify/workloads/chain.c";
+    let src = "src/perf/workloads/chain.c";
     println!("cargo:rerun-if-changed={src}");
     println!("cargo:rerun-if-env-changed=CC");
     let cc = std::env::var("CC").unwrap_or_else(|_| "cc".to_owned());

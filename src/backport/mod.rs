@@ -15,6 +15,7 @@ pub mod patchlist;
 pub mod pick;
 pub mod plan;
 pub mod state;
+pub mod stop;
 
 pub use execute::Checkpoint;
 pub use matcher::{AppliedBecause, Rule, Rules};
@@ -152,6 +153,15 @@ pub enum Error {
     /// Recording or replaying a resolution failed.
     #[error(transparent)]
     Rerere(#[from] crate::rerere::Error),
+    /// Reading the worktree or HEAD while working on a stop failed.
+    #[error("{operation} failed")]
+    Worktree {
+        /// What bport was doing.
+        operation: &'static str,
+        /// What libgit2 said.
+        #[source]
+        source: git2::Error,
+    },
 }
 
 /// Options of `bport apply`.

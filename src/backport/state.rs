@@ -136,22 +136,13 @@ pub fn upgrade(raw: serde_json::Value, _from: u64) -> serde_json::Value {
 /// Writes the state atomically: a temp file in the same directory, fsync, rename, fsync of the directory.
 pub fn save(git_dir: &Path, state: &State) -> Result<(), Error> {
     let dir = dir(git_dir);
-    let io = |path: &Path| {
-        let path = path.to_path_buf();
-        move |source| Error::Io { path, source }
-    };
-    fs::create_dir_all(&dir).map_err(io(&dir))?;
-    let tmp = dir.join("state.json.tmp");
+    fs::create_dir_all(&dir).map_err(|source| Error::Io {
+        path: dir.clone(),
+        source,
+    })?;
     let text = serde_json::to_vec_pretty(state).expect("the state has only serializable fields");
-    let mut f = File::create(&tmp).map_err(io(&tmp))?;
-    f.write_all(&text).map_err(io(&tmp))?;
-    f.sync_all().map_err(io(&tmp))?;
     let path = state_path(git_dir);
-    fs::rename(&tmp, &path).map_err(io(&path))?;
-    if let Ok(d) = File::open(&dir) {
-        let _ = d.sync_all();
-    }
-    Ok(())
+    crate::git::write_atomic(&path, &text).map_err(|source| Error::Io { path, source })
 }
 
 /// Removes the state at the end of a run.

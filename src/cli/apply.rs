@@ -362,7 +362,7 @@ fn render(repo: &git2::Repository, outcome: Outcome, ui: &Ui, yes: bool) -> CliR
             // A stop is news even with --quiet: the user must act.
             eprintln!("{msg}");
             if !yes && ui.interactive() {
-                if let Some(how) = prompt(repo, &info)? {
+                if let Some(how) = prompt(repo, &info, ui)? {
                     return Ok(Next::Resume(how));
                 }
             }
@@ -373,7 +373,11 @@ fn render(repo: &git2::Repository, outcome: Outcome, ui: &Ui, yes: bool) -> CliR
 
 /// On a terminal: show the diff, open the editor, stage the edits and continue, skip, abort, or leave the stop
 /// for later. Returns the resume the user chose (`None`: leave it).
-fn prompt(repo: &git2::Repository, info: &backport::StopInfo) -> CliResult<Option<Resume>> {
+fn prompt(
+    repo: &git2::Repository,
+    info: &backport::StopInfo,
+    ui: &Ui,
+) -> CliResult<Option<Resume>> {
     let items = [
         "show diff",
         "open $EDITOR on the conflicted files",
@@ -392,31 +396,8 @@ fn prompt(repo: &git2::Repository, info: &backport::StopInfo) -> CliResult<Optio
             .map_err(|e| CliError::new(Kind::Internal, e))?;
         match choice {
             Some(0) => {
-                // Against HEAD, not the index: a conflicted index has no stage-0 entry, so an index diff shows
-                // only a mode line; against HEAD it is `git diff HEAD`, markers and both sides.
-                let git_err = |e| CliError::new(Kind::Internal, e);
-                let head = repo
-                    .head()
-                    .and_then(|h| h.peel_to_tree())
-                    .map_err(git_err)?;
-                let mut opts = git2::DiffOptions::new();
-                for c in &info.conflicts {
-                    opts.pathspec(&c.path);
-                }
-                opts.disable_pathspec_match(true);
-                let diff = repo
-                    .diff_tree_to_workdir(Some(&head), Some(&mut opts))
-                    .map_err(git_err)?;
                 let mut out = std::io::stdout().lock();
-                diff.print(git2::DiffFormat::Patch, |_, _, line| {
-                    let origin = line.origin();
-                    if matches!(origin, '+' | '-' | ' ') {
-                        let _ = write!(out, "{origin}");
-                    }
-                    let _ = out.write_all(line.content());
-                    true
-                })
-                .map_err(|e| CliError::new(Kind::Internal, e))?;
+                backport::stop::write_stop_diff(repo, info, &mut out)?;
                 out.flush()?;
             }
             Some(1) => {
@@ -431,59 +412,24 @@ fn prompt(repo: &git2::Repository, info: &backport::StopInfo) -> CliResult<Optio
                     .status();
                 match status {
                     Ok(s) if s.success() => {}
-                    Ok(s) => eprintln!("{editor} exited with {s}"),
-                    Err(e) => eprintln!("could not run {editor}: {e} (set EDITOR or VISUAL)"),
+                    Ok(s) => ui.status(format!("{editor} exited with {s}")),
+                    Err(e) => ui.warn(format!(
+                        "could not run {editor}: {e} (set EDITOR or VISUAL)"
+                    )),
                 }
             }
-            Some(2) => {
-                if stage_resolution(repo, &workdir, info)? {
-                    return Ok(Some(Resume::Continue));
-                }
-            }
+            Some(2) => match backport::stop::stage_stop(repo, info)? {
+                backport::stop::Staged::All => return Ok(Some(Resume::Continue)),
+                backport::stop::Staged::MarkersRemain(paths) => ui.status(format!(
+                    "Conflict markers remain in {}; edit them first.",
+                    paths.join(", ")
+                )),
+            },
             Some(3) => return Ok(Some(Resume::Skip)),
             Some(4) => return Ok(Some(Resume::Abort)),
             _ => return Ok(None),
         }
     }
-}
-
-/// `git add` of the conflicted paths, unless one still has conflict markers (then says which and stages nothing).
-fn stage_resolution(
-    repo: &git2::Repository,
-    workdir: &std::path::Path,
-    info: &backport::StopInfo,
-) -> CliResult<bool> {
-    let marked: Vec<&str> = info
-        .conflicts
-        .iter()
-        .filter(|c| {
-            std::fs::read(workdir.join(&c.path)).is_ok_and(|bytes| {
-                bytes
-                    .split(|&b| b == b'\n')
-                    .any(|l| l.starts_with(b"<<<<<<< ") || l.starts_with(b">>>>>>> "))
-            })
-        })
-        .map(|c| c.path.as_str())
-        .collect();
-    if !marked.is_empty() {
-        eprintln!(
-            "Conflict markers remain in {}; edit them first.",
-            marked.join(", ")
-        );
-        return Ok(false);
-    }
-    let git_err = |e| CliError::new(Kind::Internal, e);
-    let mut index = repo.index().map_err(git_err)?;
-    for c in &info.conflicts {
-        let path = std::path::Path::new(&c.path);
-        if workdir.join(path).exists() {
-            index.add_path(path).map_err(git_err)?;
-        } else {
-            index.remove_path(path).map_err(git_err)?;
-        }
-    }
-    index.write().map_err(git_err)?;
-    Ok(true)
 }
 
 impl From<backport::Error> for CliError {

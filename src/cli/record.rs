@@ -33,14 +33,17 @@ pub struct RecordArgs {
     #[arg(short = 'c', long = "count", value_name = "PERIOD")]
     pub count: Option<u64>,
 
-    /// Event to sample: cpu-clock, task-clock, cycles (falls back to cpu-clock without a PMU) or instructions.
+    /// Event to sample: cpu-clock, task-clock, cycles (falls back to cpu-clock without a PMU), instructions, or
+    /// tracepoints SYS:NAME (repeat -e or separate with commas, e.g. -e sched:sched_switch,lock:contention_begin;
+    /// every sample is taken, as perf's -c 1 default for tracepoints).
     #[arg(
         short = 'e',
         long = "event",
         value_name = "EVENT",
-        default_value = "cycles"
+        default_value = "cycles",
+        action = clap::ArgAction::Append
     )]
-    pub event: String,
+    pub event: Vec<String>,
 
     /// Sample every CPU (system-wide) until COMMAND exits or Ctrl-C.
     #[arg(short = 'a', long = "all-cpus", conflicts_with_all = ["pid", "tid"])]
@@ -121,10 +124,7 @@ pub fn parse_call_graph(text: &str) -> Result<CallGraph, String> {
 impl RecordArgs {
     /// Validates the flags into the library's config.
     pub fn to_config(&self) -> CliResult<Config> {
-        let event = Event::from_name(&self.event).ok_or_else(|| {
-            CliError::user(format!("unknown event {:?}", self.event))
-                .hint("bport record samples on cpu-clock, task-clock, cycles or instructions")
-        })?;
+        let (event, tracepoints) = parse_events(&self.event)?;
         let command = (!self.command.is_empty()).then(|| self.command.clone());
         let target = match (self.all_cpus, self.pid, self.tid, command) {
             (true, None, None, command) => Target::SystemWide(command),
@@ -149,6 +149,8 @@ impl RecordArgs {
             }
             (Some(hz), _) => Sampling::Frequency(hz),
             (None, Some(period)) => Sampling::Period(period),
+            // perf samples every tracepoint hit unless told otherwise (its `-c 1` default for tracepoints).
+            (None, None) if event == Event::Tracepoint => Sampling::Period(1),
             (None, None) => Sampling::default(),
         };
         let call_graph = match (&self.call_graph, self.g) {
@@ -172,6 +174,7 @@ impl RecordArgs {
         };
         let mut config = Config::new(target);
         config.event = event;
+        config.tracepoints = tracepoints;
         config.sampling = sampling;
         config.call_graph = call_graph;
         config.output = self.output.clone();
@@ -180,6 +183,56 @@ impl RecordArgs {
         config.handle_sigint = true;
         config.cmdline = std::env::args().collect();
         Ok(config)
+    }
+}
+
+/// The `-e` values (each a comma list): one hardware/software event, or any number of tracepoints (looked up in
+/// tracefs, which is mounted when needed).
+fn parse_events(values: &[String]) -> CliResult<(Event, Vec<record::Tracepoint>)> {
+    let names: Vec<&str> = values
+        .iter()
+        .flat_map(|v| v.split(','))
+        .map(str::trim)
+        .filter(|n| !n.is_empty())
+        .collect();
+    // clap drops the `cycles` default as soon as one -e is given, so every name here was asked for.
+    let mut plain = Vec::new();
+    let mut tps = Vec::new();
+    for name in &names {
+        match Event::from_name(name) {
+            Some(e) => plain.push(e),
+            None if name.contains(':') => tps.push(*name),
+            None => {
+                return Err(CliError::user(format!("unknown event {name:?}")).hint(
+                    "bport record samples on cpu-clock, task-clock, cycles, instructions or tracepoints SYS:NAME",
+                ))
+            }
+        }
+    }
+    match (plain.as_slice(), tps.is_empty()) {
+        ([e], true) => Ok((*e, Vec::new())),
+        ([], false) => {
+            let tracefs = crate::perf::trace::Tracefs::find_or_mount()
+                .map_err(|e| CliError::new(Kind::Environment, e))?;
+            let mut out = Vec::new();
+            for name in tps {
+                let tp = record::Tracepoint::resolve(&tracefs, name).map_err(|e| {
+                    CliError::new(Kind::User, e).hint(format!(
+                        "list the tracepoints with: ls {}/events/SYSTEM",
+                        tracefs.root().display()
+                    ))
+                })?;
+                if !out.contains(&tp) {
+                    out.push(tp);
+                }
+            }
+            Ok((Event::Tracepoint, out))
+        }
+        ([], true) => Err(CliError::user("no event given to -e")),
+        _ => Err(CliError::user(
+            "bport record takes either one hardware/software event or tracepoints, not several or a mix",
+        )
+        .hint("record the tracepoints and the profile into two files")),
     }
 }
 
@@ -249,6 +302,8 @@ fn into_cli_error(err: record::Error) -> CliError {
             vec!["sample on a timer instead: -e cpu-clock".into()],
         ),
         E::NoSuchTask { .. } | E::InvalidConfig(_) => (Kind::User, vec![]),
+        E::Trace(crate::perf::trace::Error::Mount { .. }) => (Kind::Environment, vec![]),
+        E::Trace(_) => (Kind::User, vec![]),
         E::Exec { .. } => (Kind::User, vec!["check the command name and that it is executable".into()]),
         E::Mmap { .. } => (
             Kind::Environment,

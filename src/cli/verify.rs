@@ -229,7 +229,31 @@ fn cell_text(s: &CellStatus) -> String {
 /// The report as a table a person reads at a glance, with the reasons and failures under it.
 pub fn render(report: &Report, color: bool) -> String {
     let paint = Paint(color);
-    let mut s = String::new();
+    let mut s = heading(report);
+    if let Some(boot) = &report.boot_failure {
+        s.push_str(&format!(
+            "{} {}\n",
+            paint.wrap("1;31", "BOOT FAILED:"),
+            boot.reason
+        ));
+        for line in &boot.console_tail {
+            s.push_str(&format!("  | {line}\n"));
+        }
+    } else {
+        s.push_str(&matrix(report, &paint));
+    }
+    s.push_str(&branch(report));
+    let verdict = if report.passed() {
+        paint.wrap("32", "PASS")
+    } else {
+        paint.wrap("1;31", "FAIL")
+    };
+    s.push_str(&format!("\nresult: {verdict}\n"));
+    s
+}
+
+/// What was verified, against which target, and where it ran.
+fn heading(report: &Report) -> String {
     let target = match &report.target {
         Some(t) => format!(" (target {}:{})", t.file.display(), t.line),
         None => " (not in the targets file: ABI checks only)".to_owned(),
@@ -250,107 +274,109 @@ pub fn render(report: &Report, color: bool) -> String {
             image.display()
         ),
     };
-    s.push_str(&format!(
-        "verify kernel {}{target}\n  {place}\n\n",
-        report.kernel
-    ));
-    if let Some(boot) = &report.boot_failure {
-        s.push_str(&format!(
-            "{} {}\n",
-            paint.wrap("1;31", "BOOT FAILED:"),
-            boot.reason
-        ));
-        for line in &boot.console_tail {
-            s.push_str(&format!("  | {line}\n"));
-        }
-    } else {
-        let mut header = format!("{:<12}", "workload");
-        for mode in verify::Mode::ALL {
-            header.push_str(&format!("{:<18}", mode.name()));
-        }
-        s.push_str(header.trim_end());
-        s.push('\n');
-        let mut notes = Vec::new();
-        let mut row = String::new();
-        let mut current = "";
-        for cell in &report.cells {
-            if cell.workload != current {
-                if !row.is_empty() {
-                    s.push_str(row.trim_end());
-                    s.push('\n');
-                }
-                current = &cell.workload;
-                row = format!("{current:<12}");
-            }
-            let text = cell_text(&cell.status);
-            let pad = 18usize.saturating_sub(text.len()).max(1);
-            row.push_str(&paint.status(&cell.status, &text));
-            row.push_str(&" ".repeat(pad));
-            let what = format!("{} {}", cell.workload, cell.mode.name());
-            match &cell.status {
-                CellStatus::Unsupported { reason } => {
-                    notes.push(format!("{what}: unsupported: {reason}"))
-                }
-                CellStatus::Error { message } => notes.push(format!("{what}: error: {message}")),
-                CellStatus::Fail { stats } | CellStatus::Surprise { stats } => {
-                    let why = if matches!(cell.status, CellStatus::Surprise { .. }) {
-                        "expected to fail (fp without frame pointers) but passed"
-                    } else {
-                        "too few full chains"
-                    };
-                    notes.push(format!(
-                        "{what}: {}: {why}: {} of {} samples in chain_c had main → chain_a → chain_b → chain_c ({} samples)",
-                        cell.status.word(),
-                        stats.full_chains,
-                        stats.leaf_samples,
-                        stats.samples
-                    ));
-                    if let Some(bad) = &stats.first_bad {
-                        notes.push(format!(
-                            "  first bad sample: pid {} time {}.{:09}",
-                            bad.pid,
-                            bad.time / 1_000_000_000,
-                            bad.time % 1_000_000_000
-                        ));
-                        if bad.frames.is_empty() {
-                            notes.push("  \t(no user frames)".to_owned());
-                        }
-                        for f in &bad.frames {
-                            notes.push(format!(
-                                "  \t{:x} {} ({})",
-                                f.address,
-                                f.symbol.as_deref().unwrap_or("[unknown]"),
-                                f.dso
-                            ));
-                        }
-                    }
-                }
-                _ => {}
-            }
-            if let Some(r) = &cell.readability {
-                for p in &r.era_problems {
-                    notes.push(format!(
-                        "{what}: unreadable for perf of {}: {p}",
-                        report.kernel
-                    ));
-                }
-                if let verify::PerfCheck::Mismatch { detail } = &r.perf {
-                    notes.push(format!("{what}: Linux perf disagrees: {detail}"));
-                }
-            }
-        }
-        if !row.is_empty() {
-            s.push_str(row.trim_end());
-            s.push('\n');
-        }
-        if !notes.is_empty() {
-            s.push('\n');
-            for n in notes {
-                s.push_str(&n);
+    format!("verify kernel {}{target}\n  {place}\n\n", report.kernel)
+}
+
+/// The workload × mode table, one row per workload, then every cell's notes.
+fn matrix(report: &Report, paint: &Paint) -> String {
+    let mut s = String::new();
+    let mut header = format!("{:<12}", "workload");
+    for mode in verify::Mode::ALL {
+        header.push_str(&format!("{:<18}", mode.name()));
+    }
+    s.push_str(header.trim_end());
+    s.push('\n');
+    let mut notes = Vec::new();
+    let mut row = String::new();
+    let mut current = "";
+    for cell in &report.cells {
+        if cell.workload != current {
+            if !row.is_empty() {
+                s.push_str(row.trim_end());
                 s.push('\n');
             }
+            current = &cell.workload;
+            row = format!("{current:<12}");
+        }
+        let text = cell_text(&cell.status);
+        let pad = 18usize.saturating_sub(text.len()).max(1);
+        row.push_str(&paint.status(&cell.status, &text));
+        row.push_str(&" ".repeat(pad));
+        notes.extend(cell_notes(cell, report));
+    }
+    if !row.is_empty() {
+        s.push_str(row.trim_end());
+        s.push('\n');
+    }
+    if !notes.is_empty() {
+        s.push('\n');
+        for n in notes {
+            s.push_str(&n);
+            s.push('\n');
         }
     }
+    s
+}
+
+/// Why a cell is not a plain pass: its reason, the first bad sample's frames, readability problems.
+fn cell_notes(cell: &verify::Cell, report: &Report) -> Vec<String> {
+    let mut notes = Vec::new();
+    let what = format!("{} {}", cell.workload, cell.mode.name());
+    match &cell.status {
+        CellStatus::Unsupported { reason } => notes.push(format!("{what}: unsupported: {reason}")),
+        CellStatus::Error { message } => notes.push(format!("{what}: error: {message}")),
+        CellStatus::Fail { stats } | CellStatus::Surprise { stats } => {
+            let why = if matches!(cell.status, CellStatus::Surprise { .. }) {
+                "expected to fail (fp without frame pointers) but passed"
+            } else {
+                "too few full chains"
+            };
+            notes.push(format!(
+                "{what}: {}: {why}: {} of {} samples in chain_c had main → chain_a → chain_b → chain_c ({} samples)",
+                cell.status.word(),
+                stats.full_chains,
+                stats.leaf_samples,
+                stats.samples
+            ));
+            if let Some(bad) = &stats.first_bad {
+                notes.push(format!(
+                    "  first bad sample: pid {} time {}.{:09}",
+                    bad.pid,
+                    bad.time / 1_000_000_000,
+                    bad.time % 1_000_000_000
+                ));
+                if bad.frames.is_empty() {
+                    notes.push("  \t(no user frames)".to_owned());
+                }
+                for f in &bad.frames {
+                    notes.push(format!(
+                        "  \t{:x} {} ({})",
+                        f.address,
+                        f.symbol.as_deref().unwrap_or("[unknown]"),
+                        f.dso
+                    ));
+                }
+            }
+        }
+        _ => {}
+    }
+    if let Some(r) = &cell.readability {
+        for p in &r.era_problems {
+            notes.push(format!(
+                "{what}: unreadable for perf of {}: {p}",
+                report.kernel
+            ));
+        }
+        if let verify::PerfCheck::Mismatch { detail } = &r.perf {
+            notes.push(format!("{what}: Linux perf disagrees: {detail}"));
+        }
+    }
+    notes
+}
+
+/// The branch check: how many required fixes the branch carries, and how to add the missing ones.
+fn branch(report: &Report) -> String {
+    let mut s = String::new();
     match &report.branch {
         Some(BranchCheck::Checked(b)) => {
             let missing: Vec<_> = b.missing().collect();
@@ -377,12 +403,6 @@ pub fn render(report: &Report, color: bool) -> String {
         }
         None => {}
     }
-    let verdict = if report.passed() {
-        paint.wrap("32", "PASS")
-    } else {
-        paint.wrap("1;31", "FAIL")
-    };
-    s.push_str(&format!("\nresult: {verdict}\n"));
     s
 }
 

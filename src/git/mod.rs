@@ -5,11 +5,13 @@
 //! `builtin/patch-id.c`, the `%s` subject of `pretty.c`, the abbreviation length of `object-name.c`) is
 //! reimplemented here against git's behaviour and tested against the real `git` in `tests/it/`.
 
+mod atomic;
 mod patch_id;
 mod repo;
 mod trailers;
 mod tree_diff;
 
+pub use atomic::write_atomic;
 pub use patch_id::{changed_paths, patch_id_of_commit, patch_id_of_diff_text, PatchId};
 pub use repo::{
     abbrev_len, check_clean, check_no_operation, commit_subject, committer, discover, short_id,

@@ -19,4 +19,6 @@ pub mod record;
 pub mod report;
 pub mod script;
 pub mod symbols;
+pub mod trace;
 pub mod unwind;
+pub mod workloads;

@@ -10,7 +10,6 @@ use super::conflict_id::ConflictId;
 use super::Error;
 use std::collections::BTreeMap;
 use std::fs;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 /// Which file of a variant.
@@ -306,25 +305,12 @@ pub fn parse_file_name(name: &str) -> Option<(Image, u32)> {
     None
 }
 
-/// Temp file in the same directory, fsync, rename.
+/// [`crate::git::write_atomic`] with this module's error.
 pub(crate) fn write_atomic(path: &Path, content: &[u8]) -> Result<(), Error> {
-    let dir = path.parent().unwrap_or_else(|| Path::new("."));
-    let io = |source| Error::Io {
+    crate::git::write_atomic(path, content).map_err(|source| Error::Io {
         path: path.to_path_buf(),
         source,
-    };
-    let tmp = dir.join(format!(
-        ".{}.tmp{}",
-        path.file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default(),
-        std::process::id()
-    ));
-    let mut f = fs::File::create(&tmp).map_err(io)?;
-    f.write_all(content).map_err(io)?;
-    f.sync_all().map_err(io)?;
-    drop(f);
-    fs::rename(&tmp, path).map_err(io)
+    })
 }
 
 #[cfg(test)]

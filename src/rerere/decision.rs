@@ -46,12 +46,30 @@ impl Decision {
         }
     }
 
-    /// `keep` or `delete`, for messages.
-    pub fn word(&self) -> &'static str {
+    /// Which way the conflict was decided, without the kept content.
+    pub fn kind(&self) -> DecisionKind {
         match self {
-            Decision::Delete => "delete",
-            Decision::Keep(_) => "keep",
+            Decision::Delete => DecisionKind::Delete,
+            Decision::Keep(_) => DecisionKind::Keep,
         }
+    }
+}
+
+/// Which way a modify/delete conflict was decided: what outcomes carry and what staging branches on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DecisionKind {
+    /// The modified file stays (its recorded content).
+    Keep,
+    /// The file is deleted.
+    Delete,
+}
+
+impl std::fmt::Display for DecisionKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            DecisionKind::Keep => "keep",
+            DecisionKind::Delete => "delete",
+        })
     }
 }
 

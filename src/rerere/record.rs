@@ -66,8 +66,8 @@ pub enum PathAction {
     NotHandled,
     /// A modify/delete conflict resolved from a recorded decision (beyond git).
     DecisionReplayed {
-        /// `keep` or `delete`.
-        decision: &'static str,
+        /// Keep or delete.
+        decision: decision::DecisionKind,
         /// Which cache it came from.
         source: Source,
         /// Whether the result was staged (`autoupdate`).
@@ -75,8 +75,8 @@ pub enum PathAction {
     },
     /// The user's decision on a modify/delete conflict was recorded (beyond git).
     RecordedDecision {
-        /// `keep` or `delete`.
-        decision: &'static str,
+        /// Keep or delete.
+        decision: decision::DecisionKind,
     },
 }
 
@@ -136,132 +136,41 @@ struct Item {
     conflict: Option<Conflict>,
 }
 
+/// The bookkeeping of one rerere run, shared by its phases.
+struct Run<'r, 'repo> {
+    rr: &'r Rerere<'repo>,
+    opts: &'r RerereOptions,
+    /// `MERGE_RR`: conflicted paths whose preimage was recorded, by id and variant.
+    tracked: MergeRr,
+    /// bport's modify/delete conflicts waiting for the user's decision.
+    pending: MergeRr,
+    outcome: RerereOutcome,
+    to_stage: Vec<String>,
+    deletions: Vec<String>,
+}
+
 /// Runs rerere on the current conflicts: records preimages, replays resolutions, records postimages.
 pub fn rerere(rr: &Rerere<'_>, opts: &RerereOptions) -> Result<RerereOutcome, Error> {
-    let merge_rr_path = rr.merge_rr_path();
-    let mut tracked = MergeRr::read(&merge_rr_path)?;
-    let mut outcome = RerereOutcome::default();
-    let mut items: Vec<Item> = Vec::new();
-    let decisions_path = rr.decisions_path();
-    let mut pending = MergeRr::read(&decisions_path)?;
+    let mut run = Run {
+        rr,
+        opts,
+        tracked: MergeRr::read(&rr.merge_rr_path())?,
+        pending: MergeRr::read(&rr.decisions_path())?,
+        outcome: RerereOutcome::default(),
+        to_stage: Vec::new(),
+        deletions: Vec::new(),
+    };
     let conflicts = rr.conflicts()?;
-    let mut deletions = Vec::new();
-    let mut to_stage = Vec::new();
-
-    // Decisions the user made since the stop: tracked paths that are no longer conflicted.
-    for (path, (key, _)) in std::mem::take(&mut pending.entries) {
-        if conflicts.iter().any(|c| c.path == path) {
-            pending.entries.insert(path, (key, 0));
-            continue;
-        }
-        let d = match rr.staged_blob(&path)? {
-            Some(oid) => decision::Decision::Keep(rr.blob(Some(oid))?),
-            None => decision::Decision::Delete,
-        };
-        decision::write(&rr.local, &key, &d)?;
-        outcome.paths.push(PathOutcome {
-            path,
-            id: None,
-            action: PathAction::RecordedDecision { decision: d.word() },
-        });
-    }
-
+    run.record_decisions(&conflicts)?;
+    let mut items: Vec<Item> = Vec::new();
     for conflict in conflicts {
         if conflict.modify_delete() {
-            let key = decision::key(
-                &conflict.path,
-                conflict.ours.map(|(o, _)| o),
-                conflict.theirs.map(|(o, _)| o),
-            );
-            let mut found = None;
-            for (source, cache) in [(Source::Local, &rr.local), (Source::Shared, &rr.shared)] {
-                if let Some(d) = decision::read(cache, &key, &mut outcome.warnings)? {
-                    found = Some((source, d));
-                    break;
-                }
-            }
-            let action = match found {
-                Some((source, d)) => {
-                    match &d {
-                        decision::Decision::Delete => {
-                            rr.remove_file(&conflict.path)?;
-                            if opts.autoupdate {
-                                deletions.push(conflict.path.clone());
-                            }
-                        }
-                        decision::Decision::Keep(content) => {
-                            rr.write_file(&conflict.path, content)?;
-                        }
-                    }
-                    if source == Source::Shared {
-                        decision::write(&rr.local, &key, &d)?;
-                    }
-                    PathAction::DecisionReplayed {
-                        decision: d.word(),
-                        source,
-                        staged: opts.autoupdate,
-                    }
-                }
-                None => {
-                    pending.entries.insert(conflict.path.clone(), (key, 0));
-                    PathAction::NotHandled
-                }
-            };
-            if let PathAction::DecisionReplayed {
-                decision: "keep",
-                staged: true,
-                ..
-            } = action
-            {
-                to_stage.push(conflict.path.clone());
-            }
-            outcome.paths.push(PathOutcome {
-                path: conflict.path.clone(),
-                id: None,
-                action,
-            });
-            continue;
-        }
-        if !conflict.three_staged() {
-            outcome.paths.push(PathOutcome {
-                path: conflict.path.clone(),
-                id: None,
-                action: PathAction::NotHandled,
-            });
-            continue;
-        }
-        let content = rr.read_file(&conflict.path)?.unwrap_or_default();
-        match normalize(&content, rr.marker_size(&conflict.path)) {
-            Ok(Some(n)) => {
-                // Still conflicted: a tracked variant is stale (git's remove_variant) and is re-recorded.
-                if let Some((old_id, v)) = tracked.entries.remove(&conflict.path) {
-                    remove_variant(&rr.local, &old_id, v)?;
-                }
-                items.push(Item {
-                    path: conflict.path.clone(),
-                    id: n.id,
-                    variant: None,
-                    conflict: Some(conflict),
-                });
-            }
-            Ok(None) => {
-                // Resolved in the work tree but not staged; a tracked entry records it below.
-            }
-            Err(e) => {
-                if let Some((old_id, v)) = tracked.entries.remove(&conflict.path) {
-                    remove_variant(&rr.local, &old_id, v)?;
-                }
-                outcome.paths.push(PathOutcome {
-                    path: conflict.path.clone(),
-                    id: None,
-                    action: PathAction::Unparseable {
-                        reason: e.to_string(),
-                    },
-                });
-            }
+            run.modify_delete(&conflict)?;
+        } else if let Some(item) = run.text_conflict(conflict)? {
+            items.push(item);
         }
     }
-    for (path, (id, variant)) in std::mem::take(&mut tracked.entries) {
+    for (path, (id, variant)) in std::mem::take(&mut run.tracked.entries) {
         if items.iter().any(|i| i.path == path) {
             continue;
         }
@@ -273,45 +182,174 @@ pub fn rerere(rr: &Rerere<'_>, opts: &RerereOptions) -> Result<RerereOutcome, Er
         });
     }
     items.sort_by(|a, b| a.path.cmp(&b.path));
+    run.replay_or_record(items)?;
+    run.finish()
+}
 
-    if !items.is_empty() {
-        // Report every unusable entry of both caches once per run, not only those under the ids looked up.
-        for cache in [&rr.local, &rr.shared] {
-            outcome.warnings.extend(cache.scan()?.1);
+impl Run<'_, '_> {
+    /// Decisions the user made since the stop: modify/delete paths waiting for one that are no longer conflicted.
+    fn record_decisions(&mut self, conflicts: &[Conflict]) -> Result<(), Error> {
+        for (path, (key, _)) in std::mem::take(&mut self.pending.entries) {
+            if conflicts.iter().any(|c| c.path == path) {
+                self.pending.entries.insert(path, (key, 0));
+                continue;
+            }
+            let d = match self.rr.staged_blob(&path)? {
+                Some(oid) => decision::Decision::Keep(self.rr.blob(Some(oid))?),
+                None => decision::Decision::Delete,
+            };
+            decision::write(&self.rr.local, &key, &d)?;
+            self.outcome.paths.push(PathOutcome {
+                path,
+                id: None,
+                action: PathAction::RecordedDecision { decision: d.kind() },
+            });
         }
+        Ok(())
     }
-    for item in items {
-        let action = match one_path(rr, &item, opts, &mut outcome.warnings)? {
-            OnePath::Pending { variant, action } => {
-                tracked
-                    .entries
-                    .insert(item.path.clone(), (item.id, variant));
-                action
+
+    /// A modify/delete conflict: replayed from a recorded decision, or left pending for the user's (beyond git).
+    fn modify_delete(&mut self, conflict: &Conflict) -> Result<(), Error> {
+        let rr = self.rr;
+        let key = decision::key(
+            &conflict.path,
+            conflict.ours.map(|(o, _)| o),
+            conflict.theirs.map(|(o, _)| o),
+        );
+        let mut found = None;
+        for (source, cache) in [(Source::Local, &rr.local), (Source::Shared, &rr.shared)] {
+            if let Some(d) = decision::read(cache, &key, &mut self.outcome.warnings)? {
+                found = Some((source, d));
+                break;
             }
-            OnePath::Done(action) => {
-                if let PathAction::Resolved { staged: true, .. } = action {
-                    to_stage.push(item.path.clone());
+        }
+        let action = match found {
+            Some((source, d)) => {
+                match &d {
+                    decision::Decision::Delete => {
+                        rr.remove_file(&conflict.path)?;
+                        if self.opts.autoupdate {
+                            self.deletions.push(conflict.path.clone());
+                        }
+                    }
+                    decision::Decision::Keep(content) => {
+                        rr.write_file(&conflict.path, content)?;
+                        if self.opts.autoupdate {
+                            self.to_stage.push(conflict.path.clone());
+                        }
+                    }
                 }
-                action
+                if source == Source::Shared {
+                    decision::write(&rr.local, &key, &d)?;
+                }
+                PathAction::DecisionReplayed {
+                    decision: d.kind(),
+                    source,
+                    staged: self.opts.autoupdate,
+                }
             }
-            OnePath::Gone => continue,
+            None => {
+                self.pending.entries.insert(conflict.path.clone(), (key, 0));
+                PathAction::NotHandled
+            }
         };
-        outcome.paths.push(PathOutcome {
-            path: item.path,
-            id: Some(item.id),
+        self.outcome.paths.push(PathOutcome {
+            path: conflict.path.clone(),
+            id: None,
             action,
         });
+        Ok(())
     }
-    let mut seen = std::collections::HashSet::new();
-    outcome
-        .warnings
-        .retain(|w| seen.insert((w.path.clone(), w.reason.clone())));
-    rr.stage(&to_stage)?;
-    rr.stage_deletions(&deletions)?;
-    tracked.write(&merge_rr_path)?;
-    pending.write(&decisions_path)?;
-    outcome.paths.sort_by(|a, b| a.path.cmp(&b.path));
-    Ok(outcome)
+
+    /// A content conflict: the item to replay or record when the file still has markers git's rerere handles.
+    fn text_conflict(&mut self, conflict: Conflict) -> Result<Option<Item>, Error> {
+        let rr = self.rr;
+        if !conflict.three_staged() {
+            self.outcome.paths.push(PathOutcome {
+                path: conflict.path.clone(),
+                id: None,
+                action: PathAction::NotHandled,
+            });
+            return Ok(None);
+        }
+        let content = rr.read_file(&conflict.path)?.unwrap_or_default();
+        match normalize(&content, rr.marker_size(&conflict.path)) {
+            Ok(Some(n)) => {
+                // Still conflicted: a tracked variant is stale (git's remove_variant) and is re-recorded.
+                if let Some((old_id, v)) = self.tracked.entries.remove(&conflict.path) {
+                    remove_variant(&rr.local, &old_id, v)?;
+                }
+                Ok(Some(Item {
+                    path: conflict.path.clone(),
+                    id: n.id,
+                    variant: None,
+                    conflict: Some(conflict),
+                }))
+            }
+            // Resolved in the work tree but not staged; its tracked entry records it later.
+            Ok(None) => Ok(None),
+            Err(e) => {
+                if let Some((old_id, v)) = self.tracked.entries.remove(&conflict.path) {
+                    remove_variant(&rr.local, &old_id, v)?;
+                }
+                self.outcome.paths.push(PathOutcome {
+                    path: conflict.path.clone(),
+                    id: None,
+                    action: PathAction::Unparseable {
+                        reason: e.to_string(),
+                    },
+                });
+                Ok(None)
+            }
+        }
+    }
+
+    /// Per conflicted or tracked path: replay a recorded resolution, record a preimage, or record a postimage.
+    fn replay_or_record(&mut self, items: Vec<Item>) -> Result<(), Error> {
+        if !items.is_empty() {
+            // Report every unusable entry of both caches once per run, not only those under the ids looked up.
+            for cache in [&self.rr.local, &self.rr.shared] {
+                self.outcome.warnings.extend(cache.scan()?.1);
+            }
+        }
+        for item in items {
+            let action = match one_path(self.rr, &item, self.opts, &mut self.outcome.warnings)? {
+                OnePath::Pending { variant, action } => {
+                    self.tracked
+                        .entries
+                        .insert(item.path.clone(), (item.id, variant));
+                    action
+                }
+                OnePath::Done(action) => {
+                    if let PathAction::Resolved { staged: true, .. } = action {
+                        self.to_stage.push(item.path.clone());
+                    }
+                    action
+                }
+                OnePath::Gone => continue,
+            };
+            self.outcome.paths.push(PathOutcome {
+                path: item.path,
+                id: Some(item.id),
+                action,
+            });
+        }
+        Ok(())
+    }
+
+    /// Stages what was resolved, and writes `MERGE_RR` and the pending decisions.
+    fn finish(mut self) -> Result<RerereOutcome, Error> {
+        let mut seen = std::collections::HashSet::new();
+        self.outcome
+            .warnings
+            .retain(|w| seen.insert((w.path.clone(), w.reason.clone())));
+        self.rr.stage(&self.to_stage)?;
+        self.rr.stage_deletions(&self.deletions)?;
+        self.tracked.write(&self.rr.merge_rr_path())?;
+        self.pending.write(&self.rr.decisions_path())?;
+        self.outcome.paths.sort_by(|a, b| a.path.cmp(&b.path));
+        Ok(self.outcome)
+    }
 }
 
 enum OnePath {

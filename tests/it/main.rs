@@ -3,14 +3,14 @@
 mod support;
 
 mod apply;
+mod architecture;
 mod archive;
 mod cli_help;
 mod lock;
 mod perf_data;
 mod record;
 mod rerere;
-mod rerere_apply;
-mod rerere_render;
 mod script;
+mod trace;
 mod unwind;
 mod verify;

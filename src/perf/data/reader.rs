@@ -410,6 +410,20 @@ impl PerfFile {
                         Err(e) => Err(e),
                     }
                 }
+                // The tracing data follows the record (its size in the body): kept as the HEADER_TRACING_DATA
+                // feature a file-mode reader would find, so tracepoint formats come from one place.
+                PERF_RECORD_HEADER_TRACING_DATA => {
+                    let mut c = Cursor::new(body, at + 8, endian, "HEADER_TRACING_DATA record");
+                    c.u32().map(|n| {
+                        let start = pos + 8 + body.len();
+                        if let Some(payload) = self.bytes.get(start..start + n as usize) {
+                            self.feature_ids.push(HEADER_TRACING_DATA);
+                            self.features
+                                .other
+                                .push((HEADER_TRACING_DATA, payload.to_vec()));
+                        }
+                    })
+                }
                 PERF_RECORD_HEADER_BUILD_ID => parse_build_id(h.1, body, at + 8, endian).map(|b| {
                     self.features.build_ids.push(b);
                 }),

@@ -254,6 +254,7 @@ mod tests {
             sample_id_all: true,
             mmap2: true,
             mmap_data: false,
+            id: 0,
         };
         let mut t = DsoTracker::new(st);
         let maps = parse_maps(

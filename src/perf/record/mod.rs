@@ -58,6 +58,40 @@ pub enum Event {
     Cycles,
     /// `instructions`: hardware instructions retired (no fallback: a timer measures something else).
     Instructions,
+    /// Tracepoints (`-e SYS:NAME`): the events are [`Config::tracepoints`], one attr each.
+    Tracepoint,
+}
+
+/// A tracepoint to record (`-e SYS:NAME`), with its tracefs id.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Tracepoint {
+    /// The system (`sched`).
+    pub system: String,
+    /// The event (`sched_switch`).
+    pub name: String,
+    /// The id from tracefs (the attr's `config`).
+    pub id: u64,
+}
+
+impl Tracepoint {
+    /// Looks `SYS:NAME` up in tracefs (mounting it when needed).
+    pub fn resolve(
+        tracefs: &crate::perf::trace::Tracefs,
+        event: &str,
+    ) -> Result<Tracepoint, Error> {
+        let (system, name) = crate::perf::trace::split_name(event)?;
+        let id = tracefs.id(system, name)?;
+        Ok(Tracepoint {
+            system: system.to_string(),
+            name: name.to_string(),
+            id,
+        })
+    }
+
+    /// `sys:name`, as perf names the event.
+    pub fn full_name(&self) -> String {
+        format!("{}:{}", self.system, self.name)
+    }
 }
 
 impl Event {
@@ -68,6 +102,7 @@ impl Event {
             Event::TaskClock => "task-clock",
             Event::Cycles => "cycles",
             Event::Instructions => "instructions",
+            Event::Tracepoint => "tracepoint",
         }
     }
 
@@ -173,6 +208,8 @@ pub struct Config {
     pub handle_sigint: bool,
     /// The command line to store in the CMDLINE feature (what the user typed).
     pub cmdline: Vec<String>,
+    /// With `event` [`Event::Tracepoint`]: the tracepoints, in `-e` order (at least one).
+    pub tracepoints: Vec<Tracepoint>,
 }
 
 impl Config {
@@ -188,6 +225,7 @@ impl Config {
             kernel: None,
             handle_sigint: false,
             cmdline: Vec::new(),
+            tracepoints: Vec::new(),
         }
     }
 }
@@ -322,6 +360,9 @@ pub enum Error {
         #[source]
         source: crate::perf::data::WriteError,
     },
+    /// A tracepoint could not be found or its tracing data not read.
+    #[error(transparent)]
+    Trace(#[from] crate::perf::trace::Error),
     /// The config is contradictory (a library caller's mistake; the CLI validates first).
     #[error("invalid record configuration: {0}")]
     InvalidConfig(String),

@@ -53,6 +53,18 @@ pub fn initial_attr(config: &Config, data_bytes: usize) -> PerfEventAttr {
         super::Target::Process(_) => flags |= abi::ATTR_FLAG_INHERIT,
         super::Target::SystemWide(_) | super::Target::Thread(_) => {}
     }
+    let config_value = match (config.event, config.tracepoints.first()) {
+        (Event::Tracepoint, Some(tp)) => tp.id,
+        _ => config_value,
+    };
+    if config.event == Event::Tracepoint {
+        // perf's tracepoint attrs: RAW carries the record; IDENTIFIER tells events apart when there are several
+        // (evsel__config; `perf evlist -v` on a `perf record -e a,b` file).
+        sample_type |= abi::PERF_SAMPLE_RAW;
+        if config.tracepoints.len() > 1 {
+            sample_type |= abi::PERF_SAMPLE_IDENTIFIER;
+        }
+    }
     let mut attr = PerfEventAttr {
         type_,
         size: abi::PERF_ATTR_SIZE_NEWEST,
@@ -95,6 +107,7 @@ fn event_type(event: Event) -> (u32, u64) {
         Event::TaskClock => (abi::PERF_TYPE_SOFTWARE, abi::PERF_COUNT_SW_TASK_CLOCK),
         Event::Cycles => (abi::PERF_TYPE_HARDWARE, abi::PERF_COUNT_HW_CPU_CYCLES),
         Event::Instructions => (abi::PERF_TYPE_HARDWARE, abi::PERF_COUNT_HW_INSTRUCTIONS),
+        Event::Tracepoint => (abi::PERF_TYPE_TRACEPOINT, 0),
     }
 }
 

@@ -10,9 +10,10 @@ use std::path::{Path, PathBuf};
 use super::attr;
 use super::host::HostInfo;
 use super::session::{Session, Sink};
-use super::{Config, Error, Outcome};
-use crate::perf::abi::KernelAbi;
+use super::{Config, Error, Event, Outcome};
+use crate::perf::abi::{self, KernelAbi};
 use crate::perf::data::{self, Features, NrCpus, PerfEventAttr, PerfFileWriter, WriterOptions};
+use crate::perf::trace;
 
 /// Records what `config` says into `config.output` and returns perf's summary numbers.
 ///
@@ -45,14 +46,32 @@ pub fn record(config: &Config) -> Result<Outcome, Error> {
     writer
         .add_attr(&file_attr, &session.ids)
         .map_err(write_err)?;
-    let (attr_size, event, ids) = (session.attr.size, session.event, session.ids.clone());
+    // Each event as the file states it: (attr, name, ids), in `-e` order.
+    let mut events = vec![(
+        file_attr.clone(),
+        match (session.event, config.tracepoints.first()) {
+            (Event::Tracepoint, Some(tp)) => tp.full_name(),
+            (e, _) => e.name().to_string(),
+        },
+        session.ids.clone(),
+    )];
+    for ((attr, ids), tp) in session.extra.iter().zip(config.tracepoints.iter().skip(1)) {
+        let a = self::file_attr(attr);
+        writer.add_attr(&a, ids).map_err(write_err)?;
+        events.push((a, tp.full_name(), ids.clone()));
+    }
+    let tracing_data = tracing_data(config)?;
+    let (attr_size, event) = (session.attr.size, session.event);
     let mut notes = session.notes.clone();
     let mut sink = WriterSink {
         writer,
         path: &config.output,
     };
     let run = session.run(&mut sink, stop)?;
-    let features = features(config, &file_attr, event.name(), &ids, &run.build_ids);
+    let mut features = features(config, &events, &run.build_ids);
+    if let Some(td) = tracing_data {
+        features.other.push((abi::HEADER_TRACING_DATA, td));
+    }
     let (_, written) = sink.writer.finish(&features).map_err(write_err)?;
     if !written.features_dropped.is_empty() {
         notes.push(format!(
@@ -116,11 +135,24 @@ fn file_attr(attr: &PerfEventAttr) -> PerfEventAttr {
     }
 }
 
+/// HEADER_TRACING_DATA for the recorded tracepoints (their formats, so readers elsewhere decode the samples),
+/// collected before the run as perf does.
+fn tracing_data(config: &Config) -> Result<Option<Vec<u8>>, Error> {
+    if config.event != Event::Tracepoint {
+        return Ok(None);
+    }
+    let tracefs = trace::Tracefs::find_or_mount()?;
+    let names: Vec<(String, String)> = config
+        .tracepoints
+        .iter()
+        .map(|t| (t.system.clone(), t.name.clone()))
+        .collect();
+    Ok(Some(trace::TracingData::collect(&tracefs, &names)?.write()))
+}
+
 fn features(
     config: &Config,
-    attr: &PerfEventAttr,
-    event: &str,
-    ids: &[u64],
+    events: &[(PerfEventAttr, String, Vec<u64>)],
     build_ids: &[super::BuildIdEntry],
 ) -> Features {
     let host = HostInfo::current();
@@ -151,11 +183,16 @@ fn features(
         } else {
             config.cmdline.clone()
         }),
-        event_desc: Some(vec![data::EventDesc {
-            attr: attr.clone(),
-            name: event.to_string(),
-            ids: ids.to_vec(),
-        }]),
+        event_desc: Some(
+            events
+                .iter()
+                .map(|(attr, name, ids)| data::EventDesc {
+                    attr: attr.clone(),
+                    name: name.clone(),
+                    ids: ids.clone(),
+                })
+                .collect(),
+        ),
         other: Vec::new(),
     }
 }
@@ -187,7 +224,6 @@ impl WriterSink<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::perf::abi;
 
     #[test]
     fn the_file_attr_is_the_smallest_layout_holding_the_fields() {

@@ -67,6 +67,10 @@ pub struct Session {
     pub ids: Vec<u64>,
     /// What negotiation changed.
     pub notes: Vec<String>,
+    /// The further events of a multi-event recording (`-e a,b,c` tracepoints): each attr with its ids. They
+    /// share the first event's rings and sample layout; only the first one carries the side-band flags.
+    pub extra: Vec<(PerfEventAttr, Vec<u64>)>,
+    extra_fds: Vec<EventFd>,
     target: Target,
     abi: KernelAbi,
     fds: Vec<EventFd>,
@@ -76,6 +80,67 @@ pub struct Session {
     tracker: DsoTracker,
     stats: Stats,
     scratch: Vec<u8>,
+}
+
+/// Opens the tracepoints after the first at every place the first one is open, each writing into the ring of
+/// its CPU (or of its place, for per-task events). Their attrs are the first one's with another `config` and
+/// without the side-band flags, as perf puts tracking on one event only.
+type Extra = (Vec<(PerfEventAttr, Vec<u64>)>, Vec<EventFd>);
+fn open_extra(
+    config: &Config,
+    first: &PerfEventAttr,
+    fds: &[EventFd],
+    places: &[(i32, i32)],
+    owner_of_cpu: &std::collections::HashMap<i32, usize>,
+) -> Result<Extra, Error> {
+    let mut extra = Vec::new();
+    let mut extra_fds = Vec::new();
+    if config.event != Event::Tracepoint {
+        return Ok((extra, extra_fds));
+    }
+    for tp in config.tracepoints.iter().skip(1) {
+        let mut attr = first.clone();
+        attr.config = tp.id;
+        attr.flags &= !(abi::ATTR_FLAG_MMAP
+            | abi::ATTR_FLAG_MMAP2
+            | abi::ATTR_FLAG_MMAP_DATA
+            | abi::ATTR_FLAG_COMM
+            | abi::ATTR_FLAG_COMM_EXEC
+            | abi::ATTR_FLAG_TASK);
+        let mut ids = Vec::new();
+        for (i, &(pid, cpu)) in places.iter().enumerate() {
+            let mut buf = attr::encode(&attr);
+            let fd = match sys::perf_event_open(&mut buf, pid, cpu) {
+                Ok(fd) => fd,
+                Err(e) if e.raw_os_error() == Some(libc::ESRCH) && pid > 0 => continue,
+                Err(source) => {
+                    return Err(Error::Open {
+                        event: "tracepoint",
+                        tried: format!("{} on pid {pid} cpu {cpu}", tp.full_name()),
+                        source,
+                    })
+                }
+            };
+            // The ring this place writes to: its CPU's owner, or (per-task) the first event's descriptor here.
+            let target = if cpu >= 0 {
+                owner_of_cpu.get(&cpu).map(|&o| &fds[o])
+            } else {
+                fds.get(i)
+            };
+            if let Some(t) = target {
+                fd.set_output(t).map_err(|source| Error::System {
+                    what: "redirecting a tracepoint into its CPU's ring buffer",
+                    source,
+                })?;
+            }
+            if let Ok(id) = fd.id() {
+                ids.push(id);
+            }
+            extra_fds.push(fd);
+        }
+        extra.push((attr, ids));
+    }
+    Ok((extra, extra_fds))
 }
 
 /// What [`Session::run`] returns.
@@ -188,6 +253,7 @@ impl Session {
             rings.push(Ring::new(map));
             owner_of_cpu.entry(cpu).or_insert(i);
         }
+        let (extra, extra_fds) = open_extra(config, &attr, &fds, &places, &owner_of_cpu)?;
         // PERF_EVENT_IOC_ID is 3.12+; without ids the reader maps every sample to the only attr, which is right.
         let ids = fds.iter().filter_map(|fd| fd.id().ok()).collect::<Vec<_>>();
         let ids = if ids.len() == fds.len() {
@@ -200,6 +266,7 @@ impl Session {
             sample_id_all: attr.has_flag(abi::ATTR_FLAG_SAMPLE_ID_ALL),
             mmap2: attr.has_flag(abi::ATTR_FLAG_MMAP2),
             mmap_data: attr.has_flag(abi::ATTR_FLAG_MMAP_DATA),
+            id: ids.first().copied().unwrap_or(0),
         };
         Ok(Session {
             tracker: DsoTracker::new(attr.sample_type),
@@ -207,6 +274,8 @@ impl Session {
             event,
             ids,
             notes,
+            extra,
+            extra_fds,
             target: config.target.clone(),
             abi: abi.clone(),
             fds,
@@ -228,7 +297,7 @@ impl Session {
         self.synthesize(sink)?;
         let enable_on_exec = self.attr.has_flag(abi::ATTR_FLAG_ENABLE_ON_EXEC);
         if !enable_on_exec {
-            for fd in &self.fds {
+            for fd in self.fds.iter().chain(&self.extra_fds) {
                 fd.enable().map_err(|source| Error::System {
                     what: "enabling the event",
                     source,
@@ -327,7 +396,7 @@ impl Session {
                 }
             }
         }
-        for fd in &self.fds {
+        for fd in self.fds.iter().chain(&self.extra_fds) {
             let _ = fd.disable();
         }
         self.drain_all(sink)?;
@@ -522,7 +591,7 @@ pub fn resolve_program(program: &OsStr) -> Option<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::verify::workloads::Build;
+    use crate::perf::workloads::Build;
 
     #[derive(Default)]
     struct VecSink {

@@ -25,6 +25,9 @@ pub struct Framing {
     /// Describe readable non-executable mappings too (`mmap_data`), flagged PERF_RECORD_MISC_MMAP_DATA: perf's
     /// DWARF unwinder reads `.eh_frame_hdr` through them (it lies in a read-only segment, outside the text map).
     pub mmap_data: bool,
+    /// The event id written in the trailer's ID/IDENTIFIER fields (the first event's), so that readers of a
+    /// multi-event file (IDENTIFIER set) attribute synthesized records to an event and find the trailer's size.
+    pub id: u64,
 }
 
 /// One readable or executable mapping from `/proc/PID/maps`.
@@ -140,8 +143,17 @@ impl RecordBuf {
             if st & abi::PERF_SAMPLE_TIME != 0 {
                 self.u64(0);
             }
+            if st & abi::PERF_SAMPLE_ID != 0 {
+                self.u64(framing.id);
+            }
+            if st & abi::PERF_SAMPLE_STREAM_ID != 0 {
+                self.u64(framing.id);
+            }
             if st & abi::PERF_SAMPLE_CPU != 0 {
                 self.u32(0).u32(0);
+            }
+            if st & abi::PERF_SAMPLE_IDENTIFIER != 0 {
+                self.u64(framing.id);
             }
         }
         let size = u16::try_from(self.0.len()).unwrap_or(u16::MAX);
@@ -300,6 +312,7 @@ mod tests {
         sample_id_all: true,
         mmap2: true,
         mmap_data: false,
+        id: 0,
     };
 
     #[test]
@@ -377,6 +390,16 @@ mod tests {
             ..old
         };
         assert_eq!(bare.mmap(5, 5, &map, abi::PERF_RECORD_MISC_USER).len(), 48);
+        // With several events (IDENTIFIER, ID) the trailer ends with the event id, as the kernel writes it.
+        let multi = Framing {
+            sample_type: FRAMING.sample_type | abi::PERF_SAMPLE_ID | abi::PERF_SAMPLE_IDENTIFIER,
+            id: 0x1234,
+            ..FRAMING
+        };
+        let m3 = multi.mmap(5, 5, &map, abi::PERF_RECORD_MISC_USER);
+        assert_eq!(m3.len(), 104 + 16);
+        assert_eq!(u64::from_ne_bytes(m3[112..120].try_into().unwrap()), 0x1234);
+        assert_eq!(u64::from_ne_bytes(m3[96..104].try_into().unwrap()), 0x1234);
     }
 
     #[test]

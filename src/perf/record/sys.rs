@@ -525,6 +525,31 @@ pub fn parse_cpu_list(text: &str) -> Option<Vec<u32>> {
     Some(cpus)
 }
 
+/// Mounts tracefs at `target` (`mount -t tracefs nodev TARGET`), for `perf::trace` when no tracefs is mounted;
+/// kept here so that the crate's `unsafe` stays in this module.
+pub fn mount_tracefs(target: &std::path::Path) -> io::Result<()> {
+    use std::os::unix::ffi::OsStrExt;
+    let target = CString::new(target.as_os_str().as_bytes())
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "NUL in the mount path"))?;
+    let (source, fstype) = (c"nodev", c"tracefs");
+    // SAFETY: all three pointers are NUL-terminated strings that live across the call; `data` may be null for
+    // tracefs (no mount options).
+    let rc = unsafe {
+        libc::mount(
+            source.as_ptr(),
+            target.as_ptr(),
+            fstype.as_ptr(),
+            0,
+            std::ptr::null(),
+        )
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

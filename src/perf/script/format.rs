@@ -29,10 +29,12 @@ pub enum Field {
     Dso,
     /// Sample period.
     Period,
+    /// A tracepoint's trace line (the event's print fmt over its RAW data).
+    Trace,
 }
 
 impl Field {
-    const ALL: [(Field, &'static str); 11] = [
+    const ALL: [(Field, &'static str); 12] = [
         (Field::Comm, "comm"),
         (Field::Tid, "tid"),
         (Field::Pid, "pid"),
@@ -44,6 +46,7 @@ impl Field {
         (Field::SymOff, "symoff"),
         (Field::Dso, "dso"),
         (Field::Period, "period"),
+        (Field::Trace, "trace"),
     ];
 
     fn bit(self) -> u32 {
@@ -74,7 +77,7 @@ pub enum FieldSpec {
 #[non_exhaustive]
 pub enum FieldError {
     /// A field name bport does not know.
-    #[error("unknown field `{0}` (known: comm, tid, pid, cpu, time, event, ip, sym, symoff, dso, period)")]
+    #[error("unknown field `{0}` (known: comm, tid, pid, cpu, time, event, ip, sym, symoff, dso, period, trace)")]
     Unknown(String),
     /// Both a plain list and `+`/`-` changes.
     #[error(
@@ -159,6 +162,30 @@ impl Fields {
         Fields(bits)
     }
 
+    /// perf's default for tracepoints (`output[PERF_TYPE_TRACEPOINT]`: comm, tid, cpu, time, event, trace),
+    /// with IP, symbol+offset and DSO added when the event samples callchains (perf shows the chain under the trace
+    /// line), then the `-F` changes.
+    pub fn for_tracepoint(spec: Option<&FieldSpec>, has_callchain: bool) -> Fields {
+        let mut default = [
+            Field::Comm,
+            Field::Tid,
+            Field::Cpu,
+            Field::Time,
+            Field::Event,
+            Field::Trace,
+        ]
+        .iter()
+        .fold(0, |acc, f| acc | f.bit());
+        if has_callchain {
+            default |= Field::Ip.bit() | Field::Sym.bit() | Field::SymOff.bit() | Field::Dso.bit();
+        }
+        Fields(match spec {
+            None => default,
+            Some(FieldSpec::Exactly(b)) => *b,
+            Some(FieldSpec::Modify { add, remove }) => (default | add) & !remove,
+        })
+    }
+
     /// Whether `field` is printed.
     pub fn has(self, field: Field) -> bool {
         self.0 & field.bit() != 0
@@ -178,7 +205,9 @@ pub fn write_sample(
     info: &SampleInfo,
     frames: &[Frame],
 ) {
-    if write_head(out, fields, name_width, &Head::of(info)) {
+    let mut head = Head::of(info);
+    head.trace = info.trace.as_deref().map(str::as_bytes);
+    if write_head(out, fields, name_width, &head) {
         for f in frames {
             write_frame_line(out, fields, f);
         }
@@ -225,6 +254,8 @@ pub(crate) struct Head<'a> {
     pub(crate) period: Option<u64>,
     pub(crate) event: &'a str,
     pub(crate) has_callchain: bool,
+    /// A tracepoint's trace line, printed after the event name when the `trace` field is on.
+    pub(crate) trace: Option<&'a [u8]>,
 }
 
 impl<'a> Head<'a> {
@@ -238,6 +269,7 @@ impl<'a> Head<'a> {
             period: info.period,
             event: &info.event,
             has_callchain: info.has_callchain,
+            trace: None,
         }
     }
 }
@@ -318,6 +350,9 @@ pub(crate) fn write_head(
             name_width,
         );
         head.extend_from_slice(b": ");
+    }
+    if let Some(trace) = info.trace.filter(|_| fields.has(Field::Trace)) {
+        head.extend_from_slice(trace);
     }
     if callchain_shown {
         head.push(b'\n');
@@ -437,6 +472,7 @@ mod tests {
             cpumode: 2,
             mode: CallchainMode::Fp,
             has_callchain,
+            trace: None,
         }
     }
 

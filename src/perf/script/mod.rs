@@ -145,6 +145,8 @@ pub struct SampleInfo {
     pub mode: CallchainMode,
     /// Whether the event has a callchain at all (perf then prints frames on their own lines).
     pub has_callchain: bool,
+    /// A tracepoint sample's trace line (its print fmt rendered from the RAW data, as `perf script` prints it).
+    pub trace: Option<String>,
 }
 
 #[cfg(test)]

@@ -40,6 +40,8 @@ struct SampleRec {
     has_callchain: bool,
     /// The comm, in `Batch::text`.
     comm: (u32, u32),
+    /// A tracepoint's trace line, in `Batch::text` (empty range: none).
+    trace: (u32, u32),
     /// The frames, in `Batch::items`.
     items: (u32, u32),
     /// The id of the repeated chain these frames are, sent whole for the first time ([`NO_CHAIN`] if none):
@@ -164,6 +166,8 @@ pub(super) fn write_threaded<L: FileLookup>(
                         period: s.period,
                         event: event_names.get(s.event as usize).map_or("", String::as_str),
                         has_callchain: s.has_callchain,
+                        trace: (s.trace.1 > s.trace.0)
+                            .then(|| &batch.text[s.trace.0 as usize..s.trace.1 as usize]),
                     };
                     let (fields, width) = layout_of(layouts, s.event);
                     format::write_head(&mut text, fields, width, &head);
@@ -243,6 +247,11 @@ fn resolve_samples<L: FileLookup>(
         let comm_start = offset(&batch.text);
         batch.text.extend_from_slice(info.comm.as_bytes());
         let comm = (comm_start, offset(&batch.text));
+        let trace_start = offset(&batch.text);
+        if let Some(t) = &info.trace {
+            batch.text.extend_from_slice(t.as_bytes());
+        }
+        let trace = (trace_start, offset(&batch.text));
         let items_start = offset_items(&batch.items);
         let shows_chain = info.has_callchain && shows_ip;
         let mut defines_chain = NO_CHAIN;
@@ -313,6 +322,7 @@ fn resolve_samples<L: FileLookup>(
             period: info.period,
             has_callchain: info.has_callchain,
             comm,
+            trace,
             items: (items_start, offset_items(&batch.items)),
             defines_chain,
         });

@@ -40,6 +40,8 @@ pub struct Outcome {
 }
 
 struct Event {
+    /// For a tracepoint whose format the file carries: its id (the attr's config).
+    tracepoint: Option<u64>,
     name: Rc<str>,
     mode: CallchainMode,
     has_callchain: bool,
@@ -94,6 +96,8 @@ pub struct Samples<'f, L: FileLookup = FsLookup> {
     machine: Machine,
     resolver: Resolver<L>,
     events: Vec<Event>,
+    /// The tracepoint formats of the file's tracing data.
+    trace_events: crate::perf::trace::FileEvents,
     name_width: usize,
     reported: BTreeSet<String>,
     /// Warnings gathered so far (DSO problems are added as they are met).
@@ -135,6 +139,15 @@ pub fn samples_with<'f, L: FileLookup>(
     if let Some(bid) = resolver.kernel_build_id.clone() {
         resolver.symbolizer.prefetch_kernel(Some(&bid));
     }
+    // A damaged tracing-data section costs the trace lines only (perf prints none either), with a warning.
+    let (trace_events, trace_warning) =
+        match crate::perf::trace::FileEvents::from_features(file.features()) {
+            Ok(t) => (t, None),
+            Err(e) => (
+                Default::default(),
+                Some(format!("tracepoint formats unreadable: {e}")),
+            ),
+        };
     let events: Vec<Event> = file
         .attrs()
         .iter()
@@ -143,18 +156,26 @@ pub fn samples_with<'f, L: FileLookup>(
             let name = a.name.clone().unwrap_or_else(|| {
                 fallback_event_name(a.attr.type_, a.attr.config, a.attr.precise_ip())
             });
+            let tracepoint = (a.attr.type_ == crate::perf::abi::PERF_TYPE_TRACEPOINT
+                && trace_events.get(a.attr.config).is_some())
+            .then_some(a.attr.config);
             Event {
+                tracepoint,
                 name: Rc::from(name),
                 mode: options.mode.unwrap_or_else(|| {
                     choose_mode(st, a.attr.branch_sample_type, options.legacy_mode_selection)
                 }),
                 has_callchain: st & PERF_SAMPLE_CALLCHAIN != 0,
-                fields: Fields::for_event(
-                    options.fields.as_ref(),
-                    st & PERF_SAMPLE_CPU != 0,
-                    st & PERF_SAMPLE_TIME != 0,
-                    st & PERF_SAMPLE_PERIOD != 0,
-                ),
+                fields: if tracepoint.is_some() {
+                    Fields::for_tracepoint(options.fields.as_ref(), st & PERF_SAMPLE_CALLCHAIN != 0)
+                } else {
+                    Fields::for_event(
+                        options.fields.as_ref(),
+                        st & PERF_SAMPLE_CPU != 0,
+                        st & PERF_SAMPLE_TIME != 0,
+                        st & PERF_SAMPLE_PERIOD != 0,
+                    )
+                },
             }
         })
         .collect();
@@ -164,6 +185,7 @@ pub fn samples_with<'f, L: FileLookup>(
         machine: Machine::new(),
         resolver,
         events,
+        trace_events,
         name_width,
         reported: BTreeSet::new(),
         hits: std::collections::HashSet::new(),
@@ -172,7 +194,12 @@ pub fn samples_with<'f, L: FileLookup>(
         regs_buf: Vec::new(),
         dsos_seen: 0,
         refs_buf: Vec::new(),
-        warnings: file.warnings().iter().map(|w| w.to_string()).collect(),
+        warnings: file
+            .warnings()
+            .iter()
+            .map(|w| w.to_string())
+            .chain(trace_warning)
+            .collect(),
     }
 }
 
@@ -377,6 +404,10 @@ impl<L: FileLookup> Samples<'_, L> {
                 cpumode,
                 mode: event.mode,
                 has_callchain: event.has_callchain,
+                trace: event
+                    .tracepoint
+                    .zip(s.raw)
+                    .and_then(|(id, raw)| self.trace_events.line(id, raw)),
             };
             self.note_problems();
             return Some(Ok(info));

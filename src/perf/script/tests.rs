@@ -8,7 +8,7 @@ use super::{CallchainMode, Frame, Options};
 use crate::perf::symbols::{MemLookup, Symbolizer, SymbolizerOptions};
 use crate::perf::unwind::fp::{PERF_CONTEXT_KERNEL, PERF_CONTEXT_USER};
 use crate::perf::unwind::test_support::{function, synthetic};
-use crate::verify::workloads::Build;
+use crate::perf::workloads::Build;
 use std::path::PathBuf;
 
 fn resolver(files: MemLookup, kallsyms: Option<&str>) -> Resolver<MemLookup> {

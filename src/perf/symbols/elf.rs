@@ -437,7 +437,7 @@ fn select_symbols(mut candidates: Vec<Candidate>) -> Vec<Symbol> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::verify::workloads::Build;
+    use crate::perf::workloads::Build;
 
     #[test]
     fn workload_symbols_and_build_id() {
@@ -448,7 +448,7 @@ mod tests {
             assert_eq!(Some(bid.clone()), build_id(build.bytes()));
             let file = object::File::parse(build.bytes()).unwrap();
             use object::ObjectSymbol;
-            for name in crate::verify::workloads::EXPECTED_CHAIN {
+            for name in crate::perf::workloads::EXPECTED_CHAIN {
                 let sym = file
                     .symbols()
                     .find(|s| s.name() == Ok(name))

@@ -608,7 +608,7 @@ impl<L: FileLookup> Symbolizer<L> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::verify::workloads::Build;
+    use crate::perf::workloads::Build;
 
     fn options(home: &str) -> SymbolizerOptions {
         SymbolizerOptions {

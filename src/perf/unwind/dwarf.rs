@@ -909,7 +909,7 @@ mod tests {
     use super::super::test_support::{function, synthetic};
     use super::super::Module;
     use super::*;
-    use crate::verify::workloads::Build;
+    use crate::perf::workloads::Build;
 
     /// The lookup of a static workload mapped at its link address (bias 0), 0x400000–0x500000.
     fn static_lookup<'a>(info: &'a UnwindInfo) -> impl FnMut(u64) -> Option<Module<'a>> + 'a {

@@ -1,11 +1,14 @@
 //! rerere against real git 2.47: ids equal to the rr-cache directories git creates, resolutions reused in both
 //! directions, sharing through `rerere-cache/`, training, and bad cache entries.
 
-use crate::rerere_render::{code_triple, triple};
+mod apply;
+pub(crate) mod render;
+
 use crate::support::{bport, oracle};
 use ::bport::rerere::conflict_id::normalize;
 use ::bport::rerere::render::{render, RenderOptions};
 use ::bport::rerere::xdiff::merge::Style;
+use render::{code_triple, triple};
 use std::collections::BTreeSet;
 use std::path::Path;
 
@@ -26,18 +29,40 @@ fn git_try(dir: &Path, args: &[&str]) -> (bool, String) {
     )
 }
 
-/// A repo with README committed on `main`, a `topic` commit changing it one way and a `main` commit the other.
+/// A repo with README committed on `main`, a `topic` commit changing it one way and a `main` commit the other,
+/// built in-process on a fixed clock (the git binary is only the oracle here); `main` checked out.
 fn conflict_repo(dir: &Path, base: &[u8], ours: &[u8], theirs: &[u8]) {
-    git(dir, &["init", "-q", "-b", "main"]);
-    std::fs::write(dir.join("README"), base).unwrap();
-    git(dir, &["add", "README"]);
-    git(dir, &["commit", "-q", "-m", "base"]);
-    git(dir, &["checkout", "-q", "-b", "topic"]);
-    std::fs::write(dir.join("README"), theirs).unwrap();
-    git(dir, &["commit", "-q", "-am", "bar description"]);
-    git(dir, &["checkout", "-q", "main"]);
-    std::fs::write(dir.join("README"), ours).unwrap();
-    git(dir, &["commit", "-q", "-am", "ours"]);
+    let repo =
+        git2::Repository::init_opts(dir, git2::RepositoryInitOptions::new().initial_head("main"))
+            .unwrap();
+    let commit = |content: &[u8], parent: Option<git2::Oid>, branch: &str, message: &str| {
+        let blob = repo.blob(content).unwrap();
+        let mut tb = repo.treebuilder(None).unwrap();
+        tb.insert("README", blob, 0o100644).unwrap();
+        let tree = repo.find_tree(tb.write().unwrap()).unwrap();
+        let sig = git2::Signature::new(
+            "Oracle Author",
+            "author@example.com",
+            &git2::Time::new(1_700_000_000, 0),
+        )
+        .unwrap();
+        let parents: Vec<git2::Commit<'_>> = parent
+            .map(|p| repo.find_commit(p).unwrap())
+            .into_iter()
+            .collect();
+        let refs: Vec<&git2::Commit<'_>> = parents.iter().collect();
+        let oid = repo
+            .commit(None, &sig, &sig, message, &tree, &refs)
+            .unwrap();
+        repo.reference(&format!("refs/heads/{branch}"), oid, true, "test")
+            .unwrap();
+        oid
+    };
+    let base_c = commit(base, None, "main", "base\n");
+    commit(theirs, Some(base_c), "topic", "bar description\n");
+    let ours_c = commit(ours, Some(base_c), "main", "ours\n");
+    let ours_obj = repo.find_object(ours_c, None).unwrap();
+    repo.reset(&ours_obj, git2::ResetType::Hard, None).unwrap();
 }
 
 fn rr_dirs(dir: &Path) -> BTreeSet<String> {
@@ -259,8 +284,9 @@ fn conflict_ids_match_the_rr_cache_directories_git_creates() {
     }
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();
-    git(dir, &["init", "-q", "-b", "main"]);
-    let repo = git2::Repository::open(dir).unwrap();
+    let repo =
+        git2::Repository::init_opts(dir, git2::RepositoryInitOptions::new().initial_head("main"))
+            .unwrap();
     let (mut total, mut from_file, mut rendered, mut libgit2) = (0, 0, 0, 0);
     let mut algorithms_differ = 0;
     let mut misses = Vec::new();
@@ -276,7 +302,7 @@ fn conflict_ids_match_the_rr_cache_directories_git_creates() {
         };
         let style = ["merge", "diff3", "zdiff3"][(seed / 2 % 3) as usize];
         // Only conflicting triples are worth a git run; which triples conflict is proven against git by
-        // rerere_render's merge-file comparison, so this prefilter does not bias the id comparison.
+        // render.rs's merge-file comparison, so this prefilter does not bias the id comparison.
         let probe = render(&base, &ours, &theirs, &RenderOptions::default());
         if probe.conflicts == 0 {
             continue;
@@ -533,7 +559,7 @@ fn gc_prunes_like_git() {
     for tool in ["git", "bport"] {
         let tmp = tempfile::tempdir().unwrap();
         let dir = tmp.path();
-        git(dir, &["init", "-q"]);
+        git2::Repository::init(dir).unwrap();
         let cache = dir.join(".git/rr-cache");
         // (id, variant files with their age in days)
         let entries: &[(&str, &[(&str, u64)])] = &[

@@ -1,24 +1,10 @@
 //! rerere inside `bport apply` (issue #3, "Must show" 1–5), against real git 2.47.
 
+use crate::apply::{has_git, list_file, short};
 use crate::support::bport;
 use crate::support::oracle::{self, git_ok};
 use crate::support::repo::{self, TestRepo};
-use std::path::{Path, PathBuf};
-
-fn has_git() -> bool {
-    oracle::require("git", "apt-get install git")
-}
-
-fn list_file(text: &str) -> (tempfile::TempDir, PathBuf) {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("patches.txt");
-    std::fs::write(&path, text).unwrap();
-    (dir, path)
-}
-
-fn short(t: &TestRepo, rev: &str) -> String {
-    t.oid(rev).to_string()[..7].to_owned()
-}
+use std::path::Path;
 
 fn resolved_readme() -> String {
     repo::README.replace("WHAT IS LINUX?\n", "WHAT IS LINUX?\nfoo\nbar\n")
@@ -458,9 +444,9 @@ fn apply_records_preimages_under_gits_ids() {
     while cases < 24 {
         seed += 1;
         let (base, ours, theirs) = if seed.is_multiple_of(2) {
-            crate::rerere_render::triple(seed)
+            super::render::triple(seed)
         } else {
-            crate::rerere_render::code_triple(seed)
+            super::render::code_triple(seed)
         };
         let probe = ::bport::rerere::render::render(
             &base,
@@ -542,7 +528,7 @@ fn a_resolution_recorded_under_a_myers_rendering_is_found() {
             .map(|n| n.id)
     };
     let (base, ours, theirs) = (30_000u64..40_000)
-        .map(crate::rerere_render::code_triple)
+        .map(super::render::code_triple)
         .find(|(b, o, t)| {
             let h = id_of(b, o, t, Algorithm::Histogram);
             h.is_some() && h != id_of(b, o, t, Algorithm::Myers)
