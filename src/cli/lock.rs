@@ -31,6 +31,46 @@ pub enum LockCommand {
     ///
     /// Example: bport lock contention -a --duration 5 -E 10
     Contention(ContentionArgs),
+    /// Record lock:contention_begin/end with kernel callchains into perf.data, for `lock contention -i`.
+    ///
+    /// The file is what `perf lock record` writes on Linux 5.19+ (the same events, sampled at every hit, with
+    /// callchains), so either tool reports from it, on this machine or another.
+    ///
+    /// Example: bport lock record -a -o lock.data -- sleep 5 && bport lock contention -i lock.data
+    Record(LockRecordArgs),
+}
+
+/// `bport lock record` options.
+#[derive(Debug, Args)]
+pub struct LockRecordArgs {
+    /// System-wide until COMMAND exits or Ctrl-C.
+    #[arg(short = 'a', long = "all-cpus", conflicts_with_all = ["pid", "tid"])]
+    pub all_cpus: bool,
+
+    /// Attach to every thread of an existing process.
+    #[arg(short = 'p', long = "pid", value_name = "PID", conflicts_with = "tid")]
+    pub pid: Option<u32>,
+
+    /// Attach to one existing thread.
+    #[arg(long = "tid", value_name = "TID")]
+    pub tid: Option<u32>,
+
+    /// Output file; an existing one is kept as FILE.old.
+    #[arg(
+        short = 'o',
+        long = "output",
+        value_name = "FILE",
+        default_value = "perf.data"
+    )]
+    pub output: std::path::PathBuf,
+
+    /// Record only with what kernel VERSION offers (refused below 5.19, which lacks the tracepoints).
+    #[arg(long = "kernel", value_name = "VERSION")]
+    pub kernel: Option<String>,
+
+    /// The command to run and record.
+    #[arg(last = true, value_name = "COMMAND")]
+    pub command: Vec<OsString>,
 }
 
 /// `bport lock contention` options (perf's spelling).
@@ -91,10 +131,14 @@ pub struct ContentionArgs {
     #[arg(long = "max-stack", value_name = "N", default_value_t = 8)]
     pub max_stack: u32,
 
-    /// Frames skipped before looking for the caller (after the BPF and tracepoint frames, which are always
-    /// dropped).
-    #[arg(long = "stack-skip", value_name = "N", default_value_t = 0)]
-    pub stack_skip: usize,
+    /// Skip exactly N frames of each stack before looking for the caller, as perf does (its default: 3);
+    /// without it bport finds and drops the BPF and tracepoint frames itself.
+    #[arg(long = "stack-skip", value_name = "N")]
+    pub stack_skip: Option<usize>,
+
+    /// Report from a recording (`bport lock record` or `perf lock record`) instead of counting live.
+    #[arg(short = 'i', long = "input", value_name = "FILE", conflicts_with_all = ["command", "duration", "all_cpus"])]
+    pub input: Option<std::path::PathBuf>,
 
     /// Print each entry's call stack (also with -v).
     #[arg(long = "callstack")]
@@ -125,6 +169,7 @@ pub struct ContentionArgs {
 pub fn run(args: LockArgs, ui: &Ui) -> CliResult {
     match args.command {
         LockCommand::Contention(a) => contention(a, ui),
+        LockCommand::Record(a) => record(a, ui),
     }
 }
 
@@ -188,6 +233,53 @@ fn contention(args: ContentionArgs, ui: &Ui) -> CliResult {
             .ok_or_else(|| user(lock::Error::BadLock { text: item.into() }))?;
         addrs.push(addr);
     }
+    let callstack = args.callstack || ui.verbose > 0;
+    let ropts = ReportOptions {
+        aggr,
+        sort,
+        entries: args.entries,
+        stack_skip: args.stack_skip,
+        max_stack: args.max_stack as usize,
+        callstack,
+        field_sep: args.field_sep.clone(),
+        quiet: ui.quiet,
+    };
+    if let Some(input) = &args.input {
+        let filters = lock::file::FileFilters {
+            types,
+            addrs,
+            pids: args
+                .pid
+                .as_deref()
+                .map(|p| ids(p, "pid"))
+                .transpose()?
+                .unwrap_or_default()
+                .into_iter()
+                .map(|p| p as u32)
+                .collect(),
+            tids: args
+                .tid
+                .as_deref()
+                .map(|t| ids(t, "tid"))
+                .transpose()?
+                .unwrap_or_default()
+                .into_iter()
+                .map(|t| t as u32)
+                .collect(),
+        };
+        let file = crate::perf::data::PerfFile::open(input).map_err(|e| {
+            CliError::new(Kind::User, e).hint(format!("is {} a perf.data file?", input.display()))
+        })?;
+        let sym = match kallsyms_text {
+            Some(text) => report::Symbolizer::from_text(text),
+            None => report::Symbolizer::running(),
+        };
+        let rep = lock::file::from_file(&file, &sym, &ropts, &filters, args.stack_skip)
+            .map_err(into_cli_error)?;
+        let mut out = std::io::stdout().lock();
+        report::write(&rep, &ropts, &mut out)?;
+        return Ok(());
+    }
     let target = if let Some(p) = &args.pid {
         Target::Pids(ids(p, "pid")?)
     } else if let Some(t) = &args.tid {
@@ -218,7 +310,6 @@ fn contention(args: ContentionArgs, ui: &Ui) -> CliResult {
         ),
         None => None,
     };
-    let callstack = args.callstack || ui.verbose > 0;
     let options = LiveOptions {
         target: target.clone(),
         duration,
@@ -247,16 +338,6 @@ fn contention(args: ContentionArgs, ui: &Ui) -> CliResult {
         Some(text) => report::Symbolizer::from_text(text),
         None => report::Symbolizer::running(),
     };
-    let ropts = ReportOptions {
-        aggr,
-        sort,
-        entries: args.entries,
-        stack_skip: args.stack_skip,
-        max_stack: args.max_stack as usize,
-        callstack,
-        field_sep: args.field_sep,
-        quiet: ui.quiet,
-    };
     let rep = report::from_live(&outcome.stats, &sym, &ropts);
     let mut out = std::io::stdout().lock();
     report::write(&rep, &ropts, &mut out)?;
@@ -282,10 +363,49 @@ fn into_cli_error(err: lock::Error) -> CliError {
         E::Bpf(_) => CliError::new(Kind::Environment, err).hint(
             "the kernel refused bport's BPF programs; please report this with the verifier log above and `uname -r`",
         ),
-        E::UnknownType { .. } | E::BadLock { .. } | E::NoSuchTask { .. } | E::InvalidOptions(_) => {
+        E::UnknownType { .. }
+        | E::BadLock { .. }
+        | E::NoSuchTask { .. }
+        | E::InvalidOptions(_)
+        | E::NoLockEvents
+        | E::File(_) => {
             CliError::new(Kind::User, err)
         }
         E::Exec { .. } => CliError::new(Kind::User, err).hint("check the command name and that it is executable"),
         E::System { .. } => CliError::new(Kind::Internal, err),
     }
+}
+
+/// `bport lock record`: `bport record` of the two contention tracepoints with kernel callchains, as
+/// `perf lock record` records them (every hit, `-g`).
+fn record(args: LockRecordArgs, ui: &Ui) -> CliResult {
+    let kernel = match &args.kernel {
+        Some(k) => Some(
+            k.parse::<KernelVersion>()
+                .map_err(|e| CliError::new(Kind::User, e))?,
+        ),
+        None => KernelVersion::running(),
+    };
+    if let Some(v) = &kernel {
+        if !lock::kernel_has_tracepoints(v) {
+            return Err(into_cli_error(lock::Error::KernelTooOld {
+                kernel: v.to_string(),
+            }));
+        }
+    }
+    let record_args = super::record::RecordArgs {
+        freq: None,
+        count: Some(1),
+        event: vec!["lock:contention_begin".into(), "lock:contention_end".into()],
+        all_cpus: args.all_cpus,
+        pid: args.pid,
+        tid: args.tid,
+        g: true,
+        call_graph: None,
+        output: args.output,
+        mmap_pages: None,
+        kernel: args.kernel,
+        command: args.command,
+    };
+    super::record::run(record_args, ui)
 }

@@ -17,6 +17,7 @@
 //! (`perf::data`, `perf::record`), nor any rendering to a terminal (`cli::lock`). Imports nothing of
 //! `backport`, `rerere` or `git`.
 
+pub mod file;
 pub mod live;
 pub mod progs;
 pub mod report;
@@ -143,6 +144,12 @@ pub enum Error {
     /// Invalid options.
     #[error("{0}")]
     InvalidOptions(String),
+    /// The file has no lock:contention_begin/end samples.
+    #[error("the file has no lock:contention_begin and lock:contention_end events (record them with `bport lock record` or `perf lock record`)")]
+    NoLockEvents,
+    /// The file could not be read.
+    #[error("cannot read the recording: {0}")]
+    File(String),
     /// A system call failed.
     #[error("{what} failed")]
     System {

@@ -54,8 +54,9 @@ pub struct ReportOptions {
     pub sort: SortKey,
     /// Print at most this many entries (`-E`).
     pub entries: Option<usize>,
-    /// Frames skipped before looking for the caller (`--stack-skip`; the BPF glue is skipped regardless).
-    pub stack_skip: usize,
+    /// Frames skipped before looking for the caller (`--stack-skip`, perf's meaning: raw frames, the BPF program's
+    /// and the tracepoint's included); `None`: bport finds and drops the BPF and tracepoint frames itself.
+    pub stack_skip: Option<usize>,
     /// Frames considered (`--max-stack`).
     pub max_stack: usize,
     /// Print each entry's call stack (`-v` / `--callstack`).
@@ -72,7 +73,7 @@ impl Default for ReportOptions {
             aggr: Aggr::Caller,
             sort: SortKey::Total,
             entries: None,
-            stack_skip: 0,
+            stack_skip: None,
             max_stack: 8,
             callstack: false,
             field_sep: None,
@@ -100,6 +101,8 @@ pub struct Contention {
     pub tid: u32,
     /// Lock address (address aggregation).
     pub lock: u64,
+    /// Contentions that ended (the average's divisor; perf's `nr_acquired` in record mode).
+    pub acquired: u64,
     /// The call stack from the lock function outwards, named.
     pub callstack: Vec<(u64, String)>,
 }
@@ -107,7 +110,7 @@ pub struct Contention {
 impl Contention {
     /// The average wait (integer ns, as perf).
     pub fn avg(&self) -> u64 {
-        self.total.checked_div(self.count).unwrap_or(0)
+        self.total.checked_div(self.acquired).unwrap_or(0)
     }
 
     fn key(&self, sort: SortKey) -> u64 {
@@ -247,17 +250,35 @@ impl Symbolizer {
         }
     }
 
-    /// The caller of a stack that starts at the lock function (the glue already stripped).
-    pub fn caller(&self, stack: &[u64], skip: usize, max_stack: usize) -> String {
+    /// The caller of a live stack that starts at the lock function (perf's BPF mode, `lock_contention_get_name`:
+    /// skip lock functions but never the last frame kept, name what is left even without a symbol).
+    pub fn caller(&self, stack: &[u64], max_stack: usize) -> String {
         if stack.is_empty() {
             return String::new();
         }
         let last = stack.len().min(max_stack.max(1)) - 1;
-        let mut i = skip.min(last);
+        let mut i = 0;
         while i < last && self.is_lock_function(stack[i]) {
             i += 1;
         }
         self.name(stack[i])
+    }
+
+    /// The caller of a recorded callchain (perf's record mode, `lock_contention_caller`: the first frame with a
+    /// symbol that is not a lock function; `Unknown` when there is none, as perf prints it).
+    pub fn caller_named(&self, stack: &[u64]) -> String {
+        stack
+            .iter()
+            .find(|&&ip| self.kallsyms.lookup_start(ip).is_some() && !self.is_lock_function(ip))
+            .map_or_else(|| "Unknown".to_string(), |&ip| self.name(ip))
+    }
+
+    /// A frame's `sym+0xoff`, empty without a kernel symbol (perf's `get_symbol_name_offset`).
+    pub fn frame_name(&self, addr: u64) -> String {
+        match self.kallsyms.lookup_start(addr) {
+            Some(_) => self.name(addr),
+            None => String::new(),
+        }
     }
 }
 
@@ -266,9 +287,12 @@ pub fn from_live(stats: &[RawStat], sym: &Symbolizer, options: &ReportOptions) -
     let entries = stats
         .iter()
         .map(|s| {
-            let stack = sym.strip_glue(&s.stack);
+            let stack = match options.stack_skip {
+                Some(n) => &s.stack[n.min(s.stack.len())..],
+                None => sym.strip_glue(&s.stack),
+            };
             let name = match options.aggr {
-                Aggr::Caller => sym.caller(stack, options.stack_skip, options.max_stack),
+                Aggr::Caller => sym.caller(stack, options.max_stack),
                 Aggr::Task => s.comm.clone().unwrap_or_default(),
                 Aggr::Addr => sym.lock_name(s.lock),
             };
@@ -281,6 +305,7 @@ pub fn from_live(stats: &[RawStat], sym: &Symbolizer, options: &ReportOptions) -
                 name,
                 tid: s.tid,
                 lock: s.lock,
+                acquired: u64::from(s.count),
                 callstack: stack
                     .iter()
                     .take(options.max_stack)
@@ -438,6 +463,7 @@ mod tests {
             name: name.into(),
             tid: 0,
             lock: 0,
+            acquired: count,
             callstack: vec![],
         }
     }
@@ -488,11 +514,13 @@ mod tests {
         ];
         let kernel = s.strip_glue(&stack);
         assert_eq!(kernel.len(), 4);
-        assert_eq!(s.caller(kernel, 0, 8), "__vm_munmap+0xa7");
+        assert_eq!(s.caller(kernel, 8), "__vm_munmap+0xa7");
         // perf 6.1's record-mode default (--stack-skip 3) lands one frame further out.
-        assert_eq!(s.caller(kernel, 3, 8), "__x64_sys_munmap+0x17");
+        assert_eq!(s.caller_named(&kernel[3..]), "__x64_sys_munmap+0x17");
+        assert_eq!(s.caller_named(kernel), "__vm_munmap+0xa7");
         // The last frame considered is named even when it is a lock function.
-        assert_eq!(s.caller(kernel, 0, 2), "down_write_killable+0x5c");
+        assert_eq!(s.caller(kernel, 2), "down_write_killable+0x5c");
+        assert_eq!(s.frame_name(0x10), "");
         assert_eq!(s.name(0xffffffff81001000), "__vm_munmap");
         assert_eq!(s.name(0x10), "0x10");
     }
