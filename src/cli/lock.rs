@@ -332,8 +332,13 @@ fn contention(args: ContentionArgs, ui: &Ui) -> CliResult {
         "until Ctrl-C"
     };
     let mut on_attached = || ui.status(format!("bport lock: counting lock contention {until}"));
-    let outcome =
-        lock::contention(&options, interrupted, &mut on_attached).map_err(into_cli_error)?;
+    let outcome = match lock::contention(&options, interrupted, &mut on_attached) {
+        Ok(outcome) => outcome,
+        Err(lock::Error::BpfDenied { source }) => {
+            return fallback(&options, &ropts, source, kallsyms_text, ui);
+        }
+        Err(e) => return Err(into_cli_error(e)),
+    };
     let sym = match kallsyms_text {
         Some(text) => report::Symbolizer::from_text(text),
         None => report::Symbolizer::running(),
@@ -408,4 +413,85 @@ fn record(args: LockRecordArgs, ui: &Ui) -> CliResult {
         command: args.command,
     };
     super::record::run(record_args, ui)
+}
+
+/// Without BPF (no CAP_BPF, BPF disabled) the same report from the tracepoints through perf_event_open, which
+/// needs only CAP_PERFMON or a permissive perf_event_paranoid: record into a temporary file, report from it.
+fn fallback(
+    options: &LiveOptions,
+    ropts: &ReportOptions,
+    bpf_error: crate::perf::bpf::Error,
+    kallsyms_text: Option<String>,
+    ui: &Ui,
+) -> CliResult {
+    let denied = |extra: Option<String>| {
+        let mut e = into_cli_error(lock::Error::BpfDenied {
+            source: crate::perf::bpf::Error::MapCreate {
+                name: "lock_tstamp".into(),
+                source: std::io::Error::from_raw_os_error(
+                    bpf_error.os_error().unwrap_or(libc::EPERM),
+                ),
+            },
+        });
+        if let Some(extra) = extra {
+            e = e.hint(format!(
+                "recording the tracepoints instead failed too: {extra}"
+            ));
+        }
+        e
+    };
+    let one = |ids: &[i32]| (ids.len() == 1).then(|| ids[0] as u32);
+    let (all_cpus, pid, tid, mut command) = match &options.target {
+        Target::All => (true, None, None, Vec::new()),
+        Target::Command(argv) => (options.system_wide, None, None, argv.clone()),
+        Target::Pids(p) if one(p).is_some() => (false, one(p), None, Vec::new()),
+        Target::Tids(t) if one(t).is_some() => (false, None, one(t), Vec::new()),
+        Target::Pids(_) | Target::Tids(_) => return Err(denied(None)),
+    };
+    if let (Some(d), true) = (options.duration, command.is_empty()) {
+        command = vec!["sleep".into(), format!("{}", d.as_secs_f64()).into()];
+    }
+    ui.status(format!(
+        "note: BPF is not available to this process ({}); counting from the tracepoints through \
+         perf_event_open instead",
+        std::io::Error::from_raw_os_error(bpf_error.os_error().unwrap_or(libc::EPERM))
+    ));
+    let path = std::env::temp_dir().join(format!("bport-lock-{}.data", std::process::id()));
+    let record_args = super::record::RecordArgs {
+        freq: None,
+        count: Some(1),
+        event: vec!["lock:contention_begin".into(), "lock:contention_end".into()],
+        all_cpus,
+        pid,
+        tid,
+        g: true,
+        call_graph: None,
+        output: path.clone(),
+        mmap_pages: None,
+        kernel: None,
+        command,
+    };
+    let config = record_args.to_config()?;
+    let recorded = crate::perf::record::record(&config);
+    let result = (|| {
+        recorded.map_err(|e| denied(Some(e.to_string())))?;
+        let file =
+            crate::perf::data::PerfFile::open(&path).map_err(|e| denied(Some(e.to_string())))?;
+        let sym = match kallsyms_text {
+            Some(text) => report::Symbolizer::from_text(text),
+            None => report::Symbolizer::running(),
+        };
+        let filters = lock::file::FileFilters {
+            types: options.types.clone(),
+            addrs: options.addrs.clone(),
+            ..Default::default()
+        };
+        let rep = lock::file::from_file(&file, &sym, ropts, &filters, ropts.stack_skip)
+            .map_err(into_cli_error)?;
+        report::write(&rep, ropts, &mut std::io::stdout().lock())?;
+        Ok(())
+    })();
+    let _ = std::fs::remove_file(&path);
+    let _ = std::fs::remove_file(path.with_extension("data.old"));
+    result
 }

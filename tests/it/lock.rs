@@ -476,15 +476,28 @@ fn lock_contention_rejects_bad_input_with_clear_errors() {
             .unwrap();
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(4), "{stderr}");
-        assert!(
-            stderr.starts_with("error: BPF is not available to this process\n"),
+        // It tried the tracepoints without BPF first, and says why that failed too.
+        let lines: Vec<&str> = stderr.lines().collect();
+        assert_eq!(
+            lines[0],
+            "note: BPF is not available to this process (Operation not permitted (os error 1)); counting from \
+             the tracepoints through perf_event_open instead"
+        );
+        assert_eq!(
+            lines[1], "error: BPF is not available to this process",
             "{stderr}"
         );
-        assert!(stderr.contains("Operation not permitted"), "{stderr}");
         assert!(
             stderr.contains("hint: run as root, or grant the capabilities"),
             "{stderr}"
         );
+        assert!(
+            stderr.contains(
+                "hint: recording the tracepoints instead failed too: perf_event_open was denied"
+            ),
+            "{stderr}"
+        );
+        assert!(out.stdout.is_empty());
     }
 }
 
@@ -780,4 +793,50 @@ fn lock_record_files_read_in_perf() {
     assert!(out.stderr.starts_with(
         "error: the file has no lock:contention_begin and lock:contention_end events"
     ));
+}
+
+#[test]
+fn lock_contention_without_bpf_counts_from_the_tracepoints() {
+    let _serial = serial();
+    if !ready() || !oracle::require("setpriv", "apt-get install util-linux") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let exe = workload(dir.path());
+    // Root without CAP_BPF and CAP_SYS_ADMIN: bpf() is refused, perf_event_open (CAP_PERFMON) is not.
+    let out = Command::new("setpriv")
+        .args(["--bounding-set=-bpf,-sys_admin", "--"])
+        .arg(env!("CARGO_BIN_EXE_bport"))
+        .args(["lock", "contention", "-Y", "rwsem:W", "--"])
+        .arg(&exe)
+        .args(["mmap", "1.5", "4"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.starts_with("note: BPF is not available to this process (Operation not permitted"),
+        "{stderr}"
+    );
+    let callers: Vec<String> = rows(&stdout).into_iter().map(|r| r.name).collect();
+    assert!(
+        callers.iter().any(|c| c.starts_with("__vm_munmap+")),
+        "{stdout}"
+    );
+    assert!(
+        callers.iter().any(|c| c.starts_with("vm_mmap_pgoff+")),
+        "{stdout}"
+    );
+    assert!(
+        rows(&stdout).iter().all(|r| r.kind == "rwsem:W"),
+        "{stdout}"
+    );
+    // The temporary recording is gone.
+    let leftovers = std::fs::read_dir(std::env::temp_dir())
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().starts_with("bport-lock-"))
+        .count();
+    assert_eq!(leftovers, 0);
 }
