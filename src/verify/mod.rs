@@ -15,6 +15,7 @@
 pub mod branch;
 pub mod checks;
 pub mod initramfs;
+pub mod lock_cell;
 pub mod matrix;
 pub mod perf_check;
 pub mod qemu;
@@ -306,6 +307,9 @@ pub struct Report {
     pub cells: Vec<Cell>,
     /// The branch check, when the target names a branch.
     pub branch: Option<BranchCheck>,
+    /// The lock-contention cell (absent in reports of bports before it existed).
+    #[serde(default)]
+    pub lock: Option<lock_cell::LockCell>,
 }
 
 impl Report {
@@ -321,6 +325,7 @@ impl Report {
                 Some(BranchCheck::Checked(b)) => b.missing().next().is_none(),
                 _ => true,
             }
+            && self.lock.as_ref().is_none_or(lock_cell::LockCell::is_ok)
     }
 }
 
@@ -445,6 +450,7 @@ pub fn run(request: &Request) -> Result<Report, Error> {
                 }),
                 cells: Vec::new(),
                 branch: None,
+                lock: None,
             },
         };
         attach_target(&mut report, targets.as_ref(), request)?;
@@ -457,6 +463,7 @@ pub fn run(request: &Request) -> Result<Report, Error> {
         path: request.workdir.clone(),
         source,
     })?;
+    let lock = lock_cell::run(&version, request.workload_ms);
     let options = matrix::MatrixOptions {
         version,
         workload_ms: request.workload_ms,
@@ -471,6 +478,7 @@ pub fn run(request: &Request) -> Result<Report, Error> {
         boot_failure: None,
         cells,
         branch: None,
+        lock: Some(lock),
     };
     attach_target(&mut report, targets.as_ref(), request)?;
     Ok(report)
@@ -571,6 +579,7 @@ mod tests {
             boot_failure: None,
             cells,
             branch: None,
+            lock: None,
         }
     }
 
