@@ -446,7 +446,9 @@ fn lock_contention_options_change_the_report_as_specified() {
 fn lock_contention_rejects_bad_input_with_clear_errors() {
     let _serial = serial();
     let dir = tempfile::tempdir().unwrap();
-    let cases: [(&[&str], i32, &str); 6] = [
+    let cases: [(&[&str], i32, &str); 8] = [
+        (&["-i", "/nonexistent/lock.data"], 2, "error: cannot read /nonexistent/lock.data"),
+        (&["-i", "/etc/passwd"], 2, "error: not a perf.data file"),
         (&["-Y", "spinlok"], 2, "error: unknown lock type \"spinlok\": use one of semaphore, spinlock,"),
         (&["-L", "0xzz"], 2, "error: bad lock \"0xzz\": not a hex address"),
         (&["-p", "2147483647"], 2, "error: no such process 2147483647: /proc/2147483647 does not exist"),
