@@ -348,3 +348,44 @@ pub fn end(maps: &Maps, config: &ProgConfig) -> Result<Vec<Insn>, Error> {
     a.bind(out).mov_imm(Reg::R0, 0).exit();
     Ok(a.finish()?)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn root() -> bool {
+        std::fs::read_to_string("/proc/self/status").is_ok_and(|s| {
+            s.lines()
+                .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(2) == Some("0"))
+        })
+    }
+
+    #[test]
+    fn every_configuration_passes_the_verifier() {
+        if !root() {
+            eprintln!("SKIPPED (needs root for bpf())");
+            return;
+        }
+        for aggr in [Aggr::Caller, Aggr::Task, Aggr::Addr] {
+            for bits in 0..32u32 {
+                let config = ProgConfig {
+                    aggr,
+                    callstack: aggr == Aggr::Caller || bits & 1 != 0,
+                    kernel_skip: 0,
+                    max_stack: 8,
+                    map_entries: 64,
+                    filter_tid: bits & 2 != 0,
+                    filter_tgid: bits & 4 != 0,
+                    filter_type: bits & 8 != 0,
+                    filter_addr: bits & 16 != 0,
+                };
+                let maps = Maps::create(&config).unwrap();
+                for (name, insns) in [("b", begin(&maps, &config)), ("e", end(&maps, &config))] {
+                    if let Err(e) = bpf::load_raw_tracepoint(name, &insns.unwrap()) {
+                        panic!("{aggr:?} {bits:#b} {name}: {e}");
+                    }
+                }
+            }
+        }
+    }
+}
