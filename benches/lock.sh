@@ -65,7 +65,7 @@ tp=$(tr ' ' '\n' <<<"${times[perf]}" | grep . | median)
 printf 'throughput under bport lock contention -a / under perf lock record -a: %.2fx\n' "$(echo "$tp / $tb" | bc -l)"
 
 # 2. A large recording: more work, every contention with its callchain.
-"$perf" lock record -a -o "$work/big.data" -- "$work/fixed" $((iters * 4)) "$threads" >/dev/null 2>&1
+"$perf" lock record -a -o "$work/big.data" -- "$work/fixed" $((iters * 10)) $((threads * 2)) >/dev/null 2>&1
 size=$(stat -c %s "$work/big.data")
 "$perf" lock contention -i "$work/big.data" 2>&1 | sort >"$work/perf.txt"
 "$bport" lock contention -i "$work/big.data" --stack-skip 3 | sort >"$work/bport.txt"
