@@ -12,6 +12,7 @@ pub mod error;
 mod flamegraph;
 mod list;
 mod lock;
+mod probe;
 mod record;
 mod report;
 mod rerere;
@@ -120,6 +121,15 @@ pub enum Command {
     ///
     /// Example: bport lock contention -a --duration 5 -E 10
     Lock(lock::LockArgs),
+    /// Define uprobe/kprobe events with DWARF or BTF variables, as perf probe does.
+    ///
+    /// Variables come from the binary's DWARF (locals, parameters, globals, struct members, strings), or for
+    /// kernel function arguments from BTF. A value is fetched right or refused with the reason (computed values,
+    /// entry values, pieces, optimized out). The events work with `bport record -e` and `perf record -e`.
+    ///
+    /// Example: bport probe -x ./prog 'work:4 a i acc' && bport record -e probe_prog:work_L4 -- ./prog
+    #[command(disable_version_flag = true)]
+    Probe(probe::ProbeArgs),
     /// Prove complete callchains on a target kernel, and the perf fixes on its branch.
     ///
     /// Example: bport verify --kernel 4.1
@@ -174,6 +184,7 @@ fn run(command: Command, ui: &Ui) -> CliResult<ExitCode> {
         Command::Archive(args) => archive::run(args, ui),
         Command::Flamegraph(args) => flamegraph::run(args, ui),
         Command::Report(args) => report::run(args),
+        Command::Probe(args) => probe::run(args, ui),
         Command::Dump(args) => dump::run(args, ui),
         Command::Lock(args) => lock::run(args, ui),
     }

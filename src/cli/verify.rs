@@ -87,6 +87,9 @@ pub struct GuestArgs {
     /// How long each workload runs, in milliseconds.
     #[arg(long, default_value_t = 1000)]
     pub duration_ms: u32,
+    /// The probe cell's workload: read FILE with the check's sizes, then exit.
+    #[arg(long, value_name = "FILE")]
+    pub probe_reads: Option<std::path::PathBuf>,
 }
 
 /// Runs `bport verify`.
@@ -140,6 +143,10 @@ pub fn run(args: VerifyArgs, ui: &Ui) -> CliResult<ExitCode> {
 
 /// Runs the guest side: the report between markers on stdout (the serial console).
 pub fn run_guest(args: GuestArgs) -> CliResult<ExitCode> {
+    if let Some(file) = &args.probe_reads {
+        verify::probe_check::workload(file)?;
+        return Ok(ExitCode::SUCCESS);
+    }
     if std::process::id() == 1 {
         mount_pseudo_filesystems();
     }
@@ -241,6 +248,7 @@ pub fn render(report: &Report, color: bool) -> String {
         }
     } else {
         s.push_str(&matrix(report, &paint));
+        s.push_str(&probe_cell(report));
     }
     s.push_str(&lock_line(report, &paint));
     s.push_str(&branch(report));
@@ -276,6 +284,32 @@ fn lock_line(report: &Report, paint: &Paint) -> String {
             )
         }
     }
+}
+
+/// The dynamic-probe cell under the matrix.
+fn probe_cell(report: &Report) -> String {
+    use verify::probe_check::ProbeCheck;
+    let Some(p) = &report.probe else {
+        return String::new();
+    };
+    let detail = match p {
+        ProbeCheck::Pass { definition, counts } => format!(
+            "{} samples recorded, every read(2) of {:?} bytes seen with its count ({definition})",
+            counts.len(),
+            verify::probe_check::READ_SIZES
+        ),
+        ProbeCheck::Fail {
+            definition,
+            expected,
+            counts,
+        } => format!("read {expected:?} but the probe saw count {counts:?} ({definition})"),
+        ProbeCheck::Unsupported { reason } => reason.clone(),
+        ProbeCheck::Error { message } => message.clone(),
+    };
+    format!(
+        "\nprobe (kprobe vfs_read count from BTF): {}: {detail}\n",
+        p.word()
+    )
 }
 
 /// What was verified, against which target, and where it ran.
@@ -533,6 +567,7 @@ mod tests {
             ],
             branch: None,
             lock: None,
+            probe: None,
         };
         assert_eq!(
             render(&report, false),
@@ -571,6 +606,7 @@ result: FAIL
             cells: vec![],
             branch: None,
             lock: None,
+            probe: None,
         };
         let text = render(&report, false);
         assert!(

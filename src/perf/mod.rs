@@ -15,6 +15,7 @@ pub mod bpf;
 pub mod data;
 pub mod flame;
 pub mod lock;
+pub mod probe;
 pub mod record;
 pub mod report;
 pub mod script;

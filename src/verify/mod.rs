@@ -18,6 +18,7 @@ pub mod initramfs;
 pub mod lock_cell;
 pub mod matrix;
 pub mod perf_check;
+pub mod probe_check;
 pub mod qemu;
 pub mod readability;
 pub mod targets;
@@ -310,6 +311,9 @@ pub struct Report {
     /// The lock-contention cell (absent in reports of bports before it existed).
     #[serde(default)]
     pub lock: Option<lock_cell::LockCell>,
+    /// The dynamic-probe cell: a BTF-argument kprobe on the verified kernel (issue 15).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub probe: Option<probe_check::ProbeCheck>,
 }
 
 impl Report {
@@ -326,6 +330,10 @@ impl Report {
                 _ => true,
             }
             && self.lock.as_ref().is_none_or(lock_cell::LockCell::is_ok)
+            && self
+                .probe
+                .as_ref()
+                .is_none_or(probe_check::ProbeCheck::is_ok)
     }
 }
 
@@ -451,6 +459,7 @@ pub fn run(request: &Request) -> Result<Report, Error> {
                 cells: Vec::new(),
                 branch: None,
                 lock: None,
+                probe: None,
             },
         };
         attach_target(&mut report, targets.as_ref(), request)?;
@@ -471,6 +480,7 @@ pub fn run(request: &Request) -> Result<Report, Error> {
         perf: find_perf(),
     };
     let cells = matrix::run(&options, matrix::Hardware::detect())?;
+    let probe = Some(probe_check::run(&request.workdir));
     let mut report = Report {
         kernel,
         target: None,
@@ -479,6 +489,7 @@ pub fn run(request: &Request) -> Result<Report, Error> {
         cells,
         branch: None,
         lock: Some(lock),
+        probe,
     };
     attach_target(&mut report, targets.as_ref(), request)?;
     Ok(report)
@@ -580,6 +591,7 @@ mod tests {
             cells,
             branch: None,
             lock: None,
+            probe: None,
         }
     }
 

@@ -8,6 +8,7 @@ mod archive;
 mod cli_help;
 mod lock;
 mod perf_data;
+mod probe;
 mod record;
 mod rerere;
 mod script;

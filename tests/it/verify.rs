@@ -136,6 +136,18 @@ fn targets_4_1_3_10_6_1_and_the_host_kernel_pass_here() {
             assert_eq!(reason(&report, "chain-fp", "lbr"), "no LBR hardware");
         }
         assert_readable(&report, &out.transcript());
+        // The probe cell runs on this machine's kernel whatever the cap (issue 15).
+        if Path::new("/sys/kernel/tracing/kprobe_events").exists() {
+            assert_eq!(report["probe"]["status"], "pass", "{}", out.transcript());
+        } else {
+            assert_eq!(
+                report["probe"],
+                serde_json::json!({
+                    "status": "unsupported",
+                    "reason": "the kernel has no kprobe_events (CONFIG_KPROBE_EVENTS)"
+                })
+            );
+        }
         assert_eq!(out.code, Some(0), "{kernel}: {}", out.transcript());
     }
 }
@@ -348,6 +360,24 @@ fn boots_and_reports(series: &str) {
             out.transcript()
         );
     }
+    // The probe cell (issue 15): a kprobe on vfs_read with `count` from the guest kernel's BTF saw exactly the
+    // sizes the guest passed to read(2), in order.
+    let probe = &report["probe"];
+    assert_eq!(probe["status"], "pass", "{}", out.transcript());
+    assert_eq!(
+        probe["definition"],
+        "p:bport_verify/vfs_read vfs_read+0 count=%dx:x64"
+    );
+    let sizes = ::bport::verify::probe_check::READ_SIZES;
+    let expected: Vec<u64> = (0..3).flat_map(|_| sizes).collect();
+    let seen: Vec<u64> = probe["counts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c.as_u64().unwrap())
+        .filter(|c| sizes.contains(c))
+        .collect();
+    assert_eq!(seen, expected);
     assert_eq!(out.code, Some(0), "{}", out.transcript());
 }
 

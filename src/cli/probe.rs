@@ -1,0 +1,403 @@
+//! `bport probe`: define, list and delete uprobe/kprobe events with variables, with perf probe's flags.
+
+use super::ui::Ui;
+use super::{CliError, CliResult, Kind};
+use crate::perf::probe::{self, btf::Btf, dwarf::DebugInfo, spec, tracefs};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+/// Arguments of `bport probe`.
+#[derive(Debug, clap::Args)]
+pub struct ProbeArgs {
+    /// The user binary (or library) to probe: uprobes with variables from its DWARF.
+    #[arg(
+        short = 'x',
+        long = "exec",
+        value_name = "BINARY",
+        conflicts_with = "vmlinux"
+    )]
+    pub exec: Option<PathBuf>,
+
+    /// The kernel image with DWARF; without it kernel probes take their arguments from BTF
+    /// (/sys/kernel/btf/vmlinux).
+    #[arg(short = 'k', long = "vmlinux", value_name = "VMLINUX")]
+    pub vmlinux: Option<PathBuf>,
+
+    /// Directory the sources are under (for -L and lazy patterns), when DWARF's paths are not where they are now.
+    #[arg(short = 's', long = "source", value_name = "SRCDIR")]
+    pub source: Option<PathBuf>,
+
+    /// Print the tracefs definitions instead of writing them.
+    #[arg(short = 'n', long = "dry-run")]
+    pub dry_run: bool,
+
+    /// List the probe events defined now (all, or those matching the glob), including those a crashed run left.
+    #[arg(short = 'l', long = "list", value_name = "EVENT", num_args = 0..=1, default_missing_value = "*")]
+    pub list: Option<String>,
+
+    /// Delete probe events: GROUP:EVENT or EVENT, globs allowed.
+    #[arg(short = 'd', long = "del", value_name = "EVENT")]
+    pub del: Vec<String>,
+
+    /// Show the source lines of FUNC[:START[-END]] that can be probed, numbered relative to the function.
+    #[arg(short = 'L', long = "line", value_name = "FUNC[:RANGE]")]
+    pub line: Option<String>,
+
+    /// Show the variables that can be fetched at a probe point (a SPEC's point).
+    #[arg(short = 'V', long = "vars", value_name = "POINT")]
+    pub vars: Option<String>,
+
+    /// With -V: global variables too.
+    #[arg(long)]
+    pub externs: bool,
+
+    /// List the functions (and data symbols) of the binary that can be probed.
+    #[arg(short = 'F', long = "funcs")]
+    pub funcs: bool,
+
+    /// Probe definitions: `[[GROUP:]EVENT=]FUNC[@SRC][:RELLINE|+OFFS|%return|;PATTERN] [ARG ...]` or
+    /// `SRC:LINE [ARG ...]`; an ARG is `[NAME=]VAR[->MEMBER|.MEMBER]...[:TYPE]`, `$vars`, `$params`, `$retval`.
+    #[arg(value_name = "SPEC")]
+    pub specs: Vec<String>,
+}
+
+fn probe_error(e: probe::Error) -> CliError {
+    use probe::Error as E;
+    let kind = match &e {
+        E::TracefsUnavailable { .. } | E::NoProbeFile { .. } | E::Tracefs { .. } => {
+            Kind::Environment
+        }
+        E::Write { source, .. } if source.raw_os_error() == Some(libc::EACCES) => Kind::Environment,
+        _ => Kind::User,
+    };
+    let hints: Vec<String> = match &e {
+        E::NoDebugInfo {
+            path,
+            stripped,
+            build_id,
+        } => {
+            let mut h = Vec::new();
+            if *stripped {
+                h.push("the binary was stripped; probe the unstripped build, or install its debug file".to_string());
+            }
+            h.push(
+                "install the debug symbols: the -dbgsym package on Debian/Ubuntu (apt install PACKAGE-dbgsym), \
+                 -debuginfo on Fedora/RHEL (dnf debuginfo-install PACKAGE), or rebuild with -g"
+                    .to_string(),
+            );
+            if let Some(id) = build_id {
+                h.push(format!(
+                    "bport looked for /usr/lib/debug/.build-id/{}/{}.debug (build-id of {})",
+                    &id[..2],
+                    &id[2..],
+                    path.display()
+                ));
+            }
+            h
+        }
+        E::FunctionNotFound { .. } => vec!["list the functions with `bport probe -x BINARY -F`".into()],
+        E::NoCode { .. } => vec!["show the lines that can be probed with `bport probe -x BINARY -L FUNC`".into()],
+        E::VariableNotFound { .. } => vec!["show the variables there with `bport probe -x BINARY -V POINT`".into()],
+        E::EventExists(_) => vec![
+            "delete it with `bport probe -d GROUP:EVENT`, or name the new one with `NAME=POINT`".into(),
+        ],
+        E::TracefsUnavailable { .. } => {
+            vec!["mount it (mount -t tracefs nodev /sys/kernel/tracing) or run as root".into()]
+        }
+        E::NoProbeFile { .. } => vec![
+            "the kernel needs CONFIG_UPROBE_EVENTS / CONFIG_KPROBE_EVENTS; `bport verify --kernel-image` runs a kernel that has them in a VM"
+                .into(),
+        ],
+        _ => Vec::new(),
+    };
+    let mut err = CliError::new(kind, e);
+    err.hints = hints;
+    err
+}
+
+pub fn run(args: ProbeArgs, ui: &Ui) -> CliResult {
+    if let Some(pattern) = &args.list {
+        return list(pattern);
+    }
+    if !args.del.is_empty() {
+        return delete(&args.del, ui);
+    }
+    let debuginfo = || -> CliResult<DebugInfo> {
+        let Some(x) = args.exec.as_ref().or(args.vmlinux.as_ref()) else {
+            return Err(CliError::user(
+                "this needs -x BINARY or -k VMLINUX (lines and variables need DWARF)",
+            ));
+        };
+        DebugInfo::open(&absolute(x)?).map_err(probe_error)
+    };
+    if args.funcs {
+        let di = debuginfo()?;
+        let mut out = std::io::stdout().lock();
+        for f in probe::functions(&di) {
+            writeln!(out, "{f}")?;
+        }
+        return Ok(());
+    }
+    if let Some(line) = &args.line {
+        return show_lines(&debuginfo()?, line, args.source.as_deref());
+    }
+    if let Some(point) = &args.vars {
+        let di = debuginfo()?;
+        let spec = spec::parse(point).map_err(probe_error)?;
+        let sites = probe::available_vars(&di, &spec, args.externs).map_err(probe_error)?;
+        let mut out = std::io::stdout().lock();
+        writeln!(out, "Available variables at {point}")?;
+        for (at, vars) in sites {
+            writeln!(out, "\t@<{at}>")?;
+            if vars.is_empty() {
+                writeln!(out, "\t\t(No matched variables)")?;
+            }
+            for v in vars {
+                writeln!(out, "\t\t{}\t{}", v.type_name, v.name)?;
+            }
+        }
+        return Ok(());
+    }
+    if args.specs.is_empty() {
+        return Err(
+            CliError::user("no probe given").hint("e.g. bport probe -x ./prog 'work:4 a i acc'")
+        );
+    }
+    let specs = args
+        .specs
+        .iter()
+        .map(|s| spec::parse(s))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(probe_error)?;
+    let fs = if args.dry_run {
+        tracefs::Tracefs::open().ok()
+    } else {
+        Some(tracefs::Tracefs::open().map_err(probe_error)?)
+    };
+    let mut taken = Vec::new();
+    if let Some(fs) = &fs {
+        for kind in [tracefs::Kind::Uprobe, tracefs::Kind::Kprobe] {
+            taken.extend(
+                fs.read(kind)
+                    .map_err(probe_error)?
+                    .iter()
+                    .map(|l| l.full_name()),
+            );
+        }
+    }
+    let (plan, kind) = match &args.exec {
+        Some(x) => {
+            let path = absolute(x)?;
+            let di = DebugInfo::open(&path).map_err(probe_error)?;
+            (
+                probe::plan_user(&di, &path, &specs, &taken).map_err(probe_error)?,
+                tracefs::Kind::Uprobe,
+            )
+        }
+        None if args.vmlinux.is_some() => {
+            let path = absolute(args.vmlinux.as_ref().expect("checked"))?;
+            let di = DebugInfo::open(&path).map_err(probe_error)?;
+            (
+                probe::plan_vmlinux(&di, &specs, &taken).map_err(probe_error)?,
+                tracefs::Kind::Kprobe,
+            )
+        }
+        None => {
+            let btf = Btf::open(Path::new("/sys/kernel/btf/vmlinux"))
+                .map_err(|e| probe_error(e.into()))?;
+            (
+                probe::plan_kernel(&btf, &specs, &taken).map_err(probe_error)?,
+                tracefs::Kind::Kprobe,
+            )
+        }
+    };
+    for note in &plan.notes {
+        ui.warn(note);
+    }
+    let defs: Vec<String> = plan.probes.iter().map(|p| p.definition()).collect();
+    if args.dry_run {
+        let mut out = std::io::stdout().lock();
+        for d in &defs {
+            writeln!(out, "{d}")?;
+        }
+        return Ok(());
+    }
+    let fs = fs.expect("opened above unless dry run");
+    fs.add(kind, &defs).map_err(probe_error)?;
+    let events = plan.events();
+    ui.status(format!(
+        "Added new event{}:",
+        if events.len() > 1 { "s" } else { "" }
+    ));
+    for (event, spec) in events.iter().zip(specs.iter().cycle()) {
+        let args: Vec<String> = spec
+            .args
+            .iter()
+            .map(|a| match a {
+                spec::Arg::Var(v) => match &v.name {
+                    Some(n) => format!("{n}={}", v.text()),
+                    None if !v.fields.is_empty() => format!("{}={}", v.trace_name(), v.text()),
+                    None => v.text(),
+                },
+                spec::Arg::Vars => "$vars".into(),
+                spec::Arg::Params => "$params".into(),
+                spec::Arg::Retval { .. } => "$retval".into(),
+                spec::Arg::Raw { text, .. } => text.clone(),
+            })
+            .collect();
+        let mut line = format!(
+            "  {event:<20} (on {}",
+            spec.text.split_whitespace().next().unwrap_or("")
+        );
+        if let Some(x) = &args_exec(&args_path(&plan, event)) {
+            line.push_str(&format!(" in {x}"));
+        }
+        if !args.is_empty() {
+            line.push_str(&format!(" with {}", args.join(" ")));
+        }
+        line.push(')');
+        ui.status(line);
+    }
+    ui.status("");
+    ui.status("You can now use it in all perf tools, such as:");
+    ui.status("");
+    ui.status(format!("\tbport record -e {} -- COMMAND", events[0]));
+    Ok(())
+}
+
+fn args_path(plan: &probe::Plan, event: &str) -> Option<String> {
+    plan.probes
+        .iter()
+        .find(|p| format!("{}:{}", p.group, p.event) == event)
+        .map(|p| p.place.clone())
+}
+
+fn args_exec(place: &Option<String>) -> Option<String> {
+    let place = place.as_ref()?;
+    let (path, _) = place.rsplit_once(':')?;
+    path.starts_with('/').then(|| path.to_string())
+}
+
+fn absolute(path: &Path) -> CliResult<PathBuf> {
+    std::fs::canonicalize(path).map_err(|e| {
+        CliError::new(
+            Kind::User,
+            anyhow::anyhow!("can't open {}: {e}", path.display()),
+        )
+    })
+}
+
+fn list(pattern: &str) -> CliResult {
+    let fs = tracefs::Tracefs::open().map_err(probe_error)?;
+    let mut out = std::io::stdout().lock();
+    for kind in [tracefs::Kind::Kprobe, tracefs::Kind::Uprobe] {
+        let mut lines = fs.read(kind).map_err(probe_error)?;
+        // perf lists the events sorted by name (an event's several probes stay in their order).
+        lines.sort_by_key(|l| l.full_name());
+        for line in lines {
+            if !matches_event(pattern, &line) {
+                continue;
+            }
+            writeln!(
+                out,
+                "  {:<20} ({})",
+                line.full_name(),
+                probe::describe(&line)
+            )?;
+        }
+    }
+    Ok(())
+}
+
+fn matches_event(pattern: &str, line: &tracefs::ProbeLine) -> bool {
+    match pattern.split_once(':') {
+        Some((g, e)) => tracefs::glob_match(g, &line.group) && tracefs::glob_match(e, &line.event),
+        None => tracefs::glob_match(pattern, &line.event),
+    }
+}
+
+fn delete(patterns: &[String], ui: &Ui) -> CliResult {
+    let fs = tracefs::Tracefs::open().map_err(probe_error)?;
+    for pattern in patterns {
+        let mut found = false;
+        for kind in [tracefs::Kind::Kprobe, tracefs::Kind::Uprobe] {
+            let mut done: Vec<String> = Vec::new();
+            for line in fs.read(kind).map_err(probe_error)? {
+                if !matches_event(pattern, &line) || done.contains(&line.full_name()) {
+                    continue;
+                }
+                fs.delete(kind, &line.group, &line.event).map_err(|e| {
+                    probe_error(e).hint("an event that a recording still uses can't be deleted; stop the recording first")
+                })?;
+                ui.status(format!("Removed event: {}", line.full_name()));
+                done.push(line.full_name());
+                found = true;
+            }
+        }
+        if !found {
+            return Err(probe_error(probe::Error::NoMatch(pattern.clone()))
+                .hint("list the events with `bport probe -l`"));
+        }
+    }
+    Ok(())
+}
+
+fn show_lines(di: &DebugInfo, text: &str, source_dir: Option<&Path>) -> CliResult {
+    let (func, range) = match text.split_once(':') {
+        Some((f, r)) => (f, Some(r)),
+        None => (text, None),
+    };
+    let bad = || {
+        CliError::user(format!(
+            "bad line range `{text}`: expected FUNC[:START[-END]]"
+        ))
+    };
+    let (start, end) = match range {
+        None => (None, None),
+        Some(r) => match r.split_once('-') {
+            Some((s, e)) => (
+                Some(s.parse().map_err(|_| bad())?),
+                Some(e.parse().map_err(|_| bad())?),
+            ),
+            None => match r.split_once('+') {
+                Some((s, n)) => {
+                    let s: u64 = s.parse().map_err(|_| bad())?;
+                    let n: u64 = n.parse().map_err(|_| bad())?;
+                    (Some(s), Some(s + n.saturating_sub(1)))
+                }
+                None => (Some(r.parse().map_err(|_| bad())?), None),
+            },
+        },
+    };
+    let lr = probe::line_range(di, func, start, end).map_err(probe_error)?;
+    let path = find_source(&lr.path, source_dir);
+    let source = std::fs::read_to_string(&path).map_err(|e| {
+        CliError::new(
+            Kind::User,
+            anyhow::anyhow!("can't read the source {}: {e}", path.display()),
+        )
+        .hint("give the directory the sources are under with -s SRCDIR")
+    })?;
+    let mut out = std::io::stdout().lock();
+    probe::write_line_range(&lr, &source, &mut out)?;
+    Ok(())
+}
+
+/// perf's get_real_path: the DWARF path, else SRCDIR joined with it or with shorter and shorter tails of it.
+fn find_source(path: &str, source_dir: Option<&Path>) -> PathBuf {
+    let Some(dir) = source_dir else {
+        return PathBuf::from(path);
+    };
+    let rel = path.trim_start_matches('/');
+    let mut tail = rel;
+    loop {
+        let candidate = dir.join(tail);
+        if candidate.exists() {
+            return candidate;
+        }
+        match tail.split_once('/') {
+            Some((_, t)) => tail = t,
+            None => return PathBuf::from(path),
+        }
+    }
+}

@@ -1,0 +1,851 @@
+//! `bport probe`: dynamic probes (uprobes, kprobes) with variables, as `perf probe` defines them
+//! (tools/perf/util/probe-event.c, probe-finder.c), but right or refused where perf 6.1 writes wrong fetches.
+//!
+//! Owns the SPEC syntax (`spec`), the DWARF questions (`dwarf`), the location → fetcharg translation
+//! (`location`), the kernel's BTF for function-entry arguments without vmlinux DWARF (`btf`), and the
+//! `uprobe_events`/`kprobe_events` files (`tracefs`). Recording and printing the events belong to `record` and
+//! `script` (they are tracepoints once defined).
+
+pub mod btf;
+pub mod dwarf;
+pub mod location;
+mod show;
+pub mod spec;
+pub mod tracefs;
+
+use dwarf::{DebugInfo, Instance};
+use location::{Space, TraceArg, VarDie};
+pub use show::{
+    available_vars, describe, functions, line_range, write_line_range, AvailableVar, LineRange,
+};
+use spec::{Arg, Spec};
+use std::path::{Path, PathBuf};
+
+/// What went wrong, in terms of the user's input.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The SPEC does not parse.
+    #[error("bad probe `{spec}`: {reason}")]
+    Spec {
+        /// The SPEC.
+        spec: String,
+        /// What is wrong.
+        reason: String,
+    },
+    /// A file can't be read.
+    #[error("can't read {path}")]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// The cause.
+        #[source]
+        source: std::io::Error,
+    },
+    /// Not an ELF file.
+    #[error("{path} is not an ELF file: {reason}")]
+    NotElf {
+        /// The file.
+        path: PathBuf,
+        /// object's reason.
+        reason: String,
+    },
+    /// An architecture whose registers we don't name.
+    #[error("{path} is built for {arch}; bport probe names x86-64 registers only")]
+    Architecture {
+        /// The file.
+        path: PathBuf,
+        /// Its architecture.
+        arch: String,
+    },
+    /// No DWARF in the binary nor in a build-id debug file.
+    #[error("{path} has no debug information (.debug_info){}", if *stripped { " and no symbol table: it is stripped" } else { "" })]
+    NoDebugInfo {
+        /// The binary.
+        path: PathBuf,
+        /// It has no symbol table either.
+        stripped: bool,
+        /// Its build-id, to find the debug file.
+        build_id: Option<String>,
+    },
+    /// The DWARF does not read.
+    #[error("can't read the DWARF of {path}: {reason}")]
+    Dwarf {
+        /// The binary.
+        path: PathBuf,
+        /// gimli's reason.
+        reason: String,
+    },
+    /// No such function.
+    #[error("function `{function}` is not in the debug information of {path}")]
+    FunctionNotFound {
+        /// The function.
+        function: String,
+        /// The binary.
+        path: PathBuf,
+    },
+    /// A line with no code.
+    #[error("no code at {place} (no line-table row for line {line} of {file})")]
+    NoCode {
+        /// The place as given.
+        place: String,
+        /// The absolute line.
+        line: u64,
+        /// The source file.
+        file: String,
+    },
+    /// All the line's rows are another line's too.
+    #[error(
+        "{place}: every address of line {line} also starts another line; try {suggestion} instead"
+    )]
+    SharedLine {
+        /// The place as given.
+        place: String,
+        /// The absolute line.
+        line: u64,
+        /// A place that does map to its address.
+        suggestion: String,
+    },
+    /// A variable not visible at the probe.
+    #[error("variable `{var}` is not in scope at {place} ({address:#x})")]
+    VariableNotFound {
+        /// The variable.
+        var: String,
+        /// The probe place.
+        place: String,
+        /// The probe address.
+        address: u64,
+    },
+    /// An argument a fetcharg can't express.
+    #[error("can't fetch `{arg}` at {place}: {reason}")]
+    Refused {
+        /// The argument.
+        arg: String,
+        /// The probe place.
+        place: String,
+        /// Why, with the DWARF location.
+        reason: String,
+    },
+    /// Not supported (yet), said plainly.
+    #[error("{0}")]
+    Unsupported(String),
+    /// The event name is already defined.
+    #[error("event `{0}` already exists")]
+    EventExists(String),
+    /// tracefs can't be found or mounted.
+    #[error("tracefs is not available at {path}: {reason}")]
+    TracefsUnavailable {
+        /// Where it was looked for.
+        path: PathBuf,
+        /// Why not.
+        reason: String,
+    },
+    /// The kernel lacks a probe file.
+    #[error("{path} does not exist: this kernel was built without this kind of probe")]
+    NoProbeFile {
+        /// The file.
+        path: PathBuf,
+    },
+    /// A tracefs file can't be read.
+    #[error("can't read {path}")]
+    Tracefs {
+        /// The file.
+        path: PathBuf,
+        /// The cause.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The kernel refused a definition.
+    #[error("the kernel refused `{definition}`: {source}{}", detail.as_ref().map(|d| format!("\n{d}")).unwrap_or_default())]
+    Write {
+        /// The line written.
+        definition: String,
+        /// The write's error.
+        source: std::io::Error,
+        /// The kernel's error_log entry.
+        detail: Option<String>,
+    },
+    /// `-d` matched nothing.
+    #[error("no probe event matches `{0}`")]
+    NoMatch(String),
+    /// BTF errors.
+    #[error(transparent)]
+    Btf(#[from] btf::Error),
+}
+
+/// One probe: an address and the fetchargs there.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Probe {
+    /// `p` or `r`.
+    pub retprobe: bool,
+    /// Group of the event.
+    pub group: String,
+    /// Name of the event.
+    pub event: String,
+    /// `PATH:0xOFFSET` or `SYMBOL+OFFSET`.
+    pub place: String,
+    /// The fetchargs.
+    pub args: Vec<TraceArg>,
+    /// The probe's svma (uprobes) for messages.
+    pub address: u64,
+    /// Which file it goes to.
+    pub kind: tracefs::Kind,
+}
+
+impl Probe {
+    /// The tracefs definition line.
+    pub fn definition(&self) -> String {
+        let mut s = format!(
+            "{}:{}/{} {}",
+            if self.retprobe { 'r' } else { 'p' },
+            self.group,
+            self.event,
+            self.place
+        );
+        for a in &self.args {
+            s.push(' ');
+            s.push_str(&a.to_string());
+        }
+        s
+    }
+}
+
+/// The events a set of specs defines: one event per spec (more only when addresses need different arguments).
+#[derive(Clone, Debug, Default)]
+pub struct Plan {
+    /// Every probe, in order.
+    pub probes: Vec<Probe>,
+    /// What `$vars`/`$params` left out and why (perf leaves them out silently).
+    pub notes: Vec<String>,
+}
+
+impl Plan {
+    /// `GROUP:EVENT` of each event, in order, once each.
+    pub fn events(&self) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        for p in &self.probes {
+            let n = format!("{}:{}", p.group, p.event);
+            if !out.contains(&n) {
+                out.push(n);
+            }
+        }
+        out
+    }
+}
+
+/// perf's group for a binary's uprobes: `probe_` and the file name up to its first character that is not
+/// alphanumeric or `_` (`libc.so.6` → `probe_libc`).
+pub fn user_group(binary: &Path) -> String {
+    let base = binary
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let cut: String = base
+        .chars()
+        .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+        .collect();
+    format!("probe_{cut}")
+}
+
+/// One address to probe, with where it is in the DWARF.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Site {
+    pub unit: usize,
+    /// The out-of-line function containing the address.
+    pub function: usize,
+    pub address: u64,
+}
+
+fn place_text(spec: &Spec) -> String {
+    spec.text
+        .split_whitespace()
+        .next()
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// The sites of a spec's point.
+pub(crate) fn sites(
+    di: &DebugInfo,
+    spec: &Spec,
+    user: bool,
+) -> Result<(Vec<Site>, Option<String>), Error> {
+    let pp = &spec.point;
+    let place = place_text(spec);
+    let has_var_args = spec
+        .args
+        .iter()
+        .any(|a| !matches!(a, Arg::Raw { .. } | Arg::Retval { .. }));
+    if let Some(func) = &pp.function {
+        let instances = di.instances(func, pp.file.as_deref());
+        if instances.is_empty() {
+            return Err(Error::FunctionNotFound {
+                function: func.clone(),
+                path: di.path.clone(),
+            });
+        }
+        if let Some(rel) = pp.line {
+            let inst = instances
+                .iter()
+                .find(|i| !i.inlined)
+                .unwrap_or(&instances[0]);
+            let decl = di.decl_line(inst.unit, inst.die).unwrap_or(0);
+            let file = di
+                .file_attr(inst.unit, inst.die, gimli::DW_AT_decl_file)
+                .unwrap_or_default();
+            return line_sites(di, &[inst.unit], &file, decl + rel, &place)
+                .map(|s| (s, Some(func.clone())));
+        }
+        if let Some(pattern) = &pp.lazy {
+            return lazy_sites(di, &instances, pattern, &place).map(|s| (s, Some(func.clone())));
+        }
+        let mut out = Vec::new();
+        for inst in &instances {
+            let Some(entry) = di.entry_pc(inst.unit, inst.die) else {
+                continue;
+            };
+            if pp.retprobe && inst.inlined {
+                // An inlined copy has no return instruction to probe.
+                continue;
+            }
+            let mut address = entry;
+            if user
+                && !inst.inlined
+                && !di.optimized(inst.unit)
+                && has_var_args
+                && !pp.retprobe
+                && pp.offset.is_none()
+            {
+                // perf's skip_prologue: at -O0 the arguments are in their stack slots only after it.
+                address = di.skip_prologue(inst.unit, inst.die, entry);
+            }
+            address += pp.offset.unwrap_or(0);
+            let function = if inst.inlined {
+                di.real_function_at(inst.unit, address).unwrap_or(inst.die)
+            } else {
+                inst.die
+            };
+            out.push(Site {
+                unit: inst.unit,
+                function,
+                address,
+            });
+        }
+        if out.is_empty() {
+            return Err(Error::Unsupported(format!(
+                "`{func}` exists only inlined; a return probe needs an out-of-line copy"
+            )));
+        }
+        return Ok((out, Some(func.clone())));
+    }
+    let file = pp.file.clone().unwrap_or_default();
+    let line = pp.line.unwrap_or(0);
+    let units: Vec<usize> = (0..di.units.len())
+        .filter(|&u| {
+            di.units[u]
+                .rows
+                .iter()
+                .any(|r| dwarf::tail_matches(&r.file, &file))
+        })
+        .collect();
+    if units.is_empty() {
+        return Err(Error::Unsupported(format!(
+            "source file `{file}` is not in the debug information of {}",
+            di.path.display()
+        )));
+    }
+    Ok((line_sites(di, &units, &file, line, &place)?, None))
+}
+
+fn line_sites(
+    di: &DebugInfo,
+    units: &[usize],
+    file: &str,
+    line: u64,
+    place: &str,
+) -> Result<Vec<Site>, Error> {
+    let mut out: Vec<Site> = Vec::new();
+    let mut shared = None;
+    for &u in units {
+        for row in &di.units[u].rows {
+            if !row.is_stmt
+                || row.end_sequence
+                || row.line != line
+                || !dwarf::tail_matches(&row.file, file)
+            {
+                continue;
+            }
+            if out.iter().any(|s| s.address == row.address) {
+                continue;
+            }
+            // perf's verify_representive_line: an address that maps back to another line is that line's.
+            match di.line_at(u, row.address) {
+                Some((f, l)) if l == line && *f == *row.file => {}
+                other => {
+                    shared.get_or_insert((u, row.address, other));
+                    continue;
+                }
+            }
+            let Some(function) = di.real_function_at(u, row.address) else {
+                continue;
+            };
+            out.push(Site {
+                unit: u,
+                function,
+                address: row.address,
+            });
+        }
+    }
+    if out.is_empty() {
+        if let Some((u, addr, _)) = shared {
+            return Err(Error::SharedLine {
+                place: place.into(),
+                line,
+                suggestion: show::point_of(di, u, addr)
+                    .map(|p| p.split('@').next().unwrap_or_default().to_string())
+                    .unwrap_or_else(|| format!("{addr:#x}")),
+            });
+        }
+        return Err(Error::NoCode {
+            place: place.into(),
+            line,
+            file: file.into(),
+        });
+    }
+    Ok(out)
+}
+
+fn lazy_sites(
+    di: &DebugInfo,
+    instances: &[Instance],
+    pattern: &str,
+    place: &str,
+) -> Result<Vec<Site>, Error> {
+    let mut out: Vec<Site> = Vec::new();
+    let pat: String = pattern.chars().filter(|c| !c.is_whitespace()).collect();
+    for inst in instances.iter().filter(|i| !i.inlined) {
+        let Some(file) = di.file_attr(inst.unit, inst.die, gimli::DW_AT_decl_file) else {
+            continue;
+        };
+        let source = std::fs::read_to_string(&file).map_err(|source| Error::Read {
+            path: file.clone().into(),
+            source,
+        })?;
+        let lines: Vec<&str> = source.lines().collect();
+        for row in &di.units[inst.unit].rows {
+            if !row.is_stmt
+                || row.end_sequence
+                || *row.file != *file
+                || !di.contains(inst.unit, inst.die, row.address)
+            {
+                continue;
+            }
+            let Some(text) = lines.get(row.line as usize - 1) else {
+                continue;
+            };
+            let text: String = text.chars().filter(|c| !c.is_whitespace()).collect();
+            if tracefs::glob_match(&pat, &text) && !out.iter().any(|s| s.address == row.address) {
+                out.push(Site {
+                    unit: inst.unit,
+                    function: inst.die,
+                    address: row.address,
+                });
+            }
+        }
+    }
+    if out.is_empty() {
+        return Err(Error::Unsupported(format!(
+            "{place}: no line matches the pattern `{pattern}`"
+        )));
+    }
+    Ok(out)
+}
+
+fn find_var(di: &DebugInfo, unit: usize, chain: &[usize], name: &str) -> Option<VarDie> {
+    for &scope in chain.iter().rev() {
+        for c in di.children(unit, scope) {
+            let tag = di.units[unit].dies[c].tag;
+            if (tag == gimli::DW_TAG_variable || tag == gimli::DW_TAG_formal_parameter)
+                && di.name(unit, c).as_deref() == Some(name)
+            {
+                return Some(VarDie { unit, die: c });
+            }
+        }
+    }
+    // Globals: this unit first, then the others; a definition with a location over a declaration.
+    let units = std::iter::once(unit).chain((0..di.units.len()).filter(|&u| u != unit));
+    let mut declared = None;
+    for u in units {
+        for c in di.children(u, 0) {
+            if di.units[u].dies[c].tag != gimli::DW_TAG_variable
+                || di.name(u, c).as_deref() != Some(name)
+            {
+                continue;
+            }
+            let e = di.entry(u, c);
+            if e.attr_value(gimli::DW_AT_location).is_some()
+                || e.attr_value(gimli::DW_AT_const_value).is_some()
+            {
+                return Some(VarDie { unit: u, die: c });
+            }
+            declared.get_or_insert(VarDie { unit: u, die: c });
+        }
+    }
+    declared
+}
+
+/// Variables and parameters visible at a site, in DIE order (perf's `copy_variables_cb` walk): from the
+/// innermost function or inlined copy, into nested scopes that contain the address.
+pub(crate) fn visible_vars(di: &DebugInfo, site: Site, params_only: bool) -> Vec<VarDie> {
+    let chain = di.scopes_at(site.unit, site.function, site.address);
+    let start = chain
+        .iter()
+        .rev()
+        .find(|&&s| {
+            matches!(
+                di.units[site.unit].dies[s].tag,
+                gimli::DW_TAG_subprogram | gimli::DW_TAG_inlined_subroutine
+            )
+        })
+        .copied()
+        .unwrap_or(site.function);
+    let mut out = Vec::new();
+    walk_vars(di, site.unit, start, &chain, params_only, &mut out);
+    out
+}
+
+fn walk_vars(
+    di: &DebugInfo,
+    unit: usize,
+    scope: usize,
+    chain: &[usize],
+    params_only: bool,
+    out: &mut Vec<VarDie>,
+) {
+    for c in di.children(unit, scope).collect::<Vec<_>>() {
+        let tag = di.units[unit].dies[c].tag;
+        if tag == gimli::DW_TAG_formal_parameter || (tag == gimli::DW_TAG_variable && !params_only)
+        {
+            out.push(VarDie { unit, die: c });
+        } else if tag == gimli::DW_TAG_lexical_block && chain.contains(&c) {
+            walk_vars(di, unit, c, chain, params_only, out);
+        }
+    }
+}
+
+/// Translates the arguments of `spec` at one site.
+fn site_args(
+    di: &DebugInfo,
+    spec: &Spec,
+    site: Site,
+    place: &str,
+    space: Space,
+    notes: &mut Vec<String>,
+) -> Result<Vec<TraceArg>, Error> {
+    let chain = di.scopes_at(site.unit, site.function, site.address);
+    let function = Some((site.unit, site.function));
+    let mut out = Vec::new();
+    for arg in &spec.args {
+        match arg {
+            Arg::Var(v) => {
+                let var = find_var(di, site.unit, &chain, &v.var).ok_or_else(|| {
+                    Error::VariableNotFound {
+                        var: v.var.clone(),
+                        place: place.into(),
+                        address: site.address,
+                    }
+                })?;
+                let t = location::translate_arg(di, var, function, site.address, v, space)
+                    .map_err(|reason| Error::Refused {
+                        arg: v.text(),
+                        place: place.into(),
+                        reason,
+                    })?;
+                out.push(t);
+            }
+            Arg::Vars | Arg::Params => {
+                let arg_text = if matches!(arg, Arg::Vars) {
+                    "$vars"
+                } else {
+                    "$params"
+                };
+                for var in visible_vars(di, site, matches!(arg, Arg::Params)) {
+                    let Some(name) = di.name(var.unit, var.die) else {
+                        continue;
+                    };
+                    let va = spec::VarArg {
+                        name: None,
+                        var: name,
+                        fields: Vec::new(),
+                        ty: None,
+                    };
+                    // As perf: a variable that can't be fetched here is left out of $vars; unlike perf, the
+                    // user hears why.
+                    match location::translate_arg(di, var, function, site.address, &va, space) {
+                        Ok(t) => out.push(t),
+                        Err(reason) => {
+                            let note =
+                                format!("{place}: {arg_text} leaves out `{}`: {reason}", va.var);
+                            if !notes.contains(&note) {
+                                notes.push(note);
+                            }
+                        }
+                    }
+                }
+            }
+            Arg::Retval { name, ty } => out.push(TraceArg {
+                name: name.clone().unwrap_or_default(),
+                fetch: "$retval".into(),
+                ty: ty.clone(),
+            }),
+            Arg::Raw { name, text } => {
+                let (fetch, ty) = match text.rsplit_once(':') {
+                    Some((f, t)) if !t.contains(')') => (f.to_string(), Some(t.to_string())),
+                    _ => (text.clone(), None),
+                };
+                out.push(TraceArg {
+                    name: name.clone().unwrap_or_default(),
+                    fetch,
+                    ty,
+                });
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Plans the uprobes of `specs` on `binary`: every address and fetcharg, event names as perf chooses them, and
+/// an error naming the first spec that can't be placed. `taken` holds the `GROUP:EVENT` names already defined.
+pub fn plan_user(
+    di: &DebugInfo,
+    binary: &Path,
+    specs: &[Spec],
+    taken: &[String],
+) -> Result<Plan, Error> {
+    plan_dwarf(di, Some(binary), specs, taken)
+}
+
+/// Plans kprobes from a kernel image's DWARF (`-k VMLINUX`): places are `FUNC+OFFSET`, globals `@SYMBOL`, the
+/// group `probe`, and no prologue skipping (perf skips it for uprobes only).
+pub fn plan_vmlinux(di: &DebugInfo, specs: &[Spec], taken: &[String]) -> Result<Plan, Error> {
+    plan_dwarf(di, None, specs, taken)
+}
+
+fn plan_dwarf(
+    di: &DebugInfo,
+    binary: Option<&Path>,
+    specs: &[Spec],
+    taken: &[String],
+) -> Result<Plan, Error> {
+    let mut plan = Plan::default();
+    let binary_text = binary
+        .map(|b| b.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let space = if binary.is_some() {
+        Space::User
+    } else {
+        Space::Kernel
+    };
+    for spec in specs {
+        let place = place_text(spec);
+        let (sites, function) = sites(di, spec, binary.is_some())?;
+        let group = spec.group.clone().unwrap_or_else(|| match binary {
+            Some(b) => user_group(b),
+            None => "probe".into(),
+        });
+        let base = match (&spec.event, &function) {
+            (Some(e), _) => e.clone(),
+            (None, Some(f)) => match spec.point.line {
+                Some(l) if spec.point.lazy.is_none() && spec.point.offset.is_none() => {
+                    format!("{f}_L{l}")
+                }
+                _ => f.clone(),
+            },
+            (None, None) => di
+                .name(sites[0].unit, sites[0].function)
+                .unwrap_or_else(|| "probe".into()),
+        };
+        // `foo.isra.0` → `foo`, as perf cuts a symbol's suffixes off event names.
+        let mut base = match base.find(['.', '@']) {
+            Some(p) if p > 0 => base[..p].to_string(),
+            _ => base,
+        };
+        if spec.point.retprobe {
+            base.push_str("__return");
+        }
+        let mut signatures: Vec<(Vec<TraceArg>, String)> = Vec::new();
+        for site in sites {
+            let args = site_args(di, spec, site, &place, space, &mut plan.notes)?;
+            let probe_place = if binary.is_some() {
+                let offset = di.file_offset(site.address).ok_or_else(|| {
+                    Error::Unsupported(format!(
+                        "{place}: address {:#x} is in no executable segment of {binary_text}",
+                        site.address
+                    ))
+                })?;
+                format!("{binary_text}:{offset:#x}")
+            } else {
+                let name = di.name(site.unit, site.function).unwrap_or_default();
+                let entry = di
+                    .entry_pc(site.unit, site.function)
+                    .unwrap_or(site.address);
+                format!("{name}+{}", site.address - entry)
+            };
+            // The kernel appends a probe to an event only when its arguments are the same; addresses whose
+            // arguments differ get perf's `_1`, `_2` events.
+            let key: Vec<(String, Option<String>)> = args
+                .iter()
+                .map(|a| (a.name.clone(), a.ty.clone()))
+                .collect();
+            let event = match signatures.iter().find(|(a, _)| {
+                a.iter()
+                    .map(|a| (a.name.clone(), a.ty.clone()))
+                    .collect::<Vec<_>>()
+                    == key
+            }) {
+                Some((_, e)) => e.clone(),
+                None => {
+                    let is_taken = |name: &str| {
+                        let full = format!("{group}:{name}");
+                        taken.contains(&full) || plan.events().contains(&full)
+                    };
+                    let mut name = base.clone();
+                    if signatures.is_empty() {
+                        // perf adds no suffix to a name of the user's or its own first choice: it refuses.
+                        if is_taken(&name) {
+                            return Err(Error::EventExists(format!("{group}:{name}")));
+                        }
+                    } else {
+                        let mut n = signatures.len();
+                        name = format!("{base}_{n}");
+                        while is_taken(&name) {
+                            n += 1;
+                            name = format!("{base}_{n}");
+                        }
+                    }
+                    signatures.push((args.clone(), name.clone()));
+                    name
+                }
+            };
+            plan.probes.push(Probe {
+                retprobe: spec.point.retprobe,
+                group: group.clone(),
+                event,
+                place: probe_place,
+                args,
+                address: site.address,
+                kind: if binary.is_some() {
+                    tracefs::Kind::Uprobe
+                } else {
+                    tracefs::Kind::Kprobe
+                },
+            });
+        }
+    }
+    Ok(plan)
+}
+
+/// Plans kprobes at kernel function entries (or returns) with arguments from BTF. Lines, lazy patterns and local
+/// variables need the kernel's DWARF (`-k VMLINUX`).
+pub fn plan_kernel(btf: &btf::Btf, specs: &[Spec], taken: &[String]) -> Result<Plan, Error> {
+    let mut plan = Plan::default();
+    for spec in specs {
+        let place = place_text(spec);
+        let pp = &spec.point;
+        let Some(func) = pp.function.clone() else {
+            return Err(Error::Unsupported(format!(
+                "{place}: a source line in the kernel needs its DWARF; give -k VMLINUX (from the -dbg/debuginfo package)"
+            )));
+        };
+        if pp.line.is_some() || pp.lazy.is_some() || pp.file.is_some() {
+            return Err(Error::Unsupported(format!(
+                "{place}: lines and source files in the kernel need its DWARF; give -k VMLINUX (from the -dbg/debuginfo package)"
+            )));
+        }
+        let group = spec.group.clone().unwrap_or_else(|| "probe".into());
+        let mut event = spec.event.clone().unwrap_or_else(|| func.clone());
+        if let Some(p) = event.find(['.', '@']).filter(|&p| p > 0) {
+            event.truncate(p);
+        }
+        if pp.retprobe {
+            event.push_str("__return");
+        }
+        let full = format!("{group}:{event}");
+        if taken.contains(&full) || plan.events().contains(&full) {
+            return Err(Error::EventExists(full));
+        }
+        let mut args = Vec::new();
+        for arg in &spec.args {
+            match arg {
+                Arg::Var(v) => {
+                    if pp.retprobe || pp.offset.is_some_and(|o| o > 0) {
+                        return Err(Error::Refused {
+                            arg: v.text(),
+                            place: place.clone(),
+                            reason: "BTF gives the argument registers at function entry only"
+                                .into(),
+                        });
+                    }
+                    if btf.function_params(&func).is_none() {
+                        return Err(Error::FunctionNotFound {
+                            function: func.clone(),
+                            path: "/sys/kernel/btf/vmlinux".into(),
+                        });
+                    }
+                    args.push(btf::translate_arg(btf, &func, v).map_err(|reason| {
+                        Error::Refused {
+                            arg: v.text(),
+                            place: place.clone(),
+                            reason,
+                        }
+                    })?);
+                }
+                Arg::Vars | Arg::Params => {
+                    let Some(params) = btf.function_params(&func) else {
+                        return Err(Error::FunctionNotFound {
+                            function: func.clone(),
+                            path: "/sys/kernel/btf/vmlinux".into(),
+                        });
+                    };
+                    for (name, _) in params {
+                        let va = spec::VarArg {
+                            name: None,
+                            var: name,
+                            fields: Vec::new(),
+                            ty: None,
+                        };
+                        if let Ok(t) = btf::translate_arg(btf, &func, &va) {
+                            args.push(t);
+                        }
+                    }
+                }
+                Arg::Retval { name, ty } => args.push(TraceArg {
+                    name: name.clone().unwrap_or_default(),
+                    fetch: "$retval".into(),
+                    ty: ty.clone(),
+                }),
+                Arg::Raw { name, text } => {
+                    let (fetch, ty) = match text.rsplit_once(':') {
+                        Some((f, t)) if !t.contains(')') => (f.to_string(), Some(t.to_string())),
+                        _ => (text.clone(), None),
+                    };
+                    args.push(TraceArg {
+                        name: name.clone().unwrap_or_default(),
+                        fetch,
+                        ty,
+                    });
+                }
+            }
+        }
+        plan.probes.push(Probe {
+            retprobe: pp.retprobe,
+            group,
+            event,
+            place: format!("{func}+{}", pp.offset.unwrap_or(0)),
+            args,
+            address: 0,
+            kind: tracefs::Kind::Kprobe,
+        });
+    }
+    Ok(plan)
+}
