@@ -11,6 +11,7 @@ mod dump;
 pub mod error;
 mod flamegraph;
 mod list;
+mod lock;
 mod probe;
 mod record;
 mod report;
@@ -116,6 +117,10 @@ pub enum Command {
     ///
     /// Example: bport dump -i perf.data --header-only
     Dump(dump::DumpArgs),
+    /// Kernel lock contention (Linux 5.19+) through BPF, as `perf lock contention -b`.
+    ///
+    /// Example: bport lock contention -a --duration 5 -E 10
+    Lock(lock::LockArgs),
     /// Define uprobe/kprobe events with DWARF or BTF variables, as perf probe does.
     ///
     /// Variables come from the binary's DWARF (locals, parameters, globals, struct members, strings), or for
@@ -181,6 +186,7 @@ fn run(command: Command, ui: &Ui) -> CliResult<ExitCode> {
         Command::Report(args) => report::run(args),
         Command::Probe(args) => probe::run(args, ui),
         Command::Dump(args) => dump::run(args, ui),
+        Command::Lock(args) => lock::run(args, ui),
     }
     .map(|()| ExitCode::SUCCESS)
 }

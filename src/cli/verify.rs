@@ -250,6 +250,7 @@ pub fn render(report: &Report, color: bool) -> String {
         s.push_str(&matrix(report, &paint));
         s.push_str(&probe_cell(report));
     }
+    s.push_str(&lock_line(report, &paint));
     s.push_str(&branch(report));
     let verdict = if report.passed() {
         paint.wrap("32", "PASS")
@@ -258,6 +259,31 @@ pub fn render(report: &Report, color: bool) -> String {
     };
     s.push_str(&format!("\nresult: {verdict}\n"));
     s
+}
+
+/// The lock-contention cell (issue 14).
+fn lock_line(report: &Report, paint: &Paint) -> String {
+    use crate::verify::lock_cell::LockCell;
+    match &report.lock {
+        None => String::new(),
+        Some(LockCell::Pass {
+            callers,
+            contentions,
+        }) => format!(
+            "\nlock contention: {} ({contentions} mmap_lock contentions from {})\n",
+            paint.wrap("32", "pass"),
+            callers.join(", ")
+        ),
+        Some(LockCell::Unsupported { reason }) => {
+            format!("\nlock contention: unsupported: {reason}\n")
+        }
+        Some(LockCell::Fail { reason }) => {
+            format!(
+                "\nlock contention: {} {reason}\n",
+                paint.wrap("1;31", "FAIL:")
+            )
+        }
+    }
 }
 
 /// The dynamic-probe cell under the matrix.
@@ -540,6 +566,7 @@ mod tests {
                 cell("chain-nofp", Mode::Lbr, lbr()),
             ],
             branch: None,
+            lock: None,
             probe: None,
         };
         assert_eq!(
@@ -578,6 +605,7 @@ result: FAIL
             }),
             cells: vec![],
             branch: None,
+            lock: None,
             probe: None,
         };
         let text = render(&report, false);

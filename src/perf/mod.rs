@@ -11,8 +11,10 @@
 
 pub mod abi;
 pub mod archive;
+pub mod bpf;
 pub mod data;
 pub mod flame;
+pub mod lock;
 pub mod probe;
 pub mod record;
 pub mod report;

@@ -15,6 +15,7 @@
 pub mod branch;
 pub mod checks;
 pub mod initramfs;
+pub mod lock_cell;
 pub mod matrix;
 pub mod perf_check;
 pub mod probe_check;
@@ -307,6 +308,9 @@ pub struct Report {
     pub cells: Vec<Cell>,
     /// The branch check, when the target names a branch.
     pub branch: Option<BranchCheck>,
+    /// The lock-contention cell (absent in reports of bports before it existed).
+    #[serde(default)]
+    pub lock: Option<lock_cell::LockCell>,
     /// The dynamic-probe cell: a BTF-argument kprobe on the verified kernel (issue 15).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub probe: Option<probe_check::ProbeCheck>,
@@ -325,6 +329,7 @@ impl Report {
                 Some(BranchCheck::Checked(b)) => b.missing().next().is_none(),
                 _ => true,
             }
+            && self.lock.as_ref().is_none_or(lock_cell::LockCell::is_ok)
             && self
                 .probe
                 .as_ref()
@@ -453,6 +458,7 @@ pub fn run(request: &Request) -> Result<Report, Error> {
                 }),
                 cells: Vec::new(),
                 branch: None,
+                lock: None,
                 probe: None,
             },
         };
@@ -466,6 +472,7 @@ pub fn run(request: &Request) -> Result<Report, Error> {
         path: request.workdir.clone(),
         source,
     })?;
+    let lock = lock_cell::run(&version, request.workload_ms);
     let options = matrix::MatrixOptions {
         version,
         workload_ms: request.workload_ms,
@@ -481,6 +488,7 @@ pub fn run(request: &Request) -> Result<Report, Error> {
         boot_failure: None,
         cells,
         branch: None,
+        lock: Some(lock),
         probe,
     };
     attach_target(&mut report, targets.as_ref(), request)?;
@@ -582,6 +590,7 @@ mod tests {
             boot_failure: None,
             cells,
             branch: None,
+            lock: None,
             probe: None,
         }
     }

@@ -333,6 +333,33 @@ fn boots_and_reports(series: &str) {
             assert_eq!(c["readability"]["perf"]["status"], "not-installed", "{c}");
         }
     }
+    // The lock-contention cell (issue 14): counted inside the guest on 5.19+, unsupported with the reason before.
+    let lock = &report["lock"];
+    if release.starts_with("5.10") {
+        assert_eq!(lock["status"], "unsupported", "{}", out.transcript());
+        assert_eq!(
+            lock["reason"],
+            format!(
+                "lock:contention_begin/end appeared in Linux 5.19; kernel {release} lacks them"
+            )
+            .as_str()
+        );
+    } else {
+        assert_eq!(lock["status"], "pass", "{}", out.transcript());
+        let callers: Vec<&str> = lock["callers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c.as_str().unwrap())
+            .collect();
+        assert!(
+            callers
+                .iter()
+                .any(|c| ["vm_mmap_pgoff", "__vm_munmap", "vm_munmap"].contains(c)),
+            "{}",
+            out.transcript()
+        );
+    }
     // The probe cell (issue 15): a kprobe on vfs_read with `count` from the guest kernel's BTF saw exactly the
     // sizes the guest passed to read(2), in order.
     let probe = &report["probe"];

@@ -363,3 +363,10 @@ pub fn bit_names(table: &[AbiItem], bits: u64) -> String {
     }
     out.join("|")
 }
+
+/// Tracepoints bport's commands attach to, by the kernel that added them (the value is unused).
+pub const TRACEPOINTS: &[AbiItem] = &[
+    // Commit 16edd9b511a1, "locking: Add lock contention tracepoints", merged for v5.19.
+    item(0, "lock:contention_begin", v(5, 19)),
+    item(0, "lock:contention_end", v(5, 19)),
+];

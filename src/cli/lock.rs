@@ -1,0 +1,497 @@
+//! `bport lock contention`: perf's `perf lock contention` flags → `perf::lock` options; prints the report on
+//! stdout as perf does, status on stderr.
+
+use std::ffi::OsString;
+use std::time::Duration;
+
+use clap::{Args, Subcommand};
+
+use super::ui::Ui;
+use super::{CliError, CliResult, Kind};
+use crate::perf::abi::KernelVersion;
+use crate::perf::lock::{self, report, Aggr, LiveOptions, ReportOptions, SortKey, Target};
+
+/// Kernel lock contention (Linux 5.19+), live through BPF or from a recording.
+#[derive(Debug, Args)]
+pub struct LockArgs {
+    #[command(subcommand)]
+    pub command: LockCommand,
+}
+
+/// The `lock` subcommands.
+#[derive(Debug, Subcommand)]
+pub enum LockCommand {
+    /// Which kernel locks tasks wait on, for how long, and who waits: live through BPF (no recording).
+    ///
+    /// Counts contention from the lock:contention_begin/end tracepoints with two small BPF programs (built in
+    /// bport: no clang, libbpf or BTF needed), system-wide (-a, the default), for processes (-p), threads
+    /// (--tid) or a command, until the command exits, --duration passes, or Ctrl-C. The report is perf's:
+    /// sorted by total wait, one line per call stack named by its caller (first frame outside the lock
+    /// functions), or per task (-t) or lock address (-l).
+    ///
+    /// Example: bport lock contention -a --duration 5 -E 10
+    Contention(ContentionArgs),
+    /// Record lock:contention_begin/end with kernel callchains into perf.data, for `lock contention -i`.
+    ///
+    /// The file is what `perf lock record` writes on Linux 5.19+ (the same events, sampled at every hit, with
+    /// callchains), so either tool reports from it, on this machine or another.
+    ///
+    /// Example: bport lock record -a -o lock.data -- sleep 5 && bport lock contention -i lock.data
+    Record(LockRecordArgs),
+}
+
+/// `bport lock record` options.
+#[derive(Debug, Args)]
+pub struct LockRecordArgs {
+    /// System-wide until COMMAND exits or Ctrl-C.
+    #[arg(short = 'a', long = "all-cpus", conflicts_with_all = ["pid", "tid"])]
+    pub all_cpus: bool,
+
+    /// Attach to every thread of an existing process.
+    #[arg(short = 'p', long = "pid", value_name = "PID", conflicts_with = "tid")]
+    pub pid: Option<u32>,
+
+    /// Attach to one existing thread.
+    #[arg(long = "tid", value_name = "TID")]
+    pub tid: Option<u32>,
+
+    /// Output file; an existing one is kept as FILE.old.
+    #[arg(
+        short = 'o',
+        long = "output",
+        value_name = "FILE",
+        default_value = "perf.data"
+    )]
+    pub output: std::path::PathBuf,
+
+    /// Record only with what kernel VERSION offers (refused below 5.19, which lacks the tracepoints).
+    #[arg(long = "kernel", value_name = "VERSION")]
+    pub kernel: Option<String>,
+
+    /// The command to run and record.
+    #[arg(last = true, value_name = "COMMAND")]
+    pub command: Vec<OsString>,
+}
+
+/// `bport lock contention` options (perf's spelling).
+#[derive(Debug, Args)]
+pub struct ContentionArgs {
+    /// System-wide (every task; the default without -p, --tid or a command).
+    #[arg(short = 'a', long = "all-cpus", conflicts_with_all = ["pid", "tid"])]
+    pub all_cpus: bool,
+
+    /// Only these processes (every thread of each), comma-separated.
+    #[arg(
+        short = 'p',
+        long = "pid",
+        value_name = "PID[,PID]",
+        conflicts_with = "tid"
+    )]
+    pub pid: Option<String>,
+
+    /// Only these threads, comma-separated.
+    #[arg(long = "tid", value_name = "TID[,TID]")]
+    pub tid: Option<String>,
+
+    /// Use BPF (accepted for perf's muscle memory: live mode always does).
+    #[arg(short = 'b', long = "use-bpf")]
+    pub use_bpf: bool,
+
+    /// Print this many entries.
+    #[arg(short = 'E', long = "entries", value_name = "N")]
+    pub entries: Option<usize>,
+
+    /// Sort key: contended, wait_total (total), wait_max (max), wait_min (min) or avg_wait (avg).
+    #[arg(
+        short = 'k',
+        long = "key",
+        value_name = "KEY",
+        default_value = "wait_total"
+    )]
+    pub key: String,
+
+    /// One line per waiting task (pid and comm).
+    #[arg(short = 't', long = "threads", conflicts_with = "lock_addr")]
+    pub threads: bool,
+
+    /// One line per lock address (with its symbol for global locks).
+    #[arg(short = 'l', long = "lock-addr")]
+    pub lock_addr: bool,
+
+    /// Only these lock types, comma-separated: spinlock, rwlock, rwsem, mutex, semaphore, rtmutex, rwlock-rt,
+    /// percpu-rwsem, or a side such as rwsem:R, rwlock:W, pcpu-sem:R.
+    #[arg(short = 'Y', long = "type-filter", value_name = "TYPE[,TYPE]")]
+    pub type_filter: Option<String>,
+
+    /// Only these locks, comma-separated: hex addresses or kernel symbols (global locks).
+    #[arg(short = 'L', long = "lock-filter", value_name = "ADDR|SYM[,..]")]
+    pub lock_filter: Option<String>,
+
+    /// Frames of each call stack kept.
+    #[arg(long = "max-stack", value_name = "N", default_value_t = 8)]
+    pub max_stack: u32,
+
+    /// Skip exactly N frames of each stack before looking for the caller, as perf does (its default: 3);
+    /// without it bport finds and drops the BPF and tracepoint frames itself.
+    #[arg(long = "stack-skip", value_name = "N")]
+    pub stack_skip: Option<usize>,
+
+    /// Report from a recording (`bport lock record` or `perf lock record`) instead of counting live.
+    #[arg(short = 'i', long = "input", value_name = "FILE", conflicts_with_all = ["command", "duration", "all_cpus"])]
+    pub input: Option<std::path::PathBuf>,
+
+    /// Print each entry's call stack (also with -v).
+    #[arg(long = "callstack")]
+    pub callstack: bool,
+
+    /// Machine-readable output: fields separated by SEP, times in nanoseconds.
+    #[arg(short = 'x', long = "field-separator", value_name = "SEP")]
+    pub field_sep: Option<String>,
+
+    /// Stop after SECS seconds (for -a, -p, --tid).
+    #[arg(long = "duration", value_name = "SECS")]
+    pub duration: Option<f64>,
+
+    /// Entries of the BPF maps.
+    #[arg(long = "map-nr-entries", value_name = "N", default_value_t = 16384)]
+    pub map_nr_entries: u32,
+
+    /// Assume kernel VERSION (e.g. 5.10): refuse as bport would there.
+    #[arg(long = "kernel", value_name = "VERSION")]
+    pub kernel: Option<String>,
+
+    /// The command to run; contention is counted for it until it exits.
+    #[arg(last = true, value_name = "COMMAND")]
+    pub command: Vec<OsString>,
+}
+
+/// Runs `bport lock`.
+pub fn run(args: LockArgs, ui: &Ui) -> CliResult {
+    match args.command {
+        LockCommand::Contention(a) => contention(a, ui),
+        LockCommand::Record(a) => record(a, ui),
+    }
+}
+
+fn ids(text: &str, what: &str) -> CliResult<Vec<i32>> {
+    text.split(',')
+        .map(|s| {
+            s.trim()
+                .parse::<i32>()
+                .ok()
+                .filter(|&n| n > 0)
+                .ok_or_else(|| {
+                    CliError::user(format!("invalid {what} {s:?}: expected a positive number"))
+                })
+        })
+        .collect()
+}
+
+fn user(err: lock::Error) -> CliError {
+    CliError::new(Kind::User, err)
+}
+
+fn contention(args: ContentionArgs, ui: &Ui) -> CliResult {
+    let sort = SortKey::parse(&args.key).ok_or_else(|| {
+        CliError::user(format!(
+            "unknown sort key {:?}: use contended, wait_total, wait_max, wait_min or avg_wait",
+            args.key
+        ))
+    })?;
+    let aggr = if args.threads {
+        Aggr::Task
+    } else if args.lock_addr {
+        Aggr::Addr
+    } else {
+        Aggr::Caller
+    };
+    let mut types = Vec::new();
+    for name in args.type_filter.iter().flat_map(|t| t.split(',')) {
+        let flags = lock::type_flags(name.trim()).ok_or_else(|| {
+            user(lock::Error::UnknownType {
+                name: name.trim().into(),
+            })
+        })?;
+        types.extend(flags);
+    }
+    // Symbols are parsed after the session (a debug build takes seconds over a kernel's table, and counting
+    // should start at once); -L SYM only needs a scan of the text.
+    let mut kallsyms_text = None;
+    let mut addrs = Vec::new();
+    for item in args.lock_filter.iter().flat_map(|t| t.split(',')) {
+        let item = item.trim();
+        let hex = item.strip_prefix("0x").unwrap_or(item);
+        let addr = u64::from_str_radix(hex, 16)
+            .ok()
+            .filter(|&a| a != 0)
+            .or_else(|| {
+                let text = kallsyms_text.get_or_insert_with(|| {
+                    std::fs::read_to_string("/proc/kallsyms").unwrap_or_default()
+                });
+                report::address_of(text, item)
+            })
+            .ok_or_else(|| user(lock::Error::BadLock { text: item.into() }))?;
+        addrs.push(addr);
+    }
+    let callstack = args.callstack || ui.verbose > 0;
+    let ropts = ReportOptions {
+        aggr,
+        sort,
+        entries: args.entries,
+        stack_skip: args.stack_skip,
+        max_stack: args.max_stack as usize,
+        callstack,
+        field_sep: args.field_sep.clone(),
+        quiet: ui.quiet,
+    };
+    if let Some(input) = &args.input {
+        let filters = lock::file::FileFilters {
+            types,
+            addrs,
+            pids: args
+                .pid
+                .as_deref()
+                .map(|p| ids(p, "pid"))
+                .transpose()?
+                .unwrap_or_default()
+                .into_iter()
+                .map(|p| p as u32)
+                .collect(),
+            tids: args
+                .tid
+                .as_deref()
+                .map(|t| ids(t, "tid"))
+                .transpose()?
+                .unwrap_or_default()
+                .into_iter()
+                .map(|t| t as u32)
+                .collect(),
+        };
+        let file = crate::perf::data::PerfFile::open(input).map_err(|e| {
+            CliError::new(Kind::User, e).hint(format!("is {} a perf.data file?", input.display()))
+        })?;
+        let sym = match kallsyms_text {
+            Some(text) => report::Symbolizer::from_text(text),
+            None => report::Symbolizer::running(),
+        };
+        let rep = lock::file::from_file(&file, &sym, &ropts, &filters, args.stack_skip)
+            .map_err(into_cli_error)?;
+        let mut out = std::io::stdout().lock();
+        report::write(&rep, &ropts, &mut out)?;
+        return Ok(());
+    }
+    let target = if let Some(p) = &args.pid {
+        Target::Pids(ids(p, "pid")?)
+    } else if let Some(t) = &args.tid {
+        Target::Tids(ids(t, "tid")?)
+    } else if !args.command.is_empty() {
+        Target::Command(args.command.clone())
+    } else {
+        Target::All
+    };
+    if args.duration.is_some() && matches!(target, Target::Command(_)) {
+        return Err(CliError::user(
+            "--duration applies to -a, -p and --tid; with a command, contention is counted until it exits",
+        ));
+    }
+    let duration = match args.duration {
+        Some(s) if s.is_finite() && s > 0.0 => Some(Duration::from_secs_f64(s)),
+        Some(s) => {
+            return Err(CliError::user(format!(
+                "invalid --duration {s}: expected seconds > 0"
+            )))
+        }
+        None => None,
+    };
+    let kernel = match &args.kernel {
+        Some(k) => Some(
+            k.parse::<KernelVersion>()
+                .map_err(|e| CliError::new(Kind::User, e))?,
+        ),
+        None => None,
+    };
+    let options = LiveOptions {
+        target: target.clone(),
+        duration,
+        aggr,
+        callstack,
+        max_stack: args.max_stack,
+        map_entries: args.map_nr_entries,
+        types,
+        addrs,
+        kernel,
+        // `-a -- CMD`: system-wide while the command runs (perf's behaviour).
+        system_wide: args.all_cpus,
+    };
+    let interrupted = crate::perf::record::sys::sigint_flag()?;
+    let until = if !args.command.is_empty() {
+        "until the command exits"
+    } else if duration.is_some() {
+        "for the duration"
+    } else {
+        "until Ctrl-C"
+    };
+    let mut on_attached = || ui.status(format!("bport lock: counting lock contention {until}"));
+    let outcome = match lock::contention(&options, interrupted, &mut on_attached) {
+        Ok(outcome) => outcome,
+        Err(lock::Error::BpfDenied { source }) => {
+            return fallback(&options, &ropts, source, kallsyms_text, ui);
+        }
+        Err(e) => return Err(into_cli_error(e)),
+    };
+    let sym = match kallsyms_text {
+        Some(text) => report::Symbolizer::from_text(text),
+        None => report::Symbolizer::running(),
+    };
+    let rep = report::from_live(&outcome.stats, &sym, &ropts);
+    let mut out = std::io::stdout().lock();
+    report::write(&rep, &ropts, &mut out)?;
+    if let Some(crate::perf::record::ChildExit::Code(code)) = outcome.exit {
+        if code != 0 {
+            ui.warn(format!("the command exited with status {code}"));
+        }
+    }
+    Ok(())
+}
+
+/// Maps a lock error to its exit code and hints.
+fn into_cli_error(err: lock::Error) -> CliError {
+    use lock::Error as E;
+    match &err {
+        E::KernelTooOld { .. } => CliError::new(Kind::Environment, err).hint(
+            "run on Linux 5.19 or later; on older kernels `perf lock record` needs CONFIG_LOCKDEP/CONFIG_LOCK_STAT \
+             (lock:lock_acquire events)",
+        ),
+        E::BpfDenied { .. } => CliError::new(Kind::Environment, err)
+            .hint("run as root, or grant the capabilities: sudo setcap cap_bpf,cap_perfmon=ep $(command -v bport)")
+            .hint("check that BPF is enabled: sysctl kernel.unprivileged_bpf_disabled, and no lockdown mode"),
+        E::Bpf(_) => CliError::new(Kind::Environment, err).hint(
+            "the kernel refused bport's BPF programs; please report this with the verifier log above and `uname -r`",
+        ),
+        E::UnknownType { .. }
+        | E::BadLock { .. }
+        | E::NoSuchTask { .. }
+        | E::InvalidOptions(_)
+        | E::NoLockEvents
+        | E::File(_) => {
+            CliError::new(Kind::User, err)
+        }
+        E::Exec { .. } => CliError::new(Kind::User, err).hint("check the command name and that it is executable"),
+        E::System { .. } => CliError::new(Kind::Internal, err),
+    }
+}
+
+/// `bport lock record`: `bport record` of the two contention tracepoints with kernel callchains, as
+/// `perf lock record` records them (every hit, `-g`).
+fn record(args: LockRecordArgs, ui: &Ui) -> CliResult {
+    let kernel = match &args.kernel {
+        Some(k) => Some(
+            k.parse::<KernelVersion>()
+                .map_err(|e| CliError::new(Kind::User, e))?,
+        ),
+        None => KernelVersion::running(),
+    };
+    if let Some(v) = &kernel {
+        if !lock::kernel_has_tracepoints(v) {
+            return Err(into_cli_error(lock::Error::KernelTooOld {
+                kernel: v.to_string(),
+            }));
+        }
+    }
+    let record_args = super::record::RecordArgs {
+        freq: None,
+        count: Some(1),
+        event: vec!["lock:contention_begin".into(), "lock:contention_end".into()],
+        all_cpus: args.all_cpus,
+        pid: args.pid,
+        tid: args.tid,
+        g: true,
+        call_graph: None,
+        output: args.output,
+        mmap_pages: None,
+        kernel: args.kernel,
+        command: args.command,
+    };
+    super::record::run(record_args, ui)
+}
+
+/// Without BPF (no CAP_BPF, BPF disabled) the same report from the tracepoints through perf_event_open, which
+/// needs only CAP_PERFMON or a permissive perf_event_paranoid: record into a temporary file, report from it.
+fn fallback(
+    options: &LiveOptions,
+    ropts: &ReportOptions,
+    bpf_error: crate::perf::bpf::Error,
+    kallsyms_text: Option<String>,
+    ui: &Ui,
+) -> CliResult {
+    let denied = |extra: Option<String>| {
+        let mut e = into_cli_error(lock::Error::BpfDenied {
+            source: crate::perf::bpf::Error::MapCreate {
+                name: "lock_tstamp".into(),
+                source: std::io::Error::from_raw_os_error(
+                    bpf_error.os_error().unwrap_or(libc::EPERM),
+                ),
+            },
+        });
+        if let Some(extra) = extra {
+            e = e.hint(format!(
+                "recording the tracepoints instead failed too: {extra}"
+            ));
+        }
+        e
+    };
+    let one = |ids: &[i32]| (ids.len() == 1).then(|| ids[0] as u32);
+    let (all_cpus, pid, tid, mut command) = match &options.target {
+        Target::All => (true, None, None, Vec::new()),
+        Target::Command(argv) => (options.system_wide, None, None, argv.clone()),
+        Target::Pids(p) if one(p).is_some() => (false, one(p), None, Vec::new()),
+        Target::Tids(t) if one(t).is_some() => (false, None, one(t), Vec::new()),
+        Target::Pids(_) | Target::Tids(_) => return Err(denied(None)),
+    };
+    if let (Some(d), true) = (options.duration, command.is_empty()) {
+        command = vec!["sleep".into(), format!("{}", d.as_secs_f64()).into()];
+    }
+    ui.status(format!(
+        "note: BPF is not available to this process ({}); counting from the tracepoints through \
+         perf_event_open instead",
+        std::io::Error::from_raw_os_error(bpf_error.os_error().unwrap_or(libc::EPERM))
+    ));
+    let path = std::env::temp_dir().join(format!("bport-lock-{}.data", std::process::id()));
+    let record_args = super::record::RecordArgs {
+        freq: None,
+        count: Some(1),
+        event: vec!["lock:contention_begin".into(), "lock:contention_end".into()],
+        all_cpus,
+        pid,
+        tid,
+        g: true,
+        call_graph: None,
+        output: path.clone(),
+        mmap_pages: None,
+        kernel: None,
+        command,
+    };
+    let config = record_args.to_config()?;
+    let recorded = crate::perf::record::record(&config);
+    let result = (|| {
+        recorded.map_err(|e| denied(Some(e.to_string())))?;
+        let file =
+            crate::perf::data::PerfFile::open(&path).map_err(|e| denied(Some(e.to_string())))?;
+        let sym = match kallsyms_text {
+            Some(text) => report::Symbolizer::from_text(text),
+            None => report::Symbolizer::running(),
+        };
+        let filters = lock::file::FileFilters {
+            types: options.types.clone(),
+            addrs: options.addrs.clone(),
+            ..Default::default()
+        };
+        let rep = lock::file::from_file(&file, &sym, ropts, &filters, ropts.stack_skip)
+            .map_err(into_cli_error)?;
+        report::write(&rep, ropts, &mut std::io::stdout().lock())?;
+        Ok(())
+    })();
+    let _ = std::fs::remove_file(&path);
+    let _ = std::fs::remove_file(path.with_extension("data.old"));
+    result
+}

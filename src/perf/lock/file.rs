@@ -1,0 +1,282 @@
+//! `bport lock contention -i FILE`: the report from `lock:contention_begin` / `lock:contention_end` samples in a
+//! perf.data file (perf's `perf lock record`, or `bport lock record`).
+//!
+//! Follows perf's record mode (tools/perf/builtin-lock.c, `report_lock_contention_begin_event` / `_end_event`):
+//! samples in time order; per (thread, lock) a state — a begin while contended is a nested begin (a mutex's
+//! spinning then sleeping phase) and keeps the first timestamp; an end of a contended lock adds the wait; an end
+//! without its begin (before the window) is ignored. The contention count is of begins, the average is the
+//! total wait over the ends. Entries are keyed as perf keys them: by the call stack with the lock functions left
+//! out (so a begin and its end, at different offsets inside the lock function, meet in one entry), the thread
+//! (`-t`) or the lock address (`-l`).
+//!
+//! Naming. perf 6.1 skips `--stack-skip` (default 3) callchain entries before it looks for the first frame
+//! outside the lock functions; which frame that lands on depends on whether another probe sits on the tracepoint
+//! (then `__traceiter_contention_begin` is the first entry), so the same kernel path is named `__vm_munmap+0xa7`
+//! or `__x64_sys_munmap+0x17`. bport by default drops the tracepoint glue and skips only the lock functions, so
+//! the caller is the function that took the lock, whatever else was attached. `--stack-skip N` gives perf's
+//! behaviour exactly.
+
+use std::collections::{HashMap, HashSet};
+
+use super::report::{finish, Contention, Report, ReportOptions, Symbolizer};
+use super::{progs::Aggr, Error};
+use crate::perf::abi::{HEADER_TRACING_DATA, PERF_CONTEXT_MAX, PERF_TYPE_TRACEPOINT};
+use crate::perf::data::{PerfFile, Record};
+use crate::perf::trace::decode::decode;
+use crate::perf::trace::format::Field;
+use crate::perf::trace::tracing_data::TracingData;
+
+/// Filters of the file report (`-Y`, `-L`).
+#[derive(Clone, Debug, Default)]
+pub struct FileFilters {
+    /// Only these lock flags.
+    pub types: Vec<u32>,
+    /// Only these lock addresses.
+    pub addrs: Vec<u64>,
+    /// Only these processes (`-p`).
+    pub pids: Vec<u32>,
+    /// Only these threads (`--tid`).
+    pub tids: Vec<u32>,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Begin,
+    End,
+}
+
+struct EventFields {
+    kind: Kind,
+    lock: Field,
+    flags: Option<Field>,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum State {
+    Contended(u64),
+    Acquired,
+}
+
+#[derive(Hash, PartialEq, Eq, Clone)]
+enum Key {
+    Stack(Vec<u64>),
+    Task(u32),
+    Addr(u64),
+}
+
+struct Stat {
+    entry: Contention,
+    acquired: u64,
+}
+
+/// The lock events of a file: each attr index's kind and fields.
+fn lock_events(file: &PerfFile) -> Result<HashMap<usize, EventFields>, Error> {
+    let bytes = file
+        .features()
+        .other
+        .iter()
+        .find(|(id, _)| *id == HEADER_TRACING_DATA)
+        .map(|(_, b)| b.as_slice())
+        .ok_or(Error::NoLockEvents)?;
+    let (td, _) = TracingData::parse(bytes).map_err(|e| Error::File(e.to_string()))?;
+    let formats = td.formats().map_err(|e| Error::File(e.to_string()))?;
+    let mut out = HashMap::new();
+    for (i, a) in file.attrs().iter().enumerate() {
+        if a.attr.type_ != PERF_TYPE_TRACEPOINT {
+            continue;
+        }
+        let Some((_, f)) = formats
+            .iter()
+            .find(|(sys, f)| sys == "lock" && f.id == a.attr.config)
+        else {
+            continue;
+        };
+        let kind = match f.name.as_str() {
+            "contention_begin" => Kind::Begin,
+            "contention_end" => Kind::End,
+            _ => continue,
+        };
+        let field = |n: &str| f.field(n).cloned();
+        let lock = field("lock_addr")
+            .ok_or_else(|| Error::File(format!("lock:{} has no lock_addr field", f.name)))?;
+        out.insert(
+            i,
+            EventFields {
+                kind,
+                lock,
+                flags: field("flags"),
+            },
+        );
+    }
+    if !out.values().any(|e| e.kind == Kind::Begin) || !out.values().any(|e| e.kind == Kind::End) {
+        return Err(Error::NoLockEvents);
+    }
+    Ok(out)
+}
+
+/// The report of a file.
+pub fn from_file(
+    file: &PerfFile,
+    sym: &Symbolizer,
+    options: &ReportOptions,
+    filters: &FileFilters,
+    perf_skip: Option<usize>,
+) -> Result<Report, Error> {
+    let events = lock_events(file)?;
+    let endian = file.endian();
+    let mut comms: HashMap<u32, String> = HashMap::new();
+    let mut stats: HashMap<Key, Stat> = HashMap::new();
+    let mut order: Vec<Key> = Vec::new();
+    let mut seqs: HashMap<(u32, u64), State> = HashMap::new();
+    let mut threads: HashSet<u32> = HashSet::new();
+    let max_stack = options.max_stack.max(1);
+    for record in file.records() {
+        let record = record.map_err(|e| Error::File(e.to_string()))?;
+        let s = match record {
+            Record::Comm(c) => {
+                comms.insert(
+                    c.tid,
+                    String::from_utf8_lossy(c.comm)
+                        .trim_end_matches('\0')
+                        .to_string(),
+                );
+                continue;
+            }
+            Record::Sample(s) => s,
+            _ => continue,
+        };
+        let Some(ev) = events.get(&s.attr_index) else {
+            continue;
+        };
+        let (Some(raw), Some(tid), Some(time)) = (s.raw, s.tid, s.time) else {
+            continue;
+        };
+        if (!filters.pids.is_empty() && !s.pid.is_some_and(|p| filters.pids.contains(&p)))
+            || (!filters.tids.is_empty() && !filters.tids.contains(&tid))
+        {
+            continue;
+        }
+        let value = |f: &Field| decode(f, raw, endian).map(|v| v.as_u64()).ok();
+        let Some(addr) = value(&ev.lock) else {
+            continue;
+        };
+        // The callchain's addresses (context markers dropped), as perf's cursor holds them, max_stack deep.
+        let frames: Vec<u64> = s
+            .callchain
+            .map(|c| {
+                c.iter()
+                    .filter(|&ip| ip < PERF_CONTEXT_MAX)
+                    .take(max_stack)
+                    .collect()
+            })
+            .unwrap_or_default();
+        let stack = match perf_skip {
+            Some(n) => &frames[n.min(frames.len())..],
+            None => sym.strip_glue(&frames),
+        };
+        let key = match options.aggr {
+            Aggr::Caller => Key::Stack(
+                stack
+                    .iter()
+                    .copied()
+                    // A zero entry (where a user unwind stopped) is no frame; perf's XOR hash of the frames
+                    // gives it no weight either.
+                    .filter(|&ip| ip != 0 && !sym.is_lock_function(ip))
+                    .collect(),
+            ),
+            Aggr::Task => Key::Task(tid),
+            Aggr::Addr => Key::Addr(addr),
+        };
+        match ev.kind {
+            Kind::Begin => {
+                let flags = ev.flags.as_ref().and_then(value).unwrap_or(0) as u32;
+                if !stats.contains_key(&key) {
+                    let name = match options.aggr {
+                        Aggr::Caller => sym.caller_named(stack),
+                        Aggr::Task => String::new(),
+                        Aggr::Addr => sym.lock_name(addr),
+                    };
+                    stats.insert(
+                        key.clone(),
+                        Stat {
+                            entry: Contention {
+                                count: 0,
+                                total: 0,
+                                max: 0,
+                                min: u64::MAX,
+                                flags,
+                                name,
+                                tid,
+                                lock: addr,
+                                acquired: 0,
+                                callstack: frames
+                                    .iter()
+                                    .take_while(|&&ip| ip != 0)
+                                    .map(|&ip| (ip, sym.frame_name(ip)))
+                                    .collect(),
+                            },
+                            acquired: 0,
+                        },
+                    );
+                    order.push(key.clone());
+                }
+                if (!filters.types.is_empty() && !filters.types.contains(&flags))
+                    || (!filters.addrs.is_empty() && !filters.addrs.contains(&addr))
+                {
+                    continue;
+                }
+                threads.insert(tid);
+                let seq = seqs.entry((tid, addr)).or_insert(State::Acquired);
+                if let State::Contended(_) = seq {
+                    // A nested begin (a mutex spins, then sleeps): the first one's time stands.
+                    continue;
+                }
+                *seq = State::Contended(time);
+                if let Some(st) = stats.get_mut(&key) {
+                    st.entry.count += 1;
+                }
+            }
+            Kind::End => {
+                let Some(st) = stats.get_mut(&key) else {
+                    continue;
+                };
+                if !threads.contains(&tid) {
+                    continue;
+                }
+                match seqs.get(&(tid, addr)).copied() {
+                    Some(State::Contended(start)) => {
+                        let wait = time.saturating_sub(start);
+                        st.entry.total += wait;
+                        st.entry.min = st.entry.min.min(wait);
+                        st.entry.max = st.entry.max.max(wait);
+                        st.acquired += 1;
+                        st.entry.acquired = st.acquired;
+                        seqs.insert((tid, addr), State::Acquired);
+                    }
+                    Some(State::Acquired) => {
+                        // A broken sequence (an end after an end): perf drops the thread's state for the lock.
+                        seqs.remove(&(tid, addr));
+                    }
+                    None => {}
+                }
+            }
+        }
+    }
+    let entries = order
+        .into_iter()
+        .filter_map(|k| stats.remove(&k))
+        .map(|s| {
+            let mut e = s.entry;
+            if options.aggr == Aggr::Task {
+                e.name = comms
+                    .get(&e.tid)
+                    .cloned()
+                    .unwrap_or_else(|| format!(":{}", e.tid));
+            }
+            e
+        })
+        // perf prints only entries that waited.
+        .filter(|e| e.total > 0)
+        .collect();
+    Ok(finish(entries, options))
+}

@@ -1,0 +1,370 @@
+//! The live session of `bport lock contention`: create the maps, fill the filters, load and attach the two
+//! programs, let the workload run (a command, a duration, or until Ctrl-C), detach, and read the statistics.
+//!
+//! Every kernel object is an owned descriptor held by this function's locals, so returning early, failing or
+//! being interrupted releases all of them (the kernel frees a map once no descriptor and no program holds it).
+
+use std::ffi::{CString, OsStr, OsString};
+use std::os::unix::ffi::OsStrExt;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use super::progs::{self, Aggr, Maps, ProgConfig};
+use super::Error;
+use crate::perf::abi::KernelVersion;
+use crate::perf::bpf;
+use crate::perf::record::sys;
+
+/// Whose contention is counted.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Target {
+    /// Every task (`-a`, also the default without a command).
+    All,
+    /// These processes (`-p`, every thread of each).
+    Pids(Vec<i32>),
+    /// These threads (`--tid`).
+    Tids(Vec<i32>),
+    /// A command bport starts; counted until it exits (its threads; not processes it forks).
+    Command(Vec<OsString>),
+}
+
+/// Options of a live session.
+#[derive(Clone, Debug)]
+pub struct LiveOptions {
+    /// Whose contention.
+    pub target: Target,
+    /// Stop after this long (for `-a`/`-p`/`--tid`; a command ends the session when it exits).
+    pub duration: Option<Duration>,
+    /// The aggregation key.
+    pub aggr: Aggr,
+    /// Collect stacks even when not aggregating by caller (to print them).
+    pub callstack: bool,
+    /// Frames kept per stack (perf's `--max-stack`, default 8).
+    pub max_stack: u32,
+    /// Entries of the BPF maps (perf's `--map-nr-entries`).
+    pub map_entries: u32,
+    /// Only these lock flags (`-Y`), empty for all.
+    pub types: Vec<u32>,
+    /// Only these lock addresses (`-L`), empty for all.
+    pub addrs: Vec<u64>,
+    /// The kernel to assume (`--kernel`), `None` for the running one.
+    pub kernel: Option<KernelVersion>,
+    /// With a command: count every task while it runs (`-a -- CMD`), not only the command's.
+    pub system_wide: bool,
+}
+
+impl Default for LiveOptions {
+    fn default() -> Self {
+        LiveOptions {
+            target: Target::All,
+            duration: None,
+            aggr: Aggr::Caller,
+            callstack: false,
+            max_stack: 8,
+            map_entries: 16384,
+            types: Vec::new(),
+            addrs: Vec::new(),
+            kernel: None,
+            system_wide: false,
+        }
+    }
+}
+
+/// One aggregated entry as the programs left it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RawStat {
+    /// Stack id (negative: none).
+    pub stack_id: i32,
+    /// Waiting thread id (task aggregation).
+    pub tid: u32,
+    /// Lock address (address aggregation).
+    pub lock: u64,
+    /// Sum of the waits, ns.
+    pub total: u64,
+    /// Longest wait, ns.
+    pub max: u64,
+    /// Shortest wait, ns.
+    pub min: u64,
+    /// Number of contentions.
+    pub count: u32,
+    /// The lock's flags (its type).
+    pub flags: u32,
+    /// The kernel stack (return addresses, innermost first), empty without one.
+    pub stack: Vec<u64>,
+    /// The waiting task's name (task aggregation).
+    pub comm: Option<String>,
+}
+
+/// What a live session collected.
+#[derive(Debug, Default)]
+pub struct LiveOutcome {
+    /// The entries.
+    pub stats: Vec<RawStat>,
+    /// How the command ended, when there was one.
+    pub exit: Option<sys::ChildExit>,
+    /// Whether Ctrl-C ended the session.
+    pub interrupted: bool,
+    /// How long the programs were attached.
+    pub elapsed: Duration,
+}
+
+fn le_u32(b: &[u8], at: usize) -> u32 {
+    u32::from_ne_bytes(b[at..at + 4].try_into().expect("4 bytes in range"))
+}
+fn le_u64(b: &[u8], at: usize) -> u64 {
+    u64::from_ne_bytes(b[at..at + 8].try_into().expect("8 bytes in range"))
+}
+
+fn check_task(what: &'static str, id: i32) -> Result<(), Error> {
+    if id <= 0 || !std::path::Path::new(&format!("/proc/{id}")).exists() {
+        return Err(Error::NoSuchTask { what, id });
+    }
+    Ok(())
+}
+
+/// Whether the running kernel (or the `--kernel` one) has the tracepoints; tracefs decides for the running
+/// kernel when it is mounted, the version otherwise.
+fn check_kernel(kernel: Option<&KernelVersion>) -> Result<(), Error> {
+    if let Some(v) = kernel {
+        if !super::kernel_has_tracepoints(v) {
+            return Err(Error::KernelTooOld {
+                kernel: v.to_string(),
+            });
+        }
+        return Ok(());
+    }
+    let running = KernelVersion::running();
+    if let Some(v) = &running {
+        if !super::kernel_has_tracepoints(v) {
+            return Err(Error::KernelTooOld {
+                kernel: v.to_string(),
+            });
+        }
+    }
+    Ok(())
+}
+
+fn fork_command(argv: &[OsString]) -> Result<sys::PausedChild, Error> {
+    let Some(program) = argv.first() else {
+        return Err(Error::InvalidOptions("an empty command".into()));
+    };
+    let exec_err = |source| Error::Exec {
+        program: program.clone(),
+        source,
+    };
+    let path = crate::perf::record::session::resolve_program(program)
+        .ok_or_else(|| exec_err(std::io::Error::from_raw_os_error(libc::ENOENT)))?;
+    // Said before anything is attached (exec would fail only once counting had begun).
+    std::fs::metadata(&path).map_err(exec_err)?;
+    let cstr = |s: &OsStr| {
+        CString::new(s.as_bytes())
+            .map_err(|_| exec_err(std::io::Error::from_raw_os_error(libc::EINVAL)))
+    };
+    let path = cstr(path.as_os_str())?;
+    let args = argv
+        .iter()
+        .map(|a| cstr(a))
+        .collect::<Result<Vec<_>, _>>()?;
+    sys::fork_paused(&path, &args).map_err(|source| Error::System {
+        what: "fork",
+        source,
+    })
+}
+
+fn deny_or(err: bpf::Error) -> Error {
+    match err.os_error() {
+        Some(libc::EPERM) => Error::BpfDenied { source: err },
+        _ => Error::Bpf(err),
+    }
+}
+
+fn map_err(name: &str) -> impl Fn(std::io::Error) -> Error + '_ {
+    move |source| {
+        Error::Bpf(bpf::Error::Map {
+            name: name.into(),
+            source,
+        })
+    }
+}
+
+/// Runs a live session until the command exits, the duration passes, or `interrupted` is set (Ctrl-C).
+/// `on_attached` runs once the programs are attached (and before the command starts), so a caller can say that
+/// counting has begun.
+pub fn contention(
+    options: &LiveOptions,
+    interrupted: &AtomicBool,
+    on_attached: &mut dyn FnMut(),
+) -> Result<LiveOutcome, Error> {
+    check_kernel(options.kernel.as_ref())?;
+    match &options.target {
+        Target::Pids(p) => p.iter().try_for_each(|&id| check_task("process", id))?,
+        Target::Tids(t) => t.iter().try_for_each(|&id| check_task("thread", id))?,
+        Target::All | Target::Command(_) => {}
+    }
+    let config = ProgConfig {
+        aggr: options.aggr,
+        callstack: options.aggr == Aggr::Caller || options.callstack,
+        kernel_skip: 0,
+        max_stack: options.max_stack.clamp(1, 127),
+        map_entries: options.map_entries,
+        filter_tid: matches!(options.target, Target::Tids(_)),
+        filter_tgid: match options.target {
+            Target::Pids(_) => true,
+            Target::Command(_) => !options.system_wide,
+            Target::All | Target::Tids(_) => false,
+        },
+        filter_type: !options.types.is_empty(),
+        filter_addr: !options.addrs.is_empty(),
+    };
+    let maps = Maps::create(&config).map_err(deny_or)?;
+    let yes = [1u8];
+    match &options.target {
+        Target::Pids(ids) => {
+            for &id in ids {
+                (maps.tgid_filter.update(&(id as u32).to_ne_bytes(), &yes))
+                    .map_err(map_err("lock_tgid_filter"))?;
+            }
+        }
+        Target::Tids(ids) => {
+            for &id in ids {
+                (maps.tid_filter.update(&(id as u32).to_ne_bytes(), &yes))
+                    .map_err(map_err("lock_tid_filter"))?;
+            }
+        }
+        Target::All | Target::Command(_) => {}
+    }
+    for &flags in &options.types {
+        maps.type_filter
+            .update(&flags.to_ne_bytes(), &yes)
+            .map_err(map_err("lock_type_filter"))?;
+    }
+    for &addr in &options.addrs {
+        maps.addr_filter
+            .update(&addr.to_ne_bytes(), &yes)
+            .map_err(map_err("lock_addr_filter"))?;
+    }
+    let begin =
+        bpf::load_raw_tracepoint("lock_begin", &progs::begin(&maps, &config)?).map_err(deny_or)?;
+    let end =
+        bpf::load_raw_tracepoint("lock_end", &progs::end(&maps, &config)?).map_err(deny_or)?;
+
+    // The command is forked before attaching (its pid goes into the filter) and released after.
+    let child = match &options.target {
+        Target::Command(argv) => {
+            let child = fork_command(argv)?;
+            if config.filter_tgid {
+                maps.tgid_filter
+                    .update(&(child.pid as u32).to_ne_bytes(), &yes)
+                    .map_err(map_err("lock_tgid_filter"))?;
+            }
+            Some(child)
+        }
+        _ => None,
+    };
+    let attach = |name: &str, prog: &bpf::ProgFd| {
+        bpf::attach_raw_tracepoint(name, prog).map_err(|e| match e.os_error() {
+            // No such raw tracepoint: a kernel without them (a backport of the version string, or a config).
+            Some(libc::ENOENT) => Error::KernelTooOld {
+                kernel: KernelVersion::running()
+                    .map_or_else(|| "(unknown)".into(), |v| v.to_string()),
+            },
+            _ => deny_or(e),
+        })
+    };
+    // End first: a begin without its end would leave slots that a later end of the same lock would close.
+    let end_link = attach("contention_end", &end)?;
+    let begin_link = attach("contention_begin", &begin)?;
+    let started = Instant::now();
+    on_attached();
+    let pid = child.as_ref().map(|c| c.pid);
+    if let Some(child) = child {
+        let program = match &options.target {
+            Target::Command(argv) => argv[0].clone(),
+            _ => unreachable!("a child exists only for a command"),
+        };
+        child
+            .start()
+            .map_err(|source| Error::Exec { program, source })?;
+    }
+    let mut outcome = LiveOutcome::default();
+    loop {
+        if interrupted.load(Ordering::SeqCst) {
+            outcome.interrupted = true;
+            break;
+        }
+        if let Some(pid) = pid {
+            if let Some(exit) = sys::try_wait(pid).map_err(|source| Error::System {
+                what: "waitpid",
+                source,
+            })? {
+                outcome.exit = Some(exit);
+                break;
+            }
+        }
+        if options.duration.is_some_and(|d| started.elapsed() >= d) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    drop(begin_link);
+    drop(end_link);
+    outcome.elapsed = started.elapsed();
+    if let (Some(pid), None) = (pid, outcome.exit) {
+        // Ctrl-C reached bport but not the command (a signal to bport alone): do not leave it running.
+        let _ = sys::kill(pid, libc::SIGTERM);
+        outcome.exit = sys::wait(pid).ok();
+    }
+    outcome.stats = read_stats(&maps, &config)?;
+    Ok(outcome)
+}
+
+fn read_stats(maps: &Maps, config: &ProgConfig) -> Result<Vec<RawStat>, Error> {
+    let mut stats = Vec::new();
+    let mut key: Option<Vec<u8>> = None;
+    let err = map_err("lock_stat");
+    while let Some(next) = maps.stat.next_key(key.as_deref()).map_err(&err)? {
+        if let Some(value) = maps.stat.lookup(&next).map_err(&err)? {
+            let stack_id = le_u32(&next, 0) as i32;
+            let tid = le_u32(&next, 4);
+            let stack = if stack_id >= 0 && config.callstack {
+                maps.stacks
+                    .lookup(&(stack_id as u32).to_ne_bytes())
+                    .map_err(map_err("lock_stacks"))?
+                    .map(|b| {
+                        b.chunks_exact(8)
+                            .map(|c| le_u64(c, 0))
+                            .take_while(|&ip| ip != 0)
+                            .collect()
+                    })
+                    .unwrap_or_default()
+            } else {
+                Vec::new()
+            };
+            let comm = if config.aggr == Aggr::Task {
+                maps.comm
+                    .lookup(&tid.to_ne_bytes())
+                    .map_err(map_err("lock_comm"))?
+                    .map(|b| {
+                        let end = b.iter().position(|&c| c == 0).unwrap_or(b.len());
+                        String::from_utf8_lossy(&b[..end]).into_owned()
+                    })
+            } else {
+                None
+            };
+            stats.push(RawStat {
+                stack_id,
+                tid,
+                lock: le_u64(&next, 8),
+                total: le_u64(&value, 0),
+                max: le_u64(&value, 8),
+                min: le_u64(&value, 16),
+                count: le_u32(&value, 24),
+                flags: le_u32(&value, 28),
+                stack,
+                comm,
+            });
+        }
+        key = Some(next);
+    }
+    Ok(stats)
+}

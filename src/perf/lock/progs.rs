@@ -1,0 +1,391 @@
+//! The two BPF programs on `lock:contention_begin` and `lock:contention_end`, emitted with [`crate::perf::bpf`]'s
+//! assembler, and the maps they share.
+//!
+//! The design is perf's tools/perf/util/bpf_skel/lock_contention.bpf.c, without its BTF needs:
+//!
+//! ```text
+//!  contention_begin(lock, flags)                 contention_end(lock, ret)
+//!    filters (tid/tgid/type/addr maps) ─ no → 0    slot = per-CPU slot if it holds a lock, else tstamp[tid]
+//!    slot = spin/rw lock? per-CPU slot             slot.lock != lock → 0 (not ours / nested inner lock)
+//!           else tstamp[tid] (created)             delta = now - slot.timestamp
+//!    slot busy (nested) → 0                        key = {stack id | tid | lock address}
+//!    slot = {now, lock, flags, stackid(ctx)}       stat[key] += delta (count, total, max, min)
+//!                                                  slot.lock = 0; delete tstamp[tid]
+//! ```
+//!
+//! Spinning locks (spinlock, rwlock; `LCB_F_SPIN` without `LCB_F_MUTEX`) cannot sleep, so a per-CPU slot holds
+//! their start; a spinlock taken inside a sleeping lock's slow path (an rwsem's wait_lock) then does not clobber
+//! the outer lock's per-task slot, and an occupied slot is never overwritten by a nested lock. `contention_end`
+//! has no flags, so it looks at the per-CPU slot first: while a spinning lock is contended on a CPU, no sleeping
+//! lock can end there. Options are constants in the instructions (no global-variable map to patch).
+
+use crate::perf::bpf::{self, Alu, Asm, Cond, Error, Helper, Insn, MapFd, Reg, Size, FP};
+
+/// `LCB_F_SPIN` (include/trace/events/lock.h).
+pub const LCB_F_SPIN: u32 = 1 << 0;
+/// `LCB_F_READ`.
+pub const LCB_F_READ: u32 = 1 << 1;
+/// `LCB_F_WRITE`.
+pub const LCB_F_WRITE: u32 = 1 << 2;
+/// `LCB_F_RT`.
+pub const LCB_F_RT: u32 = 1 << 3;
+/// `LCB_F_PERCPU`.
+pub const LCB_F_PERCPU: u32 = 1 << 4;
+/// `LCB_F_MUTEX`.
+pub const LCB_F_MUTEX: u32 = 1 << 5;
+
+/// What a contention is aggregated by.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Aggr {
+    /// The call stack (perf's default, `LOCK_AGGR_CALLER`).
+    #[default]
+    Caller,
+    /// The waiting task (`-t`).
+    Task,
+    /// The lock's address (`-l`).
+    Addr,
+}
+
+/// What the programs are built for.
+#[derive(Clone, Debug)]
+pub struct ProgConfig {
+    /// The aggregation key.
+    pub aggr: Aggr,
+    /// Collect call stacks (always for [`Aggr::Caller`]; for the others when stacks are printed).
+    pub callstack: bool,
+    /// Frames the kernel drops from the top of each stack (`bpf_get_stackid`'s skip, 0–255).
+    pub kernel_skip: u8,
+    /// Frames kept per stack.
+    pub max_stack: u32,
+    /// Entries of the stat, timestamp and stack maps.
+    pub map_entries: u32,
+    /// Count only the thread ids in the tid filter map.
+    pub filter_tid: bool,
+    /// Count only the process ids in the tgid filter map.
+    pub filter_tgid: bool,
+    /// Count only the lock flags in the type filter map.
+    pub filter_type: bool,
+    /// Count only the lock addresses in the address filter map.
+    pub filter_addr: bool,
+}
+
+/// Size of a stat key: `{s32 stack_id; u32 tid; u64 lock}`.
+pub const STAT_KEY: u32 = 16;
+/// Size of a stat value: `{u64 total, max, min; u32 count, flags}`.
+pub const STAT_VALUE: u32 = 32;
+const TSTAMP: u32 = 24;
+/// A per-CPU slot older than this is stale (see `begin`).
+const STALE_NS: u64 = 1_000_000_000;
+/// Size of a task name (`TASK_COMM_LEN`).
+pub const COMM: u32 = 16;
+
+/// The maps, each released when this is dropped.
+#[derive(Debug)]
+pub struct Maps {
+    /// Per-task start of a sleeping lock's contention.
+    pub tstamp: MapFd,
+    /// Per-CPU start of a spinning lock's contention.
+    pub tstamp_cpu: MapFd,
+    /// Call stacks by id.
+    pub stacks: MapFd,
+    /// The aggregated statistics.
+    pub stat: MapFd,
+    /// Task names by tid (for `-t`).
+    pub comm: MapFd,
+    /// Thread-id filter.
+    pub tid_filter: MapFd,
+    /// Process-id filter.
+    pub tgid_filter: MapFd,
+    /// Lock-flags filter.
+    pub type_filter: MapFd,
+    /// Lock-address filter.
+    pub addr_filter: MapFd,
+}
+
+impl Maps {
+    /// Creates the maps for `config`.
+    pub fn create(config: &ProgConfig) -> Result<Maps, Error> {
+        let n = config.map_entries.max(1);
+        Ok(Maps {
+            tstamp: bpf::map(bpf::MAP_HASH, 4, TSTAMP, n, "lock_tstamp")?,
+            tstamp_cpu: bpf::map(bpf::MAP_PERCPU_ARRAY, 4, TSTAMP, 1, "lock_tstamp_cpu")?,
+            stacks: bpf::map(
+                bpf::MAP_STACK_TRACE,
+                4,
+                8 * config.max_stack.max(1),
+                n,
+                "lock_stacks",
+            )?,
+            stat: bpf::map(bpf::MAP_HASH, STAT_KEY, STAT_VALUE, n, "lock_stat")?,
+            comm: bpf::map(bpf::MAP_HASH, 4, COMM, n, "lock_comm")?,
+            tid_filter: bpf::map(bpf::MAP_HASH, 4, 1, 8192, "lock_tid_filter")?,
+            tgid_filter: bpf::map(bpf::MAP_HASH, 4, 1, 1024, "lock_tgid_filter")?,
+            type_filter: bpf::map(bpf::MAP_HASH, 4, 1, 64, "lock_type_filter")?,
+            addr_filter: bpf::map(bpf::MAP_HASH, 8, 1, 1024, "lock_addr_filter")?,
+        })
+    }
+}
+
+/// Looks `key` (on the stack at `fp+key_off`) up in `map`; jumps to `miss` when absent, leaves the value in R0.
+fn lookup(a: &mut Asm, map: &MapFd, key_off: i16, miss: bpf::Label) {
+    a.ld_map_fd(Reg::R1, map.raw())
+        .mov(Reg::R2, FP)
+        .alu_imm(Alu::Add, Reg::R2, i32::from(key_off))
+        .call(Helper::MapLookupElem)
+        .jmp_imm(Cond::Eq, Reg::R0, 0, miss);
+}
+
+/// The `contention_begin` program.
+pub fn begin(maps: &Maps, config: &ProgConfig) -> Result<Vec<Insn>, Error> {
+    // Stack: fp-8 scratch key, fp-32 a zeroed tstamp value, fp-48 the task name.
+    let mut a = Asm::new();
+    let out = a.label();
+    let sleeping = a.label();
+    let create = a.label();
+    let fill = a.label();
+    a.mov(Reg::R6, Reg::R1);
+    if config.filter_tid {
+        a.call(Helper::GetCurrentPidTgid)
+            .stx(Size::W, FP, -8, Reg::R0);
+        lookup(&mut a, &maps.tid_filter, -8, out);
+    }
+    if config.filter_tgid {
+        a.call(Helper::GetCurrentPidTgid)
+            .alu_imm(Alu::Rsh, Reg::R0, 32)
+            .stx(Size::W, FP, -8, Reg::R0);
+        lookup(&mut a, &maps.tgid_filter, -8, out);
+    }
+    if config.filter_type {
+        a.ldx(Size::DW, Reg::R1, Reg::R6, 8)
+            .stx(Size::W, FP, -8, Reg::R1);
+        lookup(&mut a, &maps.type_filter, -8, out);
+    }
+    if config.filter_addr {
+        a.ldx(Size::DW, Reg::R1, Reg::R6, 0)
+            .stx(Size::DW, FP, -8, Reg::R1);
+        lookup(&mut a, &maps.addr_filter, -8, out);
+    }
+    // R7 = flags; spinning locks (SPIN without MUTEX) use the per-CPU slot.
+    a.ldx(Size::DW, Reg::R7, Reg::R6, 8)
+        .mov(Reg::R1, Reg::R7)
+        .alu_imm(Alu::And, Reg::R1, (LCB_F_SPIN | LCB_F_MUTEX) as i32)
+        .jmp_imm(Cond::Ne, Reg::R1, LCB_F_SPIN as i32, sleeping)
+        .st_imm(Size::W, FP, -8, 0);
+    lookup(&mut a, &maps.tstamp_cpu, -8, out);
+    let free = a.label();
+    a.mov(Reg::R8, Reg::R0)
+        .ldx(Size::DW, Reg::R1, Reg::R8, 8)
+        .jmp_imm(Cond::Eq, Reg::R1, 0, free)
+        // Busy: a nested spinning lock, unless the slot is stale. A begin whose end never ran here (the end
+        // program was itself running, e.g. a spinlock inside a BPF map update, and the kernel does not nest
+        // a program into itself) would otherwise block this CPU for good; no spinning contention lasts a second.
+        .call(Helper::KtimeGetNs)
+        .ldx(Size::DW, Reg::R1, Reg::R8, 0)
+        .alu(Alu::Sub, Reg::R0, Reg::R1)
+        .ld_imm64(Reg::R1, STALE_NS)
+        .jmp(Cond::Lt, Reg::R0, Reg::R1, out)
+        .bind(free)
+        .ja(fill);
+    // A sleeping lock: the task's slot, created on first use.
+    a.bind(sleeping)
+        .call(Helper::GetCurrentPidTgid)
+        .stx(Size::W, FP, -8, Reg::R0);
+    lookup(&mut a, &maps.tstamp, -8, create);
+    a.ldx(Size::DW, Reg::R1, Reg::R0, 8)
+        .jmp_imm(Cond::Ne, Reg::R1, 0, out)
+        .mov(Reg::R8, Reg::R0)
+        .ja(fill);
+    a.bind(create)
+        .st_imm(Size::DW, FP, -32, 0)
+        .st_imm(Size::DW, FP, -24, 0)
+        .st_imm(Size::DW, FP, -16, 0)
+        .ld_map_fd(Reg::R1, maps.tstamp.raw())
+        .mov(Reg::R2, FP)
+        .alu_imm(Alu::Add, Reg::R2, -8)
+        .mov(Reg::R3, FP)
+        .alu_imm(Alu::Add, Reg::R3, -32)
+        .mov_imm(Reg::R4, bpf::NOEXIST)
+        .call(Helper::MapUpdateElem)
+        .jmp_imm(Cond::Ne, Reg::R0, 0, out);
+    lookup(&mut a, &maps.tstamp, -8, out);
+    a.mov(Reg::R8, Reg::R0);
+    // Fill the slot: timestamp, lock, flags, stack id.
+    a.bind(fill)
+        .call(Helper::KtimeGetNs)
+        .stx(Size::DW, Reg::R8, 0, Reg::R0)
+        .ldx(Size::DW, Reg::R1, Reg::R6, 0)
+        .stx(Size::DW, Reg::R8, 8, Reg::R1)
+        .stx(Size::W, Reg::R8, 16, Reg::R7);
+    if config.callstack {
+        a.mov(Reg::R1, Reg::R6)
+            .ld_map_fd(Reg::R2, maps.stacks.raw())
+            .mov_imm(
+                Reg::R3,
+                bpf::F_FAST_STACK_CMP | i32::from(config.kernel_skip),
+            )
+            .call(Helper::GetStackid)
+            .stx(Size::W, Reg::R8, 20, Reg::R0);
+    } else {
+        a.st_imm(Size::W, Reg::R8, 20, -1);
+    }
+    if config.aggr == Aggr::Task {
+        // The waiter's name, kept while the task may be gone by the time the report is made.
+        a.call(Helper::GetCurrentPidTgid)
+            .stx(Size::W, FP, -8, Reg::R0)
+            .ld_map_fd(Reg::R1, maps.comm.raw())
+            .mov(Reg::R2, FP)
+            .alu_imm(Alu::Add, Reg::R2, -8)
+            .call(Helper::MapLookupElem)
+            .jmp_imm(Cond::Ne, Reg::R0, 0, out)
+            .mov(Reg::R1, FP)
+            .alu_imm(Alu::Add, Reg::R1, -48)
+            .mov_imm(Reg::R2, COMM as i32)
+            .call(Helper::GetCurrentComm)
+            .ld_map_fd(Reg::R1, maps.comm.raw())
+            .mov(Reg::R2, FP)
+            .alu_imm(Alu::Add, Reg::R2, -8)
+            .mov(Reg::R3, FP)
+            .alu_imm(Alu::Add, Reg::R3, -48)
+            .mov_imm(Reg::R4, bpf::NOEXIST)
+            .call(Helper::MapUpdateElem);
+    }
+    a.bind(out).mov_imm(Reg::R0, 0).exit();
+    Ok(a.finish()?)
+}
+
+/// The `contention_end` program.
+pub fn end(maps: &Maps, config: &ProgConfig) -> Result<Vec<Insn>, Error> {
+    // Stack: fp-8 the tid, fp-16 the per-CPU key, fp-32 the stat key, fp-64 a new stat value.
+    let mut a = Asm::new();
+    let out = a.label();
+    let task = a.label();
+    let found = a.label();
+    let new = a.label();
+    let clear = a.label();
+    let no_max = a.label();
+    a.mov(Reg::R6, Reg::R1)
+        .mov_imm(Reg::R9, 0)
+        .st_imm(Size::W, FP, -16, 0);
+    lookup(&mut a, &maps.tstamp_cpu, -16, task);
+    a.ldx(Size::DW, Reg::R1, Reg::R0, 8)
+        .jmp_imm(Cond::Eq, Reg::R1, 0, task)
+        .ldx(Size::DW, Reg::R2, Reg::R6, 0)
+        // Another lock in the slot: this end may still be a sleeping lock's (perf returns here, but then a
+        // stale slot would hide every sleeping lock on this CPU).
+        .jmp(Cond::Ne, Reg::R1, Reg::R2, task)
+        .mov(Reg::R8, Reg::R0)
+        .ja(found);
+    a.bind(task)
+        .call(Helper::GetCurrentPidTgid)
+        .stx(Size::W, FP, -8, Reg::R0);
+    lookup(&mut a, &maps.tstamp, -8, out);
+    a.ldx(Size::DW, Reg::R1, Reg::R0, 8)
+        .ldx(Size::DW, Reg::R2, Reg::R6, 0)
+        .jmp(Cond::Ne, Reg::R1, Reg::R2, out)
+        .mov(Reg::R8, Reg::R0)
+        .mov_imm(Reg::R9, 1);
+    // R7 = the wait; a clock that went backwards is dropped.
+    a.bind(found)
+        .call(Helper::KtimeGetNs)
+        .ldx(Size::DW, Reg::R1, Reg::R8, 0)
+        .alu(Alu::Sub, Reg::R0, Reg::R1)
+        .mov(Reg::R7, Reg::R0)
+        .jmp_imm(Cond::Slt, Reg::R7, 0, clear)
+        .st_imm(Size::DW, FP, -32, 0)
+        .st_imm(Size::DW, FP, -24, 0);
+    if config.aggr == Aggr::Caller || config.callstack {
+        a.ldx(Size::W, Reg::R1, Reg::R8, 20)
+            .stx(Size::W, FP, -32, Reg::R1);
+    } else {
+        a.st_imm(Size::W, FP, -32, -1);
+    }
+    match config.aggr {
+        Aggr::Caller => {}
+        Aggr::Task => {
+            a.call(Helper::GetCurrentPidTgid)
+                .stx(Size::W, FP, -28, Reg::R0);
+        }
+        Aggr::Addr => {
+            a.ldx(Size::DW, Reg::R1, Reg::R8, 8)
+                .stx(Size::DW, FP, -24, Reg::R1);
+        }
+    }
+    lookup(&mut a, &maps.stat, -32, new);
+    let one = Reg::R1;
+    a.atomic_add(Size::DW, Reg::R0, 0, Reg::R7)
+        .mov_imm(one, 1)
+        .atomic_add(Size::W, Reg::R0, 24, one)
+        // Max and min race between CPUs (perf has the same FIXME); a lost update only loses an extreme.
+        .ldx(Size::DW, Reg::R1, Reg::R0, 8)
+        .jmp(Cond::Ge, Reg::R1, Reg::R7, no_max)
+        .stx(Size::DW, Reg::R0, 8, Reg::R7)
+        .bind(no_max)
+        .ldx(Size::DW, Reg::R1, Reg::R0, 16)
+        .jmp(Cond::Ge, Reg::R7, Reg::R1, clear)
+        .stx(Size::DW, Reg::R0, 16, Reg::R7)
+        .ja(clear);
+    a.bind(new)
+        .stx(Size::DW, FP, -64, Reg::R7)
+        .stx(Size::DW, FP, -56, Reg::R7)
+        .stx(Size::DW, FP, -48, Reg::R7)
+        .st_imm(Size::W, FP, -40, 1)
+        .ldx(Size::W, Reg::R1, Reg::R8, 16)
+        .stx(Size::W, FP, -36, Reg::R1)
+        .ld_map_fd(Reg::R1, maps.stat.raw())
+        .mov(Reg::R2, FP)
+        .alu_imm(Alu::Add, Reg::R2, -32)
+        .mov(Reg::R3, FP)
+        .alu_imm(Alu::Add, Reg::R3, -64)
+        .mov_imm(Reg::R4, bpf::NOEXIST)
+        .call(Helper::MapUpdateElem);
+    a.bind(clear)
+        .st_imm(Size::DW, Reg::R8, 8, 0)
+        .jmp_imm(Cond::Eq, Reg::R9, 0, out)
+        .ld_map_fd(Reg::R1, maps.tstamp.raw())
+        .mov(Reg::R2, FP)
+        .alu_imm(Alu::Add, Reg::R2, -8)
+        .call(Helper::MapDeleteElem);
+    a.bind(out).mov_imm(Reg::R0, 0).exit();
+    Ok(a.finish()?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn root() -> bool {
+        std::fs::read_to_string("/proc/self/status").is_ok_and(|s| {
+            s.lines()
+                .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(2) == Some("0"))
+        })
+    }
+
+    #[test]
+    fn every_configuration_passes_the_verifier() {
+        if !root() {
+            eprintln!("SKIPPED (needs root for bpf())");
+            return;
+        }
+        for aggr in [Aggr::Caller, Aggr::Task, Aggr::Addr] {
+            for bits in 0..32u32 {
+                let config = ProgConfig {
+                    aggr,
+                    callstack: aggr == Aggr::Caller || bits & 1 != 0,
+                    kernel_skip: 0,
+                    max_stack: 8,
+                    map_entries: 64,
+                    filter_tid: bits & 2 != 0,
+                    filter_tgid: bits & 4 != 0,
+                    filter_type: bits & 8 != 0,
+                    filter_addr: bits & 16 != 0,
+                };
+                let maps = Maps::create(&config).unwrap();
+                for (name, insns) in [("b", begin(&maps, &config)), ("e", end(&maps, &config))] {
+                    if let Err(e) = bpf::load_raw_tracepoint(name, &insns.unwrap()) {
+                        panic!("{aggr:?} {bits:#b} {name}: {e}");
+                    }
+                }
+            }
+        }
+    }
+}
