@@ -165,7 +165,7 @@ fn fork_command(argv: &[OsString]) -> Result<sys::PausedChild, Error> {
         .iter()
         .map(|a| cstr(a))
         .collect::<Result<Vec<_>, _>>()?;
-    sys::fork_paused(&path, &args).map_err(|source| Error::System {
+    sys::fork_paused(&path, &args, false).map_err(|source| Error::System {
         what: "fork",
         source,
     })
