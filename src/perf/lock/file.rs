@@ -268,10 +268,12 @@ pub fn from_file(
         .map(|s| {
             let mut e = s.entry;
             if options.aggr == Aggr::Task {
-                e.name = comms
-                    .get(&e.tid)
-                    .cloned()
-                    .unwrap_or_else(|| format!(":{}", e.tid));
+                // No COMM record ever names the idle task; perf's machine__init calls it `swapper`.
+                e.name = match comms.get(&e.tid) {
+                    Some(c) => c.clone(),
+                    None if e.tid == 0 => "swapper".to_owned(),
+                    None => format!(":{}", e.tid),
+                };
             }
             e
         })
