@@ -65,6 +65,35 @@ pub struct AppliedBecause {
     /// The branch commit that carries it.
     #[serde(with = "super::state::oid_hex")]
     pub by: Oid,
+    /// What confirmed a *subject* match (absent for the other rules, which need no confirmation, and in states
+    /// written before issue 13).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub confirmed: Option<Confirmation>,
+}
+
+/// What confirmed that a branch commit with the listed commit's subject is its port (issue 13: generic subjects
+/// such as "fix memory leak" repeat all over kernel history, so the subject alone is not enough).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "by", rename_all = "kebab-case")]
+pub enum Confirmation {
+    /// Both commits change exactly the same paths.
+    SameFiles,
+    /// Some paths are shared (a backport often drops files the old tree lacks or touches a moved file).
+    SharedFiles {
+        /// Paths both change.
+        shared: u32,
+        /// Paths the listed commit changes.
+        of: u32,
+    },
+}
+
+impl std::fmt::Display for Confirmation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Confirmation::SameFiles => f.write_str("same files"),
+            Confirmation::SharedFiles { shared, of } => write!(f, "{shared} of {of} files shared"),
+        }
+    }
 }
 
 /// The verdict for one listed commit.
@@ -178,6 +207,50 @@ impl<'r> Branch<'r> {
             .map(|&(_, i)| i)
     }
 
+    /// Branch commits whose normalized subject is `norm`, less those whose trailers name another commit than
+    /// `listed_hex` (40 hex digits, or the listed abbreviation when the repository lacks the commit): such a commit
+    /// is the port of that other commit, whatever its subject (issue 13, "repart: fix memory leak").
+    fn subject_candidates(&self, norm: &str, listed_hex: &str) -> Vec<usize> {
+        let names_listed = |o: &git::Origin| {
+            o.names(listed_hex) || (listed_hex.len() < 40 && o.hex.starts_with(listed_hex))
+        };
+        self.by_subject
+            .get(norm)
+            .map_or(&[][..], Vec::as_slice)
+            .iter()
+            .copied()
+            .filter(|&i| {
+                let origins = &self.commits[i].origins;
+                origins.is_empty() || origins.iter().any(names_listed)
+            })
+            .collect()
+    }
+
+    /// Confirms a subject match by the paths both commits change: `None` when they share no path (then the equal
+    /// subject is a coincidence, and only patch-id or a trailer can decide).
+    fn confirm_by_files(
+        &mut self,
+        listed: &git2::Commit<'_>,
+        i: usize,
+    ) -> Result<Option<Confirmation>, Error> {
+        let oid = self.commits[i].oid;
+        let on_branch = self
+            .repo
+            .find_commit(oid)
+            .context_git(|| format!("reading commit {oid}"))?;
+        let theirs = git::changed_paths(self.repo, listed)?;
+        let ours = git::changed_paths(self.repo, &on_branch)?;
+        if theirs == ours && !theirs.is_empty() {
+            return Ok(Some(Confirmation::SameFiles));
+        }
+        let ours: std::collections::HashSet<&String> = ours.iter().collect();
+        let shared = theirs.iter().filter(|p| ours.contains(p)).count();
+        Ok((shared > 0).then(|| Confirmation::SharedFiles {
+            shared: u32::try_from(shared).unwrap_or(u32::MAX),
+            of: u32::try_from(theirs.len()).unwrap_or(u32::MAX),
+        }))
+    }
+
     /// The branch commit with the same stable patch-id as `commit`, if any. Only branch commits that change the
     /// same paths can match, so patch-ids are computed for those alone.
     fn by_patch_id(&mut self, commit: &git2::Commit<'_>) -> Result<Option<usize>, Error> {
@@ -246,25 +319,31 @@ pub fn judge(
             }
         }
         let norm = normalize_subject(&r.subject);
-        let on_branch = branch.by_subject.get(&norm).map_or(&[][..], Vec::as_slice);
+        let on_branch = branch.subject_candidates(&norm, &hex);
         let mut ambiguous = false;
+        let commit = branch
+            .repo
+            .find_commit(r.oid)
+            .context_git(|| format!("reading commit {}", r.oid))?;
         if rules.subject && !on_branch.is_empty() {
             if on_branch.len() == 1 && listed_subjects[&norm] == 1 {
-                out.push(applied(Rule::Subject, branch.commits[on_branch[0]].oid));
-                continue;
-            }
-            ambiguous = true;
-        }
-        if rules.patch_id {
-            let commit = branch
-                .repo
-                .find_commit(r.oid)
-                .context_git(|| format!("reading commit {}", r.oid))?;
-            if commit.parent_count() <= 1 {
-                if let Some(i) = branch.by_patch_id(&commit)? {
-                    out.push(applied(Rule::PatchId, branch.commits[i].oid));
+                let i = on_branch[0];
+                if let Some(confirmed) = branch.confirm_by_files(&commit, i)? {
+                    out.push(Verdict::Applied(AppliedBecause {
+                        rule: Rule::Subject,
+                        by: branch.commits[i].oid,
+                        confirmed: Some(confirmed),
+                    }));
                     continue;
                 }
+            } else {
+                ambiguous = true;
+            }
+        }
+        if rules.patch_id && commit.parent_count() <= 1 {
+            if let Some(i) = branch.by_patch_id(&commit)? {
+                out.push(applied(Rule::PatchId, branch.commits[i].oid));
+                continue;
             }
         }
         out.push(Verdict::Missing {
@@ -275,7 +354,11 @@ pub fn judge(
 }
 
 fn applied(rule: Rule, by: Oid) -> Verdict {
-    Verdict::Applied(AppliedBecause { rule, by })
+    Verdict::Applied(AppliedBecause {
+        rule,
+        by,
+        confirmed: None,
+    })
 }
 
 /// One entry of a [`presence`] report.
@@ -360,18 +443,17 @@ pub fn presence(
                         })
                     })
                     .flatten();
+                // Without the commit its files are unknown: the subject decides alone, but never for a branch
+                // commit whose trailer names another commit.
+                let candidates =
+                    branch.subject_candidates(&normalize_subject(&r.subject), &r.entry.sha);
                 match by_trailer {
                     Some(c) => applied(Rule::Trailer, c.oid),
-                    None => match branch.by_subject.get(&normalize_subject(&r.subject)) {
-                        Some(v) if rules.subject && v.len() == 1 => {
-                            applied(Rule::Subject, branch.commits[v[0]].oid)
-                        }
-                        Some(_) if rules.subject => Verdict::Missing {
-                            ambiguous_subject: true,
-                        },
-                        _ => Verdict::Missing {
-                            ambiguous_subject: false,
-                        },
+                    None if rules.subject && candidates.len() == 1 => {
+                        applied(Rule::Subject, branch.commits[candidates[0]].oid)
+                    }
+                    None => Verdict::Missing {
+                        ambiguous_subject: rules.subject && candidates.len() > 1,
                     },
                 }
             }

@@ -216,6 +216,8 @@ pub enum Outcome {
     DryRun(State),
     /// `--abort` restored the state before the run.
     Aborted(State),
+    /// The patch list has no entries: nothing was read or touched.
+    NothingToDo,
 }
 
 /// Plans and runs `bport apply` for `list` on the current branch.
@@ -225,6 +227,11 @@ pub fn apply(
     opts: &ApplyOptions,
     progress: &mut dyn Progress,
 ) -> Result<Outcome, Error> {
+    // Before anything else: with no listed commit there is no base to stop the branch walk at, and collecting the
+    // branch would walk the whole history (issue 13).
+    if list.entries.is_empty() {
+        return Ok(Outcome::NothingToDo);
+    }
     let _lock = if opts.dry_run {
         None
     } else {

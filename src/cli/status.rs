@@ -41,7 +41,10 @@ pub fn run(_args: StatusArgs, _ui: &Ui) -> CliResult {
             }
             (Some(r), _) => super::apply::result_words(r),
             (None, backport::Action::Skip { because }) => {
-                format!("will skip (already applied: {})", because.rule)
+                format!(
+                    "will skip (already applied: {})",
+                    super::apply::applied_words(&because)
+                )
             }
             (None, backport::Action::Pick { .. }) => "pending".to_owned(),
         };

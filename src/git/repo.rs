@@ -115,7 +115,8 @@ fn parse_raw_date(s: &str) -> Option<git2::Time> {
     let mut parts = s.trim().trim_start_matches('@').split_whitespace();
     let secs: i64 = parts.next()?.parse().ok()?;
     let tz = parts.next().unwrap_or("+0000");
-    if parts.next().is_some() || tz.len() != 5 {
+    // ASCII only, so that the byte slices below cannot split a character of a malformed value.
+    if parts.next().is_some() || tz.len() != 5 || !tz.is_ascii() {
         return None;
     }
     let sign = match &tz[..1] {
