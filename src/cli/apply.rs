@@ -605,6 +605,13 @@ impl From<backport::Error> for CliError {
             E::StateCorrupt { .. } => (Kind::Environment, Some("inspect .git/bport/state.json; `rm -r .git/bport` forgets the run")),
             E::BareRepository { .. } => (Kind::User, Some("run bport apply in a worktree")),
             E::UnbornHead => (Kind::User, None),
+            // A file bport must read or write: its path is in the message; the disk, not bport, is at fault.
+            E::Io { .. } => (Kind::Environment, Some("check that path's permissions and free space, then run the command again")),
+            E::Rerere(crate::rerere::Error::Git { source, .. }) => {
+                let (kind, hint) = repository_problem(source);
+                return inner_git((kind, hint), error);
+            }
+            E::Rerere(crate::rerere::Error::Io { .. }) => (Kind::Environment, None),
             _ => (Kind::Internal, None),
         };
         let mut e = CliError::new(kind, error);
@@ -624,6 +631,44 @@ fn error_kind_git(e: &git::Error) -> (Kind, Option<String>) {
             Some(format!("finish it with `git {operation} --continue` or drop it with `git {operation} --abort` first")),
         ),
         git::Error::NoIdentity { .. } => (Kind::Environment, Some("git config user.name 'Your Name'; git config user.email you@example.com".into())),
+        git::Error::UntrackedInTheWay { .. } => (
+            Kind::User,
+            Some("move or remove them (nothing was overwritten; the picks so far are saved), then run `bport apply --continue`; `bport apply --abort` gives up the run".into()),
+        ),
+        git::Error::Git { source, .. } => repository_problem(source),
+    }
+}
+
+/// Classifies a libgit2 failure: a missing or damaged object, an unreadable ref, index or file is a problem of
+/// the repository (exit 4) that the message names (issue 13: these were "internal errors", exit 70); anything
+/// else is bport's.
+fn repository_problem(source: &git2::Error) -> (Kind, Option<String>) {
+    use git2::ErrorClass as C;
+    match source.class() {
+        C::Odb | C::Object | C::Zlib | C::Tree => (
+            Kind::Environment,
+            Some("the repository lacks or cannot read that object (a shallow or partial clone, or damage): \
+                  `git fsck` names what is wrong; fetch the missing history (git fetch --unshallow) or repair it"
+                .into()),
+        ),
+        C::Reference => (
+            Kind::Environment,
+            Some("a ref cannot be read: `git fsck` names it; fix or delete that file under .git/refs \
+                  (or its line in .git/packed-refs)"
+                .into()),
+        ),
+        C::Index => (
+            Kind::Environment,
+            Some("the index cannot be read: `git status` says why; `git reset` rebuilds it from HEAD".into()),
+        ),
+        C::Os | C::Filesystem => (
+            Kind::Environment,
+            Some("check the repository's permissions and free space".into()),
+        ),
+        _ if source.code() == git2::ErrorCode::NotFound => (
+            Kind::Environment,
+            Some("the repository lacks an object or ref bport needs: `git fsck` names it".into()),
+        ),
         _ => (Kind::Internal, None),
     }
 }

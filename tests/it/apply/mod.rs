@@ -3,6 +3,7 @@
 
 mod git_equal;
 mod prompt;
+mod real_histories;
 mod recovery;
 mod skip_rules;
 mod workflow;
