@@ -1,0 +1,179 @@
+#!/usr/bin/env python3
+"""Real-history check (issue 13): bport's already-applied detection on a public project's stable branch, as a
+skip confusion matrix against ground truth, next to `git cherry`'s.
+
+Takes a clone (or bare mirror) of a project whose stable branch carries backports of its main branch with
+`(cherry picked from commit …)` trailers, for example flatpak (https://github.com/flatpak/flatpak, branch
+flatpak-1.14.x). In a throwaway `--shared` clone checked out at the stable branch it:
+
+  1. lists upstream: every non-merge commit of merge-base(stable, upstream)..upstream, oldest first, as
+     `<40-hex sha> <subject>` (merges would need -m; a stable branch never takes them whole);
+  2. runs `bport apply --dry-run` of that list (the plan: pick, or skip by rule);
+  3. builds the ground truth without bport's code:
+       trailer truth  a stable commit names the upstream commit (`cherry picked from commit X`, `cherry-picked
+                      from X`, `commit X upstream`, `upstream commit X`), X resolved with `git rev-parse`;
+       git cherry     `git cherry <stable> <upstream> <base>` marks the commit `-` (same patch-id on stable);
+       applied = trailer truth OR git cherry;
+  4. prints the confusion matrix of bport's skips (and of `git cherry`'s `-` marks) against that truth, and lists
+     every skip the truth does not confirm, with both commits, for a person to judge.
+
+A false skip (bport skips what the stable branch does not carry) is the failure that matters: it drops a fix
+silently. A missed skip only costs a conflict or an empty pick that bport then reports.
+
+Not a test: run by hand, and copy the figures into README.md. Without BPORT_REAL_REPO it says SKIPPED and exits 0.
+
+  BPORT_REAL_REPO=/path/to/flatpak BPORT_STABLE=flatpak-1.14.x [BPORT_UPSTREAM=main] \
+      [BPORT=target/release/bport] python3 benches/real_history.py
+"""
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+ENV = dict(
+    os.environ,
+    GIT_CONFIG_NOSYSTEM="1",
+    GIT_CONFIG_GLOBAL="/dev/null",
+    GIT_COMMITTER_NAME="Real History",
+    GIT_COMMITTER_EMAIL="real-history@example.com",
+    LC_ALL="C",
+)
+
+TRAILER = re.compile(
+    r"(?:cherry picked from commit|cherry-picked from(?: commit)?|upstream commit)\s+([0-9a-f]{7,40})\b"
+    r"|^\s*commit\s+([0-9a-f]{7,40})\s+upstream",
+    re.IGNORECASE | re.MULTILINE,
+)
+
+
+def git(cwd, *args):
+    return subprocess.run(
+        ["git", *args], cwd=cwd, env=ENV, check=True, capture_output=True, text=True, errors="replace"
+    ).stdout
+
+
+def main():
+    repo = os.environ.get("BPORT_REAL_REPO")
+    if not repo:
+        print("SKIPPED (set BPORT_REAL_REPO to a clone with a stable branch, and BPORT_STABLE to that branch)")
+        return 0
+    stable = os.environ.get("BPORT_STABLE")
+    if not stable:
+        print("BPORT_STABLE must name the stable branch (e.g. flatpak-1.14.x)", file=sys.stderr)
+        return 2
+    upstream = os.environ.get("BPORT_UPSTREAM", "main")
+    here = os.path.dirname(os.path.abspath(__file__))
+    bport = os.environ.get("BPORT") or os.path.join(here, "..", "target", "release", "bport")
+    if not os.path.exists(bport):
+        bport = os.path.join(here, "..", "target", "debug", "bport")
+
+    with tempfile.TemporaryDirectory(prefix="bport-real-") as tmp:
+        work = os.path.join(tmp, "repo")
+        subprocess.run(["git", "clone", "-q", "--shared", "-b", stable, repo, work], env=ENV, check=True)
+        up = f"origin/{upstream}"
+        base = git(work, "merge-base", "HEAD", up).strip()
+        listed = [
+            line.split(" ", 1)
+            for line in git(work, "log", "--reverse", "--no-merges", "--format=%H %s", f"{base}..{up}").splitlines()
+        ]
+        listed = [(p[0], p[1] if len(p) > 1 else "") for p in listed]
+        list_path = os.path.join(tmp, "list.txt")
+        with open(list_path, "w") as f:
+            f.writelines(f"{sha} {subject}\n" for sha, subject in listed)
+        run = subprocess.run(
+            [bport, "apply", "--dry-run", list_path], cwd=work, env=ENV, capture_output=True, text=True
+        )
+        if run.returncode != 0:
+            print(run.stdout[-2000:], run.stderr[-2000:], file=sys.stderr)
+            print(f"bport apply --dry-run exited {run.returncode}", file=sys.stderr)
+            return 1
+        plan = run.stdout.splitlines()
+        summary = plan.pop()
+        assert len(plan) == len(listed), (len(plan), len(listed))
+        verdict = {}  # full sha -> (rule or None, branch commit abbrev or None)
+        step = re.compile(r"^(\d+)/\d+ [0-9a-f]{7} .*: (pick.*|skip \((?:already applied: (.+), ([0-9a-f]{7})|empty)\))$")
+        for line in plan:
+            m = step.match(line)
+            assert m, line
+            sha = listed[int(m.group(1)) - 1][0]
+            if m.group(2).startswith("pick"):
+                verdict[sha] = (None, None)
+            elif m.group(3):
+                verdict[sha] = (m.group(3), m.group(4))
+            else:
+                verdict[sha] = ("empty", None)
+
+        # Ground truth, independent of bport: trailers on stable, resolved by git; git cherry's patch-ids.
+        named = set()
+        for message in git(work, "log", "--format=%B%x00", f"{base}..HEAD").split("\0"):
+            for m in TRAILER.finditer(message):
+                hexid = (m.group(1) or m.group(2)).lower()
+                r = subprocess.run(
+                    ["git", "rev-parse", "-q", "--verify", f"{hexid}^{{commit}}"],
+                    cwd=work, env=ENV, capture_output=True, text=True,
+                )
+                if r.returncode == 0:
+                    named.add(r.stdout.strip())
+        cherry = {}
+        for line in git(work, "cherry", "HEAD", up, base).splitlines():
+            mark, sha = line.split()
+            cherry[sha] = mark == "-"
+
+        rows = []
+        for sha, subject in listed:
+            by_trailer = sha in named
+            by_cherry = cherry.get(sha, False)
+            rows.append((sha, subject, by_trailer or by_cherry, by_trailer, by_cherry, verdict[sha]))
+
+        def matrix(skips):
+            tp = sum(1 for r in rows if skips(r) and r[2])
+            fp = sum(1 for r in rows if skips(r) and not r[2])
+            fn = sum(1 for r in rows if not skips(r) and r[2])
+            tn = sum(1 for r in rows if not skips(r) and not r[2])
+            return tp, fp, fn, tn
+
+        # An "empty" skip is not a claim that a port exists: the pick would change nothing (git cherry-pick
+        # --empty=drop does the same); it is counted as a skip all the same, so that it shows up if wrong.
+        b = matrix(lambda r: r[5][0] is not None)
+        g = matrix(lambda r: r[4])
+        applied = sum(1 for r in rows if r[2])
+        print(f"repository: {repo}  stable: {stable}  upstream: {upstream}  base: {base[:12]}")
+        print(f"listed (non-merge) upstream commits: {len(rows)}; stable commits since base: "
+              f"{git(work, 'rev-list', '--count', f'{base}..HEAD').strip()}")
+        print(f"ground truth applied: {applied} (trailer: {sum(1 for r in rows if r[3])}, "
+              f"git cherry '-': {sum(1 for r in rows if r[4])}, both: {sum(1 for r in rows if r[3] and r[4])})")
+        print(f"bport plan: {summary}")
+        print()
+        print("| detector | skipped & applied | skipped & NOT applied (false skip) | picked & applied (missed) | picked & not applied |")
+        print("| --- | --- | --- | --- | --- |")
+        print(f"| bport apply --dry-run | {b[0]} | {b[1]} | {b[2]} | {b[3]} |")
+        print(f"| git cherry (`-` marks) | {g[0]} | {g[1]} | {g[2]} | {g[3]} |")
+        by_rule = {}
+        for r in rows:
+            if r[5][0] is not None:
+                key = (r[5][0].split(" + ")[0], r[2])
+                by_rule[key] = by_rule.get(key, 0) + 1
+        print()
+        print("bport skips by rule (confirmed by the truth / not):")
+        for rule in sorted({k[0] for k in by_rule}):
+            print(f"  {rule}: {by_rule.get((rule, True), 0)} / {by_rule.get((rule, False), 0)}")
+        unconfirmed = [r for r in rows if r[5][0] is not None and not r[2]]
+        if unconfirmed:
+            print()
+            print("skips the truth does not confirm (judge each: is the branch commit a port of the listed one?):")
+            for sha, subject, _, _, _, (rule, by) in unconfirmed:
+                files_up = git(work, "show", "--format=", "--name-only", sha).split()
+                files_by = git(work, "show", "--format=", "--name-only", by).split() if by else []
+                print(f"  {sha[:12]} {subject!r}: {rule} {by or ''}; files upstream {files_up} / stable {files_by}")
+        missed = [r for r in rows if r[5][0] is None and r[2]]
+        if missed:
+            print()
+            print(f"applied but planned as picks ({len(missed)}; bport would report them as empty or conflicting):")
+            for sha, subject, _, t, c, _ in missed[:40]:
+                print(f"  {sha[:12]} {subject!r} (trailer: {t}, git cherry: {c})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
