@@ -14,8 +14,13 @@ flatpak-1.14.x). In a throwaway `--shared` clone checked out at the stable branc
                       from X`, `commit X upstream`, `upstream commit X`), X resolved with `git rev-parse`;
        git cherry     `git cherry <stable> <upstream> <base>` marks the commit `-` (same patch-id on stable);
        applied = trailer truth OR git cherry;
-  4. prints the confusion matrix of bport's skips (and of `git cherry`'s `-` marks) against that truth, and lists
-     every skip the truth does not confirm, with both commits, for a person to judge.
+     and, for the ports neither finds, an extended truth (still without bport's rules):
+       hand port      a stable commit with the same author and author date whose changed (+/-) lines are at
+                      least 90% the upstream commit's (a backport made without -x whose context changed);
+       already there  for a patch bport plans as empty: its reverse applies to the stable tree (`git apply -R
+                      --check`), i.e. the change is in the tree already;
+  4. prints the confusion matrix of bport's skips (and of `git cherry`'s `-` marks) against both truths, and
+     lists every skip the first truth does not confirm, with both commits, for a person to judge.
 
 A false skip (bport skips what the stable branch does not carry) is the failure that matters: it drops a fix
 silently. A missed skip only costs a conflict or an empty pick that bport then reports.
@@ -120,17 +125,48 @@ def main():
             mark, sha = line.split()
             cherry[sha] = mark == "-"
 
+        # Hand ports: same author and author date, and nearly the same changed lines.
+        def author_key(rev_range):
+            out = {}
+            for line in git(work, "log", "--no-merges", "--format=%H%x00%an%x00%ad", "--date=raw", rev_range).splitlines():
+                h, name, date = line.split("\0")
+                out.setdefault((name, date), []).append(h)
+            return out
+
+        def changed_lines(h):
+            text = git(work, "show", "--format=", h)
+            return sorted(l for l in text.splitlines() if l[:1] in "+-" and not l.startswith(("+++ ", "--- ")))
+
+        stable_by_author = author_key(f"{base}..HEAD")
+        hand = set()
+        for key, ups in author_key(f"{base}..{up}").items():
+            for st in stable_by_author.get(key, []):
+                b_lines = changed_lines(st)
+                for u in ups:
+                    a_lines = changed_lines(u)
+                    common = sum(1 for l in set(a_lines) if l in set(b_lines))
+                    if a_lines and common >= 0.9 * max(len(set(a_lines)), len(set(b_lines))):
+                        hand.add(u)
+        present = set()
+        for sha, _ in listed:
+            if verdict[sha][0] == "empty":
+                diff = subprocess.run(["git", "show", "--format=", sha], cwd=work, env=ENV, capture_output=True).stdout
+                r = subprocess.run(["git", "apply", "-R", "--check"], cwd=work, env=ENV, input=diff, capture_output=True)
+                if r.returncode == 0:
+                    present.add(sha)
+
         rows = []
         for sha, subject in listed:
             by_trailer = sha in named
             by_cherry = cherry.get(sha, False)
-            rows.append((sha, subject, by_trailer or by_cherry, by_trailer, by_cherry, verdict[sha]))
+            rows.append((sha, subject, by_trailer or by_cherry, by_trailer, by_cherry, verdict[sha],
+                         by_trailer or by_cherry or sha in hand or sha in present))
 
-        def matrix(skips):
-            tp = sum(1 for r in rows if skips(r) and r[2])
-            fp = sum(1 for r in rows if skips(r) and not r[2])
-            fn = sum(1 for r in rows if not skips(r) and r[2])
-            tn = sum(1 for r in rows if not skips(r) and not r[2])
+        def matrix(skips, truth=2):
+            tp = sum(1 for r in rows if skips(r) and r[truth])
+            fp = sum(1 for r in rows if skips(r) and not r[truth])
+            fn = sum(1 for r in rows if not skips(r) and r[truth])
+            tn = sum(1 for r in rows if not skips(r) and not r[truth])
             return tp, fp, fn, tn
 
         # An "empty" skip is not a claim that a port exists: the pick would change nothing (git cherry-pick
@@ -149,6 +185,11 @@ def main():
         print("| --- | --- | --- | --- | --- |")
         print(f"| bport apply --dry-run | {b[0]} | {b[1]} | {b[2]} | {b[3]} |")
         print(f"| git cherry (`-` marks) | {g[0]} | {g[1]} | {g[2]} | {g[3]} |")
+        bx = matrix(lambda r: r[5][0] is not None, truth=6)
+        gx = matrix(lambda r: r[4], truth=6)
+        print(f"| bport, extended truth (+{len(hand - {r[0] for r in rows if r[2]})} hand ports, "
+              f"+{len(present)} already there) | {bx[0]} | {bx[1]} | {bx[2]} | {bx[3]} |")
+        print(f"| git cherry, extended truth | {gx[0]} | {gx[1]} | {gx[2]} | {gx[3]} |")
         by_rule = {}
         for r in rows:
             if r[5][0] is not None:
@@ -162,15 +203,16 @@ def main():
         if unconfirmed:
             print()
             print("skips the truth does not confirm (judge each: is the branch commit a port of the listed one?):")
-            for sha, subject, _, _, _, (rule, by) in unconfirmed:
+            for sha, subject, _, _, _, (rule, by), extended in unconfirmed:
                 files_up = git(work, "show", "--format=", "--name-only", sha).split()
                 files_by = git(work, "show", "--format=", "--name-only", by).split() if by else []
-                print(f"  {sha[:12]} {subject!r}: {rule} {by or ''}; files upstream {files_up} / stable {files_by}")
+                why = ("hand port" if sha in hand else "already there" if sha in present else "NOT CONFIRMED") if extended else "NOT CONFIRMED"
+                print(f"  {sha[:12]} {subject!r}: {rule} {by or ''} [{why}]; files upstream {files_up} / stable {files_by}")
         missed = [r for r in rows if r[5][0] is None and r[2]]
         if missed:
             print()
             print(f"applied but planned as picks ({len(missed)}; bport would report them as empty or conflicting):")
-            for sha, subject, _, t, c, _ in missed[:40]:
+            for sha, subject, _, t, c, _, _ in missed[:40]:
                 print(f"  {sha[:12]} {subject!r} (trailer: {t}, git cherry: {c})")
     return 0
 

@@ -118,6 +118,12 @@ pub fn run(
                 crate::git::new_objects(&work, Some(tip_tree.id()), picked.tree, &mut created)?;
                 if !picked.conflicts.is_empty() {
                     if dry_run {
+                        // Predict the rest as if the user resolved this stop keeping the branch's side of the
+                        // conflicted files: the clean part of the patch is in. Dropping the whole patch made a later
+                        // patch that edits its lines look empty (seen on flatpak-1.14.x, issue 13).
+                        tip_tree = work
+                            .find_tree(picked.tree)
+                            .context_git(|| format!("reading tree {}", picked.tree))?;
                         StepResult::Conflict {
                             paths: picked.conflicts.iter().map(|c| c.path.clone()).collect(),
                         }

@@ -606,6 +606,64 @@ fn killed_run_prints_no_pick_that_was_lost() {
     );
 }
 
+/// Issue 13 item 7, found on flatpak-1.14.x: after a predicted conflict the dry run goes on from the clean part of
+/// that patch (the conflicted files keep the branch's side), so a later patch that edits the lines the conflicting
+/// one added is a pick, not "empty"; the real run, which stops there, agrees once the stop is resolved that way.
+#[test]
+fn dry_run_after_a_predicted_conflict_keeps_the_clean_part() {
+    let t = TestRepo::new();
+    let lines = |tag: &str| (1..=8).map(|i| format!("{tag} {i}\n")).collect::<String>();
+    t.commit(
+        "base",
+        &[("A", Some(&lines("a"))), ("B", Some(&lines("b")))],
+    );
+    t.branch("upstream", "master");
+    t.checkout("upstream");
+    t.commit(
+        "add L, edit A",
+        &[
+            ("A", Some(&lines("a").replace("a 3\n", "a three\n"))),
+            ("B", Some(&lines("b").replace("b 5\n", "b 5\nL\n"))),
+        ],
+    );
+    t.commit("drop L", &[("B", Some(&lines("b")))]);
+    t.checkout("master");
+    t.commit(
+        "vendor: A",
+        &[("A", Some(&lines("a").replace("a 3\n", "a 3 (vendor)\n")))],
+    );
+    let (_d, list) = list_file(&t.list("master..upstream"));
+    let out = run_ok(&t, &["apply", "--dry-run", list.to_str().unwrap()]);
+    assert_eq!(
+        out.stdout,
+        format!(
+            "1/2 {} add L, edit A: pick, conflict predicted in A\n2/2 {} drop L: pick\n\
+             Plan: 2 to pick (1 with predicted conflicts), 0 to skip; dry run, nothing was changed.\n",
+            short(&t, "upstream~1"),
+            short(&t, "upstream"),
+        )
+    );
+    // The real run: stop, keep the branch's A, continue: "drop L" is a real change, as predicted.
+    let stop = bport::run(t.path(), &["apply", list.to_str().unwrap()]);
+    assert_eq!(stop.code, Some(1), "{}", stop.transcript());
+    std::fs::write(
+        t.path().join("A"),
+        lines("a").replace("a 3\n", "a 3 (vendor)\n"),
+    )
+    .unwrap();
+    let mut index = t.repo.index().unwrap();
+    index.read(true).unwrap();
+    index.add_path(std::path::Path::new("A")).unwrap();
+    index.write().unwrap();
+    let cont = run_ok(&t, &["apply", "--continue"]);
+    assert!(
+        cont.stderr.ends_with("Done: picked 2, skipped 0.\n"),
+        "{}",
+        cont.stderr
+    );
+    assert_eq!(t.read("B"), lines("b"));
+}
+
 // ---- Item 8: damaged repositories ----
 
 fn loose_object_path(t: &TestRepo, oid: Oid) -> std::path::PathBuf {
