@@ -85,6 +85,14 @@ pub enum Confirmation {
         /// Paths the listed commit changes.
         of: u32,
     },
+    /// For a *trailer* match: the trailer names `origin`, another commit with the listed commit's subject and the
+    /// same stable patch-id (the same change under another id, e.g. the version of a merge request before it was
+    /// rebased; seen on flatpak-1.14.x).
+    SamePatchAs {
+        /// The commit the trailer names.
+        #[serde(with = "super::state::oid_hex")]
+        origin: Oid,
+    },
 }
 
 impl std::fmt::Display for Confirmation {
@@ -92,6 +100,9 @@ impl std::fmt::Display for Confirmation {
         match self {
             Confirmation::SameFiles => f.write_str("same files"),
             Confirmation::SharedFiles { shared, of } => write!(f, "{shared} of {of} files shared"),
+            Confirmation::SamePatchAs { origin } => {
+                write!(f, "names {}, same patch-id", &origin.to_string()[..7])
+            }
         }
     }
 }
@@ -226,6 +237,64 @@ impl<'r> Branch<'r> {
             .collect()
     }
 
+    /// A branch commit with the listed commit's subject whose trailer names another commit of this repository that
+    /// has the listed commit's stable patch-id: the same change under another id. Only subject-equal branch
+    /// commits are looked at, so this costs a few patch-ids, and only when such a commit exists.
+    fn by_equivalent_origin(
+        &mut self,
+        norm: &str,
+        listed: &git2::Commit<'_>,
+    ) -> Result<Option<(usize, Oid)>, Error> {
+        if listed.parent_count() > 1 {
+            return Ok(None);
+        }
+        let candidates: Vec<usize> = self
+            .by_subject
+            .get(norm)
+            .map_or(&[][..], Vec::as_slice)
+            .iter()
+            .copied()
+            .filter(|&i| !self.commits[i].origins.is_empty())
+            .collect();
+        if candidates.is_empty() {
+            return Ok(None);
+        }
+        let odb = self
+            .repo
+            .odb()
+            .context_git(|| "opening the object database")?;
+        let mut listed_id = None;
+        for i in candidates {
+            for o in self.commits[i].origins.clone() {
+                let Ok(prefix) = Oid::from_str(&format!("{:0<40}", o.hex)) else {
+                    continue;
+                };
+                let Ok(oid) = odb.exists_prefix(prefix, o.hex.len()) else {
+                    continue;
+                };
+                let Ok(origin) = self.repo.find_commit(oid) else {
+                    continue;
+                };
+                if oid == listed.id()
+                    || origin.parent_count() > 1
+                    || normalize_subject(&git::commit_subject(&String::from_utf8_lossy(
+                        origin.message_bytes(),
+                    ))) != norm
+                {
+                    continue;
+                }
+                if listed_id.is_none() {
+                    listed_id = Some(git::patch_id_of_commit(self.repo, listed)?);
+                }
+                let id = git::patch_id_of_commit(self.repo, &origin)?;
+                if id.is_some() && Some(id) == listed_id {
+                    return Ok(Some((i, oid)));
+                }
+            }
+        }
+        Ok(None)
+    }
+
     /// Confirms a subject match by the paths both commits change: `None` when they share no path (then the equal
     /// subject is a coincidence, and only patch-id or a trailer can decide).
     fn confirm_by_files(
@@ -325,6 +394,16 @@ pub fn judge(
             .repo
             .find_commit(r.oid)
             .context_git(|| format!("reading commit {}", r.oid))?;
+        if rules.trailer {
+            if let Some((i, origin)) = branch.by_equivalent_origin(&norm, &commit)? {
+                out.push(Verdict::Applied(AppliedBecause {
+                    rule: Rule::Trailer,
+                    by: branch.commits[i].oid,
+                    confirmed: Some(Confirmation::SamePatchAs { origin }),
+                }));
+                continue;
+            }
+        }
         if rules.subject && !on_branch.is_empty() {
             if on_branch.len() == 1 && listed_subjects[&norm] == 1 {
                 let i = on_branch[0];

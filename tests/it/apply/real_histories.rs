@@ -227,6 +227,48 @@ fn repeated_generic_subjects_with_different_trailers() {
     assert_eq!(t.read("f3"), file(3).replace("f3 2\n", "freed\n"));
 }
 
+/// Found on flatpak-1.14.x: the stable port's trailer names 3f0a2de, an earlier copy of the listed 073bdcc (same
+/// subject, same patch-id; the merge request before it was rebased). That is the same change: skipped as a
+/// trailer match that says which commit it names and what confirmed it. A named commit with the subject but
+/// another patch stays a pick (previous test).
+#[test]
+fn trailer_naming_an_equal_copy_of_the_listed_commit_is_a_skip() {
+    let t = four_fixes();
+    // The copy: fix 2 again, on a side branch, at another time (so another id).
+    t.branch("mr", "master");
+    t.checkout("mr");
+    let p2 = t.read("p2").replace("p2 line 3\n", "p2 line 3 fixed\n");
+    let copy = t.commit("perf: fix 2", &[("p2", Some(&p2))]);
+    assert_ne!(copy, t.oid("upstream~2"));
+    t.checkout("vendor");
+    // The stable port names the copy; its own diff differs (another context line), so patch-id cannot decide.
+    let p2v = t
+        .read("p2")
+        .replace("p2 line 3\n", "p2 line 3 fixed\n")
+        .replace("p2 line 9\n", "p2 line 9 stable\n");
+    let port = t.commit(
+        &format!("perf: fix 2\n\n(cherry picked from commit {copy})\n"),
+        &[("p2", Some(&p2v))],
+    );
+    let stderr = apply_all(&t, &[]);
+    assert!(
+        stderr.contains(&step_line(
+            &t,
+            2,
+            &format!(
+                "skipped (already applied: upstream trailer + names {}, same patch-id, {})",
+                &copy.to_string()[..7],
+                &port.to_string()[..7]
+            )
+        )),
+        "{stderr}"
+    );
+    assert!(
+        stderr.ends_with("Done: picked 3, skipped 1 (upstream trailer: 1).\n"),
+        "{stderr}"
+    );
+}
+
 // ---- Item 2: non-ASCII subjects anywhere ----
 
 /// Issue 13 item 2: non-ASCII text at every position near the start of a subject (where the vendor prefixes and
