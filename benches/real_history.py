@@ -15,6 +15,9 @@ flatpak-1.14.x). In a throwaway `--shared` clone checked out at the stable branc
        git cherry     `git cherry <stable> <upstream> <base>` marks the commit `-` (same patch-id on stable);
        applied = trailer truth OR git cherry;
      and, for the ports neither finds, an extended truth (still without bport's rules):
+       equal copy     a stable commit's trailer names another commit X whose `git patch-id --stable` equals
+                      the upstream commit's (X is the same change under another id, e.g. a merge request's commit
+                      before it was rebased);
        hand port      a stable commit with the same author and author date whose changed (+/-) lines are at
                       least 90% the upstream commit's (a backport made without -x whose context changed);
        already there  for a patch bport plans as empty: its reverse applies to the stable tree (`git apply -R
@@ -110,6 +113,12 @@ def main():
                 verdict[sha] = ("empty", None)
 
         # Ground truth, independent of bport: trailers on stable, resolved by git; git cherry's patch-ids.
+        def patch_id(h):
+            diff = subprocess.run(["git", "show", h], cwd=work, env=ENV, capture_output=True).stdout
+            out = subprocess.run(["git", "patch-id", "--stable"], cwd=work, env=ENV, input=diff,
+                                 capture_output=True).stdout.split()
+            return out[0].decode() if out else None
+
         named = set()
         for message in git(work, "log", "--format=%B%x00", f"{base}..HEAD").split("\0"):
             for m in TRAILER.finditer(message):
@@ -155,12 +164,22 @@ def main():
                 if r.returncode == 0:
                     present.add(sha)
 
+        # Equal copies: a named commit that is not listed, with a listed commit's patch-id.
+        listed_shas = {sha for sha, _ in listed}
+        copies = set()
+        named_ids = {patch_id(x) for x in named - listed_shas}
+        named_ids.discard(None)
+        if named_ids:
+            for sha, _ in listed:
+                if sha not in named and patch_id(sha) in named_ids:
+                    copies.add(sha)
+
         rows = []
         for sha, subject in listed:
             by_trailer = sha in named
             by_cherry = cherry.get(sha, False)
             rows.append((sha, subject, by_trailer or by_cherry, by_trailer, by_cherry, verdict[sha],
-                         by_trailer or by_cherry or sha in hand or sha in present))
+                         by_trailer or by_cherry or sha in copies or sha in hand or sha in present))
 
         def matrix(skips, truth=2):
             tp = sum(1 for r in rows if skips(r) and r[truth])
@@ -187,8 +206,9 @@ def main():
         print(f"| git cherry (`-` marks) | {g[0]} | {g[1]} | {g[2]} | {g[3]} |")
         bx = matrix(lambda r: r[5][0] is not None, truth=6)
         gx = matrix(lambda r: r[4], truth=6)
-        print(f"| bport, extended truth (+{len(hand - {r[0] for r in rows if r[2]})} hand ports, "
-              f"+{len(present)} already there) | {bx[0]} | {bx[1]} | {bx[2]} | {bx[3]} |")
+        basic = {r[0] for r in rows if r[2]}
+        print(f"| bport, extended truth (+{len(copies - basic)} equal copies, +{len(hand - basic - copies)} hand "
+              f"ports, +{len(present)} already there) | {bx[0]} | {bx[1]} | {bx[2]} | {bx[3]} |")
         print(f"| git cherry, extended truth | {gx[0]} | {gx[1]} | {gx[2]} | {gx[3]} |")
         by_rule = {}
         for r in rows:
@@ -206,14 +226,18 @@ def main():
             for sha, subject, _, _, _, (rule, by), extended in unconfirmed:
                 files_up = git(work, "show", "--format=", "--name-only", sha).split()
                 files_by = git(work, "show", "--format=", "--name-only", by).split() if by else []
-                why = ("hand port" if sha in hand else "already there" if sha in present else "NOT CONFIRMED") if extended else "NOT CONFIRMED"
+                why = ("equal copy" if sha in copies else "hand port" if sha in hand
+                       else "already there" if sha in present else "NOT CONFIRMED")
                 print(f"  {sha[:12]} {subject!r}: {rule} {by or ''} [{why}]; files upstream {files_up} / stable {files_by}")
-        missed = [r for r in rows if r[5][0] is None and r[2]]
+        missed = [r for r in rows if r[5][0] is None and r[6]]
         if missed:
             print()
-            print(f"applied but planned as picks ({len(missed)}; bport would report them as empty or conflicting):")
-            for sha, subject, _, t, c, _, _ in missed[:40]:
-                print(f"  {sha[:12]} {subject!r} (trailer: {t}, git cherry: {c})")
+            print(f"applied (extended truth) but planned as picks ({len(missed)}; a real run reports them as empty "
+                  f"or stops at a conflict):")
+            for sha, subject, _, t, c, (_, _), _ in missed[:40]:
+                line = next(l for l in plan if l.split(" ", 2)[1] == sha[:7])
+                print(f"  {sha[:12]} {subject!r} (trailer: {t}, git cherry: {c}, hand port: {sha in hand}): "
+                      f"{line.rsplit(': ', 1)[-1]}")
     return 0
 
 

@@ -65,14 +65,15 @@ pub struct AppliedBecause {
     /// The branch commit that carries it.
     #[serde(with = "super::state::oid_hex")]
     pub by: Oid,
-    /// What confirmed a *subject* match (absent for the other rules, which need no confirmation, and in states
-    /// written before issue 13).
+    /// What confirmed the match beyond its rule: for a *subject*, the files; for a *trailer* naming another
+    /// commit, that commit's patch-id (absent otherwise, and in states written before issue 13).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub confirmed: Option<Confirmation>,
 }
 
-/// What confirmed that a branch commit with the listed commit's subject is its port (issue 13: generic subjects
-/// such as "fix memory leak" repeat all over kernel history, so the subject alone is not enough).
+/// What confirmed that a branch commit is the listed commit's port when its rule alone could not (issue 13:
+/// generic subjects such as "fix memory leak" repeat all over kernel history, so the subject alone is not enough,
+/// and a trailer may name an equal copy of the listed commit).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "by", rename_all = "kebab-case")]
 pub enum Confirmation {
@@ -286,7 +287,9 @@ impl<'r> Branch<'r> {
                 if listed_id.is_none() {
                     listed_id = Some(git::patch_id_of_commit(self.repo, listed)?);
                 }
-                let id = git::patch_id_of_commit(self.repo, &origin)?;
+                // The named commit is only evidence: if its objects cannot be read (a partial clone), it decides
+                // nothing, and the plan goes on.
+                let id = git::patch_id_of_commit(self.repo, &origin).ok().flatten();
                 if id.is_some() && Some(id) == listed_id {
                     return Ok(Some((i, oid)));
                 }
