@@ -21,7 +21,8 @@ flatpak-1.14.x). In a throwaway `--shared` clone checked out at the stable branc
        hand port      a stable commit with the same author and author date whose changed (+/-) lines are at
                       least 90% the upstream commit's (a backport made without -x whose context changed);
        already there  for a patch bport plans as empty: its reverse applies to the stable tree (`git apply -R
-                      --check`), i.e. the change is in the tree already;
+                      --check`, then the same with `-C0 --unidiff-zero` for a change that came with other context),
+                      i.e. the change is in the tree already;
   4. prints the confusion matrix of bport's skips (and of `git cherry`'s `-` marks) against both truths, and
      lists every skip the first truth does not confirm, with both commits, for a person to judge.
 
@@ -160,9 +161,13 @@ def main():
         for sha, _ in listed:
             if verdict[sha][0] == "empty":
                 diff = subprocess.run(["git", "show", "--format=", sha], cwd=work, env=ENV, capture_output=True).stdout
-                r = subprocess.run(["git", "apply", "-R", "--check"], cwd=work, env=ENV, input=diff, capture_output=True)
-                if r.returncode == 0:
-                    present.add(sha)
+                # Strict first; then without context, for changes a hand port brought with other context lines.
+                for extra in ([], ["-C0", "--unidiff-zero"]):
+                    r = subprocess.run(["git", "apply", "-R", "--check", *extra], cwd=work, env=ENV, input=diff,
+                                       capture_output=True)
+                    if r.returncode == 0:
+                        present.add(sha)
+                        break
 
         # Equal copies: a named commit that is not listed, with a listed commit's patch-id.
         listed_shas = {sha for sha, _ in listed}
