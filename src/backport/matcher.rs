@@ -77,14 +77,21 @@ pub struct AppliedBecause {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "by", rename_all = "kebab-case")]
 pub enum Confirmation {
-    /// Both commits change exactly the same paths.
-    SameFiles,
-    /// Some paths are shared (a backport often drops files the old tree lacks or touches a moved file).
+    /// Both commits change exactly the same paths, and the branch commit carries `lines` percent (at least half)
+    /// of the lines the listed commit adds and removes.
+    SameFiles {
+        /// Percent of the listed commit's changed lines that the branch commit changes too.
+        lines: u8,
+    },
+    /// Some paths are shared (a backport often drops files the old tree lacks or touches a moved file), and at
+    /// least half of the listed commit's changed lines.
     SharedFiles {
         /// Paths both change.
         shared: u32,
         /// Paths the listed commit changes.
         of: u32,
+        /// Percent of the listed commit's changed lines that the branch commit changes too.
+        lines: u8,
     },
     /// For a *trailer* match: the trailer names `origin`, another commit with the listed commit's subject and the
     /// same stable patch-id (the same change under another id, e.g. the version of a merge request before it was
@@ -99,8 +106,10 @@ pub enum Confirmation {
 impl std::fmt::Display for Confirmation {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Confirmation::SameFiles => f.write_str("same files"),
-            Confirmation::SharedFiles { shared, of } => write!(f, "{shared} of {of} files shared"),
+            Confirmation::SameFiles { lines } => write!(f, "same files, {lines}% of lines"),
+            Confirmation::SharedFiles { shared, of, lines } => {
+                write!(f, "{shared} of {of} files, {lines}% of lines")
+            }
             Confirmation::SamePatchAs { origin } => {
                 write!(f, "names {}, same patch-id", &origin.to_string()[..7])
             }
@@ -298,8 +307,9 @@ impl<'r> Branch<'r> {
         Ok(None)
     }
 
-    /// Confirms a subject match by the paths both commits change: `None` when they share no path (then the equal
-    /// subject is a coincidence, and only patch-id or a trailer can decide).
+    /// Confirms a subject match by the paths both commits change and the lines they add and remove: `None` when
+    /// they share no path or the branch commit carries less than half of the listed commit's changed lines (then
+    /// the equal subject is a coincidence, and only patch-id or a trailer can decide).
     fn confirm_by_files(
         &mut self,
         listed: &git2::Commit<'_>,
@@ -312,14 +322,34 @@ impl<'r> Branch<'r> {
             .context_git(|| format!("reading commit {oid}"))?;
         let theirs = git::changed_paths(self.repo, listed)?;
         let ours = git::changed_paths(self.repo, &on_branch)?;
-        if theirs == ours && !theirs.is_empty() {
-            return Ok(Some(Confirmation::SameFiles));
+        let ours_set: std::collections::HashSet<&String> = ours.iter().collect();
+        let shared = theirs.iter().filter(|p| ours_set.contains(p)).count();
+        if shared == 0 {
+            return Ok(None);
         }
-        let ours: std::collections::HashSet<&String> = ours.iter().collect();
-        let shared = theirs.iter().filter(|p| ours.contains(p)).count();
-        Ok((shared > 0).then(|| Confirmation::SharedFiles {
-            shared: u32::try_from(shared).unwrap_or(u32::MAX),
-            of: u32::try_from(theirs.len()).unwrap_or(u32::MAX),
+        // The files alone are not enough either: a stable branch's own "Update localization files for release"
+        // shares 19 of 22 files with upstream's but only 16 of its 64 changed lines (flatpak-1.12.x, b6f0045).
+        let listed_lines = git::changed_lines(self.repo, listed)?;
+        let branch_lines = git::changed_lines(self.repo, &on_branch)?;
+        if listed_lines.is_empty() {
+            return Ok(None);
+        }
+        let carried = listed_lines
+            .iter()
+            .filter(|l| branch_lines.binary_search(l).is_ok())
+            .count();
+        if carried * 2 < listed_lines.len() {
+            return Ok(None);
+        }
+        let lines = u8::try_from(carried * 100 / listed_lines.len()).unwrap_or(100);
+        Ok(Some(if theirs == ours {
+            Confirmation::SameFiles { lines }
+        } else {
+            Confirmation::SharedFiles {
+                shared: u32::try_from(shared).unwrap_or(u32::MAX),
+                of: u32::try_from(theirs.len()).unwrap_or(u32::MAX),
+                lines,
+            }
         }))
     }
 

@@ -10,7 +10,9 @@ mod repo;
 mod trailers;
 mod tree_diff;
 
-pub use patch_id::{changed_paths, patch_id_of_commit, patch_id_of_diff_text, PatchId};
+pub use patch_id::{
+    changed_lines, changed_paths, patch_id_of_commit, patch_id_of_diff_text, PatchId,
+};
 pub use repo::{
     abbrev_len, check_clean, check_no_operation, commit_subject, committer, discover, short_id,
     untracked_in_the_way, worktree_change_ignored, Operation,

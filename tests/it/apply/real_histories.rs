@@ -53,8 +53,8 @@ fn run_ok(t: &TestRepo, args: &[&str]) -> crate::support::bport::CommandOutput {
 
 /// Issue 13 item 1: "repart: fix memory leak" upstream was skipped as applied because the stable branch had a
 /// commit with that subject, whose trailer named a *different* upstream commit. Now that candidate is rejected and
-/// the fix is picked; a candidate without trailer that changes other files is rejected too; one that changes the
-/// same files is a skip that says so. git has no subject rule; the picked result is compared with `git
+/// the fix is picked; a candidate without trailer that changes the same file but none of the same lines is
+/// rejected too; one that carries the listed commit's changed lines is a skip that says what confirmed it. git has no subject rule; the picked result is compared with `git
 /// cherry-pick` of the same commit.
 #[test]
 fn generic_subject_with_another_commits_trailer_is_not_a_skip() {
@@ -113,20 +113,26 @@ fn generic_subject_with_another_commits_trailer_is_not_a_skip() {
             Some(&t.read("udev.c").replace("udev 4\n", "udev 4 (stable)\n")),
         )],
     );
-    // "other: fix typo" without a trailer but in another file: a coincidence, not a port.
+    // "other: fix typo" without a trailer, in the same file but another typo (none of upstream's changed lines):
+    // a coincidence, not a port (flatpak-1.12.x had one: its own "Update localization files for release").
     t.commit(
         "other: fix typo",
         &[(
-            "udev.c",
-            Some(&t.read("udev.c").replace("udev 1\n", "udev one\n")),
+            "other.c",
+            Some(&t.read("other.c").replace("other 8\n", "other eight\n")),
         )],
     );
-    // "udev: fix typo" without a trailer, editing the same file differently: confirmed by the files.
+    // "udev: fix typo" without a trailer, carrying upstream's change plus an edit of its own (so another
+    // patch-id): confirmed by the files and the lines.
     let same_files = t.commit(
         "udev: fix typo",
         &[(
             "udev.c",
-            Some(&t.read("udev.c").replace("udev 8\n", "udev eight\n")),
+            Some(
+                &t.read("udev.c")
+                    .replace("udev 7\n", "udev seven\n")
+                    .replace("udev 1\n", "udev one\n"),
+            ),
         )],
     );
     let g = t.copy();
@@ -139,7 +145,7 @@ fn generic_subject_with_another_commits_trailer_is_not_a_skip() {
         format!(
             "1/3 {} repart: fix memory leak: picked as {}\n\
              2/3 {} other: fix typo: picked as {}\n\
-             3/3 {} udev: fix typo: skipped (already applied: subject + same files, {})\n\
+             3/3 {} udev: fix typo: skipped (already applied: subject + same files, 100% of lines, {})\n\
              Done: picked 2, skipped 1 (subject: 1).\n",
             up("upstream~2"),
             short(&t, "HEAD~1"),
@@ -302,7 +308,7 @@ fn non_ascii_subjects_at_every_position_in_several_scripts() {
     t.checkout("stable");
     t.commit(
         "UPSTREAM: ñandú: fix Ωmega",
-        &[("u1", Some("1 (stable)\n"))],
+        &[("u1", Some("1\n(stable)\n"))],
     );
     t.commit(
         "[PATCH v2] 修复: 🐛 in [PATCH] handling",
@@ -322,8 +328,8 @@ fn non_ascii_subjects_at_every_position_in_several_scripts() {
     assert_eq!(
         out.stdout,
         format!(
-            "1/3 {} ñandú: fix Ωmega: skip (already applied: subject + same files, {})\n\
-             2/3 {} 修复: 🐛 in [PATCH] handling: skip (already applied: subject + same files, {})\n\
+            "1/3 {} ñandú: fix Ωmega: skip (already applied: subject + same files, 100% of lines, {})\n\
+             2/3 {} 修复: 🐛 in [PATCH] handling: skip (already applied: subject + same files, 100% of lines, {})\n\
              3/3 {} ジ new feature: pick\n\
              Plan: 1 to pick (0 with predicted conflicts), 2 to skip (subject: 2); dry run, nothing was changed.\n",
             s("upstream~2"),

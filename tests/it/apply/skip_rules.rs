@@ -62,7 +62,7 @@ fn skip_rule_subject_with_edited_diff() {
             &t,
             1,
             &format!(
-                "skipped (already applied: subject + same files, {})",
+                "skipped (already applied: subject + same files, 50% of lines, {})",
                 &vendor.to_string()[..7]
             )
         )),
@@ -259,8 +259,9 @@ fn presence_reports_each_entry_and_its_rule() {
         Verdict::Applied(::bport::backport::AppliedBecause {
             rule,
             by,
-            // The subject match changes the same file as upstream's commit, and says so.
-            confirmed: (rule == Rule::Subject).then_some(Confirmation::SameFiles),
+            // The subject match changes the same file as upstream's commit and removes its one removed line
+            // (half of its two changed lines), and says so.
+            confirmed: (rule == Rule::Subject).then_some(Confirmation::SameFiles { lines: 50 }),
         })
     };
     assert_eq!(

@@ -99,8 +99,8 @@ fn foo_bar_workflow_stops_resolves_continues_and_then_skips_by_subject() {
     assert_eq!(
         rerun.stderr,
         format!(
-            "1/2 {bar1} bar description: skipped (already applied: subject + same files, {})\n\
-             2/2 {bar2} more bar description: skipped (already applied: subject + same files, {})\n\
+            "1/2 {bar1} bar description: skipped (already applied: subject + same files, 100% of lines, {})\n\
+             2/2 {bar2} more bar description: skipped (already applied: subject + same files, 100% of lines, {})\n\
              Done: picked 0, skipped 2 (subject: 2).\n",
             short(&t, "HEAD~1"),
             short(&t, "HEAD"),
