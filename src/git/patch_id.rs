@@ -65,7 +65,8 @@ pub fn changed_paths(repo: &Repository, commit: &Commit<'_>) -> Result<Vec<Strin
 }
 
 /// The lines `commit` adds and removes against its first parent, each with its `+`/`-` and without surrounding
-/// whitespace, de-duplicated and sorted: what a port must carry even when its context (so its patch-id) changed.
+/// whitespace, sorted, repeats kept (a line a diff repeats in 22 files counts 22 times, so that generic lines cannot
+/// make two different diffs look alike): what a port must carry even when its context (so its patch-id) changed.
 /// The matcher uses it to confirm a subject match, for the few commits whose subjects match.
 pub fn changed_lines(repo: &Repository, commit: &Commit<'_>) -> Result<Vec<Vec<u8>>, Error> {
     let mut text = Vec::new();
@@ -92,7 +93,6 @@ pub fn changed_lines(repo: &Repository, commit: &Commit<'_>) -> Result<Vec<Vec<u
         }
     }
     out.sort();
-    out.dedup();
     Ok(out)
 }
 
