@@ -171,6 +171,61 @@ fn generic_subject_with_another_commits_trailer_is_not_a_skip() {
     );
 }
 
+/// Issue 13 item 1, found on flatpak-1.12.x: the stable branch's own "Update localization files for release"
+/// shares most files and the repeated header line with upstream's, but not upstream's change: picked. Counted
+/// without repeats, the one header line changed in six files made half of upstream's distinct lines look carried.
+#[test]
+fn generic_release_commit_sharing_only_repeated_lines_is_not_a_skip() {
+    let t = TestRepo::new();
+    let po = |n: usize, date: &str, msg: &str| {
+        format!("Date: {date}\nmsgid \"m{n}\"\nmsgstr \"{msg}\"\n")
+    };
+    let files: Vec<(String, String)> = (1..=6)
+        .map(|n| (format!("po/{n}.po"), po(n, "1", "old")))
+        .collect();
+    let base: Vec<(&str, Option<&str>)> = files
+        .iter()
+        .map(|(p, c)| (p.as_str(), Some(c.as_str())))
+        .collect();
+    t.commit("base", &base);
+    t.branch("upstream", "master");
+    t.checkout("upstream");
+    // Upstream: the date in all six files, and one translation.
+    let up: Vec<(String, String)> = (1..=6)
+        .map(|n| {
+            (
+                format!("po/{n}.po"),
+                po(n, "2", if n == 1 { "new" } else { "old" }),
+            )
+        })
+        .collect();
+    let up_refs: Vec<(&str, Option<&str>)> = up
+        .iter()
+        .map(|(p, c)| (p.as_str(), Some(c.as_str())))
+        .collect();
+    t.commit("Update localization files for release", &up_refs);
+    t.checkout("master");
+    // Stable: its own release update, the same date in two files and its own translations.
+    let st: Vec<(String, String)> = (2..=3)
+        .map(|n| (format!("po/{n}.po"), po(n, "2", "stable")))
+        .collect();
+    let st_refs: Vec<(&str, Option<&str>)> = st
+        .iter()
+        .map(|(p, c)| (p.as_str(), Some(c.as_str())))
+        .collect();
+    t.commit("Update localization files for release", &st_refs);
+    let (_d, list) = list_file(&t.list("master~1..upstream"));
+    let out = run_ok(&t, &["apply", "--dry-run", list.to_str().unwrap()]);
+    assert_eq!(
+        out.stdout,
+        format!(
+            "1/1 {} Update localization files for release: pick\n\
+             Plan: 1 to pick (0 with predicted conflicts), 0 to skip; dry run, nothing was changed.\n",
+            short(&t, "upstream")
+        )
+    );
+}
+
 /// Issue 13 item 1: the same generic subject three times upstream and twice on the branch, each branch commit
 /// naming its origin: the trailers decide the two ports, and the third (not ported) is picked: both branch
 /// commits with its subject name other commits, so no subject match exists (before issue 13 the subject made it
