@@ -32,7 +32,7 @@ silently. A missed skip only costs a conflict or an empty pick that bport then r
 Not a test: run by hand, and copy the figures into README.md. Without BPORT_REAL_REPO it says SKIPPED and exits 0.
 
   BPORT_REAL_REPO=/path/to/flatpak BPORT_STABLE=flatpak-1.14.x [BPORT_UPSTREAM=main] \
-      [BPORT=target/release/bport] python3 benches/real_history.py
+      [BPORT=target/release/bport] python3 benches/skip_confusion.py
 """
 import os
 import re
