@@ -156,6 +156,12 @@ pub fn run(
                 crate::git::new_objects(&work, Some(tip_tree.id()), picked.tree, &mut created)?;
                 if !picked.conflicts.is_empty() {
                     if dry_run {
+                        // Predict the rest as if the user resolved this stop keeping the branch's side of the
+                        // conflicted files: the clean part of the patch is in. Dropping the whole patch made a later
+                        // patch that edits its lines look empty (seen on flatpak-1.14.x, issue 13).
+                        tip_tree = work
+                            .find_tree(picked.tree)
+                            .context_git(|| format!("reading tree {}", picked.tree))?;
                         StepResult::Conflict {
                             paths: picked.conflicts.iter().map(|c| c.path.clone()).collect(),
                         }
@@ -286,6 +292,7 @@ fn move_to_tip(
             .find_commit(st.tip)
             .and_then(|c| c.tree())
             .context_git(|| format!("reading {}", st.tip))?;
+        check_nothing_in_the_way(repo, st.anchor, &tree, &[])?;
         repo.checkout_tree(tree.as_object(), Some(CheckoutBuilder::new().safe()))
             .context_git(|| "updating the worktree")?;
         progress.checkpoint(Checkpoint::WorktreeUpdated);
@@ -293,6 +300,27 @@ fn move_to_tip(
         st.anchor = st.tip;
     }
     Ok(())
+}
+
+/// Refuses, naming them, when untracked files sit where checking out `to` over `from` (a commit) would write:
+/// libgit2's safe checkout would only say "1 conflict prevents checkout" (issue 13), and a forced one would
+/// destroy them. The state already names the new tip, so `--continue` retries once they are moved.
+pub fn check_nothing_in_the_way(
+    repo: &Repository,
+    from: Oid,
+    to: &git2::Tree<'_>,
+    also: &[String],
+) -> Result<(), Error> {
+    let from_tree = repo
+        .find_commit(from)
+        .and_then(|c| c.tree())
+        .context_git(|| format!("reading {from}"))?;
+    let paths = git::untracked_in_the_way(repo, Some(&from_tree), to, also)?;
+    if paths.is_empty() {
+        Ok(())
+    } else {
+        Err(Error::Git(git::Error::UntrackedInTheWay { paths }))
+    }
 }
 
 /// Moves the branch (or detached HEAD) from `st.anchor` to `to`.
@@ -329,6 +357,13 @@ pub fn stop_at_conflict(
     let tree = repo
         .find_tree(partial)
         .context_git(|| format!("reading tree {partial}"))?;
+    // The stop writes conflicted paths the branch lacks itself (their side, or a submodule's directory).
+    let written: Vec<String> = conflicts
+        .iter()
+        .filter(|c| c.ours.is_none())
+        .map(|c| c.path.clone())
+        .collect();
+    check_nothing_in_the_way(repo, st.anchor, &tree, &written)?;
     repo.checkout_tree(tree.as_object(), Some(CheckoutBuilder::new().safe()))
         .context_git(|| "updating the worktree")?;
     let workdir = repo.workdir().ok_or_else(|| Error::BareRepository {
@@ -358,6 +393,13 @@ pub fn stop_at_conflict(
                 source,
             })?;
             set_executable(&file, c.mode == 0o100755)?;
+        } else if c.mode == pick::GITLINK {
+            // git leaves a submodule's directory in the tree at a gitlink conflict (an empty one when the
+            // submodule is not checked out), never a file.
+            std::fs::create_dir_all(&file).map_err(|source| Error::Io {
+                path: file.clone(),
+                source,
+            })?;
         }
     }
     index.write().context_git(|| "writing the index")?;

@@ -65,6 +65,56 @@ pub struct AppliedBecause {
     /// The branch commit that carries it.
     #[serde(with = "super::state::oid_hex")]
     pub by: Oid,
+    /// What confirmed the match beyond its rule: for a *subject*, the files; for a *trailer* naming another
+    /// commit, that commit's patch-id (absent otherwise, and in states written before issue 13).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub confirmed: Option<Confirmation>,
+}
+
+/// What confirmed that a branch commit is the listed commit's port when its rule alone could not (issue 13:
+/// generic subjects such as "fix memory leak" repeat all over kernel history, so the subject alone is not enough,
+/// and a trailer may name an equal copy of the listed commit).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "by", rename_all = "kebab-case")]
+pub enum Confirmation {
+    /// Both commits change exactly the same paths, and the branch commit carries `lines` percent (at least half)
+    /// of the lines the listed commit adds and removes.
+    SameFiles {
+        /// Percent of the listed commit's changed lines that the branch commit changes too.
+        lines: u8,
+    },
+    /// Some paths are shared (a backport often drops files the old tree lacks or touches a moved file), and at
+    /// least half of the listed commit's changed lines.
+    SharedFiles {
+        /// Paths both change.
+        shared: u32,
+        /// Paths the listed commit changes.
+        of: u32,
+        /// Percent of the listed commit's changed lines that the branch commit changes too.
+        lines: u8,
+    },
+    /// For a *trailer* match: the trailer names `origin`, another commit with the listed commit's subject and the
+    /// same stable patch-id (the same change under another id, e.g. the version of a merge request before it was
+    /// rebased; seen on flatpak-1.14.x).
+    SamePatchAs {
+        /// The commit the trailer names.
+        #[serde(with = "super::state::oid_hex")]
+        origin: Oid,
+    },
+}
+
+impl std::fmt::Display for Confirmation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Confirmation::SameFiles { lines } => write!(f, "same files, {lines}% of lines"),
+            Confirmation::SharedFiles { shared, of, lines } => {
+                write!(f, "{shared} of {of} files, {lines}% of lines")
+            }
+            Confirmation::SamePatchAs { origin } => {
+                write!(f, "names {}, same patch-id", &origin.to_string()[..7])
+            }
+        }
+    }
 }
 
 /// The verdict for one listed commit.
@@ -178,6 +228,139 @@ impl<'r> Branch<'r> {
             .map(|&(_, i)| i)
     }
 
+    /// Branch commits whose normalized subject is `norm`, less those whose trailers name another commit than
+    /// `listed_hex` (40 hex digits, or the listed abbreviation when the repository lacks the commit): such a commit
+    /// is the port of that other commit, whatever its subject (issue 13, "repart: fix memory leak").
+    fn subject_candidates(&self, norm: &str, listed_hex: &str) -> Vec<usize> {
+        let names_listed = |o: &git::Origin| {
+            o.names(listed_hex) || (listed_hex.len() < 40 && o.hex.starts_with(listed_hex))
+        };
+        self.by_subject
+            .get(norm)
+            .map_or(&[][..], Vec::as_slice)
+            .iter()
+            .copied()
+            .filter(|&i| {
+                let origins = &self.commits[i].origins;
+                origins.is_empty() || origins.iter().any(names_listed)
+            })
+            .collect()
+    }
+
+    /// A branch commit with the listed commit's subject whose trailer names another commit of this repository that
+    /// has the listed commit's stable patch-id: the same change under another id. Only subject-equal branch
+    /// commits are looked at, so this costs a few patch-ids, and only when such a commit exists.
+    fn by_equivalent_origin(
+        &mut self,
+        norm: &str,
+        listed: &git2::Commit<'_>,
+    ) -> Result<Option<(usize, Oid)>, Error> {
+        if listed.parent_count() > 1 {
+            return Ok(None);
+        }
+        let candidates: Vec<usize> = self
+            .by_subject
+            .get(norm)
+            .map_or(&[][..], Vec::as_slice)
+            .iter()
+            .copied()
+            .filter(|&i| !self.commits[i].origins.is_empty())
+            .collect();
+        if candidates.is_empty() {
+            return Ok(None);
+        }
+        let odb = self
+            .repo
+            .odb()
+            .context_git(|| "opening the object database")?;
+        let mut listed_id = None;
+        for i in candidates {
+            for o in self.commits[i].origins.clone() {
+                let Ok(prefix) = Oid::from_str(&format!("{:0<40}", o.hex)) else {
+                    continue;
+                };
+                let Ok(oid) = odb.exists_prefix(prefix, o.hex.len()) else {
+                    continue;
+                };
+                let Ok(origin) = self.repo.find_commit(oid) else {
+                    continue;
+                };
+                if oid == listed.id()
+                    || origin.parent_count() > 1
+                    || normalize_subject(&git::commit_subject(&String::from_utf8_lossy(
+                        origin.message_bytes(),
+                    ))) != norm
+                {
+                    continue;
+                }
+                if listed_id.is_none() {
+                    listed_id = Some(git::patch_id_of_commit(self.repo, listed)?);
+                }
+                // The named commit is only evidence: if its objects cannot be read (a partial clone), it decides
+                // nothing, and the plan goes on.
+                let id = git::patch_id_of_commit(self.repo, &origin).ok().flatten();
+                if id.is_some() && Some(id) == listed_id {
+                    return Ok(Some((i, oid)));
+                }
+            }
+        }
+        Ok(None)
+    }
+
+    /// Confirms a subject match by the paths both commits change and the lines they add and remove: `None` when
+    /// they share no path or the branch commit carries less than half of the listed commit's changed lines (then
+    /// the equal subject is a coincidence, and only patch-id or a trailer can decide).
+    fn confirm_by_files(
+        &mut self,
+        listed: &git2::Commit<'_>,
+        i: usize,
+    ) -> Result<Option<Confirmation>, Error> {
+        let oid = self.commits[i].oid;
+        let on_branch = self
+            .repo
+            .find_commit(oid)
+            .context_git(|| format!("reading commit {oid}"))?;
+        let theirs = git::changed_paths(self.repo, listed)?;
+        let ours = git::changed_paths(self.repo, &on_branch)?;
+        let ours_set: std::collections::HashSet<&String> = ours.iter().collect();
+        let shared = theirs.iter().filter(|p| ours_set.contains(p)).count();
+        if shared == 0 {
+            return Ok(None);
+        }
+        // The files alone are not enough either: a stable branch's own "Update localization files for release"
+        // shares 19 of 22 files with upstream's but only 16 of its 64 changed lines (flatpak-1.12.x, b6f0045;
+        // counted without repeats, its one POT-Creation-Date line in 22 files made it look like 66%).
+        let listed_lines = git::changed_lines(self.repo, listed)?;
+        let branch_lines = git::changed_lines(self.repo, &on_branch)?;
+        if listed_lines.is_empty() {
+            return Ok(None);
+        }
+        // Multiset intersection of the two sorted lists: each branch line carries one listed line at most.
+        let (mut carried, mut j) = (0, 0);
+        for l in &listed_lines {
+            while j < branch_lines.len() && branch_lines[j] < *l {
+                j += 1;
+            }
+            if j < branch_lines.len() && branch_lines[j] == *l {
+                carried += 1;
+                j += 1;
+            }
+        }
+        if carried * 2 < listed_lines.len() {
+            return Ok(None);
+        }
+        let lines = u8::try_from(carried * 100 / listed_lines.len()).unwrap_or(100);
+        Ok(Some(if theirs == ours {
+            Confirmation::SameFiles { lines }
+        } else {
+            Confirmation::SharedFiles {
+                shared: u32::try_from(shared).unwrap_or(u32::MAX),
+                of: u32::try_from(theirs.len()).unwrap_or(u32::MAX),
+                lines,
+            }
+        }))
+    }
+
     /// The branch commit with the same stable patch-id as `commit`, if any. Only branch commits that change the
     /// same paths can match, so patch-ids are computed for those alone.
     fn by_patch_id(&mut self, commit: &git2::Commit<'_>) -> Result<Option<usize>, Error> {
@@ -250,25 +433,41 @@ pub fn judge(
             }
         }
         let norm = normalize_subject(&r.subject);
-        let on_branch = branch.by_subject.get(&norm).map_or(&[][..], Vec::as_slice);
+        let on_branch = branch.subject_candidates(&norm, &hex);
         let mut ambiguous = false;
-        if rules.subject && !on_branch.is_empty() {
-            if on_branch.len() == 1 && listed_subjects[&norm] == 1 {
-                out.push(applied(Rule::Subject, branch.commits[on_branch[0]].oid));
+        let commit = branch
+            .repo
+            .find_commit(r.oid)
+            .context_git(|| format!("reading commit {}", r.oid))?;
+        if rules.trailer {
+            if let Some((i, origin)) = branch.by_equivalent_origin(&norm, &commit)? {
+                out.push(Verdict::Applied(AppliedBecause {
+                    rule: Rule::Trailer,
+                    by: branch.commits[i].oid,
+                    confirmed: Some(Confirmation::SamePatchAs { origin }),
+                }));
                 continue;
             }
-            ambiguous = true;
         }
-        if rules.patch_id {
-            let commit = branch
-                .repo
-                .find_commit(r.oid)
-                .context_git(|| format!("reading commit {}", r.oid))?;
-            if commit.parent_count() <= 1 {
-                if let Some(i) = branch.by_patch_id(&commit)? {
-                    out.push(applied(Rule::PatchId, branch.commits[i].oid));
+        if rules.subject && !on_branch.is_empty() {
+            if on_branch.len() == 1 && listed_subjects[&norm] == 1 {
+                let i = on_branch[0];
+                if let Some(confirmed) = branch.confirm_by_files(&commit, i)? {
+                    out.push(Verdict::Applied(AppliedBecause {
+                        rule: Rule::Subject,
+                        by: branch.commits[i].oid,
+                        confirmed: Some(confirmed),
+                    }));
                     continue;
                 }
+            } else {
+                ambiguous = true;
+            }
+        }
+        if rules.patch_id && commit.parent_count() <= 1 {
+            if let Some(i) = branch.by_patch_id(&commit)? {
+                out.push(applied(Rule::PatchId, branch.commits[i].oid));
+                continue;
             }
         }
         out.push(Verdict::Missing {
@@ -279,7 +478,11 @@ pub fn judge(
 }
 
 fn applied(rule: Rule, by: Oid) -> Verdict {
-    Verdict::Applied(AppliedBecause { rule, by })
+    Verdict::Applied(AppliedBecause {
+        rule,
+        by,
+        confirmed: None,
+    })
 }
 
 /// One entry of a [`presence`] report.
@@ -364,18 +567,17 @@ pub fn presence(
                         })
                     })
                     .flatten();
+                // Without the commit its files are unknown: the subject decides alone, but never for a branch
+                // commit whose trailer names another commit.
+                let candidates =
+                    branch.subject_candidates(&normalize_subject(&r.subject), &r.entry.sha);
                 match by_trailer {
                     Some(c) => applied(Rule::Trailer, c.oid),
-                    None => match branch.by_subject.get(&normalize_subject(&r.subject)) {
-                        Some(v) if rules.subject && v.len() == 1 => {
-                            applied(Rule::Subject, branch.commits[v[0]].oid)
-                        }
-                        Some(_) if rules.subject => Verdict::Missing {
-                            ambiguous_subject: true,
-                        },
-                        _ => Verdict::Missing {
-                            ambiguous_subject: false,
-                        },
+                    None if rules.subject && candidates.len() == 1 => {
+                        applied(Rule::Subject, branch.commits[candidates[0]].oid)
+                    }
+                    None => Verdict::Missing {
+                        ambiguous_subject: rules.subject && candidates.len() > 1,
                     },
                 }
             }

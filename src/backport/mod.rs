@@ -226,6 +226,8 @@ pub enum Outcome {
     DryRun(State),
     /// `--abort` restored the state before the run.
     Aborted(State),
+    /// The patch list has no entries: nothing was read or touched.
+    NothingToDo,
 }
 
 /// Plans and runs `bport apply` for `list` on the current branch.
@@ -235,6 +237,11 @@ pub fn apply(
     opts: &ApplyOptions,
     progress: &mut dyn Progress,
 ) -> Result<Outcome, Error> {
+    // Before anything else: with no listed commit there is no base to stop the branch walk at, and collecting the
+    // branch would walk the whole history (issue 13).
+    if list.entries.is_empty() {
+        return Ok(Outcome::NothingToDo);
+    }
     let _lock = if opts.dry_run {
         None
     } else {
@@ -251,7 +258,14 @@ pub fn apply(
         });
     }
     git::check_no_operation(repo)?;
-    let head = repo.head().map_err(|_| Error::UnbornHead)?;
+    // Only an unborn branch is "no commit yet"; a ref that cannot be read is a damaged repository, named.
+    let head = repo.head().map_err(|source| match source.code() {
+        git2::ErrorCode::UnbornBranch => Error::UnbornHead,
+        _ => Error::Git(git::Error::Git {
+            context: "reading HEAD".into(),
+            source,
+        }),
+    })?;
     let head_oid = head.target().ok_or(Error::UnbornHead)?;
     let branch = if repo.head_detached().unwrap_or(false) {
         None
@@ -365,6 +379,12 @@ pub fn resume(
             }
             execute::hard_reset(repo, head)?;
             if head != st.tip {
+                // A forced reset would overwrite untracked files where the picks add tracked ones.
+                let tip_tree = repo
+                    .find_commit(st.tip)
+                    .and_then(|c| c.tree())
+                    .context_git(|| format!("reading {}", st.tip))?;
+                execute::check_nothing_in_the_way(repo, head, &tip_tree, &[])?;
                 execute::set_branch(
                     repo,
                     &st,
@@ -459,7 +479,7 @@ fn continue_stopped(
         .filter(|e| {
             e.status().intersects(
                 git2::Status::WT_MODIFIED | git2::Status::WT_DELETED | git2::Status::WT_TYPECHANGE,
-            )
+            ) && !git::worktree_change_ignored(&index, e.status(), e.path_bytes())
         })
         .map(|e| String::from_utf8_lossy(e.path_bytes()).into_owned())
         .collect();

@@ -221,4 +221,168 @@ mod tests {
             "{err:?}"
         );
     }
+
+    /// Pieces real subjects, trailers and lists are made of, with the characters that broke byte slicing
+    /// (issue 13: multi-byte text right where the `UPSTREAM:`/`[PATCH` prefixes are compared).
+    const PIECES: &[&str] = &[
+        "UPSTREAM:",
+        "BACKPORT:",
+        "FROMGIT:",
+        "FROMLIST:",
+        "ANDROID:",
+        "CHROMIUM:",
+        "[PATCH",
+        "[PATCH v2 3/7]",
+        "]",
+        "(cherry picked from commit ",
+        "(cherry-picked from ",
+        "commit ",
+        " upstream.",
+        "[ Upstream commit ",
+        "upstream commit ",
+        "(imported from commit ",
+        "Stable-dep-of: ",
+        ")",
+        "0123456789abcdef",
+        "DEADBEEF",
+        "7",
+        "é",
+        "Ω",
+        "ж",
+        "修复",
+        "🐛",
+        "ع",
+        "\u{301}",
+        "\u{85}",
+        "\u{2028}",
+        "\u{feff}",
+        " ",
+        "\t",
+        "\n",
+        "\r\n",
+        "\r",
+        "#",
+        ":",
+        "x",
+        "perf: fix",
+        "\n\n",
+        "Signed-off-by: A <a@b>",
+    ];
+
+    /// A deterministic xorshift generator: the property test needs no new dependency and fails reproducibly.
+    struct Gen(u64);
+
+    impl Gen {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0
+        }
+
+        fn below(&mut self, n: usize) -> usize {
+            (self.next() % n as u64) as usize
+        }
+
+        /// Pieces, single random chars and raw bytes (made UTF-8 lossily, as bport reads messages).
+        fn text(&mut self) -> String {
+            let mut bytes = Vec::new();
+            for _ in 0..self.below(40) {
+                match self.below(10) {
+                    0 => bytes.push(self.next() as u8),
+                    1 => {
+                        let c = char::from_u32(self.below(0x11_0000) as u32).unwrap_or('\u{fffd}');
+                        bytes.extend_from_slice(c.to_string().as_bytes());
+                    }
+                    _ => bytes.extend_from_slice(PIECES[self.below(PIECES.len())].as_bytes()),
+                }
+            }
+            String::from_utf8_lossy(&bytes).into_owned()
+        }
+    }
+
+    /// Property (issue 13, item 2): no patch-list line, subject, message or diff text panics any parser, and what
+    /// they return holds its invariants. The cargo-fuzz target `backport_text` checks the same on fuzzer input.
+    #[test]
+    fn text_parsers_never_panic_and_keep_their_invariants() {
+        let mut g = Gen(0x9e37_79b9_7f4a_7c15);
+        for _ in 0..20_000 {
+            let text = g.text();
+            // Patch lists: entries are well-formed, in line order, and survive a write/parse round trip.
+            let list_text = format!("{}\n{} {}\n{}", g.text(), "abc1234", text, g.text());
+            if let Ok(list) = PatchList::parse(&list_text) {
+                assert!(
+                    list.entries.windows(2).all(|w| w[0].line < w[1].line),
+                    "{list_text:?}"
+                );
+                for e in &list.entries {
+                    assert!((4..=40).contains(&e.sha.len()), "{list_text:?}");
+                    assert!(e
+                        .sha
+                        .bytes()
+                        .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)));
+                }
+                let again =
+                    PatchList::parse(&list.to_text()).expect("bport's own list text parses");
+                let strip = |l: &PatchList| -> Vec<(String, String)> {
+                    l.entries
+                        .iter()
+                        .map(|e| (e.sha.clone(), e.subject.clone()))
+                        .collect()
+                };
+                assert_eq!(strip(&again), strip(&list), "{list_text:?}");
+            }
+            // Subjects: normalizing is idempotent.
+            let norm = git::normalize_subject(&text);
+            assert_eq!(git::normalize_subject(&norm), norm, "{text:?}");
+            let _ = git::commit_subject(&text);
+            // Trailers: every origin is 7-40 lower-case hex digits that the message contains.
+            let lower = text.to_ascii_lowercase();
+            for o in git::origins(&text) {
+                assert!((7..=40).contains(&o.hex.len()), "{text:?}");
+                assert!(o
+                    .hex
+                    .bytes()
+                    .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase()));
+                assert!(lower.contains(&o.hex), "{text:?}");
+            }
+            // Messages bport writes keep the original text.
+            let msg = super::super::message::picked_message(
+                &text,
+                "0123456789abcdef0123456789abcdef01234567",
+                true,
+                Some("Signed-off-by: A <a@b>"),
+            );
+            assert!(msg.starts_with(&text), "{text:?}");
+            let _ = git::patch_id_of_diff_text(text.as_bytes());
+        }
+    }
+
+    /// Every vendor prefix cut at every byte, followed by a multi-byte character: the exact shape of the issue 13
+    /// panic, exhaustively.
+    #[test]
+    fn prefixes_cut_by_multibyte_characters_do_not_panic() {
+        for prefix in [
+            "UPSTREAM:",
+            "BACKPORT:",
+            "FROMGIT:",
+            "FROMLIST:",
+            "ANDROID:",
+            "CHROMIUM:",
+            "[PATCH",
+        ] {
+            for cut in 0..=prefix.len() {
+                for c in ["é", "修", "🐛", "\u{301}"] {
+                    let subject = format!("{}{c}{} rest", &prefix[..cut], &prefix[cut..]);
+                    let norm = git::normalize_subject(&subject);
+                    assert!(!norm.is_empty(), "{subject:?}");
+                    let line = format!("abcdef0 {subject}");
+                    let list = PatchList::parse(&line).unwrap();
+                    assert_eq!(list.entries[0].subject, subject);
+                }
+            }
+        }
+        assert_eq!(git::normalize_subject("UPSTREAM: é"), "é");
+        assert_eq!(git::normalize_subject("[PATCH 修] 🐛 fix"), "🐛 fix");
+    }
 }

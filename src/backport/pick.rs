@@ -266,8 +266,14 @@ fn resolve_path(
     match (ours, theirs) {
         (Some(o), None) => Ok(conflict(ConflictKind::ModifyDelete, None, o.mode)),
         (None, Some(t)) => {
-            let content = blob(repo, t.oid)?;
-            Ok(conflict(ConflictKind::DeleteModify, Some(content), t.mode))
+            // A gitlink names a commit of another repository, never a blob of this one (issue 13: "reading blob
+            // <gitlink sha>"): git stages 1 and 3 and leaves the submodule's directory, with no file content.
+            let content = if t.mode == GITLINK {
+                None
+            } else {
+                Some(blob(repo, t.oid)?)
+            };
+            Ok(conflict(ConflictKind::DeleteModify, content, t.mode))
         }
         (Some(o), Some(t)) => {
             let is_file = |s: Side| s.mode & 0o170000 == 0o100000;
@@ -398,6 +404,9 @@ fn resolve_path(
         (None, None) => Ok(PathOutcome::Unchanged),
     }
 }
+
+/// The mode of a gitlink (a submodule's commit recorded in a tree).
+pub const GITLINK: u32 = 0o160000;
 
 /// The entry at `path` in `tree`, if it is not a directory.
 pub fn lookup(tree: &Tree<'_>, path: &str) -> Option<Side> {

@@ -89,7 +89,7 @@ pub fn open_repo() -> CliResult<git2::Repository> {
 /// Runs `bport apply`.
 pub fn run(args: ApplyArgs, ui: &Ui) -> CliResult<ExitCode> {
     let repo = open_repo()?;
-    let mut progress = CliProgress::new(ui);
+    let mut progress = CliProgress::new(ui, args.dry_run);
     let how = if args.cont {
         Some(Resume::Continue)
     } else if args.skip {
@@ -137,12 +137,14 @@ pub fn run(args: ApplyArgs, ui: &Ui) -> CliResult<ExitCode> {
     };
     let mut outcome = outcome;
     loop {
+        // Every path that returns an outcome saved the state naming its commits; what is still pending is durable.
+        progress.flush_durable();
         progress.bar.finish_and_clear();
         match render(&repo, outcome, ui, args.yes)? {
             Next::Exit(code) => return Ok(code),
             // The prompt's skip/abort/continue do exactly what the flag would, then report like it.
             Next::Resume(how) => {
-                progress = CliProgress::new(ui);
+                progress = CliProgress::new(ui, false);
                 outcome = backport::resume(&repo, how, &mut progress)?;
             }
         }
@@ -188,7 +190,7 @@ pub fn result_words(result: &StepResult) -> String {
         StepResult::Applied { because } => {
             format!(
                 "skipped (already applied: {}, {})",
-                because.rule,
+                applied_words(because),
                 &because.by.to_string()[..7]
             )
         }
@@ -198,19 +200,55 @@ pub fn result_words(result: &StepResult) -> String {
     }
 }
 
+/// The rule of a skip and, for a subject match, what confirmed it: `subject + same files`.
+pub fn applied_words(because: &backport::AppliedBecause) -> String {
+    match because.confirmed {
+        Some(c) => format!("{} + {c}", because.rule),
+        None => because.rule.to_string(),
+    }
+}
+
+/// How a step of a dry run reads: what *would* happen, never a commit id (the picks were made in memory and
+/// dropped).
+fn plan_words(result: &StepResult) -> String {
+    match result {
+        StepResult::Picked { .. } => "pick".to_owned(),
+        StepResult::Conflict { paths } => {
+            format!("pick, conflict predicted in {}", paths.join(", "))
+        }
+        StepResult::Applied { because } => format!(
+            "skip (already applied: {}, {})",
+            applied_words(because),
+            &because.by.to_string()[..7]
+        ),
+        StepResult::Empty => "skip (empty)".to_owned(),
+        StepResult::SkippedByUser => "skip (--skip)".to_owned(),
+    }
+}
+
 struct CliProgress<'u> {
     ui: &'u Ui,
     bar: indicatif::ProgressBar,
+    /// A dry run: each predicted step goes to stdout as soon as it is known (so a failure later keeps the plan
+    /// made so far), and nothing is said about commits.
+    dry_run: bool,
+    /// Status lines of a real run that are not durable yet: picks live in memory until the pack and the state
+    /// naming them are written (the `StateSaved` checkpoint). A run killed before that printed "picked as" for
+    /// commits that were then lost (issue 13); now the lines wait for the checkpoint.
+    /// `(is_warning, text)`, in the order they happened.
+    pending: Vec<(bool, String)>,
     picks: usize,
     crash_after_picks: Option<usize>,
     crash_at: Option<String>,
 }
 
 impl<'u> CliProgress<'u> {
-    fn new(ui: &'u Ui) -> Self {
+    fn new(ui: &'u Ui, dry_run: bool) -> Self {
         CliProgress {
             ui,
             bar: indicatif::ProgressBar::hidden(),
+            dry_run,
+            pending: Vec::new(),
             picks: 0,
             // Test-only fault injection (tests/it/apply.rs): die like a SIGKILL at a chosen point.
             crash_after_picks: std::env::var("BPORT_TEST_CRASH_AFTER_PICKS")
@@ -232,23 +270,40 @@ impl Progress for CliProgress<'_> {
             ambiguous_subject: true,
         } = step.action
         {
-            self.bar.suspend(|| {
-                self.ui.warn(format!(
-                    "{}: the subject occurs more than once in the list or on the branch and neither trailer nor \
-                     patch-id decided; picked it anyway",
-                    step_title(step)
-                ))
-            });
+            let warning = format!(
+                "{}: the subject occurs more than once in the list or on the branch and neither trailer nor \
+                 patch-id decided; {}",
+                step_title(step),
+                if self.dry_run { "it would be picked" } else { "picked it anyway" }
+            );
+            if self.dry_run {
+                self.bar.suspend(|| self.ui.warn(warning));
+            } else {
+                self.pending.push((true, warning));
+            }
         }
-        if !matches!(result, StepResult::Conflict { .. }) || self.ui.verbose > 0 {
+        if self.dry_run {
+            let line = format!(
+                "{}/{total} {}: {}",
+                index + 1,
+                step_title(step),
+                plan_words(result)
+            );
             self.bar.suspend(|| {
-                self.ui.status(format!(
+                let mut out = std::io::stdout().lock();
+                // A closed stdout (`| head`) must not abort the planning; the summary reports nothing more.
+                let _ = writeln!(out, "{line}");
+            });
+        } else if !matches!(result, StepResult::Conflict { .. }) || self.ui.verbose > 0 {
+            self.pending.push((
+                false,
+                format!(
                     "{}/{total} {}: {}",
                     index + 1,
                     step_title(step),
                     result_words(result)
-                ))
-            });
+                ),
+            ));
         }
         if matches!(result, StepResult::Picked { .. }) {
             self.picks += 1;
@@ -263,6 +318,9 @@ impl Progress for CliProgress<'_> {
     }
 
     fn checkpoint(&mut self, at: Checkpoint) {
+        if at == Checkpoint::StateSaved {
+            self.flush_durable();
+        }
         let name = match at {
             Checkpoint::PackWritten => "pack-written",
             Checkpoint::StateSaved => "state-saved",
@@ -272,6 +330,53 @@ impl Progress for CliProgress<'_> {
             std::process::abort();
         }
     }
+}
+
+impl CliProgress<'_> {
+    /// Prints the status lines whose steps are now durable.
+    fn flush_durable(&mut self) {
+        let lines = std::mem::take(&mut self.pending);
+        if !lines.is_empty() {
+            self.bar.suspend(|| {
+                for (warning, line) in lines {
+                    if warning {
+                        self.ui.warn(line);
+                    } else {
+                        self.ui.status(line);
+                    }
+                }
+            });
+        }
+    }
+}
+
+/// The one summary line of a dry run: picks, predicted conflicts, skips by rule.
+fn plan_summary(st: &backport::State) -> String {
+    let (mut picks, mut conflicts, mut by_rule) = (0, 0, std::collections::BTreeMap::new());
+    for r in st.results.iter().flatten() {
+        match r {
+            StepResult::Picked { .. } => picks += 1,
+            StepResult::Conflict { .. } => {
+                picks += 1;
+                conflicts += 1;
+            }
+            StepResult::Applied { because } => {
+                *by_rule.entry(because.rule.to_string()).or_insert(0) += 1
+            }
+            StepResult::Empty => *by_rule.entry("empty".to_owned()).or_insert(0) += 1,
+            StepResult::SkippedByUser => {}
+        }
+    }
+    let skips: usize = by_rule.values().sum();
+    let rules: Vec<String> = by_rule.iter().map(|(k, v)| format!("{k}: {v}")).collect();
+    let skip_part = if rules.is_empty() {
+        format!("{skips} to skip")
+    } else {
+        format!("{skips} to skip ({})", rules.join(", "))
+    };
+    format!(
+        "Plan: {picks} to pick ({conflicts} with predicted conflicts), {skip_part}; dry run, nothing was changed."
+    )
 }
 
 fn summary(st: &backport::State) -> String {
@@ -318,19 +423,13 @@ fn render(repo: &git2::Repository, outcome: Outcome, ui: &Ui, yes: bool) -> CliR
             Ok(Next::Exit(ExitCode::SUCCESS))
         }
         Outcome::DryRun(st) => {
+            // The steps were printed as they were predicted (CliProgress); the summary closes the plan.
             let mut out = std::io::stdout().lock();
-            let total = st.plan.steps.len();
-            for (i, (step, r)) in st.plan.steps.iter().zip(&st.results).enumerate() {
-                let what = match r {
-                    Some(StepResult::Picked { .. }) => "pick".to_owned(),
-                    Some(StepResult::Conflict { paths }) => {
-                        format!("pick, conflict predicted in {}", paths.join(", "))
-                    }
-                    Some(other) => result_words(other),
-                    None => "pick".to_owned(),
-                };
-                writeln!(out, "{}/{total} {}: {what}", i + 1, step_title(step))?;
-            }
+            writeln!(out, "{}", plan_summary(&st))?;
+            Ok(Next::Exit(ExitCode::SUCCESS))
+        }
+        Outcome::NothingToDo => {
+            ui.status("Nothing to do: the patch list has no commits.");
             Ok(Next::Exit(ExitCode::SUCCESS))
         }
         Outcome::Stopped(st, info) => {
@@ -452,6 +551,13 @@ impl From<backport::Error> for CliError {
             E::StateCorrupt { .. } => (Kind::Environment, Some("inspect .git/bport/state.json; `rm -r .git/bport` forgets the run")),
             E::BareRepository { .. } => (Kind::User, Some("run bport apply in a worktree")),
             E::UnbornHead => (Kind::User, None),
+            // A file bport must read or write: its path is in the message; the disk, not bport, is at fault.
+            E::Io { .. } => (Kind::Environment, Some("check that path's permissions and free space, then run the command again")),
+            E::Rerere(crate::rerere::Error::Git { source, .. }) => {
+                let (kind, hint) = repository_problem(source);
+                return inner_git((kind, hint), error);
+            }
+            E::Rerere(crate::rerere::Error::Io { .. }) => (Kind::Environment, None),
             _ => (Kind::Internal, None),
         };
         let mut e = CliError::new(kind, error);
@@ -472,6 +578,44 @@ fn error_kind_git(e: &git::Error) -> (Kind, Option<String>) {
         ),
         git::Error::NoIdentity { .. } => (Kind::Environment, Some("git config user.name 'Your Name'; git config user.email you@example.com".into())),
         git::Error::Io { .. } => (Kind::Environment, Some("check the free space and write permission of the repository's .git directory".into())),
+        git::Error::UntrackedInTheWay { .. } => (
+            Kind::User,
+            Some("move or remove them (nothing was overwritten; the picks so far are saved), then run `bport apply --continue`; `bport apply --abort` gives up the run".into()),
+        ),
+        git::Error::Git { source, .. } => repository_problem(source),
+    }
+}
+
+/// Classifies a libgit2 failure: a missing or damaged object, an unreadable ref, index or file is a problem of
+/// the repository (exit 4) that the message names (issue 13: these were "internal errors", exit 70); anything
+/// else is bport's.
+fn repository_problem(source: &git2::Error) -> (Kind, Option<String>) {
+    use git2::ErrorClass as C;
+    match source.class() {
+        C::Odb | C::Object | C::Zlib | C::Tree => (
+            Kind::Environment,
+            Some("the repository lacks or cannot read that object (a shallow or partial clone, or damage): \
+                  `git fsck` names what is wrong; fetch the missing history (git fetch --unshallow) or repair it"
+                .into()),
+        ),
+        C::Reference => (
+            Kind::Environment,
+            Some("a ref cannot be read: `git fsck` names it; fix or delete that file under .git/refs \
+                  (or its line in .git/packed-refs)"
+                .into()),
+        ),
+        C::Index => (
+            Kind::Environment,
+            Some("the index cannot be read: `git status` says why; `git reset` rebuilds it from HEAD".into()),
+        ),
+        C::Os | C::Filesystem => (
+            Kind::Environment,
+            Some("check the repository's permissions and free space".into()),
+        ),
+        _ if source.code() == git2::ErrorCode::NotFound => (
+            Kind::Environment,
+            Some("the repository lacks an object or ref bport needs: `git fsck` names it".into()),
+        ),
         _ => (Kind::Internal, None),
     }
 }

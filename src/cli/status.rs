@@ -30,7 +30,8 @@ pub fn run(_args: StatusArgs, _ui: &Ui) -> CliResult {
         Phase::Running => writeln!(
             out,
             "Interrupted at {}/{total}; run `bport apply --continue` or `bport apply --abort`",
-            st.position + 1
+            // After the last pick, before the branch moved (e.g. a file in the way of the checkout).
+            (st.position + 1).min(total)
         )?,
     }
     for (i, step) in st.plan.steps.iter().enumerate() {
@@ -41,7 +42,10 @@ pub fn run(_args: StatusArgs, _ui: &Ui) -> CliResult {
             }
             (Some(r), _) => super::apply::result_words(r),
             (None, backport::Action::Skip { because }) => {
-                format!("will skip (already applied: {})", because.rule)
+                format!(
+                    "will skip (already applied: {})",
+                    super::apply::applied_words(&because)
+                )
             }
             (None, backport::Action::Pick { .. }) => "pending".to_owned(),
         };

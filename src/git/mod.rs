@@ -14,10 +14,12 @@ mod tree_diff;
 
 pub use atomic::write_atomic;
 pub use pack_write::{write_pack, Written};
-pub use patch_id::{changed_paths, patch_id_of_commit, patch_id_of_diff_text, PatchId};
+pub use patch_id::{
+    changed_lines, changed_paths, patch_id_of_commit, patch_id_of_diff_text, PatchId,
+};
 pub use repo::{
     abbrev_len, check_clean, check_no_operation, commit_subject, committer, discover, short_id,
-    Operation,
+    untracked_in_the_way, worktree_change_ignored, Operation,
 };
 pub use trailers::{normalize_subject, origins, Origin, OriginForm};
 pub use tree_diff::{new_objects, tree_changes, Change, Side};
@@ -41,6 +43,13 @@ pub enum Error {
     #[error("the worktree has uncommitted changes: {}", paths.join(", "))]
     Dirty {
         /// The changed paths (at most a handful, for the message).
+        paths: Vec<String>,
+    },
+    /// Untracked files sit where the run must write tracked ones (git: "The following untracked working tree files
+    /// would be overwritten by merge").
+    #[error("untracked working tree files would be overwritten: {}", paths.join(", "))]
+    UntrackedInTheWay {
+        /// The untracked paths.
         paths: Vec<String>,
     },
     /// Another git operation (merge, rebase, cherry-pick, …) is in progress.

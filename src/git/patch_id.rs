@@ -64,6 +64,38 @@ pub fn changed_paths(repo: &Repository, commit: &Commit<'_>) -> Result<Vec<Strin
         .collect())
 }
 
+/// The lines `commit` adds and removes against its first parent, each with its `+`/`-` and without surrounding
+/// whitespace, sorted, repeats kept (a line a diff repeats in 22 files counts 22 times, so that generic lines cannot
+/// make two different diffs look alike): what a port must carry even when its context (so its patch-id) changed.
+/// The matcher uses it to confirm a subject match, for the few commits whose subjects match.
+pub fn changed_lines(repo: &Repository, commit: &Commit<'_>) -> Result<Vec<Vec<u8>>, Error> {
+    let mut text = Vec::new();
+    for change in &commit_changes(repo, commit)? {
+        file_diff_text(repo, change, &mut text)?;
+    }
+    let mut out: Vec<Vec<u8>> = Vec::new();
+    let mut in_hunk = false;
+    for line in text.split(|&b| b == b'\n') {
+        if line.starts_with(b"@@ ") {
+            in_hunk = true;
+            continue;
+        }
+        if line.starts_with(b"diff --git ") {
+            in_hunk = false;
+            continue;
+        }
+        if in_hunk && matches!(line.first(), Some(b'+' | b'-')) {
+            let body = line[1..].trim_ascii();
+            let mut l = Vec::with_capacity(body.len() + 1);
+            l.push(line[0]);
+            l.extend_from_slice(body);
+            out.push(l);
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
 /// Appends one file's diff as `git diff` prints it (the parts patch-id reads): header, mode lines, `index`,
 /// `---`/`+++`, hunks with 3 lines of context, or git's `Binary files … differ` line.
 fn file_diff_text(repo: &Repository, change: &Change, text: &mut Vec<u8>) -> Result<(), Error> {

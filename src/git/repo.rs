@@ -72,9 +72,11 @@ pub fn check_clean(repo: &Repository) -> Result<(), Error> {
     let statuses = repo
         .statuses(Some(&mut opts))
         .context_git(|| "reading the worktree status")?;
+    let index = repo.index().context_git(|| "reading the index")?;
     let dirty: Vec<String> = statuses
         .iter()
         .filter(|e| !e.status().is_empty() && e.status() != Status::IGNORED)
+        .filter(|e| !worktree_change_ignored(&index, e.status(), e.path_bytes()))
         .map(|e| String::from_utf8_lossy(e.path_bytes()).into_owned())
         .collect();
     if dirty.is_empty() {
@@ -86,6 +88,83 @@ pub fn check_clean(repo: &Repository) -> Result<(), Error> {
         }
         Err(Error::Dirty { paths })
     }
+}
+
+/// The index entry flag `git update-index --skip-worktree` and sparse checkout set (`CE_SKIP_WORKTREE`, in the
+/// extended flags).
+const SKIP_WORKTREE: u16 = 1 << 14;
+
+/// Whether a status entry is only a worktree difference of a path whose index entry says "skip the worktree": git
+/// never looks at such a file (a sparse checkout removes it), so `git status` is clean; libgit2's status does not
+/// know the flag and reports the path as deleted or modified (issue 13).
+pub fn worktree_change_ignored(index: &git2::Index, status: Status, path: &[u8]) -> bool {
+    let worktree_only = (Status::WT_MODIFIED | Status::WT_DELETED | Status::WT_TYPECHANGE)
+        .contains(status)
+        && !status.is_empty();
+    worktree_only
+        && index
+            .get_path(Path::new(&*String::from_utf8_lossy(path)), 0)
+            .is_some_and(|e| e.flags_extended & SKIP_WORKTREE != 0)
+}
+
+/// Untracked files that writing `to` over the worktree of `from` (HEAD's tree) would overwrite, plus those at
+/// `also` (paths a stop writes itself), sorted: git's "The following untracked working tree files would be
+/// overwritten". A path is in the way when the tree adds it (or a directory above it) and the worktree has a file,
+/// link or directory there that the index does not track and `.gitignore` does not ignore (ignored files are
+/// expendable to git's checkout, and to libgit2's).
+pub fn untracked_in_the_way(
+    repo: &Repository,
+    from: Option<&git2::Tree<'_>>,
+    to: &git2::Tree<'_>,
+    also: &[String],
+) -> Result<Vec<String>, Error> {
+    let Some(workdir) = repo.workdir() else {
+        return Ok(Vec::new());
+    };
+    let index = repo.index().context_git(|| "reading the index")?;
+    let mut added: Vec<String> = super::tree_changes(repo, from, Some(to))?
+        .into_iter()
+        .filter(|c| c.old.is_none() && c.new.is_some())
+        .map(|c| c.path)
+        .collect();
+    added.extend(also.iter().cloned());
+    let tracked = |path: &str| {
+        index.get_path(Path::new(path), 0).is_some()
+            // A tracked directory: some index entry lies below it.
+            || index.find_prefix(Path::new(&format!("{path}/"))).is_ok()
+    };
+    let mut out = Vec::new();
+    for path in added {
+        // The path itself, or a file where the tree needs one of its directories.
+        let mut prefix = String::new();
+        for (i, component) in path.split('/').enumerate() {
+            if i > 0 {
+                prefix.push('/');
+            }
+            prefix.push_str(component);
+            let full = workdir.join(&prefix);
+            let Ok(meta) = std::fs::symlink_metadata(&full) else {
+                break;
+            };
+            let last = prefix.len() == path.len();
+            if meta.is_dir() && !last {
+                continue;
+            }
+            // An empty directory holds nothing to lose (git leaves one behind for every submodule).
+            let empty_dir =
+                meta.is_dir() && std::fs::read_dir(&full).is_ok_and(|mut d| d.next().is_none());
+            if !empty_dir
+                && !tracked(&prefix)
+                && !repo.is_path_ignored(Path::new(&prefix)).unwrap_or(false)
+            {
+                out.push(prefix.clone());
+            }
+            break;
+        }
+    }
+    out.sort();
+    out.dedup();
+    Ok(out)
 }
 
 /// The committer identity git would use: `GIT_COMMITTER_NAME`/`EMAIL`/`DATE` first, then `user.name`/`user.email`.
@@ -115,7 +194,8 @@ fn parse_raw_date(s: &str) -> Option<git2::Time> {
     let mut parts = s.trim().trim_start_matches('@').split_whitespace();
     let secs: i64 = parts.next()?.parse().ok()?;
     let tz = parts.next().unwrap_or("+0000");
-    if parts.next().is_some() || tz.len() != 5 {
+    // ASCII only, so that the byte slices below cannot split a character of a malformed value.
+    if parts.next().is_some() || tz.len() != 5 || !tz.is_ascii() {
         return None;
     }
     let sign = match &tz[..1] {

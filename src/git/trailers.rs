@@ -42,8 +42,9 @@ pub struct Origin {
 impl Origin {
     /// Whether this origin names the commit `full_hex` (40 hex digits, any case).
     pub fn names(&self, full_hex: &str) -> bool {
-        full_hex.len() >= self.hex.len()
-            && full_hex[..self.hex.len()].eq_ignore_ascii_case(&self.hex)
+        full_hex
+            .get(..self.hex.len())
+            .is_some_and(|head| head.eq_ignore_ascii_case(&self.hex))
     }
 }
 
@@ -62,13 +63,13 @@ pub fn normalize_subject(subject: &str) -> String {
     loop {
         let before = s;
         for p in PREFIXES {
-            if s.len() >= p.len() && s[..p.len()].eq_ignore_ascii_case(p) {
-                s = s[p.len()..].trim_start();
+            if let Some(rest) = strip_prefix_ignore_ascii_case(s, p) {
+                s = rest.trim_start();
             }
         }
-        if s.len() >= 6 && s[..6].eq_ignore_ascii_case("[PATCH") {
-            if let Some(end) = s.find(']') {
-                s = s[end + 1..].trim_start();
+        if let Some(rest) = strip_prefix_ignore_ascii_case(s, "[PATCH") {
+            if let Some(end) = rest.find(']') {
+                s = rest[end + 1..].trim_start();
             }
         }
         if s == before {
@@ -76,6 +77,17 @@ pub fn normalize_subject(subject: &str) -> String {
         }
     }
     s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// `s` without `prefix` (compared ignoring ASCII case), if it starts with it.
+///
+/// Never slices `s` by the prefix's length: subjects are arbitrary UTF-8, and a multi-byte character straddling
+/// that length made `s[..len]` panic (issue 13: exit 101 on kernel subjects such as "ñ…" or "Ω…").
+fn strip_prefix_ignore_ascii_case<'a>(s: &'a str, prefix: &str) -> Option<&'a str> {
+    let head = s.as_bytes().get(..prefix.len())?;
+    // An ASCII prefix matched byte for byte ends on a char boundary, so the slice below cannot split a character.
+    head.eq_ignore_ascii_case(prefix.as_bytes())
+        .then(|| &s[prefix.len()..])
 }
 
 /// Every origin named in `message`, in order.

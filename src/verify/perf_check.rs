@@ -61,7 +61,8 @@ fn parse_header(line: &str) -> Option<PerfSample> {
     let (pid, tid) = words.next()?.split_once('/')?;
     let time = words.next()?.trim_end_matches(':');
     let (secs, frac) = time.split_once('.')?;
-    let micros: u64 = format!("{frac:0<6}")[..6].parse().ok()?;
+    // `get`, not `[..6]`: a malformed time with a multi-byte character there must not panic (issue 13 audit).
+    let micros: u64 = format!("{frac:0<6}").get(..6)?.parse().ok()?;
     Some(PerfSample {
         pid: pid.parse().ok()?,
         tid: tid.parse().ok()?,
@@ -191,6 +192,18 @@ mod tests {
                 })
                 .collect(),
         }
+    }
+
+    /// A header whose time has a multi-byte character where the microseconds are cut: no sample, no panic.
+    #[test]
+    fn malformed_times_with_multibyte_text_are_skipped() {
+        for time in ["12.00000é:", "12.é:", "12.ñññ:", "1.🐛"] {
+            assert!(
+                parse_header(&format!("4242/4242 {time}")).is_none(),
+                "{time}"
+            );
+        }
+        assert!(parse_header("4242/4242 12.5:").is_some());
     }
 
     #[test]

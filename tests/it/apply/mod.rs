@@ -4,6 +4,7 @@
 mod fast_path;
 mod git_equal;
 mod prompt;
+mod real_histories;
 mod recovery;
 mod skip_rules;
 mod workflow;

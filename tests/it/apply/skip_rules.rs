@@ -62,7 +62,7 @@ fn skip_rule_subject_with_edited_diff() {
             &t,
             1,
             &format!(
-                "skipped (already applied: subject, {})",
+                "skipped (already applied: subject + same files, 50% of lines, {})",
                 &vendor.to_string()[..7]
             )
         )),
@@ -254,7 +254,16 @@ fn presence_reports_each_entry_and_its_rule() {
     let list = PatchList::parse(&text).unwrap();
     let report = presence(&t.repo, "vendor", &list, Rules::default(), Some("master")).unwrap();
     let verdicts: Vec<Verdict> = report.iter().map(|p| p.verdict).collect();
-    let applied = |rule, by| Verdict::Applied(::bport::backport::AppliedBecause { rule, by });
+    use ::bport::backport::matcher::Confirmation;
+    let applied = |rule, by| {
+        Verdict::Applied(::bport::backport::AppliedBecause {
+            rule,
+            by,
+            // The subject match changes the same file as upstream's commit and removes its one removed line
+            // (half of its two changed lines), and says so.
+            confirmed: (rule == Rule::Subject).then_some(Confirmation::SameFiles { lines: 50 }),
+        })
+    };
     assert_eq!(
         verdicts,
         vec![

@@ -99,8 +99,8 @@ fn foo_bar_workflow_stops_resolves_continues_and_then_skips_by_subject() {
     assert_eq!(
         rerun.stderr,
         format!(
-            "1/2 {bar1} bar description: skipped (already applied: subject, {})\n\
-             2/2 {bar2} more bar description: skipped (already applied: subject, {})\n\
+            "1/2 {bar1} bar description: skipped (already applied: subject + same files, 100% of lines, {})\n\
+             2/2 {bar2} more bar description: skipped (already applied: subject + same files, 100% of lines, {})\n\
              Done: picked 0, skipped 2 (subject: 2).\n",
             short(&t, "HEAD~1"),
             short(&t, "HEAD"),
@@ -161,13 +161,16 @@ fn dry_run_predicts_and_touches_nothing() {
     assert_eq!(
         out.stdout,
         format!(
-            "1/4 {} bar: add notes: pick\n2/4 {} bar description: pick, conflict predicted in README\n3/4 {} more bar description: pick\n4/4 {} bar: more notes: pick\n",
+            "1/4 {} bar: add notes: pick\n2/4 {} bar description: pick, conflict predicted in README\n3/4 {} more bar description: pick\n4/4 {} bar: more notes: pick\n\
+             Plan: 4 to pick (1 with predicted conflicts), 0 to skip; dry run, nothing was changed.\n",
             s("bar~1"),
             s("bar~3"),
             s("bar~2"),
             s("bar")
         )
     );
+    // Nothing on stderr: no "picked as" for commits that never exist (issue 13).
+    assert_eq!(out.stderr, "");
     assert_eq!(t.snapshot(), before);
     assert!(!t.path().join(".git/bport").join("state.json").exists());
 }
