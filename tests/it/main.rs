@@ -6,6 +6,7 @@ mod apply;
 mod archive;
 mod cli_help;
 mod perf_data;
+mod real_programs;
 mod record;
 mod rerere;
 mod rerere_apply;

@@ -279,6 +279,11 @@ impl ElfInfo {
     /// table order). perf 6.1 built without libbfd asks addr2line for inline frames of every DWARF-unwound
     /// frame and shows this name as an `(inlined)` frame when it differs from its own symbol's name.
     pub fn addr2line_function(&self, svma: u64) -> Option<&str> {
+        self.addr2line_symbol(svma).map(|(name, _)| name)
+    }
+
+    /// [`ElfInfo::addr2line_function`] with the chosen symbol's address.
+    pub fn addr2line_symbol(&self, svma: u64) -> Option<(&str, u64)> {
         let section = self
             .alloc_sections
             .iter()
@@ -314,7 +319,7 @@ impl ElfInfo {
                 best = Some(b);
             }
         }
-        best.map(|b| b.name.as_str())
+        best.map(|b| (b.name.as_str(), b.start))
     }
 
     /// The symbol containing `svma`.

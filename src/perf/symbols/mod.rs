@@ -239,6 +239,11 @@ impl Dso {
     /// The function names GNU addr2line (`-f -i`) reports for `svma` from DWARF, innermost inlined function
     /// first, raw (not demangled); `None` without debug information for the address.
     pub fn inline_names(&self, svma: u64) -> Option<Vec<Option<String>>> {
+        let info = self.info.as_ref();
+        let symbol = |a: u64| {
+            info.and_then(|i| i.addr2line_symbol(a))
+                .map(|(n, s)| (n.to_owned(), s))
+        };
         self.dwarf
             .get_or_init(|| {
                 self.dwarf_source
@@ -246,7 +251,7 @@ impl Dso {
                     .and_then(|b| inline::InlineInfo::parse((**b).as_ref()))
             })
             .as_ref()?
-            .names(svma)
+            .names(svma, &symbol)
     }
 
     /// The DWARF unwind tables, built on first use (only DWARF-mode files need them).
