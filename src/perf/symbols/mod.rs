@@ -217,9 +217,10 @@ pub struct SymbolHit<'a> {
 impl Dso {
     /// The symbol containing `svma`.
     pub fn symbolize(&self, svma: u64) -> Option<SymbolHit<'_>> {
-        let sym = self.info.as_ref()?.lookup(svma)?;
+        let info = self.info.as_ref()?;
+        let sym = info.lookup(svma)?;
         Some(SymbolHit {
-            name: &sym.name,
+            name: info.symbol_name(sym),
             offset: svma - sym.start,
         })
     }
@@ -639,7 +640,11 @@ mod tests {
         // Mapping of the text segment at its link address: bias 0.
         assert_eq!(dso.bias(0x40_1000, 0x1000), Some(0));
         let info = dso.info.as_ref().unwrap();
-        let chain_c = info.symbols.iter().find(|s| &*s.name == "chain_c").unwrap();
+        let chain_c = info
+            .symbols
+            .iter()
+            .find(|s| info.raw_name(s) == "chain_c")
+            .unwrap();
         assert_eq!(
             dso.symbolize(chain_c.start + 4)
                 .map(|h| (h.name.to_string(), h.offset)),
@@ -708,7 +713,7 @@ mod tests {
         let sym = info
             .symbols
             .iter()
-            .find(|s| &*s.name == want)
+            .find(|s| &**info.symbol_name(s) == want)
             .expect("hex() is in the test binary");
         assert_eq!(
             dso.symbolize(sym.start + 1)
