@@ -215,3 +215,59 @@ fn cpp_demangling_equals_cxxfilt_on_every_libstdcxx_function() {
         differ.join("\n")
     );
 }
+
+#[test]
+fn vdso_frames_resolve_as_perf_does_with_and_without_a_recorded_build_id() {
+    if !oracle::require("perf", "apt-get install linux-perf")
+        || !oracle::require("gcc", "apt-get install gcc")
+    {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let exe = dir.path().join("vdso_clock");
+    // -fno-plt: no PLT stub frames, whose naming is another matter (the symbol choice of issue 12 item 8).
+    tool_ok(
+        "gcc",
+        &[
+            "-O2",
+            "-fno-omit-frame-pointer",
+            "-fno-plt",
+            "-o",
+            exe.to_str().unwrap(),
+            &format!("{PROGRAMS}/vdso_clock.c"),
+        ],
+        &[],
+        "",
+    );
+    // Pipe mode records no build-id for [vdso]: perf reads its own running vDSO (the same kernel's image).
+    let pipe = dir.path().join("pipe.data");
+    let status = oracle::perf(dir.path())
+        .args(["record", "-q", "-g", "-F", "4000", "-o", "-", "--"])
+        .arg(&exe)
+        .arg("0.3")
+        .stdout(std::fs::File::create(&pipe).unwrap())
+        .status()
+        .unwrap();
+    assert!(status.success(), "perf record -o - failed");
+    let (perf, ours) = both_scripts(dir.path(), &pipe);
+    assert!(
+        ours.contains("__vdso_clock_gettime+"),
+        "no resolved vdso frame:\n{ours}"
+    );
+    assert_same_lines(&perf, &ours, "pipe mode, running vdso");
+    // File mode with -N: the build-id is recorded but the cache has no copy, and perf 6.1 then leaves the
+    // frames unresolved rather than trust the running image.
+    let data = record(
+        dir.path(),
+        "no-cache",
+        &["-N", "-g", "-F", "4000"],
+        &exe,
+        "0.3",
+    );
+    let (perf, ours) = both_scripts(dir.path(), &data);
+    assert!(
+        ours.contains("[unknown] ([vdso])"),
+        "vdso frames resolved without the recorded build-id's image:\n{ours}"
+    );
+    assert_same_lines(&perf, &ours, "file mode, build-id recorded, not cached");
+}

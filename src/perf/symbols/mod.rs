@@ -30,6 +30,9 @@ use std::path::{Path, PathBuf};
 use std::rc::Rc;
 use std::sync::Arc;
 
+/// The candidate standing for the running kernel's vDSO image ([`FileLookup::running_vdso`]).
+const RUNNING_VDSO: &str = "(running vdso)";
+
 /// Bytes of a file: a map or an owned buffer.
 pub type FileBytes = Arc<dyn AsRef<[u8]> + Send + Sync>;
 
@@ -37,6 +40,12 @@ pub type FileBytes = Arc<dyn AsRef<[u8]> + Send + Sync>;
 pub trait FileLookup {
     /// The bytes of the file at `path`, or `None` when it does not exist or cannot be read.
     fn read(&self, path: &Path) -> Option<FileBytes>;
+
+    /// The image of the vDSO the running kernel maps into processes, or `None` (the default) when the
+    /// lookup has none.
+    fn running_vdso(&self) -> Option<FileBytes> {
+        None
+    }
 }
 
 /// The real file system. Regular files are mapped (through the perf.data reader's one mapping helper), not
@@ -55,6 +64,27 @@ impl AsRef<[u8]> for Mapped {
 }
 
 impl FileLookup for FsLookup {
+    /// This process's own `[vdso]` mapping, read through `/proc/self/mem` (the kernel maps the same image
+    /// into every process), as perf's `vdso__get_filename` copies its own into a temporary file.
+    fn running_vdso(&self) -> Option<FileBytes> {
+        use std::os::unix::fs::FileExt;
+        let maps = std::fs::read_to_string("/proc/self/maps").ok()?;
+        let range = maps
+            .lines()
+            .find(|l| l.ends_with("[vdso]"))?
+            .split_whitespace()
+            .next()?;
+        let (start, end) = range.split_once('-')?;
+        let start = u64::from_str_radix(start, 16).ok()?;
+        let end = u64::from_str_radix(end, 16).ok()?;
+        let mut image = vec![0u8; usize::try_from(end.checked_sub(start)?).ok()?];
+        std::fs::File::open("/proc/self/mem")
+            .ok()?
+            .read_exact_at(&mut image, start)
+            .ok()?;
+        Some(Arc::new(image))
+    }
+
     fn read(&self, path: &Path) -> Option<FileBytes> {
         let file = std::fs::File::open(path).ok()?;
         let meta = file.metadata().ok()?;
@@ -371,6 +401,14 @@ impl<L: FileLookup> Symbolizer<L> {
         }
         let own = self.with_symfs(Path::new(path));
         candidates.push((own.clone(), true));
+        // perf 6.1 reads `[vdso]` from the running kernel's vDSO (its own, copied to a temporary file) when the
+        // recording names no build-id for it, as pipe-mode files do; with a build-id recorded it only looks in
+        // the build-id cache (the header's build-id entry creates the DSO before any mmap could point it at
+        // the running image), and with --symfs the temporary file's path is looked up under the symfs.
+        let running_vdso = path == "[vdso]" && build_id.is_none() && self.options.symfs.is_none();
+        if running_vdso {
+            candidates.push((PathBuf::from(RUNNING_VDSO), true));
+        }
         for dir in &self.options.debug_dirs {
             let rel = Path::new(path).strip_prefix("/").unwrap_or(Path::new(path));
             candidates.push((dir.join(rel), false));
@@ -394,7 +432,12 @@ impl<L: FileLookup> Symbolizer<L> {
             if !seen.insert(cand.clone()) {
                 continue;
             }
-            let Some(bytes) = self.lookup.read(&cand) else {
+            let bytes = if running_vdso && cand == Path::new(RUNNING_VDSO) {
+                self.lookup.running_vdso()
+            } else {
+                self.lookup.read(&cand)
+            };
+            let Some(bytes) = bytes else {
                 continue;
             };
             found_any = true;
