@@ -271,3 +271,69 @@ fn vdso_frames_resolve_as_perf_does_with_and_without_a_recorded_build_id() {
     );
     assert_same_lines(&perf, &ours, "file mode, build-id recorded, not cached");
 }
+
+/// perf's report text without the random "(Tip: …)" block it ends each table with (a named deviation:
+/// bport prints no tip).
+fn strip_tip(t: &str) -> String {
+    let lines: Vec<&str> = t.lines().collect();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < lines.len() {
+        if i + 2 < lines.len()
+            && lines[i] == "#"
+            && lines[i + 1].starts_with("# (Tip:")
+            && lines[i + 2] == "#"
+        {
+            i += 3;
+            continue;
+        }
+        out.push(lines[i]);
+        i += 1;
+    }
+    out.join("\n")
+}
+
+#[test]
+fn cpp_template_program_report_equals_perf_report_children_and_self() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(exe) = build_templates(dir.path()) else {
+        return;
+    };
+    // Two events: the page faults of start-up come before the first clock tick, so a table per event in
+    // first-sample order would print page-faults first; perf prints the file's attr order.
+    let data = record(
+        dir.path(),
+        "report",
+        &[
+            "-e",
+            "cpu-clock/freq=4000/",
+            "-e",
+            "page-faults/period=20/",
+            "-g",
+        ],
+        &exe,
+        "0.4",
+    );
+    let d = data.to_str().unwrap();
+    for (perf_mode, ours_mode) in [
+        ("--children", None),
+        ("--no-children", Some("--no-children")),
+    ] {
+        let theirs = perf_ok(
+            dir.path(),
+            &["report", "-i", d, "--stdio", perf_mode, "-g", "none"],
+        );
+        let mut args = vec!["report", "-i", d, "--stdio"];
+        args.extend(ours_mode);
+        let ours = bport::run(dir.path(), &args);
+        assert_eq!(ours.code, Some(0), "{}", ours.transcript());
+        let cpu = ours.stdout.find("of event 'cpu-clock");
+        let faults = ours.stdout.find("of event 'page-faults");
+        assert!(
+            cpu.is_some() && faults.is_some() && cpu < faults,
+            "{}",
+            ours.stdout
+        );
+        assert_same_lines(&strip_tip(&theirs), &strip_tip(&ours.stdout), perf_mode);
+    }
+}

@@ -152,9 +152,14 @@ fn libiberty_style(mut d: String, top_level: bool) -> String {
             "basic_iostream",
         ),
     ];
-    for (short, full, base) in EXPANSIONS {
+    // Cheap guards first: this runs for every symbol a run hits.
+    let standard = d.contains("std::") && (d.contains("string") || d.contains("stream"));
+    for (short, full, base) in EXPANSIONS.iter().filter(|_| standard) {
         if d.contains(full) {
             d = d.replace(full, short);
+        }
+        if !d.contains(short) {
+            continue;
         }
         let last = &short["std::".len()..];
         for name in [last, base] {
@@ -179,7 +184,11 @@ fn libiberty_style(mut d: String, top_level: bool) -> String {
         ("(long long)", "ll"),
         ("(int)", ""),
     ];
-    for (cast, suffix) in LITERALS {
+    let casts = d.contains(')');
+    for (cast, suffix) in LITERALS.iter().filter(|_| casts) {
+        if !d.contains(cast) {
+            continue;
+        }
         let mut out = String::with_capacity(d.len());
         let mut rest = d.as_str();
         while let Some(pos) = rest.find(cast) {
