@@ -426,16 +426,8 @@ fn leading_underscores(name: &str) -> usize {
 /// and `b_name` are the names perf compares: demangled when it demangles (`dso__load_sym` demangles before
 /// `symbols__fixup_duplicate` chooses).
 fn a_is_better(a: &Candidate, a_name: &str, b: &Candidate, b_name: &str) -> bool {
-    if (a.size > 0) != (b.size > 0) {
-        return a.size > 0;
-    }
-    let (a_weak, b_weak) = (a.binding == STB_WEAK, b.binding == STB_WEAK);
-    if a_weak != b_weak {
-        return !a_weak;
-    }
-    let (a_global, b_global) = (a.binding == STB_GLOBAL, b.binding == STB_GLOBAL);
-    if a_global != b_global {
-        return a_global;
+    if let Some(decided) = decided_without_names(a, b) {
+        return decided;
     }
     let (ua, ub) = (leading_underscores(a_name), leading_underscores(b_name));
     if ua != ub {
@@ -445,6 +437,40 @@ fn a_is_better(a: &Candidate, a_name: &str, b: &Candidate, b_name: &str) -> bool
         return a_name.len() > b_name.len();
     }
     true
+}
+
+/// The part of `choose_best_symbol` that does not look at names: sized over zero-size, strong over weak,
+/// global over local.
+fn decided_without_names(a: &Candidate, b: &Candidate) -> Option<bool> {
+    if (a.size > 0) != (b.size > 0) {
+        return Some(a.size > 0);
+    }
+    let (a_weak, b_weak) = (a.binding == STB_WEAK, b.binding == STB_WEAK);
+    if a_weak != b_weak {
+        return Some(!a_weak);
+    }
+    let (a_global, b_global) = (a.binding == STB_GLOBAL, b.binding == STB_GLOBAL);
+    if a_global != b_global {
+        return Some(a_global);
+    }
+    None
+}
+
+/// Whether two mangled names differ only in a constructor or destructor variant (`C1`/`C2`, `D0`/`D1`/`D2`):
+/// the complete and base object versions g++ emits at one address, which demangle to the same text, so
+/// perf's choice between them falls to the first seen without demangling either.
+fn same_demangled_text(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    if a.len() != b.len() || !a.starts_with(b"_Z") {
+        return false;
+    }
+    let mut diffs = a.iter().zip(b).enumerate().filter(|(_, (x, y))| x != y);
+    match (diffs.next(), diffs.next()) {
+        (Some((i, (x, y))), None) => {
+            i > 0 && matches!(a[i - 1], b'C' | b'D') && x.is_ascii_digit() && y.is_ascii_digit()
+        }
+        _ => false,
+    }
 }
 
 /// One symbol per address, the best of each group of aliases, with its raw name in `names`. Only aliases are
@@ -471,16 +497,26 @@ fn select_symbols(
                 c.name.clone().into_owned()
             }
         };
-        let mut best_name = shown(&first);
+        // Names are demangled only when the cheaper rules leave the choice to them; `best_name` is the
+        // shown name of `best` once one was made.
+        let mut best_name: Option<String> = None;
         let mut best = first;
         while let Some(c) = rest.next_if(|c| c.start == best.start) {
-            let name = shown(&c);
-            if !a_is_better(&best, &best_name, &c, &name) {
+            let (keep, c_name) = match decided_without_names(&best, &c) {
+                Some(decided) => (decided, None),
+                None if same_demangled_text(&best.name, &c.name) => (true, None),
+                None => {
+                    let name = shown(&c);
+                    let current = best_name.get_or_insert_with(|| shown(&best));
+                    (a_is_better(&best, current, &c, &name), Some(name))
+                }
+            };
+            if !keep {
                 best = c;
-                best_name = name;
+                best_name = c_name;
             }
         }
-        kept.push((best, Some(best_name)));
+        kept.push((best, best_name));
     }
     let mut symbols: Vec<Symbol> = Vec::with_capacity(kept.len());
     for (i, (c, shown)) in kept.iter().enumerate() {
@@ -618,5 +654,24 @@ mod tests {
             assert_eq!(&**info.symbol_name(&info.symbols[1]), lazy);
             assert_eq!(info.raw_name(&info.symbols[1]), "_ZN4lazy4nameEv");
         }
+        // g++'s complete and base constructors share an address and demangle alike: the first is kept
+        // without demangling either.
+        assert!(same_demangled_text("_ZN3FooC2Ev", "_ZN3FooC1Ev"));
+        assert!(!same_demangled_text("_ZN3FooIvE1fEv", "_ZN3FooIiE1fEv"));
+        let mut info = ElfInfo {
+            demangle: true,
+            ..Default::default()
+        };
+        info.symbols = select_symbols(
+            vec![
+                c(0x60, 0x8, "_ZN3FooC2Ev", STB_GLOBAL),
+                c(0x60, 0x8, "_ZN3FooC1Ev", STB_GLOBAL),
+            ],
+            true,
+            &mut info.names,
+        );
+        assert_eq!(info.symbols[0].name.get(), None);
+        assert_eq!(info.raw_name(&info.symbols[0]), "_ZN3FooC2Ev");
+        assert_eq!(&**info.symbol_name(&info.symbols[0]), "Foo::Foo");
     }
 }
