@@ -168,7 +168,7 @@ fn main() {
         ),
         (
             "system-wide-dwarf",
-            vec!["-a", "-F", "50", "--call-graph", "dwarf"],
+            vec!["-a", "-F", "25", "--call-graph", "dwarf"],
             compile.to_vec(),
             1,
         ),

@@ -54,7 +54,9 @@ impl InlineInfo {
     /// that lands in it answers with the symbol containing the address; if that symbol starts where the
     /// function starts, the function takes the symbol's name for good, otherwise later queries answer with
     /// its DWARF name. Seen with addr2line 2.40 on a g++ -O2 program: an address of `__stable_sort<…>`
-    /// inlined into `main` answers `main` the first time and `__stable_sort<…>` the second.
+    /// inlined into `main` answers `main` the first time and `__stable_sort<…>` the second; and a
+    /// `__move_merge<…>` clone that took its symbol's name is reported so as the caller of inlined frames
+    /// later.
     pub fn names(
         &self,
         svma: u64,
@@ -62,8 +64,10 @@ impl InlineInfo {
     ) -> Option<Vec<Option<String>>> {
         let mut frames = self.ctx.find_frames(svma).skip_all_loads().ok()?;
         let mut names = Vec::new();
+        let mut dies = Vec::new();
         let mut innermost_die = None;
         while let Ok(Some(frame)) = frames.next() {
+            dies.push(frame.dw_die_offset);
             let function = frame.function.as_ref();
             let name = function.and_then(|f| f.raw_name().ok().map(|n| n.into_owned()));
             if names.is_empty() {
@@ -95,6 +99,19 @@ impl InlineInfo {
                         if let Some((n, _)) = found {
                             names[0] = Some(n);
                         }
+                    }
+                }
+            }
+        }
+        // A function that took a symbol's name keeps it as the caller of inlined frames too (bfd's
+        // `bfd_find_inliner_info` reports `caller_func->name`, the same funcinfo).
+        if names.len() > 1 && !self.named.borrow().is_empty() {
+            if let Some(unit) = self.ctx.find_dwarf_and_unit(svma).skip_all_loads() {
+                let unit_key = unit.unit as *const _ as usize;
+                let named = self.named.borrow();
+                for (name, die) in names.iter_mut().zip(&dies).skip(1) {
+                    if let Some(Some(symbol_name)) = die.and_then(|d| named.get(&(unit_key, d.0))) {
+                        *name = Some(symbol_name.clone());
                     }
                 }
             }
