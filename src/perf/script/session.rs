@@ -134,6 +134,13 @@ pub fn samples_with<'f, L: FileLookup>(
     // meanwhile, instead of when the first kernel frame is met.
     if let Some(bid) = resolver.kernel_build_id.clone() {
         resolver.symbolizer.prefetch_kernel(Some(&bid));
+    } else if file
+        .attrs()
+        .iter()
+        .any(|a| a.attr.flags & crate::perf::abi::ATTR_FLAG_EXCLUDE_KERNEL == 0)
+    {
+        // No build-id list (pipe mode, compressed files as read so far), but events that count in the kernel.
+        resolver.symbolizer.prefetch_kernel(None);
     }
     let events: Vec<Event> = file
         .attrs()

@@ -41,6 +41,15 @@ pub trait FileLookup {
     /// The bytes of the file at `path`, or `None` when it does not exist or cannot be read.
     fn read(&self, path: &Path) -> Option<FileBytes>;
 
+    /// A reader of `path` that can run on another thread, for a file worth reading in the background
+    /// (`/proc/kallsyms`); `None` (the default) when the lookup has no such reader.
+    fn background_reader(
+        &self,
+        _path: &Path,
+    ) -> Option<Box<dyn FnOnce() -> Option<FileBytes> + Send + 'static>> {
+        None
+    }
+
     /// The image of the vDSO the running kernel maps into processes, or `None` (the default) when the
     /// lookup has none.
     fn running_vdso(&self) -> Option<FileBytes> {
@@ -64,6 +73,14 @@ impl AsRef<[u8]> for Mapped {
 }
 
 impl FileLookup for FsLookup {
+    fn background_reader(
+        &self,
+        path: &Path,
+    ) -> Option<Box<dyn FnOnce() -> Option<FileBytes> + Send + 'static>> {
+        let path = path.to_path_buf();
+        Some(Box::new(move || FsLookup.read(&path)))
+    }
+
     /// This process's own `[vdso]` mapping, read through `/proc/self/mem` (the kernel maps the same image
     /// into every process), as perf's `vdso__get_filename` copies its own into a temporary file.
     fn running_vdso(&self) -> Option<FileBytes> {
@@ -585,11 +602,19 @@ impl<L: FileLookup> Symbolizer<L> {
         if self.kernel.is_some() || self.kernel_pending.is_some() {
             return;
         }
-        if let Some((_, bytes)) = self.kallsyms_source(build_id) {
-            self.kernel_pending = Some((
-                build_id.map(<[u8]>::to_vec),
-                Kallsyms::parse_in_background(bytes),
-            ));
+        let pending = match self.kallsyms_cached(build_id) {
+            Some((_, bytes)) => Some(Kallsyms::parse_in_background(bytes)),
+            None if self.running_kallsyms_matches(build_id) => {
+                let path = Path::new("/proc/kallsyms");
+                match self.lookup.background_reader(path) {
+                    Some(reader) => kallsyms::PendingKallsyms::read_in_background(reader),
+                    None => self.lookup.read(path).map(Kallsyms::parse_in_background),
+                }
+            }
+            None => None,
+        };
+        if let Some(pending) = pending {
+            self.kernel_pending = Some((build_id.map(<[u8]>::to_vec), pending));
         }
     }
 
@@ -610,34 +635,51 @@ impl<L: FileLookup> Symbolizer<L> {
 
     /// Where the kernel's symbols come from, in [`Symbolizer::kernel`]'s order, and the file's bytes.
     pub fn kallsyms_source(&self, build_id: Option<&[u8]>) -> Option<(PathBuf, FileBytes)> {
+        if let Some(found) = self.kallsyms_cached(build_id) {
+            return Some(found);
+        }
+        if self.running_kallsyms_matches(build_id) {
+            let p = PathBuf::from("/proc/kallsyms");
+            return self.lookup.read(&p).map(|b| (p, b));
+        }
+        None
+    }
+
+    /// `--kallsyms`, or the build-id cache's copy for `build_id`, read.
+    fn kallsyms_cached(&self, build_id: Option<&[u8]>) -> Option<(PathBuf, FileBytes)> {
         let read = |p: PathBuf| self.lookup.read(&p).map(|b| (p, b));
         if let Some(p) = &self.options.kallsyms {
             return read(p.clone());
         }
-        if let (Some(bid), Some(home)) = (build_id, &self.options.home) {
-            let base = home.join(".debug/.build-id").join(build_id_link(bid));
-            let direct = home
-                .join(".debug/[kernel.kallsyms]")
-                .join(hex(bid))
-                .join("kallsyms");
-            if let Some(found) = read(base.join("kallsyms")).or_else(|| read(direct)) {
-                return Some(found);
-            }
-        }
-        if self.options.running_kernel {
-            let running = self
-                .lookup
-                .read(Path::new("/sys/kernel/notes"))
-                .and_then(|n| kallsyms::build_id_from_notes((*n).as_ref()));
-            let matches = match (build_id, running) {
-                (Some(want), Some(have)) => want == have.as_slice(),
-                _ => true,
-            };
-            if matches {
-                return read(PathBuf::from("/proc/kallsyms"));
+        if self.options.kallsyms.is_none() {
+            if let (Some(bid), Some(home)) = (build_id, &self.options.home) {
+                let base = home.join(".debug/.build-id").join(build_id_link(bid));
+                let direct = home
+                    .join(".debug/[kernel.kallsyms]")
+                    .join(hex(bid))
+                    .join("kallsyms");
+                if let Some(found) = read(base.join("kallsyms")).or_else(|| read(direct)) {
+                    return Some(found);
+                }
             }
         }
         None
+    }
+
+    /// Whether `/proc/kallsyms` may stand for the recorded kernel: allowed, and the running kernel's build-id
+    /// is `build_id` (or either is unknown). Never with `--kallsyms`.
+    fn running_kallsyms_matches(&self, build_id: Option<&[u8]>) -> bool {
+        if self.options.kallsyms.is_some() || !self.options.running_kernel {
+            return false;
+        }
+        let running = self
+            .lookup
+            .read(Path::new("/sys/kernel/notes"))
+            .and_then(|n| kallsyms::build_id_from_notes((*n).as_ref()));
+        match (build_id, running) {
+            (Some(want), Some(have)) => want == have.as_slice(),
+            _ => true,
+        }
     }
 
     /// The JIT map `/tmp/perf-PID.map` of a process, loaded once.
