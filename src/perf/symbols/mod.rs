@@ -442,6 +442,7 @@ impl<L: FileLookup> Symbolizer<L> {
         let mut debug: Option<FileBytes> = None;
         let mut debuglink: Option<String> = None;
         let mut seen = std::collections::HashSet::new();
+        let mut parsed: Vec<(usize, Option<Vec<u8>>)> = Vec::new();
         let mut i = 0;
         while i < candidates.len() {
             let (cand, is_runtime) = candidates[i].clone();
@@ -458,6 +459,13 @@ impl<L: FileLookup> Symbolizer<L> {
                 continue;
             };
             found_any = true;
+            // The build-id cache's `elf` and the path itself are usually the same file: parse it once (a
+            // large DSO's symbol table was most of a short run).
+            let identity = ((*bytes).as_ref().len(), elf::build_id((*bytes).as_ref()));
+            if identity.1.is_some() && parsed.contains(&identity) {
+                continue;
+            }
+            parsed.push(identity);
             let info = match ElfInfo::parse_with((*bytes).as_ref(), self.options.demangle) {
                 Ok(info) => info,
                 Err(e) => {
