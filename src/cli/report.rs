@@ -1,4 +1,5 @@
-//! `bport report`: the overhead table of a perf.data file by comm, pid, dso and sym, as `perf report --stdio`.
+//! `bport report`: the overhead table of a perf.data file by comm, pid, dso and sym, as `perf report --stdio
+//! -g none` (Children and Self columns when the samples carry callchains, as perf's default).
 
 use super::script::open;
 use super::{CliError, CliResult, Kind};
@@ -32,6 +33,19 @@ pub struct ReportArgs {
     /// Look for every DSO under this directory (perf's --symfs).
     #[arg(long, value_name = "DIR")]
     pub symfs: Option<PathBuf>,
+
+    /// Children and Self columns: each entry also counts the samples whose callchain passes through it (perf's
+    /// default when the samples carry callchains).
+    #[arg(long, overrides_with = "no_children")]
+    pub children: bool,
+
+    /// One Overhead column: only the samples whose IP is in the entry.
+    #[arg(long, overrides_with = "children")]
+    pub no_children: bool,
+
+    /// Call-graph text under each row: only `none` (no graph) is supported; accepted for perf compatibility.
+    #[arg(short = 'g', long = "call-graph", value_parser = ["none"])]
+    pub call_graph: Option<String>,
 }
 
 pub fn run(args: ReportArgs) -> CliResult {
@@ -39,10 +53,19 @@ pub fn run(args: ReportArgs) -> CliResult {
     let mut script = Options::default();
     script.symbolizer.kallsyms = args.kallsyms.clone();
     script.symbolizer.symfs = args.symfs.clone();
+
+    // perf turns cumulation off when no event samples callchains (builtin-report.c
+    // `report__setup_sample_type`), and for a pipe, whose events it has not read at that point.
+    let has_callchains = !file.is_pipe()
+        && file
+            .attrs()
+            .iter()
+            .any(|a| a.attr.sample_type & crate::perf::abi::PERF_SAMPLE_CALLCHAIN != 0);
     let options = ReportOptions {
         script,
         sort: args.sort.clone(),
         dsos: args.dsos,
+        children: has_callchains && !args.no_children,
     };
     let tables = report::report(&file, &options).map_err(|e| CliError::new(Kind::User, e))?;
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());

@@ -1,10 +1,15 @@
-//! `perf report --stdio --no-children -g none`: the overhead table of a perf.data file by sort keys.
+//! `perf report --stdio -g none`: the overhead table of a perf.data file by sort keys, with perf's Children and
+//! Self columns when the samples carry callchains (`--no-children`: one Overhead column).
 //!
 //! Follows tools/perf/ui/stdio/hist.c (column headers, dotted rule, two-space separators, every column padded to
 //! its widest value) and util/sort.c (keys comm, pid, dso, sym; `[k]`/`[.]` symbol prefixes; unresolved symbols
-//! as `0x%016x`). Overhead is each entry's share of the event's total period, as perf computes it.
+//! as `0x%016x`). Overhead is each entry's share of the event's total period, as perf computes it. Children
+//! (util/hist.c `hist_entry_iter__cumulative`): a sample's period counts once for every distinct entry of its
+//! callchain, its IP's entry included; Self is the IP's entry only. Events print in the file's attr order.
+//! Not yet: perf's call-graph text under each row (perf's default with callchains; `-g none` turns it off).
 
 use crate::perf::data::PerfFile;
+use crate::perf::script::machine::module_short_name;
 use crate::perf::script::resolve::MISC_KERNEL;
 use crate::perf::script::session::{samples, ScriptError};
 use crate::perf::script::Options;
@@ -58,6 +63,8 @@ pub struct ReportOptions {
     pub sort: Vec<SortKey>,
     /// Only samples in these DSOs (short or long names), when set.
     pub dsos: Option<Vec<String>>,
+    /// Children and Self columns (perf's default when the samples carry callchains) instead of Overhead.
+    pub children: bool,
 }
 
 /// One event's table.
@@ -69,91 +76,231 @@ pub struct EventTable {
     pub samples: u64,
     /// Sum of periods.
     pub total_period: u64,
-    /// `(key values, period)`, sorted as perf prints them.
-    pub rows: Vec<(Vec<String>, u64)>,
+    /// Rows sorted as perf prints them.
+    pub rows: Vec<Row>,
+    /// Whether the rows carry Children (else only Self, printed as Overhead).
+    pub children: bool,
 }
 
-/// Computes the tables of every event with samples.
+/// One row of a table.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Row {
+    /// The sort keys' values, in column order.
+    pub keys: Vec<String>,
+    /// Period of the samples with a callchain entry in this row (its IP's included); 0 without `children`.
+    pub children: u64,
+    /// Period of the samples whose IP is in this row.
+    pub period: u64,
+}
+
+/// The row keys of one frame: comm, `pid:comm`, short DSO name, `[k]`/`[.]` and symbol.
+fn frame_keys(
+    sort: &[SortKey],
+    info: &crate::perf::script::SampleInfo,
+    frame: &crate::perf::script::Frame,
+    kernel: bool,
+) -> Vec<String> {
+    let dso_long = frame.dso_name();
+    // A kernel module named by its path (the build-id table's) keeps perf's short name `[name]`.
+    let dso_short = if kernel && dso_long.starts_with('/') {
+        module_short_name(dso_long)
+    } else {
+        dso_long.rsplit('/').next().unwrap_or(dso_long).to_owned()
+    };
+    sort.iter()
+        .map(|k| match k {
+            SortKey::Comm => info.comm.to_string(),
+            SortKey::Pid => format!("{:>7}:{}", info.pid, info.comm),
+            SortKey::Dso => dso_short.clone(),
+            SortKey::Sym => {
+                let level = if kernel { 'k' } else { '.' };
+                match &frame.sym {
+                    // sort.c writes an inline node's name with its ` (inlined)` mark.
+                    Some(s) if frame.inlined => format!("[{level}] {s} (inlined)"),
+                    Some(s) => format!("[{level}] {s}"),
+                    // `%-#.*llx`: C's `#` writes no `0x` before a zero.
+                    None if frame.addr == 0 => format!("[{level}] {:016x}", 0),
+                    None => format!("[{level}] {:#018x}", frame.addr),
+                }
+            }
+        })
+        .collect()
+}
+
+/// Whether a callchain frame is the kernel's (`[k]`): one in a kernel map; a frame no map covers keeps the
+/// level of the entry perf looked at before it. perf walks a sample's chain from the outermost caller inward
+/// (children mode orders callchains caller first) after the IP's own entry, and `fill_callchain_info` leaves
+/// the level alone for a frame without a map: so the outermost `[unknown]` of a sample taken in the kernel is
+/// `[k]`, even in the user part of the chain.
+fn frame_level(frame: &crate::perf::script::Frame, before: bool) -> bool {
+    match frame.dso.as_deref() {
+        None => before,
+        Some(d) => {
+            d.starts_with("[kernel") || frame.addr >= 0xffff_8000_0000_0000 && !frame.inlined
+        }
+    }
+}
+
+/// Computes the tables of every event with samples, in the file's attr order.
 pub fn report(file: &PerfFile, options: &ReportOptions) -> Result<Vec<EventTable>, ScriptError> {
     let mut it = samples(file, &options.script);
-    // (event, samples, total period, period per key)
-    type Acc = (String, u64, u64, HashMap<Vec<String>, u64>);
-    let mut tables: Vec<Acc> = Vec::new();
-    while let Some(item) = it.next_sample() {
-        let (info, _) = item?;
-        let frame = it.ip_frame(&info);
-        let dso_long = frame.dso_name().to_owned();
-        // A kernel module named by its path (the build-id table's) keeps perf's short name `[name]`.
-        let dso_short = if info.cpumode == MISC_KERNEL && dso_long.starts_with('/') {
-            crate::perf::script::machine::module_short_name(&dso_long)
-        } else {
-            dso_long.rsplit('/').next().unwrap_or(&dso_long).to_owned()
-        };
-        if let Some(list) = &options.dsos {
-            if !list.iter().any(|d| *d == dso_long || *d == dso_short) {
-                continue;
-            }
+    struct Acc {
+        attr_index: usize,
+        event: String,
+        samples: u64,
+        total_period: u64,
+        /// By the keys without the symbol's level (perf's `sort__sym_cmp` compares symbols, or addresses
+        /// for unresolved ones, not levels): the first entry's keys, Children and Self.
+        rows: HashMap<Vec<String>, (Vec<String>, u64, u64)>,
+    }
+    let sym_column = options.sort.iter().position(|k| *k == SortKey::Sym);
+    let merge_key = |keys: &[String]| -> Vec<String> {
+        let mut k = keys.to_vec();
+        if let Some(i) = sym_column {
+            k[i] = k[i].get(4..).unwrap_or_default().to_owned();
         }
-        let period = info.period.unwrap_or(1);
-        let key: Vec<String> = options
-            .sort
-            .iter()
-            .map(|k| match k {
-                SortKey::Comm => info.comm.to_string(),
-                SortKey::Pid => format!("{:>7}:{}", info.pid, info.comm),
-                SortKey::Dso => dso_short.clone(),
-                SortKey::Sym => {
-                    let level = if info.cpumode == MISC_KERNEL {
-                        'k'
-                    } else {
-                        '.'
-                    };
-                    match &frame.sym {
-                        Some(s) => format!("[{level}] {s}"),
-                        None if info.cpumode == MISC_KERNEL => {
-                            format!("[{level}] {:#018x}", it.kernel_report_address(frame.addr))
-                        }
-                        None => format!("[{level}] {:#018x}", frame.addr),
-                    }
-                }
-            })
-            .collect();
-        let index = match tables.iter().position(|t| *t.0 == *info.event) {
+        k
+    };
+    let mut tables: Vec<Acc> = Vec::new();
+    let wanted = |frame: &crate::perf::script::Frame| match &options.dsos {
+        None => true,
+        Some(list) => {
+            let long = frame.dso_name();
+            let short = long.rsplit('/').next().unwrap_or(long);
+            let module = long.contains(".ko").then(|| module_short_name(long));
+            list.iter()
+                .any(|d| d == long || d == short || module.as_deref() == Some(d.as_str()))
+        }
+    };
+    let mut seen: Vec<Vec<String>> = Vec::new();
+    while let Some(item) = it.next_sample() {
+        let (info, frames) = item?;
+        let mut frame = it.ip_frame(&info);
+        if frame.sym.is_none() && info.cpumode == MISC_KERNEL {
+            frame.addr = it.kernel_report_address(frame.addr);
+        }
+        // Without a PERIOD field every sample stands for the attr's fixed period (perf's
+        // `evsel__parse_sample` sets `data->period = evsel->core.attr.sample_period`).
+        let period = info.period.unwrap_or_else(|| {
+            file.attrs()
+                .get(info.attr_index)
+                .map(|a| &a.attr)
+                .filter(|a| a.flags & crate::perf::abi::ATTR_FLAG_FREQ == 0)
+                .map_or(1, |a| a.sample_period_or_freq.max(1))
+        });
+        let index = match tables.iter().position(|t| t.attr_index == info.attr_index) {
             Some(i) => i,
             None => {
-                tables.push((info.event.to_string(), 0, 0, HashMap::new()));
+                tables.push(Acc {
+                    attr_index: info.attr_index,
+                    event: info.event.to_string(),
+                    samples: 0,
+                    total_period: 0,
+                    rows: HashMap::new(),
+                });
                 tables.len() - 1
             }
         };
         let t = &mut tables[index];
-        t.1 += 1;
-        t.2 += period;
-        *t.3.entry(key).or_default() += period;
+        let key = frame_keys(&options.sort, &info, &frame, info.cpumode == MISC_KERNEL);
+        let self_wanted = wanted(&frame);
+        if !options.children && !self_wanted {
+            continue;
+        }
+        t.samples += 1;
+        t.total_period += period;
+        if self_wanted {
+            let row = t
+                .rows
+                .entry(merge_key(&key))
+                .or_insert_with(|| (key.clone(), 0, 0));
+            row.2 += period;
+            if options.children {
+                row.1 += period;
+            }
+        }
+        if options.children && info.has_callchain {
+            seen.clear();
+            seen.push(key);
+            let mut kernel = info.cpumode == MISC_KERNEL;
+            for f in frames.iter().rev() {
+                kernel = frame_level(f, kernel);
+                let shown;
+                let unresolved = if kernel && f.sym.is_none() {
+                    Some(it.kernel_report_address(f.addr))
+                } else {
+                    it.unresolved_address(&info, f)
+                };
+                let f = match unresolved {
+                    Some(addr) => {
+                        shown = crate::perf::script::Frame { addr, ..f.clone() };
+                        &shown
+                    }
+                    None => f,
+                };
+                let key = frame_keys(&options.sort, &info, f, kernel);
+                if seen.iter().any(|k| merge_key(k) == merge_key(&key)) || !wanted(f) {
+                    continue;
+                }
+                t.rows
+                    .entry(merge_key(&key))
+                    .or_insert_with(|| (key.clone(), 0, 0))
+                    .1 += period;
+                seen.push(key);
+            }
+        }
     }
+    tables.sort_by_key(|t| t.attr_index);
+    let keys = options.sort.clone();
     Ok(tables
         .into_iter()
-        .map(|(event, samples, total_period, rows)| {
-            let mut rows: Vec<(Vec<String>, u64)> = rows.into_iter().collect();
-            // Ties keep perf's key order: each key compared by its value, symbols by name (not by the [k]/[.]
-            // prefix), as sort.c's `se_sort` callbacks do.
-            let keys = options.sort.clone();
-            rows.sort_by(|a, b| {
-                b.1.cmp(&a.1).then_with(|| {
-                    keys.iter()
-                        .enumerate()
-                        .map(|(i, k)| match k {
-                            SortKey::Sym => a.0[i].get(4..).cmp(&b.0[i].get(4..)),
-                            _ => a.0[i].cmp(&b.0[i]),
-                        })
-                        .find(|o| o.is_ne())
-                        .unwrap_or(std::cmp::Ordering::Equal)
+        .map(|t| {
+            let mut rows: Vec<Row> = t
+                .rows
+                .into_values()
+                .map(|(keys, children, period)| Row {
+                    keys,
+                    children,
+                    period,
                 })
+                .collect();
+            // Children, then Self, then each key by its value, symbols by name (not by the [k]/[.] prefix),
+            // as sort.c's `se_sort` callbacks do.
+            rows.sort_by(|a, b| {
+                b.children
+                    .cmp(&a.children)
+                    .then(b.period.cmp(&a.period))
+                    .then_with(|| {
+                        keys.iter()
+                            .enumerate()
+                            .map(|(i, k)| match k {
+                                // An unresolved symbol or an address without a map sorts after every
+                                // named one (sort.c's `cmp_null`).
+                                SortKey::Sym => {
+                                    let (x, y) = (a.keys[i].get(4..), b.keys[i].get(4..));
+                                    let unresolved = |s: Option<&str>| {
+                                        s.is_some_and(|s| {
+                                            s.starts_with("0x") || s == "0000000000000000"
+                                        })
+                                    };
+                                    unresolved(x).cmp(&unresolved(y)).then(x.cmp(&y))
+                                }
+                                SortKey::Dso => {
+                                    let (x, y) = (&a.keys[i], &b.keys[i]);
+                                    (x == "[unknown]").cmp(&(y == "[unknown]")).then(x.cmp(y))
+                                }
+                                _ => a.keys[i].cmp(&b.keys[i]),
+                            })
+                            .find(|o| o.is_ne())
+                            .unwrap_or(std::cmp::Ordering::Equal)
+                    })
             });
             EventTable {
-                event,
-                samples,
-                total_period,
+                event: t.event,
+                samples: t.samples,
+                total_period: t.total_period,
                 rows,
+                children: options.children,
             }
         })
         .collect())
@@ -181,10 +328,13 @@ pub fn write_report(
         "# To display the perf.data header info, please use --header/--header-only options."
     )?;
     writeln!(out, "#")?;
-    for t in tables {
-        writeln!(out, "#")?;
-        writeln!(out, "# Total Lost Samples: 0")?;
-        writeln!(out, "#")?;
+    for (i, t) in tables.iter().enumerate() {
+        // perf states the lost samples once, before the first event's table.
+        if i == 0 {
+            writeln!(out, "#")?;
+            writeln!(out, "# Total Lost Samples: 0")?;
+            writeln!(out, "#")?;
+        }
         writeln!(
             out,
             "# Samples: {} of event '{}'",
@@ -199,31 +349,58 @@ pub fn write_report(
             .map(|(i, k)| {
                 t.rows
                     .iter()
-                    .map(|(v, _)| v[i].chars().count())
+                    // hist.c sizes the symbol column by the name alone (`namelen + 4`), without the
+                    // ` (inlined)` mark it then prints.
+                    .map(|r| {
+                        let v = &r.keys[i];
+                        let v = match k {
+                            SortKey::Sym => v.strip_suffix(" (inlined)").unwrap_or(v),
+                            _ => v,
+                        };
+                        v.chars().count()
+                    })
                     .max()
                     .unwrap_or(0)
                     .max(k.header().len())
             })
             .collect();
-        write!(out, "# Overhead")?;
+        if t.children {
+            write!(out, "# Children      Self")?;
+        } else {
+            write!(out, "# Overhead")?;
+        }
         for (k, &w) in sort.iter().zip(&widths) {
             write!(out, "  {:<w$}", k.header())?;
         }
         writeln!(out)?;
         write!(out, "# ........")?;
+        if t.children {
+            write!(out, "  ........")?;
+        }
         for w in &widths {
             write!(out, "  {}", ".".repeat(*w))?;
         }
         writeln!(out)?;
         writeln!(out, "#")?;
-        for (values, period) in &t.rows {
-            let pct = if t.total_period == 0 {
+        let pct = |v: u64| {
+            if t.total_period == 0 {
                 0.0
             } else {
-                *period as f64 * 100.0 / t.total_period as f64
-            };
-            write!(out, "{:>9.2}%", pct)?;
-            for ((v, &w), k) in values.iter().zip(&widths).zip(sort) {
+                v as f64 * 100.0 / t.total_period as f64
+            }
+        };
+        for row in &t.rows {
+            if t.children {
+                write!(
+                    out,
+                    "{:>9.2}%  {:>7.2}%",
+                    pct(row.children),
+                    pct(row.period)
+                )?;
+            } else {
+                write!(out, "{:>9.2}%", pct(row.period))?;
+            }
+            for ((v, &w), k) in row.keys.iter().zip(&widths).zip(sort) {
                 // sort.c pads every column with `%-*.*s` except the symbol, printed with `%-.*s`.
                 if *k == SortKey::Sym {
                     write!(out, "  {v}")?;
@@ -250,19 +427,22 @@ mod tests {
             samples: 1180,
             total_period: 1000,
             rows: vec![
-                (
-                    vec!["chain-fp".into(), "chain-fp".into(), "[.] chain_c".into()],
-                    994,
-                ),
-                (
-                    vec![
+                Row {
+                    keys: vec!["chain-fp".into(), "chain-fp".into(), "[.] chain_c".into()],
+                    children: 0,
+                    period: 994,
+                },
+                Row {
+                    keys: vec![
                         "chain-fp".into(),
                         "[kernel.kallsyms]".into(),
                         "[k] __get_user_8".into(),
                     ],
-                    6,
-                ),
+                    children: 0,
+                    period: 6,
+                },
             ],
+            children: false,
         };
         let mut out = Vec::new();
         write_report(&mut out, &[SortKey::Comm, SortKey::Dso, SortKey::Sym], &[t]).unwrap();

@@ -12,6 +12,7 @@ mod perf_data;
 mod pipe;
 mod probe;
 mod real_programs;
+mod real_symbols;
 mod record;
 mod rerere;
 mod script;

@@ -323,28 +323,30 @@ fn report_table_equals_perf_report() {
         }
         out.join("\n")
     };
-    for sort in ["comm,dso,sym", "comm,dso", "dso,sym", "pid,sym"] {
-        let theirs = perf_ok(
-            r.dir.path(),
-            &[
-                "report",
-                "-i",
-                d,
-                "--stdio",
-                "--sort",
-                sort,
-                "--no-children",
-                "-g",
-                "none",
-            ],
-        );
-        let ours = bport::run(
-            r.dir.path(),
-            &["report", "-i", d, "--stdio", "--sort", sort],
-        );
-        assert_eq!(ours.code, Some(0), "{}", ours.transcript());
-        assert_same_lines(&strip_tip(&theirs), &strip_tip(&ours.stdout), sort);
-        assert!(ours.stdout.contains("[.] chain_c") || !sort.contains("sym"));
+    // With callchains perf's default is Children and Self columns (issue 12 item 10); `-g none` leaves out the
+    // call-graph text bport does not print yet.
+    for mode in ["--no-children", "--children"] {
+        for sort in ["comm,dso,sym", "comm,dso", "dso,sym", "pid,sym"] {
+            let theirs = perf_ok(
+                r.dir.path(),
+                &[
+                    "report", "-i", d, "--stdio", "--sort", sort, mode, "-g", "none",
+                ],
+            );
+            let ours = bport::run(
+                r.dir.path(),
+                &["report", "-i", d, "--stdio", "--sort", sort, mode],
+            );
+            assert_eq!(ours.code, Some(0), "{}", ours.transcript());
+            let what = format!("{mode} {sort}");
+            assert_same_lines(&strip_tip(&theirs), &strip_tip(&ours.stdout), &what);
+            assert!(ours.stdout.contains("[.] chain_c") || !sort.contains("sym"));
+            assert_eq!(
+                ours.stdout.contains("# Children      Self"),
+                mode == "--children",
+                "{what}"
+            );
+        }
     }
 }
 

@@ -250,6 +250,13 @@ pub fn samples_with<'f, L: FileLookup>(
     // meanwhile, instead of when the first kernel frame is met.
     if let Some(bid) = resolver.kernel_build_id.clone() {
         resolver.symbolizer.prefetch_kernel(Some(&bid));
+    } else if file
+        .attrs()
+        .iter()
+        .any(|a| a.attr.flags & crate::perf::abi::ATTR_FLAG_EXCLUDE_KERNEL == 0)
+    {
+        // No build-id list (pipe mode, compressed files as read so far), but events that count in the kernel.
+        resolver.symbolizer.prefetch_kernel(None);
     }
     // A damaged tracing-data section costs the trace lines only (perf prints none either), with a warning.
     let (trace_events, trace_warning) =
@@ -562,6 +569,17 @@ impl<L: FileLookup> Samples<'_, L> {
             Some(m) if &*m.dso != "[kernel.kallsyms]" => (ip - m.start).wrapping_add(m.pgoff),
             _ => ip,
         }
+    }
+
+    /// The address of a callchain frame of the sample just returned, for a frame in a file map without a
+    /// symbol: its printed address is map-relative, and perf's report names such an entry by the address
+    /// itself (`fill_callchain_info`: `al->addr = node->ip`). `None` for any other frame.
+    pub fn unresolved_address(&self, info: &SampleInfo, frame: &Frame) -> Option<u64> {
+        if frame.sym.is_some() {
+            return None;
+        }
+        let dso = frame.dso.as_deref()?;
+        self.machine.user_maps(info.pid)?.unmap(dso, frame.addr)
     }
 
     /// The run's outcome after `samples` samples: the warnings gathered and the reader's.

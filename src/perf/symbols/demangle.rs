@@ -8,39 +8,174 @@ pub fn demangle(name: &str) -> String {
         // perf demangles the target's name, then appends `@plt`.
         return format!("{}@plt", demangle(base));
     }
-    if name.starts_with("_R") || name.starts_with("_ZN") {
-        // Compiler suffixes (`.warm`, `.cold`, `.llvm.123`) are dropped from Rust names, as perf shows them.
-        let base = name.split('.').next().unwrap_or(name);
-        if let Ok(d) = rustc_demangle::try_demangle(base) {
-            // `{:#}` drops the `::h<hash>` suffix, as perf's rust_demangle_sym does.
-            return format!("{d:#}");
-        }
+    if let Some(d) = demangle_rust(name) {
+        return d;
     }
     if name.starts_with("_Z") {
-        if let Ok(sym) = cpp_demangle::Symbol::new(name) {
-            let options = cpp_demangle::DemangleOptions::new()
-                .no_params()
-                .no_return_type();
-            if let Ok(d) = sym.demangle_with_options(&options) {
-                return libiberty_style(d);
-            }
+        if let Some(d) = demangle_cpp(name) {
+            return d;
         }
     }
     name.to_owned()
 }
 
+/// Rust names as perf 6.1 (libiberty's rust-demangle.c, then perf's `rust_demangle_sym`) shows them: without
+/// the `::h<hash>` suffix. Legacy names (`_ZN…17h<hash>E`) carry `.` inside their path (`_$LT$core..hash..sip`),
+/// so only a compiler suffix after the closing `E` is cut (`.llvm.<n>`, as perf shows
+/// `hashbrown::raw::RawTable<T,A>::reserve_rehash` for `…reserve_rehash17h…E.llvm.329…`); v0 names (`_R`) have
+/// no `.` of their own.
+fn demangle_rust(name: &str) -> Option<String> {
+    let base = if name.starts_with("_R") {
+        name.split('.').next().unwrap_or(name)
+    } else if name.starts_with("_ZN") {
+        match name.find(".llvm.") {
+            Some(i) => &name[..i],
+            None if name.ends_with('E') => name,
+            None => name.rfind("E.").map_or(name, |i| &name[..=i]),
+        }
+    } else {
+        return None;
+    };
+    let d = rustc_demangle::try_demangle(base).ok()?;
+    // `{:#}` drops the `::h<hash>` suffix, as perf's rust_demangle_sym does.
+    Some(format!("{d:#}"))
+}
+
+/// A C++ name without its parameter list, as libiberty's `cplus_demangle(name, DMGL_NO_OPTS)` writes it.
+fn demangle_cpp(name: &str) -> Option<String> {
+    if let Some(d) = demangle_thunk(name) {
+        return Some(d);
+    }
+    let options = cpp_demangle::DemangleOptions::new()
+        .no_params()
+        .no_return_type();
+    let demangle = |n: &str| {
+        cpp_demangle::Symbol::new(n)
+            .ok()
+            .and_then(|sym| sym.demangle_with_options(&options).ok())
+            .map(|d| libiberty_style(d, true))
+    };
+    if let Some(d) = demangle(name) {
+        return Some(d);
+    }
+    // cpp_demangle rejects some of what g++ writes into return types and parameters (`sr` with a qualified
+    // type, as in gcc's own `wi::bit_and<…>` or libstdc++'s `std::swap<Widget>`, whose `enable_if` return type
+    // is such an expression). perf prints neither, so the name alone, closed by a made-up `void` return type
+    // and parameter list, demangles to what perf shows. The function's name ends at an `E` (closing its
+    // template arguments or nested name); the shortest prefix that parses is that end, since a shorter one
+    // leaves a bracket open.
+    name.match_indices('E')
+        .map(|(i, _)| &name[..=i])
+        .find_map(|prefix| {
+            ["v", "vv"]
+                .iter()
+                .find_map(|tail| demangle(&format!("{prefix}{tail}")))
+        })
+}
+
+/// Thunks and transaction clones (`_ZTh`, `_ZTv`, `_ZTc`, `_ZGTt`): libiberty names the function they stand
+/// for as an inner, not top-level, encoding, so its parameters are written even without DMGL_PARAMS
+/// (`non-virtual thunk to std::iostream::~basic_iostream()`); cpp_demangle writes its own `{…thunk…}` form.
+fn demangle_thunk(name: &str) -> Option<String> {
+    // A call offset: `h <number> _` or `v <number> _ <number> _`, numbers with an optional `n` sign.
+    fn skip_offset(s: &str) -> Option<&str> {
+        fn number(s: &str) -> Option<&str> {
+            let s = s.strip_prefix('n').unwrap_or(s);
+            let digits = s.bytes().take_while(u8::is_ascii_digit).count();
+            (digits > 0).then(|| &s[digits..])?.strip_prefix('_')
+        }
+        match s.as_bytes().first()? {
+            b'h' => number(&s[1..]),
+            b'v' => number(number(&s[1..])?),
+            _ => None,
+        }
+    }
+    let (prefix, inner) = if let Some(rest) = name.strip_prefix("_ZGTt") {
+        ("transaction clone for ", rest)
+    } else if let Some(rest) = name.strip_prefix("_ZTc") {
+        (
+            "covariant return thunk to ",
+            skip_offset(skip_offset(rest)?)?,
+        )
+    } else if let Some(rest) = name.strip_prefix("_ZT") {
+        let kind = match rest.as_bytes().first()? {
+            b'h' => "non-virtual thunk to ",
+            b'v' => "virtual thunk to ",
+            _ => return None,
+        };
+        (kind, skip_offset(rest)?)
+    } else {
+        return None;
+    };
+    let sym = cpp_demangle::Symbol::new(format!("_Z{inner}")).ok()?;
+    let d = sym
+        .demangle_with_options(&cpp_demangle::DemangleOptions::new().no_return_type())
+        .ok()?;
+    Some(format!("{prefix}{}", libiberty_style(d, false)))
+}
+
 /// Rewrites the spots where cpp_demangle's text differs from libiberty's (which perf 6.1 uses) without
 /// parameters: the function's cv-qualifiers go with the (omitted) parameter list, and integer template
 /// arguments are written `8u`, `8ul`, not `(unsigned int)8`.
-fn libiberty_style(mut d: String) -> String {
+fn libiberty_style(mut d: String, top_level: bool) -> String {
     while let Some(len) = [" const", " volatile", " &&", " &"]
         .iter()
         .find_map(|q| d.strip_suffix(q).map(str::len))
+        .filter(|_| top_level)
     {
         d.truncate(len);
     }
     // An empty template parameter pack: cpp_demangle writes `<T, >`, libiberty `<T>`.
     d = d.replace(", >", ">");
+    // The standard abbreviations (`Ss`, `Si`, `So`, `Sd`): libiberty without DMGL_VERBOSE writes the short
+    // name (cpp_demangle only does for `Ss`), but the full expansion when a constructor or destructor follows
+    // (cp-demangle.c `d_substitution` peeks at `C`/`D`), whose name is then the template's.
+    const EXPANSIONS: [(&str, &str, &str); 4] = [
+        (
+            "std::string",
+            "std::basic_string<char, std::char_traits<char>, std::allocator<char> >",
+            "basic_string",
+        ),
+        (
+            "std::istream",
+            "std::basic_istream<char, std::char_traits<char> >",
+            "basic_istream",
+        ),
+        (
+            "std::ostream",
+            "std::basic_ostream<char, std::char_traits<char> >",
+            "basic_ostream",
+        ),
+        (
+            "std::iostream",
+            "std::basic_iostream<char, std::char_traits<char> >",
+            "basic_iostream",
+        ),
+    ];
+    // Cheap guards first: this runs for every symbol a run hits.
+    let standard = d.contains("std::") && (d.contains("string") || d.contains("stream"));
+    for (short, full, base) in EXPANSIONS.iter().filter(|_| standard) {
+        if d.contains(full) {
+            d = d.replace(full, short);
+        }
+        if !d.contains(short) {
+            continue;
+        }
+        let last = &short["std::".len()..];
+        for name in [last, base] {
+            for tilde in ["", "~"] {
+                let from = format!("{short}::{tilde}{name}");
+                d = replace_whole(&d, &from, &format!("{full}::{tilde}{base}"));
+            }
+        }
+    }
+    if d.contains("std::nullptr_t") {
+        // `Dn`: libiberty writes `decltype(nullptr)`.
+        d = d.replace("std::nullptr_t", "decltype(nullptr)");
+    }
+    if d.contains('&') {
+        d = parenthesize_function_addresses(&d);
+    }
     const LITERALS: [(&str, &str); 6] = [
         ("(unsigned int)", "u"),
         ("(unsigned long)", "ul"),
@@ -49,7 +184,11 @@ fn libiberty_style(mut d: String) -> String {
         ("(long long)", "ll"),
         ("(int)", ""),
     ];
-    for (cast, suffix) in LITERALS {
+    let casts = d.contains(')');
+    for (cast, suffix) in LITERALS.iter().filter(|_| casts) {
+        if !d.contains(cast) {
+            continue;
+        }
         let mut out = String::with_capacity(d.len());
         let mut rest = d.as_str();
         while let Some(pos) = rest.find(cast) {
@@ -71,6 +210,86 @@ fn libiberty_style(mut d: String) -> String {
         d = out;
     }
     d
+}
+
+/// `s` with every `from` that does not continue into a longer identifier replaced by `to`.
+fn replace_whole(s: &str, from: &str, to: &str) -> String {
+    if !s.contains(from) {
+        return s.to_owned();
+    }
+    let mut out = String::with_capacity(s.len() + to.len());
+    let mut rest = s;
+    while let Some(pos) = rest.find(from) {
+        let after = &rest[pos + from.len()..];
+        let whole = !after
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_alphanumeric() || c == '_');
+        out.push_str(&rest[..pos]);
+        out.push_str(if whole { to } else { from });
+        rest = after;
+    }
+    out.push_str(rest);
+    out
+}
+
+/// A template argument that is a function's address: cpp_demangle writes `&f(int)`, libiberty `&(f(int))`
+/// (gcc's `hash_table<…>::traverse<void*, &(reset_indirect_string(indirect_string_node**, void*))>`).
+fn parenthesize_function_addresses(d: &str) -> String {
+    let bytes = d.as_bytes();
+    let mut out = String::with_capacity(d.len() + 8);
+    let mut copied = 0;
+    let mut i = 0;
+    while i < bytes.len() {
+        let starts_argument = i > 0 && matches!(bytes[i - 1], b'<' | b' ');
+        let next_is_name = bytes
+            .get(i + 1)
+            .is_some_and(|c| c.is_ascii_alphabetic() || *c == b'_');
+        if bytes[i] == b'&' && starts_argument && next_is_name {
+            // The name (with any template arguments), then its parameter list.
+            let mut j = i + 1;
+            let mut angle = 0usize;
+            while j < bytes.len() {
+                match bytes[j] {
+                    b'<' => angle += 1,
+                    b'>' if angle > 0 => angle -= 1,
+                    b'(' if angle == 0 => break,
+                    b',' | b'>' if angle == 0 => break,
+                    _ => {}
+                }
+                j += 1;
+            }
+            if bytes.get(j) == Some(&b'(') {
+                let mut depth = 0usize;
+                let mut k = j;
+                while k < bytes.len() {
+                    match bytes[k] {
+                        b'(' => depth += 1,
+                        b')' => {
+                            depth -= 1;
+                            if depth == 0 {
+                                break;
+                            }
+                        }
+                        _ => {}
+                    }
+                    k += 1;
+                }
+                if k < bytes.len() {
+                    out.push_str(&d[copied..=i]);
+                    out.push('(');
+                    out.push_str(&d[i + 1..=k]);
+                    out.push(')');
+                    copied = k + 1;
+                    i = k + 1;
+                    continue;
+                }
+            }
+        }
+        i += 1;
+    }
+    out.push_str(&d[copied..]);
+    out
 }
 
 #[cfg(test)]
@@ -100,6 +319,47 @@ mod tests {
         assert_eq!(
             demangle("_ZN4llvm11SmallVectorIPiLj8EE4growEv"),
             "llvm::SmallVector<int*, 8u>::grow"
+        );
+    }
+
+    #[test]
+    fn rust_legacy_names_with_dots_and_suffixes() {
+        // perf 6.1 on a rustc 1.95 binary built with -C symbol-mangling-version=legacy.
+        assert_eq!(
+            demangle("_ZN71_$LT$core..hash..sip..Hasher$LT$S$GT$$u20$as$u20$core..hash..Hasher$GT$5write17h3d3250e3e202ededE"),
+            "<core::hash::sip::Hasher<S> as core::hash::Hasher>::write"
+        );
+        assert_eq!(
+            demangle("_ZN9hashbrown3raw21RawTable$LT$T$C$A$GT$14reserve_rehash17hf8b5b9d04be6436fE.llvm.3294895243709954340"),
+            "hashbrown::raw::RawTable<T,A>::reserve_rehash"
+        );
+    }
+
+    #[test]
+    fn cpp_names_cpp_demangle_rejects_or_writes_differently() {
+        // perf 6.1 (libstdc++ 12, inlined in a g++ -O2 program): the return type is an `sr` expression.
+        assert_eq!(
+            demangle("_ZSt4swapI6WidgetENSt9enable_ifIXsrSt6__and_IJSt6__not_ISt15__is_tuple_likeIT_EESt21is_move_constructibleIS5_ESt18is_move_assignableIS5_EEE5valueEvE4typeERS5_SF_"),
+            "std::swap<Widget>"
+        );
+        // gcc 12's cc1plus, checked with c++filt -p.
+        assert_eq!(
+            demangle("_ZN2wi3absI16generic_wide_intI20wide_int_ref_storageILb0ELb0EEEEENS_13binary_traitsIT_S6_XsrNS_10int_traitsIS6_EE14precision_typeEXsrS8_14precision_typeEE11result_typeERKS6_"),
+            "wi::abs<generic_wide_int<wide_int_ref_storage<false, false> > >"
+        );
+        assert_eq!(
+            demangle("_ZN10hash_tableI13cselib_hasherLb0E11xcallocatorE8traverseIP8_IO_FILEXadL_Z15dump_cselib_valPP10cselib_valS5_EEEEvT_"),
+            "hash_table<cselib_hasher, false, xcallocator>::traverse<_IO_FILE*, &(dump_cselib_val(cselib_val**, _IO_FILE*))>"
+        );
+        // libstdc++: abbreviations, constructors of them, thunks.
+        assert_eq!(demangle("_ZNSi6gcountEv"), "std::istream::gcount");
+        assert_eq!(
+            demangle("_ZNSsC1Ev"),
+            "std::basic_string<char, std::char_traits<char>, std::allocator<char> >::basic_string"
+        );
+        assert_eq!(
+            demangle("_ZThn16_NSdD1Ev"),
+            "non-virtual thunk to std::basic_iostream<char, std::char_traits<char> >::~basic_iostream()"
         );
     }
 }

@@ -9,17 +9,24 @@
 use object::elf::{PT_LOAD, STB_GLOBAL, STB_WEAK, STT_FUNC, STT_GNU_IFUNC, STT_NOTYPE};
 use object::read::elf::{ElfFile, FileHeader, ProgramHeader, SectionHeader, Sym};
 use object::{Endianness, Object, SectionIndex};
+use std::borrow::Cow;
+use std::cell::OnceCell;
+use std::rc::Rc;
 
-/// One symbol: `[start, end)` in svma space.
+/// One symbol: `[start, end)` in svma space. Its name is [`ElfInfo::symbol_name`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Symbol {
     /// First address.
     pub start: u64,
     /// One past the last address.
     pub end: u64,
-    /// The name (raw, or demangled once the [`super::Symbolizer`] loaded it); shared, since every frame that
-    /// hits the symbol carries it.
-    pub name: std::rc::Rc<str>,
+    /// The raw name's place in [`ElfInfo`]'s name arena.
+    raw: (u32, u32),
+    /// The name as printed (demangled when the info demangles), made on the first hit: a large C++ or Rust
+    /// DSO has 10⁴–10⁵ symbols and a run hits few of them, and demangling them all up front was most of
+    /// `bport script`'s time on system-wide recordings (issue 12 item 13). Shared, since every frame that hits
+    /// the symbol carries it.
+    name: OnceCell<Rc<str>>,
 }
 
 /// A `PT_LOAD` segment: maps file offsets to svmas.
@@ -52,6 +59,10 @@ pub struct ElfInfo {
     pub has_debug_info: bool,
     /// Symbols as GNU addr2line sees them, sorted by (address, table order).
     bfd_symbols: Vec<BfdSymbol>,
+    /// Every raw symbol name, back to back: one allocation instead of one per symbol.
+    names: String,
+    /// Whether [`ElfInfo::symbol_name`] demangles.
+    demangle: bool,
     /// `SHF_ALLOC` sections: (index, start, end), in section order.
     alloc_sections: Vec<(usize, u64, u64)>,
 }
@@ -66,7 +77,8 @@ struct BfdSymbol {
     notype: bool,
     section: usize,
     order: usize,
-    name: String,
+    /// Place in the name arena.
+    name: (u32, u32),
 }
 
 /// Why an ELF file could not be read.
@@ -78,11 +90,18 @@ pub enum ElfError {
     Parse(#[from] object::Error),
 }
 
-struct Candidate {
+struct Candidate<'a> {
     start: u64,
     size: u64,
-    name: String,
+    name: Cow<'a, str>,
     binding: object::elf::SymbolBind,
+}
+
+/// Appends `name` to the arena and returns its place.
+fn intern(names: &mut String, name: &str) -> (u32, u32) {
+    let at = names.len() as u32;
+    names.push_str(name);
+    (at, name.len() as u32)
 }
 
 /// The `PT_LOAD` segments of an ELF image, without parsing its symbols.
@@ -164,7 +183,7 @@ impl ElfInfo {
     fn parse_as<H: FileHeader<Endian = Endianness>>(
         data: &[u8],
         demangle: bool,
-        plt: Option<Vec<Candidate>>,
+        plt: Option<Vec<Candidate<'static>>>,
     ) -> Result<Self, ElfError> {
         let file = ElfFile::<H>::parse(data)?;
         let endian = file.endian();
@@ -172,6 +191,7 @@ impl ElfInfo {
         let mut info = ElfInfo {
             build_id: file.build_id().ok().flatten().map(<[u8]>::to_vec),
             elf_type: header.e_type(endian).0,
+            demangle,
             ..Default::default()
         };
         for ph in file.elf_program_headers() {
@@ -215,6 +235,7 @@ impl ElfInfo {
                     sym.name(endian, table.strings()),
                 ) {
                     let size: u64 = sym.st_size(endian).into();
+                    let name = intern(&mut info.names, &String::from_utf8_lossy(name));
                     info.bfd_symbols.push(BfdSymbol {
                         start: sym.st_value(endian).into(),
                         size: size.max(1),
@@ -222,7 +243,7 @@ impl ElfInfo {
                         notype: kind == STT_NOTYPE,
                         section: sec.0,
                         order,
-                        name: String::from_utf8_lossy(name).into_owned(),
+                        name,
                     });
                 }
             }
@@ -244,7 +265,7 @@ impl ElfInfo {
             candidates.push(Candidate {
                 start: sym.st_value(endian).into(),
                 size: sym.st_size(endian).into(),
-                name: String::from_utf8_lossy(name).into_owned(),
+                name: String::from_utf8_lossy(name),
                 binding: sym.st_bind(),
             });
         }
@@ -264,13 +285,31 @@ impl ElfInfo {
             Some(plt) => candidates.extend(plt),
             None => synthesize_plt::<H>(&file, endian, &mut candidates),
         }
-        if demangle {
-            for c in &mut candidates {
-                c.name = super::demangle::demangle(&c.name);
-            }
-        }
-        info.symbols = select_symbols(candidates);
+        info.symbols = select_symbols(candidates, demangle, &mut info.names);
+        info.names.shrink_to_fit();
         Ok(info)
+    }
+
+    /// The name of `sym` (one of [`ElfInfo::symbols`]) as perf prints it: demangled when the info was parsed
+    /// with demangling, made on the first call.
+    pub fn symbol_name<'s>(&'s self, sym: &'s Symbol) -> &'s Rc<str> {
+        sym.name.get_or_init(|| {
+            let raw = self.raw_name(sym);
+            if self.demangle {
+                Rc::from(super::demangle::demangle(raw))
+            } else {
+                Rc::from(raw)
+            }
+        })
+    }
+
+    /// The name of `sym` as the symbol table has it.
+    pub fn raw_name(&self, sym: &Symbol) -> &str {
+        self.arena(sym.raw)
+    }
+
+    fn arena(&self, (at, len): (u32, u32)) -> &str {
+        &self.names[at as usize..(at + len) as usize]
     }
 
     /// The function name GNU addr2line (`-f`, binutils 2.40) reports for `svma` when the file has no debug
@@ -279,6 +318,11 @@ impl ElfInfo {
     /// table order). perf 6.1 built without libbfd asks addr2line for inline frames of every DWARF-unwound
     /// frame and shows this name as an `(inlined)` frame when it differs from its own symbol's name.
     pub fn addr2line_function(&self, svma: u64) -> Option<&str> {
+        self.addr2line_symbol(svma).map(|(name, _)| name)
+    }
+
+    /// [`ElfInfo::addr2line_function`] with the chosen symbol's address.
+    pub fn addr2line_symbol(&self, svma: u64) -> Option<(&str, u64)> {
         let section = self
             .alloc_sections
             .iter()
@@ -314,7 +358,7 @@ impl ElfInfo {
                 best = Some(b);
             }
         }
-        best.map(|b| b.name.as_str())
+        best.map(|b| (self.arena(b.name), b.start))
     }
 
     /// The symbol containing `svma`.
@@ -352,7 +396,7 @@ impl ElfInfo {
 fn synthesize_plt<H: FileHeader<Endian = Endianness>>(
     file: &ElfFile<'_, H>,
     endian: Endianness,
-    out: &mut Vec<Candidate>,
+    out: &mut Vec<Candidate<'_>>,
 ) {
     use object::read::elf::Rela;
     let sections = file.elf_section_table();
@@ -381,7 +425,7 @@ fn synthesize_plt<H: FileHeader<Endian = Endianness>>(
         out.push(Candidate {
             start: base + i as u64 * entry,
             size: entry,
-            name: format!("{}@plt", String::from_utf8_lossy(name)),
+            name: Cow::Owned(format!("{}@plt", String::from_utf8_lossy(name))),
             binding: STB_GLOBAL,
         });
     }
@@ -391,57 +435,121 @@ fn leading_underscores(name: &str) -> usize {
     name.bytes().take_while(|&b| b == b'_').count()
 }
 
-/// perf's `choose_best_symbol`: true when `a` should be kept over `b` (both start at one address).
-fn a_is_better(a: &Candidate, b: &Candidate) -> bool {
-    if (a.size > 0) != (b.size > 0) {
-        return a.size > 0;
+/// perf's `choose_best_symbol`: true when `a` should be kept over `b` (both start at one address). `a_name`
+/// and `b_name` are the names perf compares: demangled when it demangles (`dso__load_sym` demangles before
+/// `symbols__fixup_duplicate` chooses).
+fn a_is_better(a: &Candidate, a_name: &str, b: &Candidate, b_name: &str) -> bool {
+    if let Some(decided) = decided_without_names(a, b) {
+        return decided;
     }
-    let (a_weak, b_weak) = (a.binding == STB_WEAK, b.binding == STB_WEAK);
-    if a_weak != b_weak {
-        return !a_weak;
-    }
-    let (a_global, b_global) = (a.binding == STB_GLOBAL, b.binding == STB_GLOBAL);
-    if a_global != b_global {
-        return a_global;
-    }
-    let (ua, ub) = (leading_underscores(&a.name), leading_underscores(&b.name));
+    let (ua, ub) = (leading_underscores(a_name), leading_underscores(b_name));
     if ua != ub {
         return ua < ub;
     }
-    if a.name.len() != b.name.len() {
-        return a.name.len() > b.name.len();
+    if a_name.len() != b_name.len() {
+        return a_name.len() > b_name.len();
     }
     true
 }
 
-fn select_symbols(mut candidates: Vec<Candidate>) -> Vec<Symbol> {
+/// The part of `choose_best_symbol` that does not look at names: sized over zero-size, strong over weak,
+/// global over local.
+fn decided_without_names(a: &Candidate, b: &Candidate) -> Option<bool> {
+    if (a.size > 0) != (b.size > 0) {
+        return Some(a.size > 0);
+    }
+    let (a_weak, b_weak) = (a.binding == STB_WEAK, b.binding == STB_WEAK);
+    if a_weak != b_weak {
+        return Some(!a_weak);
+    }
+    let (a_global, b_global) = (a.binding == STB_GLOBAL, b.binding == STB_GLOBAL);
+    if a_global != b_global {
+        return Some(a_global);
+    }
+    None
+}
+
+/// Whether two mangled names differ only in a constructor or destructor variant (`C1`/`C2`, `D0`/`D1`/`D2`):
+/// the complete and base object versions g++ emits at one address, which demangle to the same text, so
+/// perf's choice between them falls to the first seen without demangling either.
+fn same_demangled_text(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    if a.len() != b.len() || !a.starts_with(b"_Z") {
+        return false;
+    }
+    let mut diffs = a.iter().zip(b).enumerate().filter(|(_, (x, y))| x != y);
+    match (diffs.next(), diffs.next()) {
+        (Some((i, (x, y))), None) => {
+            i > 0 && matches!(a[i - 1], b'C' | b'D') && x.is_ascii_digit() && y.is_ascii_digit()
+        }
+        _ => false,
+    }
+}
+
+/// One symbol per address, the best of each group of aliases, with its raw name in `names`. Only aliases are
+/// demangled here (perf compares their demangled names); every other name waits for its first hit.
+fn select_symbols(
+    mut candidates: Vec<Candidate>,
+    demangle: bool,
+    names: &mut String,
+) -> Vec<Symbol> {
     // Stable: among equal starts the symbol-table order decides the last tie, as perf's rb-tree insertion does.
     candidates.sort_by_key(|c| c.start);
-    let mut kept: Vec<Candidate> = Vec::with_capacity(candidates.len());
-    for c in candidates {
-        match kept.last_mut() {
-            Some(last) if last.start == c.start => {
-                if !a_is_better(last, &c) {
-                    *last = c;
-                }
-            }
-            _ => kept.push(c),
+    // (kept candidate, its demangled name when an alias group made one)
+    let mut kept: Vec<(Candidate, Option<String>)> = Vec::with_capacity(candidates.len());
+    let mut rest = candidates.into_iter().peekable();
+    while let Some(first) = rest.next() {
+        if rest.peek().is_none_or(|next| next.start != first.start) {
+            kept.push((first, None));
+            continue;
         }
+        let shown = |c: &Candidate| {
+            if demangle {
+                super::demangle::demangle(&c.name)
+            } else {
+                c.name.clone().into_owned()
+            }
+        };
+        // Names are demangled only when the cheaper rules leave the choice to them; `best_name` is the
+        // shown name of `best` once one was made.
+        let mut best_name: Option<String> = None;
+        let mut best = first;
+        while let Some(c) = rest.next_if(|c| c.start == best.start) {
+            let (keep, c_name) = match decided_without_names(&best, &c) {
+                Some(decided) => (decided, None),
+                None if same_demangled_text(&best.name, &c.name) => (true, None),
+                None => {
+                    let name = shown(&c);
+                    let current = best_name.get_or_insert_with(|| shown(&best));
+                    (a_is_better(&best, current, &c, &name), Some(name))
+                }
+            };
+            if !keep {
+                best = c;
+                best_name = c_name;
+            }
+        }
+        kept.push((best, best_name));
     }
     let mut symbols: Vec<Symbol> = Vec::with_capacity(kept.len());
-    for (i, c) in kept.iter().enumerate() {
+    for (i, (c, shown)) in kept.iter().enumerate() {
         let end = if c.size > 0 {
             c.start.saturating_add(c.size)
-        } else if let Some(next) = kept.get(i + 1) {
+        } else if let Some((next, _)) = kept.get(i + 1) {
             next.start
         } else {
             // perf: the last zero-size symbol runs to the next page boundary after its start.
             (c.start & !0xfff) + 0x1000
         };
+        let name = OnceCell::new();
+        if let Some(shown) = shown {
+            let _ = name.set(Rc::from(shown.as_str()));
+        }
         symbols.push(Symbol {
             start: c.start,
             end,
-            name: std::rc::Rc::from(c.name.as_str()),
+            raw: intern(names, &c.name),
+            name,
         });
     }
     symbols
@@ -468,24 +576,31 @@ mod tests {
                     .expect("workload symbol");
                 let inside = sym.address() + sym.size() / 2;
                 let found = info.lookup(inside).expect("symbol found");
-                assert_eq!(&*found.name, name);
+                assert_eq!(&**info.symbol_name(found), name);
                 assert_eq!(
                     (found.start, found.end),
                     (sym.address(), sym.address() + sym.size())
                 );
-                assert_eq!(info.lookup(sym.address()).map(|s| &*s.name), Some(name));
+                assert_eq!(
+                    info.lookup(sym.address()).map(|s| &**info.symbol_name(s)),
+                    Some(name)
+                );
             }
             // GNU addr2line names the static glibc's clock_gettime alias where perf picks __clock_gettime.
             let cg = info
                 .symbols
                 .iter()
-                .find(|s| &*s.name == "__clock_gettime")
+                .find(|s| info.raw_name(s) == "__clock_gettime")
                 .unwrap();
             assert_eq!(
                 info.addr2line_function(cg.start + 0x11),
                 Some("clock_gettime")
             );
-            let c = info.symbols.iter().find(|s| &*s.name == "chain_c").unwrap();
+            let c = info
+                .symbols
+                .iter()
+                .find(|s| info.raw_name(s) == "chain_c")
+                .unwrap();
             assert_eq!(info.addr2line_function(c.start + 4), Some("chain_c"));
             // The static executable maps its text at file offset 0x1000 → svma 0x401000.
             assert_eq!(info.file_offset_to_svma(0x1000), Some(0x40_1000));
@@ -497,17 +612,26 @@ mod tests {
         let c = |start, size, name: &str, binding| Candidate {
             start,
             size,
-            name: name.to_owned(),
+            name: Cow::Owned(name.to_owned()),
             binding,
         };
-        let syms = select_symbols(vec![
-            c(0x10, 0x10, "__libc_start_main_impl", STB_GLOBAL),
-            c(0x10, 0x10, "__libc_start_main", STB_WEAK),
-            c(0x20, 0, "label", object::elf::STB_LOCAL),
-            c(0x30, 0x8, "_x", STB_GLOBAL),
-            c(0x30, 0x8, "__y", STB_GLOBAL),
-        ]);
-        let got: Vec<(u64, u64, &str)> = syms.iter().map(|s| (s.start, s.end, &*s.name)).collect();
+        let mut info = ElfInfo::default();
+        info.symbols = select_symbols(
+            vec![
+                c(0x10, 0x10, "__libc_start_main_impl", STB_GLOBAL),
+                c(0x10, 0x10, "__libc_start_main", STB_WEAK),
+                c(0x20, 0, "label", object::elf::STB_LOCAL),
+                c(0x30, 0x8, "_x", STB_GLOBAL),
+                c(0x30, 0x8, "__y", STB_GLOBAL),
+            ],
+            false,
+            &mut info.names,
+        );
+        let got: Vec<(u64, u64, &str)> = info
+            .symbols
+            .iter()
+            .map(|s| (s.start, s.end, &**info.symbol_name(s)))
+            .collect();
         assert_eq!(
             got,
             vec![
@@ -516,6 +640,52 @@ mod tests {
                 (0x30, 0x38, "_x"),
             ]
         );
+        // perf compares demangled names: raw, `short` has fewer leading underscores than `_ZN…`; demangled,
+        // both have none and `long_name::foo` is longer.
+        for (demangle, want) in [(false, "short"), (true, "long_name::foo")] {
+            let mut info = ElfInfo {
+                demangle,
+                ..Default::default()
+            };
+            info.symbols = select_symbols(
+                vec![
+                    c(0x40, 0x8, "_ZN9long_name3fooEv", STB_GLOBAL),
+                    c(0x40, 0x8, "short", STB_GLOBAL),
+                    c(0x50, 0x8, "_ZN4lazy4nameEv", STB_GLOBAL),
+                ],
+                demangle,
+                &mut info.names,
+            );
+            assert_eq!(&**info.symbol_name(&info.symbols[0]), want);
+            // Not an alias: demangled on its first use only.
+            assert_eq!(info.symbols[1].name.get(), None);
+            let lazy = if demangle {
+                "lazy::name"
+            } else {
+                "_ZN4lazy4nameEv"
+            };
+            assert_eq!(&**info.symbol_name(&info.symbols[1]), lazy);
+            assert_eq!(info.raw_name(&info.symbols[1]), "_ZN4lazy4nameEv");
+        }
+        // g++'s complete and base constructors share an address and demangle alike: the first is kept
+        // without demangling either.
+        assert!(same_demangled_text("_ZN3FooC2Ev", "_ZN3FooC1Ev"));
+        assert!(!same_demangled_text("_ZN3FooIvE1fEv", "_ZN3FooIiE1fEv"));
+        let mut info = ElfInfo {
+            demangle: true,
+            ..Default::default()
+        };
+        info.symbols = select_symbols(
+            vec![
+                c(0x60, 0x8, "_ZN3FooC2Ev", STB_GLOBAL),
+                c(0x60, 0x8, "_ZN3FooC1Ev", STB_GLOBAL),
+            ],
+            true,
+            &mut info.names,
+        );
+        assert_eq!(info.symbols[0].name.get(), None);
+        assert_eq!(info.raw_name(&info.symbols[0]), "_ZN3FooC2Ev");
+        assert_eq!(&**info.symbol_name(&info.symbols[0]), "Foo::Foo");
     }
 
     #[test]

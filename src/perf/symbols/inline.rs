@@ -4,6 +4,8 @@
 
 use gimli::{EndianRcSlice, RunTimeEndian};
 use object::{Object, ObjectSection};
+use std::cell::RefCell;
+use std::collections::HashMap;
 use std::rc::Rc;
 
 type Reader = EndianRcSlice<RunTimeEndian>;
@@ -11,6 +13,9 @@ type Reader = EndianRcSlice<RunTimeEndian>;
 /// The DWARF of one file, ready for address queries.
 pub struct InlineInfo {
     ctx: addr2line::Context<Reader>,
+    /// Functions GNU addr2line has already named by their DWARF name alone (see [`InlineInfo::names`]): the
+    /// symbol-table name they took for good, or `None` when they keep the DWARF name.
+    named: RefCell<HashMap<(usize, usize), Option<String>>>,
 }
 
 impl InlineInfo {
@@ -32,21 +37,115 @@ impl InlineInfo {
         };
         let dwarf = gimli::Dwarf::load(load).ok()?;
         let ctx = addr2line::Context::from_dwarf(dwarf).ok()?;
-        Some(InlineInfo { ctx })
+        Some(InlineInfo {
+            ctx,
+            named: RefCell::new(HashMap::new()),
+        })
     }
 
-    /// Function names at `svma`, innermost (inlined) first; `None` when no DWARF covers the address. A frame
-    /// whose DIE has no name is `None` in the list (GNU addr2line then names it from the symbol table).
-    pub fn names(&self, svma: u64) -> Option<Vec<Option<String>>> {
+    /// Function names at `svma` as GNU addr2line 2.40 (`-f -i`) reports them, innermost (inlined) first;
+    /// `None` when no DWARF covers the address. A frame whose DIE has no name is `None` in the list (GNU
+    /// addr2line then names it from the symbol table). `symbol` is bfd's symbol lookup
+    /// ([`super::elf::ElfInfo::addr2line_symbol`]: name and address).
+    ///
+    /// The innermost function, when its DIE gives no linkage name (a C++ function known by `DW_AT_name`
+    /// only, such as an inlined template), is named as bfd's `_bfd_dwarf2_find_nearest_line` does, which
+    /// keeps state across queries of one addr2line process (perf 6.1 keeps one per DSO): the first query
+    /// that lands in it answers with the symbol containing the address; if that symbol starts where the
+    /// function starts, the function takes the symbol's name for good, otherwise later queries answer with
+    /// its DWARF name. Seen with addr2line 2.40 on a g++ -O2 program: an address of `__stable_sort<…>`
+    /// inlined into `main` answers `main` the first time and `__stable_sort<…>` the second; and a
+    /// `__move_merge<…>` clone that took its symbol's name is reported so as the caller of inlined frames
+    /// later.
+    pub fn names(
+        &self,
+        svma: u64,
+        symbol: &dyn Fn(u64) -> Option<(String, u64)>,
+    ) -> Option<Vec<Option<String>>> {
         let mut frames = self.ctx.find_frames(svma).skip_all_loads().ok()?;
         let mut names = Vec::new();
+        let mut dies = Vec::new();
+        let mut innermost_die = None;
         while let Ok(Some(frame)) = frames.next() {
-            let name = frame
-                .function
-                .as_ref()
-                .and_then(|f| f.raw_name().ok().map(|n| n.into_owned()));
+            dies.push(frame.dw_die_offset);
+            let function = frame.function.as_ref();
+            let name = function.and_then(|f| f.raw_name().ok().map(|n| n.into_owned()));
+            if names.is_empty() {
+                let linkage = match (function, &name) {
+                    (Some(f), Some(n)) => {
+                        n.starts_with("_Z") || n.starts_with("_R") || !mangled_language(f.language)
+                    }
+                    _ => true,
+                };
+                if !linkage {
+                    innermost_die = frame.dw_die_offset;
+                }
+            }
             names.push(name);
+        }
+        if let Some(die) = innermost_die {
+            if let Some((unit_key, low)) = self.function_start(svma, die) {
+                let mut named = self.named.borrow_mut();
+                match named.get(&(unit_key, die.0)) {
+                    Some(Some(symbol_name)) => names[0] = Some(symbol_name.clone()),
+                    Some(None) => {}
+                    None => {
+                        let found = symbol(svma);
+                        let keep = found
+                            .as_ref()
+                            .filter(|(_, start)| *start == low)
+                            .map(|(n, _)| n.clone());
+                        named.insert((unit_key, die.0), keep);
+                        if let Some((n, _)) = found {
+                            names[0] = Some(n);
+                        }
+                    }
+                }
+            }
+        }
+        // A function that took a symbol's name keeps it as the caller of inlined frames too (bfd's
+        // `bfd_find_inliner_info` reports `caller_func->name`, the same funcinfo).
+        if names.len() > 1 && !self.named.borrow().is_empty() {
+            if let Some(unit) = self.ctx.find_dwarf_and_unit(svma).skip_all_loads() {
+                let unit_key = unit.unit as *const _ as usize;
+                let named = self.named.borrow();
+                for (name, die) in names.iter_mut().zip(&dies).skip(1) {
+                    if let Some(Some(symbol_name)) = die.and_then(|d| named.get(&(unit_key, d.0))) {
+                        *name = Some(symbol_name.clone());
+                    }
+                }
+            }
         }
         (!names.is_empty()).then_some(names)
     }
+
+    /// The unit's identity and the first address of the function DIE at `die` (its `DW_AT_low_pc`, else
+    /// the first of its `DW_AT_ranges`, as bfd's `arange.low`).
+    fn function_start(&self, svma: u64, die: gimli::UnitOffset<usize>) -> Option<(usize, u64)> {
+        let unit = self.ctx.find_dwarf_and_unit(svma).skip_all_loads()?;
+        let entry = unit.entry(die).ok()?;
+        let low = match entry.attr_value(gimli::DW_AT_low_pc) {
+            Some(v) => unit.attr_address(v).ok().flatten()?,
+            None => unit.die_ranges(&entry).ok()?.next().ok().flatten()?.begin,
+        };
+        Some((unit.unit as *const _ as usize, low))
+    }
+}
+
+/// Whether names of `language` are mangled, so that a `DW_AT_name` is not a linkage name (bfd's
+/// `mangle_style`: C++, D, Rust).
+fn mangled_language(language: Option<gimli::DwLang>) -> bool {
+    use gimli::constants as c;
+    matches!(
+        language,
+        Some(
+            c::DW_LANG_C_plus_plus
+                | c::DW_LANG_C_plus_plus_03
+                | c::DW_LANG_C_plus_plus_11
+                | c::DW_LANG_C_plus_plus_14
+                | c::DW_LANG_ObjC_plus_plus
+                | c::DW_LANG_D
+                | c::DW_LANG_Rust
+        )
+    )
 }

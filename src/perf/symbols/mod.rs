@@ -30,6 +30,9 @@ use std::path::{Path, PathBuf};
 use std::rc::Rc;
 use std::sync::Arc;
 
+/// The candidate standing for the running kernel's vDSO image ([`FileLookup::running_vdso`]).
+const RUNNING_VDSO: &str = "(running vdso)";
+
 /// Bytes of a file: a map or an owned buffer.
 pub type FileBytes = Arc<dyn AsRef<[u8]> + Send + Sync>;
 
@@ -37,6 +40,21 @@ pub type FileBytes = Arc<dyn AsRef<[u8]> + Send + Sync>;
 pub trait FileLookup {
     /// The bytes of the file at `path`, or `None` when it does not exist or cannot be read.
     fn read(&self, path: &Path) -> Option<FileBytes>;
+
+    /// A reader of `path` that can run on another thread, for a file worth reading in the background
+    /// (`/proc/kallsyms`); `None` (the default) when the lookup has no such reader.
+    fn background_reader(
+        &self,
+        _path: &Path,
+    ) -> Option<Box<dyn FnOnce() -> Option<FileBytes> + Send + 'static>> {
+        None
+    }
+
+    /// The image of the vDSO the running kernel maps into processes, or `None` (the default) when the
+    /// lookup has none.
+    fn running_vdso(&self) -> Option<FileBytes> {
+        None
+    }
 }
 
 /// The real file system. Regular files are mapped (through the perf.data reader's one mapping helper), not
@@ -55,6 +73,35 @@ impl AsRef<[u8]> for Mapped {
 }
 
 impl FileLookup for FsLookup {
+    fn background_reader(
+        &self,
+        path: &Path,
+    ) -> Option<Box<dyn FnOnce() -> Option<FileBytes> + Send + 'static>> {
+        let path = path.to_path_buf();
+        Some(Box::new(move || FsLookup.read(&path)))
+    }
+
+    /// This process's own `[vdso]` mapping, read through `/proc/self/mem` (the kernel maps the same image
+    /// into every process), as perf's `vdso__get_filename` copies its own into a temporary file.
+    fn running_vdso(&self) -> Option<FileBytes> {
+        use std::os::unix::fs::FileExt;
+        let maps = std::fs::read_to_string("/proc/self/maps").ok()?;
+        let range = maps
+            .lines()
+            .find(|l| l.ends_with("[vdso]"))?
+            .split_whitespace()
+            .next()?;
+        let (start, end) = range.split_once('-')?;
+        let start = u64::from_str_radix(start, 16).ok()?;
+        let end = u64::from_str_radix(end, 16).ok()?;
+        let mut image = vec![0u8; usize::try_from(end.checked_sub(start)?).ok()?];
+        std::fs::File::open("/proc/self/mem")
+            .ok()?
+            .read_exact_at(&mut image, start)
+            .ok()?;
+        Some(Arc::new(image))
+    }
+
     fn read(&self, path: &Path) -> Option<FileBytes> {
         let file = std::fs::File::open(path).ok()?;
         let meta = file.metadata().ok()?;
@@ -217,9 +264,10 @@ pub struct SymbolHit<'a> {
 impl Dso {
     /// The symbol containing `svma`.
     pub fn symbolize(&self, svma: u64) -> Option<SymbolHit<'_>> {
-        let sym = self.info.as_ref()?.lookup(svma)?;
+        let info = self.info.as_ref()?;
+        let sym = info.lookup(svma)?;
         Some(SymbolHit {
-            name: &sym.name,
+            name: info.symbol_name(sym),
             offset: svma - sym.start,
         })
     }
@@ -239,6 +287,11 @@ impl Dso {
     /// The function names GNU addr2line (`-f -i`) reports for `svma` from DWARF, innermost inlined function
     /// first, raw (not demangled); `None` without debug information for the address.
     pub fn inline_names(&self, svma: u64) -> Option<Vec<Option<String>>> {
+        let info = self.info.as_ref();
+        let symbol = |a: u64| {
+            info.and_then(|i| i.addr2line_symbol(a))
+                .map(|(n, s)| (n.to_owned(), s))
+        };
         self.dwarf
             .get_or_init(|| {
                 self.dwarf_source
@@ -246,7 +299,7 @@ impl Dso {
                     .and_then(|b| inline::InlineInfo::parse((**b).as_ref()))
             })
             .as_ref()?
-            .names(svma)
+            .names(svma, &symbol)
     }
 
     /// The DWARF unwind tables, built on first use (only DWARF-mode files need them).
@@ -368,6 +421,14 @@ impl<L: FileLookup> Symbolizer<L> {
         }
         let own = self.with_symfs(Path::new(path));
         candidates.push((own.clone(), true));
+        // perf 6.1 reads `[vdso]` from the running kernel's vDSO (its own, copied to a temporary file) when the
+        // recording names no build-id for it, as pipe-mode files do; with a build-id recorded it only looks in
+        // the build-id cache (the header's build-id entry creates the DSO before any mmap could point it at
+        // the running image), and with --symfs the temporary file's path is looked up under the symfs.
+        let running_vdso = path == "[vdso]" && build_id.is_none() && self.options.symfs.is_none();
+        if running_vdso {
+            candidates.push((PathBuf::from(RUNNING_VDSO), true));
+        }
         for dir in &self.options.debug_dirs {
             let dir = self.with_symfs(dir);
             let rel = Path::new(path).strip_prefix("/").unwrap_or(Path::new(path));
@@ -385,6 +446,7 @@ impl<L: FileLookup> Symbolizer<L> {
         let mut debug: Option<FileBytes> = None;
         let mut debuglink: Option<String> = None;
         let mut seen = std::collections::HashSet::new();
+        let mut parsed: Vec<(usize, Option<Vec<u8>>)> = Vec::new();
         let mut i = 0;
         while i < candidates.len() {
             let (cand, is_runtime) = candidates[i].clone();
@@ -392,10 +454,22 @@ impl<L: FileLookup> Symbolizer<L> {
             if !seen.insert(cand.clone()) {
                 continue;
             }
-            let Some(bytes) = self.lookup.read(&cand) else {
+            let bytes = if running_vdso && cand == Path::new(RUNNING_VDSO) {
+                self.lookup.running_vdso()
+            } else {
+                self.lookup.read(&cand)
+            };
+            let Some(bytes) = bytes else {
                 continue;
             };
             found_any = true;
+            // The build-id cache's `elf` and the path itself are usually the same file: parse it once (a
+            // large DSO's symbol table was most of a short run).
+            let identity = ((*bytes).as_ref().len(), elf::build_id((*bytes).as_ref()));
+            if identity.1.is_some() && parsed.contains(&identity) {
+                continue;
+            }
+            parsed.push(identity);
             let info = match ElfInfo::parse_with((*bytes).as_ref(), self.options.demangle) {
                 Ok(info) => info,
                 Err(e) => {
@@ -540,11 +614,19 @@ impl<L: FileLookup> Symbolizer<L> {
         if self.kernel.is_some() || self.kernel_pending.is_some() {
             return;
         }
-        if let Some((_, bytes)) = self.kallsyms_source(build_id) {
-            self.kernel_pending = Some((
-                build_id.map(<[u8]>::to_vec),
-                Kallsyms::parse_in_background(bytes),
-            ));
+        let pending = match self.kallsyms_cached(build_id) {
+            Some((_, bytes)) => Some(Kallsyms::parse_in_background(bytes)),
+            None if self.running_kallsyms_matches(build_id) => {
+                let path = Path::new("/proc/kallsyms");
+                match self.lookup.background_reader(path) {
+                    Some(reader) => kallsyms::PendingKallsyms::read_in_background(reader),
+                    None => self.lookup.read(path).map(Kallsyms::parse_in_background),
+                }
+            }
+            None => None,
+        };
+        if let Some(pending) = pending {
+            self.kernel_pending = Some((build_id.map(<[u8]>::to_vec), pending));
         }
     }
 
@@ -565,38 +647,58 @@ impl<L: FileLookup> Symbolizer<L> {
 
     /// Where the kernel's symbols come from, in [`Symbolizer::kernel`]'s order, and the file's bytes.
     pub fn kallsyms_source(&self, build_id: Option<&[u8]>) -> Option<(PathBuf, FileBytes)> {
+        if let Some(found) = self.kallsyms_cached(build_id) {
+            return Some(found);
+        }
+        if self.running_kallsyms_matches(build_id) {
+            let p = PathBuf::from("/proc/kallsyms");
+            return self.lookup.read(&p).map(|b| (p, b));
+        }
+        None
+    }
+
+    /// `--kallsyms`, or the build-id cache's copy for `build_id`, read.
+    fn kallsyms_cached(&self, build_id: Option<&[u8]>) -> Option<(PathBuf, FileBytes)> {
         let read = |p: PathBuf| self.lookup.read(&p).map(|b| (p, b));
         if let Some(p) = &self.options.kallsyms {
             return read(p.clone());
         }
-        if let (Some(bid), Some(home)) = (build_id, &self.options.home) {
-            let base = home.join(".debug/.build-id").join(build_id_link(bid));
-            let direct = home
-                .join(".debug/[kernel.kallsyms]")
-                .join(hex(bid))
-                .join("kallsyms");
-            if let Some(found) = read(base.join("kallsyms")).or_else(|| read(direct)) {
-                return Some(found);
-            }
-        }
-        // perf 6.1's dso__load_kernel_sym: "do not try local files if a symfs was given". Pipe-mode files carry no
-        // build-id table, so without this the running kernel's symbols named every kernel address of a file
-        // from another machine (issue 12, item 8: `srso_alias_return_thunk+0xa524d` where perf prints
-        // `[unknown]`).
-        if self.options.running_kernel && self.options.symfs.is_none() {
-            let running = self
-                .lookup
-                .read(Path::new("/sys/kernel/notes"))
-                .and_then(|n| kallsyms::build_id_from_notes((*n).as_ref()));
-            let matches = match (build_id, running) {
-                (Some(want), Some(have)) => want == have.as_slice(),
-                _ => true,
-            };
-            if matches {
-                return read(PathBuf::from("/proc/kallsyms"));
+        if self.options.kallsyms.is_none() {
+            if let (Some(bid), Some(home)) = (build_id, &self.options.home) {
+                let base = home.join(".debug/.build-id").join(build_id_link(bid));
+                let direct = home
+                    .join(".debug/[kernel.kallsyms]")
+                    .join(hex(bid))
+                    .join("kallsyms");
+                if let Some(found) = read(base.join("kallsyms")).or_else(|| read(direct)) {
+                    return Some(found);
+                }
             }
         }
         None
+    }
+
+    /// Whether `/proc/kallsyms` may stand for the recorded kernel: allowed, and the running kernel's build-id
+    /// is `build_id` (or either is unknown). Never with `--kallsyms` or `--symfs`.
+    fn running_kallsyms_matches(&self, build_id: Option<&[u8]>) -> bool {
+        // perf 6.1's dso__load_kernel_sym: "do not try local files if a symfs was given". Pipe-mode files carry
+        // no build-id table, so without this the running kernel's symbols named every kernel address of a file
+        // from another machine (issue 12, item 8: `srso_alias_return_thunk+0xa524d` where perf prints
+        // `[unknown]`).
+        if self.options.kallsyms.is_some()
+            || !self.options.running_kernel
+            || self.options.symfs.is_some()
+        {
+            return false;
+        }
+        let running = self
+            .lookup
+            .read(Path::new("/sys/kernel/notes"))
+            .and_then(|n| kallsyms::build_id_from_notes((*n).as_ref()));
+        match (build_id, running) {
+            (Some(want), Some(have)) => want == have.as_slice(),
+            _ => true,
+        }
     }
 
     /// The JIT map `/tmp/perf-PID.map` of a process, loaded once.
@@ -658,7 +760,11 @@ mod tests {
         // Mapping of the text segment at its link address: bias 0.
         assert_eq!(dso.bias(0x40_1000, 0x1000), Some(0));
         let info = dso.info.as_ref().unwrap();
-        let chain_c = info.symbols.iter().find(|s| &*s.name == "chain_c").unwrap();
+        let chain_c = info
+            .symbols
+            .iter()
+            .find(|s| info.raw_name(s) == "chain_c")
+            .unwrap();
         assert_eq!(
             dso.symbolize(chain_c.start + 4)
                 .map(|h| (h.name.to_string(), h.offset)),
@@ -727,7 +833,7 @@ mod tests {
         let sym = info
             .symbols
             .iter()
-            .find(|s| &*s.name == want)
+            .find(|s| &**info.symbol_name(s) == want)
             .expect("hex() is in the test binary");
         assert_eq!(
             dso.symbolize(sym.start + 1)

@@ -80,3 +80,26 @@ pub fn perf_ok(home: &Path, args: &[&str]) -> String {
     assert_success(&out, &format!("perf {}", args.join(" ")));
     String::from_utf8(out.stdout).expect("perf output is UTF-8")
 }
+
+/// Runs `tool args…` (an oracle other than git and perf: g++, rustc, c++filt, nm) with `stdin` as its input,
+/// and returns its stdout; panics with the tool's stderr when it fails.
+pub fn tool_ok(tool: &str, args: &[&str], env: &[(&str, &str)], stdin: &str) -> String {
+    use std::io::Write;
+    let mut cmd = Command::new(tool);
+    cmd.args(args)
+        .env("LC_ALL", "C")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let mut child = cmd.spawn().unwrap_or_else(|e| panic!("spawn {tool}: {e}"));
+    let mut input = child.stdin.take().expect("piped stdin");
+    let text = stdin.to_owned();
+    let writer = std::thread::spawn(move || input.write_all(text.as_bytes()));
+    let out = child.wait_with_output().expect("wait for the tool");
+    writer.join().expect("stdin writer").expect("write stdin");
+    assert_success(&out, &format!("{tool} {}", args.join(" ")));
+    String::from_utf8(out.stdout).expect("tool output is UTF-8")
+}
