@@ -18,6 +18,7 @@
 //!   `perf script` prints for those bytes.
 
 use crate::support::bport;
+use crate::support::compare::assert_same_lines;
 use crate::support::oracle::{self, assert_success};
 use ::bport::verify::workloads::{Build, LEAF};
 use std::io::{Read, Write};
@@ -88,27 +89,6 @@ fn feed(mut cmd: Command, bytes: &[u8]) -> Output {
 fn text(out: &Output, what: &str) -> String {
     assert_success(out, what);
     String::from_utf8(out.stdout.clone()).unwrap()
-}
-
-/// Asserts two outputs are equal, showing the first differing line.
-fn assert_same_lines(theirs: &str, ours: &str, what: &str) {
-    if theirs == ours {
-        return;
-    }
-    let (t, o): (Vec<&str>, Vec<&str>) = (theirs.lines().collect(), ours.lines().collect());
-    let first = t
-        .iter()
-        .zip(&o)
-        .position(|(a, b)| a != b)
-        .unwrap_or(t.len().min(o.len()));
-    panic!(
-        "{what}: differs at line {} ({} vs {} lines)\n--- perf\n{}\n--- bport\n{}",
-        first + 1,
-        t.len(),
-        o.len(),
-        t[first.saturating_sub(3)..(first + 3).min(t.len())].join("\n"),
-        o[first.saturating_sub(3)..(first + 3).min(o.len())].join("\n"),
-    );
 }
 
 /// perf's name for a hit vdso without a build-id cache copy (see the module docs) → `[vdso]`.

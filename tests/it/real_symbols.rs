@@ -7,32 +7,11 @@
 //! Named deviations: none — every line equals perf 6.1's.
 
 use crate::support::bport;
+use crate::support::compare::assert_same_lines;
 use crate::support::oracle::{self, perf_ok, tool_ok};
 use std::path::{Path, PathBuf};
 
 const PROGRAMS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/programs");
-
-/// Asserts two script outputs are equal, showing the first differing line with context when not.
-fn assert_same_lines(perf: &str, ours: &str, what: &str) {
-    if perf == ours {
-        return;
-    }
-    let (p, o): (Vec<&str>, Vec<&str>) = (perf.lines().collect(), ours.lines().collect());
-    let first = p
-        .iter()
-        .zip(&o)
-        .position(|(a, b)| a != b)
-        .unwrap_or(p.len().min(o.len()));
-    let from = first.saturating_sub(5);
-    panic!(
-        "{what}: bport differs from perf at line {} (perf {} lines, bport {} lines)\n--- perf\n{}\n--- bport\n{}",
-        first + 1,
-        p.len(),
-        o.len(),
-        p[from..(first + 5).min(p.len())].join("\n"),
-        o[from..(first + 5).min(o.len())].join("\n"),
-    );
-}
 
 /// Records `exe seconds` with `perf record ARGS` into `dir/NAME.data`.
 fn record(dir: &Path, name: &str, args: &[&str], exe: &Path, seconds: &str) -> PathBuf {

@@ -6,6 +6,7 @@
 //! symbols, C++ demangling, corrupt chains) bport was changed to print what perf prints.
 
 use crate::support::bport;
+use crate::support::compare::assert_same_lines;
 use crate::support::oracle::{self, perf_ok};
 use ::bport::verify::workloads::{Build, EXPECTED_CHAIN};
 use std::path::{Path, PathBuf};
@@ -51,28 +52,6 @@ fn bport_script(r: &Recording, env: &[(&str, &str)]) -> bport::CommandOutput {
         stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
         code: out.status.code(),
     }
-}
-
-/// Asserts two script outputs are equal, showing the first differing line with context when not.
-fn assert_same_lines(perf: &str, ours: &str, what: &str) {
-    if perf == ours {
-        return;
-    }
-    let (p, o): (Vec<&str>, Vec<&str>) = (perf.lines().collect(), ours.lines().collect());
-    let first = p
-        .iter()
-        .zip(&o)
-        .position(|(a, b)| a != b)
-        .unwrap_or(p.len().min(o.len()));
-    let from = first.saturating_sub(5);
-    panic!(
-        "{what}: bport script differs from perf script at line {} (perf {} lines, bport {} lines)\n--- perf\n{}\n--- bport\n{}",
-        first + 1,
-        p.len(),
-        o.len(),
-        p[from..(first + 5).min(p.len())].join("\n"),
-        o[from..(first + 5).min(o.len())].join("\n"),
-    );
 }
 
 /// Sample blocks of script output: (header line, frame lines' symbol names).

@@ -4,5 +4,6 @@
 #![allow(dead_code)]
 
 pub mod bport;
+pub mod compare;
 pub mod oracle;
 pub mod repo;
