@@ -7,9 +7,7 @@ use ::bport::verify::workloads::Build;
 
 #[test]
 fn buildid_list_equals_perf() {
-    if !oracle::require("perf", "apt-get install linux-perf") {
-        return;
-    }
+    skip_unless!(oracle::has_perf());
     let dir = tempfile::tempdir().unwrap();
     let exe = Build::FramePointer.write_to(dir.path()).unwrap();
     let data = dir.path().join("perf.data");
@@ -40,9 +38,7 @@ fn buildid_list_equals_perf() {
 
 #[test]
 fn archive_round_trip_symbolizes_a_deleted_binary() {
-    if !oracle::require("perf", "apt-get install linux-perf") {
-        return;
-    }
+    skip_unless!(oracle::has_perf());
     // Record without perf's own build-id cache (-N): the binary on disk is the only copy.
     let rec = tempfile::tempdir().unwrap();
     let exe = Build::NoFramePointer.write_to(rec.path()).unwrap();

@@ -242,9 +242,7 @@ fn first_difference(theirs: &str, ours: &str) -> String {
 
 /// Compares `tool` over the corpus; fails on any difference not listed, and on any listed one that is gone.
 fn compare(tool: Tool) {
-    if !oracle::require("perf", "apt-get install linux-perf") {
-        return;
-    }
+    skip_unless!(oracle::has_perf());
     let corpus = corpus();
     let (mut same, mut compared, mut unreadable) = (0, 0, 0);
     let mut problems = Vec::new();
@@ -325,9 +323,7 @@ fn corpus_buildid_list_equals_perf_buildid_list() {
 ///   header size", bport with the offset and type of the record (part B, item 12, decides what is kept).
 #[test]
 fn corpus_files_perf_cannot_read_match_their_snapshots() {
-    if !oracle::require("perf", "apt-get install linux-perf") {
-        return;
-    }
+    skip_unless!(oracle::has_perf());
     let corpus = corpus();
     let bless = std::env::var_os("BPORT_UPDATE_GOLDEN").is_some();
     let mut checked = Vec::new();
@@ -399,9 +395,7 @@ fn corpus_fixtures_are_documented() {
 /// (`srso_alias_return_thunk+0xa524d`).
 #[test]
 fn corpus_pipe_files_with_symfs_only_keep_the_running_kernel_out() {
-    if !oracle::require("perf", "apt-get install linux-perf") {
-        return;
-    }
+    skip_unless!(oracle::has_perf());
     let corpus = corpus();
     let s = corpus.symfs.to_str().unwrap();
     let mut compared = 0;

@@ -134,7 +134,7 @@ fn csv(text: &str) -> Vec<Vec<String>> {
 #[test]
 fn lock_contention_agrees_with_perf_lock_record_on_the_same_workload() {
     let _serial = serial();
-    if !ready() || !oracle::require("perf", "apt-get install linux-perf") {
+    if !ready() || !oracle::has_perf() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -638,7 +638,7 @@ fn assert_same_reports(dir: &Path, file: &Path) {
 #[test]
 fn lock_contention_reads_perf_lock_record_files_as_perf_does() {
     let _serial = serial();
-    if !ready() || !oracle::require("perf", "apt-get install linux-perf") {
+    if !ready() || !oracle::has_perf() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -733,7 +733,7 @@ fn lock_contention_reads_perf_lock_record_files_as_perf_does() {
 #[test]
 fn lock_record_files_read_in_perf() {
     let _serial = serial();
-    if !ready() || !oracle::require("perf", "apt-get install linux-perf") {
+    if !ready() || !oracle::has_perf() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();

@@ -1,5 +1,6 @@
 //! The one integration test binary (STYLE 2.10): every module here shares one link of git2, gimli and object.
 
+#[macro_use]
 mod support;
 
 mod apply;

@@ -21,9 +21,7 @@ struct Line {
 }
 
 fn perf(dir: &Path) -> Command {
-    let mut c = Command::new("perf");
-    c.current_dir(dir).env("LC_ALL", "C").env("HOME", dir);
-    c
+    crate::support::oracle::perf(dir)
 }
 
 /// `perf record ARGS -- chain-fp 150` in `dir`; returns the data file path.
@@ -186,9 +184,7 @@ fn check_against_perf(dir: &Path, path: &Path, pipe: bool, what: &str) -> usize 
 
 #[test]
 fn reads_perf_fp_recording() {
-    if !require("perf", "apt-get install linux-perf") {
-        return;
-    }
+    skip_unless!(require("perf", "apt-get install linux-perf"));
     let dir = tempfile::tempdir().unwrap();
     let path = record(dir.path(), "fp.data", &["-g", "-F", "999"]);
     let n = check_against_perf(dir.path(), &path, false, "fp");
@@ -221,9 +217,7 @@ fn reads_perf_fp_recording() {
 
 #[test]
 fn reads_perf_dwarf_recording() {
-    if !require("perf", "apt-get install linux-perf") {
-        return;
-    }
+    skip_unless!(require("perf", "apt-get install linux-perf"));
     let dir = tempfile::tempdir().unwrap();
     let path = record(
         dir.path(),
@@ -253,9 +247,7 @@ fn reads_perf_dwarf_recording() {
 
 #[test]
 fn reads_perf_system_wide_recording() {
-    if !require("perf", "apt-get install linux-perf") {
-        return;
-    }
+    skip_unless!(require("perf", "apt-get install linux-perf"));
     let dir = tempfile::tempdir().unwrap();
     let path = record(dir.path(), "all.data", &["-a", "-g", "-F", "499"]);
     check_against_perf(dir.path(), &path, false, "-a");
@@ -267,9 +259,7 @@ fn reads_perf_system_wide_recording() {
 
 #[test]
 fn reads_perf_pipe_mode_stream() {
-    if !require("perf", "apt-get install linux-perf") {
-        return;
-    }
+    skip_unless!(require("perf", "apt-get install linux-perf"));
     let dir = tempfile::tempdir().unwrap();
     let workload = Build::FramePointer.write_to(dir.path()).unwrap();
     let path = dir.path().join("pipe.data");
@@ -295,9 +285,7 @@ fn reads_perf_pipe_mode_stream() {
 
 #[test]
 fn dump_lists_every_record_with_counts_equal_to_perf() {
-    if !require("perf", "apt-get install linux-perf") {
-        return;
-    }
+    skip_unless!(require("perf", "apt-get install linux-perf"));
     let dir = tempfile::tempdir().unwrap();
     let path = record(dir.path(), "fp.data", &["-g"]);
     let out = crate::support::bport::run(dir.path(), &["dump", "-i", "fp.data"]);
@@ -349,9 +337,7 @@ fn perf_script_full(dir: &Path, file: &Path) -> String {
 
 #[test]
 fn perf_reads_what_bport_writes_and_sees_the_same_callchains() {
-    if !require("perf", "apt-get install linux-perf") {
-        return;
-    }
+    skip_unless!(require("perf", "apt-get install linux-perf"));
     let dir = tempfile::tempdir().unwrap();
     for (name, args) in [
         ("fp.data", &["-g", "-F", "999"][..]),
@@ -401,9 +387,7 @@ fn perf_reads_what_bport_writes_and_sees_the_same_callchains() {
 
 #[test]
 fn perf_reads_bport_pipe_mode_output() {
-    if !require("perf", "apt-get install linux-perf") {
-        return;
-    }
+    skip_unless!(require("perf", "apt-get install linux-perf"));
     let dir = tempfile::tempdir().unwrap();
     let src = record(dir.path(), "fp.data", &["-g", "-F", "999"]);
     let file = PerfFile::open(&src).unwrap();
@@ -431,9 +415,7 @@ fn perf_reads_bport_pipe_mode_output() {
 
 #[test]
 fn host_description_matches_what_perf_writes() {
-    if !require("perf", "apt-get install linux-perf") {
-        return;
-    }
+    skip_unless!(require("perf", "apt-get install linux-perf"));
     let dir = tempfile::tempdir().unwrap();
     let src = record(dir.path(), "fp.data", &["-F", "99"]);
     let perf_wrote = PerfFile::open(&src).unwrap().features().clone();
@@ -449,9 +431,7 @@ fn host_description_matches_what_perf_writes() {
 
 #[test]
 fn reads_perf_zstd_compressed_recording() {
-    if !require("perf", "apt-get install linux-perf") {
-        return;
-    }
+    skip_unless!(require("perf", "apt-get install linux-perf"));
     let dir = tempfile::tempdir().unwrap();
     let path = record(dir.path(), "z.data", &["-z", "-g", "-F", "999"]);
     let n = check_against_perf(dir.path(), &path, false, "-z");
@@ -680,9 +660,7 @@ fn big_endian_copies_of_fixtures_read_the_same() {
 
 #[test]
 fn perf_reads_bport_big_endian_files() {
-    if !require("perf", "apt-get install linux-perf") {
-        return;
-    }
+    skip_unless!(require("perf", "apt-get install linux-perf"));
     let tmp = tempfile::tempdir().unwrap();
     let src = Path::new(FIXTURES).join("fp.data");
     let be = tmp.path().join("fp-be.data");
@@ -791,9 +769,7 @@ fn real_files_cut_anywhere_or_with_flipped_bytes_never_panic_and_say_what_was_lo
 /// ordered-events queue is not flushed when a record is cut), and bport's error says where the file ends.
 #[test]
 fn a_cut_file_prints_every_sample_perf_prints_and_where_it_was_cut() {
-    if !require("perf", "apt-get install linux-perf") {
-        return;
-    }
+    skip_unless!(require("perf", "apt-get install linux-perf"));
     let tmp = tempfile::tempdir().unwrap();
     let headers = |text: &str| -> Vec<String> {
         text.split("\n\n")

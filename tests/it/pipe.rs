@@ -150,7 +150,7 @@ fn bport_record(dir: &Path, workload: &Path, args: &[&str]) -> Command {
 }
 
 fn setup() -> Option<(tempfile::TempDir, std::path::PathBuf)> {
-    if !oracle::require("perf", "apt-get install linux-perf") {
+    if !oracle::has_perf() {
         return None;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -402,9 +402,7 @@ fn bport_record_of_tracepoints_to_a_pipe_into_perf_script_equals_bport_script() 
 
 #[test]
 fn dwarf_pipe_stream_into_bport_script_equals_perf_script() {
-    if !oracle::require("perf", "apt-get install linux-perf") {
-        return;
-    }
+    skip_unless!(oracle::has_perf());
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     // The build without frame pointers: its chains come only from DWARF unwinding of the stack copies.

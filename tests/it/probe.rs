@@ -24,8 +24,7 @@ fn ready() -> bool {
         eprintln!("SKIPPED (no {UPROBE_EVENTS}: needs root and CONFIG_UPROBE_EVENTS)");
         return false;
     }
-    oracle::require("gcc", "apt-get install gcc")
-        && oracle::require("perf", "apt-get install linux-perf")
+    oracle::require("gcc", "apt-get install gcc") && oracle::has_perf()
 }
 
 /// The program built as `dir/name` with `flags`.
@@ -760,9 +759,7 @@ fn vmlinux_dwarf_gives_function_offsets() {
 #[test]
 fn a_rust_binary_as_perf_sees_it() {
     let _l = LOCK.lock().unwrap_or_else(|e| e.into_inner());
-    if !oracle::require("perf", "apt-get install linux-perf") {
-        return;
-    }
+    skip_unless!(oracle::has_perf());
     let dir = tempfile::tempdir().unwrap();
     // A copy, so that the group name is ours and perf's build-id cache is the test's.
     let exe = dir.path().join("bportbin");

@@ -123,9 +123,7 @@ fn compare(what: &str, theirs: &str, ours: &str) -> usize {
 
 #[test]
 fn cpp_template_program_equals_perf_script_fp_and_dwarf() {
-    if !oracle::require("perf", "apt-get install linux-perf")
-        || !oracle::require("g++", "apt-get install g++")
-    {
+    if !oracle::has_perf() || !oracle::require("g++", "apt-get install g++") {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -161,9 +159,7 @@ fn cpp_template_program_equals_perf_script_fp_and_dwarf() {
 
 #[test]
 fn rust_legacy_mangled_program_equals_perf_script_but_for_inline_demangling() {
-    if !oracle::require("perf", "apt-get install linux-perf")
-        || !oracle::require("rustc", "install a Rust toolchain")
-    {
+    if !oracle::has_perf() || !oracle::require("rustc", "install a Rust toolchain") {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -206,9 +202,7 @@ fn rust_legacy_mangled_program_equals_perf_script_but_for_inline_demangling() {
 
 #[test]
 fn python3_dwarf_recording_equals_perf_script() {
-    if !oracle::require("perf", "apt-get install linux-perf")
-        || !oracle::require("python3", "apt-get install python3")
-    {
+    if !oracle::has_perf() || !oracle::require("python3", "apt-get install python3") {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -268,9 +262,7 @@ fn blocks(text: &str) -> Vec<(&str, Vec<&str>)> {
 /// must match line for line.
 #[test]
 fn gcc_driver_dwarf_chains_hold_perfs_frames_and_reach_start() {
-    if !oracle::require("perf", "apt-get install linux-perf")
-        || !oracle::require("gcc", "apt-get install gcc")
-    {
+    if !oracle::has_perf() || !oracle::require("gcc", "apt-get install gcc") {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -333,9 +325,7 @@ fn gcc_driver_dwarf_chains_hold_perfs_frames_and_reach_start() {
 
 #[test]
 fn system_wide_fp_recording_of_a_cpp_program_equals_perf_script() {
-    if !oracle::require("perf", "apt-get install linux-perf")
-        || !oracle::require("g++", "apt-get install g++")
-    {
+    if !oracle::has_perf() || !oracle::require("g++", "apt-get install g++") {
         return;
     }
     let dir = tempfile::tempdir().unwrap();

@@ -33,9 +33,7 @@ fn both_scripts(dir: &Path, data: &Path) -> (String, String) {
 
 /// Builds tests/fixtures/programs/templates.cpp with g++ -O2 -g and frame pointers, into `dir`.
 fn build_templates(dir: &Path) -> Option<PathBuf> {
-    if !oracle::require("perf", "apt-get install linux-perf")
-        || !oracle::require("g++", "apt-get install g++")
-    {
+    if !oracle::has_perf() || !oracle::require("g++", "apt-get install g++") {
         return None;
     }
     let exe = dir.join("templates");
@@ -79,9 +77,7 @@ fn cpp_template_program_equals_perf_script_fp_and_dwarf() {
 
 #[test]
 fn rust_legacy_mangled_program_equals_perf_script() {
-    if !oracle::require("perf", "apt-get install linux-perf")
-        || !oracle::require("rustc", "install a Rust toolchain")
-    {
+    if !oracle::has_perf() || !oracle::require("rustc", "install a Rust toolchain") {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -148,9 +144,7 @@ fn cpp_demangling_equals_cxxfilt_on_every_libstdcxx_function() {
     let Some(exe) = build_templates(dir.path()) else {
         return;
     };
-    if !oracle::require("c++filt", "apt-get install binutils") {
-        return;
-    }
+    skip_unless!(oracle::require("c++filt", "apt-get install binutils"));
     // The libstdc++ the program links, and the program's own symbols.
     let ldd = tool_ok("ldd", &[exe.to_str().unwrap()], &[], "");
     let libstdcxx = ldd
@@ -198,9 +192,7 @@ fn cpp_demangling_equals_cxxfilt_on_every_libstdcxx_function() {
 
 #[test]
 fn vdso_frames_resolve_as_perf_does_with_and_without_a_recorded_build_id() {
-    if !oracle::require("perf", "apt-get install linux-perf")
-        || !oracle::require("gcc", "apt-get install gcc")
-    {
+    if !oracle::has_perf() || !oracle::require("gcc", "apt-get install gcc") {
         return;
     }
     let dir = tempfile::tempdir().unwrap();

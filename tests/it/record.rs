@@ -10,9 +10,6 @@ use ::bport::verify::workloads::{Build, EXPECTED_CHAIN, LEAF};
 
 use crate::support::{bport, oracle};
 
-const PERF: &str = "/usr/bin/perf";
-const PERF_HINT: &str = "apt-get install linux-perf";
-
 /// Runs the workload `build` for `ms` milliseconds under `bport record FLAGS` and returns the file.
 fn record(dir: &Path, build: Build, flags: &[&str], ms: &str) -> PathBuf {
     let exe = build.write_to(dir).expect("write workload");
@@ -49,10 +46,7 @@ fn record(dir: &Path, build: Build, flags: &[&str], ms: &str) -> PathBuf {
 
 /// Runs perf on `file`; asserts exit 0 and nothing on stderr (perf's warnings about a file go there).
 fn perf(dir: &Path, args: &[&str], file: &Path) -> String {
-    let out: Output = Command::new(PERF)
-        .current_dir(dir)
-        .env("HOME", dir) // no ~/.debug or ~/.perfconfig of the user
-        .env("PAGER", "cat")
+    let out: Output = oracle::perf(dir)
         .args(args)
         .arg("-i")
         .arg(file)
@@ -259,9 +253,7 @@ fn check_chains(dir: &Path, file: &Path, build: Build) {
 
 #[test]
 fn perf_reads_bports_frame_pointer_recording_with_full_chains() {
-    if !oracle::require(PERF, PERF_HINT) {
-        return;
-    }
+    skip_unless!(oracle::has_perf());
     let dir = tempfile::tempdir().unwrap();
     let file = record(dir.path(), Build::FramePointer, &["-g"], "1000");
     check_perf_reads(dir.path(), &file);
@@ -270,9 +262,7 @@ fn perf_reads_bports_frame_pointer_recording_with_full_chains() {
 
 #[test]
 fn perf_reads_bports_dwarf_recording_with_full_chains() {
-    if !oracle::require(PERF, PERF_HINT) {
-        return;
-    }
+    skip_unless!(oracle::has_perf());
     let dir = tempfile::tempdir().unwrap();
     let file = record(
         dir.path(),
@@ -286,9 +276,7 @@ fn perf_reads_bports_dwarf_recording_with_full_chains() {
 
 #[test]
 fn perf_reads_bports_system_wide_recording() {
-    if !oracle::require(PERF, PERF_HINT) {
-        return;
-    }
+    skip_unless!(oracle::has_perf());
     let dir = tempfile::tempdir().unwrap();
     let file = record(dir.path(), Build::FramePointer, &["-a", "-g"], "500");
     check_perf_reads(dir.path(), &file);
@@ -297,9 +285,7 @@ fn perf_reads_bports_system_wide_recording() {
 
 #[test]
 fn kernel_41_cap_writes_only_what_a_41_era_perf_reads() {
-    if !oracle::require(PERF, PERF_HINT) {
-        return;
-    }
+    skip_unless!(oracle::has_perf());
     let dir = tempfile::tempdir().unwrap();
     let file = record(
         dir.path(),
@@ -346,9 +332,7 @@ fn kernel_41_cap_writes_only_what_a_41_era_perf_reads() {
 
 #[test]
 fn an_existing_output_is_kept_as_old() {
-    if !oracle::require(PERF, PERF_HINT) {
-        return;
-    }
+    skip_unless!(oracle::has_perf());
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("perf.data");
     std::fs::write(&file, b"previous").unwrap();
@@ -398,9 +382,7 @@ fn lbr_without_hardware_names_the_reason() {
 
 #[test]
 fn attaching_to_a_running_process_records_until_it_exits() {
-    if !oracle::require(PERF, PERF_HINT) {
-        return;
-    }
+    skip_unless!(oracle::has_perf());
     let dir = tempfile::tempdir().unwrap();
     let exe = Build::FramePointer.write_to(dir.path()).unwrap();
     let mut workload = Command::new(&exe).arg(LONG_RUN_MS).spawn().unwrap();
@@ -431,9 +413,7 @@ fn attaching_to_a_running_process_records_until_it_exits() {
 
 #[test]
 fn ctrl_c_ends_a_system_wide_recording_cleanly() {
-    if !oracle::require(PERF, PERF_HINT) {
-        return;
-    }
+    skip_unless!(oracle::has_perf());
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("sigint.data");
     let mut child = bport::bport(dir.path())
@@ -472,9 +452,7 @@ fn ctrl_c_ends_a_system_wide_recording_cleanly() {
 
 #[test]
 fn cycles_without_a_pmu_falls_back_to_cpu_clock_with_a_note() {
-    if !oracle::require(PERF, PERF_HINT) {
-        return;
-    }
+    skip_unless!(oracle::has_perf());
     let dir = tempfile::tempdir().unwrap();
     let exe = Build::FramePointer.write_to(dir.path()).unwrap();
     let run = bport::run(
@@ -555,9 +533,7 @@ fn running_as_root() -> Option<bool> {
 
 #[test]
 fn attaching_to_one_thread_with_a_fixed_period() {
-    if !oracle::require(PERF, PERF_HINT) {
-        return;
-    }
+    skip_unless!(oracle::has_perf());
     let dir = tempfile::tempdir().unwrap();
     let exe = Build::FramePointer.write_to(dir.path()).unwrap();
     let mut workload = Command::new(&exe).arg(LONG_RUN_MS).spawn().unwrap();
@@ -594,9 +570,7 @@ fn attaching_to_one_thread_with_a_fixed_period() {
 
 #[test]
 fn lost_samples_are_counted_as_the_file_and_perf_count_them() {
-    if !oracle::require(PERF, PERF_HINT) {
-        return;
-    }
+    skip_unless!(oracle::has_perf());
     // A one-page ring cannot hold a single 8 KiB-stack sample: the kernel loses every sample and says so with
     // PERF_RECORD_LOST, which is what must reach the summary and the file.
     let dir = tempfile::tempdir().unwrap();
@@ -644,10 +618,9 @@ fn lost_samples_are_counted_as_the_file_and_perf_count_them() {
         "{}",
         run.transcript()
     );
-    let stats = Command::new(PERF)
+    let stats = oracle::perf(dir.path())
         .args(["report", "--stats", "-i"])
         .arg(&file)
-        .env("HOME", dir.path())
         .output()
         .unwrap();
     let stats = String::from_utf8_lossy(&stats.stdout);
@@ -683,9 +656,7 @@ fn instructions_without_a_pmu_is_an_environment_error_not_a_silent_timer() {
 
 #[test]
 fn an_attached_process_is_followed_into_the_children_it_starts_later() {
-    if !oracle::require(PERF, PERF_HINT) {
-        return;
-    }
+    skip_unless!(oracle::has_perf());
     let dir = tempfile::tempdir().unwrap();
     let exe = Build::FramePointer.write_to(dir.path()).unwrap();
     let go = dir.path().join("go");

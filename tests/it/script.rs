@@ -20,7 +20,7 @@ struct Recording {
 /// Records `build` for 300 ms with `perf record ARGS`; `cache` false passes `-N` (no build-id cache copy), so
 /// the DSO on disk is the only copy.
 fn record(build: Build, args: &[&str], cache: bool) -> Option<Recording> {
-    if !oracle::require("perf", "apt-get install linux-perf") {
+    if !oracle::has_perf() {
         return None;
     }
     let dir = tempfile::tempdir().unwrap();

@@ -190,9 +190,7 @@ fn workload() -> Vec<&'static str> {
 
 #[test]
 fn trace_lines_of_perfs_recording_match_perf_script() {
-    if !oracle::require("perf", "apt-get install linux-perf") {
-        return;
-    }
+    skip_unless!(oracle::has_perf());
     let group = format!("bport_it{}", std::process::id());
     let probe = Uprobe::on_true(&group);
     let dir = tempfile::tempdir().unwrap();
@@ -241,9 +239,7 @@ fn assert_same_lines(ours: &[String], perfs: &[String]) {
 
 #[test]
 fn tracing_data_of_perfs_file_reads_back_and_rewrites_byte_for_byte() {
-    if !oracle::require("perf", "apt-get install linux-perf") {
-        return;
-    }
+    skip_unless!(oracle::has_perf());
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("perf.data");
     let mut args = vec![
@@ -298,9 +294,7 @@ fn bport_record(dir: &Path, events: &str) -> PathBuf {
 
 #[test]
 fn bport_records_tracepoints_that_perf_script_reads() {
-    if !oracle::require("perf", "apt-get install linux-perf") {
-        return;
-    }
+    skip_unless!(oracle::has_perf());
     let group = format!("bport_itb{}", std::process::id());
     let probe = Uprobe::on_true(&group);
     let dir = tempfile::tempdir().unwrap();
@@ -350,9 +344,7 @@ fn bad_tracepoint_names_are_clear_errors() {
 
 #[test]
 fn bport_script_prints_tracepoint_samples_as_perf_script_does() {
-    if !oracle::require("perf", "apt-get install linux-perf") {
-        return;
-    }
+    skip_unless!(oracle::has_perf());
     let group = format!("bport_its{}", std::process::id());
     let probe = Uprobe::on_true(&group);
     let dir = tempfile::tempdir().unwrap();
@@ -395,9 +387,7 @@ fn bport_script_prints_tracepoint_samples_as_perf_script_does() {
 
 #[test]
 fn pipe_mode_tracing_data_gives_the_same_trace_lines() {
-    if !oracle::require("perf", "apt-get install linux-perf") {
-        return;
-    }
+    skip_unless!(oracle::has_perf());
     let dir = tempfile::tempdir().unwrap();
     let mut args = vec!["record", "-q", "-a", "-o", "-", "-e", EVENTS];
     args.extend(workload());

@@ -39,9 +39,7 @@ fn handler_blocks(text: &str) -> Vec<&str> {
 
 #[test]
 fn dwarf_chains_through_a_signal_handler_equal_perf_script() {
-    if !oracle::require("perf", "apt-get install linux-perf")
-        || !oracle::require("gcc", "apt-get install gcc libc6-dev")
-    {
+    if !oracle::has_perf() || !oracle::require("gcc", "apt-get install gcc libc6-dev") {
         return;
     }
     let dir = tempfile::tempdir().unwrap();

@@ -76,9 +76,7 @@ fn replace_line(bytes: &[u8], line: usize, with: &str) -> Vec<u8> {
 /// with renames, mode changes, binary files, submodule pointer updates and files over 1 MB.
 #[test]
 fn fast_path_equals_git_on_renames_modes_binaries_gitlinks_and_big_files() {
-    if !has_git() {
-        return;
-    }
+    skip_unless!(has_git());
     let t = TestRepo::new();
     let repo = &t.repo;
     let big_text = text(20_000, "big"); // ~1.2 MB

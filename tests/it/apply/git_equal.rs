@@ -8,9 +8,7 @@ use crate::support::repo;
 /// `git cherry-pick <range>` makes on a copy. With `-x -s` too.
 #[test]
 fn clean_list_equals_git_cherry_pick_commit_for_commit() {
-    if !has_git() {
-        return;
-    }
+    skip_unless!(has_git());
     for flags in [&[][..], &["-x", "-s"][..]] {
         let t = repo::upstream_and_vendor();
         let g = t.copy();
@@ -62,9 +60,7 @@ fn clean_list_equals_git_cherry_pick_commit_for_commit() {
 /// `-X theirs` / `-X ours` resolve conflicting hunks as `git cherry-pick -X …` does (same commits).
 #[test]
 fn strategy_option_favours_a_side_like_git() {
-    if !has_git() {
-        return;
-    }
+    skip_unless!(has_git());
     for side in ["theirs", "ours"] {
         let t = repo::foo_bar();
         let g = t.copy();
@@ -89,9 +85,7 @@ fn strategy_option_favours_a_side_like_git() {
 /// merge.conflictStyle=diff3 and zdiff3 markers (with the `parent of …` base label) are git's, byte for byte.
 #[test]
 fn conflict_style_diff3_markers_match_git() {
-    if !has_git() {
-        return;
-    }
+    skip_unless!(has_git());
     for style in ["diff3", "zdiff3"] {
         let t = repo::foo_bar();
         t.repo
@@ -120,9 +114,7 @@ fn conflict_style_diff3_markers_match_git() {
 /// as with git.
 #[test]
 fn renames_are_followed_like_git() {
-    if !has_git() {
-        return;
-    }
+    skip_unless!(has_git());
     let t = repo::upstream_and_vendor();
     let old = t
         .read("old.txt")
@@ -148,9 +140,7 @@ fn renames_are_followed_like_git() {
 /// `-m 1` picks a merge's changes against its first parent, as `git cherry-pick -m 1` does.
 #[test]
 fn merge_commit_with_mainline_matches_git() {
-    if !has_git() {
-        return;
-    }
+    skip_unless!(has_git());
     let t = repo::upstream_and_vendor();
     t.checkout("upstream");
     t.branch("topic", "upstream~2");

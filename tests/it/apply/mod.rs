@@ -27,7 +27,7 @@ pub(crate) fn short(t: &TestRepo, rev: &str) -> String {
 }
 
 pub(crate) fn has_git() -> bool {
-    oracle::require("git", "apt-get install git")
+    oracle::has_git()
 }
 
 /// The upstream series for the skip-rule tests: four fixes on branch `upstream`, each in its own file, and an

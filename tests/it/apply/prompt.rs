@@ -217,9 +217,7 @@ fn state(t: &TestRepo) -> String {
 
 #[test]
 fn skip_at_the_prompt_drops_the_patch_and_picks_the_next_like_the_flag() {
-    if !has_git() {
-        return;
-    }
+    skip_unless!(has_git());
     let (t, _d, list) = conflict_in_the_middle();
     let oracle = t.copy();
     let stop = bport::run(oracle.path(), &["apply", list.to_str().unwrap()]);
@@ -252,9 +250,7 @@ fn skip_at_the_prompt_drops_the_patch_and_picks_the_next_like_the_flag() {
 
 #[test]
 fn abort_at_the_prompt_restores_the_exact_prior_state() {
-    if !has_git() {
-        return;
-    }
+    skip_unless!(has_git());
     let t = repo::foo_bar();
     let (_d, list) = list_file(&t.list("master..bar"));
     let before = t.snapshot();
@@ -275,9 +271,7 @@ fn abort_at_the_prompt_restores_the_exact_prior_state() {
 
 #[test]
 fn show_diff_prints_the_conflict_and_prompts_again_then_leave_keeps_the_stop() {
-    if !has_git() {
-        return;
-    }
+    skip_unless!(has_git());
     let t = repo::foo_bar();
     let (_d, list) = list_file(&t.list("master..bar"));
     let mut term = Term::spawn(&t, &["apply", list.to_str().unwrap()], &[]);
@@ -295,9 +289,7 @@ fn show_diff_prints_the_conflict_and_prompts_again_then_leave_keeps_the_stop() {
 
 #[test]
 fn the_editors_resolution_is_what_continue_commits() {
-    if !has_git() {
-        return;
-    }
+    skip_unless!(has_git());
     let t = repo::foo_bar();
     let (_d, list) = list_file(&t.list("master..bar"));
     let tools = tempfile::tempdir().unwrap();
@@ -336,9 +328,7 @@ fn the_editors_resolution_is_what_continue_commits() {
 
 #[test]
 fn yes_on_a_terminal_stops_without_prompting() {
-    if !has_git() {
-        return;
-    }
+    skip_unless!(has_git());
     let t = repo::foo_bar();
     let (_d, list) = list_file(&t.list("master..bar"));
     let term = Term::spawn(&t, &["apply", "--yes", list.to_str().unwrap()], &[]);
@@ -359,9 +349,7 @@ impl Drop for Term {
 
 #[test]
 fn a_skip_that_runs_into_the_next_conflict_prompts_again() {
-    if !has_git() {
-        return;
-    }
+    skip_unless!(has_git());
     let t = repo::foo_bar();
     // A third bar commit that edits the line next to foo's again: it conflicts after the first is skipped.
     t.checkout("bar");

@@ -160,9 +160,7 @@ fn generic_subject_with_another_commits_trailer_is_not_a_skip() {
         t.oid("HEAD~4"),
         "the port of `older` is still there, under the picks"
     );
-    if !has_git() {
-        return;
-    }
+    skip_unless!(has_git());
     git_ok(g.path(), &["cherry-pick", "upstream~2", "upstream~1"]);
     assert_eq!(
         git_ok(t.path(), &["rev-parse", "HEAD^{tree}"]),
@@ -475,9 +473,7 @@ fn gitlink_repo(vendor_does: &str) -> TestRepo {
 /// its whole plan.
 #[test]
 fn gitlink_bumps_with_and_without_the_submodule_match_git() {
-    if !has_git() {
-        return;
-    }
+    skip_unless!(has_git());
     for vendor_does in ["keep", "drop", "bump"] {
         let t = gitlink_repo(vendor_does);
         let g = t.copy();
@@ -586,9 +582,7 @@ fn untracked_file_in_the_way_is_named_and_the_run_resumes() {
         cont.stderr
     );
     assert_eq!(t.read("tools/new.sh"), "echo new\n");
-    if !has_git() {
-        return;
-    }
+    skip_unless!(has_git());
     let refused = git(g.path())
         .args(["cherry-pick", "master..upstream"])
         .output()
@@ -631,9 +625,7 @@ fn untracked_file_where_a_stop_would_write_is_not_overwritten() {
 /// and the absent files stay as they were.
 #[test]
 fn skip_worktree_and_sparse_entries_are_not_uncommitted_changes() {
-    if !has_git() {
-        return;
-    }
+    skip_unless!(has_git());
     for how in ["skip-worktree", "sparse-checkout"] {
         let t = four_fixes();
         t.commit("vendor: docs", &[("docs/guide.txt", Some("guide\n"))]);

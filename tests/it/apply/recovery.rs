@@ -99,9 +99,7 @@ fn killed_runs_recover_by_continue_and_by_abort() {
 /// Must show 4: a kill while bport writes a stop recovers too: --continue redoes the stop.
 #[test]
 fn killed_stop_and_killed_continue_recover() {
-    if !has_git() {
-        return;
-    }
+    skip_unless!(has_git());
     let (t, _d, list) = conflict_in_the_middle();
     for point in ["pack-written", "state-saved", "worktree-updated"] {
         let c = t.copy();

@@ -174,9 +174,7 @@ fn ambiguous_subject_is_decided_by_patch_id_or_picked_with_a_warning() {
 /// git's own patch-ids do: named deviation from `git show`'s default rename detection).
 #[test]
 fn patch_id_equals_git_patch_id_stable() {
-    if !has_git() {
-        return;
-    }
+    skip_unless!(has_git());
     let t = repo::upstream_and_vendor();
     // Odd cases on a side branch: binary add and change, an empty file, a symlink, a mode change with an edit.
     t.branch("odd", "master");

@@ -7,9 +7,7 @@ use crate::support::repo;
 /// Must show 1: the foo/bar workflow end to end.
 #[test]
 fn foo_bar_workflow_stops_resolves_continues_and_then_skips_by_subject() {
-    if !has_git() {
-        return;
-    }
+    skip_unless!(has_git());
     let t = repo::foo_bar();
     let listed = bport::run(t.path(), &["list", "master..bar"]);
     assert_eq!(listed.code, Some(0), "{}", listed.transcript());
@@ -208,9 +206,7 @@ fn stop_names_likely_missing_dependencies() {
 /// `git cherry-pick` leaves them.
 #[test]
 fn every_conflict_kind_is_left_as_git_leaves_it() {
-    if !has_git() {
-        return;
-    }
+    skip_unless!(has_git());
     let t = TestRepo::new();
     t.commit(
         "base",
@@ -283,9 +279,7 @@ fn every_conflict_kind_is_left_as_git_leaves_it() {
 /// The user may commit the resolution with git instead of `--continue`ing: bport takes that commit as the pick.
 #[test]
 fn continue_accepts_a_resolution_committed_with_git() {
-    if !has_git() {
-        return;
-    }
+    skip_unless!(has_git());
     let t = repo::foo_bar();
     let (_d, list) = list_file(&t.list("master..bar"));
     let stop = bport::run(t.path(), &["apply", list.to_str().unwrap()]);

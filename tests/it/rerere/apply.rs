@@ -46,9 +46,7 @@ fn resolve_once(t: &TestRepo, list: &Path) {
 /// Must show 1: the seed workflow; the second run replays the resolution and `--continue` finishes.
 #[test]
 fn second_apply_replays_the_recorded_resolution() {
-    if !has_git() {
-        return;
-    }
+    skip_unless!(has_git());
     let t = repo::foo_bar();
     let (_d, list) = list_file(&t.list("master..bar"));
     resolve_once(&t, &list);
@@ -79,9 +77,7 @@ fn second_apply_replays_the_recorded_resolution() {
 /// `--autoupdate`: every conflict resolved from the cache, so bport stages, shows the reused diff and goes on.
 #[test]
 fn autoupdate_stages_and_continues() {
-    if !has_git() {
-        return;
-    }
+    skip_unless!(has_git());
     let t = repo::foo_bar();
     let (_d, list) = list_file(&t.list("master..bar"));
     resolve_once(&t, &list);
@@ -111,9 +107,7 @@ fn autoupdate_stages_and_continues() {
 /// Must show 2: interop both ways with `git cherry-pick` and rerere.enabled=true.
 #[test]
 fn resolutions_are_shared_with_git_in_both_directions() {
-    if !has_git() {
-        return;
-    }
+    skip_unless!(has_git());
     // git records, bport replays.
     let t = repo::foo_bar();
     let (_d, list) = list_file(&t.list("master..bar"));
@@ -169,9 +163,7 @@ fn resolutions_are_shared_with_git_in_both_directions() {
 /// Must show 3: export, commit `rerere-cache/`, fresh clone, apply reuses the resolution without `.git/rr-cache`.
 #[test]
 fn a_committed_rerere_cache_serves_a_fresh_clone() {
-    if !has_git() {
-        return;
-    }
+    skip_unless!(has_git());
     let t = repo::foo_bar();
     let (_d, list) = list_file(&t.list("master..bar"));
     resolve_once(&t, &list);
@@ -211,9 +203,7 @@ fn a_committed_rerere_cache_serves_a_fresh_clone() {
 /// Must show 4: train from a port made earlier, then a fresh apply resolves every conflict from it.
 #[test]
 fn training_from_an_earlier_port_resolves_the_next_apply() {
-    if !has_git() {
-        return;
-    }
+    skip_unless!(has_git());
     let t = repo::foo_bar();
     let (_d, list) = list_file(&t.list("master..bar"));
     // The earlier port, made with plain git and no rerere: branch `port` = foo + the two picks (-x on the first).
@@ -272,9 +262,7 @@ fn training_from_an_earlier_port_resolves_the_next_apply() {
 /// Must show 5: bad entries in both caches are skipped with a warning; apply still replays the good one.
 #[test]
 fn bad_cache_entries_are_skipped_with_warnings() {
-    if !has_git() {
-        return;
-    }
+    skip_unless!(has_git());
     let t = repo::foo_bar();
     let (_d, list) = list_file(&t.list("master..bar"));
     resolve_once(&t, &list);
@@ -336,9 +324,7 @@ fn bad_cache_entries_are_skipped_with_warnings() {
 /// same modification meets the same deletion; with `--autoupdate` the run goes on by itself.
 #[test]
 fn modify_delete_decisions_are_recorded_and_replayed() {
-    if !has_git() {
-        return;
-    }
+    skip_unless!(has_git());
     let t = TestRepo::new();
     t.commit(
         "base",
@@ -435,9 +421,7 @@ fn rr_cache_ids(dir: &Path) -> Vec<String> {
 /// `conflict-marker-size` attribute in play.
 #[test]
 fn apply_records_preimages_under_gits_ids() {
-    if !has_git() {
-        return;
-    }
+    skip_unless!(has_git());
     let (mut cases, mut same) = (0, 0);
     let mut differing = Vec::new();
     let mut seed = 20_000u64;
@@ -510,9 +494,7 @@ fn apply_records_preimages_under_gits_ids() {
 /// libgit2-based tools also produce) is found by trying the ids of the other renderings after a miss.
 #[test]
 fn a_resolution_recorded_under_a_myers_rendering_is_found() {
-    if !has_git() {
-        return;
-    }
+    skip_unless!(has_git());
     use ::bport::rerere::conflict_id::normalize;
     use ::bport::rerere::xdiff::merge::{merge, MergeOptions};
     use ::bport::rerere::xdiff::Algorithm;

@@ -81,9 +81,7 @@ const RESOLVED: &[u8] = b"title\nbar description, ours\nend\n";
 
 #[test]
 fn a_resolution_recorded_by_git_is_replayed_by_bport() {
-    if !oracle::require("git", "apt-get install git") {
-        return;
-    }
+    skip_unless!(oracle::has_git());
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();
     conflict_repo(dir, BASE, OURS, THEIRS);
@@ -126,9 +124,7 @@ fn a_resolution_recorded_by_git_is_replayed_by_bport() {
 
 #[test]
 fn a_resolution_recorded_by_bport_is_replayed_by_git() {
-    if !oracle::require("git", "apt-get install git") {
-        return;
-    }
+    skip_unless!(oracle::has_git());
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();
     conflict_repo(dir, BASE, OURS, THEIRS);
@@ -176,9 +172,7 @@ fn a_resolution_recorded_by_bport_is_replayed_by_git() {
 
 #[test]
 fn export_import_and_bad_cache_entries() {
-    if !oracle::require("git", "apt-get install git") {
-        return;
-    }
+    skip_unless!(oracle::has_git());
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();
     conflict_repo(dir, BASE, OURS, THEIRS);
@@ -279,9 +273,7 @@ fn commit_file(repo: &git2::Repository, content: &[u8], parent: Option<git2::Oid
 /// matters for `bport apply`; libgit2's Myers rendering is measured alongside for reference.
 #[test]
 fn conflict_ids_match_the_rr_cache_directories_git_creates() {
-    if !oracle::require("git", "apt-get install git") {
-        return;
-    }
+    skip_unless!(oracle::has_git());
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();
     let repo =
@@ -484,9 +476,7 @@ fn recorded_then_conflicted(dir: &Path) -> String {
 
 #[test]
 fn forget_drops_the_resolution_and_tracks_the_conflict_again() {
-    if !oracle::require("git", "apt-get install git") {
-        return;
-    }
+    skip_unless!(oracle::has_git());
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();
     let id = recorded_then_conflicted(dir);
@@ -515,9 +505,7 @@ fn forget_drops_the_resolution_and_tracks_the_conflict_again() {
 
 #[test]
 fn a_resolution_that_does_not_apply_leaves_the_file_conflicted() {
-    if !oracle::require("git", "apt-get install git") {
-        return;
-    }
+    skip_unless!(oracle::has_git());
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();
     let id = recorded_then_conflicted(dir);
@@ -551,9 +539,7 @@ fn a_resolution_that_does_not_apply_leaves_the_file_conflicted() {
 /// gc prunes exactly what `git rerere gc` prunes, on copies of the same cache with the same file times.
 #[test]
 fn gc_prunes_like_git() {
-    if !oracle::require("git", "apt-get install git") {
-        return;
-    }
+    skip_unless!(oracle::has_git());
     let days = |n: u64| std::time::SystemTime::now() - std::time::Duration::from_secs(n * 86_400);
     let mut listings = Vec::new();
     for tool in ["git", "bport"] {
@@ -629,9 +615,7 @@ fn gc_prunes_like_git() {
 /// `rerere-cache/.gitattributes` with `* -text`), so a clone's cache still matches git's id.
 #[test]
 fn exported_crlf_resolutions_survive_commit_and_clone() {
-    if !oracle::require("git", "apt-get install git") {
-        return;
-    }
+    skip_unless!(oracle::has_git());
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("a");
     std::fs::create_dir(&dir).unwrap();

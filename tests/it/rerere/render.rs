@@ -151,9 +151,7 @@ pub fn code_triple(seed: u64) -> (Vec<u8>, Vec<u8>, Vec<u8>) {
 
 #[test]
 fn xdiff_port_renders_merges_byte_identical_to_git_merge_file() {
-    if !oracle::require("git", "apt-get install git") {
-        return;
-    }
+    skip_unless!(oracle::has_git());
     let dir = tempfile::tempdir().unwrap();
     let (b, o, t) = (
         dir.path().join("base"),
@@ -281,9 +279,7 @@ fn xdiff_port_renders_merges_byte_identical_to_git_merge_file() {
 /// `append` folds it back; an unsigned port overflowed on this case (found by the id corpus, seed 1139).
 #[test]
 fn transiently_negative_positions_merge_like_git() {
-    if !oracle::require("git", "apt-get install git") {
-        return;
-    }
+    skip_unless!(oracle::has_git());
     let dir = tempfile::tempdir().unwrap();
     let (base, ours, theirs) = code_triple(1139);
     std::fs::write(dir.path().join("base"), &base).unwrap();

@@ -3,6 +3,16 @@
 // Helpers are shared by every test module; not every module uses every helper.
 #![allow(dead_code)]
 
+/// Ends the test here unless `$ready` holds: the guard every test that needs an external tool starts with
+/// (`skip_unless!(oracle::has_perf());`). [`oracle::require`] prints the loud SKIPPED line, or fails under CI.
+macro_rules! skip_unless {
+    ($ready:expr) => {
+        if !$ready {
+            return;
+        }
+    };
+}
+
 pub mod bport;
 pub mod compare;
 pub mod oracle;

@@ -24,6 +24,19 @@ pub fn require(tool: &str, install_hint: &str) -> bool {
     false
 }
 
+/// How to install Linux perf, the profiler's oracle (Debian's package; `.ci/run` installs it).
+pub const PERF_HINT: &str = "apt-get install linux-perf";
+
+/// [`require`] for Linux perf.
+pub fn has_perf() -> bool {
+    require("perf", PERF_HINT)
+}
+
+/// [`require`] for git.
+pub fn has_git() -> bool {
+    require("git", "apt-get install git")
+}
+
 /// A `git` command in `dir` with a hermetic environment: no global/system config, fixed identity and dates.
 pub fn git(dir: &Path) -> Command {
     let mut cmd = Command::new("git");
@@ -63,13 +76,15 @@ pub fn assert_success(out: &Output, what: &str) {
     );
 }
 
-/// A `perf` command (Linux perf, the profiler's oracle) with `HOME` set to `home`, so its build-id cache
-/// (`~/.debug`) is the test's own.
+/// A `perf` command (Linux perf, the profiler's oracle) run in `home` with `HOME` set to it, so its build-id cache
+/// (`~/.debug`) and `~/.perfconfig` are the test's own, and no pager: the one environment every test gives perf.
 pub fn perf(home: &Path) -> Command {
     let mut cmd = Command::new("perf");
     cmd.current_dir(home)
         .env("HOME", home)
         .env("LC_ALL", "C")
+        .env("PAGER", "cat")
+        .env("PERF_PAGER", "cat")
         .env_remove("PERF_EXEC_PATH");
     cmd
 }
