@@ -28,7 +28,10 @@ pub fn run(args: ArchiveArgs, ui: &Ui) -> CliResult {
     });
     let out = std::fs::File::create(&output)
         .map_err(|e| CliError::file(&e, format!("cannot create {}: {e}", output.display())))?;
-    let outcome = archive::archive(&file, &Options::default(), std::io::BufWriter::new(out))?;
+    // Flushed here: a BufWriter dropped inside the library would swallow a full disk and report success.
+    let mut out = std::io::BufWriter::new(out);
+    let outcome = archive::archive(&file, &Options::default(), &mut out)?;
+    std::io::Write::flush(&mut out)?;
     for (name, why) in &outcome.missing {
         ui.warn(format!("{name} not bundled: {why}"));
     }

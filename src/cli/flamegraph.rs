@@ -40,7 +40,12 @@ pub fn run(args: FlamegraphArgs, ui: &Ui) -> CliResult {
         out.write_all(&folded)?;
         outcome
     } else {
-        flame::svg(&file, &options, &args.title, &mut out)?
+        // Drawn into memory (beside the folded stacks it is made from), so a failure to write the output keeps
+        // its cause (a full disk is exit 4) instead of coming back as inferno's failure to draw.
+        let mut svg = Vec::new();
+        let outcome = flame::svg(&file, &options, &args.title, &mut svg)?;
+        out.write_all(&svg)?;
+        outcome
     };
     out.flush()?;
     for w in &outcome.warnings {
