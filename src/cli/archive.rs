@@ -2,7 +2,7 @@
 
 use super::script::open;
 use super::ui::Ui;
-use super::{CliError, CliResult, Kind};
+use super::{CliError, CliResult};
 use crate::perf::archive;
 use crate::perf::script::Options;
 use std::path::PathBuf;
@@ -27,9 +27,11 @@ pub fn run(args: ArchiveArgs, ui: &Ui) -> CliResult {
         PathBuf::from(p)
     });
     let out = std::fs::File::create(&output)
-        .map_err(|e| CliError::user(format!("cannot create {}: {e}", output.display())))?;
-    let outcome = archive::archive(&file, &Options::default(), std::io::BufWriter::new(out))
-        .map_err(|e| CliError::new(Kind::User, e))?;
+        .map_err(|e| CliError::file(&e, format!("cannot create {}: {e}", output.display())))?;
+    // Flushed here: a BufWriter dropped inside the library would swallow a full disk and report success.
+    let mut out = std::io::BufWriter::new(out);
+    let outcome = archive::archive(&file, &Options::default(), &mut out)?;
+    std::io::Write::flush(&mut out)?;
     for (name, why) in &outcome.missing {
         ui.warn(format!("{name} not bundled: {why}"));
     }

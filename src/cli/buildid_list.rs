@@ -1,7 +1,7 @@
 //! `bport buildid-list`: the build-ids a perf.data file recorded, as `perf buildid-list` prints them.
 
 use super::script::{input_or_stdin, open};
-use super::{CliError, CliResult, Kind};
+use super::CliResult;
 use crate::perf::archive;
 use crate::perf::script::Options;
 use std::io::Write;
@@ -21,8 +21,7 @@ pub struct BuildidListArgs {
 
 pub fn run(args: BuildidListArgs) -> CliResult {
     let file = open(&input_or_stdin(args.input))?;
-    let lines = archive::buildid_list(&file, &Options::default(), args.with_hits)
-        .map_err(|e| CliError::new(Kind::User, e))?;
+    let lines = archive::buildid_list(&file, &Options::default(), args.with_hits)?;
     let mut out = std::io::stdout().lock();
     for l in lines {
         // perf: "%-40s %s", so a DSO without a build-id gets 40 blanks.

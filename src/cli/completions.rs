@@ -31,16 +31,16 @@ pub fn run_man(args: ManArgs) -> CliResult {
         None => clap_mangen::Man::new(cmd).render(&mut std::io::stdout().lock())?,
         Some(dir) => {
             std::fs::create_dir_all(&dir).map_err(|e| {
-                CliError::user(format!(
-                    "cannot create man page directory {}: {e}",
-                    dir.display()
-                ))
+                CliError::file(
+                    &e,
+                    format!("cannot create man page directory {}: {e}", dir.display()),
+                )
             })?;
             clap_mangen::generate_to(cmd, &dir).map_err(|e| {
-                CliError::user(format!(
-                    "cannot write man pages into {}: {e}",
-                    dir.display()
-                ))
+                CliError::file(
+                    &e,
+                    format!("cannot write man pages into {}: {e}", dir.display()),
+                )
             })?;
         }
     }

@@ -1,7 +1,7 @@
 //! `bport dump`: every record of a perf.data file, one line each with its offset and parsed fields (like
 //! `perf report -D`), for debugging files and bport itself.
 
-use super::{CliError, CliResult, Kind, Ui};
+use super::{CliError, CliResult, Ui};
 use crate::perf::abi::{table, *};
 use crate::perf::data::{PerfFile, ReadError, Record, SampleRecord};
 use std::io::Write;
@@ -25,7 +25,7 @@ pub struct DumpArgs {
 
 fn read_error(e: ReadError, path: &std::path::Path) -> CliError {
     let truncated = e.is_truncation();
-    let err = CliError::new(Kind::User, e);
+    let err = CliError::from(e);
     if truncated {
         err.hint(format!(
             "{} is cut short or damaged; was `perf record` killed before it finished writing?",

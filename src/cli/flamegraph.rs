@@ -2,7 +2,7 @@
 
 use super::script::{open, ScriptArgs};
 use super::ui::Ui;
-use super::{CliError, CliResult, Kind};
+use super::{CliError, CliResult};
 use crate::perf::flame;
 use std::io::Write;
 use std::path::PathBuf;
@@ -31,18 +31,21 @@ pub fn run(args: FlamegraphArgs, ui: &Ui) -> CliResult {
     let file = open(&super::script::input_or_stdin(args.script.input.clone()))?;
     let mut out: Box<dyn Write> = match &args.output {
         Some(p) => Box::new(std::io::BufWriter::new(std::fs::File::create(p).map_err(
-            |e| CliError::user(format!("cannot create {}: {e}", p.display())),
+            |e| CliError::file(&e, format!("cannot create {}: {e}", p.display())),
         )?)),
         None => Box::new(std::io::BufWriter::new(std::io::stdout().lock())),
     };
     let outcome = if args.folded {
-        let (folded, outcome) =
-            flame::folded(&file, &options).map_err(|e| CliError::new(Kind::User, e))?;
+        let (folded, outcome) = flame::folded(&file, &options)?;
         out.write_all(&folded)?;
         outcome
     } else {
-        flame::svg(&file, &options, &args.title, &mut out)
-            .map_err(|e| CliError::new(Kind::User, e))?
+        // Drawn into memory (beside the folded stacks it is made from), so a failure to write the output keeps
+        // its cause (a full disk is exit 4) instead of coming back as inferno's failure to draw.
+        let mut svg = Vec::new();
+        let outcome = flame::svg(&file, &options, &args.title, &mut svg)?;
+        out.write_all(&svg)?;
+        outcome
     };
     out.flush()?;
     for w in &outcome.warnings {

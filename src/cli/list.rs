@@ -26,12 +26,8 @@ pub fn run(args: ListArgs, _ui: &Ui) -> CliResult {
     let list = patchlist::list_range(&repo, &args.range)?;
     let text = list.to_text();
     match args.output {
-        Some(path) => std::fs::write(&path, text).map_err(|e| {
-            super::CliError::new(
-                super::Kind::User,
-                anyhow::Error::new(e).context(format!("writing {}", path.display())),
-            )
-        })?,
+        Some(path) => std::fs::write(&path, text)
+            .map_err(|e| super::CliError::file_context(e, format!("writing {}", path.display())))?,
         None => std::io::stdout().lock().write_all(text.as_bytes())?,
     }
     Ok(())

@@ -7,7 +7,7 @@ use std::time::Duration;
 use clap::{Args, Subcommand};
 
 use super::ui::Ui;
-use super::{CliError, CliResult, Kind};
+use super::{CliError, CliResult};
 use crate::perf::abi::KernelVersion;
 use crate::perf::lock::{self, report, Aggr, LiveOptions, ReportOptions, SortKey, Target};
 
@@ -187,10 +187,6 @@ fn ids(text: &str, what: &str) -> CliResult<Vec<i32>> {
         .collect()
 }
 
-fn user(err: lock::Error) -> CliError {
-    CliError::new(Kind::User, err)
-}
-
 fn contention(args: ContentionArgs, ui: &Ui) -> CliResult {
     let sort = SortKey::parse(&args.key).ok_or_else(|| {
         CliError::user(format!(
@@ -208,7 +204,7 @@ fn contention(args: ContentionArgs, ui: &Ui) -> CliResult {
     let mut types = Vec::new();
     for name in args.type_filter.iter().flat_map(|t| t.split(',')) {
         let flags = lock::type_flags(name.trim()).ok_or_else(|| {
-            user(lock::Error::UnknownType {
+            CliError::from(lock::Error::UnknownType {
                 name: name.trim().into(),
             })
         })?;
@@ -230,7 +226,7 @@ fn contention(args: ContentionArgs, ui: &Ui) -> CliResult {
                 });
                 report::address_of(text, item)
             })
-            .ok_or_else(|| user(lock::Error::BadLock { text: item.into() }))?;
+            .ok_or_else(|| CliError::from(lock::Error::BadLock { text: item.into() }))?;
         addrs.push(addr);
     }
     let callstack = args.callstack || ui.verbose > 0;
@@ -268,14 +264,14 @@ fn contention(args: ContentionArgs, ui: &Ui) -> CliResult {
                 .collect(),
         };
         let file = crate::perf::data::PerfFile::open(input).map_err(|e| {
-            CliError::new(Kind::User, e).hint(format!("is {} a perf.data file?", input.display()))
+            CliError::from(e).hint(format!("is {} a perf.data file?", input.display()))
         })?;
         let sym = match kallsyms_text {
             Some(text) => report::Symbolizer::from_text(text),
             None => report::Symbolizer::running(),
         };
         let rep = lock::file::from_file(&file, &sym, &ropts, &filters, args.stack_skip)
-            .map_err(into_cli_error)?;
+            .map_err(CliError::from)?;
         let mut out = std::io::stdout().lock();
         report::write(&rep, &ropts, &mut out)?;
         return Ok(());
@@ -304,10 +300,7 @@ fn contention(args: ContentionArgs, ui: &Ui) -> CliResult {
         None => None,
     };
     let kernel = match &args.kernel {
-        Some(k) => Some(
-            k.parse::<KernelVersion>()
-                .map_err(|e| CliError::new(Kind::User, e))?,
-        ),
+        Some(k) => Some(k.parse::<KernelVersion>()?),
         None => None,
     };
     let options = LiveOptions {
@@ -337,7 +330,7 @@ fn contention(args: ContentionArgs, ui: &Ui) -> CliResult {
         Err(lock::Error::BpfDenied { source }) => {
             return fallback(&options, &ropts, source, kallsyms_text, ui);
         }
-        Err(e) => return Err(into_cli_error(e)),
+        Err(e) => return Err(CliError::from(e)),
     };
     let sym = match kallsyms_text {
         Some(text) => report::Symbolizer::from_text(text),
@@ -354,46 +347,16 @@ fn contention(args: ContentionArgs, ui: &Ui) -> CliResult {
     Ok(())
 }
 
-/// Maps a lock error to its exit code and hints.
-fn into_cli_error(err: lock::Error) -> CliError {
-    use lock::Error as E;
-    match &err {
-        E::KernelTooOld { .. } => CliError::new(Kind::Environment, err).hint(
-            "run on Linux 5.19 or later; on older kernels `perf lock record` needs CONFIG_LOCKDEP/CONFIG_LOCK_STAT \
-             (lock:lock_acquire events)",
-        ),
-        E::BpfDenied { .. } => CliError::new(Kind::Environment, err)
-            .hint("run as root, or grant the capabilities: sudo setcap cap_bpf,cap_perfmon=ep $(command -v bport)")
-            .hint("check that BPF is enabled: sysctl kernel.unprivileged_bpf_disabled, and no lockdown mode"),
-        E::Bpf(_) => CliError::new(Kind::Environment, err).hint(
-            "the kernel refused bport's BPF programs; please report this with the verifier log above and `uname -r`",
-        ),
-        E::UnknownType { .. }
-        | E::BadLock { .. }
-        | E::NoSuchTask { .. }
-        | E::InvalidOptions(_)
-        | E::NoLockEvents
-        | E::File(_) => {
-            CliError::new(Kind::User, err)
-        }
-        E::Exec { .. } => CliError::new(Kind::User, err).hint("check the command name and that it is executable"),
-        E::System { .. } => CliError::new(Kind::Internal, err),
-    }
-}
-
 /// `bport lock record`: `bport record` of the two contention tracepoints with kernel callchains, as
 /// `perf lock record` records them (every hit, `-g`).
 fn record(args: LockRecordArgs, ui: &Ui) -> CliResult {
     let kernel = match &args.kernel {
-        Some(k) => Some(
-            k.parse::<KernelVersion>()
-                .map_err(|e| CliError::new(Kind::User, e))?,
-        ),
+        Some(k) => Some(k.parse::<KernelVersion>()?),
         None => KernelVersion::running(),
     };
     if let Some(v) = &kernel {
         if !lock::kernel_has_tracepoints(v) {
-            return Err(into_cli_error(lock::Error::KernelTooOld {
+            return Err(CliError::from(lock::Error::KernelTooOld {
                 kernel: v.to_string(),
             }));
         }
@@ -425,7 +388,7 @@ fn fallback(
     ui: &Ui,
 ) -> CliResult {
     let denied = |extra: Option<String>| {
-        let mut e = into_cli_error(lock::Error::BpfDenied {
+        let mut e = CliError::from(lock::Error::BpfDenied {
             source: crate::perf::bpf::Error::MapCreate {
                 name: "lock_tstamp".into(),
                 source: std::io::Error::from_raw_os_error(
@@ -487,7 +450,7 @@ fn fallback(
             ..Default::default()
         };
         let rep = lock::file::from_file(&file, &sym, ropts, &filters, ropts.stack_skip)
-            .map_err(into_cli_error)?;
+            .map_err(CliError::from)?;
         report::write(&rep, ropts, &mut std::io::stdout().lock())?;
         Ok(())
     })();

@@ -1,7 +1,7 @@
 //! `bport probe`: define, list and delete uprobe/kprobe events with variables, with perf probe's flags.
 
 use super::ui::Ui;
-use super::{CliError, CliResult, Kind};
+use super::{CliError, CliResult};
 use crate::perf::probe::{self, btf::Btf, dwarf::DebugInfo, spec, tracefs};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -61,60 +61,6 @@ pub struct ProbeArgs {
     pub specs: Vec<String>,
 }
 
-fn probe_error(e: probe::Error) -> CliError {
-    use probe::Error as E;
-    let kind = match &e {
-        E::TracefsUnavailable { .. } | E::NoProbeFile { .. } | E::Tracefs { .. } => {
-            Kind::Environment
-        }
-        E::Write { source, .. } if source.raw_os_error() == Some(libc::EACCES) => Kind::Environment,
-        _ => Kind::User,
-    };
-    let hints: Vec<String> = match &e {
-        E::NoDebugInfo {
-            path,
-            stripped,
-            build_id,
-        } => {
-            let mut h = Vec::new();
-            if *stripped {
-                h.push("the binary was stripped; probe the unstripped build, or install its debug file".to_string());
-            }
-            h.push(
-                "install the debug symbols: the -dbgsym package on Debian/Ubuntu (apt install PACKAGE-dbgsym), \
-                 -debuginfo on Fedora/RHEL (dnf debuginfo-install PACKAGE), or rebuild with -g"
-                    .to_string(),
-            );
-            if let Some(id) = build_id {
-                h.push(format!(
-                    "bport looked for /usr/lib/debug/.build-id/{}/{}.debug (build-id of {})",
-                    &id[..2],
-                    &id[2..],
-                    path.display()
-                ));
-            }
-            h
-        }
-        E::FunctionNotFound { .. } => vec!["list the functions with `bport probe -x BINARY -F`".into()],
-        E::NoCode { .. } => vec!["show the lines that can be probed with `bport probe -x BINARY -L FUNC`".into()],
-        E::VariableNotFound { .. } => vec!["show the variables there with `bport probe -x BINARY -V POINT`".into()],
-        E::EventExists(_) => vec![
-            "delete it with `bport probe -d GROUP:EVENT`, or name the new one with `NAME=POINT`".into(),
-        ],
-        E::TracefsUnavailable { .. } => {
-            vec!["mount it (mount -t tracefs nodev /sys/kernel/tracing) or run as root".into()]
-        }
-        E::NoProbeFile { .. } => vec![
-            "the kernel needs CONFIG_UPROBE_EVENTS / CONFIG_KPROBE_EVENTS; `bport verify --kernel-image` runs a kernel that has them in a VM"
-                .into(),
-        ],
-        _ => Vec::new(),
-    };
-    let mut err = CliError::new(kind, e);
-    err.hints = hints;
-    err
-}
-
 pub fn run(args: ProbeArgs, ui: &Ui) -> CliResult {
     if let Some(pattern) = &args.list {
         return list(pattern);
@@ -128,7 +74,7 @@ pub fn run(args: ProbeArgs, ui: &Ui) -> CliResult {
                 "this needs -x BINARY or -k VMLINUX (lines and variables need DWARF)",
             ));
         };
-        DebugInfo::open(&absolute(x)?).map_err(probe_error)
+        DebugInfo::open(&absolute(x)?).map_err(CliError::from)
     };
     if args.funcs {
         let di = debuginfo()?;
@@ -143,8 +89,8 @@ pub fn run(args: ProbeArgs, ui: &Ui) -> CliResult {
     }
     if let Some(point) = &args.vars {
         let di = debuginfo()?;
-        let spec = spec::parse(point).map_err(probe_error)?;
-        let sites = probe::available_vars(&di, &spec, args.externs).map_err(probe_error)?;
+        let spec = spec::parse(point).map_err(CliError::from)?;
+        let sites = probe::available_vars(&di, &spec, args.externs).map_err(CliError::from)?;
         let mut out = std::io::stdout().lock();
         writeln!(out, "Available variables at {point}")?;
         for (at, vars) in sites {
@@ -168,18 +114,18 @@ pub fn run(args: ProbeArgs, ui: &Ui) -> CliResult {
         .iter()
         .map(|s| spec::parse(s))
         .collect::<Result<Vec<_>, _>>()
-        .map_err(probe_error)?;
+        .map_err(CliError::from)?;
     let fs = if args.dry_run {
         tracefs::Tracefs::open().ok()
     } else {
-        Some(tracefs::Tracefs::open().map_err(probe_error)?)
+        Some(tracefs::Tracefs::open().map_err(CliError::from)?)
     };
     let mut taken = Vec::new();
     if let Some(fs) = &fs {
         for kind in [tracefs::Kind::Uprobe, tracefs::Kind::Kprobe] {
             taken.extend(
                 fs.read(kind)
-                    .map_err(probe_error)?
+                    .map_err(CliError::from)?
                     .iter()
                     .map(|l| l.full_name()),
             );
@@ -188,25 +134,25 @@ pub fn run(args: ProbeArgs, ui: &Ui) -> CliResult {
     let (plan, kind) = match &args.exec {
         Some(x) => {
             let path = absolute(x)?;
-            let di = DebugInfo::open(&path).map_err(probe_error)?;
+            let di = DebugInfo::open(&path).map_err(CliError::from)?;
             (
-                probe::plan_user(&di, &path, &specs, &taken).map_err(probe_error)?,
+                probe::plan_user(&di, &path, &specs, &taken).map_err(CliError::from)?,
                 tracefs::Kind::Uprobe,
             )
         }
         None if args.vmlinux.is_some() => {
             let path = absolute(args.vmlinux.as_ref().expect("checked"))?;
-            let di = DebugInfo::open(&path).map_err(probe_error)?;
+            let di = DebugInfo::open(&path).map_err(CliError::from)?;
             (
-                probe::plan_vmlinux(&di, &specs, &taken).map_err(probe_error)?,
+                probe::plan_vmlinux(&di, &specs, &taken).map_err(CliError::from)?,
                 tracefs::Kind::Kprobe,
             )
         }
         None => {
             let btf = Btf::open(Path::new("/sys/kernel/btf/vmlinux"))
-                .map_err(|e| probe_error(e.into()))?;
+                .map_err(|e| CliError::from(probe::Error::from(e)))?;
             (
-                probe::plan_kernel(&btf, &specs, &taken).map_err(probe_error)?,
+                probe::plan_kernel(&btf, &specs, &taken).map_err(CliError::from)?,
                 tracefs::Kind::Kprobe,
             )
         }
@@ -223,7 +169,7 @@ pub fn run(args: ProbeArgs, ui: &Ui) -> CliResult {
         return Ok(());
     }
     let fs = fs.expect("opened above unless dry run");
-    fs.add(kind, &defs).map_err(probe_error)?;
+    fs.add(kind, &defs).map_err(CliError::from)?;
     let events = plan.events();
     ui.status(format!(
         "Added new event{}:",
@@ -279,19 +225,15 @@ fn args_exec(place: &Option<String>) -> Option<String> {
 }
 
 fn absolute(path: &Path) -> CliResult<PathBuf> {
-    std::fs::canonicalize(path).map_err(|e| {
-        CliError::new(
-            Kind::User,
-            anyhow::anyhow!("can't open {}: {e}", path.display()),
-        )
-    })
+    std::fs::canonicalize(path)
+        .map_err(|e| CliError::file(&e, format!("can't open {}: {e}", path.display())))
 }
 
 fn list(pattern: &str) -> CliResult {
-    let fs = tracefs::Tracefs::open().map_err(probe_error)?;
+    let fs = tracefs::Tracefs::open().map_err(CliError::from)?;
     let mut out = std::io::stdout().lock();
     for kind in [tracefs::Kind::Kprobe, tracefs::Kind::Uprobe] {
-        let mut lines = fs.read(kind).map_err(probe_error)?;
+        let mut lines = fs.read(kind).map_err(CliError::from)?;
         // perf lists the events sorted by name (an event's several probes stay in their order).
         lines.sort_by_key(|l| l.full_name());
         for line in lines {
@@ -317,17 +259,17 @@ fn matches_event(pattern: &str, line: &tracefs::ProbeLine) -> bool {
 }
 
 fn delete(patterns: &[String], ui: &Ui) -> CliResult {
-    let fs = tracefs::Tracefs::open().map_err(probe_error)?;
+    let fs = tracefs::Tracefs::open().map_err(CliError::from)?;
     for pattern in patterns {
         let mut found = false;
         for kind in [tracefs::Kind::Kprobe, tracefs::Kind::Uprobe] {
             let mut done: Vec<String> = Vec::new();
-            for line in fs.read(kind).map_err(probe_error)? {
+            for line in fs.read(kind).map_err(CliError::from)? {
                 if !matches_event(pattern, &line) || done.contains(&line.full_name()) {
                     continue;
                 }
                 fs.delete(kind, &line.group, &line.event).map_err(|e| {
-                    probe_error(e).hint("an event that a recording still uses can't be deleted; stop the recording first")
+                    CliError::from(e).hint("an event that a recording still uses can't be deleted; stop the recording first")
                 })?;
                 ui.status(format!("Removed event: {}", line.full_name()));
                 done.push(line.full_name());
@@ -335,7 +277,7 @@ fn delete(patterns: &[String], ui: &Ui) -> CliResult {
             }
         }
         if !found {
-            return Err(probe_error(probe::Error::NoMatch(pattern.clone()))
+            return Err(CliError::from(probe::Error::NoMatch(pattern.clone()))
                 .hint("list the events with `bport probe -l`"));
         }
     }
@@ -369,14 +311,11 @@ fn show_lines(di: &DebugInfo, text: &str, source_dir: Option<&Path>) -> CliResul
             },
         },
     };
-    let lr = probe::line_range(di, func, start, end).map_err(probe_error)?;
+    let lr = probe::line_range(di, func, start, end).map_err(CliError::from)?;
     let path = find_source(&lr.path, source_dir);
     let source = std::fs::read_to_string(&path).map_err(|e| {
-        CliError::new(
-            Kind::User,
-            anyhow::anyhow!("can't read the source {}: {e}", path.display()),
-        )
-        .hint("give the directory the sources are under with -s SRCDIR")
+        CliError::file(&e, format!("can't read the source {}: {e}", path.display()))
+            .hint("give the directory the sources are under with -s SRCDIR")
     })?;
     let mut out = std::io::stdout().lock();
     probe::write_line_range(&lr, &source, &mut out)?;

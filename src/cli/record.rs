@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use clap::Args;
 
 use super::ui::Ui;
-use super::{CliError, CliResult, Kind};
+use super::{CliError, CliResult};
 use crate::perf::abi::KernelVersion;
 use crate::perf::record::{self, CallGraph, Config, Event, Sampling, Target};
 
@@ -213,12 +213,11 @@ fn parse_events(values: &[String]) -> CliResult<(Event, Vec<record::Tracepoint>)
     match (plain.as_slice(), tps.is_empty()) {
         ([e], true) => Ok((*e, Vec::new())),
         ([], false) => {
-            let tracefs = crate::perf::trace::Tracefs::find_or_mount()
-                .map_err(|e| CliError::new(Kind::Environment, e))?;
+            let tracefs = crate::perf::trace::Tracefs::find_or_mount()?;
             let mut out = Vec::new();
             for name in tps {
                 let tp = record::Tracepoint::resolve(&tracefs, name).map_err(|e| {
-                    CliError::new(Kind::User, e).hint(format!(
+                    CliError::from(e).hint(format!(
                         "list the tracepoints with: ls {}/events/SYSTEM",
                         tracefs.root().display()
                     ))
@@ -248,7 +247,7 @@ pub fn run(args: RecordArgs, ui: &Ui) -> CliResult {
     } else {
         record::record(&config)
     }
-    .map_err(into_cli_error)?;
+    .map_err(CliError::from)?;
     for note in &outcome.notes {
         ui.status(format!("note: {note}"));
     }
@@ -283,47 +282,6 @@ pub fn run(args: RecordArgs, ui: &Ui) -> CliResult {
         outcome.samples
     ));
     Ok(())
-}
-
-/// Maps a recording error to an exit code and the hints that fix it.
-fn into_cli_error(err: record::Error) -> CliError {
-    use record::Error as E;
-    let (kind, hints): (Kind, Vec<String>) = match &err {
-        E::PermissionDenied { needed, .. } => {
-            let mut hints = vec![format!("allow it with: sudo sysctl -w kernel.perf_event_paranoid={needed}")];
-            hints.push(
-                "or run as root, or grant the capability: sudo setcap cap_perfmon,cap_sys_ptrace=ep \
-                 $(command -v bport) (Linux 5.8+; CAP_SYS_ADMIN before)"
-                    .into(),
-            );
-            (Kind::Environment, hints)
-        }
-        E::LbrUnavailable { .. } => (
-            Kind::Environment,
-            vec!["use --call-graph dwarf (any CPU, Linux 3.7+) or -g on code built with frame pointers".into()],
-        ),
-        E::ModeUnsupported { .. } => (
-            Kind::Environment,
-            vec!["use -g (frame pointers) for that kernel; build the program with -fno-omit-frame-pointer".into()],
-        ),
-        E::EventUnavailable { .. } => (
-            Kind::Environment,
-            vec!["sample on a timer instead: -e cpu-clock".into()],
-        ),
-        E::NoSuchTask { .. } | E::InvalidConfig(_) => (Kind::User, vec![]),
-        E::Trace(crate::perf::trace::Error::Mount { .. }) => (Kind::Environment, vec![]),
-        E::Trace(_) => (Kind::User, vec![]),
-        E::Exec { .. } => (Kind::User, vec!["check the command name and that it is executable".into()]),
-        E::Mmap { .. } => (
-            Kind::Environment,
-            vec!["use a smaller -m, or raise kernel.perf_event_mlock_kb".into()],
-        ),
-        E::Output { .. } | E::Write { .. } | E::Open { .. } => (Kind::Environment, vec![]),
-        _ => (Kind::Internal, vec![]),
-    };
-    let mut cli = CliError::new(kind, err);
-    cli.hints = hints;
-    cli
 }
 
 #[cfg(test)]

@@ -2,7 +2,7 @@
 //! -g none` (Children and Self columns when the samples carry callchains, as perf's default).
 
 use super::script::open;
-use super::{CliError, CliResult, Kind};
+use super::CliResult;
 use crate::perf::report::{self, ReportOptions, SortKey};
 use crate::perf::script::Options;
 use std::path::PathBuf;
@@ -67,7 +67,7 @@ pub fn run(args: ReportArgs) -> CliResult {
         dsos: args.dsos,
         children: has_callchains && !args.no_children,
     };
-    let tables = report::report(&file, &options).map_err(|e| CliError::new(Kind::User, e))?;
+    let tables = report::report(&file, &options)?;
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     report::write_report(&mut out, &args.sort, &tables)?;
     std::io::Write::flush(&mut out)?;

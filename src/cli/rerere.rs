@@ -1,7 +1,7 @@
 //! `bport rerere`: git's rerere verbs on any conflicted index, plus sharing and training.
 
 use super::ui::Ui;
-use super::{CliError, CliResult, Kind};
+use super::{CliError, CliResult};
 use crate::rerere::verbs::{self, GcOptions};
 use crate::rerere::{self, share, train, PathAction, Rerere, RerereOptions, RerereOutcome};
 use std::path::PathBuf;
@@ -82,30 +82,6 @@ fn open_repo() -> CliResult<git2::Repository> {
         CliError::environment(format!("not in a git repository ({})", e.message()))
             .hint("run bport inside the work tree of the repository")
     })
-}
-
-impl From<rerere::Error> for CliError {
-    fn from(error: rerere::Error) -> Self {
-        let kind = match &error {
-            rerere::Error::NotConflicted { .. }
-            | rerere::Error::NoResolution { .. }
-            | rerere::Error::BadRevision { .. } => Kind::User,
-            rerere::Error::BareRepository { .. } => Kind::Environment,
-            _ => Kind::Internal,
-        };
-        let hint = match &error {
-            rerere::Error::CorruptMergeRr { .. } => Some("`git rerere clear` also removes it"),
-            rerere::Error::NotConflicted { .. } => {
-                Some("`git checkout -m PATH` recreates the conflict of a staged path")
-            }
-            _ => None,
-        };
-        let err = CliError::new(kind, error);
-        match hint {
-            Some(h) => err.hint(h),
-            None => err,
-        }
-    }
 }
 
 /// Prints rerere's per-path messages in git's words (stderr).

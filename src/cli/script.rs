@@ -1,7 +1,7 @@
 //! `bport script`: perf-script text of a perf.data file, with DWARF/FP/LBR callchains chosen from the sample type.
 
 use super::ui::Ui;
-use super::{CliError, CliResult, Kind};
+use super::{CliError, CliResult};
 use crate::perf::data::PerfFile;
 use crate::perf::script::format::FieldSpec;
 use crate::perf::script::{self, CallchainMode, Options};
@@ -99,7 +99,7 @@ pub fn open(path: &Path) -> CliResult<PerfFile> {
         PerfFile::open(path)
     };
     opened.map_err(|e| {
-        CliError::new(Kind::User, e).hint(format!(
+        CliError::from(e).hint(format!(
             "record one with `bport record -g -o {} -- CMD` or `perf record -g`",
             path.display()
         ))
@@ -124,7 +124,7 @@ pub fn run(args: ScriptArgs, ui: &Ui) -> CliResult {
                 for w in file.warnings() {
                     ui.warn(w);
                 }
-                CliError::new(Kind::User, other)
+                CliError::from(other)
                     .hint("the samples before the damage, if any, are printed above")
             }
         })?;

@@ -122,7 +122,7 @@ pub fn run(args: VerifyArgs, ui: &Ui) -> CliResult<ExitCode> {
     if let Some(image) = &args.kernel_image {
         ui.status(format!("booting {} in qemu ...", image.display()));
     }
-    let report = verify::run(&request).map_err(from_verify_error)?;
+    let report = verify::run(&request).map_err(CliError::from)?;
     let mut out = std::io::stdout().lock();
     match args.format {
         Format::Json => {
@@ -177,25 +177,6 @@ fn mount_pseudo_filesystems() {
         let _ = std::process::Command::new("/bin/mount")
             .args(["-t", fstype, fstype, target])
             .status();
-    }
-}
-
-fn from_verify_error(e: verify::Error) -> CliError {
-    match e {
-        verify::Error::BadVersion { .. } | verify::Error::Targets(_) => CliError::new(Kind::User, e),
-        verify::Error::Qemu(qemu::Error::NoQemu(_)) => CliError::new(Kind::Environment, e)
-            .hint("install qemu: apt-get install qemu-system-x86"),
-        verify::Error::Qemu(qemu::Error::NoImage(_)) => CliError::new(Kind::User, e).hint(
-            "Debian kernels: apt-get download linux-image-6.1.0-NN-cloud-amd64-unsigned, then dpkg -x (see .ci/fetch-kernels)",
-        ),
-        verify::Error::Record(crate::perf::record::Error::PermissionDenied { .. }) => {
-            CliError::new(Kind::Environment, e).hint(
-                "allow profiling: sudo sysctl -w kernel.perf_event_paranoid=1, or run bport verify as root",
-            )
-        }
-        verify::Error::NoRunningVersion => CliError::new(Kind::Environment, e)
-            .hint("give the target kernel version: bport verify --kernel 4.1"),
-        _ => CliError::new(Kind::Environment, e),
     }
 }
 

@@ -157,3 +157,42 @@ fn the_scan_sees_imports_and_ignores_comments_and_lookalikes() {
         "{found:?}"
     );
 }
+
+/// Lines of a command file that choose an error's exit code themselves (`CliError::new`, which takes a `Kind`),
+/// as (line, text); that choice belongs to `cli/error.rs` alone (issue 17).
+fn inline_error_kinds(source: &str) -> Vec<(usize, String)> {
+    source
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim_start().starts_with("//") && l.contains("CliError::new("))
+        .map(|(i, l)| (i + 1, l.trim().to_owned()))
+        .collect()
+}
+
+#[test]
+fn only_cli_error_rs_maps_errors_to_exit_codes() {
+    let cli = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/cli");
+    let mut files = Vec::new();
+    rust_files(&cli, &mut files);
+    assert!(files.len() > 10, "the scan found the command files");
+    let mut found = Vec::new();
+    for file in files.iter().filter(|f| !f.ends_with("error.rs")) {
+        let source = std::fs::read_to_string(file).unwrap();
+        for (line, text) in inline_error_kinds(&source) {
+            found.push(format!("{}:{line}: {text}", file.display()));
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "command files choose exit codes inline; add a From impl in src/cli/error.rs instead:\n{}",
+        found.join("\n")
+    );
+    assert_eq!(
+        inline_error_kinds(
+            "// CliError::new(Kind::User, e)\nlet e = CliError::new(Kind::User, e);"
+        )
+        .len(),
+        1,
+        "the scan sees code and skips comments"
+    );
+}

@@ -8,6 +8,7 @@ mod architecture;
 mod archive;
 mod cli_help;
 mod corpus;
+mod exit_codes;
 mod lock;
 mod perf_data;
 mod pipe;
