@@ -125,8 +125,20 @@ fn libiberty_style(mut d: String, top_level: bool) -> String {
     {
         d.truncate(len);
     }
-    // An empty template parameter pack: cpp_demangle writes `<T, >`, libiberty `<T>`.
-    d = d.replace(", >", ">");
+    // Empty template parameter packs: cpp_demangle writes `<T, >` (`<T, , >` for two, `<, T>` for a first),
+    // libiberty `<T>`.
+    if d.contains(", >") || d.contains(", , ") || d.contains("<, ") {
+        loop {
+            let next = d
+                .replace(", , ", ", ")
+                .replace(", >", ">")
+                .replace("<, ", "<");
+            if next == d {
+                break;
+            }
+            d = next;
+        }
+    }
     // The standard abbreviations (`Ss`, `Si`, `So`, `Sd`): libiberty without DMGL_VERBOSE writes the short
     // name (cpp_demangle only does for `Ss`), but the full expansion when a constructor or destructor follows
     // (cp-demangle.c `d_substitution` peeks at `C`/`D`), whose name is then the template's.
@@ -295,6 +307,18 @@ fn parenthesize_function_addresses(d: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::demangle;
+
+    #[test]
+    fn empty_template_packs_vanish_as_in_libiberty() {
+        // g++'s inlined `std::pair` piecewise constructor: packs [string&&], [0ul], [], [] (`JE` twice), seen
+        // as an `(inlined)` frame of the template test program; `c++filt -p` prints no trace of the empty ones.
+        assert_eq!(
+            demangle(
+                "_ZNSt4pairIKNSt7__cxx1112basic_stringIcSt11char_traitsIcESaIcEEElEC2IJOS5_EJLm0EEJEJEEERSt5tupleIJDpT_EERSA_IJDpT1_EESt12_Index_tupleIJXspT0_EEESJ_IJXspT2_EEE"
+            ),
+            "std::pair<std::__cxx11::basic_string<char, std::char_traits<char>, std::allocator<char> > const, long>::pair<std::__cxx11::basic_string<char, std::char_traits<char>, std::allocator<char> >&&, 0ul>"
+        );
+    }
 
     #[test]
     fn cpp_rust_and_c() {
