@@ -124,7 +124,9 @@ fn check(fs: &tracefs::Tracefs, btf_path: &Path, workdir: &Path) -> Result<Probe
     let tracefs = crate::perf::trace::Tracefs::at(fs.root());
     let tp = record::Tracepoint::resolve(&tracefs, &format!("{GROUP}:vfs_read"))
         .map_err(|e| e.to_string())?;
-    let exe = std::env::current_exe().map_err(|e| format!("can't find bport itself: {e}"))?;
+    // Not `current_exe()`: in the guest that is bport's host path, which the tmpfs mounted on /tmp hides when the
+    // host's bport lives under /tmp (as CI's clone may); the kernel's own link to the running image always works.
+    let exe = std::path::PathBuf::from("/proc/self/exe");
     let mut config = record::Config::new(record::Target::Command(vec![
         exe.into(),
         crate::verify::qemu::GUEST_COMMAND.into(),
