@@ -46,14 +46,18 @@
 //! ```
 
 pub mod attr;
+mod codec;
 mod compressed;
 mod cursor;
 pub mod features;
 mod iter;
+pub mod map;
 mod prefetch;
+mod raw;
 pub mod reader;
 pub mod records;
 pub mod sample;
+mod source;
 pub mod writer;
 
 pub use attr::PerfEventAttr;
