@@ -43,7 +43,7 @@ enum Ready<'a> {
     Record(Record<'a>),
 }
 
-/// Iterator over a file's records; see [`PerfFile::records`]. Stops after the first framing error (yielded after
+/// Iterator over a file's records; see [`super::PerfFile::records`]. Stops after the first framing error (yielded after
 /// every record before it). A record whose body cannot be parsed is skipped with a warning.
 pub struct Records<'a> {
     file: &'a RecordSource,

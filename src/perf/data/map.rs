@@ -2,7 +2,7 @@
 //! with its SAFETY argument, behind a safe API the reader, the page prefetcher and the symbolizer share.
 //!
 //! Owns: [`FileMap`] (a read-only map of a regular file, as bytes) and its page release. Does not own: when pages
-//! are released (that is [`super::prefetch`], which knows which records the reader still borrows) nor what is read
+//! are released (that is `prefetch`, which knows which records the reader still borrows) nor what is read
 //! from the bytes. Imports nothing from the rest of `perf::data`.
 //!
 //! Mapping instead of reading saves copying every byte once and touches only the pages a run looks at: perf.data
@@ -27,7 +27,7 @@ impl FileMap {
     }
 
     /// Unmaps the pages of `range` (MADV_DONTNEED) but keeps the range mapped: the next access maps them again
-    /// from the page cache, with the same bytes. See [`super::prefetch`] for why.
+    /// from the page cache, with the same bytes. See `prefetch` for why.
     pub fn release_pages(&self, range: std::ops::Range<usize>) -> std::io::Result<()> {
         // Checked here, not left to madvise: a range past the map would drop pages of whatever is mapped after it.
         if range.start > range.end || range.end > self.0.len() {

@@ -1,6 +1,6 @@
 //! Every record type as a borrowed struct (perf_event.h `enum perf_event_type`, tools/perf/util/event.h).
 //!
-//! Owns: the record types and their accessors. Does not own: their bytes — [`super::codec`] parses and encodes
+//! Owns: the record types and their accessors. Does not own: their bytes — `codec` parses and encodes
 //! them (and [`super::sample`] the sample body), below which this module sits.
 
 use crate::perf::abi::*;
