@@ -158,9 +158,9 @@ fn the_scan_sees_imports_and_ignores_comments_and_lookalikes() {
     );
 }
 
-/// The sibling modules of `dir` (its `*.rs` files but `mod.rs`, the facade that declares and re-exports them) that
-/// each one names — `super::X`, `super::{X, …}`, `crate::perf::data::X` — as module → the set of modules it names.
-/// Comment lines are skipped (a doc link is no dependency), and so is a module naming itself.
+/// The sibling modules of `dir` (its `*.rs` files but `mod.rs`, the facade that declares and re-exports them)
+/// that each one names — `super::X`, `super::{X, …}`, `crate::perf::data::X` — as module → the modules it
+/// names. Comment lines are skipped (a doc link is no dependency), and so is a module naming itself.
 fn sibling_imports(
     dir: &Path,
     crate_path: &str,
