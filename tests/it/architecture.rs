@@ -196,3 +196,145 @@ fn only_cli_error_rs_maps_errors_to_exit_codes() {
         "the scan sees code and skips comments"
     );
 }
+
+/// The sibling modules of `dir` (its `*.rs` files but `mod.rs`, the facade that declares and re-exports them)
+/// that each one names — `super::X`, `super::{X, …}`, `crate::perf::data::X` — as module → the modules it
+/// names. Comment lines are skipped (a doc link is no dependency), and so is a module naming itself.
+fn sibling_imports(
+    dir: &Path,
+    crate_path: &str,
+) -> BTreeMap<String, std::collections::BTreeSet<String>> {
+    let mut modules = BTreeMap::new();
+    for entry in std::fs::read_dir(dir).unwrap_or_else(|e| panic!("reading {}: {e}", dir.display()))
+    {
+        let path = entry.unwrap().path();
+        let stem = path.file_stem().unwrap().to_string_lossy().to_string();
+        if path.extension().is_some_and(|e| e == "rs") && stem != "mod" {
+            modules.insert(stem, std::fs::read_to_string(&path).unwrap());
+        }
+    }
+    let prefixes = ["super::".to_string(), format!("{crate_path}::")];
+    let mut graph = BTreeMap::new();
+    for (name, text) in &modules {
+        let mut named = std::collections::BTreeSet::new();
+        for line in text.lines().filter(|l| !l.trim_start().starts_with("//")) {
+            for prefix in &prefixes {
+                for (at, _) in line.match_indices(prefix.as_str()) {
+                    // `super::super::x` or `foo_super::x` is not a sibling.
+                    let preceded_by_path = line[..at]
+                        .chars()
+                        .next_back()
+                        .is_some_and(|c| c.is_alphanumeric() || c == '_' || c == ':');
+                    if preceded_by_path {
+                        continue;
+                    }
+                    for segment in first_segments(&line[at + prefix.len()..]) {
+                        if modules.contains_key(&segment) && &segment != name {
+                            named.insert(segment);
+                        }
+                    }
+                }
+            }
+        }
+        graph.insert(name.clone(), named);
+    }
+    graph
+}
+
+/// A cycle of `graph`, as the modules along it with the first repeated at the end (`a → b → a`), or `None`.
+fn find_cycle(graph: &BTreeMap<String, std::collections::BTreeSet<String>>) -> Option<Vec<String>> {
+    #[derive(Clone, Copy, PartialEq)]
+    enum Mark {
+        New,
+        OnPath,
+        Done,
+    }
+    fn visit<'g>(
+        node: &'g str,
+        graph: &'g BTreeMap<String, std::collections::BTreeSet<String>>,
+        marks: &mut BTreeMap<&'g str, Mark>,
+        path: &mut Vec<&'g str>,
+    ) -> Option<Vec<String>> {
+        marks.insert(node, Mark::OnPath);
+        path.push(node);
+        for next in graph.get(node).into_iter().flatten() {
+            match marks.get(next.as_str()).copied().unwrap_or(Mark::New) {
+                Mark::OnPath => {
+                    let from = path.iter().position(|n| *n == next).expect("on the path");
+                    let mut cycle: Vec<String> =
+                        path[from..].iter().map(|n| n.to_string()).collect();
+                    cycle.push(next.clone());
+                    return Some(cycle);
+                }
+                Mark::New => {
+                    if let Some(cycle) = visit(next, graph, marks, path) {
+                        return Some(cycle);
+                    }
+                }
+                Mark::Done => {}
+            }
+        }
+        path.pop();
+        marks.insert(node, Mark::Done);
+        None
+    }
+    let mut marks = BTreeMap::new();
+    for node in graph.keys() {
+        if marks.get(node.as_str()).copied().unwrap_or(Mark::New) == Mark::New {
+            if let Some(cycle) = visit(node, graph, &mut marks, &mut Vec::new()) {
+                return Some(cycle);
+            }
+        }
+    }
+    None
+}
+
+#[test]
+fn perf_data_modules_import_each_other_without_a_cycle() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/perf/data");
+    let graph = sibling_imports(&dir, "crate::perf::data");
+    // The scan sees the files it must: the reader imports the record source, which imports the file map.
+    assert!(graph["reader"].contains("source"), "{graph:#?}");
+    assert!(graph["source"].contains("map"), "{graph:#?}");
+    if let Some(cycle) = find_cycle(&graph) {
+        panic!(
+            "src/perf/data modules import each other in a loop: {}\nthe whole graph: {graph:#?}",
+            cycle.join(" → ")
+        );
+    }
+}
+
+#[test]
+fn the_cycle_check_finds_a_planted_loop_and_passes_a_tree() {
+    let dir = tempfile::tempdir().unwrap();
+    let write = |name: &str, text: &str| std::fs::write(dir.path().join(name), text).unwrap();
+    write(
+        "mod.rs",
+        "pub mod a;\npub mod b;\npub mod c;\npub mod d;\npub use a::A;\n",
+    );
+    write(
+        "a.rs",
+        "use super::b::B;\nuse super::{Error, d};\n/// see [`super::c`]\n",
+    );
+    write("b.rs", "fn f() { crate::perf::data::c::g() }\n");
+    write("c.rs", "use super::super::a;\nuse super::ReadError;\n");
+    write("d.rs", "mod tests { use super::*; }\n");
+    let graph = sibling_imports(dir.path(), "crate::perf::data");
+    let names = |v: &[&str]| {
+        v.iter()
+            .map(|s| s.to_string())
+            .collect::<std::collections::BTreeSet<_>>()
+    };
+    assert_eq!(graph["a"], names(&["b", "d"]), "{graph:?}");
+    assert_eq!(graph["b"], names(&["c"]), "{graph:?}");
+    assert_eq!(graph["c"], names(&[]), "{graph:?}");
+    assert_eq!(find_cycle(&graph), None);
+
+    // c → a closes a → b → c → a.
+    write("c.rs", "use super::a::A;\n");
+    let graph = sibling_imports(dir.path(), "crate::perf::data");
+    assert_eq!(
+        find_cycle(&graph),
+        Some(["a", "b", "c", "a"].map(String::from).to_vec())
+    );
+}

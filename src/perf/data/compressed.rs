@@ -3,7 +3,7 @@
 //! iterates the decoded records in place of the COMPRESSED record that completed them.
 
 use super::cursor::Cursor;
-use super::reader::{raw_at, warn};
+use super::raw::{raw_at, warn};
 use super::Warning;
 use crate::perf::abi::*;
 use object::endian::Endian;

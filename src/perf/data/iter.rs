@@ -1,8 +1,9 @@
 //! Iterating a file's records: file order, or time order as perf's ordered-events queue delivers them (see the
 //! [`super::reader`] docs for the FINISHED_ROUND rule).
 
-use super::reader::{raw_at, records_lost, type_label, PerfFile, RawRec};
+use super::raw::{raw_at, records_lost, type_label, RawRec};
 use super::records::Record;
+use super::source::RecordSource;
 use super::{ReadError, Warning};
 use crate::perf::abi::*;
 use object::endian::{BigEndian, Endian, Endianness, LittleEndian};
@@ -42,10 +43,10 @@ enum Ready<'a> {
     Record(Record<'a>),
 }
 
-/// Iterator over a file's records; see [`PerfFile::records`]. Stops after the first framing error (yielded after
+/// Iterator over a file's records; see [`super::PerfFile::records`]. Stops after the first framing error (yielded after
 /// every record before it). A record whose body cannot be parsed is skipped with a warning.
 pub struct Records<'a> {
-    file: &'a PerfFile,
+    file: &'a RecordSource,
     pos: usize,
     sorted: bool,
     queue: BinaryHeap<Queued>,
@@ -78,7 +79,7 @@ pub struct Records<'a> {
 }
 
 impl<'a> Records<'a> {
-    pub(super) fn new(file: &'a PerfFile, sorted: bool) -> Self {
+    pub(super) fn new(file: &'a RecordSource, sorted: bool) -> Self {
         Records {
             file,
             pos: file.data_start,

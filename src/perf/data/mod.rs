@@ -6,6 +6,23 @@
 //! [`writer`] ([`PerfFileWriter`]). Does not own: what the numbers mean per kernel version — that is
 //! [`crate::perf::abi`], which the writer asks to cap its output to a target's era.
 //!
+//! The files, bottom up; each imports only those above it in this list, so the imports form a tree
+//! (tests/it/architecture.rs fails on a loop):
+//! - [`map`]: the read-only file map and the release of its pages — every `unsafe` of this module, behind the
+//!   safe [`map::FileMap`] that the symbolizer maps DSOs with too.
+//! - `cursor`: bounds-checked reads of one byte order.
+//! - `raw`: record framing (a record's header and body at an offset), what is lost when records cannot be
+//!   followed, the warning helper.
+//! - [`attr`], [`features`]: `perf_event_attr` and the feature sections.
+//! - [`records`] (the record types), [`sample`] (sample layouts and bodies), `codec` (every record parsed from and
+//!   encoded to bytes, so reader and writer cannot drift apart).
+//! - `compressed` (`perf record -z` payloads, decoded once) and `prefetch` (pages faulted in ahead of the reader,
+//!   released behind it).
+//! - `source`: what the record iterator reads from — the bytes, the data section, which attr a record belongs
+//!   to, the decoded and prefetch state.
+//! - `iter` ([`Records`]: file order or perf's time order), then [`reader`] ([`PerfFile`]: headers, attrs,
+//!   features, pipe-mode prescan) on top; [`writer`] beside it.
+//!
 //! Byte order is decided once from the magic (`PERFILE2` on disk from little-endian writers, `2ELIFREP` from
 //! big-endian ones); below that the code is generic over `object::endian::Endian`. Records borrow from the file
 //! map; nothing is copied until a caller asks for an owned value. Every length and offset read from a file is
@@ -46,14 +63,18 @@
 //! ```
 
 pub mod attr;
+mod codec;
 mod compressed;
 mod cursor;
 pub mod features;
 mod iter;
+pub mod map;
 mod prefetch;
+mod raw;
 pub mod reader;
 pub mod records;
 pub mod sample;
+mod source;
 pub mod writer;
 
 pub use attr::PerfEventAttr;

@@ -13,6 +13,7 @@
 //! the file; files read from disk are mostly mapped by 2 MB entries and cost little). A page released too early
 //! is only faulted in again, with the same bytes.
 
+use super::map::FileMap;
 use std::ops::Range;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -47,7 +48,7 @@ pub(super) struct Prefetch {
 impl Prefetch {
     /// Starts prefetching `range` of `map`; `None` (nothing to do) for small ranges, on one CPU, or when no
     /// thread can be started.
-    pub(super) fn start(map: Arc<memmap2::Mmap>, range: Range<usize>) -> Option<Prefetch> {
+    pub(super) fn start(map: Arc<FileMap>, range: Range<usize>) -> Option<Prefetch> {
         let parallel = std::thread::available_parallelism().is_ok_and(|n| n.get() > 1);
         if !parallel || range.len() < MIN_LEN || range.end > map.len() {
             return None;
@@ -85,14 +86,14 @@ impl Drop for Prefetch {
     }
 }
 
-fn run(map: &memmap2::Mmap, range: Range<usize>, shared: &Shared) {
+fn run(map: &FileMap, range: Range<usize>, shared: &Shared) {
     let mut pos = range.start;
     let mut released = range.start.next_multiple_of(RELEASE_CHUNK);
     while !shared.stop.load(Ordering::Relaxed) {
         let held_from = shared.held_from.load(Ordering::Relaxed);
         let release_to = held_from / RELEASE_CHUNK * RELEASE_CHUNK;
         if release_to > released {
-            match super::reader::release_pages(map, released..release_to) {
+            match map.release_pages(released..release_to) {
                 Ok(()) => {
                     shared
                         .released

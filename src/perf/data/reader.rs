@@ -16,16 +16,16 @@
 //! of the data flushes everything.
 
 use super::attr::PerfEventAttr;
-use super::cursor::{align8, Cursor};
+use super::cursor::Cursor;
 use super::features::{parse_build_id, Features};
 use super::iter::Records;
-use super::prefetch;
-use super::records::{self, Record, RecordMeta};
+use super::map::FileMap;
+use super::raw::{raw_at, type_label, warn, RawRec};
 use super::sample::SampleLayout;
+use super::source::{Backing, RecordSource};
 use super::{ReadError, Warning};
 use crate::perf::abi::*;
 use object::endian::{BigEndian, Endian, Endianness, LittleEndian};
-use std::collections::HashMap;
 use std::io::Read;
 use std::path::Path;
 
@@ -40,37 +40,13 @@ pub struct AttrEntry {
     pub name: Option<String>,
 }
 
-enum Backing {
-    // Shared with the page prefetcher (see `prefetch`), which keeps the map alive while it runs.
-    Map(std::sync::Arc<memmap2::Mmap>),
-    Owned(Vec<u8>),
-}
-
-impl std::ops::Deref for Backing {
-    type Target = [u8];
-    fn deref(&self) -> &[u8] {
-        match self {
-            Backing::Map(m) => m,
-            Backing::Owned(v) => v,
-        }
-    }
-}
-
 /// A perf.data file (or pipe-mode stream), parsed up to the records; records are parsed as they are iterated.
 pub struct PerfFile {
-    bytes: Backing,
-    pub(super) endian: Endianness,
+    /// The bytes and what the record iterator needs of the headers.
+    src: RecordSource,
     pipe: bool,
     header_size: u64,
-    pub(super) data_start: usize,
-    pub(super) data_end: usize,
-    /// Where the header says the data ends (past `data_end` in a truncated file).
-    pub(super) stated_data_end: u64,
     attrs: Vec<AttrEntry>,
-    layouts: Vec<SampleLayout>,
-    id_to_attr: HashMap<u64, usize>,
-    sample_id_pos: Option<usize>,
-    trailer_id_pos: Option<usize>,
     features: Features,
     feature_ids: Vec<u32>,
     /// Pipe mode: how many attrs had arrived when the EVENT_DESC feature did. perf names only those from it
@@ -78,32 +54,17 @@ pub struct PerfFile {
     /// first, as `perf record -o -` does, has its events named from their attrs.
     named_by_event_desc: Option<usize>,
     warnings: Vec<Warning>,
-    /// The records of every COMPRESSED record, decoded when an iterator first meets one (files without them,
-    /// the common case, are not scanned for them: that scan touched every page of a large file before the
-    /// first record was read).
-    decompressed: std::cell::OnceCell<super::compressed::Decompressed>,
-    /// Pages of the data section are faulted in ahead of the reader by another thread, started by the first
-    /// iterator (see [`prefetch`]).
-    prefetch: std::cell::OnceCell<Option<prefetch::Prefetch>>,
 }
 
 impl std::fmt::Debug for PerfFile {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("PerfFile")
-            .field("len", &self.bytes.len())
-            .field("endian", &self.endian)
+            .field("len", &self.src.bytes.len())
+            .field("endian", &self.src.endian)
             .field("pipe", &self.pipe)
             .field("attrs", &self.attrs)
             .finish_non_exhaustive()
     }
-}
-
-/// A record's header, its body and where the next record starts.
-pub(super) struct RawRec<'a> {
-    pub(super) ty: u32,
-    pub(super) misc: u16,
-    pub(super) body: &'a [u8],
-    pub(super) next: usize,
 }
 
 impl PerfFile {
@@ -135,7 +96,7 @@ impl PerfFile {
         if len == 0 {
             return Err(ReadError::Empty);
         }
-        let map = map_file(&file).map_err(io)?;
+        let map = FileMap::map(&file).map_err(io)?;
         Self::parse(Backing::Map(std::sync::Arc::new(map)))
     }
 
@@ -176,24 +137,14 @@ impl PerfFile {
             _ => return Err(ReadError::BadMagic { magic }),
         };
         let mut file = PerfFile {
-            bytes,
-            endian,
+            src: RecordSource::new(bytes, endian),
             pipe: false,
             header_size: 0,
-            data_start: 0,
-            data_end: 0,
-            stated_data_end: 0,
             attrs: Vec::new(),
-            layouts: Vec::new(),
-            id_to_attr: HashMap::new(),
-            sample_id_pos: None,
-            trailer_id_pos: None,
             features: Features::default(),
             feature_ids: Vec::new(),
             named_by_event_desc: None,
             warnings: Vec::new(),
-            decompressed: std::cell::OnceCell::new(),
-            prefetch: std::cell::OnceCell::new(),
         };
         match endian {
             Endianness::Little => file.parse_headers(LittleEndian)?,
@@ -204,16 +155,16 @@ impl PerfFile {
     }
 
     fn parse_headers<E: Endian>(&mut self, endian: E) -> Result<(), ReadError> {
-        let len = self.bytes.len() as u64;
-        let mut c = Cursor::new(&self.bytes[..], 0, endian, "perf.data header");
+        let len = self.src.bytes.len() as u64;
+        let mut c = Cursor::new(&self.src.bytes[..], 0, endian, "perf.data header");
         c.u64()?;
         let size = c.u64()?;
         self.header_size = size;
         if size == PERF_PIPE_HEADER_SIZE {
             self.pipe = true;
-            self.data_start = 16;
-            self.data_end = self.bytes.len();
-            self.stated_data_end = self.data_end as u64;
+            self.src.data_start = 16;
+            self.src.data_end = self.src.bytes.len();
+            self.src.stated_data_end = self.src.data_end as u64;
             return self.prescan_pipe(endian);
         }
         // perf itself accepts only 104 (and 72 before features); a larger header from a newer writer keeps the
@@ -251,7 +202,7 @@ impl PerfFile {
         if attr_size == 0 {
             return Err(ReadError::invalid("perf.data header", 16, "attr_size is 0"));
         }
-        let attrs = section(&self.bytes, attrs_off, attrs_size, "attrs")?;
+        let attrs = section(&self.src.bytes, attrs_off, attrs_size, "attrs")?;
         let nr = attrs_size / attr_size;
         let mut pos = 0usize;
         for i in 0..nr {
@@ -271,7 +222,7 @@ impl PerfFile {
                 );
             }
             pos += used + 16;
-            let ids_bytes = section(&self.bytes, ids_off, ids_size, "attr ids")?;
+            let ids_bytes = section(&self.src.bytes, ids_off, ids_size, "attr ids")?;
             let ids = ids_bytes
                 .chunks_exact(8)
                 .map(|b| endian.read_u64(b.try_into().expect("8 bytes")))
@@ -294,7 +245,7 @@ impl PerfFile {
         }
         let mut data_end = data_off.saturating_add(data_size);
         let data_end_stated = data_end;
-        self.stated_data_end = if data_size < super::IMPLAUSIBLE {
+        self.src.stated_data_end = if data_size < super::IMPLAUSIBLE {
             data_end
         } else {
             len
@@ -303,7 +254,7 @@ impl PerfFile {
         // finished with no records (a valid feature table follows) or was killed (records follow).
         let killed = data_size == 0
             && len > data_off
-            && !feature_table_fits(&self.bytes, data_off, &bitmap, endian);
+            && !feature_table_fits(&self.src.bytes, data_off, &bitmap, endian);
         if killed {
             warn(&mut self.warnings, None, "data size is 0 (was 'perf record' properly terminated?); reading records to the end of the file");
             data_end = len;
@@ -326,8 +277,8 @@ impl PerfFile {
             );
             data_end = len;
         }
-        self.data_start = data_off as usize;
-        self.data_end = data_end as usize;
+        self.src.data_start = data_off as usize;
+        self.src.data_end = data_end as usize;
 
         // Features: one section per set bit, ascending, right after the data (so a file cut in its data has none,
         // which the warning above says).
@@ -336,7 +287,10 @@ impl PerfFile {
         }
         let table_at = data_off.saturating_add(data_size);
         let mut tc = Cursor::new(
-            self.bytes.get(table_at.min(len) as usize..).unwrap_or(&[]),
+            self.src
+                .bytes
+                .get(table_at.min(len) as usize..)
+                .unwrap_or(&[]),
             table_at,
             endian,
             "feature section table",
@@ -366,7 +320,7 @@ impl PerfFile {
                 };
                 warn(&mut self.warnings, Some(off), what);
             }
-            let bytes = match section(&self.bytes, off, size, "feature") {
+            let bytes = match section(&self.src.bytes, off, size, "feature") {
                 Ok(b) => b,
                 // A file cut short loses its feature sections together (perf writes them last): one warning.
                 Err(_)
@@ -416,14 +370,14 @@ impl PerfFile {
     /// Pipe mode: attrs and features arrive as records; collect them before iteration so `attrs()` and
     /// `features()` are complete up front.
     fn prescan_pipe<E: Endian>(&mut self, endian: E) -> Result<(), ReadError> {
-        let mut pos = self.data_start;
+        let mut pos = self.src.data_start;
         // Framing errors end the scan; the record iterator reports them after the records before them.
         while let Ok(Some(RawRec {
             ty,
             misc,
             body,
             next,
-        })) = raw_at(&self.bytes, self.data_end, pos, endian)
+        })) = raw_at(&self.src.bytes, self.src.data_end, pos, endian)
         {
             let h = (ty, misc);
             let at = pos as u64;
@@ -479,7 +433,7 @@ impl PerfFile {
                     let mut c = Cursor::new(body, at + 8, endian, "HEADER_TRACING_DATA record");
                     c.u32().map(|n| {
                         let start = pos + 8 + body.len();
-                        if let Some(payload) = self.bytes.get(start..start + n as usize) {
+                        if let Some(payload) = self.src.bytes.get(start..start + n as usize) {
                             self.feature_ids.push(HEADER_TRACING_DATA);
                             self.features
                                 .other
@@ -509,33 +463,6 @@ impl PerfFile {
         Ok(())
     }
 
-    /// `perf record -z`: the decoded records of every COMPRESSED record (see [`super::compressed`]), decoded on
-    /// first use.
-    pub(super) fn decompressed<E: Endian>(&self, endian: E) -> &super::compressed::Decompressed {
-        self.decompressed.get_or_init(|| {
-            super::compressed::decompress(&self.bytes, self.data_start, self.data_end, endian)
-        })
-    }
-
-    /// Starts faulting in the data section's pages on another thread (once per file; mapped files only).
-    pub(super) fn start_prefetch(&self) -> Option<&prefetch::Prefetch> {
-        let Backing::Map(map) = &self.bytes else {
-            return None;
-        };
-        self.prefetch
-            .get_or_init(|| prefetch::Prefetch::start(map.clone(), self.data_start..self.data_end))
-            .as_ref()
-    }
-
-    /// Bytes of the data section the prefetcher has released behind the reader (see [`prefetch`]).
-    #[cfg(test)]
-    pub(super) fn released_bytes(&self) -> usize {
-        self.prefetch
-            .get()
-            .and_then(Option::as_ref)
-            .map_or(0, prefetch::Prefetch::released)
-    }
-
     fn index_attrs(&mut self) {
         if let Some(descs) = &self.features.event_desc {
             let named = self.named_by_event_desc.unwrap_or(self.attrs.len());
@@ -546,27 +473,28 @@ impl PerfFile {
                 entry.name = by_id.or_else(|| descs.get(i)).map(|d| d.name.clone());
             }
         }
-        self.layouts = self
+        self.src.layouts = self
             .attrs
             .iter()
             .map(|a| SampleLayout::of(&a.attr))
             .collect();
         for (i, a) in self.attrs.iter().enumerate() {
             for id in &a.ids {
-                self.id_to_attr.entry(*id).or_insert(i);
+                self.src.id_to_attr.entry(*id).or_insert(i);
             }
         }
         // The id can be found only where every attr puts it at the same place (perf: evlist id_pos/is_pos).
         let same = |f: &dyn Fn(&SampleLayout) -> Option<usize>| {
-            let first = f(self.layouts.first()?);
-            self.layouts
+            let first = f(self.src.layouts.first()?);
+            self.src
+                .layouts
                 .iter()
                 .all(|l| f(l) == first)
                 .then_some(first)
                 .flatten()
         };
-        self.sample_id_pos = same(&|l| l.sample_id_pos());
-        self.trailer_id_pos = same(&|l| l.trailer_id_pos_from_end());
+        self.src.sample_id_pos = same(&|l| l.sample_id_pos());
+        self.src.trailer_id_pos = same(&|l| l.trailer_id_pos_from_end());
         if self.attrs.is_empty() {
             warn(
                 &mut self.warnings,
@@ -576,62 +504,9 @@ impl PerfFile {
         }
     }
 
-    /// Reads the record header at `pos`; returns the header, the body and where the next record starts, or
-    /// `None` at the end of the data.
-    pub(super) fn raw_at<E: Endian>(
-        &self,
-        pos: usize,
-        endian: E,
-    ) -> Result<Option<RawRec<'_>>, ReadError> {
-        raw_at(&self.bytes, self.data_end, pos, endian)
-    }
-
-    /// Which attr a kernel record belongs to (user records: none). Found by the event id where every attr puts
-    /// it at the same place; otherwise, and for id 0 (synthesized records, perf's `evlist__event2evsel`) or ids
-    /// no attr lists, the first attr — whose layout perf requires every attr's `sample_id` to share.
-    fn attr_index_for(&self, ty: u32, body: &[u8]) -> Option<usize> {
-        if self.attrs.is_empty() || ty >= PERF_RECORD_USER_TYPE_START {
-            return None;
-        }
-        if self.attrs.len() == 1 {
-            return Some(0);
-        }
-        let pos = if ty == PERF_RECORD_SAMPLE {
-            self.sample_id_pos
-        } else {
-            self.trailer_id_pos.and_then(|p| body.len().checked_sub(p))
-        };
-        let id = pos
-            .and_then(|p| body.get(p..p + 8))
-            .map(|b| self.endian.read_u64(b.try_into().expect("8 bytes")));
-        Some(
-            id.and_then(|id| self.id_to_attr.get(&id).copied())
-                .unwrap_or(0),
-        )
-    }
-
-    pub(super) fn parse_record<'a, E: Endian>(
-        &'a self,
-        pos: usize,
-        h: &RawRec<'a>,
-        endian: E,
-    ) -> Result<Record<'a>, ReadError> {
-        let attr_index = self.attr_index_for(h.ty, h.body);
-        let meta = RecordMeta {
-            offset: pos as u64,
-            ty: h.ty,
-            misc: h.misc,
-            attr_index,
-            ..Default::default()
-        };
-        let body = h.body;
-        let layout = attr_index.and_then(|i| self.layouts.get(i));
-        records::parse_body(meta, body, layout, endian, self.endian)
-    }
-
     /// The byte order of the file.
     pub fn endian(&self) -> Endianness {
-        self.endian
+        self.src.endian
     }
 
     /// Whether this is a pipe-mode stream.
@@ -651,7 +526,7 @@ impl PerfFile {
 
     /// The sample layout of attr `i`.
     pub fn layout(&self, i: usize) -> Option<&SampleLayout> {
-        self.layouts.get(i)
+        self.src.layouts.get(i)
     }
 
     /// The parsed feature sections.
@@ -671,12 +546,13 @@ impl PerfFile {
 
     /// File range of the data section.
     pub fn data_range(&self) -> std::ops::Range<usize> {
-        self.data_start..self.data_end
+        self.src.data_start..self.src.data_end
     }
 
-    /// The whole file's bytes.
-    pub(super) fn data_bytes(&self) -> &[u8] {
-        &self.bytes[..self.data_end]
+    /// Bytes of the data section the prefetcher has released behind the reader (see [`super::prefetch`]).
+    #[cfg(test)]
+    pub(super) fn released_bytes(&self) -> usize {
+        self.src.released_bytes()
     }
 
     /// Warnings from opening the file (header, attrs, features). Record warnings are on [`Records`].
@@ -686,20 +562,13 @@ impl PerfFile {
 
     /// The records in time order, as perf delivers them (see the module docs).
     pub fn records(&self) -> Records<'_> {
-        Records::new(self, true)
+        Records::new(&self.src, true)
     }
 
     /// The records in file order, unsorted (for dumps).
     pub fn records_in_file_order(&self) -> Records<'_> {
-        Records::new(self, false)
+        Records::new(&self.src, false)
     }
-}
-
-pub(super) fn warn(warnings: &mut Vec<Warning>, offset: Option<u64>, message: impl Into<String>) {
-    warnings.push(Warning {
-        offset,
-        message: message.into(),
-    });
 }
 
 /// Copies a stream to its end into a temporary file in `dir` that has no name (O_TMPFILE; where the file system
@@ -748,144 +617,6 @@ pub fn spill(mut stream: impl Read, dir: &Path) -> std::io::Result<std::fs::File
         std::io::Write::write_all(&mut file, &buf[..n])?;
     }
     Ok(file)
-}
-
-/// Maps a regular file read-only. Mapping instead of reading saves copying every byte once and touches only the
-/// pages a run looks at: perf.data files of DWARF recordings are mostly stack snapshots of which the unwinder reads
-/// a few hundred bytes each, and DSOs (debug files especially) are large while a run symbolizes few addresses.
-pub fn map_file(file: &std::fs::File) -> std::io::Result<memmap2::Mmap> {
-    // With `release_pages` below, the only `unsafe` outside perf/record/sys.rs, kept here because records borrow
-    // from the map (STYLE 2.8) and `data` must not depend on `record`; the symbolizer maps DSOs through this
-    // function too.
-    // SAFETY: the map is read-only and private to its owner; the only hazard is another process truncating or
-    // rewriting the file in place while it is mapped (SIGBUS, changing bytes). perf.data files are written once and
-    // then only read; DSOs and build-id cache entries are replaced by rename, not rewritten. Every access through
-    // the map is bounds-checked against the length seen at open.
-    unsafe { memmap2::Mmap::map(file) }
-}
-
-/// Unmaps the pages of `range` of `map` (MADV_DONTNEED) but keeps the range mapped: the next access maps them
-/// again from the page cache, with the same bytes. See [`super::prefetch`] for why.
-pub(super) fn release_pages(
-    map: &memmap2::Mmap,
-    range: std::ops::Range<usize>,
-) -> std::io::Result<()> {
-    // SAFETY: for a read-only shared file mapping, MADV_DONTNEED only drops this process's page-table entries;
-    // a later read faults the page back in from the page cache, so every byte reads as before and borrows of
-    // the map stay valid (memmap2 marks DONTNEED unsafe for private writable maps, where it discards written
-    // pages). The hazard is the map's own (see `map_file`).
-    unsafe {
-        map.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, range.start, range.len())
-    }
-}
-
-/// Reads the record header at `pos` of `bytes` (data ends at `data_end`); returns the header, the body and
-/// where the next record starts, or `None` at the end of the data.
-pub(super) fn raw_at<E: Endian>(
-    bytes: &[u8],
-    data_end: usize,
-    pos: usize,
-    endian: E,
-) -> Result<Option<RawRec<'_>>, ReadError> {
-    if pos >= data_end {
-        return Ok(None);
-    }
-    let data = &bytes[pos..data_end];
-    if data.len() < 8 {
-        return Err(ReadError::Truncated {
-            what: "record header",
-            offset: pos as u64,
-            needed: 8,
-            available: data.len() as u64,
-        });
-    }
-    let mut c = Cursor::new(data, pos as u64, endian, "record header");
-    let (ty, misc, size) = (c.u32()?, c.u16()?, c.u16()?);
-    if size < 8 {
-        return Err(ReadError::invalid(
-            "record header",
-            pos as u64,
-            format!(
-                "its size field says {size} bytes, less than the 8-byte header itself (type {ty}), so no record \
-                 after it can be found"
-            ),
-        ));
-    }
-    let mut c = Cursor::new(data, pos as u64, endian, "record");
-    c.take(8)?;
-    let body = c
-        .take(u64::from(size) - 8)
-        .map_err(|_| ReadError::Truncated {
-            what: "record",
-            offset: pos as u64,
-            needed: u64::from(size),
-            available: data.len() as u64,
-        })?;
-    // Two user records are followed by a payload outside their size (session.c: the returned "skip").
-    let extra = match ty {
-        PERF_RECORD_HEADER_TRACING_DATA => {
-            let mut b = Cursor::new(body, pos as u64 + 8, endian, "HEADER_TRACING_DATA record");
-            align8(u64::from(b.u32()?))
-        }
-        PERF_RECORD_AUXTRACE => {
-            let mut b = Cursor::new(body, pos as u64 + 8, endian, "AUXTRACE record");
-            b.u64()?
-        }
-        _ => 0,
-    };
-    let next = (pos as u64)
-        .checked_add(u64::from(size))
-        .and_then(|n| n.checked_add(extra))
-        .filter(|&n| n <= data_end as u64)
-        .ok_or(ReadError::Truncated {
-            what: "record payload",
-            offset: pos as u64,
-            needed: u64::from(size).saturating_add(extra),
-            available: data.len() as u64,
-        })?;
-    Ok(Some(RawRec {
-        ty,
-        misc,
-        body,
-        next: next as usize,
-    }))
-}
-
-/// Why the records cannot be followed past `pos`: `cause`, with how much of the data section (`data`) is lost —
-/// or, when the rest of the data is text (perf's stderr redirected into the file, `perf record -o - … > f 2>&1`),
-/// a warning saying so, as no recorded data is lost.
-pub(super) fn records_lost(
-    bytes: &[u8],
-    data: std::ops::Range<usize>,
-    stated_end: u64,
-    pos: usize,
-    cause: ReadError,
-) -> Result<Warning, ReadError> {
-    let rest = bytes.get(pos..data.end).unwrap_or(&[]);
-    let printable = rest
-        .iter()
-        .filter(|&&b| b.is_ascii_graphic() || b.is_ascii_whitespace())
-        .count();
-    if rest.len() >= 8 && printable * 10 >= rest.len() * 9 {
-        let text = String::from_utf8_lossy(rest);
-        let first_line = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
-        let shown: String = first_line.trim().chars().take(80).collect();
-        return Ok(Warning {
-            offset: Some(pos as u64),
-            message: format!(
-                "the last {} bytes of the file are text, not records (\"{shown}\"): was the recording's stderr \
-                 redirected into it? Every record before them was read",
-                rest.len()
-            ),
-        });
-    }
-    let stated_end = stated_end.max(data.end as u64);
-    Err(ReadError::RecordsLost {
-        offset: pos as u64,
-        lost: stated_end.saturating_sub(pos as u64),
-        data_len: stated_end.saturating_sub(data.start as u64),
-        cause: Box::new(cause),
-    })
 }
 
 /// Whether a feature section table for `bitmap` at `at` lies in the file and every entry points inside it.
@@ -958,8 +689,4 @@ fn section<'a>(
 
 fn feature_label(id: u32) -> String {
     table::feature_name(id).map_or_else(|| format!("#{id}"), |n| n.to_string())
-}
-
-pub(super) fn type_label(ty: u32) -> String {
-    table::record_type_name(ty).map_or_else(|| format!("type {ty}"), |n| n.to_string())
 }

@@ -1107,7 +1107,7 @@ fn zstd_compressed_records_are_read_in_place() {
     let mut plain = Vec::new();
     for r in &inner {
         let layout = r.meta().attr_index.map(|i| &layouts[i]);
-        plain.extend(records::encode(r, layout, object::endian::LittleEndian).unwrap());
+        plain.extend(codec::encode(r, layout, object::endian::LittleEndian).unwrap());
     }
     let z =
         ruzstd::encoding::compress_to_vec(&plain[..], ruzstd::encoding::CompressionLevel::Fastest);
@@ -1175,7 +1175,7 @@ fn corrupt_zstd_data_is_a_warning() {
 fn compressed2_records_are_read_too() {
     let inner = all_records()[..1].to_vec();
     let layout = sample::SampleLayout::of(&attr0());
-    let plain = records::encode(&inner[0], Some(&layout), object::endian::LittleEndian).unwrap();
+    let plain = codec::encode(&inner[0], Some(&layout), object::endian::LittleEndian).unwrap();
     let z =
         ruzstd::encoding::compress_to_vec(&plain[..], ruzstd::encoding::CompressionLevel::Fastest);
     // `u64 data_size`, the data, then padding to 8 bytes that data_size leaves out.
@@ -1207,7 +1207,7 @@ fn payloads_after_tracing_data_and_auxtrace_records_are_skipped() {
     w.add_attr(&attr0(), &[7]).unwrap();
     let (mut bytes, _) = w.finish_pipe(&Features::default()).unwrap();
     let layout = sample::SampleLayout::of(&attr0());
-    let comm = records::encode(
+    let comm = codec::encode(
         &all_records()[0],
         Some(&layout),
         object::endian::LittleEndian,

@@ -6,6 +6,7 @@
 //! the attr size, the attr bits, the record types (others are dropped and counted) and the feature sections.
 
 use super::attr::PerfEventAttr;
+use super::codec;
 use super::features::{write_build_id, Features};
 use super::records::{
     self, CommRecord, ForkRecord, Mmap2Record, MmapRecord, Record, RecordMeta, SampleId,
@@ -321,8 +322,8 @@ impl<W: Write> PerfFileWriter<W> {
             None
         };
         match self.opts.endian {
-            Endianness::Little => records::encode(rec, layout, LittleEndian),
-            Endianness::Big => records::encode(rec, layout, BigEndian),
+            Endianness::Little => codec::encode(rec, layout, LittleEndian),
+            Endianness::Big => codec::encode(rec, layout, BigEndian),
         }
     }
 

@@ -57,20 +57,11 @@ pub trait FileLookup {
     }
 }
 
-/// The real file system. Regular files are mapped (through the perf.data reader's one mapping helper), not
+/// The real file system. Regular files are mapped (through [`crate::perf::data::map`], the one place that maps files), not
 /// read: reading copied every byte of large DSOs and debug files, a sixth of `bport script` on fp recordings,
 /// while a run touches few of their pages. Empty and generated files (procfs, sysfs) are read.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct FsLookup;
-
-/// A mapped file as [`FileBytes`].
-struct Mapped(memmap2::Mmap);
-
-impl AsRef<[u8]> for Mapped {
-    fn as_ref(&self) -> &[u8] {
-        &self.0
-    }
-}
 
 impl FileLookup for FsLookup {
     fn background_reader(
@@ -113,8 +104,8 @@ impl FileLookup for FsLookup {
         if meta.len() == 0 || path.starts_with("/proc") || path.starts_with("/sys") {
             return std::fs::read(path).ok().map(|v| Arc::new(v) as FileBytes);
         }
-        match crate::perf::data::reader::map_file(&file) {
-            Ok(map) => Some(Arc::new(Mapped(map)) as FileBytes),
+        match crate::perf::data::map::FileMap::map(&file) {
+            Ok(map) => Some(Arc::new(map) as FileBytes),
             // Some file systems (procfs-like, FUSE) refuse maps: read those.
             Err(_) => std::fs::read(path).ok().map(|v| Arc::new(v) as FileBytes),
         }
