@@ -60,6 +60,9 @@ enum State {
 #[derive(Hash, PartialEq, Eq, Clone)]
 enum Key {
     Stack(Vec<u64>),
+    /// perf's own caller key (`--stack-skip`, perf's naming): builtin-lock.c `callchain_id` XORs
+    /// `hash_long(ip, 64)` over the frames, so stacks whose frames cancel or reorder fall into one entry.
+    PerfHash(u64),
     Task(u32),
     Addr(u64),
 }
@@ -175,6 +178,13 @@ pub fn from_file(
             None => sym.strip_glue(&frames),
         };
         let key = match options.aggr {
+            Aggr::Caller if perf_skip.is_some() => Key::PerfHash(
+                stack
+                    .iter()
+                    .filter(|&&ip| !sym.is_lock_function(ip))
+                    // hash_long(ip, 64): a multiply by GOLDEN_RATIO_64 (include/linux/hash.h).
+                    .fold(0, |h, &ip| h ^ ip.wrapping_mul(0x61c8_8646_80b5_83eb)),
+            ),
             Aggr::Caller => Key::Stack(
                 stack
                     .iter()
