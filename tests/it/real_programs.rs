@@ -2,13 +2,12 @@
 //! bport's own workloads: a C++ program with templates (g++), a Rust binary with legacy symbol mangling (rustc),
 //! python3, cc1 under the gcc driver, and a system-wide `-a -g` recording.
 //!
-//! Each comparison is line for line on the same file, with the same `HOME`. Differences kept, with evidence:
-//! - Demangling belongs to part C of issue 12 (item 7): Rust legacy names of DWARF inline frames are still
-//!   printed mangled by bport. [`compare`] accepts a line that differs only there and counts it.
+//! Each comparison is line for line on the same file, with the same `HOME` (demangled names included; the
+//! demangling itself is tested against c++filt in `real_symbols`). Differences kept, with evidence:
 //! - perf 6.1 leaves frames out of DWARF chains of programs the gcc driver starts (`gcc_driver_dwarf_…`).
 
 use crate::support::{bport, oracle};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// A C++ program whose hot code is template instances (std::map, a class template, a function template).
 const CPP: &str = r#"
@@ -79,19 +78,8 @@ fn scripts(dir: &Path, data: &str) -> (String, String) {
     (theirs, ours.stdout)
 }
 
-/// A name bport still prints mangled where perf demangles (part C, item 7): Rust legacy (`$LT$`, `::h` + 16
-/// hex digits).
-fn still_mangled(line: &str) -> bool {
-    let hash = line.match_indices("::h").any(|(i, _)| {
-        let rest = &line.as_bytes()[i + 3..];
-        rest.len() >= 16 && rest[..16].iter().all(u8::is_ascii_hexdigit)
-    });
-    line.contains("$LT$") || line.contains("$u20$") || hash
-}
-
-/// Line-for-line comparison; a pair of lines that differ only because bport's symbol name is still mangled
-/// (same address, same DSO or `(inlined)`) is counted, any other difference fails. Returns that count.
-fn compare(what: &str, theirs: &str, ours: &str) -> usize {
+/// Line-for-line comparison with perf's text; any difference fails, naming the line.
+fn compare(what: &str, theirs: &str, ours: &str) {
     let (t, o): (Vec<&str>, Vec<&str>) = (theirs.lines().collect(), ours.lines().collect());
     assert_eq!(
         t.len(),
@@ -101,24 +89,29 @@ fn compare(what: &str, theirs: &str, ours: &str) -> usize {
         o.len()
     );
     assert!(t.len() > 20, "{what}: only {} lines", t.len());
-    let mut mangled = 0;
-    for (i, (a, b)) in t.iter().zip(&o).enumerate() {
-        if a == b {
-            continue;
-        }
-        let addr = |l: &str| l.split_whitespace().next().map(str::to_owned);
-        let tail = |l: &str| l.rsplit_once(" (").map(|(_, d)| d.to_owned());
-        if still_mangled(b) && addr(a) == addr(b) && tail(a) == tail(b) {
-            mangled += 1;
-            continue;
-        }
-        panic!("{what}: line {} differs\nperf:  {a}\nbport: {b}", i + 1);
+    if let Some(i) = t.iter().zip(&o).position(|(a, b)| a != b) {
+        panic!(
+            "{what}: line {} differs\nperf:  {}\nbport: {}",
+            i + 1,
+            t[i],
+            o[i]
+        );
     }
-    eprintln!(
-        "{what}: {} lines identical to perf 6.1, {mangled} differ only by demangling (part C)",
-        t.len() - mangled
+    eprintln!("{what}: {} lines identical to perf 6.1", t.len());
+}
+
+/// The template program compiled by g++ -O1 with frame pointers (and `extra` flags) into `dir/name`.
+fn build_cpp(dir: &Path, name: &str, extra: &[&str]) -> PathBuf {
+    std::fs::write(dir.join("tmpl.cpp"), CPP).unwrap();
+    run_ok(
+        std::process::Command::new("g++")
+            .current_dir(dir)
+            .args(["-O1", "-fno-omit-frame-pointer"])
+            .args(extra)
+            .args(["-o", name, "tmpl.cpp"]),
+        "g++",
     );
-    mangled
+    dir.join(name)
 }
 
 #[test]
@@ -128,19 +121,7 @@ fn cpp_template_program_equals_perf_script_fp_and_dwarf() {
     }
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    std::fs::write(d.join("tmpl.cpp"), CPP).unwrap();
-    run_ok(
-        std::process::Command::new("g++").current_dir(d).args([
-            "-O1",
-            "-g",
-            "-fno-omit-frame-pointer",
-            "-o",
-            "tmpl",
-            "tmpl.cpp",
-        ]),
-        "g++",
-    );
-    let exe = d.join("tmpl");
+    let exe = build_cpp(d, "tmpl", &["-g"]);
     let exe = exe.to_str().unwrap();
     perf_record(d, "fp.data", &["-g"], &[exe, "20"]);
     perf_record(d, "dwarf.data", &["--call-graph", "dwarf"], &[exe, "20"]);
@@ -150,15 +131,12 @@ fn cpp_template_program_equals_perf_script_fp_and_dwarf() {
             theirs.contains(" work<int, double>"),
             "no template instance in perf's {data}"
         );
-        assert_eq!(
-            compare(&format!("g++ templates, {data}"), &theirs, &ours),
-            0
-        );
+        compare(&format!("g++ templates, {data}"), &theirs, &ours);
     }
 }
 
 #[test]
-fn rust_legacy_mangled_program_equals_perf_script_but_for_inline_demangling() {
+fn rust_legacy_mangled_program_equals_perf_script() {
     if !oracle::has_perf() || !oracle::require("rustc", "install a Rust toolchain") {
         return;
     }
@@ -191,10 +169,9 @@ fn rust_legacy_mangled_program_equals_perf_script_but_for_inline_demangling() {
         theirs.contains("leg::hash_work+"),
         "no hash_work in perf's fp.data"
     );
-    assert_eq!(compare("rustc legacy, fp.data", &theirs, &ours), 0);
+    compare("rustc legacy, fp.data", &theirs, &ours);
     // DWARF: the chains reach `main`, `__libc_start_main_impl (inlined)` and `_start` through lld's layout (the
-    // text segment starts in the read-only segment's last page: issue 12, item 6); inline frames' names from
-    // DWARF may still be mangled until part C lands.
+    // text segment starts in the read-only segment's last page: issue 12, item 6), inline frames' names demangled.
     let (theirs, ours) = scripts(d, "dwarf.data");
     assert!(ours.contains("_start+0x"), "no chain reaches _start");
     compare("rustc legacy, dwarf.data", &theirs, &ours);
@@ -224,7 +201,7 @@ fn python3_dwarf_recording_equals_perf_script() {
         theirs.contains("_PyEval_EvalFrameDefault"),
         "no interpreter frames in perf's output"
     );
-    assert_eq!(compare("python3, dwarf.data", &theirs, &ours), 0);
+    compare("python3, dwarf.data", &theirs, &ours);
 }
 
 /// Sample blocks: (header, frame lines).
@@ -320,7 +297,7 @@ fn gcc_driver_dwarf_chains_hold_perfs_frames_and_reach_start() {
     );
     let (theirs, ours) = scripts(d, "cc1.data");
     assert!(theirs.contains(" toplev::main+"), "no cc1 frames");
-    assert_eq!(compare("cc1 run directly, dwarf", &theirs, &ours), 0);
+    compare("cc1 run directly, dwarf", &theirs, &ours);
 }
 
 #[test]
@@ -330,24 +307,13 @@ fn system_wide_fp_recording_of_a_cpp_program_equals_perf_script() {
     }
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    std::fs::write(d.join("tmpl.cpp"), CPP).unwrap();
-    run_ok(
-        std::process::Command::new("g++").current_dir(d).args([
-            "-O1",
-            "-fno-omit-frame-pointer",
-            "-o",
-            "tmplsw",
-            "tmpl.cpp",
-        ]),
-        "g++",
-    );
-    let exe = d.join("tmplsw");
+    let exe = build_cpp(d, "tmplsw", &[]);
     let exe = exe.to_str().unwrap();
     perf_record(d, "sw.data", &["-a", "-g", "-F", "199"], &[exe, "20"]);
     let (theirs, ours) = scripts(d, "sw.data");
     // Other processes of this shared machine are left out (their DSOs are whatever they map: BOLT-optimised
-    // rustc libraries where perf 6.1 prints [unknown] at the first hit of a DSO, Rust v0 aliases whose choice
-    // depends on part C's demangling); the program's blocks and kernel-only blocks must be perf's.
+    // rustc libraries where perf 6.1 prints [unknown] at the first hit of a DSO, Rust v0 aliases at one
+    // address); the program's blocks and kernel-only blocks must be perf's.
     let keep = |text: &str| -> String {
         text.split("\n\n")
             .filter(|b| {
@@ -364,5 +330,5 @@ fn system_wide_fp_recording_of_a_cpp_program_equals_perf_script() {
         a.contains("tmplsw "),
         "no program samples in the -a recording"
     );
-    assert_eq!(compare("system-wide -a -g", &a, &b), 0);
+    compare("system-wide -a -g", &a, &b);
 }

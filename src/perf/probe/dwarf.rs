@@ -228,7 +228,8 @@ impl DebugInfo {
     /// the offset is the svma shifted by the probed (executable) segment's vaddr - offset.
     pub(crate) fn global_file_offset(&self, svma: u64) -> Option<u64> {
         let text = self.segments.iter().find(|s| s.exec)?;
-        svma.checked_sub(text.vaddr - text.offset)
+        // A crafted ELF may put the segment's file offset above its vaddr: no offset then, not an overflow.
+        svma.checked_sub(text.vaddr.checked_sub(text.offset)?)
     }
 
     pub(crate) fn entry(&self, unit: usize, die: usize) -> gimli::DebuggingInformationEntry<R> {
