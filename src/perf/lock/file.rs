@@ -282,7 +282,7 @@ pub fn from_file(
                 e.name = match comms.get(&e.tid) {
                     Some(c) => c.clone(),
                     None if e.tid == 0 => "swapper".to_owned(),
-                    None => format!(":{}", e.tid),
+                    None => format!(":{}", e.tid as i32),
                 };
             }
             e

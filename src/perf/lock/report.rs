@@ -377,7 +377,7 @@ pub fn write(report: &Report, options: &ReportOptions, out: &mut dyn Write) -> i
         )?;
         match report.aggr {
             Aggr::Caller => writeln!(out, "  {:>10}   {}", super::type_name(e.flags), e.name)?,
-            Aggr::Task => writeln!(out, "  {:>10}   {}", e.tid, e.name)?,
+            Aggr::Task => writeln!(out, "  {:>10}   {}", e.tid as i32, e.name)?,
             Aggr::Addr => writeln!(out, "  {:>16x}   {}", e.lock, e.name)?,
         }
         if options.callstack {
@@ -428,7 +428,7 @@ fn write_csv(
                 }
                 writeln!(out)?;
             }
-            Aggr::Task => writeln!(out, "{}{sep} {}", e.tid, e.name)?,
+            Aggr::Task => writeln!(out, "{}{sep} {}", e.tid as i32, e.name)?,
             Aggr::Addr => writeln!(
                 out,
                 "{:#x}{sep} {}{sep} {}",
