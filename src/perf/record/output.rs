@@ -181,7 +181,19 @@ fn run_session<W: std::io::Write>(
     let (attr_size, event) = (session.attr.size, session.event);
     if pipe {
         // perf's order: attrs, features, tracing data (a HEADER_TRACING_DATA record), then the records.
-        let early = features(config, &events, &[]);
+        // The vdso's build-id goes out first: perf attaches a `[vdso]` build-id record only to a vdso it has not
+        // yet mapped (once it processed the MMAP it looks the vdso up under its own extracted copy's name, so a
+        // record at the stream's end named whether the vdso had a build-id by how perf's reader happened to
+        // flush its queue). Every process on this kernel maps this same vdso.
+        let vdso: Vec<super::BuildIdEntry> = super::dsos::vdso_build_id()
+            .map(|build_id| super::BuildIdEntry {
+                misc: abi::PERF_RECORD_MISC_USER,
+                build_id,
+                filename: super::dsos::VDSO.to_string(),
+            })
+            .into_iter()
+            .collect();
+        let early = features(config, &events, &vdso);
         writer.write_pipe_features(&early).map_err(write_err)?;
         if let Some(td) = &tracing_data {
             writer.write_pipe_tracing_data(td).map_err(write_err)?;
@@ -196,8 +208,13 @@ fn run_session<W: std::io::Write>(
     let mut features = features(config, &events, &run.build_ids);
     if pipe {
         // The rest went out at the start.
+        let vdso = super::dsos::VDSO;
         features = Features {
-            build_ids: features.build_ids,
+            build_ids: features
+                .build_ids
+                .into_iter()
+                .filter(|b| b.filename != vdso)
+                .collect(),
             ..Default::default()
         };
     } else if let Some(td) = tracing_data {
