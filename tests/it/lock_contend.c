@@ -3,8 +3,13 @@
  *          vm_mmap_pgoff / __vm_munmap) against the page-fault readers (rwsem:R).
  *   futex: threads take one pthread mutex around a tiny section: futex wait/wake on one hash bucket
  *          (the bucket's spinlock).
+ *   pipe:  threads write a byte to one pipe and read one back: the pipe's kernel mutex (pipe_write and
+ *          pipe_read hold pipe->mutex), so a waiter's lock has an owner, another thread of this process.
+ *   signal: threads block and unblock a signal: sigprocmask takes the process's sighand->siglock (spinlock).
  * Every thread runs until SECONDS have passed (CLOCK_MONOTONIC), so the run length does not depend on load. */
 #include <pthread.h>
+#include <signal.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,7 +17,8 @@
 #include <time.h>
 
 static double seconds;
-static int futex_mode;
+static int futex_mode, pipe_mode, signal_mode;
+static int pipe_fds[2];
 static pthread_mutex_t mutex = PTHREAD_MUTEX_INITIALIZER;
 static volatile unsigned long shared;
 
@@ -27,7 +33,16 @@ static void *hammer(void *arg) {
     (void)arg;
     while (now() < end) {
         for (int i = 0; i < 64; i++) {
-            if (futex_mode) {
+            if (pipe_mode) {
+                char c = 1;
+                if (write(pipe_fds[1], &c, 1) != 1 || read(pipe_fds[0], &c, 1) != 1) { perror("pipe"); exit(1); }
+            } else if (signal_mode) {
+                sigset_t set;
+                sigemptyset(&set);
+                sigaddset(&set, SIGUSR1);
+                pthread_sigmask(SIG_BLOCK, &set, NULL);
+                pthread_sigmask(SIG_UNBLOCK, &set, NULL);
+            } else if (futex_mode) {
                 pthread_mutex_lock(&mutex);
                 shared++;
                 pthread_mutex_unlock(&mutex);
@@ -44,8 +59,11 @@ static void *hammer(void *arg) {
 }
 
 int main(int argc, char **argv) {
-    if (argc != 4) { fprintf(stderr, "usage: contend mmap|futex SECONDS THREADS\n"); return 2; }
+    if (argc != 4) { fprintf(stderr, "usage: contend mmap|futex|pipe|signal SECONDS THREADS\n"); return 2; }
     futex_mode = strcmp(argv[1], "futex") == 0;
+    pipe_mode = strcmp(argv[1], "pipe") == 0;
+    signal_mode = strcmp(argv[1], "signal") == 0;
+    if (pipe_mode && pipe(pipe_fds) != 0) { perror("pipe"); return 1; }
     seconds = atof(argv[2]);
     int n = atoi(argv[3]);
     pthread_t t[64];

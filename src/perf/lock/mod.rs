@@ -18,6 +18,7 @@
 //! `backport`, `rerere` or `git`.
 
 pub mod file;
+pub mod layout;
 pub mod live;
 pub mod progs;
 pub mod report;
@@ -72,6 +73,8 @@ pub const LOCK_TYPES: &[(u32, &str, &str)] = {
 
 /// The `type` column for lock flags, `unknown` as perf prints for flags it does not know.
 pub fn type_name(flags: u32) -> &'static str {
+    // The bits above the type name per-object locks (`-l`), not the type.
+    let flags = flags & progs::LCB_F_TYPE_MASK;
     LOCK_TYPES
         .iter()
         .find(|(f, _, _)| *f == flags)
@@ -182,6 +185,14 @@ mod tests {
         assert_eq!(type_name(progs::LCB_F_SPIN), "spinlock");
         assert_eq!(type_name(progs::LCB_F_MUTEX | progs::LCB_F_SPIN), "mutex");
         assert_eq!(type_name(0x40), "unknown");
+        assert_eq!(
+            type_name(progs::LCB_F_WRITE | progs::LCD_F_MMAP_LOCK),
+            "rwsem:W"
+        );
+        assert_eq!(
+            type_name(progs::LCB_F_SPIN | progs::LCD_F_SIGHAND_LOCK),
+            "spinlock"
+        );
         assert_eq!(
             type_flags("rwsem"),
             Some(vec![progs::LCB_F_READ, progs::LCB_F_WRITE])

@@ -11,7 +11,7 @@
 use std::io::{self, Write};
 
 use super::live::RawStat;
-use super::progs::Aggr;
+use super::progs::{Aggr, LCD_F_MMAP_LOCK, LCD_F_SIGHAND_LOCK};
 use crate::perf::symbols::kallsyms::Kallsyms;
 
 /// The sort key (`-k`).
@@ -282,8 +282,29 @@ impl Symbolizer {
     }
 }
 
-/// Names, sorts and cuts live entries into a report.
-pub fn from_live(stats: &[RawStat], sym: &Symbolizer, options: &ReportOptions) -> Report {
+/// A lock address's name as perf's BPF mode gives it (util/bpf_lock_contention.c, `lock_contention_get_name`):
+/// the waiter's `mmap_lock` or `siglock` as the program marked them, else the global symbol it falls in, else
+/// `rq_lock` for a CPU's run-queue lock, else nothing.
+pub fn addr_name(flags: u32, lock: u64, sym: &Symbolizer, rq_locks: &[u64]) -> String {
+    if flags & LCD_F_MMAP_LOCK != 0 {
+        return "mmap_lock".into();
+    }
+    if flags & LCD_F_SIGHAND_LOCK != 0 {
+        return "siglock".into();
+    }
+    match sym.lock_name(lock) {
+        name if name.is_empty() && rq_locks.contains(&lock) => "rq_lock".into(),
+        name => name,
+    }
+}
+
+/// Names, sorts and cuts live entries into a report; `rq_locks` are the run-queue locks (for `-l`).
+pub fn from_live(
+    stats: &[RawStat],
+    sym: &Symbolizer,
+    options: &ReportOptions,
+    rq_locks: &[u64],
+) -> Report {
     let entries = stats
         .iter()
         .map(|s| {
@@ -294,7 +315,7 @@ pub fn from_live(stats: &[RawStat], sym: &Symbolizer, options: &ReportOptions) -
             let name = match options.aggr {
                 Aggr::Caller => sym.caller(stack, options.max_stack),
                 Aggr::Task => s.comm.clone().unwrap_or_default(),
-                Aggr::Addr => sym.lock_name(s.lock),
+                Aggr::Addr => addr_name(s.flags, s.lock, sym, rq_locks),
             };
             Contention {
                 count: u64::from(s.count),
@@ -523,5 +544,22 @@ mod tests {
         assert_eq!(s.frame_name(0x10), "");
         assert_eq!(s.name(0xffffffff81001000), "__vm_munmap");
         assert_eq!(s.name(0x10), "0x10");
+    }
+
+    #[test]
+    fn lock_addresses_are_named_as_perfs_bpf_mode_names_them() {
+        let s = Symbolizer::from_text(
+            "ffffffff82000000 D jiffies_lock\nffffffff82000100 D other\n".into(),
+        );
+        let w = super::super::progs::LCB_F_WRITE;
+        let rq = [0xffff_8880_0001_0000];
+        assert_eq!(addr_name(w | LCD_F_MMAP_LOCK, 0x1234, &s, &rq), "mmap_lock");
+        assert_eq!(
+            addr_name(1 | LCD_F_SIGHAND_LOCK, 0x1234, &s, &rq),
+            "siglock"
+        );
+        assert_eq!(addr_name(1, 0xffff_ffff_8200_0008, &s, &rq), "jiffies_lock");
+        assert_eq!(addr_name(1, rq[0], &s, &rq), "rq_lock");
+        assert_eq!(addr_name(1, 0x1234, &s, &rq), "");
     }
 }
