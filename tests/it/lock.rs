@@ -845,3 +845,285 @@ fn lock_contention_without_bpf_counts_from_the_tracepoints() {
         .count();
     assert_eq!(leftovers, 0);
 }
+
+/// BTF types as bpftool prints them: id → (header line, members as (name, type id, bit offset)).
+type RawBtf = std::collections::HashMap<u64, (String, Vec<(String, u64, u64)>)>;
+
+/// Byte offset of `member` in struct `ty`, from `bpftool btf dump ... format raw` (a BTF reader that is not
+/// bport's), searching anonymous members as C does.
+fn bpftool_member_offset(ty: &str, member: &str) -> Option<u64> {
+    let out = Command::new("bpftool")
+        .args([
+            "btf",
+            "dump",
+            "file",
+            "/sys/kernel/btf/vmlinux",
+            "format",
+            "raw",
+        ])
+        .output()
+        .expect("spawn bpftool");
+    oracle::assert_success(&out, "bpftool btf dump");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut types = RawBtf::default();
+    let mut current = None;
+    for line in text.lines() {
+        if let Some(rest) = line.strip_prefix('[') {
+            let (id, head) = rest.split_once("] ").unwrap();
+            let id: u64 = id.parse().unwrap();
+            types.insert(id, (head.to_string(), Vec::new()));
+            current = Some(id);
+        } else if let (Some(id), Some(m)) = (current, line.strip_prefix('\t')) {
+            // '\tNAME' type_id=N bits_offset=M
+            let name = m.split('\'').nth(1).unwrap_or_default().to_string();
+            let field = |k: &str| {
+                m.split_whitespace()
+                    .find_map(|w| w.strip_prefix(k))
+                    .and_then(|v| v.parse::<u64>().ok())
+            };
+            if let (Some(t), Some(b)) = (field("type_id="), field("bits_offset=")) {
+                types.get_mut(&id).unwrap().1.push((name, t, b));
+            }
+        }
+    }
+    fn find(types: &RawBtf, id: u64, member: &str) -> Option<u64> {
+        for (name, t, bits) in &types.get(&id)?.1 {
+            if name == member {
+                return Some(bits / 8);
+            }
+            if name == "(anon)" {
+                if let Some(o) = find(types, *t, member) {
+                    return Some(bits / 8 + o);
+                }
+            }
+        }
+        None
+    }
+    let head = format!("STRUCT '{ty}' ");
+    let id = *types.iter().find(|(_, (h, _))| h.starts_with(&head))?.0;
+    find(&types, id, member)
+}
+
+#[test]
+fn lock_addr_names_the_waiters_mmap_lock_at_its_mm_struct() {
+    let _serial = serial();
+    if !ready() || !oracle::has_perf() || !oracle::require("bpftool", "apt-get install bpftool") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let exe = workload(dir.path());
+    // perf records the kernel's own mmap_lock tracepoint, whose `mm` field is the mm_struct the lock belongs
+    // to, for bport and the workload it starts; bport names locks by reading task->mm through BTF offsets.
+    let data = dir.path().join("mm.data");
+    let out = oracle::perf(dir.path())
+        .args([
+            "record",
+            "-q",
+            "-e",
+            "mmap_lock:mmap_lock_start_locking",
+            "-o",
+        ])
+        .arg(&data)
+        .arg("--")
+        .arg(env!("CARGO_BIN_EXE_bport"))
+        .args(["lock", "contention", "-l", "-x", ",", "--"])
+        .arg(&exe)
+        .args(["mmap", "1", "4"])
+        .output()
+        .unwrap();
+    oracle::assert_success(&out, "perf record -- bport lock contention -l");
+    let report = String::from_utf8_lossy(&out.stdout).into_owned();
+    let trace = oracle::perf_ok(
+        dir.path(),
+        &["script", "-i", data.to_str().unwrap(), "-F", "trace"],
+    );
+    let mms: std::collections::BTreeSet<u64> = trace
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("mm=0x"))
+        .filter_map(|l| u64::from_str_radix(l.split_whitespace().next()?, 16).ok())
+        .collect();
+    assert!(!mms.is_empty(), "{trace}");
+    let offset = bpftool_member_offset("mm_struct", "mmap_lock")
+        .or_else(|| bpftool_member_offset("mm_struct", "mmap_sem"))
+        .expect("mm_struct.mmap_lock in the kernel's BTF");
+    // -x: count, total, max, avg, address, symbol, type.
+    let named: Vec<Vec<String>> = csv(&report)
+        .into_iter()
+        .filter(|r| r[5] == "mmap_lock")
+        .collect();
+    assert_eq!(named.len(), 1, "one mm, one mmap_lock:\n{report}");
+    let row = &named[0];
+    let addr = u64::from_str_radix(row[4].trim_start_matches("0x"), 16).unwrap();
+    assert!(
+        mms.iter().any(|mm| mm + offset == addr),
+        "mmap_lock {addr:#x} is no mm_struct's ({mms:x?}) + {offset}:\n{report}"
+    );
+    assert!(row[6].starts_with("rwsem:"), "{report}");
+    // The hammered lock is the workload's top entry by total wait.
+    assert_eq!(csv(&report)[0][5], "mmap_lock", "{report}");
+    // Nothing else is called mmap_lock or siglock: the marks are per lock, not per waiter.
+    assert!(!report.contains("siglock"), "{report}");
+}
+
+#[test]
+fn lock_addr_names_siglock_under_a_signal_mask_workload() {
+    let _serial = serial();
+    if !ready() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let exe = workload(dir.path());
+    // Threads blocking and unblocking a signal all take their process's sighand->siglock: one spinlock.
+    let out = session(
+        dir.path(),
+        &[
+            "-l",
+            "-x",
+            ",",
+            "--",
+            exe.to_str().unwrap(),
+            "signal",
+            "1",
+            "4",
+        ],
+    );
+    let rows = csv(&out);
+    let sig: Vec<&Vec<String>> = rows.iter().filter(|r| r[5] == "siglock").collect();
+    assert_eq!(sig.len(), 1, "one process, one siglock:\n{out}");
+    assert_eq!(sig[0][6], "spinlock", "{out}");
+    // It is where the workload waits: most of its contention (the rest: run-queue locks, the exec).
+    let count = |r: &Vec<String>| r[0].parse::<u64>().unwrap();
+    let all: u64 = rows.iter().map(count).sum();
+    assert!(count(sig[0]) >= 100 && count(sig[0]) * 2 >= all, "{out}");
+    assert!(!out.contains("mmap_lock"), "{out}");
+}
+
+#[test]
+fn lock_owner_names_the_thread_holding_the_pipe_mutex() {
+    let _serial = serial();
+    if !ready() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let exe = workload(dir.path());
+    // Four threads write and read one pipe: each waits on the pipe's mutex while another of them holds it.
+    let target = Running::start(&exe, "pipe");
+    let pid = target.pid().to_string();
+    let out = session(
+        dir.path(),
+        &["-p", &pid, "--duration", "1", "-o", "-Y", "mutex"],
+    );
+    let tids = target.tids();
+    let rows = rows(&out);
+    let owned: Vec<&Row> = rows.iter().filter(|r| r.kind != "-1").collect();
+    // The owner is read from mutex->owner when the wait begins: a thread of the workload (from /proc, not
+    // from bport), named by the kernel's task->comm. A mutex released before the read has no owner (-1).
+    assert!(owned.len() >= 2, "{out}");
+    for r in &owned {
+        assert!(
+            tids.contains(&r.kind),
+            "owner {} is not a workload thread ({tids:?}):\n{out}",
+            r.kind
+        );
+        assert_eq!(r.name, "contend", "{out}");
+    }
+    let with_owner: u64 = owned.iter().map(|r| r.count).sum();
+    let all: u64 = rows.iter().map(|r| r.count).sum();
+    assert!(with_owner * 2 >= all, "most waits have an owner:\n{out}");
+
+    // Waiters, for contrast (-t): the same threads, each its own waiter.
+    let out = session(
+        dir.path(),
+        &["-p", &pid, "--duration", "1", "-t", "-Y", "mutex"],
+    );
+    assert!(
+        crate::lock::rows(&out)
+            .iter()
+            .all(|r| tids.contains(&r.kind)),
+        "{out}"
+    );
+
+    // -o with -l, or with a recording, is refused by the argument parser.
+    for args in [&["-o", "-l"][..], &["-o", "-i", "x.data"]] {
+        let out = run(dir.path(), &[&["lock", "contention"], args].concat());
+        assert_eq!(out.code, Some(2), "{}", out.transcript());
+    }
+}
+
+/// perf's time column for `ns` (`lock_stat_key_print_time`: single precision, largest unit reached).
+fn perf_time(ns: u64) -> String {
+    for (base, unit) in [
+        (3.6e12f32, "h"),
+        (6e10, "m"),
+        (1e9, "s"),
+        (1e6, "ms"),
+        (1e3, "us"),
+    ] {
+        if ns as f32 >= base {
+            return format!("{:.2} {unit}", f64::from(ns as f32 / base));
+        }
+    }
+    format!("{ns} ns")
+}
+
+#[test]
+fn field_separated_output_has_the_human_reports_fields() {
+    let _serial = serial();
+    if !ready() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let exe = workload(dir.path());
+    let data = dir.path().join("lock.data");
+    let out = run(
+        dir.path(),
+        &[
+            "lock",
+            "record",
+            "-a",
+            "-o",
+            data.to_str().unwrap(),
+            "--",
+            exe.to_str().unwrap(),
+            "mmap",
+            "1",
+            "4",
+        ],
+    );
+    assert_eq!(out.code, Some(0), "{}", out.transcript());
+    let file = data.to_str().unwrap();
+    for opts in [&[][..], &["-t"], &["-l"], &["-k", "contended", "-E", "4"]] {
+        let human = session(dir.path(), &[&["-i", file], opts].concat());
+        let sep = session(dir.path(), &[&["-i", file, "-x", ";"], opts].concat());
+        let header = sep.lines().next().unwrap();
+        let fields: Vec<Vec<String>> = sep
+            .lines()
+            .skip(1)
+            .map(|l| l.split(';').map(|f| f.trim().to_string()).collect())
+            .collect();
+        let lines: Vec<&str> = human
+            .lines()
+            .skip(2)
+            .filter(|l| !l.trim().is_empty())
+            .collect();
+        assert_eq!(fields.len(), lines.len(), "{opts:?}\n{human}\n{sep}");
+        assert!(fields.len() >= 3, "{human}");
+        for (f, line) in fields.iter().zip(&lines) {
+            // The human line, rebuilt from the separated fields: equal field by field, in order.
+            let t = |i: usize| perf_time(f[i].parse().unwrap());
+            let mut rebuilt = vec![f[0].clone(), t(1), t(2), t(3)];
+            if opts.contains(&"-l") {
+                assert!(header.ends_with("address; symbol; type"), "{header}");
+                rebuilt.push(f[4].trim_start_matches("0x").to_string());
+                rebuilt.push(f[5].clone());
+            } else {
+                rebuilt.extend([f[4].clone(), f[5].clone()]);
+            }
+            // An unnamed lock's blank symbol is no word of the human line.
+            rebuilt.retain(|w| !w.is_empty());
+            let rebuilt = rebuilt.join(" ");
+            let human_fields = line.split_whitespace().collect::<Vec<_>>().join(" ");
+            assert_eq!(rebuilt, human_fields, "{opts:?}\n{human}\n{sep}");
+        }
+    }
+}
