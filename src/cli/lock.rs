@@ -151,7 +151,10 @@ pub struct ContentionArgs {
     #[arg(long = "callstack")]
     pub callstack: bool,
 
-    /// Machine-readable output: fields separated by SEP, times in nanoseconds.
+    /// Machine-readable output (perf 6.4's form): a `# output:` line naming the columns, then one line per
+    /// entry, fields separated by SEP and a space: contended, total wait, max wait, avg wait (integer ns), then
+    /// type, caller (with --callstack, a stacktrace field: `0xADDR SYM` frames joined by `:`); pid, comm with
+    /// -t or -o; address (0x hex), symbol, type with -l. The same entries and values as the normal report.
     #[arg(short = 'x', long = "field-separator", value_name = "SEP")]
     pub field_sep: Option<String>,
 
