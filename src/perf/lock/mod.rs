@@ -13,6 +13,12 @@
 //! tracepoint frames, then the lock functions (`__lock_text_start..__lock_text_end` and
 //! `__sched_text_start..__sched_text_end`), then print the first remaining frame as `sym+0xoff`.
 //!
+//! Per-object locks and owners ([`layout`]). perf's BPF mode names `-l` locks it can recognise (the waiter's
+//! `mmap_lock` and `siglock`, CPUs' `rq_lock`) and with `-o` reads lock owners, all through struct offsets it
+//! relocates with CO-RE. bport reads the same offsets from `/sys/kernel/btf/vmlinux` with the BTF reader of
+//! `perf::probe` and assembles them into the programs (`bpf_probe_read_kernel` on `current`'s task_struct and on
+//! the lock word); whatever a kernel's BTF or kallsyms lacks leaves only that lock unnamed or owner unknown.
+//!
 //! Owns: the programs, the live session, the aggregation and the report. Does not own tracefs or perf.data
 //! (`perf::data`, `perf::record`), nor any rendering to a terminal (`cli::lock`). Imports nothing of
 //! `backport`, `rerere` or `git`.
