@@ -965,6 +965,88 @@ fn lock_addr_names_the_waiters_mmap_lock_at_its_mm_struct() {
     assert!(!report.contains("siglock"), "{report}");
 }
 
+/// The offset of per-CPU variable `name` in the kernel's per-CPU section, from bpftool's DATASEC listing.
+fn bpftool_percpu_offset(name: &str) -> Option<u64> {
+    let out = Command::new("bpftool")
+        .args([
+            "btf",
+            "dump",
+            "file",
+            "/sys/kernel/btf/vmlinux",
+            "format",
+            "raw",
+        ])
+        .output()
+        .expect("spawn bpftool");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let line = text
+        .lines()
+        .find(|l| l.trim_end().ends_with(&format!("(VAR '{name}')")))?;
+    line.split_whitespace()
+        .find_map(|w| w.strip_prefix("offset="))?
+        .parse()
+        .ok()
+}
+
+#[test]
+fn lock_addr_names_run_queue_locks_from_the_tasks_run_queue() {
+    let _serial = serial();
+    if !ready() || !oracle::require("bpftool", "apt-get install bpftool") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let exe = workload(dir.path());
+    // Four mmap threads on this machine's CPUs wake each other: the CPUs' run-queue locks are contended.
+    let out = session(
+        dir.path(),
+        &[
+            "-l",
+            "-x",
+            ",",
+            "--",
+            exe.to_str().unwrap(),
+            "mmap",
+            "1",
+            "4",
+        ],
+    );
+    let rq: Vec<u64> = csv(&out)
+        .iter()
+        .filter(|r| r[5] == "rq_lock")
+        .map(|r| u64::from_str_radix(r[4].trim_start_matches("0x"), 16).unwrap())
+        .collect();
+    assert!(!rq.is_empty(), "no rq_lock:\n{out}");
+    let cpus = std::fs::read_to_string("/sys/devices/system/cpu/possible").unwrap();
+    let cpus: u64 = cpus
+        .trim()
+        .rsplit(['-', ','])
+        .next()
+        .unwrap()
+        .parse::<u64>()
+        .unwrap()
+        + 1;
+    assert!(rq.len() as u64 <= cpus, "{out}");
+    // Independent of how bport found them (current->se.cfs_rq->rq, or bpf_per_cpu_ptr where kallsyms has
+    // `runqueues`): each is `&per_cpu(runqueues, cpu).__lock`, so minus the lock's offset in struct rq and
+    // runqueues' offset in the per-CPU section (both as bpftool reads the BTF) it is a per-CPU area's base,
+    // which the kernel allocates page-aligned.
+    let lock_off = bpftool_member_offset("rq", "__lock")
+        .or_else(|| bpftool_member_offset("rq", "lock"))
+        .expect("struct rq's lock in BTF");
+    let var_off = bpftool_percpu_offset("runqueues").expect("runqueues in the BTF's .data..percpu");
+    for addr in &rq {
+        let base = addr - lock_off - var_off;
+        assert_eq!(
+            base % 4096,
+            0,
+            "{addr:#x} - {lock_off} - {var_off:#x}:\n{out}"
+        );
+    }
+    let mut distinct = rq.clone();
+    distinct.dedup();
+    assert_eq!(distinct.len(), rq.len(), "{out}");
+}
+
 #[test]
 fn lock_addr_names_siglock_under_a_signal_mask_workload() {
     let _serial = serial();

@@ -37,6 +37,11 @@ pub struct Layout {
     pub runqueues: Option<u32>,
     /// `rq.__lock` (`lock` before 5.14).
     pub rq_lock: Option<u32>,
+    /// `task_struct.se` + `sched_entity.cfs_rq` (CONFIG_FAIR_GROUP_SCHED): where a task's CFS run queue
+    /// pointer is, the way to its CPU's `struct rq` that needs no kernel symbol.
+    pub task_cfs_rq: Option<u32>,
+    /// `cfs_rq.rq`.
+    pub cfs_rq_rq: Option<u32>,
 }
 
 impl Layout {
@@ -72,6 +77,10 @@ impl Layout {
             rwsem_owner: member("rw_semaphore", &["owner"]),
             runqueues: btf.var_id("runqueues"),
             rq_lock: member("rq", &["__lock", "lock"]),
+            task_cfs_rq: member("task_struct", &["se"])
+                .zip(member("sched_entity", &["cfs_rq"]))
+                .map(|(a, b)| a + b),
+            cfs_rq_rq: member("cfs_rq", &["rq"]),
         }
     }
 
@@ -83,6 +92,11 @@ impl Layout {
     /// `(task_struct.sighand, sighand_struct.siglock)` when both are known.
     pub fn siglock(&self) -> Option<(u32, u32)> {
         Some((self.task_sighand?, self.sighand_siglock?))
+    }
+
+    /// `(task → its cfs_rq pointer, cfs_rq.rq)` when both are known.
+    pub fn task_rq(&self) -> Option<(u32, u32)> {
+        Some((self.task_cfs_rq?, self.cfs_rq_rq?))
     }
 
     /// What is needed to name a lock's owner: `(mutex.owner, rw_semaphore.owner, task_struct.pid,

@@ -225,6 +225,7 @@ pub fn contention(
         filter_addr: !options.addrs.is_empty(),
         owner: options.owner && options.aggr == Aggr::Task,
         layout: Layout::default(),
+        cpus: possible_cpus().unwrap_or(1).min(MAX_CPUS),
     };
     let mut notes = Vec::new();
     let mut config = config;
@@ -242,6 +243,10 @@ pub fn contention(
     let rq_locks = if config.aggr == Aggr::Addr {
         match run_queue_locks(&config.layout) {
             Ok(locks) => locks,
+            // The end program still learns each CPU's rq from the tasks it sees.
+            Err(_) if config.layout.task_rq().is_some() && config.layout.rq_lock.is_some() => {
+                Vec::new()
+            }
             Err(why) => {
                 notes.push(format!("run-queue locks go unnamed: {why}"));
                 Vec::new()
@@ -353,8 +358,22 @@ pub fn contention(
         outcome.exit = sys::wait(pid).ok();
     }
     outcome.stats = read_stats(&maps, &config)?;
+    if let (Aggr::Addr, Some(lock_off)) = (config.aggr, config.layout.rq_lock) {
+        for cpu in 0..config.cpus {
+            let rq = (maps.rq_seen.lookup(&cpu.to_ne_bytes()))
+                .map_err(map_err("lock_rq_seen"))?
+                .map_or(0, |v| le_u64(&v, 0));
+            let lock = rq + u64::from(lock_off);
+            if rq != 0 && !outcome.rq_locks.contains(&lock) {
+                outcome.rq_locks.push(lock);
+            }
+        }
+    }
     Ok(outcome)
 }
+
+/// CPUs bport names run-queue locks for (more would make the unrolled `runqueues` program too long).
+const MAX_CPUS: u32 = 4096;
 
 /// The number of possible CPUs (`/sys/devices/system/cpu/possible`, e.g. `0-63`): per-CPU data exists for each.
 fn possible_cpus() -> Option<u32> {

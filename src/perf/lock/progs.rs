@@ -78,6 +78,8 @@ pub struct ProgConfig {
     pub owner: bool,
     /// Kernel struct offsets (from BTF): what is unknown is left out of the programs.
     pub layout: Layout,
+    /// Possible CPUs (entries of the per-CPU run-queue map).
+    pub cpus: u32,
 }
 
 /// Size of a stat key: `{s32 stack_id; u32 tid; u64 lock}`.
@@ -111,6 +113,8 @@ pub struct Maps {
     pub type_filter: MapFd,
     /// Lock-address filter.
     pub addr_filter: MapFd,
+    /// Each CPU's `struct rq` as the end program saw it (`-l`): run-queue locks without kernel symbols.
+    pub rq_seen: MapFd,
 }
 
 impl Maps {
@@ -133,6 +137,7 @@ impl Maps {
             tgid_filter: bpf::map(bpf::MAP_HASH, 4, 1, 1024, "lock_tgid_filter")?,
             type_filter: bpf::map(bpf::MAP_HASH, 4, 1, 64, "lock_type_filter")?,
             addr_filter: bpf::map(bpf::MAP_HASH, 8, 1, 1024, "lock_addr_filter")?,
+            rq_seen: bpf::map(bpf::MAP_ARRAY, 4, 8, config.cpus.max(1), "lock_rq_seen")?,
         })
     }
 }
@@ -351,6 +356,7 @@ pub fn end(maps: &Maps, config: &ProgConfig) -> Result<Vec<Insn>, Error> {
         .stx(Size::W, FP, -36, Reg::R1);
     if config.aggr == Aggr::Addr {
         lock_class(&mut a, &config.layout);
+        learn_rq(&mut a, maps, &config.layout);
     }
     a.ld_map_fd(Reg::R1, maps.stat.raw())
         .mov(Reg::R2, FP)
@@ -478,6 +484,32 @@ fn lock_class(a: &mut Asm, layout: &Layout) {
     a.bind(done);
 }
 
+/// `end` with `-l`, for a new entry: notes this CPU's `struct rq` (`current->se.cfs_rq->rq`) in `rq_seen`, so
+/// run-queue locks can be named on kernels where `runqueues` has no kallsyms address (perf's
+/// `collect_lock_syms` fails there). A CPU that never ends a contention stays unknown. Uses fp-72..fp-80.
+fn learn_rq(a: &mut Asm, maps: &Maps, layout: &Layout) {
+    let Some((task_cfs_rq, cfs_rq_rq)) = layout.task_rq() else {
+        return;
+    };
+    let done = a.label();
+    a.call(Helper::GetCurrentTask)
+        .mov(Reg::R3, Reg::R0)
+        .alu_imm(Alu::Add, Reg::R3, task_cfs_rq as i32);
+    probe_read(a, -72, 8);
+    a.jmp_imm(Cond::Ne, Reg::R0, 0, done)
+        .ldx(Size::DW, Reg::R3, FP, -72)
+        .jmp_imm(Cond::Eq, Reg::R3, 0, done)
+        .alu_imm(Alu::Add, Reg::R3, cfs_rq_rq as i32);
+    probe_read(a, -72, 8);
+    a.jmp_imm(Cond::Ne, Reg::R0, 0, done)
+        .call(Helper::GetSmpProcessorId)
+        .stx(Size::W, FP, -76, Reg::R0);
+    lookup(a, &maps.rq_seen, -76, done);
+    a.ldx(Size::DW, Reg::R1, FP, -72)
+        .stx(Size::DW, Reg::R0, 0, Reg::R1)
+        .bind(done);
+}
+
 /// A program for `BPF_PROG_TEST_RUN` that stores each possible CPU's `&runqueues` (its `struct rq`) in
 /// `out[cpu]` (an array of `cpus` u64), as perf's `collect_lock_syms` does; `rq_lock` is added by the caller.
 /// The kernel refuses it at load when kallsyms does not list `runqueues` (CONFIG_KALLSYMS_ALL=n), which only
@@ -534,6 +566,7 @@ mod tests {
                     } else {
                         super::super::layout::Layout::running().0
                     },
+                    cpus: 4,
                 };
                 let maps = Maps::create(&config).unwrap();
                 for (name, insns) in [("b", begin(&maps, &config)), ("e", end(&maps, &config))] {
