@@ -153,8 +153,9 @@ pub struct ContentionArgs {
 
     /// Machine-readable output (perf 6.4's form): a `# output:` line naming the columns, then one line per
     /// entry, fields separated by SEP and a space: contended, total wait, max wait, avg wait (integer ns), then
-    /// type, caller (with --callstack, a stacktrace field: `0xADDR SYM` frames joined by `:`); pid, comm with
-    /// -t or -o; address (0x hex), symbol, type with -l. The same entries and values as the normal report.
+    /// type, caller (with --callstack, a stacktrace field: `0xADDR SYM` frames joined by `:`); pid, comm (or
+    /// owner) with -t or -o; address (hex), symbol, type (long name: rwsem) with -l. The same entries and values
+    /// as the normal report. SEP may not contain ':', '+' or '.' (they occur inside fields).
     #[arg(short = 'x', long = "field-separator", value_name = "SEP")]
     pub field_sep: Option<String>,
 
@@ -239,6 +240,15 @@ fn contention(args: ContentionArgs, ui: &Ui) -> CliResult {
             .ok_or_else(|| CliError::from(lock::Error::BadLock { text: item.into() }))?;
         addrs.push(addr);
     }
+    if let Some(sep) = &args.field_sep {
+        // perf's rule: these already occur inside fields (rwsem:W, sym+0x1f, symbol.isra.0).
+        if sep.is_empty() || sep.contains([':', '+', '.']) {
+            return Err(CliError::user(format!(
+                "cannot use {sep:?} as the -x separator: it is empty or occurs in the fields (':' in types, \
+                 '+' in callers, '.' in symbols); use e.g. ',' or ';'"
+            )));
+        }
+    }
     let callstack = args.callstack || ui.verbose > 0;
     let ropts = ReportOptions {
         aggr,
@@ -249,6 +259,7 @@ fn contention(args: ContentionArgs, ui: &Ui) -> CliResult {
         callstack,
         field_sep: args.field_sep.clone(),
         quiet: ui.quiet,
+        owner: args.lock_owner,
     };
     if let Some(input) = &args.input {
         let filters = lock::file::FileFilters {

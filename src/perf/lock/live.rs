@@ -209,7 +209,7 @@ pub fn contention(
         Target::Tids(t) => t.iter().try_for_each(|&id| check_task("thread", id))?,
         Target::All | Target::Command(_) => {}
     }
-    let config = ProgConfig {
+    let mut config = ProgConfig {
         aggr: options.aggr,
         callstack: options.aggr == Aggr::Caller || options.callstack,
         kernel_skip: 0,
@@ -228,7 +228,6 @@ pub fn contention(
         cpus: possible_cpus().unwrap_or(1).min(MAX_CPUS),
     };
     let mut notes = Vec::new();
-    let mut config = config;
     if config.aggr == Aggr::Addr || config.owner {
         let (layout, why) = Layout::running();
         config.layout = layout;
@@ -393,10 +392,9 @@ pub fn run_queue_locks(layout: &Layout) -> Result<Vec<u64>, String> {
     let (Some(id), Some(lock_off)) = (layout.runqueues, layout.rq_lock) else {
         return Err("the kernel's BTF has no runqueues variable or struct rq lock".into());
     };
-    // More CPUs than this would make the unrolled program too long to be worth it.
     let cpus = possible_cpus()
         .ok_or("cannot read /sys/devices/system/cpu/possible")?
-        .min(4096);
+        .min(MAX_CPUS);
     let out = bpf::map(bpf::MAP_ARRAY, 4, 8, cpus, "lock_rq").map_err(|e| e.to_string())?;
     let insns = progs::runqueues(&out, id, cpus).map_err(|e| e.to_string())?;
     let prog = bpf::load_raw_tracepoint("lock_rq", &insns).map_err(|e| match e {

@@ -87,6 +87,15 @@ pub fn type_name(flags: u32) -> &'static str {
         .map_or("unknown", |(_, short, _)| short)
 }
 
+/// The long type name (perf's `get_type_name`, as `-x` with `-l` prints it): `rwsem` for both sides.
+pub fn type_long_name(flags: u32) -> &'static str {
+    let flags = flags & progs::LCB_F_TYPE_MASK;
+    LOCK_TYPES
+        .iter()
+        .find(|(f, _, _)| *f == flags)
+        .map_or("unknown", |(_, _, long)| long)
+}
+
 /// The flag values a `-Y` name stands for: a short name (`rwsem:R`) one value, a long name (`rwsem`) all of
 /// its variants. `None` for a name perf does not know.
 pub fn type_flags(name: &str) -> Option<Vec<u32>> {

@@ -65,6 +65,8 @@ pub struct ReportOptions {
     pub field_sep: Option<String>,
     /// No header (`-q`).
     pub quiet: bool,
+    /// The tasks are lock owners (`-o`): the name column is `owner`, a missing owner `Unknown`.
+    pub owner: bool,
 }
 
 impl Default for ReportOptions {
@@ -78,6 +80,7 @@ impl Default for ReportOptions {
             callstack: false,
             field_sep: None,
             quiet: false,
+            owner: false,
         }
     }
 }
@@ -383,7 +386,7 @@ pub fn write(report: &Report, options: &ReportOptions, out: &mut dyn Write) -> i
         )?;
         match report.aggr {
             Aggr::Caller => writeln!(out, "  {:>10}   caller\n", "type")?,
-            Aggr::Task => writeln!(out, "  {:>10}   comm\n", "pid")?,
+            Aggr::Task => writeln!(out, "  {:>10}   {}\n", "pid", task_column(options))?,
             Aggr::Addr => writeln!(out, "  {:>16}   symbol\n", "address")?,
         }
     }
@@ -398,7 +401,7 @@ pub fn write(report: &Report, options: &ReportOptions, out: &mut dyn Write) -> i
         )?;
         match report.aggr {
             Aggr::Caller => writeln!(out, "  {:>10}   {}", super::type_name(e.flags), e.name)?,
-            Aggr::Task => writeln!(out, "  {:>10}   {}", e.tid as i32, e.name)?,
+            Aggr::Task => writeln!(out, "  {:>10}   {}", e.tid as i32, task_name(e, options))?,
             Aggr::Addr => writeln!(out, "  {:>16x}   {}", e.lock, e.name)?,
         }
         if options.callstack {
@@ -408,6 +411,24 @@ pub fn write(report: &Report, options: &ReportOptions, out: &mut dyn Write) -> i
         }
     }
     Ok(())
+}
+
+/// The task column's title: perf 6.3+ says `owner` with `-o`.
+fn task_column(options: &ReportOptions) -> &'static str {
+    if options.owner {
+        "owner"
+    } else {
+        "comm"
+    }
+}
+
+/// A task entry's name; a lock without an owner (pid -1) is perf's `Unknown`.
+fn task_name<'a>(e: &'a Contention, options: &ReportOptions) -> &'a str {
+    if options.owner && e.tid as i32 == -1 {
+        "Unknown"
+    } else {
+        &e.name
+    }
 }
 
 /// perf's `-x SEP` output (perf 6.4+): a `# output:` header, raw nanoseconds.
@@ -430,7 +451,7 @@ fn write_csv(
                 }
                 writeln!(out)?;
             }
-            Aggr::Task => writeln!(out, "pid{sep} comm")?,
+            Aggr::Task => writeln!(out, "pid{sep} {}", task_column(options))?,
             Aggr::Addr => writeln!(out, "address{sep} symbol{sep} type")?,
         }
     }
@@ -449,13 +470,14 @@ fn write_csv(
                 }
                 writeln!(out)?;
             }
-            Aggr::Task => writeln!(out, "{}{sep} {}", e.tid as i32, e.name)?,
+            Aggr::Task => writeln!(out, "{}{sep} {}", e.tid as i32, task_name(e, options))?,
+            // perf: the address without 0x, the type by its long name (`rwsem`, not `rwsem:W`).
             Aggr::Addr => writeln!(
                 out,
-                "{:#x}{sep} {}{sep} {}",
+                "{:x}{sep} {}{sep} {}",
                 e.lock,
                 e.name,
-                super::type_name(e.flags)
+                super::type_long_name(e.flags)
             )?,
         }
     }
