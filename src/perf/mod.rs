@@ -10,16 +10,14 @@
 //! `rerere` or `git`.
 
 pub mod abi;
-pub mod archive;
 pub mod bpf;
 pub mod data;
-pub mod flame;
 pub mod lock;
 pub mod probe;
 pub mod record;
-pub mod report;
 pub mod script;
 pub mod symbols;
+pub mod tools;
 pub mod trace;
 pub mod unwind;
 pub mod workloads;
