@@ -8,5 +8,6 @@
 //! top of the profiler, beside `lock` and `probe`, which own their own recording and reporting.
 
 pub mod archive;
+pub mod dump;
 pub mod flame;
 pub mod report;
