@@ -67,6 +67,70 @@ impl std::fmt::Debug for PerfFile {
     }
 }
 
+/// The file-mode `perf_file_header` past its magic and size: where the attrs and data are, and which feature
+/// sections follow the data.
+struct FileHeader {
+    attr_size: u64,
+    attrs_off: u64,
+    attrs_size: u64,
+    data_off: u64,
+    data_size: u64,
+    /// HEADER_FEAT_BITS bits, one per feature section present; all clear in a 72-byte (pre-features) header.
+    bitmap: [u64; 4],
+}
+
+impl FileHeader {
+    /// Reads the header of `size` bytes (checked against the file) at the start of `bytes`.
+    fn read<E: Endian>(
+        bytes: &[u8],
+        size: u64,
+        endian: E,
+        warnings: &mut Vec<Warning>,
+    ) -> Result<Self, ReadError> {
+        let len = bytes.len() as u64;
+        // perf itself accepts only 104 (and 72 before features); a larger header from a newer writer keeps the
+        // fields we know at the same offsets.
+        if size < 72 {
+            return Err(ReadError::invalid(
+                "perf.data header",
+                8,
+                format!("header size {size} is neither 16 (pipe mode) nor at least 72 (file mode)"),
+            ));
+        }
+        if size > len {
+            return Err(ReadError::Truncated {
+                what: "perf.data header",
+                offset: 0,
+                needed: size,
+                available: len,
+            });
+        }
+        if size != PERF_FILE_HEADER_SIZE && size != 72 {
+            warn(warnings, Some(8), format!("header size {size} is larger than the 104 bytes perf writes; extra bytes ignored"));
+        }
+        let mut c = Cursor::new(bytes, 0, endian, "perf.data header");
+        let _magic_and_size = (c.u64()?, c.u64()?);
+        let attr_size = c.u64()?;
+        let (attrs_off, attrs_size) = (c.u64()?, c.u64()?);
+        let (data_off, data_size) = (c.u64()?, c.u64()?);
+        let _event_types = (c.u64()?, c.u64()?);
+        let mut bitmap = [0u64; 4];
+        if size >= PERF_FILE_HEADER_SIZE {
+            for w in &mut bitmap {
+                *w = c.u64()?;
+            }
+        }
+        Ok(FileHeader {
+            attr_size,
+            attrs_off,
+            attrs_size,
+            data_off,
+            data_size,
+            bitmap,
+        })
+    }
+}
+
 impl PerfFile {
     /// Opens and maps `path` (a regular file; other kinds are read into memory).
     pub fn open(path: impl AsRef<Path>) -> Result<Self, ReadError> {
@@ -154,8 +218,9 @@ impl PerfFile {
         Ok(file)
     }
 
+    /// The header phases in the order the file lays them out: the fixed header (pipe mode stops there and
+    /// scans its records instead), the attrs, the data range, the feature sections.
     fn parse_headers<E: Endian>(&mut self, endian: E) -> Result<(), ReadError> {
-        let len = self.src.bytes.len() as u64;
         let mut c = Cursor::new(&self.src.bytes[..], 0, endian, "perf.data header");
         c.u64()?;
         let size = c.u64()?;
@@ -167,38 +232,22 @@ impl PerfFile {
             self.src.stated_data_end = self.src.data_end as u64;
             return self.prescan_pipe(endian);
         }
-        // perf itself accepts only 104 (and 72 before features); a larger header from a newer writer keeps the
-        // fields we know at the same offsets.
-        if size < 72 {
-            return Err(ReadError::invalid(
-                "perf.data header",
-                8,
-                format!("header size {size} is neither 16 (pipe mode) nor at least 72 (file mode)"),
-            ));
+        let header = FileHeader::read(&self.src.bytes, size, endian, &mut self.warnings)?;
+        self.read_attrs(&header, endian)?;
+        if self.place_data(&header, endian)? {
+            self.read_features(&header, endian);
         }
-        if size > len {
-            return Err(ReadError::Truncated {
-                what: "perf.data header",
-                offset: 0,
-                needed: size,
-                available: len,
-            });
-        }
-        if size != PERF_FILE_HEADER_SIZE && size != 72 {
-            warn(&mut self.warnings, Some(8), format!("header size {size} is larger than the 104 bytes perf writes; extra bytes ignored"));
-        }
-        let attr_size = c.u64()?;
-        let (attrs_off, attrs_size) = (c.u64()?, c.u64()?);
-        let (data_off, data_size) = (c.u64()?, c.u64()?);
-        let _event_types = (c.u64()?, c.u64()?);
-        let mut bitmap = [0u64; 4];
-        if size >= PERF_FILE_HEADER_SIZE {
-            for w in &mut bitmap {
-                *w = c.u64()?;
-            }
-        }
+        Ok(())
+    }
 
-        // Attrs.
+    /// The attrs section: each attr read by its own size, then its ids section.
+    fn read_attrs<E: Endian>(&mut self, header: &FileHeader, endian: E) -> Result<(), ReadError> {
+        let FileHeader {
+            attr_size,
+            attrs_off,
+            attrs_size,
+            ..
+        } = *header;
         if attr_size == 0 {
             return Err(ReadError::invalid("perf.data header", 16, "attr_size is 0"));
         }
@@ -233,8 +282,20 @@ impl PerfFile {
                 name: None,
             });
         }
+        Ok(())
+    }
 
-        // Data.
+    /// Where the records are: the stated data range, cut to the file when the header overstates it or when a
+    /// killed `perf record` left the size at 0. Returns whether the feature sections can follow the data (not when
+    /// the data itself is cut).
+    fn place_data<E: Endian>(&mut self, header: &FileHeader, endian: E) -> Result<bool, ReadError> {
+        let len = self.src.bytes.len() as u64;
+        let FileHeader {
+            data_off,
+            data_size,
+            bitmap,
+            ..
+        } = *header;
         if data_off > len {
             return Err(ReadError::OutsideFile {
                 what: "data",
@@ -280,11 +341,21 @@ impl PerfFile {
         self.src.data_start = data_off as usize;
         self.src.data_end = data_end as usize;
 
-        // Features: one section per set bit, ascending, right after the data (so a file cut in its data has none,
-        // which the warning above says).
-        if killed || data_end_stated > len {
-            return Ok(());
-        }
+        // The features come right after the data, so a file cut in its data has none, which the warning above
+        // says.
+        Ok(!killed && data_end_stated <= len)
+    }
+
+    /// The feature sections: one per set bit, ascending, located by the table right after the data. A section that
+    /// cannot be read is skipped with a warning; the file stays readable.
+    fn read_features<E: Endian>(&mut self, header: &FileHeader, endian: E) {
+        let len = self.src.bytes.len() as u64;
+        let FileHeader {
+            data_off,
+            data_size,
+            bitmap,
+            ..
+        } = *header;
         let table_at = data_off.saturating_add(data_size);
         let mut tc = Cursor::new(
             self.src
@@ -364,7 +435,6 @@ impl PerfFile {
                 ),
             );
         }
-        Ok(())
     }
 
     /// Pipe mode: attrs and features arrive as records; collect them before iteration so `attrs()` and
