@@ -636,3 +636,62 @@ fn only_the_cli_uses_the_perf_tools() {
         "engine modules that import perf::tools (a tool above them): {found:?}"
     );
 }
+
+/// Folders whose files still import each other in a loop, as (folder, the modules on the loop), each to be removed
+/// when it is untangled (a stale entry fails the test, so the list only shrinks). Both sit in areas other issues
+/// are rewriting as this is written, so they were left to them.
+const KNOWN_LOOPS: &[(&str, &[&str])] = &[
+    // matcher names `state::oid_hex` (a serde helper) for its plan entries, state stores the plan, the plan
+    // carries matcher's verdicts: `oid_hex` wants a module of its own (issue #16 is reworking backport).
+    ("backport", &["matcher", "plan", "state"]),
+    // format calls `mem::write` for the memory columns; mem takes format's field set (issue #12 item 2).
+    ("perf/script", &["format", "mem"]),
+];
+
+/// Every folder under src, the part's own files import each other as a tree (issue 17, "Must show"); `perf/data`
+/// has its own test above with a check that the scan sees its imports.
+#[test]
+fn no_folder_imports_itself_in_a_loop() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut dirs = Vec::new();
+    let mut pending = vec![src.clone()];
+    while let Some(dir) = pending.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                dirs.push(path.clone());
+                pending.push(path);
+            }
+        }
+    }
+    dirs.sort();
+    assert!(dirs.len() > 15, "the scan found the folders: {dirs:?}");
+    let mut problems = Vec::new();
+    for dir in &dirs {
+        let rel = dir
+            .strip_prefix(&src)
+            .unwrap()
+            .to_string_lossy()
+            .to_string();
+        let graph = sibling_imports(dir, &format!("crate::{}", rel.replace('/', "::")));
+        let known = KNOWN_LOOPS.iter().find(|(f, _)| *f == rel).map(|(_, m)| *m);
+        match (find_cycle(&graph), known) {
+            (None, None) => {}
+            (None, Some(_)) => problems.push(format!(
+                "src/{rel} no longer has its known loop: remove it from KNOWN_LOOPS"
+            )),
+            (Some(cycle), known) => {
+                let mut on_loop: Vec<&str> = cycle.iter().map(String::as_str).collect();
+                on_loop.sort();
+                on_loop.dedup();
+                if known != Some(&on_loop[..]) {
+                    problems.push(format!(
+                        "src/{rel}: files import each other in a loop: {}",
+                        cycle.join(" → ")
+                    ));
+                }
+            }
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
