@@ -53,6 +53,8 @@ pub struct PerfFile {
     /// (`process_event_desc` looks each up among the events it has), so a stream that sends its features
     /// first, as `perf record -o -` does, has its events named from their attrs.
     named_by_event_desc: Option<usize>,
+    /// Pipe mode: how many of the build-ids came before the first kernel record (see [`PerfFile::leading_build_ids`]).
+    leading_build_ids: usize,
     warnings: Vec<Warning>,
 }
 
@@ -208,6 +210,7 @@ impl PerfFile {
             features: Features::default(),
             feature_ids: Vec::new(),
             named_by_event_desc: None,
+            leading_build_ids: 0,
             warnings: Vec::new(),
         };
         match endian {
@@ -441,6 +444,7 @@ impl PerfFile {
     /// `features()` are complete up front.
     fn prescan_pipe<E: Endian>(&mut self, endian: E) -> Result<(), ReadError> {
         let mut pos = self.src.data_start;
+        let mut kernel_record_seen = false;
         // Framing errors end the scan; the record iterator reports them after the records before them.
         while let Ok(Some(RawRec {
             ty,
@@ -513,7 +517,14 @@ impl PerfFile {
                 }
                 PERF_RECORD_HEADER_BUILD_ID => parse_build_id(h.1, body, at + 8, endian).map(|b| {
                     self.features.build_ids.push(b);
+                    if !kernel_record_seen {
+                        self.leading_build_ids = self.features.build_ids.len();
+                    }
                 }),
+                ty if ty < PERF_RECORD_USER_TYPE_START => {
+                    kernel_record_seen = true;
+                    Ok(())
+                }
                 _ => Ok(()),
             };
             if let Err(e) = r {
@@ -612,6 +623,13 @@ impl PerfFile {
     /// Build-ids from the BUILD_ID feature (or pipe-mode HEADER_BUILD_ID records).
     pub fn build_ids(&self) -> &[super::BuildIdEntry] {
         &self.features.build_ids
+    }
+
+    /// Pipe mode: the first `n` of [`Self::build_ids`] came before any kernel record. perf's reader meets
+    /// HEADER_BUILD_ID records as it reads them, so those DSOs exist before the kernel's and any mapped one (the
+    /// order `buildid-list` prints them in).
+    pub fn leading_build_ids(&self) -> &[super::BuildIdEntry] {
+        &self.features.build_ids[..self.leading_build_ids.min(self.features.build_ids.len())]
     }
 
     /// File range of the data section.
