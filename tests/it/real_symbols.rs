@@ -242,6 +242,40 @@ fn vdso_frames_resolve_as_perf_does_with_and_without_a_recorded_build_id() {
         "vdso frames resolved without the recorded build-id's image:\n{ours}"
     );
     assert_same_lines(&perf, &ours, "file mode, build-id recorded, not cached");
+    // bport's pipe stream carries the vdso's build-id ahead of its MMAP: perf attaches it only to a vdso it has
+    // not mapped yet (a record at the end got listed without its id when perf's reader had flushed the MMAP).
+    let stream = dir.path().join("bport-pipe.data");
+    let status = bport::bport(dir.path())
+        .args(["record", "-g", "-F", "4000", "-o", "-", "--"])
+        .arg(&exe)
+        .arg("0.3")
+        .stdout(std::fs::File::create(&stream).unwrap())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .unwrap();
+    assert!(status.success(), "bport record -o - failed");
+    let list = |mut cmd: std::process::Command, what: &str| {
+        let out = cmd
+            .args(["buildid-list", "-i", "-"])
+            .stdin(std::fs::File::open(&stream).unwrap())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{what} buildid-list failed");
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let theirs = list(oracle::perf(dir.path()), "perf");
+    let ours = list(bport::bport(dir.path()), "bport");
+    assert!(
+        theirs
+            .lines()
+            .any(|l| l.ends_with(" [vdso]") && l.split(' ').next().is_some_and(|id| id.len() == 40)),
+        "perf lists no build-id for the vdso of bport's stream:\n{theirs}"
+    );
+    assert_same_lines(
+        &theirs,
+        &ours,
+        "buildid-list of bport's pipe stream of a vdso-bound program",
+    );
 }
 
 /// perf's report text without the random "(Tip: …)" block it ends each table with (a named deviation:

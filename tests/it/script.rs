@@ -177,7 +177,7 @@ fn inferno_folds_bport_and_perf_output_to_the_same_stacks() {
     let ours = bport_script(&r, &[]);
     let theirs = perf_script(&r);
     let fold = |t: &str| {
-        String::from_utf8(::bport::perf::flame::collapse_perf_script(t.as_bytes()).unwrap())
+        String::from_utf8(::bport::perf::tools::flame::collapse_perf_script(t.as_bytes()).unwrap())
             .unwrap()
     };
     let (a, b) = (fold(&theirs), fold(&ours.stdout));
@@ -337,7 +337,8 @@ fn flamegraph_folds_as_inferno_does_on_perf_script() {
     let d = r.data.to_str().unwrap();
     let folded = bport::run(r.dir.path(), &["flamegraph", "-i", d, "--folded"]);
     assert_eq!(folded.code, Some(0), "{}", folded.transcript());
-    let theirs = ::bport::perf::flame::collapse_perf_script(perf_script(&r).as_bytes()).unwrap();
+    let theirs =
+        ::bport::perf::tools::flame::collapse_perf_script(perf_script(&r).as_bytes()).unwrap();
     assert_eq!(folded.stdout, String::from_utf8(theirs).unwrap());
     let svg = r.dir.path().join("flame.svg");
     let out = bport::run(
