@@ -1,10 +1,12 @@
 //! Symbol tables, build-ids, load segments and debug links of one ELF file, with object.
 //!
 //! Symbol selection follows perf's `dso__load_sym` (tools/perf/util/symbol-elf.c) so names and offsets match
-//! `perf script`: `.symtab` when present, else `.dynsym`; functions (`STT_FUNC`, `STT_GNU_IFUNC`) and labels
-//! (`STT_NOTYPE`) in executable sections; zero-size symbols end where the next one starts
-//! (`symbols__fixup_end`); of several symbols at one address the best is kept (`choose_best_symbol`: sized over
-//! zero-size, strong over weak, global over local, fewer leading underscores, longer name, first seen).
+//! `perf script`: `.symtab` when present, else `.dynsym`; functions (`STT_FUNC`, `STT_GNU_IFUNC`) and objects
+//! (`STT_OBJECT`) in any allocated section, labels (`STT_NOTYPE`, not hidden) only in sections whose name holds
+//! "text" or "data"; zero-size symbols end where the next one starts, the last one a page past its start
+//! rounded up (`symbols__fixup_end`); of several symbols at one address the best is kept (`choose_best_symbol`:
+//! sized over zero-size, strong over weak, global over local, fewer leading underscores, longer name, first
+//! seen). The synthesized `NAME@plt` symbols are perf's too, inserted after that fix-up (see [`ElfInfo::lookup`]).
 
 use object::elf::{PT_LOAD, STB_GLOBAL, STB_WEAK, STT_FUNC, STT_GNU_IFUNC, STT_NOTYPE};
 use object::read::elf::{ElfFile, FileHeader, ProgramHeader, SectionHeader, Sym};
@@ -43,8 +45,11 @@ pub struct Segment {
 /// What one ELF file offers for symbolization.
 #[derive(Clone, Debug, Default)]
 pub struct ElfInfo {
-    /// Function symbols sorted by start, one per address.
+    /// Function, object and label symbols sorted by start, one per address, with perf's end fix-ups.
     pub symbols: Vec<Symbol>,
+    /// The synthesized `NAME@plt` symbols, sorted by start; perf adds them after fixing the ends of
+    /// [`ElfInfo::symbols`], so the symbol before `.plt` (`_init`) still covers it and `.plt.sec`.
+    pub plt_symbols: Vec<Symbol>,
     /// Whether the symbols came from `.symtab` (else `.dynsym` or nothing).
     pub has_symtab: bool,
     /// The GNU build-id note.
@@ -93,6 +98,10 @@ pub enum ElfError {
 struct Candidate<'a> {
     start: u64,
     size: u64,
+    /// Whether perf sees a size when it chooses among aliases: `st_size > 0`, or the last zero-size symbol at
+    /// its address, whose end `symbols__fixup_end` already moved to the next start (it runs before
+    /// `symbols__fixup_duplicate`), so that one wins over its zero-size aliases.
+    sized: bool,
     name: Cow<'a, str>,
     binding: object::elf::SymbolBind,
 }
@@ -212,11 +221,21 @@ impl ElfInfo {
         if table.is_empty() {
             table = file.elf_dynamic_symbol_table();
         }
-        let executable = |index: SectionIndex| -> bool {
-            sections
-                .section(index)
-                .map(|s| s.sh_flags(endian).0 & object::elf::SHF_EXECINSTR.0 != 0)
-                .unwrap_or(false)
+        // perf keeps symbols of allocated sections only, and labels only in "text" or "data" sections
+        // (`elf_sec__filter`): `etext`, a label at the end of `.fini`, is not a symbol for perf, so an address
+        // past `_fini` belongs to `_fini` up to the next object (`_IO_stdin_used` in `.rodata`).
+        let keeps = |index: SectionIndex, label: bool| -> bool {
+            sections.section(index).is_ok_and(|s| {
+                if s.sh_flags(endian).0 & object::elf::SHF_ALLOC.0 == 0 {
+                    return false;
+                }
+                if !label {
+                    return true;
+                }
+                let name = sections.section_name(endian, s).unwrap_or(b"");
+                let has = |w: &[u8]| name.windows(w.len()).any(|x| x == w);
+                has(b"text") || has(b"data")
+            })
         };
         let mut candidates = Vec::new();
         for (order, (index, sym)) in table.enumerate().enumerate() {
@@ -247,13 +266,26 @@ impl ElfInfo {
                     });
                 }
             }
-            if !(kind == STT_FUNC || kind == STT_GNU_IFUNC || kind == STT_NOTYPE) {
+            let label = kind == STT_NOTYPE;
+            if !(kind == STT_FUNC
+                || kind == STT_GNU_IFUNC
+                || kind == object::elf::STT_OBJECT
+                || label)
+            {
+                continue;
+            }
+            if label
+                && matches!(
+                    sym.st_visibility(),
+                    object::elf::STV_HIDDEN | object::elf::STV_INTERNAL
+                )
+            {
                 continue;
             }
             let Ok(Some(index)) = table.symbol_section(endian, sym, index) else {
                 continue; // undefined, absolute or common
             };
-            if !executable(index) {
+            if !keeps(index, label) {
                 continue;
             }
             let Ok(name) = sym.name(endian, table.strings()) else {
@@ -265,6 +297,7 @@ impl ElfInfo {
             candidates.push(Candidate {
                 start: sym.st_value(endian).into(),
                 size: sym.st_size(endian).into(),
+                sized: false,
                 name: String::from_utf8_lossy(name),
                 binding: sym.st_bind(),
             });
@@ -281,11 +314,22 @@ impl ElfInfo {
                     .push((index.0, start, start.saturating_add(size)));
             }
         }
-        match plt {
-            Some(plt) => candidates.extend(plt),
-            None => synthesize_plt::<H>(&file, endian, &mut candidates),
-        }
+        let plt = plt.unwrap_or_else(|| {
+            let mut plt = Vec::new();
+            synthesize_plt::<H>(&file, endian, &mut plt);
+            plt
+        });
         info.symbols = select_symbols(candidates, demangle, &mut info.names);
+        info.plt_symbols = plt
+            .into_iter()
+            .map(|c| Symbol {
+                start: c.start,
+                end: c.start.saturating_add(c.size),
+                raw: intern(&mut info.names, &c.name),
+                name: OnceCell::new(),
+            })
+            .collect();
+        info.plt_symbols.sort_by_key(|s| s.start);
         info.names.shrink_to_fit();
         Ok(info)
     }
@@ -361,10 +405,14 @@ impl ElfInfo {
         best.map(|b| (self.arena(b.name), b.start))
     }
 
-    /// The symbol containing `svma`.
+    /// The symbol containing `svma`: a `NAME@plt` entry first, else the symbol table's.
     pub fn lookup(&self, svma: u64) -> Option<&Symbol> {
-        let pos = self.symbols.partition_point(|s| s.start <= svma);
-        let sym = self.symbols.get(pos.checked_sub(1)?)?;
+        Self::lookup_in(&self.plt_symbols, svma).or_else(|| Self::lookup_in(&self.symbols, svma))
+    }
+
+    fn lookup_in(symbols: &[Symbol], svma: u64) -> Option<&Symbol> {
+        let pos = symbols.partition_point(|s| s.start <= svma);
+        let sym = symbols.get(pos.checked_sub(1)?)?;
         (svma < sym.end).then_some(sym)
     }
 
@@ -425,6 +473,7 @@ fn synthesize_plt<H: FileHeader<Endian = Endianness>>(
         out.push(Candidate {
             start: base + i as u64 * entry,
             size: entry,
+            sized: true,
             name: Cow::Owned(format!("{}@plt", String::from_utf8_lossy(name))),
             binding: STB_GLOBAL,
         });
@@ -455,8 +504,8 @@ fn a_is_better(a: &Candidate, a_name: &str, b: &Candidate, b_name: &str) -> bool
 /// The part of `choose_best_symbol` that does not look at names: sized over zero-size, strong over weak,
 /// global over local.
 fn decided_without_names(a: &Candidate, b: &Candidate) -> Option<bool> {
-    if (a.size > 0) != (b.size > 0) {
-        return Some(a.size > 0);
+    if a.sized != b.sized {
+        return Some(a.sized);
     }
     let (a_weak, b_weak) = (a.binding == STB_WEAK, b.binding == STB_WEAK);
     if a_weak != b_weak {
@@ -495,6 +544,12 @@ fn select_symbols(
 ) -> Vec<Symbol> {
     // Stable: among equal starts the symbol-table order decides the last tie, as perf's rb-tree insertion does.
     candidates.sort_by_key(|c| c.start);
+    for i in 0..candidates.len() {
+        let last_at_start = candidates
+            .get(i + 1)
+            .is_none_or(|n| n.start != candidates[i].start);
+        candidates[i].sized = candidates[i].size > 0 || last_at_start;
+    }
     // (kept candidate, its demangled name when an alias group made one)
     let mut kept: Vec<(Candidate, Option<String>)> = Vec::with_capacity(candidates.len());
     let mut rest = candidates.into_iter().peekable();
@@ -538,8 +593,8 @@ fn select_symbols(
         } else if let Some((next, _)) = kept.get(i + 1) {
             next.start
         } else {
-            // perf: the last zero-size symbol runs to the next page boundary after its start.
-            (c.start & !0xfff) + 0x1000
+            // perf 6.1's `symbols__fixup_end`: `roundup(curr->start, 4096) + 4096` for the last one.
+            c.start.next_multiple_of(0x1000).saturating_add(0x1000)
         };
         let name = OnceCell::new();
         if let Some(shown) = shown {
@@ -608,10 +663,36 @@ mod tests {
     }
 
     #[test]
+    fn the_last_zero_size_alias_wins_as_its_end_was_fixed_first() {
+        // perf fixes ends before it drops aliases: the last zero-size symbol at 0x60 already ends at 0x70,
+        // so it beats the longer name before it; the final one runs a page past its start, rounded up.
+        let c = |start, name: &str| Candidate {
+            start,
+            size: 0,
+            sized: false,
+            name: Cow::Owned(name.to_owned()),
+            binding: STB_GLOBAL,
+        };
+        let mut info = ElfInfo::default();
+        info.symbols = select_symbols(
+            vec![c(0x60, "a_longer_name"), c(0x60, "b"), c(0x1070, "last")],
+            false,
+            &mut info.names,
+        );
+        let got: Vec<(u64, u64, &str)> = info
+            .symbols
+            .iter()
+            .map(|s| (s.start, s.end, &**info.symbol_name(s)))
+            .collect();
+        assert_eq!(got, vec![(0x60, 0x1070, "b"), (0x1070, 0x3000, "last")]);
+    }
+
+    #[test]
     fn alias_choice_follows_perf() {
-        let c = |start, size, name: &str, binding| Candidate {
+        let c = |start, size: u64, name: &str, binding| Candidate {
             start,
             size,
+            sized: size > 0,
             name: Cow::Owned(name.to_owned()),
             binding,
         };
