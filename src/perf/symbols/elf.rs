@@ -102,6 +102,10 @@ struct Candidate<'a> {
     /// its address, whose end `symbols__fixup_end` already moved to the next start (it runs before
     /// `symbols__fixup_duplicate`), so that one wins over its zero-size aliases.
     sized: bool,
+    /// Place in the symbol table (ties among equal starts go by it, as perf's rb-tree insertion does).
+    order: usize,
+    /// The name's place in the arena when it is there already.
+    at: Option<(u32, u32)>,
     name: Cow<'a, str>,
     binding: object::elf::SymbolBind,
 }
@@ -237,72 +241,74 @@ impl ElfInfo {
                 has(b"text") || has(b"data")
             })
         };
-        let mut candidates = Vec::new();
+        // Every name is read, checked as UTF-8 and copied into the arena once (a stripped C++ executable has
+        // 30,000 dynamic symbols, librustc_driver 200,000): both views below share the copy.
+        if let Ok(strings) = sections.section(table.string_section()) {
+            let size: u64 = strings.sh_size(endian).into();
+            info.names.reserve(usize::try_from(size).unwrap_or(0));
+        }
+        let mut candidates = Vec::with_capacity(table.len());
         for (order, (index, sym)) in table.enumerate().enumerate() {
             let kind = sym.st_type();
             // GNU addr2line's view (bfd `maybe_function_sym`): every symbol but files, sections, objects and
             // TLS, in any section, in table order.
-            if !matches!(
+            let bfd = !matches!(
                 kind,
                 object::elf::STT_FILE
                     | object::elf::STT_SECTION
                     | object::elf::STT_OBJECT
                     | object::elf::STT_TLS
-            ) {
-                if let (Ok(Some(sec)), Ok(name)) = (
-                    table.symbol_section(endian, sym, index),
-                    sym.name(endian, table.strings()),
-                ) {
-                    let size: u64 = sym.st_size(endian).into();
-                    let name = intern(&mut info.names, &String::from_utf8_lossy(name));
-                    info.bfd_symbols.push(BfdSymbol {
-                        start: sym.st_value(endian).into(),
-                        size: size.max(1),
-                        function: kind == STT_FUNC || kind == STT_GNU_IFUNC,
-                        notype: kind == STT_NOTYPE,
-                        section: sec.0,
-                        order,
-                        name,
-                    });
-                }
-            }
+            );
             let label = kind == STT_NOTYPE;
-            if !(kind == STT_FUNC
+            let perf = kind == STT_FUNC
                 || kind == STT_GNU_IFUNC
                 || kind == object::elf::STT_OBJECT
-                || label)
-            {
+                || (label
+                    && !matches!(
+                        sym.st_visibility(),
+                        object::elf::STV_HIDDEN | object::elf::STV_INTERNAL
+                    ));
+            if !bfd && !perf {
                 continue;
             }
-            if label
-                && matches!(
-                    sym.st_visibility(),
-                    object::elf::STV_HIDDEN | object::elf::STV_INTERNAL
-                )
-            {
-                continue;
-            }
-            let Ok(Some(index)) = table.symbol_section(endian, sym, index) else {
+            let Ok(Some(section)) = table.symbol_section(endian, sym, index) else {
                 continue; // undefined, absolute or common
             };
-            if !keeps(index, label) {
-                continue;
-            }
             let Ok(name) = sym.name(endian, table.strings()) else {
                 continue;
             };
-            if name.is_empty() || name.starts_with(b"$") {
-                continue; // ARM/AArch64 mapping symbols ($x, $d) and unnamed entries
+            let start: u64 = sym.st_value(endian).into();
+            let size: u64 = sym.st_size(endian).into();
+            let text = String::from_utf8_lossy(name);
+            let at = intern(&mut info.names, &text);
+            if bfd {
+                info.bfd_symbols.push(BfdSymbol {
+                    start,
+                    size: size.max(1),
+                    function: kind == STT_FUNC || kind == STT_GNU_IFUNC,
+                    notype: label,
+                    section: section.0,
+                    order,
+                    name: at,
+                });
+            }
+            // ARM/AArch64 mapping symbols ($x, $d) and unnamed entries are no symbols for perf.
+            if !perf || name.is_empty() || name.starts_with(b"$") || !keeps(section, label) {
+                continue;
             }
             candidates.push(Candidate {
-                start: sym.st_value(endian).into(),
-                size: sym.st_size(endian).into(),
+                start,
+                size,
                 sized: false,
-                name: String::from_utf8_lossy(name),
+                order,
+                at: Some(at),
+                name: text,
                 binding: sym.st_bind(),
             });
         }
-        info.bfd_symbols.sort_by_key(|b| (b.start, b.order));
+        // (start, order) is unique, so the unstable sort gives the stable order.
+        info.bfd_symbols
+            .sort_unstable_by_key(|b| (b.start, b.order));
         info.has_debug_info = sections
             .section_by_name(endian, b".debug_info")
             .is_some_and(|(_, s)| s.sh_type(endian) != object::elf::SHT_NOBITS);
@@ -474,6 +480,8 @@ fn synthesize_plt<H: FileHeader<Endian = Endianness>>(
             start: base + i as u64 * entry,
             size: entry,
             sized: true,
+            order: i,
+            at: None,
             name: Cow::Owned(format!("{}@plt", String::from_utf8_lossy(name))),
             binding: STB_GLOBAL,
         });
@@ -542,8 +550,8 @@ fn select_symbols(
     demangle: bool,
     names: &mut String,
 ) -> Vec<Symbol> {
-    // Stable: among equal starts the symbol-table order decides the last tie, as perf's rb-tree insertion does.
-    candidates.sort_by_key(|c| c.start);
+    // Among equal starts the symbol-table order decides the last tie, as perf's rb-tree insertion does.
+    candidates.sort_unstable_by_key(|c| (c.start, c.order));
     for i in 0..candidates.len() {
         let last_at_start = candidates
             .get(i + 1)
@@ -603,7 +611,7 @@ fn select_symbols(
         symbols.push(Symbol {
             start: c.start,
             end,
-            raw: intern(names, &c.name),
+            raw: c.at.unwrap_or_else(|| intern(names, &c.name)),
             name,
         });
     }
@@ -662,6 +670,14 @@ mod tests {
         }
     }
 
+    /// Candidates in symbol-table order.
+    fn numbered(mut v: Vec<Candidate<'static>>) -> Vec<Candidate<'static>> {
+        for (i, c) in v.iter_mut().enumerate() {
+            c.order = i;
+        }
+        v
+    }
+
     #[test]
     fn the_last_zero_size_alias_wins_as_its_end_was_fixed_first() {
         // perf fixes ends before it drops aliases: the last zero-size symbol at 0x60 already ends at 0x70,
@@ -670,12 +686,18 @@ mod tests {
             start,
             size: 0,
             sized: false,
+            order: 0,
+            at: None,
             name: Cow::Owned(name.to_owned()),
             binding: STB_GLOBAL,
         };
         let mut info = ElfInfo::default();
         info.symbols = select_symbols(
-            vec![c(0x60, "a_longer_name"), c(0x60, "b"), c(0x1070, "last")],
+            numbered(vec![
+                c(0x60, "a_longer_name"),
+                c(0x60, "b"),
+                c(0x1070, "last"),
+            ]),
             false,
             &mut info.names,
         );
@@ -693,18 +715,20 @@ mod tests {
             start,
             size,
             sized: size > 0,
+            order: 0,
+            at: None,
             name: Cow::Owned(name.to_owned()),
             binding,
         };
         let mut info = ElfInfo::default();
         info.symbols = select_symbols(
-            vec![
+            numbered(vec![
                 c(0x10, 0x10, "__libc_start_main_impl", STB_GLOBAL),
                 c(0x10, 0x10, "__libc_start_main", STB_WEAK),
                 c(0x20, 0, "label", object::elf::STB_LOCAL),
                 c(0x30, 0x8, "_x", STB_GLOBAL),
                 c(0x30, 0x8, "__y", STB_GLOBAL),
-            ],
+            ]),
             false,
             &mut info.names,
         );
@@ -729,11 +753,11 @@ mod tests {
                 ..Default::default()
             };
             info.symbols = select_symbols(
-                vec![
+                numbered(vec![
                     c(0x40, 0x8, "_ZN9long_name3fooEv", STB_GLOBAL),
                     c(0x40, 0x8, "short", STB_GLOBAL),
                     c(0x50, 0x8, "_ZN4lazy4nameEv", STB_GLOBAL),
-                ],
+                ]),
                 demangle,
                 &mut info.names,
             );
@@ -757,10 +781,10 @@ mod tests {
             ..Default::default()
         };
         info.symbols = select_symbols(
-            vec![
+            numbered(vec![
                 c(0x60, 0x8, "_ZN3FooC2Ev", STB_GLOBAL),
                 c(0x60, 0x8, "_ZN3FooC1Ev", STB_GLOBAL),
-            ],
+            ]),
             true,
             &mut info.names,
         );
