@@ -8,6 +8,7 @@
 //! sized over zero-size, strong over weak, global over local, fewer leading underscores, longer name, first
 //! seen). The synthesized `NAME@plt` symbols are perf's too, inserted after that fix-up (see [`ElfInfo::lookup`]).
 
+use super::rbtree::SymbolTree;
 use object::elf::{PT_LOAD, STB_GLOBAL, STB_WEAK, STT_FUNC, STT_GNU_IFUNC, STT_NOTYPE};
 use object::read::elf::{ElfFile, FileHeader, ProgramHeader, SectionHeader, Sym};
 use object::{Endianness, Object, SectionIndex};
@@ -50,6 +51,8 @@ pub struct ElfInfo {
     /// The synthesized `NAME@plt` symbols, sorted by start; perf adds them after fixing the ends of
     /// [`ElfInfo::symbols`], so the symbol before `.plt` (`_init`) still covers it and `.plt.sec`.
     pub plt_symbols: Vec<Symbol>,
+    /// perf's symbol tree where PLT symbols overlap a table symbol: which one its lookup meets first.
+    plt_tree: Option<Box<PltTree>>,
     /// Whether the symbols came from `.symtab` (else `.dynsym` or nothing).
     pub has_symtab: bool,
     /// The GNU build-id note.
@@ -70,6 +73,16 @@ pub struct ElfInfo {
     demangle: bool,
     /// `SHF_ALLOC` sections: (index, start, end), in section order.
     alloc_sections: Vec<(usize, u64, u64)>,
+}
+
+/// Where table and PLT symbols overlap, the tree perf's lookup walks (see [`super::rbtree`]).
+#[derive(Clone, Debug)]
+struct PltTree {
+    tree: SymbolTree,
+    /// The addresses whose answer the tree gives: the ranges of the table symbols holding PLT symbols.
+    region: std::ops::Range<u64>,
+    /// Node ids below this are table symbols, from it on [`ElfInfo::plt_symbols`] in order.
+    first_plt: usize,
 }
 
 /// A symbol as bfd's `_bfd_elf_find_function` considers it.
@@ -325,17 +338,62 @@ impl ElfInfo {
             synthesize_plt::<H>(&file, endian, &mut plt);
             plt
         });
-        info.symbols = select_symbols(candidates, demangle, &mut info.names);
-        info.plt_symbols = plt
-            .into_iter()
-            .map(|c| Symbol {
+        // perf's tree, only when PLT symbols will overlap the table's: which of the two its lookup meets
+        // first depends on the tree's shape (see `rbtree`).
+        let mut tree = (!plt.is_empty()).then(|| {
+            let mut tree = SymbolTree::default();
+            for c in &candidates {
+                tree.insert(c.start);
+            }
+            tree
+        });
+        let orders: Vec<usize> = candidates.iter().map(|c| c.order).collect();
+        let mut erased = Vec::new();
+        info.symbols = select_symbols_logged(candidates, demangle, &mut info.names, &mut erased);
+        if let Some(tree) = &mut tree {
+            let node = |order: usize| orders.binary_search(&order).expect("a candidate's order");
+            for order in &erased {
+                tree.erase(node(*order));
+            }
+            for id in 0..orders.len() {
+                if let Some(sym) = Self::lookup_in(&info.symbols, tree.start(id)) {
+                    if sym.start == tree.start(id) {
+                        tree.set_end(id, sym.end);
+                    }
+                }
+            }
+        }
+        for c in plt {
+            let end = c.start.saturating_add(c.size);
+            if let Some(tree) = &mut tree {
+                let id = tree.insert(c.start);
+                tree.set_end(id, end);
+            }
+            info.plt_symbols.push(Symbol {
                 start: c.start,
-                end: c.start.saturating_add(c.size),
+                end,
                 raw: intern(&mut info.names, &c.name),
                 name: OnceCell::new(),
-            })
-            .collect();
-        info.plt_symbols.sort_by_key(|s| s.start);
+            });
+        }
+        if let Some(tree) = tree {
+            // Where a table symbol's range holds PLT symbols, perf's answer is the first node on its way down.
+            let mut region: Option<(u64, u64)> = None;
+            for p in &info.plt_symbols {
+                if let Some(c) = Self::lookup_in(&info.symbols, p.start) {
+                    let (lo, hi) = region.unwrap_or((c.start, c.end));
+                    region = Some((lo.min(c.start), hi.max(c.end)));
+                }
+            }
+            if let Some((lo, hi)) = region {
+                info.plt_tree = Some(Box::new(PltTree {
+                    tree,
+                    region: lo..hi,
+                    first_plt: orders.len(),
+                }));
+            }
+        }
+        debug_assert!(info.plt_symbols.is_sorted_by_key(|s| s.start));
         info.names.shrink_to_fit();
         Ok(info)
     }
@@ -411,8 +469,23 @@ impl ElfInfo {
         best.map(|b| (self.arena(b.name), b.start))
     }
 
-    /// The symbol containing `svma`: a `NAME@plt` entry first, else the symbol table's.
+    /// The symbol containing `svma` as perf 6.1 finds it: where PLT and table symbols overlap (`.plt` under the
+    /// stretched `_init`), the first of them on the way down perf's tree; elsewhere the only one.
     pub fn lookup(&self, svma: u64) -> Option<&Symbol> {
+        if let Some(t) = self
+            .plt_tree
+            .as_deref()
+            .filter(|t| t.region.contains(&svma))
+        {
+            let id = t.tree.find(svma)?;
+            return match id.checked_sub(t.first_plt) {
+                Some(plt) => self.plt_symbols.get(plt),
+                None => {
+                    let start = t.tree.start(id);
+                    Self::lookup_in(&self.symbols, start).filter(|s| s.start == start)
+                }
+            };
+        }
         Self::lookup_in(&self.plt_symbols, svma).or_else(|| Self::lookup_in(&self.symbols, svma))
     }
 
@@ -435,11 +508,23 @@ impl ElfInfo {
             .or_else(|| self.file_offset_to_svma(pgoff))
     }
 
-    /// The svma of a byte at file offset `offset`: the first segment holding it.
+    /// The svma of a byte at file offset `offset`: the first segment holding it, else the first whose last page
+    /// holds it. A mapping covers whole pages, and perf, which moves symbols into file-offset space instead of
+    /// addresses into svma space, names an address in the page after `.fini`'s end by the symbol before it.
     pub fn file_offset_to_svma(&self, offset: u64) -> Option<u64> {
+        const PAGE: u64 = 0x1000;
+        let exact = |s: &&Segment| offset >= s.offset && offset - s.offset < s.file_size.max(1);
+        let paged = |s: &&Segment| {
+            offset >= s.offset
+                && offset
+                    < s.offset
+                        .saturating_add(s.file_size.max(1))
+                        .next_multiple_of(PAGE)
+        };
         self.segments
             .iter()
-            .find(|s| offset >= s.offset && offset - s.offset < s.file_size.max(1))
+            .find(exact)
+            .or_else(|| self.segments.iter().find(paged))
             .map(|s| offset - s.offset + s.vaddr)
     }
 }
@@ -545,10 +630,18 @@ fn same_demangled_text(a: &str, b: &str) -> bool {
 
 /// One symbol per address, the best of each group of aliases, with its raw name in `names`. Only aliases are
 /// demangled here (perf compares their demangled names); every other name waits for its first hit.
-fn select_symbols(
+#[cfg(test)]
+fn select_symbols(candidates: Vec<Candidate>, demangle: bool, names: &mut String) -> Vec<Symbol> {
+    select_symbols_logged(candidates, demangle, names, &mut Vec::new())
+}
+
+/// [`select_symbols`], pushing the `order` of each alias dropped onto `erased` in the order perf's
+/// `symbols__fixup_duplicate` erases them.
+fn select_symbols_logged(
     mut candidates: Vec<Candidate>,
     demangle: bool,
     names: &mut String,
+    erased: &mut Vec<usize>,
 ) -> Vec<Symbol> {
     // Among equal starts the symbol-table order decides the last tie, as perf's rb-tree insertion does.
     candidates.sort_unstable_by_key(|c| (c.start, c.order));
@@ -587,7 +680,10 @@ fn select_symbols(
                     (a_is_better(&best, current, &c, &name), Some(name))
                 }
             };
-            if !keep {
+            if keep {
+                erased.push(c.order);
+            } else {
+                erased.push(best.order);
                 best = c;
                 best_name = c_name;
             }

@@ -21,6 +21,7 @@ pub mod elf;
 pub mod inline;
 pub mod kallsyms;
 pub mod perfmap;
+mod rbtree;
 
 use elf::ElfInfo;
 use kallsyms::Kallsyms;
