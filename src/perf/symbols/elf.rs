@@ -75,14 +75,40 @@ pub struct ElfInfo {
     alloc_sections: Vec<(usize, u64, u64)>,
 }
 
-/// Where table and PLT symbols overlap, the tree perf's lookup walks (see [`super::rbtree`]).
+/// Where table and PLT symbols overlap, the tree perf's lookup walks (see [`super::rbtree`]), built on the first
+/// lookup in [`PltTree::region`]: most runs never look there, and a large DSO's tree cost a sixth of a short
+/// run when it was built at load.
 #[derive(Clone, Debug)]
 struct PltTree {
-    tree: SymbolTree,
     /// The addresses whose answer the tree gives: the ranges of the table symbols holding PLT symbols.
     region: std::ops::Range<u64>,
-    /// Node ids below this are table symbols, from it on [`ElfInfo::plt_symbols`] in order.
-    first_plt: usize,
+    /// The table symbols' starts in symbol-table order: node ids `0..starts.len()`; the PLT symbols follow.
+    starts: Vec<u64>,
+    /// Node ids of the aliases `symbols__fixup_duplicate` erases, in its order.
+    erased: Vec<usize>,
+    tree: OnceCell<SymbolTree>,
+}
+
+impl PltTree {
+    fn build(&self, symbols: &[Symbol], plt: &[Symbol]) -> SymbolTree {
+        let mut tree = SymbolTree::default();
+        for &start in &self.starts {
+            tree.insert(start);
+        }
+        for &id in &self.erased {
+            tree.erase(id);
+        }
+        for (id, &start) in self.starts.iter().enumerate() {
+            if let Some(sym) = ElfInfo::lookup_in(symbols, start).filter(|s| s.start == start) {
+                tree.set_end(id, sym.end);
+            }
+        }
+        for p in plt {
+            let id = tree.insert(p.start);
+            tree.set_end(id, p.end);
+        }
+        tree
+    }
 }
 
 /// A symbol as bfd's `_bfd_elf_find_function` considers it.
@@ -261,6 +287,7 @@ impl ElfInfo {
             info.names.reserve(usize::try_from(size).unwrap_or(0));
         }
         let mut candidates = Vec::with_capacity(table.len());
+        info.bfd_symbols.reserve(table.len());
         for (order, (index, sym)) in table.enumerate().enumerate() {
             let kind = sym.st_type();
             // GNU addr2line's view (bfd `maybe_function_sym`): every symbol but files, sections, objects and
@@ -292,7 +319,11 @@ impl ElfInfo {
             };
             let start: u64 = sym.st_value(endian).into();
             let size: u64 = sym.st_size(endian).into();
-            let text = String::from_utf8_lossy(name);
+            // `from_utf8` first: its check is several times faster than `from_utf8_lossy`'s on valid names.
+            let text = match std::str::from_utf8(name) {
+                Ok(t) => Cow::Borrowed(t),
+                Err(_) => String::from_utf8_lossy(name),
+            };
             let at = intern(&mut info.names, &text);
             if bfd {
                 info.bfd_symbols.push(BfdSymbol {
@@ -340,58 +371,40 @@ impl ElfInfo {
         });
         // perf's tree, only when PLT symbols will overlap the table's: which of the two its lookup meets
         // first depends on the tree's shape (see `rbtree`).
-        let mut tree = (!plt.is_empty()).then(|| {
-            let mut tree = SymbolTree::default();
-            for c in &candidates {
-                tree.insert(c.start);
-            }
-            tree
-        });
-        let orders: Vec<usize> = candidates.iter().map(|c| c.order).collect();
+        // perf's tree in replayable form (the table symbols' starts in insertion order, the aliases erased),
+        // kept only when PLT symbols overlap a table symbol: which of the two its lookup meets first depends
+        // on the tree's shape (see `rbtree`); the tree is built on the first lookup there.
+        let (starts, orders): (Vec<u64>, Vec<usize>) = if plt.is_empty() {
+            (Vec::new(), Vec::new())
+        } else {
+            candidates.iter().map(|c| (c.start, c.order)).unzip()
+        };
         let mut erased = Vec::new();
         info.symbols = select_symbols_logged(candidates, demangle, &mut info.names, &mut erased);
-        if let Some(tree) = &mut tree {
-            let node = |order: usize| orders.binary_search(&order).expect("a candidate's order");
-            for order in &erased {
-                tree.erase(node(*order));
-            }
-            for id in 0..orders.len() {
-                if let Some(sym) = Self::lookup_in(&info.symbols, tree.start(id)) {
-                    if sym.start == tree.start(id) {
-                        tree.set_end(id, sym.end);
-                    }
-                }
-            }
-        }
         for c in plt {
-            let end = c.start.saturating_add(c.size);
-            if let Some(tree) = &mut tree {
-                let id = tree.insert(c.start);
-                tree.set_end(id, end);
-            }
             info.plt_symbols.push(Symbol {
                 start: c.start,
-                end,
+                end: c.start.saturating_add(c.size),
                 raw: intern(&mut info.names, &c.name),
                 name: OnceCell::new(),
             });
         }
-        if let Some(tree) = tree {
-            // Where a table symbol's range holds PLT symbols, perf's answer is the first node on its way down.
-            let mut region: Option<(u64, u64)> = None;
-            for p in &info.plt_symbols {
-                if let Some(c) = Self::lookup_in(&info.symbols, p.start) {
-                    let (lo, hi) = region.unwrap_or((c.start, c.end));
-                    region = Some((lo.min(c.start), hi.max(c.end)));
-                }
+        // Where a table symbol's range holds PLT symbols, perf's answer is the first node on its way down.
+        let mut region: Option<(u64, u64)> = None;
+        for p in &info.plt_symbols {
+            if let Some(c) = Self::lookup_in(&info.symbols, p.start) {
+                let (lo, hi) = region.unwrap_or((c.start, c.end));
+                region = Some((lo.min(c.start), hi.max(c.end)));
             }
-            if let Some((lo, hi)) = region {
-                info.plt_tree = Some(Box::new(PltTree {
-                    tree,
-                    region: lo..hi,
-                    first_plt: orders.len(),
-                }));
-            }
+        }
+        if let Some((lo, hi)) = region {
+            let node = |order: &usize| orders.binary_search(order).expect("a candidate's order");
+            info.plt_tree = Some(Box::new(PltTree {
+                region: lo..hi,
+                erased: erased.iter().map(node).collect(),
+                starts,
+                tree: OnceCell::new(),
+            }));
         }
         debug_assert!(info.plt_symbols.is_sorted_by_key(|s| s.start));
         info.names.shrink_to_fit();
@@ -477,11 +490,14 @@ impl ElfInfo {
             .as_deref()
             .filter(|t| t.region.contains(&svma))
         {
-            let id = t.tree.find(svma)?;
-            return match id.checked_sub(t.first_plt) {
+            let tree = t
+                .tree
+                .get_or_init(|| t.build(&self.symbols, &self.plt_symbols));
+            let id = tree.find(svma)?;
+            return match id.checked_sub(t.starts.len()) {
                 Some(plt) => self.plt_symbols.get(plt),
                 None => {
-                    let start = t.tree.start(id);
+                    let start = tree.start(id);
                     Self::lookup_in(&self.symbols, start).filter(|s| s.start == start)
                 }
             };
