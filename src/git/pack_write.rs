@@ -71,6 +71,9 @@ pub fn write_pack(
     // Offset and delta depth of what is already in this pack, for delta bases.
     let mut placed: HashMap<Oid, (u64, u32)> = HashMap::with_capacity(todo.len());
     let mut deflated = Vec::new();
+    // One compressor for the whole pack, reset per object: a fresh one allocates and zeroes its window and hash
+    // tables each time, which was most of the write time for thousands of small trees (issue 16).
+    let mut z = flate2::Compress::new(flate2::Compression::fast(), true);
     let mut deltas = 0;
     for &(oid, base) in &todo {
         let object = source
@@ -115,11 +118,8 @@ pub fn write_pack(
             }
             None => (entry_header(kind, data.len() as u64), data, 0),
         };
-        deflated.clear();
         // Level 1: these objects are written once and repacked by the next `git gc`.
-        let mut z = flate2::write::ZlibEncoder::new(&mut deflated, flate2::Compression::fast());
-        z.write_all(body).map_err(io(&tmp_pack))?;
-        z.finish().map_err(io(&tmp_pack))?;
+        deflate(&mut z, body, &mut deflated).map_err(io(&tmp_pack))?;
         let mut crc = flate2::Crc::new();
         crc.update(&header);
         crc.update(&deflated);
@@ -148,6 +148,25 @@ pub fn write_pack(
         deltas,
         pack: Some(pack_path),
     })
+}
+
+/// Deflates `body` whole into `out` (cleared first) as one zlib stream, and resets `z` for the next object.
+fn deflate(z: &mut flate2::Compress, body: &[u8], out: &mut Vec<u8>) -> std::io::Result<()> {
+    out.clear();
+    // Deflate's worst case is a few bytes per 16 KB block over the input; this always fits in one call.
+    out.reserve(body.len() + body.len() / 1000 + 64);
+    loop {
+        let before = z.total_in() as usize;
+        let status = z
+            .compress_vec(&body[before..], out, flate2::FlushCompress::Finish)
+            .map_err(std::io::Error::other)?;
+        if status == flate2::Status::StreamEnd {
+            break;
+        }
+        out.reserve(out.capacity().max(64));
+    }
+    z.reset();
+    Ok(())
 }
 
 /// `OBJ_OFS_DELTA`: a delta whose base is named by its distance back in the same pack.
