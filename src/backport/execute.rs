@@ -170,7 +170,8 @@ pub fn run(
                         }
                     } else {
                         if !created.is_empty() {
-                            flush(repo, &work, &created, progress)?;
+                            flush(repo, &work, cache.written(), &created, progress)?;
+                            cache.clear_written();
                             mempack
                                 .reset()
                                 .context_git(|| "emptying the in-memory object store")?;
@@ -216,8 +217,10 @@ pub fn run(
     }
     let started = Instant::now();
     if !created.is_empty() {
-        flush(repo, &work, &created, progress)?;
+        flush(repo, &work, cache.written(), &created, progress)?;
     }
+    // The final checkout reads the new blobs from the pack now on disk.
+    cache.clear_written();
     let flushed = Timings::lap(&mut timings.objects, started);
     st.phase = Phase::Running;
     state::save(repo.path(), st)?;
@@ -266,6 +269,7 @@ pub fn commit_pick(
 fn flush(
     repo: &Repository,
     work: &Repository,
+    blobs: &git::MemoryBlobs,
     created: &[(Oid, Option<Oid>)],
     progress: &mut dyn Progress,
 ) -> Result<(), Error> {
@@ -275,6 +279,7 @@ fn flush(
     // Linked worktrees keep their objects in the common directory.
     git::write_pack(
         &source,
+        blobs,
         &disk,
         &work.commondir().join("objects/pack"),
         created,

@@ -123,10 +123,14 @@ impl Markers {
 /// each merge's base is the previous commit's version of it and its `ours` the previous merge's result: both
 /// were in hand a pick ago, and reading them again meant inflating a delta chain or copying out of the mempack
 /// (issue 16).
+///
+/// It also owns the blobs the run's merges create ([`crate::git::MemoryBlobs`]): they are hashed and held here,
+/// never copied into libgit2's object database, and go from here into the run's pack.
 #[derive(Debug, Default)]
 pub struct BlobCache {
     blobs: HashMap<Oid, (Rc<[u8]>, u64)>,
     pick: u64,
+    written: crate::git::MemoryBlobs,
 }
 
 /// Entries unused for this many picks are dropped, so the cache holds the files the series is editing now.
@@ -146,7 +150,20 @@ impl BlobCache {
         }
     }
 
+    /// The blobs merges created, for the pack.
+    pub fn written(&self) -> &crate::git::MemoryBlobs {
+        &self.written
+    }
+
+    /// Forgets the created blobs once they are in a pack (or, in a dry run, dropped).
+    pub fn clear_written(&mut self) {
+        self.written.clear();
+    }
+
     fn get(&mut self, oid: Oid) -> Option<Rc<[u8]>> {
+        if let Some(bytes) = self.written.get(oid) {
+            return Some(bytes.clone());
+        }
         let (bytes, used) = self.blobs.get_mut(&oid)?;
         *used = self.pick;
         Some(bytes.clone())
@@ -415,14 +432,11 @@ fn resolve_path(
                     }
                 }
                 if merged.conflicts == 0 {
-                    let oid = repo
-                        .blob(&merged.content)
-                        .context_git(|| format!("writing the merged {path}"))?;
                     // The next commit that edits this file starts from their version and merges into ours.
                     if let Content::Read(b) = &theirs_blob {
                         cache.insert(t.oid, Rc::from(b.content()));
                     }
-                    cache.insert(oid, Rc::from(merged.content));
+                    let (oid, _) = cache.written.insert(merged.content);
                     return Ok(PathOutcome::Set(Some(Side { oid, mode })));
                 }
                 let kind = if base.is_some() {

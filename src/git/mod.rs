@@ -13,7 +13,7 @@ mod trailers;
 mod tree_diff;
 
 pub use atomic::write_atomic;
-pub use pack_write::{write_pack, Written};
+pub use pack_write::{blob_id, write_pack, MemoryBlobs, Written};
 pub use patch_id::{
     changed_lines, changed_paths, patch_id_of_commit, patch_id_of_diff_text, PatchId,
 };
