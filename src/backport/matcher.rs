@@ -323,8 +323,10 @@ impl<'r> Branch<'r> {
             .repo
             .find_commit(oid)
             .context_git(|| format!("reading commit {oid}"))?;
-        let theirs = git::changed_paths(self.repo, listed)?;
-        let ours = git::changed_paths(self.repo, &on_branch)?;
+        let theirs_changes = git::commit_changes(self.repo, listed)?;
+        let ours_changes = git::commit_changes(self.repo, &on_branch)?;
+        let theirs: Vec<String> = theirs_changes.iter().map(|c| c.path.clone()).collect();
+        let ours: Vec<String> = ours_changes.iter().map(|c| c.path.clone()).collect();
         let ours_set: std::collections::HashSet<&String> = ours.iter().collect();
         let shared = theirs.iter().filter(|p| ours_set.contains(p)).count();
         if shared == 0 {
@@ -333,11 +335,17 @@ impl<'r> Branch<'r> {
         // The files alone are not enough either: a stable branch's own "Update localization files for release"
         // shares 19 of 22 files with upstream's but only 16 of its 64 changed lines (flatpak-1.12.x, b6f0045;
         // counted without repeats, its one POT-Creation-Date line in 22 files made it look like 66%).
+        if theirs_changes == ours_changes {
+            // The same blobs on the same paths: the same lines, all carried, without diffing (a copy made by a
+            // clean cherry-pick; on curl's 991 x 992 list this was most of the all-rules dry run, issue 16).
+            return Ok(git::has_changed_lines(self.repo, &theirs_changes)?
+                .then_some(Confirmation::SameFiles { lines: 100 }));
+        }
         let listed_lines = git::changed_lines(self.repo, listed)?;
-        let branch_lines = git::changed_lines(self.repo, &on_branch)?;
         if listed_lines.is_empty() {
             return Ok(None);
         }
+        let branch_lines = git::changed_lines(self.repo, &on_branch)?;
         // Multiset intersection of the two sorted lists: each branch line carries one listed line at most.
         let (mut carried, mut j) = (0, 0);
         for l in &listed_lines {

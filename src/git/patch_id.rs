@@ -66,6 +66,34 @@ pub fn changed_paths(repo: &Repository, commit: &Commit<'_>) -> Result<Vec<Strin
         .collect())
 }
 
+/// Whether [`changed_lines`] of a commit with these changes would be non-empty, without diffing: a change
+/// contributes lines unless it keeps the blob (a mode change), is binary (git's NUL-in-the-first-8000-bytes
+/// rule, as the diff text uses), or adds or deletes an empty file.
+pub fn has_changed_lines(repo: &Repository, changes: &[Change]) -> Result<bool, Error> {
+    for c in changes {
+        if c.old.map(|s| s.oid) == c.new.map(|s| s.oid) {
+            continue;
+        }
+        if [c.old, c.new].iter().flatten().any(|s| s.mode == 0o160000) {
+            return Ok(true);
+        }
+        let mut text = false;
+        let mut binary = false;
+        for side in [c.old, c.new].into_iter().flatten() {
+            let blob = repo
+                .find_blob(side.oid)
+                .context_git(|| format!("reading blob {} ({})", side.oid, c.path))?;
+            let b = blob.content();
+            binary |= b[..b.len().min(8000)].contains(&0);
+            text |= !b.is_empty();
+        }
+        if text && !binary {
+            return Ok(true);
+        }
+    }
+    Ok(false)
+}
+
 /// The lines `commit` adds and removes against its first parent, each with its `+`/`-` and without surrounding
 /// whitespace, sorted, repeats kept (a line a diff repeats in 22 files counts 22 times, so that generic lines cannot
 /// make two different diffs look alike): what a port must carry even when its context (so its patch-id) changed.
@@ -349,5 +377,77 @@ mod tests {
     #[test]
     fn empty_diff_has_no_patch_id() {
         assert_eq!(patch_id_of_diff_text(b""), None);
+    }
+
+    /// The shortcut the matcher takes for two commits with the same blobs must agree with the lines themselves,
+    /// for each kind of change that has none: a mode change, a binary file, an empty file added or deleted.
+    #[test]
+    fn has_changed_lines_agrees_with_changed_lines() {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = Repository::init(dir.path()).unwrap();
+        let sig =
+            git2::Signature::new("T", "t@example.com", &git2::Time::new(1_700_000_000, 0)).unwrap();
+        let commit = |files: &[(&str, &[u8], i32)], parent: Option<git2::Oid>| {
+            let mut tb = repo.treebuilder(None).unwrap();
+            for (name, content, mode) in files {
+                tb.insert(name, repo.blob(content).unwrap(), *mode).unwrap();
+            }
+            let tree = repo.find_tree(tb.write().unwrap()).unwrap();
+            let parents: Vec<_> = parent
+                .map(|p| repo.find_commit(p).unwrap())
+                .into_iter()
+                .collect();
+            let refs: Vec<_> = parents.iter().collect();
+            repo.commit(None, &sig, &sig, "m", &tree, &refs).unwrap()
+        };
+        let base = commit(&[("t", b"a\n", 0o100644), ("bin", b"\0x", 0o100644)], None);
+        let cases: [(&str, &[(&str, &[u8], i32)], bool); 6] = [
+            (
+                "text edit",
+                &[("t", b"b\n", 0o100644), ("bin", b"\0x", 0o100644)],
+                true,
+            ),
+            (
+                "mode change",
+                &[("t", b"a\n", 0o100755), ("bin", b"\0x", 0o100644)],
+                false,
+            ),
+            (
+                "binary edit",
+                &[("t", b"a\n", 0o100644), ("bin", b"\0y", 0o100644)],
+                false,
+            ),
+            (
+                "empty file added",
+                &[
+                    ("t", b"a\n", 0o100644),
+                    ("bin", b"\0x", 0o100644),
+                    ("e", b"", 0o100644),
+                ],
+                false,
+            ),
+            ("text deleted", &[("bin", b"\0x", 0o100644)], true),
+            (
+                "text added",
+                &[
+                    ("t", b"a\n", 0o100644),
+                    ("bin", b"\0x", 0o100644),
+                    ("n", b"new\n", 0o100644),
+                ],
+                true,
+            ),
+        ];
+        for (what, files, expected) in cases {
+            let c = repo.find_commit(commit(files, Some(base))).unwrap();
+            let changes = commit_changes(&repo, &c).unwrap();
+            assert!(!changes.is_empty(), "{what}");
+            let lines = changed_lines(&repo, &c).unwrap();
+            assert_eq!(!lines.is_empty(), expected, "{what}: {lines:?}");
+            assert_eq!(
+                has_changed_lines(&repo, &changes).unwrap(),
+                expected,
+                "{what}"
+            );
+        }
     }
 }
