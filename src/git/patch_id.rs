@@ -401,7 +401,8 @@ mod tests {
             repo.commit(None, &sig, &sig, "m", &tree, &refs).unwrap()
         };
         let base = commit(&[("t", b"a\n", 0o100644), ("bin", b"\0x", 0o100644)], None);
-        let cases: [(&str, &[(&str, &[u8], i32)], bool); 6] = [
+        type Files<'a> = &'a [(&'a str, &'a [u8], i32)];
+        let cases: [(&str, Files<'_>, bool); 6] = [
             (
                 "text edit",
                 &[("t", b"b\n", 0o100644), ("bin", b"\0x", 0o100644)],
