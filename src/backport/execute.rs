@@ -225,8 +225,8 @@ pub fn run(
     st.phase = Phase::Running;
     state::save(repo.path(), st)?;
     progress.checkpoint(Checkpoint::StateSaved);
-    // The checkout reads every new blob: from the mempack, which still holds them, rather than inflating them
-    // back out of the pack just written.
+    // The checkout reads the new trees (and blobs of binary merges) from the mempack, which still holds them,
+    // rather than inflating them back out of the pack just written; merged text blobs come from that pack.
     move_to_tip(repo, &work, st, progress)?;
     Timings::lap(&mut timings.materialize, flushed);
     Ok(RunEnd::Done)
