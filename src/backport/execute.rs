@@ -115,6 +115,7 @@ pub fn run(
     // `git_mempack_dump` walks each commit's whole tree (30,000 entries a commit in the benchmark). New trees and
     // blobs are found by comparing each result tree with the tree it was built on.
     let mut created: Vec<(Oid, Option<Oid>)> = Vec::new();
+    let mut cache = pick::BlobCache::new();
 
     while st.position < total {
         let i = st.position;
@@ -137,6 +138,7 @@ pub fn run(
                     st.options.mainline,
                     st.options.favor,
                     &markers,
+                    &mut cache,
                 )?;
                 if !picked.conflicts.is_empty() {
                     let short = git::short_id(&work, commit.id(), abbrev)?;
@@ -149,6 +151,7 @@ pub fn run(
                             st.options.mainline,
                             st.options.favor,
                             &markers,
+                            &mut cache,
                         )?;
                     }
                 }
@@ -167,7 +170,11 @@ pub fn run(
                         }
                     } else {
                         if !created.is_empty() {
-                            flush(repo, &work, &mempack, &created, progress)?;
+                            flush(repo, &work, cache.written(), &created, progress)?;
+                            cache.clear_written();
+                            mempack
+                                .reset()
+                                .context_git(|| "emptying the in-memory object store")?;
                         }
                         let flushed = Timings::lap(&mut timings.objects, merged);
                         let conflicts = picked.conflicts;
@@ -210,13 +217,17 @@ pub fn run(
     }
     let started = Instant::now();
     if !created.is_empty() {
-        flush(repo, &work, &mempack, &created, progress)?;
+        flush(repo, &work, cache.written(), &created, progress)?;
     }
+    // The final checkout reads the new blobs from the pack now on disk.
+    cache.clear_written();
     let flushed = Timings::lap(&mut timings.objects, started);
     st.phase = Phase::Running;
     state::save(repo.path(), st)?;
     progress.checkpoint(Checkpoint::StateSaved);
-    move_to_tip(repo, st, progress)?;
+    // The checkout reads the new trees (and blobs of binary merges) from the mempack, which still holds them,
+    // rather than inflating them back out of the pack just written; merged text blobs come from that pack.
+    move_to_tip(repo, &work, st, progress)?;
     Timings::lap(&mut timings.materialize, flushed);
     Ok(RunEnd::Done)
 }
@@ -254,11 +265,11 @@ pub fn commit_pick(
 }
 
 /// Writes the objects the run created to the object database as one undeltified pack (see
-/// [`git::write_pack`]: no delta search, no re-indexing), then empties the mempack.
+/// [`git::write_pack`]: no delta search, no re-indexing). The mempack keeps its copies until the caller resets it.
 fn flush(
     repo: &Repository,
     work: &Repository,
-    mempack: &git2::Mempack<'_>,
+    blobs: &git::MemoryBlobs,
     created: &[(Oid, Option<Oid>)],
     progress: &mut dyn Progress,
 ) -> Result<(), Error> {
@@ -268,32 +279,33 @@ fn flush(
     // Linked worktrees keep their objects in the common directory.
     git::write_pack(
         &source,
+        blobs,
         &disk,
         &work.commondir().join("objects/pack"),
         created,
     )?;
     // `work` reads through its own on-disk backends, which must see the new pack before the mempack is emptied.
     source.refresh().context_git(|| "reading the new pack")?;
-    mempack
-        .reset()
-        .context_git(|| "emptying the in-memory object store")?;
     progress.checkpoint(Checkpoint::PackWritten);
     Ok(())
 }
 
-/// Checks out `st.tip` and moves the branch there (from `st.anchor`), then records the new anchor.
+/// Checks out `st.tip` and moves the branch there (from `st.anchor`), then records the new anchor. The tree and
+/// blobs are read through `objects` (the same repository, possibly with the run's mempack still attached).
 fn move_to_tip(
     repo: &Repository,
+    objects: &Repository,
     st: &mut State,
     progress: &mut dyn Progress,
 ) -> Result<(), Error> {
     if st.tip != st.anchor {
-        let tree = repo
+        let tree = objects
             .find_commit(st.tip)
             .and_then(|c| c.tree())
             .context_git(|| format!("reading {}", st.tip))?;
-        check_nothing_in_the_way(repo, st.anchor, &tree, &[])?;
-        repo.checkout_tree(tree.as_object(), Some(CheckoutBuilder::new().safe()))
+        check_nothing_in_the_way(objects, st.anchor, &tree, &[])?;
+        objects
+            .checkout_tree(tree.as_object(), Some(CheckoutBuilder::new().safe()))
             .context_git(|| "updating the worktree")?;
         progress.checkpoint(Checkpoint::WorktreeUpdated);
         set_branch(repo, st, st.tip, "bport apply")?;

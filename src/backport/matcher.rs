@@ -144,6 +144,8 @@ pub struct Branch<'r> {
     by_origin: HashMap<String, usize>,
     short_origins: Vec<(String, usize)>,
     by_paths: Option<HashMap<Vec<String>, Vec<usize>>>,
+    /// Each branch commit's changes (path, old and new blob), filled with `by_paths`.
+    changes: HashMap<usize, Vec<git::Change>>,
     patch_ids: HashMap<usize, Option<PatchId>>,
 }
 
@@ -178,6 +180,7 @@ impl<'r> Branch<'r> {
             by_origin: HashMap::new(),
             short_origins: Vec::new(),
             by_paths: None,
+            changes: HashMap::new(),
             patch_ids: HashMap::new(),
         };
         for oid in walk {
@@ -320,8 +323,10 @@ impl<'r> Branch<'r> {
             .repo
             .find_commit(oid)
             .context_git(|| format!("reading commit {oid}"))?;
-        let theirs = git::changed_paths(self.repo, listed)?;
-        let ours = git::changed_paths(self.repo, &on_branch)?;
+        let theirs_changes = git::commit_changes(self.repo, listed)?;
+        let ours_changes = git::commit_changes(self.repo, &on_branch)?;
+        let theirs: Vec<String> = theirs_changes.iter().map(|c| c.path.clone()).collect();
+        let ours: Vec<String> = ours_changes.iter().map(|c| c.path.clone()).collect();
         let ours_set: std::collections::HashSet<&String> = ours.iter().collect();
         let shared = theirs.iter().filter(|p| ours_set.contains(p)).count();
         if shared == 0 {
@@ -330,11 +335,17 @@ impl<'r> Branch<'r> {
         // The files alone are not enough either: a stable branch's own "Update localization files for release"
         // shares 19 of 22 files with upstream's but only 16 of its 64 changed lines (flatpak-1.12.x, b6f0045;
         // counted without repeats, its one POT-Creation-Date line in 22 files made it look like 66%).
+        if theirs_changes == ours_changes {
+            // The same blobs on the same paths: the same lines, all carried, without diffing (a copy made by a
+            // clean cherry-pick; on curl's 991 x 992 list this was most of the all-rules dry run, issue 16).
+            return Ok(git::has_changed_lines(self.repo, &theirs_changes)?
+                .then_some(Confirmation::SameFiles { lines: 100 }));
+        }
         let listed_lines = git::changed_lines(self.repo, listed)?;
-        let branch_lines = git::changed_lines(self.repo, &on_branch)?;
         if listed_lines.is_empty() {
             return Ok(None);
         }
+        let branch_lines = git::changed_lines(self.repo, &on_branch)?;
         // Multiset intersection of the two sorted lists: each branch line carries one listed line at most.
         let (mut carried, mut j) = (0, 0);
         for l in &listed_lines {
@@ -361,8 +372,9 @@ impl<'r> Branch<'r> {
         }))
     }
 
-    /// The branch commit with the same stable patch-id as `commit`, if any. Only branch commits that change the
-    /// same paths can match, so patch-ids are computed for those alone.
+    /// A branch commit with the same stable patch-id as `commit`, if any: one with the very same blobs on the same
+    /// paths first, else the first in walk order. Only branch commits that change the same paths can match, so
+    /// patch-ids are computed for those alone.
     fn by_patch_id(&mut self, commit: &git2::Commit<'_>) -> Result<Option<usize>, Error> {
         if self.by_paths.is_none() {
             let mut map: HashMap<Vec<String>, Vec<usize>> = HashMap::new();
@@ -375,9 +387,11 @@ impl<'r> Branch<'r> {
                 if bc.parent_count() > 1 {
                     continue;
                 }
-                map.entry(git::changed_paths(self.repo, &bc)?)
+                let changes = git::commit_changes(self.repo, &bc)?;
+                map.entry(changes.iter().map(|c| c.path.clone()).collect())
                     .or_default()
                     .push(i);
+                self.changes.insert(i, changes);
             }
             self.by_paths = Some(map);
         }
@@ -385,11 +399,25 @@ impl<'r> Branch<'r> {
             // Nothing on the branch to compare with: no tree diff, no patch-id (issue 16).
             return Ok(None);
         }
-        let paths = git::changed_paths(self.repo, commit)?;
+        let changes = git::commit_changes(self.repo, commit)?;
+        let paths: Vec<String> = changes.iter().map(|c| c.path.clone()).collect();
         let candidates = match self.by_paths.as_ref().and_then(|m| m.get(&paths)) {
             Some(c) => c.clone(),
             None => return Ok(None),
         };
+        // The same blobs before and after on the same paths are the same diff, so the same patch-id, without
+        // reading or diffing a blob: a clean cherry-pick onto an unchanged file keeps both. A non-empty diff always
+        // has one (its `diff --git` lines count). Such a copy is preferred to an earlier candidate that would need
+        // its patch-id computed: on curl's 991 x 991 list, full patch-ids were the whole cost of `--match
+        // patch-id` (issue 16), most of them of the many "RELEASE-NOTES: synced" commits.
+        if !changes.is_empty() {
+            if let Some(&i) = candidates
+                .iter()
+                .find(|&i| self.changes.get(i) == Some(&changes))
+            {
+                return Ok(Some(i));
+            }
+        }
         let Some(id) = git::patch_id_of_commit(self.repo, commit)? else {
             return Ok(None);
         };

@@ -19,7 +19,9 @@ use git2::{
     Commit, Delta, DiffFindOptions, DiffOptions, FileMode, MergeFileInput, MergeFileOptions, Oid,
     Repository, Tree,
 };
+use std::collections::HashMap;
 use std::path::Path;
+use std::rc::Rc;
 
 pub use crate::git::Side;
 
@@ -117,6 +119,87 @@ impl Markers {
     }
 }
 
+/// Contents of blobs the last few picks merged, by id. When consecutive commits of a series edit the same file,
+/// each merge's base is the previous commit's version of it and its `ours` the previous merge's result: both
+/// were in hand a pick ago, and reading them again meant inflating a delta chain or copying out of the mempack
+/// (issue 16).
+///
+/// It also owns the blobs the run's merges create ([`crate::git::MemoryBlobs`]): they are hashed and held here,
+/// never copied into libgit2's object database, and go from here into the run's pack.
+#[derive(Debug, Default)]
+pub struct BlobCache {
+    blobs: HashMap<Oid, (Rc<[u8]>, u64)>,
+    pick: u64,
+    written: crate::git::MemoryBlobs,
+}
+
+/// Entries unused for this many picks are dropped, so the cache holds the files the series is editing now.
+const CACHE_PICKS: u64 = 8;
+
+impl BlobCache {
+    /// An empty cache.
+    pub fn new() -> BlobCache {
+        BlobCache::default()
+    }
+
+    fn next_pick(&mut self) {
+        self.pick += 1;
+        if self.blobs.len() > 64 {
+            let now = self.pick;
+            self.blobs.retain(|_, (_, used)| now - *used <= CACHE_PICKS);
+        }
+    }
+
+    /// The blobs merges created, for the pack.
+    pub fn written(&self) -> &crate::git::MemoryBlobs {
+        &self.written
+    }
+
+    /// Forgets the created blobs once they are in a pack (or, in a dry run, dropped).
+    pub fn clear_written(&mut self) {
+        self.written.clear();
+    }
+
+    fn get(&mut self, oid: Oid) -> Option<Rc<[u8]>> {
+        if let Some(bytes) = self.written.get(oid) {
+            return Some(bytes.clone());
+        }
+        let (bytes, used) = self.blobs.get_mut(&oid)?;
+        *used = self.pick;
+        Some(bytes.clone())
+    }
+
+    fn insert(&mut self, oid: Oid, bytes: Rc<[u8]>) {
+        self.blobs.insert(oid, (bytes, self.pick));
+    }
+}
+
+/// A blob's bytes: from the cache, or borrowed from libgit2's object.
+enum Content<'r> {
+    Cached(Rc<[u8]>),
+    Read(git2::Blob<'r>),
+}
+
+impl Content<'_> {
+    fn bytes(&self) -> &[u8] {
+        match self {
+            Content::Cached(b) => b,
+            Content::Read(b) => b.content(),
+        }
+    }
+}
+
+fn content<'r>(
+    repo: &'r Repository,
+    cache: &mut BlobCache,
+    oid: Oid,
+) -> Result<Content<'r>, Error> {
+    Ok(match cache.get(oid) {
+        Some(b) => Content::Cached(b),
+        None => Content::Read(find_blob(repo, oid)?),
+    })
+}
+
 /// Picks `commit` (diffed against parent `mainline`, 1-based, default 1) onto `tip`.
 pub fn pick(
     repo: &Repository,
@@ -125,7 +208,9 @@ pub fn pick(
     mainline: Option<u32>,
     favor: Favor,
     markers: &Markers,
+    cache: &mut BlobCache,
 ) -> Result<Picked, Error> {
+    cache.next_pick();
     let theirs_tree = commit
         .tree()
         .context_git(|| format!("reading the tree of {}", commit.id()))?;
@@ -189,7 +274,14 @@ pub fn pick(
         };
         let ours = lookup(tip, &ours_path);
         let renamed = ours_path != target_path;
-        let outcome = match resolve_path(repo, &target_path, base, ours, theirs, favor, markers)? {
+        let outcome = match resolve_path(
+            repo,
+            &target_path,
+            (base, ours, theirs),
+            favor,
+            markers,
+            cache,
+        )? {
             // A rename that kept the content (the branch has the same blob) still moves the file.
             PathOutcome::Unchanged if renamed && ours.is_some() => PathOutcome::Set(ours),
             outcome => outcome,
@@ -240,11 +332,10 @@ enum PathOutcome {
 fn resolve_path(
     repo: &Repository,
     path: &str,
-    base: Option<Side>,
-    ours: Option<Side>,
-    theirs: Option<Side>,
+    (base, ours, theirs): (Option<Side>, Option<Side>, Option<Side>),
     favor: Favor,
     markers: &Markers,
+    cache: &mut BlobCache,
 ) -> Result<PathOutcome, Error> {
     if ours == theirs {
         return Ok(PathOutcome::Unchanged);
@@ -295,12 +386,13 @@ fn resolve_path(
             };
             // Borrowed from libgit2's object cache: big files are not copied once more per merge.
             let base_blob = match base {
-                Some(b) if b.mode & 0o170000 == 0o100000 => Some(find_blob(repo, b.oid)?),
+                Some(b) if b.mode & 0o170000 == 0o100000 => Some(content(repo, cache, b.oid)?),
                 _ => None,
             };
-            let (ours_blob, theirs_blob) = (find_blob(repo, o.oid)?, find_blob(repo, t.oid)?);
-            let base_bytes: &[u8] = base_blob.as_ref().map_or(&[], |b| b.content());
-            let (ours_bytes, theirs_bytes) = (ours_blob.content(), theirs_blob.content());
+            let ours_blob = content(repo, cache, o.oid)?;
+            let theirs_blob = content(repo, cache, t.oid)?;
+            let base_bytes: &[u8] = base_blob.as_ref().map_or(&[], |b| b.bytes());
+            let (ours_bytes, theirs_bytes) = (ours_blob.bytes(), theirs_blob.bytes());
             let binary = [base_bytes, ours_bytes, theirs_bytes]
                 .iter()
                 .any(|b| crate::rerere::resolve::is_binary(b));
@@ -340,9 +432,11 @@ fn resolve_path(
                     }
                 }
                 if merged.conflicts == 0 {
-                    let oid = repo
-                        .blob(&merged.content)
-                        .context_git(|| format!("writing the merged {path}"))?;
+                    // The next commit that edits this file starts from their version and merges into ours.
+                    if let Content::Read(b) = &theirs_blob {
+                        cache.insert(t.oid, Rc::from(b.content()));
+                    }
+                    let (oid, _) = cache.written.insert(merged.content);
                     return Ok(PathOutcome::Set(Some(Side { oid, mode })));
                 }
                 let kind = if base.is_some() {

@@ -13,9 +13,10 @@ mod trailers;
 mod tree_diff;
 
 pub use atomic::write_atomic;
-pub use pack_write::{write_pack, Written};
+pub use pack_write::{blob_id, write_pack, MemoryBlobs, Written};
 pub use patch_id::{
-    changed_lines, changed_paths, patch_id_of_commit, patch_id_of_diff_text, PatchId,
+    changed_lines, changed_paths, commit_changes, has_changed_lines, patch_id_of_commit,
+    patch_id_of_diff_text, PatchId,
 };
 pub use repo::{
     abbrev_len, check_clean, check_no_operation, commit_subject, committer, discover, short_id,

@@ -148,11 +148,19 @@ fn fast_path_equals_git_on_renames_modes_binaries_gitlinks_and_big_files() {
         "vendor/lib: update the submodule",
         &[Edit::Gitlink("vendor/lib", sub2)],
     );
+    let big_up = replace_line(&big_text, 19_000, "upstream edit at 19000");
     step(
         "data: edit big.txt near its end",
+        &[Edit::File("data/big.txt", big_up.clone(), FileMode::Blob)],
+    );
+    // The same file again at once: this merge's base is the previous commit's version and its "ours" the previous
+    // merge's result, both served from bport's blob cache and in-memory blobs, and the result goes into the pack
+    // as a delta against that earlier merge.
+    step(
+        "data: edit big.txt again",
         &[Edit::File(
             "data/big.txt",
-            replace_line(&big_text, 19_000, "upstream edit at 19000"),
+            replace_line(&big_up, 19_500, "upstream edit at 19500"),
             FileMode::Blob,
         )],
     );
@@ -197,7 +205,7 @@ fn fast_path_equals_git_on_renames_modes_binaries_gitlinks_and_big_files() {
     let out = bport::run(t.path(), &["apply", "-x", list.to_str().unwrap()]);
     assert_eq!(out.code, Some(0), "{}", out.transcript());
     assert!(
-        out.stderr.ends_with("Done: picked 7, skipped 0.\n"),
+        out.stderr.ends_with("Done: picked 8, skipped 0.\n"),
         "{}",
         out.stderr
     );
@@ -215,6 +223,7 @@ fn fast_path_equals_git_on_renames_modes_binaries_gitlinks_and_big_files() {
     assert!(b_c.contains("upstream edit at 10\n") && b_c.contains("vendor edit at 250\n"));
     let big = t.read("data/big.txt");
     assert!(big.contains("vendor edit at 100\n") && big.contains("upstream edit at 19000\n"));
+    assert!(big.contains("upstream edit at 19500\n"));
     assert_eq!(
         git_ok(t.path(), &["status", "--porcelain", "--untracked-files=no"]),
         ""
@@ -232,5 +241,97 @@ fn fast_path_equals_git_on_renames_modes_binaries_gitlinks_and_big_files() {
     assert!(
         verified.contains("chain length") || verified.contains("non delta"),
         "{verified}"
+    );
+}
+
+/// A stop right after a pick that merged three ways: the merged blob (hashed and held by bport, not libgit2, until
+/// the pack) is the stop's stage 2 and the file under the markers, so it must be in the pack written at the stop.
+/// The stages and the file equal what `git cherry-pick` leaves, and `--abort` restores the branch.
+#[test]
+fn a_stop_after_a_merge_has_gits_stages_and_the_merged_blob_on_disk() {
+    skip_unless!(has_git());
+    let t = TestRepo::new();
+    let repo = &t.repo;
+    let f = text(200, "f");
+    let base = commit(
+        repo,
+        None,
+        1_600_000_000,
+        "base",
+        &[Edit::File("f.txt", f.clone(), FileMode::Blob)],
+    );
+    let up1 = commit(
+        repo,
+        Some(base),
+        1_600_000_100,
+        "f: edit line 150",
+        &[Edit::File(
+            "f.txt",
+            replace_line(&f, 150, "upstream edit at 150"),
+            FileMode::Blob,
+        )],
+    );
+    let up2 = commit(
+        repo,
+        Some(up1),
+        1_600_000_200,
+        "f: edit line 20",
+        &[Edit::File(
+            "f.txt",
+            replace_line(
+                &replace_line(&f, 150, "upstream edit at 150"),
+                20,
+                "upstream edit at 20",
+            ),
+            FileMode::Blob,
+        )],
+    );
+    let vendor = commit(
+        repo,
+        Some(base),
+        1_600_000_050,
+        "vendor: edit line 20",
+        &[Edit::File(
+            "f.txt",
+            replace_line(&f, 20, "vendor edit at 20"),
+            FileMode::Blob,
+        )],
+    );
+    repo.reference("refs/heads/upstream", up2, true, "test")
+        .unwrap();
+    repo.reference("refs/heads/master", base, true, "test")
+        .unwrap();
+    repo.reference("refs/heads/vendor", vendor, true, "test")
+        .unwrap();
+    t.checkout("vendor");
+
+    let g = t.copy();
+    let git_stop = crate::support::oracle::git(g.path())
+        .args(["cherry-pick", "master..upstream"])
+        .output()
+        .expect("spawn git");
+    assert!(
+        !git_stop.status.success(),
+        "git must stop at the second pick"
+    );
+    let (_d, list) = list_file(&t.list("master..upstream"));
+    let out = bport::run(t.path(), &["apply", list.to_str().unwrap()]);
+    assert_eq!(out.code, Some(1), "{}", out.transcript());
+
+    let stages = git_ok(t.path(), &["ls-files", "-s"]);
+    assert_eq!(stages, git_ok(g.path(), &["ls-files", "-s"]));
+    assert_eq!(stages.lines().count(), 3, "{stages}");
+    let ours = git_ok(t.path(), &["cat-file", "-p", ":2:f.txt"]);
+    assert!(ours.contains("upstream edit at 150\n") && ours.contains("vendor edit at 20\n"));
+    assert_eq!(t.read("f.txt"), g.read("f.txt"));
+    assert!(t.read("f.txt").contains("<<<<<<< HEAD\n"));
+    git_ok(t.path(), &["fsck", "--full", "--strict", "--no-dangling"]);
+
+    let abort = bport::run(t.path(), &["apply", "--abort"]);
+    assert_eq!(abort.code, Some(0), "{}", abort.transcript());
+    assert_eq!(t.oid("HEAD"), vendor);
+    assert_eq!(
+        t.read("f.txt"),
+        String::from_utf8(replace_line(&f, 20, "vendor edit at 20")).unwrap()
     );
 }
