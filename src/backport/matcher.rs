@@ -63,7 +63,7 @@ pub struct AppliedBecause {
     /// The deciding rule.
     pub rule: Rule,
     /// The branch commit that carries it.
-    #[serde(with = "super::state::oid_hex")]
+    #[serde(with = "super::oid_hex")]
     pub by: Oid,
     /// What confirmed the match beyond its rule: for a *subject*, the files; for a *trailer* naming another
     /// commit, that commit's patch-id (absent otherwise, and in states written before issue 13).
@@ -98,7 +98,7 @@ pub enum Confirmation {
     /// rebased; seen on flatpak-1.14.x).
     SamePatchAs {
         /// The commit the trailer names.
-        #[serde(with = "super::state::oid_hex")]
+        #[serde(with = "super::oid_hex")]
         origin: Oid,
     },
 }

@@ -11,6 +11,7 @@ mod deps;
 pub mod execute;
 pub mod matcher;
 pub mod message;
+pub mod oid_hex;
 pub mod patchlist;
 pub mod pick;
 pub mod plan;

@@ -1,7 +1,7 @@
 //! The typed plan: what `bport apply` will do with each listed commit, decided before anything is touched.
 
 use super::matcher::AppliedBecause;
-use super::state::oid_hex;
+use super::oid_hex;
 use git2::Oid;
 use serde::{Deserialize, Serialize};
 

@@ -3,6 +3,7 @@
 //! Loading is two-stage: the `version` field is read first, so that a file from a newer bport fails with a clear
 //! message instead of a serde error, and older versions would be upgraded in [`upgrade`] before the typed parse.
 
+use super::oid_hex;
 use super::plan::{Plan, StepResult};
 use super::Error;
 use git2::Oid;
@@ -196,23 +197,6 @@ pub fn lock(git_dir: &Path) -> Result<Lock, Error> {
         }
     }
     Err(Error::Locked { path })
-}
-
-/// serde for `Oid` as 40 hex digits.
-pub mod oid_hex {
-    use git2::Oid;
-    use serde::{Deserialize, Deserializer, Serializer};
-
-    /// Writes the oid as hex.
-    pub fn serialize<S: Serializer>(oid: &Oid, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(&oid.to_string())
-    }
-
-    /// Reads an oid from hex.
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Oid, D::Error> {
-        let s = String::deserialize(d)?;
-        Oid::from_str(&s).map_err(serde::de::Error::custom)
-    }
 }
 
 #[cfg(test)]

@@ -116,18 +116,16 @@ pub fn run(args: ScriptArgs, ui: &Ui) -> CliResult {
         std::fs::File::from(std::io::stdout().as_fd().try_clone_to_owned()?)
     };
     grow_if_pipe(&out);
-    let outcome =
-        script::session::write_script(&file, &options, &mut out).map_err(|e| match e {
-            script::session::ScriptError::Io(io) => CliError::from(io),
-            other => {
-                // The samples before the damage are printed; what the header already told about it goes first.
-                for w in file.warnings() {
-                    ui.warn(w);
-                }
-                CliError::from(other)
-                    .hint("the samples before the damage, if any, are printed above")
+    let outcome = script::write_script(&file, &options, &mut out).map_err(|e| match e {
+        script::session::ScriptError::Io(io) => CliError::from(io),
+        other => {
+            // The samples before the damage are printed; what the header already told about it goes first.
+            for w in file.warnings() {
+                ui.warn(w);
             }
-        })?;
+            CliError::from(other).hint("the samples before the damage, if any, are printed above")
+        }
+    })?;
     out.flush()?;
     for w in &outcome.warnings {
         ui.warn(w);

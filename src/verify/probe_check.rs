@@ -141,7 +141,7 @@ fn check(fs: &tracefs::Tracefs, btf_path: &Path, workdir: &Path) -> Result<Probe
     record::record(&config).map_err(|e| format!("recording failed: {e}"))?;
     let file = PerfFile::open(&config.output).map_err(|e| e.to_string())?;
     let mut text = Vec::new();
-    script::session::write_script(&file, &script::Options::default(), &mut text)
+    script::write_script(&file, &script::Options::default(), &mut text)
         .map_err(|e| format!("bport script failed: {e:?}"))?;
     let text = String::from_utf8_lossy(&text);
     let counts: Vec<u64> = text

@@ -710,7 +710,7 @@ fn script_damaged(bytes: Vec<u8>) -> Option<String> {
     let options = bport::perf::script::Options::default();
     let mut out = Vec::new();
     let lookup = bport::perf::symbols::MemLookup::new();
-    match bport::perf::script::session::write_script_with(&file, &options, lookup, &mut out) {
+    match bport::perf::script::write_script_with(&file, &options, lookup, &mut out) {
         Ok(outcome) => {
             for w in &outcome.warnings {
                 assert_plain(w, "warning");

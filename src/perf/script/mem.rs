@@ -3,7 +3,7 @@
 //! `perf_script__meminfo_scnprintf` and the `perf_mem__*_scnprintf` decoders; the bit layout of
 //! `union perf_mem_data_src` in include/uapi/linux/perf_event.h).
 
-use super::format::{Field, Fields};
+use super::fields::{Field, Fields};
 
 /// Column state carried from line to line: perf pads the data source to the longest one printed so far
 /// (a `static int maxlen` in `data_src__fprintf`), so a line's padding depends on the lines before it.

@@ -25,6 +25,7 @@
 //! tools/perf/util/evsel_fprintf.c (`sample__fprintf_callchain`) of perf 6.1; every deviation is named in the
 //! tests.
 
+pub mod fields;
 pub mod format;
 pub mod machine;
 pub mod mem;
@@ -32,7 +33,7 @@ mod output;
 pub mod resolve;
 pub mod session;
 
-pub use session::{samples, write_script, Outcome, Samples, ScriptError};
+pub use session::{samples, Outcome, Samples, ScriptError};
 
 use std::rc::Rc;
 
@@ -151,6 +152,33 @@ pub struct SampleInfo {
     pub has_callchain: bool,
     /// A tracepoint sample's trace line (its print fmt rendered from the RAW data, as `perf script` prints it).
     pub trace: Option<String>,
+}
+
+/// Writes `file` as `perf script` would print it.
+pub fn write_script(
+    file: &crate::perf::data::PerfFile,
+    options: &Options,
+    out: &mut (impl std::io::Write + Send),
+) -> Result<Outcome, ScriptError> {
+    write_script_with(file, options, crate::perf::symbols::FsLookup, out)
+}
+
+/// Like [`write_script`], reading DSOs through `lookup`.
+///
+/// The text is formatted and written by another thread (see `output`): the resolving of samples is the run's
+/// bottleneck, and kernel frames are symbolized there too, so this thread never waits for the kernel's symbols.
+pub fn write_script_with<L: crate::perf::symbols::FileLookup>(
+    file: &crate::perf::data::PerfFile,
+    options: &Options,
+    lookup: L,
+    out: &mut (impl std::io::Write + Send),
+) -> Result<Outcome, ScriptError> {
+    let mut it = session::samples_with(file, options, lookup);
+    let layouts = it.layouts();
+    let names = it.event_names();
+    let kernel = it.defer_kernel_symbols();
+    let n = output::write_threaded(&mut it, &layouts, names, kernel, out)?;
+    Ok(it.outcome(n))
 }
 
 #[cfg(test)]

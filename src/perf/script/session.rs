@@ -12,7 +12,6 @@ use crate::perf::data::{PerfFile, ReadError, Record};
 use crate::perf::symbols::{FileLookup, FsLookup, Symbolizer};
 use crate::perf::unwind::lbr;
 use std::collections::BTreeSet;
-use std::io::Write;
 use std::rc::Rc;
 
 /// Why a script run failed. Per-sample problems (missing DSOs, bad unwind tables) are not errors: they give
@@ -591,10 +590,20 @@ impl<L: FileLookup> Samples<'_, L> {
     }
 
     /// The run's outcome after `samples` samples: the warnings gathered and the reader's.
-    fn outcome(&mut self, samples: u64) -> Outcome {
+    pub(super) fn outcome(&mut self, samples: u64) -> Outcome {
         let mut warnings = std::mem::take(&mut self.warnings);
         warnings.extend(self.records.warnings().iter().map(|w| w.to_string()));
         Outcome { samples, warnings }
+    }
+
+    /// Each event's output fields and the event-name width, in attr order.
+    pub(super) fn layouts(&self) -> Vec<(Fields, usize)> {
+        (0..self.events.len()).map(|i| self.layout(i)).collect()
+    }
+
+    /// Each event's name, in attr order.
+    pub(super) fn event_names(&self) -> Vec<String> {
+        self.events.iter().map(|e| e.name.to_string()).collect()
     }
 
     /// Output fields and the event-name width for a sample of this file.
@@ -618,31 +627,4 @@ impl<L: FileLookup> Iterator for Samples<'_, L> {
 fn trim_nul(bytes: &[u8]) -> &[u8] {
     let end = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
     &bytes[..end]
-}
-
-/// Writes `file` as `perf script` would print it.
-pub fn write_script(
-    file: &PerfFile,
-    options: &Options,
-    out: &mut (impl Write + Send),
-) -> Result<Outcome, ScriptError> {
-    write_script_with(file, options, FsLookup, out)
-}
-
-/// Like [`write_script`], reading DSOs through `lookup`.
-///
-/// The text is formatted and written by another thread (see `output`): the resolving of samples is the run's
-/// bottleneck, and kernel frames are symbolized there too, so this thread never waits for the kernel's symbols.
-pub fn write_script_with<L: FileLookup>(
-    file: &PerfFile,
-    options: &Options,
-    lookup: L,
-    out: &mut (impl Write + Send),
-) -> Result<Outcome, ScriptError> {
-    let mut it = samples_with(file, options, lookup);
-    let layouts: Vec<(Fields, usize)> = (0..it.events.len()).map(|i| it.layout(i)).collect();
-    let names = it.events.iter().map(|e| e.name.to_string()).collect();
-    let kernel = it.defer_kernel_symbols();
-    let n = super::output::write_threaded(&mut it, &layouts, names, kernel, out)?;
-    Ok(it.outcome(n))
 }

@@ -350,8 +350,7 @@ fn many_samples_script_equals_per_sample_formatting(second_event: bool) {
         ..Options::default()
     };
     let mut text = Vec::new();
-    let outcome =
-        super::session::write_script_with(&file, &options, files.clone(), &mut text).unwrap();
+    let outcome = super::write_script_with(&file, &options, files.clone(), &mut text).unwrap();
     assert_eq!(outcome.samples, 20_000);
     assert!(outcome.warnings.is_empty(), "{:?}", &outcome.warnings[..1]);
     let mut want = Vec::new();

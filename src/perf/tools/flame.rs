@@ -5,7 +5,7 @@
 //! by construction; the SVG is inferno's flamegraph of those stacks.
 
 use crate::perf::data::PerfFile;
-use crate::perf::script::session::{self, Outcome, ScriptError};
+use crate::perf::script::session::{Outcome, ScriptError};
 use crate::perf::script::Options;
 use inferno::collapse::Collapse;
 use std::io::Write;
@@ -13,7 +13,7 @@ use std::io::Write;
 /// Folded stacks (`comm;outer;…;leaf COUNT` lines) of `file`.
 pub fn folded(file: &PerfFile, options: &Options) -> Result<(Vec<u8>, Outcome), ScriptError> {
     let mut text = Vec::new();
-    let outcome = session::write_script(file, options, &mut text)?;
+    let outcome = crate::perf::script::write_script(file, options, &mut text)?;
     Ok((collapse_perf_script(&text)?, outcome))
 }
 
