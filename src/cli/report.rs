@@ -1,5 +1,6 @@
-//! `bport report`: the overhead table of a perf.data file by comm, pid, dso and sym, as `perf report --stdio
-//! -g none` (Children and Self columns when the samples carry callchains, as perf's default).
+//! `bport report`: the overhead table of a perf.data file by comm, pid, dso and sym, as `perf report --stdio`
+//! (Children and Self columns and the call graph under each row when the samples carry callchains, as perf's
+//! default).
 
 use super::script::open;
 use super::CliResult;
@@ -43,8 +44,9 @@ pub struct ReportArgs {
     #[arg(long, overrides_with = "children")]
     pub no_children: bool,
 
-    /// Call-graph text under each row: only `none` (no graph) is supported; accepted for perf compatibility.
-    #[arg(short = 'g', long = "call-graph", value_parser = ["none"])]
+    /// Call-graph text under each row: `graph` (perf's default, `graph,0.5,caller,function,percent` with
+    /// children) or `none`.
+    #[arg(short = 'g', long = "call-graph", value_parser = ["none", "graph"])]
     pub call_graph: Option<String>,
 }
 
@@ -66,6 +68,7 @@ pub fn run(args: ReportArgs) -> CliResult {
         sort: args.sort.clone(),
         dsos: args.dsos,
         children: has_callchains && !args.no_children,
+        graph: has_callchains && args.call_graph.as_deref() != Some("none"),
     };
     let tables = report::report(&file, &options)?;
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());

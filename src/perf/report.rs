@@ -1,20 +1,28 @@
-//! `perf report --stdio -g none`: the overhead table of a perf.data file by sort keys, with perf's Children and
-//! Self columns when the samples carry callchains (`--no-children`: one Overhead column).
+//! `perf report --stdio`: the overhead table of a perf.data file by sort keys, with perf's Children and Self
+//! columns and the call graph under each row when the samples carry callchains (`--no-children`: one Overhead
+//! column; `-g none`: no graph).
 //!
 //! Follows tools/perf/ui/stdio/hist.c (column headers, dotted rule, two-space separators, every column padded to
-//! its widest value) and util/sort.c (keys comm, pid, dso, sym; `[k]`/`[.]` symbol prefixes; unresolved symbols
-//! as `0x%016x`). Overhead is each entry's share of the event's total period, as perf computes it. Children
-//! (util/hist.c `hist_entry_iter__cumulative`): a sample's period counts once for every distinct entry of its
-//! callchain, its IP's entry included; Self is the IP's entry only. Events print in the file's attr order.
-//! Not yet: perf's call-graph text under each row (perf's default with callchains; `-g none` turns it off).
+//! its widest value, the graph text of `callchain__fprintf_graph`) and util/sort.c (keys comm, pid, dso, sym;
+//! `[k]`/`[.]` symbol prefixes; unresolved symbols as `0x%016x`). Overhead is each entry's share of the event's
+//! total period, as perf computes it. Children (util/hist.c `hist_entry_iter__cumulative`): a sample's period
+//! counts once for every distinct entry of its callchain, its IP's entry included; Self is the IP's entry only.
+//! Events print in the file's attr order.
+//!
+//! The call graph is perf 6.1's default for `report --stdio`, `graph,0.5,caller,function,percent` with
+//! children (`callee` without): util/callchain.c builds one tree per entry from the chains appended to it (the
+//! whole chain for the IP's entry, the chain from the frame down to the IP for a caller's), frames matched by
+//! function (DSO and symbol start, or the address when unresolved); nodes under 0.5% of the event's total are
+//! dropped and siblings print by their share, largest first.
 
 use crate::perf::data::PerfFile;
 use crate::perf::script::machine::module_short_name;
 use crate::perf::script::resolve::MISC_KERNEL;
 use crate::perf::script::session::{samples, ScriptError};
-use crate::perf::script::Options;
+use crate::perf::script::{Frame, Options, SampleInfo};
 use std::collections::HashMap;
 use std::io::{self, Write};
+use std::rc::Rc;
 
 /// A sort key.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -65,6 +73,9 @@ pub struct ReportOptions {
     pub dsos: Option<Vec<String>>,
     /// Children and Self columns (perf's default when the samples carry callchains) instead of Overhead.
     pub children: bool,
+    /// The call graph under each row (perf's default when the samples carry callchains; `-g none` turns it
+    /// off).
+    pub graph: bool,
 }
 
 /// One event's table.
@@ -91,36 +102,111 @@ pub struct Row {
     pub children: u64,
     /// Period of the samples whose IP is in this row.
     pub period: u64,
+    /// The call graph's top nodes, largest first, those at or above perf's 0.5% threshold (empty without a
+    /// graph).
+    pub graph: Vec<GraphNode>,
 }
 
-/// The row keys of one frame: comm, `pid:comm`, short DSO name, `[k]`/`[.]` and symbol.
-fn frame_keys(
+/// A node of a row's call graph: a run of frames no chain leaves or ends in before its last one (perf's
+/// `callchain_node` and its `val` list).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct GraphNode {
+    /// The frames' names: the symbol (with ` (inlined)`), or the address as `0x%x` when unresolved.
+    pub names: Vec<String>,
+    /// Period of the chains through this node.
+    pub period: u64,
+    /// The nodes below, largest first.
+    pub children: Vec<GraphNode>,
+}
+
+/// What perf's sort keys compare for one entry (sort.c's `cmp`/`collapse` callbacks), built per frame without
+/// allocating: names are shared with the frames.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+struct EntryKey {
+    comm: Option<Rc<str>>,
+    pid: Option<i32>,
+    dso: Option<Rc<str>>,
+    sym: Option<SymKey>,
+}
+
+/// A symbol as `sort__sym_cmp` tells symbols apart: by name (an inline node keeps its mark), or by address
+/// when unresolved; not by the `[k]`/`[.]` level.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+enum SymKey {
+    Name(Rc<str>, bool),
+    Addr(u64),
+}
+
+/// Short DSO names (sort.c compares `dso->short_name`), made once per DSO.
+#[derive(Default)]
+struct ShortNames(HashMap<(Rc<str>, bool), Rc<str>>);
+
+impl ShortNames {
+    fn get(&mut self, frame: &Frame, kernel: bool) -> Rc<str> {
+        let long: Rc<str> = frame.dso.clone().unwrap_or_else(|| Rc::from("[unknown]"));
+        // A kernel module named by its path (the build-id table's) keeps perf's short name `[name]`.
+        let module = kernel && long.starts_with('/');
+        self.0
+            .entry((long.clone(), module))
+            .or_insert_with(|| {
+                if module {
+                    Rc::from(module_short_name(&long))
+                } else {
+                    Rc::from(long.rsplit('/').next().unwrap_or(&long))
+                }
+            })
+            .clone()
+    }
+}
+
+fn entry_key(
     sort: &[SortKey],
-    info: &crate::perf::script::SampleInfo,
-    frame: &crate::perf::script::Frame,
+    names: &mut ShortNames,
+    info: &SampleInfo,
+    frame: &Frame,
     kernel: bool,
-) -> Vec<String> {
-    let dso_long = frame.dso_name();
-    // A kernel module named by its path (the build-id table's) keeps perf's short name `[name]`.
-    let dso_short = if kernel && dso_long.starts_with('/') {
-        module_short_name(dso_long)
-    } else {
-        dso_long.rsplit('/').next().unwrap_or(dso_long).to_owned()
+) -> EntryKey {
+    let mut key = EntryKey {
+        comm: None,
+        pid: None,
+        dso: None,
+        sym: None,
     };
+    for k in sort {
+        match k {
+            SortKey::Comm => key.comm = Some(info.comm.clone()),
+            SortKey::Pid => {
+                key.pid = Some(info.pid);
+                key.comm = Some(info.comm.clone());
+            }
+            SortKey::Dso => key.dso = Some(names.get(frame, kernel)),
+            SortKey::Sym => {
+                key.sym = Some(match &frame.sym {
+                    Some(s) => SymKey::Name(s.clone(), frame.inlined),
+                    None => SymKey::Addr(frame.addr),
+                })
+            }
+        }
+    }
+    key
+}
+
+/// The row texts of an entry's first frame: comm, `pid:comm`, short DSO name, `[k]`/`[.]` and symbol.
+fn entry_texts(sort: &[SortKey], key: &EntryKey, info: &SampleInfo, kernel: bool) -> Vec<String> {
     sort.iter()
         .map(|k| match k {
             SortKey::Comm => info.comm.to_string(),
             SortKey::Pid => format!("{:>7}:{}", info.pid, info.comm),
-            SortKey::Dso => dso_short.clone(),
+            SortKey::Dso => key.dso.as_deref().unwrap_or_default().to_owned(),
             SortKey::Sym => {
                 let level = if kernel { 'k' } else { '.' };
-                match &frame.sym {
+                match &key.sym {
                     // sort.c writes an inline node's name with its ` (inlined)` mark.
-                    Some(s) if frame.inlined => format!("[{level}] {s} (inlined)"),
-                    Some(s) => format!("[{level}] {s}"),
+                    Some(SymKey::Name(s, true)) => format!("[{level}] {s} (inlined)"),
+                    Some(SymKey::Name(s, false)) => format!("[{level}] {s}"),
                     // `%-#.*llx`: C's `#` writes no `0x` before a zero.
-                    None if frame.addr == 0 => format!("[{level}] {:016x}", 0),
-                    None => format!("[{level}] {:#018x}", frame.addr),
+                    Some(SymKey::Addr(0)) | None => format!("[{level}] {:016x}", 0),
+                    Some(SymKey::Addr(a)) => format!("[{level}] {a:#018x}"),
                 }
             }
         })
@@ -132,7 +218,7 @@ fn frame_keys(
 /// (children mode orders callchains caller first) after the IP's own entry, and `fill_callchain_info` leaves
 /// the level alone for a frame without a map: so the outermost `[unknown]` of a sample taken in the kernel is
 /// `[k]`, even in the user part of the chain.
-fn frame_level(frame: &crate::perf::script::Frame, before: bool) -> bool {
+fn frame_level(frame: &Frame, before: bool) -> bool {
     match frame.dso.as_deref() {
         None => before,
         Some(d) => {
@@ -141,28 +227,236 @@ fn frame_level(frame: &crate::perf::script::Frame, before: bool) -> bool {
     }
 }
 
+/// A frame as callchain.c's `match_chain` tells frames apart with the `function` key: an inline frame by its
+/// name, a resolved one by DSO and symbol start, an unresolved one by DSO and address.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+enum GraphFrame {
+    Inlined(Rc<str>),
+    Sym(Option<Rc<str>>, u64),
+    Ip(Option<Rc<str>>, u64),
+}
+
+/// The call-graph trees of one event's entries: one node per frame (runs are formed when printing), in one
+/// arena, with an edge index so that appending a chain costs one lookup per frame.
+#[derive(Default)]
+struct Graphs {
+    frames: HashMap<GraphFrame, u32>,
+    /// Per frame id: the printed name and the order `match_chain` gives siblings (DSO, then address).
+    names: Vec<(Rc<str>, usize, u64)>,
+    nodes: Vec<GNode>,
+    edges: HashMap<(u32, u32), u32>,
+}
+
+#[derive(Clone, Copy)]
+struct GNode {
+    frame: u32,
+    /// Period of the chains that end here (perf's `hit`).
+    hit: u64,
+    /// Period of the chains through here (`hit + children_hit`).
+    cumul: u64,
+    children: u32,
+    first_child: u32,
+    next_sibling: u32,
+}
+
+const NONE: u32 = u32::MAX;
+
+impl Graphs {
+    fn new_node(&mut self, frame: u32) -> u32 {
+        self.nodes.push(GNode {
+            frame,
+            hit: 0,
+            cumul: 0,
+            children: 0,
+            first_child: NONE,
+            next_sibling: NONE,
+        });
+        (self.nodes.len() - 1) as u32
+    }
+
+    /// The id of a frame; `dso_rank` orders DSOs (see [`report`]).
+    fn frame_id(
+        &mut self,
+        frame: &Frame,
+        raw_ip: u64,
+        dso_rank: &mut HashMap<Option<Rc<str>>, usize>,
+    ) -> u32 {
+        let key = match &frame.sym {
+            Some(s) if frame.inlined => GraphFrame::Inlined(s.clone()),
+            Some(_) => GraphFrame::Sym(frame.dso.clone(), frame.addr.wrapping_sub(frame.offset)),
+            None => GraphFrame::Ip(frame.dso.clone(), raw_ip),
+        };
+        if let Some(&id) = self.frames.get(&key) {
+            return id;
+        }
+        let name: Rc<str> = match &frame.sym {
+            // callchain_list__sym_name: `%s%s` with the inline mark, else `%#lx` of the raw address.
+            Some(s) if frame.inlined => Rc::from(format!("{s} (inlined)")),
+            Some(s) => s.clone(),
+            // C's `#` writes no `0x` before a zero.
+            None if raw_ip == 0 => Rc::from("0"),
+            None => Rc::from(format!("{raw_ip:#x}")),
+        };
+        let addr = match &key {
+            GraphFrame::Inlined(_) => frame.addr,
+            GraphFrame::Sym(_, a) | GraphFrame::Ip(_, a) => *a,
+        };
+        let next = dso_rank.len();
+        let rank = *dso_rank.entry(frame.dso.clone()).or_insert(next);
+        self.names.push((name, rank, addr));
+        let id = (self.names.len() - 1) as u32;
+        self.frames.insert(key, id);
+        id
+    }
+
+    /// perf's `callchain_append`: the chain's frames from the root down, its period on every node passed.
+    fn append(&mut self, root: u32, chain: impl Iterator<Item = u32>, period: u64) {
+        let mut node = root;
+        let mut any = false;
+        for frame in chain {
+            any = true;
+            let child = match self.edges.get(&(node, frame)) {
+                Some(&c) => c,
+                None => {
+                    let c = self.new_node(frame);
+                    let parent = &mut self.nodes[node as usize];
+                    let first = parent.first_child;
+                    parent.first_child = c;
+                    parent.children += 1;
+                    self.nodes[c as usize].next_sibling = first;
+                    self.edges.insert((node, frame), c);
+                    c
+                }
+            };
+            self.nodes[child as usize].cumul += period;
+            node = child;
+        }
+        if any {
+            self.nodes[root as usize].cumul += period;
+            self.nodes[node as usize].hit += period;
+        }
+    }
+
+    /// The printed tree below `node`: runs of frames, those of at least `min_hit`, largest first; siblings of
+    /// equal period in the order of perf's tree of children, where `match_chain` puts a new frame left of a
+    /// smaller one: by DSO and address, descending.
+    fn sorted(&self, node: u32, min_hit: u64) -> Vec<GraphNode> {
+        let mut kids = Vec::new();
+        let mut c = self.nodes[node as usize].first_child;
+        while c != NONE {
+            let n = &self.nodes[c as usize];
+            if n.cumul >= min_hit {
+                kids.push(c);
+            }
+            c = n.next_sibling;
+        }
+        kids.sort_by(|&a, &b| {
+            let (x, y) = (
+                &self.names[self.nodes[a as usize].frame as usize],
+                &self.names[self.nodes[b as usize].frame as usize],
+            );
+            (y.1, y.2).cmp(&(x.1, x.2))
+        });
+        kids.sort_by(|&a, &b| {
+            self.nodes[b as usize]
+                .cumul
+                .cmp(&self.nodes[a as usize].cumul)
+        });
+        kids.into_iter()
+            .map(|start| {
+                let mut names = Vec::new();
+                let mut at = start;
+                loop {
+                    let n = &self.nodes[at as usize];
+                    names.push(self.names[n.frame as usize].0.to_string());
+                    if n.hit != 0 || n.children != 1 {
+                        break;
+                    }
+                    at = n.first_child;
+                }
+                GraphNode {
+                    names,
+                    period: self.nodes[start as usize].cumul,
+                    children: self.sorted(at, min_hit),
+                }
+            })
+            .collect()
+    }
+}
+
+/// One entry being summed.
+struct EntryAcc {
+    keys: Vec<String>,
+    children: u64,
+    period: u64,
+    /// Root of its call-graph tree.
+    root: u32,
+    /// The thread of its first sample (perf's `he->thread`).
+    tid: i32,
+    /// The longest chain appended to it (`callchain_root.max_depth`).
+    max_depth: usize,
+    /// Where `sort__sym_cmp` puts it: unresolved after resolved, then by symbol start or address.
+    sym_order: (bool, u64),
+}
+
+/// One event's table being summed.
+struct Acc {
+    attr_index: usize,
+    event: String,
+    samples: u64,
+    total_period: u64,
+    entries: Vec<EntryAcc>,
+    /// By what perf's sort keys compare; the entry keeps the texts of its first frame.
+    index: HashMap<EntryKey, usize>,
+    graphs: Graphs,
+}
+
+impl Acc {
+    fn entry(
+        &mut self,
+        sort: &[SortKey],
+        key: &EntryKey,
+        info: &SampleInfo,
+        frame: &Frame,
+        kernel: bool,
+    ) -> &mut EntryAcc {
+        let start = frame.addr.wrapping_sub(frame.offset);
+        let i = match self.index.get(key) {
+            Some(&i) => i,
+            None => {
+                let root = self.graphs.new_node(NONE);
+                self.entries.push(EntryAcc {
+                    keys: entry_texts(sort, key, info, kernel),
+                    children: 0,
+                    period: 0,
+                    root,
+                    tid: info.tid,
+                    max_depth: 0,
+                    sym_order: match &key.sym {
+                        Some(SymKey::Addr(a)) => (true, *a),
+                        _ => (false, start),
+                    },
+                });
+                self.index.insert(key.clone(), self.entries.len() - 1);
+                self.entries.len() - 1
+            }
+        };
+        &mut self.entries[i]
+    }
+}
+
 /// Computes the tables of every event with samples, in the file's attr order.
 pub fn report(file: &PerfFile, options: &ReportOptions) -> Result<Vec<EventTable>, ScriptError> {
-    let mut it = samples(file, &options.script);
-    struct Acc {
-        attr_index: usize,
-        event: String,
-        samples: u64,
-        total_period: u64,
-        /// By the keys without the symbol's level (perf's `sort__sym_cmp` compares symbols, or addresses
-        /// for unresolved ones, not levels): the first entry's keys, Children and Self.
-        rows: HashMap<Vec<String>, (Vec<String>, u64, u64)>,
-    }
-    let sym_column = options.sort.iter().position(|k| *k == SortKey::Sym);
-    let merge_key = |keys: &[String]| -> Vec<String> {
-        let mut k = keys.to_vec();
-        if let Some(i) = sym_column {
-            k[i] = k[i].get(4..).unwrap_or_default().to_owned();
-        }
-        k
-    };
+    // perf keeps `max_stack` entries of a chain from its start in callee order but from its end in caller
+    // order (machine.c `thread__resolve_callchain_sample`): with children the outermost callers stay and a
+    // long chain loses its IP. So the chain is read whole and cut here.
+    let max_stack = options.script.max_stack;
+    let mut script = options.script.clone();
+    script.max_stack = usize::MAX;
+    let mut it = samples(file, &script);
+    let sort = &options.sort[..];
     let mut tables: Vec<Acc> = Vec::new();
-    let wanted = |frame: &crate::perf::script::Frame| match &options.dsos {
+    let wanted = |frame: &Frame| match &options.dsos {
         None => true,
         Some(list) => {
             let long = frame.dso_name();
@@ -172,9 +466,41 @@ pub fn report(file: &PerfFile, options: &ReportOptions) -> Result<Vec<EventTable
                 .any(|d| d == long || d == short || module.as_deref() == Some(d.as_str()))
         }
     };
-    let mut seen: Vec<Vec<String>> = Vec::new();
+    let mut names = ShortNames::default();
+    // perf orders graph siblings of different DSOs by the address of their `struct dso`, that is by when
+    // perf made it: those of the build-id table first, in its order, as it reads the header; the others as
+    // met.
+    let mut dso_rank: HashMap<Option<Rc<str>>, usize> = HashMap::new();
+    for entry in file.build_ids() {
+        let next = dso_rank.len();
+        dso_rank
+            .entry(Some(Rc::from(entry.filename.as_str())))
+            .or_insert(next);
+    }
+    let mut seen: Vec<EntryKey> = Vec::new();
+    // The sample's chain as graph frame ids, outermost caller first (perf's caller order).
+    let mut chain: Vec<u32> = Vec::new();
+    // The address perf's callchain cursor holds for each frame (`node->ip`): what names an unresolved entry.
+    let mut addrs: Vec<u64> = Vec::new();
+    if options.children || options.graph {
+        it.track_frame_addresses();
+    }
     while let Some(item) = it.next_sample() {
-        let (info, frames) = item?;
+        let (info, mut frames) = item?;
+        addrs.clear();
+        addrs.extend_from_slice(it.frame_addresses());
+        if frames.len() > max_stack {
+            if options.children {
+                frames.drain(..frames.len() - max_stack);
+                if addrs.len() > max_stack {
+                    addrs.drain(..addrs.len() - max_stack);
+                }
+            } else {
+                frames.truncate(max_stack);
+                addrs.truncate(max_stack);
+            }
+        }
+        let raw = |i: usize, f: &Frame| addrs.get(i).copied().unwrap_or(f.addr);
         let mut frame = it.ip_frame(&info);
         if frame.sym.is_none() && info.cpumode == MISC_KERNEL {
             frame.addr = it.kernel_report_address(frame.addr);
@@ -196,105 +522,114 @@ pub fn report(file: &PerfFile, options: &ReportOptions) -> Result<Vec<EventTable
                     event: info.event.to_string(),
                     samples: 0,
                     total_period: 0,
-                    rows: HashMap::new(),
+                    entries: Vec::new(),
+                    index: HashMap::new(),
+                    graphs: Graphs::default(),
                 });
                 tables.len() - 1
             }
         };
         let t = &mut tables[index];
-        let key = frame_keys(&options.sort, &info, &frame, info.cpumode == MISC_KERNEL);
+        let kernel = info.cpumode == MISC_KERNEL;
+        let key = entry_key(sort, &mut names, &info, &frame, kernel);
         let self_wanted = wanted(&frame);
         if !options.children && !self_wanted {
             continue;
         }
         t.samples += 1;
         t.total_period += period;
+        let graph = options.graph && info.has_callchain;
+        if graph {
+            chain.clear();
+            for (i, f) in frames.iter().enumerate().rev() {
+                chain.push(t.graphs.frame_id(f, raw(i, f), &mut dso_rank));
+            }
+        }
         if self_wanted {
-            let row = t
-                .rows
-                .entry(merge_key(&key))
-                .or_insert_with(|| (key.clone(), 0, 0));
-            row.2 += period;
+            let e = t.entry(sort, &key, &info, &frame, kernel);
+            e.period += period;
             if options.children {
-                row.1 += period;
+                e.children += period;
+            }
+            let root = e.root;
+            if graph {
+                e.max_depth = e.max_depth.max(chain.len());
+            }
+            if graph && options.children {
+                t.graphs.append(root, chain.iter().copied(), period);
+            } else if graph {
+                t.graphs.append(root, chain.iter().rev().copied(), period);
             }
         }
         if options.children && info.has_callchain {
             seen.clear();
             seen.push(key);
-            let mut kernel = info.cpumode == MISC_KERNEL;
-            for f in frames.iter().rev() {
+            let mut kernel = kernel;
+            for (at, (i, f)) in frames.iter().enumerate().rev().enumerate() {
                 kernel = frame_level(f, kernel);
+                // fill_callchain_info: an unresolved entry is named by the cursor's address (`al->addr =
+                // node->ip`), not map-relative as the sample's own IP is.
                 let shown;
-                let unresolved = if kernel && f.sym.is_none() {
-                    Some(it.kernel_report_address(f.addr))
+                let f = if f.sym.is_none() {
+                    shown = Frame {
+                        addr: raw(i, f),
+                        ..f.clone()
+                    };
+                    &shown
                 } else {
-                    it.unresolved_address(&info, f)
+                    f
                 };
-                let f = match unresolved {
-                    Some(addr) => {
-                        shown = crate::perf::script::Frame { addr, ..f.clone() };
-                        &shown
-                    }
-                    None => f,
-                };
-                let key = frame_keys(&options.sort, &info, f, kernel);
-                if seen.iter().any(|k| merge_key(k) == merge_key(&key)) || !wanted(f) {
+                let key = entry_key(sort, &mut names, &info, f, kernel);
+                if seen.contains(&key) || !wanted(f) {
                     continue;
                 }
-                t.rows
-                    .entry(merge_key(&key))
-                    .or_insert_with(|| (key.clone(), 0, 0))
-                    .1 += period;
+                let e = t.entry(sort, &key, &info, f, kernel);
+                e.children += period;
+                let root = e.root;
+                if graph {
+                    e.max_depth = e.max_depth.max(chain.len() - at);
+                    t.graphs.append(root, chain[at..].iter().copied(), period);
+                }
                 seen.push(key);
             }
         }
     }
     tables.sort_by_key(|t| t.attr_index);
-    let keys = options.sort.clone();
     Ok(tables
         .into_iter()
         .map(|t| {
-            let mut rows: Vec<Row> = t
-                .rows
-                .into_values()
-                .map(|(keys, children, period)| Row {
-                    keys,
-                    children,
-                    period,
+            // hist.c's `output_resort`: a graph node needs `min_percent` (0.5) of the event's callchain
+            // period, as perf computes it in doubles and truncates.
+            let min_hit = (t.total_period as f64 * (0.5 / 100.0)) as u64;
+            let graphs = &t.graphs;
+            let mut rows: Vec<(Row, i32, usize, (bool, u64))> = t
+                .entries
+                .into_iter()
+                .map(|e| {
+                    let row = Row {
+                        graph: if options.graph {
+                            graphs.sorted(e.root, min_hit)
+                        } else {
+                            Vec::new()
+                        },
+                        keys: e.keys,
+                        children: e.children,
+                        period: e.period,
+                    };
+                    (row, e.tid, e.max_depth, e.sym_order)
                 })
                 .collect();
-            // Children, then Self, then each key by its value, symbols by name (not by the [k]/[.] prefix),
-            // as sort.c's `se_sort` callbacks do.
-            rows.sort_by(|a, b| {
-                b.children
-                    .cmp(&a.children)
-                    .then(b.period.cmp(&a.period))
-                    .then_with(|| {
-                        keys.iter()
-                            .enumerate()
-                            .map(|(i, k)| match k {
-                                // An unresolved symbol or an address without a map sorts after every
-                                // named one (sort.c's `cmp_null`).
-                                SortKey::Sym => {
-                                    let (x, y) = (a.keys[i].get(4..), b.keys[i].get(4..));
-                                    let unresolved = |s: Option<&str>| {
-                                        s.is_some_and(|s| {
-                                            s.starts_with("0x") || s == "0000000000000000"
-                                        })
-                                    };
-                                    unresolved(x).cmp(&unresolved(y)).then(x.cmp(&y))
-                                }
-                                SortKey::Dso => {
-                                    let (x, y) = (&a.keys[i], &b.keys[i]);
-                                    (x == "[unknown]").cmp(&(y == "[unknown]")).then(x.cmp(y))
-                                }
-                                _ => a.keys[i].cmp(&b.keys[i]),
-                            })
-                            .find(|o| o.is_ne())
-                            .unwrap_or(std::cmp::Ordering::Equal)
-                    })
+            // perf's output order comes from inserting the entries, in the order of its collapsed tree, into
+            // a red-black tree by `hist_entry__sort`, which is not a total order (see `output_cmp`): the same
+            // insertions into the same tree give the same rows.
+            rows.sort_by(|a, b| collapse_cmp(sort, &a.0, a.3, &b.0, b.3));
+            let by_depth = options.graph && options.children && sort.contains(&SortKey::Sym);
+            let order = rb_order(rows.len(), |new, old| {
+                let (a, b) = (&rows[new], &rows[old]);
+                output_cmp(sort, by_depth, (&a.0, a.1, a.2), (&b.0, b.1, b.2))
             });
+            let mut slots: Vec<Option<Row>> = rows.into_iter().map(|r| Some(r.0)).collect();
+            let rows: Vec<Row> = order.into_iter().filter_map(|i| slots[i].take()).collect();
             EventTable {
                 event: t.event,
                 samples: t.samples,
@@ -306,6 +641,183 @@ pub fn report(file: &PerfFile, options: &ReportOptions) -> Result<Vec<EventTable
         .collect())
 }
 
+/// Whether a row's DSO is perf's NULL one (no map): sort.c's `cmp_null` puts it last.
+fn no_dso(v: &str) -> bool {
+    v == "[unknown]"
+}
+
+/// The order of perf's collapsed tree (`hist_entry__collapse`, ascending): comm and DSO names by `strcmp`, then
+/// symbols by `sort__sym_cmp` (resolved before unresolved, then by start or address).
+fn collapse_cmp(
+    sort: &[SortKey],
+    a: &Row,
+    a_sym: (bool, u64),
+    b: &Row,
+    b_sym: (bool, u64),
+) -> std::cmp::Ordering {
+    sort.iter()
+        .enumerate()
+        .map(|(i, k)| match k {
+            SortKey::Dso => {
+                let (x, y) = (&a.keys[i], &b.keys[i]);
+                no_dso(x).cmp(&no_dso(y)).then(x.cmp(y))
+            }
+            SortKey::Sym => a_sym.cmp(&b_sym),
+            _ => a.keys[i].cmp(&b.keys[i]),
+        })
+        .find(|o| o.is_ne())
+        .unwrap_or(std::cmp::Ordering::Equal)
+}
+
+/// hist.c's `hist_entry__sort(new, old)` as `Greater` when `new` prints first: Children, then (within one
+/// thread, with call graphs: `__hpp__sort_acc`'s "put caller above callee") the longer chain, then Self, then
+/// each key by its `se_sort`: comm and DSO by name, symbols by name with every unresolved one equal to every
+/// other (`cmp_null`), so that ties keep the insertion order.
+fn output_cmp(
+    sort: &[SortKey],
+    by_depth: bool,
+    (a, a_tid, a_depth): (&Row, i32, usize),
+    (b, b_tid, b_depth): (&Row, i32, usize),
+) -> std::cmp::Ordering {
+    a.children
+        .cmp(&b.children)
+        .then_with(|| {
+            if by_depth && a_tid == b_tid {
+                a_depth.cmp(&b_depth)
+            } else {
+                std::cmp::Ordering::Equal
+            }
+        })
+        .then(a.period.cmp(&b.period))
+        .then_with(|| {
+            sort.iter()
+                .enumerate()
+                .map(|(i, k)| match k {
+                    SortKey::Sym => {
+                        let (x, y) = (a.keys[i].get(4..), b.keys[i].get(4..));
+                        let unresolved = |s: Option<&str>| {
+                            s.is_some_and(|s| s.starts_with("0x") || s == "0000000000000000")
+                        };
+                        match (unresolved(x), unresolved(y)) {
+                            (true, true) => std::cmp::Ordering::Equal,
+                            (ux, uy) => uy.cmp(&ux).then(y.cmp(&x)),
+                        }
+                    }
+                    SortKey::Dso => {
+                        let (x, y) = (&a.keys[i], &b.keys[i]);
+                        no_dso(y).cmp(&no_dso(x)).then(y.cmp(x))
+                    }
+                    _ => b.keys[i].cmp(&a.keys[i]),
+                })
+                .find(|o| o.is_ne())
+                .unwrap_or(std::cmp::Ordering::Equal)
+        })
+}
+
+/// The in-order sequence of a red-black tree (the kernel's rbtree, as perf's `rb_insert_color`) after
+/// inserting `0..n` in turn, a node going left of an existing one when `cmp(new, existing)` is `Greater`.
+/// With a comparator that is not a total order the result depends on the tree's shape, so the shape is kept.
+fn rb_order(n: usize, cmp: impl Fn(usize, usize) -> std::cmp::Ordering) -> Vec<usize> {
+    const NIL: usize = usize::MAX;
+    let (mut left, mut right, mut parent) = (vec![NIL; n], vec![NIL; n], vec![NIL; n]);
+    let mut red = vec![false; n];
+    let mut root = NIL;
+    fn rotate(
+        x: usize,
+        to_left: bool,
+        root: &mut usize,
+        left: &mut [usize],
+        right: &mut [usize],
+        parent: &mut [usize],
+    ) {
+        // to_left: x's right child y takes x's place and x becomes y's left child (and the mirror).
+        let y = if to_left { right[x] } else { left[x] };
+        let inner = if to_left { left[y] } else { right[y] };
+        if to_left {
+            right[x] = inner;
+        } else {
+            left[x] = inner;
+        }
+        if inner != NIL {
+            parent[inner] = x;
+        }
+        let p = parent[x];
+        parent[y] = p;
+        if p == NIL {
+            *root = y;
+        } else if left[p] == x {
+            left[p] = y;
+        } else {
+            right[p] = y;
+        }
+        if to_left {
+            left[y] = x;
+        } else {
+            right[y] = x;
+        }
+        parent[x] = y;
+    }
+    for z in 0..n {
+        let (mut y, mut x, mut went_left) = (NIL, root, false);
+        while x != NIL {
+            y = x;
+            went_left = cmp(z, x) == std::cmp::Ordering::Greater;
+            x = if went_left { left[x] } else { right[x] };
+        }
+        parent[z] = y;
+        if y == NIL {
+            root = z;
+        } else if went_left {
+            left[y] = z;
+        } else {
+            right[y] = z;
+        }
+        red[z] = true;
+        let mut z = z;
+        while z != root && red[parent[z]] {
+            let p = parent[z];
+            let g = parent[p];
+            let p_is_left = left[g] == p;
+            let uncle = if p_is_left { right[g] } else { left[g] };
+            if uncle != NIL && red[uncle] {
+                red[p] = false;
+                red[uncle] = false;
+                red[g] = true;
+                z = g;
+                continue;
+            }
+            let mut p = p;
+            let inner = if p_is_left {
+                right[p] == z
+            } else {
+                left[p] == z
+            };
+            if inner {
+                rotate(p, p_is_left, &mut root, &mut left, &mut right, &mut parent);
+                z = p;
+                p = parent[z];
+            }
+            red[p] = false;
+            red[g] = true;
+            rotate(g, !p_is_left, &mut root, &mut left, &mut right, &mut parent);
+        }
+        red[root] = false;
+    }
+    let mut order = Vec::with_capacity(n);
+    let mut stack = Vec::new();
+    let mut at = root;
+    while at != NIL || !stack.is_empty() {
+        while at != NIL {
+            stack.push(at);
+            at = left[at];
+        }
+        let top = stack.pop().expect("the loop condition saw a node");
+        order.push(top);
+        at = right[top];
+    }
+    order
+}
+
 /// perf's sample count shorthand (`"%lu%c"` with a unit char): `1K`, `12M`, and `202 ` (a space for no unit).
 fn short_count(n: u64) -> String {
     if n >= 1_000_000 {
@@ -315,6 +827,105 @@ fn short_count(n: u64) -> String {
     } else {
         format!("{n} ")
     }
+}
+
+/// The bit of a depth in hist.c's `int depth_mask`: `1 << depth` as x86 shifts it (the count taken mod 32),
+/// so that graphs deeper than 31 levels print as perf's do.
+fn depth_bit(depth: usize) -> u32 {
+    1u32 << (depth % 32)
+}
+
+/// Writes a row's call graph as hist.c's `callchain__fprintf_graph` (graph mode, percent values): `parent` is
+/// the row's own period (Children with children), `total` the event's.
+fn write_graph(
+    out: &mut impl Write,
+    graph: &[GraphNode],
+    total: u64,
+    parent: u64,
+    skip_first: bool,
+) -> io::Result<()> {
+    let mut margin = 0;
+    let mut printed = false;
+    let mut level = graph;
+    // One top node holding the whole row needs no percentage: its frames print after `---`.
+    if let [only] = graph {
+        if only.period == parent {
+            for (i, name) in only.names.iter().enumerate() {
+                if i == 0 && skip_first {
+                    continue;
+                }
+                if !printed {
+                    writeln!(out, "{:1$}|", "", 12 + margin)?;
+                    write!(out, "{:1$}---", "", 12 + margin)?;
+                    margin += 3;
+                    printed = true;
+                } else {
+                    write!(out, "{:1$}", "", 12 + margin)?;
+                }
+                writeln!(out, "{name}")?;
+            }
+            level = &only.children;
+        }
+    }
+    let wrote = write_graph_level(out, level, total, 1, 1, margin)?;
+    if printed || wrote {
+        writeln!(out)?;
+    }
+    Ok(())
+}
+
+/// hist.c's `__callchain__fprintf_graph`: each node under a separator line, its first frame with its share
+/// between `--`, the nodes below one level deeper; `mask` has a bit for every level whose `|` continues.
+fn write_graph_level(
+    out: &mut impl Write,
+    nodes: &[GraphNode],
+    total: u64,
+    depth: usize,
+    mask: u32,
+    margin: usize,
+) -> io::Result<bool> {
+    let mut new_mask = mask;
+    for (n, node) in nodes.iter().enumerate() {
+        if n + 1 == nodes.len() {
+            new_mask &= !depth_bit(depth - 1);
+        }
+        write!(out, "{:1$}", "", 12 + margin)?;
+        for i in 0..depth {
+            let bar = if mask & depth_bit(i) != 0 { '|' } else { ' ' };
+            write!(out, "{bar}          ")?;
+        }
+        writeln!(out)?;
+        for (at, name) in node.names.iter().enumerate() {
+            write!(out, "{:1$}", "", 12 + margin)?;
+            for i in 0..depth {
+                let bar = if new_mask & depth_bit(i) != 0 {
+                    '|'
+                } else {
+                    ' '
+                };
+                if at == 0 && i == depth - 1 {
+                    let pct = if total == 0 {
+                        0.0
+                    } else {
+                        node.period as f64 * 100.0 / total as f64
+                    };
+                    write!(out, "{bar}--{pct:.2}%--")?;
+                } else {
+                    write!(out, "{bar}          ")?;
+                }
+            }
+            writeln!(out, "{name}")?;
+        }
+        write_graph_level(
+            out,
+            &node.children,
+            total,
+            depth + 1,
+            new_mask | depth_bit(depth),
+            margin,
+        )?;
+    }
+    Ok(!nodes.is_empty())
 }
 
 /// Writes the tables as `perf report --stdio` prints them (without the random tip line).
@@ -409,6 +1020,12 @@ pub fn write_report(
                 }
             }
             writeln!(out)?;
+            if !row.graph.is_empty() {
+                let parent = if t.children { row.children } else { row.period };
+                // hist.c leaves out a top frame that repeats the row's symbol when the sort starts with it.
+                let skip_first = sort.first() == Some(&SortKey::Sym);
+                write_graph(out, &row.graph, t.total_period, parent, skip_first)?;
+            }
         }
         writeln!(out)?;
         writeln!(out)?;
@@ -431,6 +1048,7 @@ mod tests {
                     keys: vec!["chain-fp".into(), "chain-fp".into(), "[.] chain_c".into()],
                     children: 0,
                     period: 994,
+                    graph: Vec::new(),
                 },
                 Row {
                     keys: vec![
@@ -440,6 +1058,7 @@ mod tests {
                     ],
                     children: 0,
                     period: 6,
+                    graph: Vec::new(),
                 },
             ],
             children: false,
@@ -464,5 +1083,112 @@ mod tests {
             "    99.40%  chain-fp  chain-fp           [.] chain_c"
         );
         assert_eq!(short_count(999), "999 ");
+    }
+}
+
+#[cfg(test)]
+mod graph_tests {
+    use super::*;
+
+    fn node(names: &[&str], period: u64, children: Vec<GraphNode>) -> GraphNode {
+        GraphNode {
+            names: names.iter().map(|s| s.to_string()).collect(),
+            period,
+            children,
+        }
+    }
+
+    /// The layout of a graph perf 6.1 printed for `perf.data.callgraph-3.4` (kworker/1:2's top row), cut to
+    /// three levels: the one top node after `---`, then `|--` for a sibling with more below, ` --` for the
+    /// last, and `|` continuing only where a level has siblings left.
+    #[test]
+    fn graph_text_matches_perf_layout() {
+        let graph = vec![node(
+            &["0xffffffff814713d4", "0xffffffff81045510"],
+            2360,
+            vec![node(
+                &["0xffffffff8104156f"],
+                2352,
+                vec![
+                    node(&["0xffffffff81371cf6"], 2262, vec![]),
+                    node(&["0xffffffff81371bb1", "0xffffffff813718c1"], 75, vec![]),
+                ],
+            )],
+        )];
+        let mut out = Vec::new();
+        write_graph(&mut out, &graph, 10000, 2360, false).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        let want = [
+            "            |",
+            "            ---0xffffffff814713d4",
+            "               0xffffffff81045510",
+            "               |          ",
+            "                --23.52%--0xffffffff8104156f",
+            "                          |          ",
+            "                          |--22.62%--0xffffffff81371cf6",
+            "                          |          ",
+            "                           --0.75%--0xffffffff81371bb1",
+            "                                     0xffffffff813718c1",
+            "",
+        ];
+        assert_eq!(text.lines().collect::<Vec<_>>(), want);
+        // Under a row sorted by symbol first, the top frame repeats the row and is left out.
+        let mut out = Vec::new();
+        write_graph(&mut out, &graph, 10000, 2360, true).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert_eq!(
+            text.lines().take(2).collect::<Vec<_>>(),
+            ["            |", "            ---0xffffffff81045510"]
+        );
+        // Two top nodes, or one that does not hold the whole row, print with their shares.
+        let mut out = Vec::new();
+        write_graph(&mut out, &graph, 10000, 5000, false).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert_eq!(
+            text.lines().take(3).collect::<Vec<_>>(),
+            [
+                "            |          ",
+                "             --23.60%--0xffffffff814713d4",
+                "                       0xffffffff81045510",
+            ]
+        );
+    }
+
+    #[test]
+    fn rb_order_of_a_total_order_is_sorted_and_ties_keep_insertion_order() {
+        let values: Vec<u64> = (0..300u64).map(|i| (i * 7919) % 101).collect();
+        let order = rb_order(values.len(), |new, old| values[new].cmp(&values[old]));
+        let mut want: Vec<usize> = (0..values.len()).collect();
+        want.sort_by(|&a, &b| values[b].cmp(&values[a]));
+        assert_eq!(order, want);
+    }
+
+    #[test]
+    fn runs_break_where_a_chain_ends_or_branches() {
+        let mut g = Graphs::default();
+        let mut rank = HashMap::new();
+        let dso: Rc<str> = Rc::from("[kernel.kallsyms]");
+        let ids: Vec<u32> = (1..=4u64)
+            .map(|a| g.frame_id(&Frame::unsymbolized(a, &dso), a, &mut rank))
+            .collect();
+        let root = g.new_node(NONE);
+        // a→b→c (3), a→b (1), a→b→d (2): `a b` is one run, ending where a chain ends; c and d below it.
+        g.append(root, [ids[0], ids[1], ids[2]].into_iter(), 3);
+        g.append(root, [ids[0], ids[1]].into_iter(), 1);
+        g.append(root, [ids[0], ids[1], ids[3]].into_iter(), 2);
+        let tree = g.sorted(root, 0);
+        assert_eq!(
+            tree,
+            vec![node(
+                &["0x1", "0x2"],
+                6,
+                vec![node(&["0x3"], 3, vec![]), node(&["0x4"], 2, vec![])]
+            )]
+        );
+        // Under the 0.5% threshold of perf's default (here 3 of 6), d's node is dropped.
+        assert_eq!(
+            g.sorted(root, 3)[0].children,
+            vec![node(&["0x3"], 3, vec![])]
+        );
     }
 }

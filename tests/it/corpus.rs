@@ -26,8 +26,8 @@ const C10_ORDER: &str =
     "report: a JIT map's row says perf-PID.map (perf: [JIT] tid PID); an unresolved [vdso] IP not map-relative";
 const C10_GROUP: &str = "part C item 10: report does not show event groups as groups";
 const C10_COMM: &str = "part C item 10: report's comm not truncated as perf does";
-const C10_CHAIN: &str = "report: Children/Self done, but not perf's call-graph text under each row";
-const C10_BRANCH: &str = "part C item 10: report of branch-stack files gives other rows";
+const C10_BRANCH: &str =
+    "report: perf 6.1 defaults to branch mode (source/target rows) when the file has HEADER_BRANCH_STACK";
 const NO_PT: &str = "no Intel PT decoding";
 
 /// Known differences from perf 6.1 that other parts of issue 12 fix: (file, tool, who and why).
@@ -41,11 +41,9 @@ const EXPECTED_FAILURES: &[(&str, Tool, &str)] = &[
     ("perf.data.lost_samples-4.4", Tool::Report, C10_GROUP),
     ("perf.data.piped.header_feautres_group_desc-6.8", Tool::Report, C10_GROUP),
     ("perf.data.hybrid_topology", Tool::Report, C10_COMM),
-    ("perf.data.callgraph-3.4", Tool::Report, C10_CHAIN),
-    ("perf.data.callgraph-3.8", Tool::Report, C10_CHAIN),
-    ("perf.data.callgraph_and_branch-3.4", Tool::Report, C10_CHAIN),
-    ("perf.data.callgraph_and_branch-3.8", Tool::Report, C10_CHAIN),
-    ("perf.data.raw_callgraph_branch-3.4", Tool::Report, C10_CHAIN),
+    ("perf.data.callgraph_and_branch-3.4", Tool::Report, C10_BRANCH),
+    ("perf.data.callgraph_and_branch-3.8", Tool::Report, C10_BRANCH),
+    ("perf.data.raw_callgraph_branch-3.4", Tool::Report, C10_BRANCH),
     ("perf.data.branch-4.14", Tool::Report, C10_BRANCH),
     ("perf.data.branch_stack_hw_index", Tool::Report, C10_BRANCH),
     ("perf.data.branch_stack_spec", Tool::Report, C10_BRANCH),
@@ -215,7 +213,8 @@ impl Corpus {
     }
 }
 
-/// The rows of a `report --stdio` table: no `#` comments (header, totals, perf's random tip), no blank lines.
+/// The rows of a `report --stdio` table and the call graph under each: no `#` comments (header, totals, perf's
+/// random tip), no blank lines.
 fn report_rows(text: &str) -> String {
     text.lines()
         .filter(|l| !l.starts_with('#') && !l.trim().is_empty())

@@ -287,16 +287,20 @@ fn cpp_template_program_report_equals_perf_report_children_and_self() {
         "0.4",
     );
     let d = data.to_str().unwrap();
-    for (perf_mode, ours_mode) in [
-        ("--children", None),
-        ("--no-children", Some("--no-children")),
+    // Each mode with the call graph under every row (perf's default) and without (`-g none`).
+    for (perf_mode, ours_mode, graph) in [
+        ("--children", None, true),
+        ("--children", None, false),
+        ("--no-children", Some("--no-children"), true),
+        ("--no-children", Some("--no-children"), false),
     ] {
-        let theirs = perf_ok(
-            dir.path(),
-            &["report", "-i", d, "--stdio", perf_mode, "-g", "none"],
-        );
+        let none: &[&str] = if graph { &[] } else { &["-g", "none"] };
+        let mut theirs_args = vec!["report", "-i", d, "--stdio", perf_mode];
+        theirs_args.extend(none);
+        let theirs = perf_ok(dir.path(), &theirs_args);
         let mut args = vec!["report", "-i", d, "--stdio"];
         args.extend(ours_mode);
+        args.extend(none);
         let ours = bport::run(dir.path(), &args);
         assert_eq!(ours.code, Some(0), "{}", ours.transcript());
         let cpu = ours.stdout.find("of event 'cpu-clock");
@@ -306,6 +310,14 @@ fn cpp_template_program_report_equals_perf_report_children_and_self() {
             "{}",
             ours.stdout
         );
-        assert_same_lines(&strip_tip(&theirs), &strip_tip(&ours.stdout), perf_mode);
+        // The graph of a C++ template program: demangled template names in its frames.
+        assert_eq!(
+            ours.stdout.contains("---"),
+            graph,
+            "{perf_mode} graph {graph}: {}",
+            ours.stdout
+        );
+        let what = format!("{perf_mode} graph {graph}");
+        assert_same_lines(&strip_tip(&theirs), &strip_tip(&ours.stdout), &what);
     }
 }

@@ -396,6 +396,18 @@ impl<L: FileLookup> Samples<'_, L> {
         next
     }
 
+    /// From now on, keep the address of every frame of a sample ([`Samples::frame_addresses`]).
+    pub fn track_frame_addresses(&mut self) {
+        self.resolver.track_frame_addresses();
+    }
+
+    /// The address perf's callchain cursor holds for each frame of the sample just returned, in frame order:
+    /// the raw address (not map-relative), `return address − 1` for a DWARF-unwound caller. Empty unless
+    /// [`Samples::track_frame_addresses`] was called.
+    pub fn frame_addresses(&self) -> &[u64] {
+        self.resolver.frame_addresses()
+    }
+
     /// A frame reference as a frame (a deferred kernel frame is symbolized here).
     pub fn materialize(&mut self, r: FrameRef) -> Frame {
         self.resolver.materialize(r)
