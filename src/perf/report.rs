@@ -91,6 +91,13 @@ pub struct EventTable {
     pub rows: Vec<Row>,
     /// Whether the rows carry Children (else only Self, printed as Overhead).
     pub children: bool,
+    /// The longest comm among the threads of the rows as they are at the end of the file: perf sizes the
+    /// Command column by it (hist.c `hists__calc_col_len` takes `thread__comm_len`, the thread's last comm)
+    /// and cuts a row's comm, the one of its first sample, to that width.
+    pub comm_width: usize,
+    /// The least width of the Shared Object column: 16 when a row's symbol is unresolved and no DSO filter is
+    /// set (hist.c `hists__set_unres_dso_col_len`, room for an address), else 0.
+    pub dso_width: usize,
 }
 
 /// One row of a table.
@@ -151,12 +158,27 @@ impl ShortNames {
             .or_insert_with(|| {
                 if module {
                     Rc::from(module_short_name(&long))
+                } else if let Some(tid) = jit_map_tid(&long) {
+                    // dsos.c `dso__set_basename`: a JIT map's DSO is `[JIT] tid N`, whether or not the map
+                    // file exists.
+                    Rc::from(format!("[JIT] tid {tid}"))
                 } else {
                     Rc::from(long.rsplit('/').next().unwrap_or(&long))
                 }
             })
             .clone()
     }
+}
+
+/// The number in a `/tmp/perf-N.map` name, read as C's `sscanf("/tmp/perf-%d.map")` does (digits after an
+/// optional sign; what follows them does not matter).
+fn jit_map_tid(long: &str) -> Option<i64> {
+    let rest = long.strip_prefix("/tmp/perf-")?;
+    let digits = rest
+        .char_indices()
+        .find(|&(i, c)| !(c.is_ascii_digit() || i == 0 && (c == '-' || c == '+')))
+        .map_or(rest.len(), |(i, _)| i);
+    rest[..digits].parse().ok()
 }
 
 fn entry_key(
@@ -397,6 +419,8 @@ struct EntryAcc {
     max_depth: usize,
     /// Where `sort__sym_cmp` puts it: unresolved after resolved, then by symbol start or address.
     sym_order: (bool, u64),
+    /// Its first frame has no symbol (perf's `he->ms.sym` is NULL), whether or not symbols are a sort key.
+    unresolved: bool,
 }
 
 /// One event's table being summed.
@@ -432,6 +456,7 @@ impl Acc {
                     root,
                     tid: info.tid,
                     max_depth: 0,
+                    unresolved: frame.sym.is_none(),
                     sym_order: match &key.sym {
                         Some(SymKey::Addr(a)) => (true, *a),
                         _ => (false, start),
@@ -469,8 +494,9 @@ pub fn report(file: &PerfFile, options: &ReportOptions) -> Result<Vec<EventTable
     let mut names = ShortNames::default();
     // perf orders graph siblings of different DSOs by the address of their `struct dso`, that is by when
     // perf made it: those of the build-id table first, in its order, as it reads the header; the others as
-    // met.
+    // met. A frame without a map has a NULL DSO, below every other.
     let mut dso_rank: HashMap<Option<Rc<str>>, usize> = HashMap::new();
+    dso_rank.insert(None, 0);
     for entry in file.build_ids() {
         let next = dso_rank.len();
         dso_rank
@@ -602,6 +628,13 @@ pub fn report(file: &PerfFile, options: &ReportOptions) -> Result<Vec<EventTable
             // period, as perf computes it in doubles and truncates.
             let min_hit = (t.total_period as f64 * (0.5 / 100.0)) as u64;
             let graphs = &t.graphs;
+            let any_unresolved = t.entries.iter().any(|e| e.unresolved);
+            let comm_width = t
+                .entries
+                .iter()
+                .map(|e| it.thread_comm(e.tid).chars().count())
+                .max()
+                .unwrap_or(0);
             let mut rows: Vec<(Row, i32, usize, (bool, u64))> = t
                 .entries
                 .into_iter()
@@ -634,11 +667,23 @@ pub fn report(file: &PerfFile, options: &ReportOptions) -> Result<Vec<EventTable
                 event: t.event,
                 samples: t.samples,
                 total_period: t.total_period,
+                dso_width: if options.dsos.is_none() && any_unresolved {
+                    16
+                } else {
+                    0
+                },
                 rows,
                 children: options.children,
+                comm_width,
             }
         })
         .collect())
+}
+
+/// Whether a row's symbol text is an address (`[k] 0x…`, or `[k] 0000000000000000` for zero).
+fn unresolved_sym(v: &str) -> bool {
+    v.get(4..)
+        .is_some_and(|s| s.starts_with("0x") || s == "0000000000000000")
 }
 
 /// Whether a row's DSO is perf's NULL one (no map): sort.c's `cmp_null` puts it last.
@@ -968,7 +1013,16 @@ pub fn write_report(
                             SortKey::Sym => v.strip_suffix(" (inlined)").unwrap_or(v),
                             _ => v,
                         };
-                        v.chars().count()
+                        match k {
+                            SortKey::Comm => t.comm_width,
+                            // `%7d:` and the comm (sort.c `hist_entry__thread_snprintf`).
+                            SortKey::Pid => t.comm_width + 8,
+                            SortKey::Dso => v.chars().count().max(t.dso_width),
+                            // An unresolved symbol counts as `[k] 0x` and 16 digits, also `0` (printed
+                            // without `0x`).
+                            SortKey::Sym if unresolved_sym(v) => 22,
+                            SortKey::Sym => v.chars().count(),
+                        }
                     })
                     .max()
                     .unwrap_or(0)
@@ -1013,10 +1067,16 @@ pub fn write_report(
             }
             for ((v, &w), k) in row.keys.iter().zip(&widths).zip(sort) {
                 // sort.c pads every column with `%-*.*s` except the symbol, printed with `%-.*s`.
-                if *k == SortKey::Sym {
-                    write!(out, "  {v}")?;
-                } else {
-                    write!(out, "  {v:<w$}")?;
+                // The comm columns cut a longer comm: `%-*.*s`.
+                match k {
+                    SortKey::Sym => write!(out, "  {v}")?,
+                    SortKey::Comm => write!(out, "  {v:<w$.w$}")?,
+                    SortKey::Pid => {
+                        let (pid, comm) = v.split_at(v.find(':').map_or(0, |i| i + 1));
+                        let c = w.saturating_sub(8);
+                        write!(out, "  {pid}{comm:<c$.c$}")?;
+                    }
+                    SortKey::Dso => write!(out, "  {v:<w$}")?,
                 }
             }
             writeln!(out)?;
@@ -1062,6 +1122,8 @@ mod tests {
                 },
             ],
             children: false,
+            comm_width: 8,
+            dso_width: 0,
         };
         let mut out = Vec::new();
         write_report(&mut out, &[SortKey::Comm, SortKey::Dso, SortKey::Sym], &[t]).unwrap();

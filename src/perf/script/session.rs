@@ -396,6 +396,11 @@ impl<L: FileLookup> Samples<'_, L> {
         next
     }
 
+    /// The comm thread `tid` has now (after the last record read): its last COMM, else `:TID`.
+    pub fn thread_comm(&self, tid: i32) -> Rc<str> {
+        self.machine.comm_of(tid)
+    }
+
     /// From now on, keep the address of every frame of a sample ([`Samples::frame_addresses`]).
     pub fn track_frame_addresses(&mut self) {
         self.resolver.track_frame_addresses();
