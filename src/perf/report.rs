@@ -98,6 +98,67 @@ pub struct EventTable {
     /// The least width of the Shared Object column: 16 when a row's symbol is unresolved and no DSO filter is
     /// set (hist.c `hists__set_unres_dso_col_len`, room for an address), else 0.
     pub dso_width: usize,
+    /// For an event group's table (perf's group view): the total period of each member, leader first, each
+    /// the base of its own percentages; empty otherwise (`total_period` is the base then).
+    pub group_totals: Vec<u64>,
+}
+
+/// An event group of the file's GROUP_DESC feature.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EventGroup {
+    /// The group's name; `None` for an anonymous group (perf writes `{anon_group}`).
+    pub name: Option<String>,
+    /// The leader's attr index.
+    pub leader: usize,
+    /// Members, the leader included (attrs `leader..leader + members`).
+    pub members: usize,
+}
+
+/// The event groups of a file (header.c `process_group_desc`): a u32 count, then per group its name (a u32
+/// length and the NUL-padded text), the leader's index and the member count, in the file's byte order.
+/// Groups of one member and descriptions that do not fit the file's attrs are left out.
+pub fn event_groups(file: &PerfFile) -> Vec<EventGroup> {
+    use object::endian::Endian;
+    let Some((_, data)) = file
+        .features()
+        .other
+        .iter()
+        .find(|(id, _)| *id == crate::perf::abi::HEADER_GROUP_DESC)
+    else {
+        return Vec::new();
+    };
+    let e = file.endian();
+    let mut at = 0usize;
+    let u32_at = |at: &mut usize| -> Option<u32> {
+        let b: [u8; 4] = data.get(*at..*at + 4)?.try_into().ok()?;
+        *at += 4;
+        Some(e.read_u32(b))
+    };
+    let Some(nr) = u32_at(&mut at) else {
+        return Vec::new();
+    };
+    let mut groups = Vec::new();
+    for _ in 0..nr {
+        let Some(len) = u32_at(&mut at) else { break };
+        let Some(text) = data.get(at..at + len as usize) else {
+            break;
+        };
+        at += len as usize;
+        let end = text.iter().position(|&b| b == 0).unwrap_or(text.len());
+        let name = String::from_utf8_lossy(&text[..end]).into_owned();
+        let (Some(leader), Some(members)) = (u32_at(&mut at), u32_at(&mut at)) else {
+            break;
+        };
+        let (leader, members) = (leader as usize, members as usize);
+        if members > 1 && leader + members <= file.attrs().len() {
+            groups.push(EventGroup {
+                name: (name != "{anon_group}").then_some(name),
+                leader,
+                members,
+            });
+        }
+    }
+    groups
 }
 
 /// One row of a table.
@@ -112,6 +173,9 @@ pub struct Row {
     /// The call graph's top nodes, largest first, those at or above perf's 0.5% threshold (empty without a
     /// graph).
     pub graph: Vec<GraphNode>,
+    /// In an event group's table, the period of the samples of each member after the leader (`period` is the
+    /// leader's); empty otherwise.
+    pub members: Vec<u64>,
 }
 
 /// A node of a row's call graph: a run of frames no chain leaves or ends in before its last one (perf's
@@ -621,25 +685,24 @@ pub fn report(file: &PerfFile, options: &ReportOptions) -> Result<Vec<EventTable
         }
     }
     tables.sort_by_key(|t| t.attr_index);
-    Ok(tables
+    let mut staged: Vec<Staged> = tables
         .into_iter()
         .map(|t| {
             // hist.c's `output_resort`: a graph node needs `min_percent` (0.5) of the event's callchain
             // period, as perf computes it in doubles and truncates.
             let min_hit = (t.total_period as f64 * (0.5 / 100.0)) as u64;
             let graphs = &t.graphs;
-            let any_unresolved = t.entries.iter().any(|e| e.unresolved);
             let comm_width = t
                 .entries
                 .iter()
                 .map(|e| it.thread_comm(e.tid).chars().count())
                 .max()
                 .unwrap_or(0);
-            let mut rows: Vec<(Row, i32, usize, (bool, u64))> = t
+            let rows = t
                 .entries
                 .into_iter()
-                .map(|e| {
-                    let row = Row {
+                .map(|e| StagedRow {
+                    row: Row {
                         graph: if options.graph {
                             graphs.sorted(e.root, min_hit)
                         } else {
@@ -648,36 +711,172 @@ pub fn report(file: &PerfFile, options: &ReportOptions) -> Result<Vec<EventTable
                         keys: e.keys,
                         children: e.children,
                         period: e.period,
-                    };
-                    (row, e.tid, e.max_depth, e.sym_order)
+                        members: Vec::new(),
+                    },
+                    tid: e.tid,
+                    depth: e.max_depth,
+                    sym_order: e.sym_order,
+                    unresolved: e.unresolved,
                 })
                 .collect();
+            Staged {
+                attr_index: t.attr_index,
+                table: EventTable {
+                    event: t.event,
+                    samples: t.samples,
+                    total_period: t.total_period,
+                    rows: Vec::new(),
+                    children: options.children,
+                    comm_width,
+                    dso_width: 0,
+                    group_totals: Vec::new(),
+                },
+                rows,
+            }
+        })
+        .collect();
+    // perf 6.1 shows a file's event groups as groups (header.c sets `symbol_conf.event_group` when GROUP_DESC
+    // has one): one table per group, a column per member. Not with children, which this does not cover.
+    if !options.children {
+        for g in event_groups(file) {
+            staged = group_tables(staged, &g, sort, |i| it.event_name(i));
+        }
+    }
+    let by_depth = options.graph && options.children && sort.contains(&SortKey::Sym);
+    Ok(staged
+        .into_iter()
+        .map(|st| {
+            let mut table = st.table;
+            let mut rows = st.rows;
+            table.dso_width = if options.dsos.is_none() && rows.iter().any(|r| r.unresolved) {
+                16
+            } else {
+                0
+            };
             // perf's output order comes from inserting the entries, in the order of its collapsed tree, into
             // a red-black tree by `hist_entry__sort`, which is not a total order (see `output_cmp`): the same
             // insertions into the same tree give the same rows.
-            rows.sort_by(|a, b| collapse_cmp(sort, &a.0, a.3, &b.0, b.3));
-            let by_depth = options.graph && options.children && sort.contains(&SortKey::Sym);
+            rows.sort_by(|a, b| collapse_cmp(sort, &a.row, a.sym_order, &b.row, b.sym_order));
             let order = rb_order(rows.len(), |new, old| {
                 let (a, b) = (&rows[new], &rows[old]);
-                output_cmp(sort, by_depth, (&a.0, a.1, a.2), (&b.0, b.1, b.2))
+                output_cmp(
+                    sort,
+                    by_depth,
+                    (&a.row, a.tid, a.depth),
+                    (&b.row, b.tid, b.depth),
+                )
             });
-            let mut slots: Vec<Option<Row>> = rows.into_iter().map(|r| Some(r.0)).collect();
-            let rows: Vec<Row> = order.into_iter().filter_map(|i| slots[i].take()).collect();
-            EventTable {
-                event: t.event,
-                samples: t.samples,
-                total_period: t.total_period,
-                dso_width: if options.dsos.is_none() && any_unresolved {
-                    16
-                } else {
-                    0
-                },
-                rows,
-                children: options.children,
-                comm_width,
-            }
+            let mut slots: Vec<Option<Row>> = rows.into_iter().map(|r| Some(r.row)).collect();
+            table.rows = order.into_iter().filter_map(|i| slots[i].take()).collect();
+            table
         })
         .collect())
+}
+
+/// A table whose rows are not yet in perf's order.
+struct Staged {
+    attr_index: usize,
+    table: EventTable,
+    rows: Vec<StagedRow>,
+}
+
+/// A row with what perf's sort looks at besides its columns.
+struct StagedRow {
+    row: Row,
+    tid: i32,
+    depth: usize,
+    sym_order: (bool, u64),
+    unresolved: bool,
+}
+
+/// Folds the tables of group `g`'s members into one, in the leader's place (hist.c `hists__link`: an entry
+/// of a member that the leader lacks joins as a row with the leader's share 0). Its header counts every
+/// member's samples and period (builtin-report.c `hists__fprintf_nr_sample_events`) and names the group as
+/// `evsel__group_desc` does.
+fn group_tables(
+    staged: Vec<Staged>,
+    g: &EventGroup,
+    sort: &[SortKey],
+    name_of: impl Fn(usize) -> Option<Rc<str>>,
+) -> Vec<Staged> {
+    let in_group = |i: usize| (g.leader..g.leader + g.members).contains(&i);
+    if !staged.iter().any(|s| in_group(s.attr_index)) {
+        return staged;
+    }
+    let n = g.members - 1;
+    let names: Vec<String> = (g.leader..g.leader + g.members)
+        .map(|i| name_of(i).map(|n| n.to_string()).unwrap_or_default())
+        .collect();
+    let mut merged = Staged {
+        attr_index: g.leader,
+        table: EventTable {
+            event: format!(
+                "{} {{ {} }}",
+                g.name.as_deref().unwrap_or("anon group"),
+                names.join(", ")
+            ),
+            group_totals: vec![0; g.members],
+            ..EventTable::default()
+        },
+        rows: Vec::new(),
+    };
+    // Entries match as `hist_entry__cmp` compares them: by every key, a symbol without its level.
+    let key_of = |r: &Row| -> Vec<String> {
+        r.keys
+            .iter()
+            .zip(sort)
+            .map(|(v, k)| match k {
+                SortKey::Sym => v.get(4..).unwrap_or_default().to_owned(),
+                _ => v.clone(),
+            })
+            .collect()
+    };
+    let mut index: HashMap<Vec<String>, usize> = HashMap::new();
+    let mut rest = Vec::new();
+    let mut members: Vec<Staged> = Vec::new();
+    for st in staged {
+        if in_group(st.attr_index) {
+            members.push(st);
+        } else {
+            rest.push(st);
+        }
+    }
+    members.sort_by_key(|m| m.attr_index);
+    for m in members {
+        let slot = m.attr_index - g.leader;
+        let t = &mut merged.table;
+        t.samples += m.table.samples;
+        t.total_period += m.table.total_period;
+        t.group_totals[slot] = m.table.total_period;
+        t.comm_width = t.comm_width.max(m.table.comm_width);
+        t.children = m.table.children;
+        for mut r in m.rows {
+            let key = key_of(&r.row);
+            let period = r.row.period;
+            match index.get(&key) {
+                Some(&i) => {
+                    let row = &mut merged.rows[i].row;
+                    if slot == 0 {
+                        row.period = period;
+                    } else {
+                        row.members[slot - 1] = period;
+                    }
+                }
+                None => {
+                    r.row.members = vec![0; n];
+                    if slot > 0 {
+                        r.row.period = 0;
+                        r.row.members[slot - 1] = period;
+                    }
+                    index.insert(key, merged.rows.len());
+                    merged.rows.push(r);
+                }
+            }
+        }
+    }
+    rest.push(merged);
+    rest.sort_by_key(|s| s.attr_index);
+    rest
 }
 
 /// Whether a row's symbol text is an address (`[k] 0x…`, or `[k] 0000000000000000` for zero).
@@ -734,6 +933,8 @@ fn output_cmp(
             }
         })
         .then(a.period.cmp(&b.period))
+        // hist.c `__hpp__sort` of a group: then each member's share in turn.
+        .then_with(|| a.members.cmp(&b.members))
         .then_with(|| {
             sort.iter()
                 .enumerate()
@@ -993,8 +1194,9 @@ pub fn write_report(
         }
         writeln!(
             out,
-            "# Samples: {} of event '{}'",
+            "# Samples: {} of event{} '{}'",
             short_count(t.samples),
+            if t.group_totals.len() > 1 { "s" } else { "" },
             t.event
         )?;
         writeln!(out, "# Event count (approx.): {}", t.total_period)?;
@@ -1029,16 +1231,18 @@ pub fn write_report(
                     .max(k.header().len())
             })
             .collect();
+        // A group's Overhead column holds a value per member, 8 wide each (hist.c `hpp__width_fn`).
+        let overhead = 8 * t.group_totals.len().max(1);
         if t.children {
             write!(out, "# Children      Self")?;
         } else {
-            write!(out, "# Overhead")?;
+            write!(out, "# {:>overhead$}", "Overhead")?;
         }
         for (k, &w) in sort.iter().zip(&widths) {
             write!(out, "  {:<w$}", k.header())?;
         }
         writeln!(out)?;
-        write!(out, "# ........")?;
+        write!(out, "# {}", ".".repeat(overhead))?;
         if t.children {
             write!(out, "  ........")?;
         }
@@ -1062,8 +1266,22 @@ pub fn write_report(
                     pct(row.children),
                     pct(row.period)
                 )?;
-            } else {
+            } else if t.group_totals.is_empty() {
                 write!(out, "{:>9.2}%", pct(row.period))?;
+            } else {
+                // `" %*.2f%%"` per member, after the row's leading two spaces (hist.c `__hpp__fmt`).
+                write!(out, "  ")?;
+                for (v, total) in std::iter::once(&row.period)
+                    .chain(&row.members)
+                    .zip(&t.group_totals)
+                {
+                    let p = if *total == 0 {
+                        0.0
+                    } else {
+                        *v as f64 * 100.0 / *total as f64
+                    };
+                    write!(out, " {p:>6.2}%")?;
+                }
             }
             for ((v, &w), k) in row.keys.iter().zip(&widths).zip(sort) {
                 // sort.c pads every column with `%-*.*s` except the symbol, printed with `%-.*s`.
@@ -1108,7 +1326,7 @@ mod tests {
                     keys: vec!["chain-fp".into(), "chain-fp".into(), "[.] chain_c".into()],
                     children: 0,
                     period: 994,
-                    graph: Vec::new(),
+                    ..Row::default()
                 },
                 Row {
                     keys: vec![
@@ -1118,12 +1336,12 @@ mod tests {
                     ],
                     children: 0,
                     period: 6,
-                    graph: Vec::new(),
+                    ..Row::default()
                 },
             ],
             children: false,
             comm_width: 8,
-            dso_width: 0,
+            ..EventTable::default()
         };
         let mut out = Vec::new();
         write_report(&mut out, &[SortKey::Comm, SortKey::Dso, SortKey::Sym], &[t]).unwrap();

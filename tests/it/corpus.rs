@@ -22,7 +22,6 @@ enum Tool {
 
 // Why an entry is in a table (kept short so that each entry stays on one line).
 const VDSO: &str = "perf 6.1 names a hit [vdso] by its deleted temp copy /tmp/perf-vdso.so-XXXXXX";
-const C10_GROUP: &str = "part C item 10: report does not show event groups as groups";
 const C10_BRANCH: &str =
     "report: perf 6.1 defaults to branch mode (source/target rows) when the file has HEADER_BRANCH_STACK";
 const NO_PT: &str = "no Intel PT decoding";
@@ -30,9 +29,6 @@ const NO_PT: &str = "no Intel PT decoding";
 /// Known differences from perf 6.1 that other parts of issue 12 fix: (file, tool, who and why).
 #[rustfmt::skip]
 const EXPECTED_FAILURES: &[(&str, Tool, &str)] = &[
-    ("perf.data.group_desc-4.14", Tool::Report, C10_GROUP),
-    ("perf.data.lost_samples-4.4", Tool::Report, C10_GROUP),
-    ("perf.data.piped.header_feautres_group_desc-6.8", Tool::Report, C10_GROUP),
     ("perf.data.callgraph_and_branch-3.4", Tool::Report, C10_BRANCH),
     ("perf.data.callgraph_and_branch-3.8", Tool::Report, C10_BRANCH),
     ("perf.data.raw_callgraph_branch-3.4", Tool::Report, C10_BRANCH),

@@ -396,6 +396,11 @@ impl<L: FileLookup> Samples<'_, L> {
         next
     }
 
+    /// The name of event (attr) `attr_index` as perf prints it, when the file has that attr.
+    pub fn event_name(&self, attr_index: usize) -> Option<Rc<str>> {
+        self.events.get(attr_index).map(|e| e.name.clone())
+    }
+
     /// The comm thread `tid` has now (after the last record read): its last COMM, else `:TID`.
     pub fn thread_comm(&self, tid: i32) -> Rc<str> {
         self.machine.comm_of(tid)
