@@ -15,9 +15,10 @@ pub struct ReportArgs {
     #[arg(short, long, default_value = "perf.data")]
     pub input: PathBuf,
 
-    /// Sort keys (columns), comma-separated: comm, pid, dso, sym.
-    #[arg(short, long, default_value = "comm,dso,sym", value_delimiter = ',')]
-    pub sort: Vec<SortKey>,
+    /// Sort keys (columns), comma-separated: comm, pid, dso, sym (default comm,dso,sym); in branch mode comm,
+    /// dso_from, symbol_from, symbol_to, cycles (the default).
+    #[arg(short, long, value_delimiter = ',')]
+    pub sort: Option<Vec<SortKey>>,
 
     /// Only samples in these DSOs (short or full names), comma-separated.
     #[arg(long, value_delimiter = ',')]
@@ -44,6 +45,14 @@ pub struct ReportArgs {
     #[arg(long, overrides_with = "children")]
     pub no_children: bool,
 
+    /// A row per branch of the samples' branch stacks (perf's default when the file records branch stacks).
+    #[arg(short = 'b', long, overrides_with = "no_branch_stack")]
+    pub branch_stack: bool,
+
+    /// Rows by the samples' IPs even when the file records branch stacks.
+    #[arg(long, overrides_with = "branch_stack")]
+    pub no_branch_stack: bool,
+
     /// Call-graph text under each row: `graph` (perf's default, `graph,0.5,caller,function,percent` with
     /// children) or `none`.
     #[arg(short = 'g', long = "call-graph", value_parser = ["none", "graph"])]
@@ -63,16 +72,43 @@ pub fn run(args: ReportArgs) -> CliResult {
             .attrs()
             .iter()
             .any(|a| a.attr.sample_type & crate::perf::abi::PERF_SAMPLE_CALLCHAIN != 0);
+    // builtin-report.c: branch mode by default when the file has HEADER_BRANCH_STACK and no user stacks; it
+    // turns cumulation off.
+    let sample_types = file.attrs().iter().fold(0, |t, a| t | a.attr.sample_type);
+    let has_br_stack = file
+        .feature_ids()
+        .contains(&crate::perf::abi::HEADER_BRANCH_STACK)
+        && sample_types & crate::perf::abi::PERF_SAMPLE_STACK_USER == 0;
+    let branch = args.branch_stack || has_br_stack && !args.no_branch_stack;
+    let sort = match args.sort {
+        Some(s) => s,
+        None if branch => report::BRANCH_SORT.to_vec(),
+        None => vec![SortKey::Comm, SortKey::Dso, SortKey::Sym],
+    };
+    if let Some(k) = sort
+        .iter()
+        .find(|k| k.is_branch() != branch && **k != SortKey::Comm)
+    {
+        return Err(super::error::CliError::user(format!(
+            "sort key {k:?} needs {} (branch mode: comm, dso_from, symbol_from, symbol_to, cycles)",
+            if branch {
+                "the sample mode; this file's report is in branch mode (--no-branch-stack leaves it)"
+            } else {
+                "branch mode (--branch-stack, on a file with branch stacks)"
+            }
+        )));
+    }
     let options = ReportOptions {
         script,
-        sort: args.sort.clone(),
+        sort: sort.clone(),
         dsos: args.dsos,
-        children: has_callchains && !args.no_children,
-        graph: has_callchains && args.call_graph.as_deref() != Some("none"),
+        children: has_callchains && !args.no_children && !branch,
+        graph: has_callchains && args.call_graph.as_deref() != Some("none") && !branch,
+        branch,
     };
     let tables = report::report(&file, &options)?;
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
-    report::write_report(&mut out, &args.sort, &tables)?;
+    report::write_report(&mut out, &sort, &tables)?;
     std::io::Write::flush(&mut out)?;
     Ok(())
 }

@@ -22,19 +22,11 @@ enum Tool {
 
 // Why an entry is in a table (kept short so that each entry stays on one line).
 const VDSO: &str = "perf 6.1 names a hit [vdso] by its deleted temp copy /tmp/perf-vdso.so-XXXXXX";
-const C10_BRANCH: &str =
-    "report: perf 6.1 defaults to branch mode (source/target rows) when the file has HEADER_BRANCH_STACK";
 const NO_PT: &str = "no Intel PT decoding";
 
 /// Known differences from perf 6.1 that other parts of issue 12 fix: (file, tool, who and why).
 #[rustfmt::skip]
 const EXPECTED_FAILURES: &[(&str, Tool, &str)] = &[
-    ("perf.data.callgraph_and_branch-3.4", Tool::Report, C10_BRANCH),
-    ("perf.data.callgraph_and_branch-3.8", Tool::Report, C10_BRANCH),
-    ("perf.data.raw_callgraph_branch-3.4", Tool::Report, C10_BRANCH),
-    ("perf.data.branch-4.14", Tool::Report, C10_BRANCH),
-    ("perf.data.branch_stack_hw_index", Tool::Report, C10_BRANCH),
-    ("perf.data.branch_stack_spec", Tool::Report, C10_BRANCH),
 ];
 
 /// Differences kept on purpose: (file, tool, why). Each still gets the weaker check of [`deviation_holds`].
