@@ -215,6 +215,8 @@ pub struct Row {
     /// In an event group's table, the period of the samples of each member after the leader (`period` is the
     /// leader's); empty otherwise.
     pub members: Vec<u64>,
+    /// Likewise each member's Children (`children` is the leader's), with children.
+    pub members_children: Vec<u64>,
 }
 
 /// A node of a row's call graph: a run of frames no chain leaves or ends in before its last one (perf's
@@ -756,6 +758,7 @@ pub fn report(file: &PerfFile, options: &ReportOptions) -> Result<Vec<EventTable
                         children: e.children,
                         period: e.period,
                         members: Vec::new(),
+                        members_children: Vec::new(),
                     },
                     tid: e.tid,
                     depth: e.max_depth,
@@ -780,11 +783,9 @@ pub fn report(file: &PerfFile, options: &ReportOptions) -> Result<Vec<EventTable
         })
         .collect();
     // perf 6.1 shows a file's event groups as groups (header.c sets `symbol_conf.event_group` when GROUP_DESC
-    // has one): one table per group, a column per member. Not with children, which this does not cover.
-    if !options.children {
-        for g in event_groups(file) {
-            staged = group_tables(staged, &g, sort, |i| it.event_name(i));
-        }
+    // has one): one table per group, a column per member.
+    for g in event_groups(file) {
+        staged = group_tables(staged, &g, sort, |i| it.event_name(i));
     }
     let by_depth = options.graph && options.children && sort.contains(&SortKey::Sym);
     Ok(staged
@@ -902,15 +903,23 @@ fn group_tables(
                     let row = &mut merged.rows[i].row;
                     if slot == 0 {
                         row.period = period;
+                        row.children = r.row.children;
                     } else {
                         row.members[slot - 1] = period;
+                        row.members_children[slot - 1] = r.row.children;
                     }
                 }
                 None => {
                     r.row.members = vec![0; n];
+                    r.row.members_children = vec![0; n];
+                    // A member's entry the leader lacks has no callchain of the leader's to print.
                     if slot > 0 {
                         r.row.period = 0;
                         r.row.members[slot - 1] = period;
+                        r.row.members_children[slot - 1] = r.row.children;
+                        r.row.children = 0;
+                        r.row.graph.clear();
+                        r.depth = 0;
                     }
                     index.insert(key, merged.rows.len());
                     merged.rows.push(r);
@@ -1219,8 +1228,8 @@ fn write_graph_level(
 }
 
 /// Writes the tables as `perf report --stdio` prints them (without the random tip line).
-pub fn write_report(
-    out: &mut impl Write,
+pub fn write_report<W: Write>(
+    out: &mut W,
     sort: &[SortKey],
     tables: &[EventTable],
 ) -> io::Result<()> {
@@ -1283,10 +1292,10 @@ pub fn write_report(
                     .max(k.header().len())
             })
             .collect();
-        // A group's Overhead column holds a value per member, 8 wide each (hist.c `hpp__width_fn`).
+        // A group's columns hold a value per member, 8 wide each (hist.c `hpp__width_fn`).
         let overhead = 8 * t.group_totals.len().max(1);
         if t.children {
-            write!(out, "# Children      Self")?;
+            write!(out, "# {:>overhead$}  {:>overhead$}", "Children", "Self")?;
         } else {
             write!(out, "# {:>overhead$}", "Overhead")?;
         }
@@ -1296,7 +1305,7 @@ pub fn write_report(
         writeln!(out)?;
         write!(out, "# {}", ".".repeat(overhead))?;
         if t.children {
-            write!(out, "  ........")?;
+            write!(out, "  {}", ".".repeat(overhead))?;
         }
         for w in &widths {
             write!(out, "  {}", ".".repeat(*w))?;
@@ -1310,30 +1319,35 @@ pub fn write_report(
                 v as f64 * 100.0 / t.total_period as f64
             }
         };
+        // `" %*.2f%%"` per member, after the row's leading two spaces (hist.c `__hpp__fmt`).
+        let group_values = |out: &mut W, first: u64, rest: &[u64]| -> io::Result<()> {
+            for (v, total) in std::iter::once(&first).chain(rest).zip(&t.group_totals) {
+                let p = if *total == 0 {
+                    0.0
+                } else {
+                    *v as f64 * 100.0 / *total as f64
+                };
+                write!(out, " {p:>6.2}%")?;
+            }
+            Ok(())
+        };
         for row in &t.rows {
-            if t.children {
+            if !t.group_totals.is_empty() {
+                write!(out, "  ")?;
+                if t.children {
+                    group_values(out, row.children, &row.members_children)?;
+                    write!(out, "  ")?;
+                }
+                group_values(out, row.period, &row.members)?;
+            } else if t.children {
                 write!(
                     out,
                     "{:>9.2}%  {:>7.2}%",
                     pct(row.children),
                     pct(row.period)
                 )?;
-            } else if t.group_totals.is_empty() {
-                write!(out, "{:>9.2}%", pct(row.period))?;
             } else {
-                // `" %*.2f%%"` per member, after the row's leading two spaces (hist.c `__hpp__fmt`).
-                write!(out, "  ")?;
-                for (v, total) in std::iter::once(&row.period)
-                    .chain(&row.members)
-                    .zip(&t.group_totals)
-                {
-                    let p = if *total == 0 {
-                        0.0
-                    } else {
-                        *v as f64 * 100.0 / *total as f64
-                    };
-                    write!(out, " {p:>6.2}%")?;
-                }
+                write!(out, "{:>9.2}%", pct(row.period))?;
             }
             for (i, ((v, &w), k)) in row.keys.iter().zip(&widths).zip(sort).enumerate() {
                 // sort.c pads every column with `%-*.*s` except a symbol, printed with `%-.*s`, which hist.c
@@ -1362,7 +1376,9 @@ pub fn write_report(
                 let parent = if t.children { row.children } else { row.period };
                 // hist.c leaves out a top frame that repeats the row's symbol when the sort starts with it.
                 let skip_first = sort.first() == Some(&SortKey::Sym);
-                write_graph(out, &row.graph, t.total_period, parent, skip_first)?;
+                // A group's graph is its leader's, in shares of the leader's total.
+                let total = t.group_totals.first().copied().unwrap_or(t.total_period);
+                write_graph(out, &row.graph, total, parent, skip_first)?;
             }
         }
         writeln!(out)?;

@@ -244,6 +244,48 @@ fn vdso_frames_resolve_as_perf_does_with_and_without_a_recorded_build_id() {
     assert_same_lines(&perf, &ours, "file mode, build-id recorded, not cached");
 }
 
+/// Issue 12 item 10: an event group recorded by perf with callchains (`{cpu-clock,task-clock}`, so GROUP_DESC
+/// names it) shows as perf 6.1 shows groups by default: one table, "N of events 'anon group { … }'", a share per
+/// member in each of the Children and Self (or Overhead) columns, the leader's call graph under each row.
+#[test]
+fn cpp_template_program_event_group_report_equals_perf_report() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(exe) = build_templates(dir.path()) else {
+        return;
+    };
+    let data = record(
+        dir.path(),
+        "group",
+        &["-e", "{cpu-clock,task-clock}", "-F", "2000", "-g"],
+        &exe,
+        "0.3",
+    );
+    let d = data.to_str().unwrap();
+    for (sort, mode) in [
+        ("comm,dso,sym", "--children"),
+        ("comm,dso,sym", "--no-children"),
+        ("dso,sym", "--no-children"),
+    ] {
+        let args = ["report", "-i", d, "--stdio", "--sort", sort, mode];
+        let theirs = perf_ok(dir.path(), &args);
+        let ours = bport::run(dir.path(), &args);
+        assert_eq!(ours.code, Some(0), "{}", ours.transcript());
+        assert!(
+            ours.stdout
+                .contains("of events 'anon group { cpu-clock, task-clock }'"),
+            "no group table:\n{}",
+            ours.stdout
+        );
+        assert!(
+            ours.stdout.contains("---"),
+            "no call graph:\n{}",
+            ours.stdout
+        );
+        let what = format!("{sort} {mode}");
+        assert_same_lines(&strip_tip(&theirs), &strip_tip(&ours.stdout), &what);
+    }
+}
+
 /// perf's report text without the random "(Tip: …)" block it ends each table with (a named deviation:
 /// bport prints no tip).
 fn strip_tip(t: &str) -> String {
