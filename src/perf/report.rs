@@ -241,11 +241,11 @@ struct EntryKey {
     sym: Option<SymKey>,
 }
 
-/// A symbol as `sort__sym_cmp` tells symbols apart: by name (an inline node keeps its mark), or by address
-/// when unresolved; not by the `[k]`/`[.]` level.
+/// A symbol as `sort__sym_cmp` tells symbols apart: by name and start (an inline node by its name and mark),
+/// or by address when unresolved; not by the `[k]`/`[.]` level.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 enum SymKey {
-    Name(Rc<str>, bool),
+    Name(Rc<str>, bool, u64),
     Addr(u64),
 }
 
@@ -309,7 +309,16 @@ fn entry_key(
             SortKey::Dso => key.dso = Some(names.get(frame, kernel)),
             SortKey::Sym => {
                 key.sym = Some(match &frame.sym {
-                    Some(s) => SymKey::Name(s.clone(), frame.inlined),
+                    // The start tells apart symbols that print alike (`f` and its `f [clone .warm]`).
+                    Some(s) => SymKey::Name(
+                        s.clone(),
+                        frame.inlined,
+                        if frame.inlined {
+                            0
+                        } else {
+                            frame.addr.wrapping_sub(frame.offset)
+                        },
+                    ),
                     None => SymKey::Addr(frame.addr),
                 })
             }
@@ -330,8 +339,8 @@ fn entry_texts(sort: &[SortKey], key: &EntryKey, info: &SampleInfo, kernel: bool
                 let level = if kernel { 'k' } else { '.' };
                 match &key.sym {
                     // sort.c writes an inline node's name with its ` (inlined)` mark.
-                    Some(SymKey::Name(s, true)) => format!("[{level}] {s} (inlined)"),
-                    Some(SymKey::Name(s, false)) => format!("[{level}] {s}"),
+                    Some(SymKey::Name(s, true, _)) => format!("[{level}] {s} (inlined)"),
+                    Some(SymKey::Name(s, false, _)) => format!("[{level}] {s}"),
                     // `%-#.*llx`: C's `#` writes no `0x` before a zero.
                     Some(SymKey::Addr(0)) | None => format!("[{level}] {:016x}", 0),
                     Some(SymKey::Addr(a)) => format!("[{level}] {a:#018x}"),
@@ -959,7 +968,8 @@ fn collapse_cmp(
                 let (x, y) = (&a.keys[i], &b.keys[i]);
                 no_dso(x).cmp(&no_dso(y)).then(x.cmp(y))
             }
-            SortKey::Sym => a_sym.cmp(&b_sym),
+            // `_sort__addr_cmp`/`_sort__sym_cmp` take the sign of an s64 difference: addresses as signed.
+            SortKey::Sym => (a_sym.0, a_sym.1 as i64).cmp(&(b_sym.0, b_sym.1 as i64)),
             _ => a.keys[i].cmp(&b.keys[i]),
         })
         .find(|o| o.is_ne())
