@@ -79,6 +79,13 @@ pub fn run(args: ReportArgs) -> CliResult {
         .feature_ids()
         .contains(&crate::perf::abi::HEADER_BRANCH_STACK)
         && sample_types & crate::perf::abi::PERF_SAMPLE_STACK_USER == 0;
+    if args.branch_stack && sample_types & crate::perf::abi::PERF_SAMPLE_BRANCH_STACK == 0 {
+        // builtin-report.c's answer too.
+        return Err(super::error::CliError::user(format!(
+            "--branch-stack: {} has no branch data (record with `-b` or `-j any`)",
+            args.input.display()
+        )));
+    }
     let branch = args.branch_stack || has_br_stack && !args.no_branch_stack;
     let sort = match args.sort {
         Some(s) => s,
@@ -90,7 +97,9 @@ pub fn run(args: ReportArgs) -> CliResult {
         .find(|k| k.is_branch() != branch && **k != SortKey::Comm)
     {
         return Err(super::error::CliError::user(format!(
-            "sort key {k:?} needs {} (branch mode: comm, dso_from, symbol_from, symbol_to, cycles)",
+            "sort key `{}` needs {} (branch mode sorts by comm, dso_from, symbol_from, symbol_to, cycles; \
+             otherwise by comm, pid, dso, sym)",
+            k.name(),
             if branch {
                 "the sample mode; this file's report is in branch mode (--no-branch-stack leaves it)"
             } else {

@@ -69,6 +69,20 @@ impl SortKey {
         }
     }
 
+    /// The key's name on the command line (perf's).
+    pub fn name(self) -> &'static str {
+        match self {
+            SortKey::Comm => "comm",
+            SortKey::Pid => "pid",
+            SortKey::Dso => "dso",
+            SortKey::Sym => "sym",
+            SortKey::DsoFrom => "dso_from",
+            SortKey::SymFrom => "symbol_from",
+            SortKey::SymTo => "symbol_to",
+            SortKey::Cycles => "cycles",
+        }
+    }
+
     /// Whether the key is one of branch mode's.
     pub fn is_branch(self) -> bool {
         matches!(

@@ -398,3 +398,52 @@ fn corpus_pipe_files_with_symfs_only_keep_the_running_kernel_out() {
     }
     assert!(compared >= 10, "only {compared} pipe-mode files compared");
 }
+
+/// Branch mode and the sample mode sort by different keys: a key of the other mode, or `--branch-stack` on a
+/// file without branch stacks, is refused with the reason (exit 2), not answered with an empty table.
+#[test]
+fn corpus_report_refuses_sort_keys_of_the_other_mode() {
+    let corpus = corpus();
+    let path = |name: &str| {
+        let (_, p) = corpus.files.iter().find(|(n, _)| n == name).unwrap();
+        p.to_str().unwrap().to_owned()
+    };
+    let (branch, plain) = (path("perf.data.branch-4.14"), path("perf.data.busy.0-3.4"));
+    let cases: [(&[&str], &str); 3] = [
+        (
+            &["-i", &branch, "--sort", "comm,sym"],
+            "sort key `sym` needs the sample mode",
+        ),
+        (
+            &["-i", &plain, "--sort", "symbol_to"],
+            "sort key `symbol_to` needs branch mode",
+        ),
+        (&["-i", &plain, "-b"], "has no branch data"),
+    ];
+    for (args, want) in cases {
+        let mut all = vec!["report", "--stdio", "-q"];
+        all.extend_from_slice(args);
+        let out = bport::run(&corpus.home, &all);
+        assert_eq!(out.code, Some(2), "{args:?}: {}", out.transcript());
+        assert!(out.stderr.contains(want), "{args:?}: {}", out.stderr);
+        assert!(out.stdout.is_empty(), "{args:?}: {}", out.stdout);
+    }
+    // --no-branch-stack gives the sample mode's table for a branch file.
+    let out = bport::run(
+        &corpus.home,
+        &[
+            "report",
+            "--stdio",
+            "-q",
+            "-i",
+            &branch,
+            "--no-branch-stack",
+        ],
+    );
+    assert_eq!(out.code, Some(0), "{}", out.transcript());
+    assert!(
+        out.stdout.contains("# Overhead  Command  Shared Object"),
+        "{}",
+        out.stdout
+    );
+}
