@@ -3,8 +3,8 @@
 use super::script::open;
 use super::ui::Ui;
 use super::{CliError, CliResult};
-use crate::perf::archive;
 use crate::perf::script::Options;
+use crate::perf::tools::archive;
 use std::path::PathBuf;
 
 /// Arguments of `bport archive`.

@@ -2,8 +2,8 @@
 
 use super::script::{input_or_stdin, open};
 use super::CliResult;
-use crate::perf::archive;
 use crate::perf::script::Options;
+use crate::perf::tools::archive;
 use std::io::Write;
 use std::path::PathBuf;
 

@@ -3,7 +3,7 @@
 use super::script::{open, ScriptArgs};
 use super::ui::Ui;
 use super::{CliError, CliResult};
-use crate::perf::flame;
+use crate::perf::tools::flame;
 use std::io::Write;
 use std::path::PathBuf;
 

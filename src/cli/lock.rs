@@ -114,9 +114,16 @@ pub struct ContentionArgs {
     #[arg(short = 't', long = "threads", conflicts_with = "lock_addr")]
     pub threads: bool,
 
-    /// One line per lock address (with its symbol for global locks).
+    /// One line per lock address, named as perf's BPF mode names it: the waiter's mmap_lock or siglock,
+    /// a global lock's symbol (kernels with CONFIG_KALLSYMS_ALL), a CPU's rq_lock, else blank. The kernel
+    /// struct offsets come from /sys/kernel/btf/vmlinux; what a kernel lacks is only left unnamed.
     #[arg(short = 'l', long = "lock-addr")]
     pub lock_addr: bool,
+
+    /// One line per lock owner instead of per waiter (implies -t): for mutex and rwsem contention, the task
+    /// holding the lock when the wait began (pid -1 when there is none or its type has no owner, as spinlocks).
+    #[arg(short = 'o', long = "lock-owner", conflicts_with_all = ["lock_addr", "input"])]
+    pub lock_owner: bool,
 
     /// Only these lock types, comma-separated: spinlock, rwlock, rwsem, mutex, semaphore, rtmutex, rwlock-rt,
     /// percpu-rwsem, or a side such as rwsem:R, rwlock:W, pcpu-sem:R.
@@ -144,7 +151,11 @@ pub struct ContentionArgs {
     #[arg(long = "callstack")]
     pub callstack: bool,
 
-    /// Machine-readable output: fields separated by SEP, times in nanoseconds.
+    /// Machine-readable output (perf 6.4's form): a `# output:` line naming the columns, then one line per
+    /// entry, fields separated by SEP and a space: contended, total wait, max wait, avg wait (integer ns), then
+    /// type, caller (with --callstack, a stacktrace field: `0xADDR SYM` frames joined by `:`); pid, comm (or
+    /// owner) with -t or -o; address (hex), symbol, type (long name: rwsem) with -l. The same entries and values
+    /// as the normal report. SEP may not contain ':', '+' or '.' (they occur inside fields).
     #[arg(short = 'x', long = "field-separator", value_name = "SEP")]
     pub field_sep: Option<String>,
 
@@ -194,7 +205,7 @@ fn contention(args: ContentionArgs, ui: &Ui) -> CliResult {
             args.key
         ))
     })?;
-    let aggr = if args.threads {
+    let aggr = if args.threads || args.lock_owner {
         Aggr::Task
     } else if args.lock_addr {
         Aggr::Addr
@@ -229,6 +240,15 @@ fn contention(args: ContentionArgs, ui: &Ui) -> CliResult {
             .ok_or_else(|| CliError::from(lock::Error::BadLock { text: item.into() }))?;
         addrs.push(addr);
     }
+    if let Some(sep) = &args.field_sep {
+        // perf's rule: these already occur inside fields (rwsem:W, sym+0x1f, symbol.isra.0).
+        if sep.is_empty() || sep.contains([':', '+', '.']) {
+            return Err(CliError::user(format!(
+                "cannot use {sep:?} as the -x separator: it is empty or occurs in the fields (':' in types, \
+                 '+' in callers, '.' in symbols); use e.g. ',' or ';'"
+            )));
+        }
+    }
     let callstack = args.callstack || ui.verbose > 0;
     let ropts = ReportOptions {
         aggr,
@@ -239,6 +259,7 @@ fn contention(args: ContentionArgs, ui: &Ui) -> CliResult {
         callstack,
         field_sep: args.field_sep.clone(),
         quiet: ui.quiet,
+        owner: args.lock_owner,
     };
     if let Some(input) = &args.input {
         let filters = lock::file::FileFilters {
@@ -315,6 +336,7 @@ fn contention(args: ContentionArgs, ui: &Ui) -> CliResult {
         kernel,
         // `-a -- CMD`: system-wide while the command runs (perf's behaviour).
         system_wide: args.all_cpus,
+        owner: args.lock_owner,
     };
     let interrupted = crate::perf::record::sys::sigint_flag()?;
     let until = if !args.command.is_empty() {
@@ -336,7 +358,10 @@ fn contention(args: ContentionArgs, ui: &Ui) -> CliResult {
         Some(text) => report::Symbolizer::from_text(text),
         None => report::Symbolizer::running(),
     };
-    let rep = report::from_live(&outcome.stats, &sym, &ropts);
+    for note in &outcome.notes {
+        ui.status(format!("bport lock: {note}"));
+    }
+    let rep = report::from_live(&outcome.stats, &sym, &ropts, &outcome.rq_locks);
     let mut out = std::io::stdout().lock();
     report::write(&rep, &ropts, &mut out)?;
     if let Some(crate::perf::record::ChildExit::Code(code)) = outcome.exit {
@@ -403,6 +428,12 @@ fn fallback(
         }
         e
     };
+    if options.owner {
+        // The owner is read from the lock word when the wait begins; the tracepoints do not carry it.
+        return Err(denied(Some(
+            "-o reads lock owners in BPF; the tracepoints alone do not name them".into(),
+        )));
+    }
     let one = |ids: &[i32]| (ids.len() == 1).then(|| ids[0] as u32);
     let (all_cpus, pid, tid, mut command) = match &options.target {
         Target::All => (true, None, None, Vec::new()),

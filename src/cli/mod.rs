@@ -2,7 +2,7 @@
 //!
 //! This is the only layer that prints, prompts or exits. Each command file converts its arguments into the
 //! library's options, calls the library, and renders the outcome.
-//! Which exit code a library error gets is decided in one place, `error.rs` (a `From` impl per library error
+//! Which exit code a library error gets is decided in one place, `error/` (a `From` impl per library error
 //! type); command files pass errors on with `?` and may add a hint, and use `CliError::user` only for their own
 //! argument checks.
 

@@ -4,8 +4,8 @@
 
 use super::script::open;
 use super::CliResult;
-use crate::perf::report::{self, ReportOptions, SortKey};
 use crate::perf::script::Options;
+use crate::perf::tools::report::{self, ReportOptions, SortKey};
 use std::path::PathBuf;
 
 /// Arguments of `bport report`.

@@ -1,25 +1,24 @@
 //! The profiler: the kernel perf ABI table, the perf.data format (read and write), recording, unwinding,
-//! symbolization and perf-script-compatible output.
+//! symbolization, perf-script-compatible output and the tools that read a recording (`tools`: report, archive,
+//! flame graphs, dump).
 //!
 //! Vocabulary used throughout: an `avma` is an address in the profiled process, an `svma` an address as stated in
 //! the ELF file, a `file_offset` a position in the file. A frame is either an instruction pointer (the sampled IP)
 //! or a return address (every caller frame), and only return addresses are looked up at `address - 1`.
 //!
 //! Dependencies point down: `data` uses only `abi`; `record` writes through `data`; `script` reads through `data`
-//! and uses `unwind` and `symbols`; `unwind` and `symbols` never import `record`. Nothing here imports `backport`,
-//! `rerere` or `git`.
+//! and uses `unwind` and `symbols`; `unwind` and `symbols` never import `record`; `tools` reads through `script`
+//! and `data`, and nothing else here imports it. Nothing here imports `backport`, `rerere` or `git`.
 
 pub mod abi;
-pub mod archive;
 pub mod bpf;
 pub mod data;
-pub mod flame;
 pub mod lock;
 pub mod probe;
 pub mod record;
-pub mod report;
 pub mod script;
 pub mod symbols;
+pub mod tools;
 pub mod trace;
 pub mod unwind;
 pub mod workloads;

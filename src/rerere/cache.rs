@@ -12,6 +12,10 @@ use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 
+/// The subdirectory of a cache where bport keeps its modify/delete decisions (`decision.rs`), beside the
+/// rr-cache entries; the cache owns its layout, so the entry scan knows to pass it by.
+pub const DECISIONS_DIR: &str = "bport-decisions";
+
 /// Which file of a variant.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Image {
@@ -149,7 +153,7 @@ impl RrCache {
             })?;
             let path = dirent.path();
             let name = dirent.file_name();
-            if name == super::decision::DIR {
+            if name == DECISIONS_DIR {
                 continue; // bport's modify/delete decisions, not an rr-cache entry
             }
             if is_documentation(&name) && dirent.file_type().is_ok_and(|t| t.is_file()) {

@@ -7,14 +7,11 @@
 //! `<cache>/bport-decisions/<key>` holding `delete\n`, or `keep\n` followed by the kept file's content.
 //! Pending decisions of the current stop are tracked in `.git/BPORT_RERERE_DECISIONS`, in `MERGE_RR`'s format.
 
-use super::cache::{write_atomic, RrCache, Warning};
+use super::cache::{write_atomic, RrCache, Warning, DECISIONS_DIR as DIR};
 use super::Error;
 use git2::Oid;
 use sha1::{Digest, Sha1};
 use std::path::PathBuf;
-
-/// The directory name inside a cache.
-pub const DIR: &str = "bport-decisions";
 
 /// What the user did with a modify/delete conflict.
 #[derive(Clone, Debug, PartialEq, Eq)]

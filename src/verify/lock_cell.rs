@@ -110,6 +110,7 @@ pub fn run(version: &KernelVersion, workload_ms: u32) -> LockCell {
         &outcome.stats,
         &report::Symbolizer::running(),
         &ReportOptions::default(),
+        &outcome.rq_locks,
     );
     let mm: Vec<_> = rep
         .entries

@@ -1,6 +1,8 @@
 //! The module dependency rules of DESIGN.md ("Dependencies point down"), checked on the source text: a layer that
 //! names a module above it fails here, tests and `#[cfg(test)]` code included, so `perf` stays a library that could
-//! move into its own crate by moving a directory.
+//! move into its own crate by moving a directory. Inside the layers: only `cli/error/` chooses exit codes; the CLI
+//! names no perf.data record internals (formatting is `perf::tools`'); nothing in the engine imports
+//! `perf::tools`; `perf/data`'s files import each other as a tree.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -159,7 +161,7 @@ fn the_scan_sees_imports_and_ignores_comments_and_lookalikes() {
 }
 
 /// Lines of a command file that choose an error's exit code themselves (`CliError::new`, which takes a `Kind`),
-/// as (line, text); that choice belongs to `cli/error.rs` alone (issue 17).
+/// as (line, text); that choice belongs to the `cli/error/` folder alone (issue 17).
 fn inline_error_kinds(source: &str) -> Vec<(usize, String)> {
     source
         .lines()
@@ -170,13 +172,24 @@ fn inline_error_kinds(source: &str) -> Vec<(usize, String)> {
 }
 
 #[test]
-fn only_cli_error_rs_maps_errors_to_exit_codes() {
+fn only_cli_error_maps_errors_to_exit_codes() {
     let cli = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/cli");
+    let mapping = cli.join("error");
     let mut files = Vec::new();
     rust_files(&cli, &mut files);
     assert!(files.len() > 10, "the scan found the command files");
+    let (mappers, commands): (Vec<_>, Vec<_>) = files.iter().partition(|f| f.starts_with(&mapping));
+    // The exemption covers the folder that really maps errors, nothing else.
+    let mapped = mappers
+        .iter()
+        .filter(|f| !inline_error_kinds(&std::fs::read_to_string(f).unwrap()).is_empty())
+        .count();
+    assert!(
+        mapped >= 3,
+        "src/cli/error/ holds the From impls (found {mapped} files choosing kinds in {mappers:?})"
+    );
     let mut found = Vec::new();
-    for file in files.iter().filter(|f| !f.ends_with("error.rs")) {
+    for file in commands {
         let source = std::fs::read_to_string(file).unwrap();
         for (line, text) in inline_error_kinds(&source) {
             found.push(format!("{}:{line}: {text}", file.display()));
@@ -184,7 +197,7 @@ fn only_cli_error_rs_maps_errors_to_exit_codes() {
     }
     assert!(
         found.is_empty(),
-        "command files choose exit codes inline; add a From impl in src/cli/error.rs instead:\n{}",
+        "command files choose exit codes inline; add a From impl in src/cli/error/ instead:\n{}",
         found.join("\n")
     );
     assert_eq!(
@@ -337,4 +350,348 @@ fn the_cycle_check_finds_a_planted_loop_and_passes_a_tree() {
         find_cycle(&graph),
         Some(["a", "b", "c", "a"].map(String::from).to_vec())
     );
+}
+
+/// Every path that `source` names under `root` (e.g. `crate::perf::`), use-trees expanded: `use
+/// crate::perf::{data::{PerfFile, Record}, abi::*}` gives `data::PerfFile`, `data::Record`, `abi::*`; an inline
+/// `crate::perf::data::PerfFile::open(p)` gives `data::PerfFile::open`. Comment lines are skipped.
+fn paths_under(source: &str, root: &str) -> Vec<Vec<String>> {
+    let code: String = source
+        .lines()
+        .filter(|l| !l.trim_start().starts_with("//"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let mut paths = Vec::new();
+    for (at, _) in code.match_indices(root) {
+        let preceded_by_ident = code[..at]
+            .chars()
+            .next_back()
+            .is_some_and(|c| c.is_alphanumeric() || c == '_');
+        if !preceded_by_ident {
+            let tokens = use_tree_tokens(&code[at + root.len()..]);
+            expand_use_tree(&tokens, &mut 0, &mut Vec::new(), &mut paths);
+        }
+    }
+    paths
+}
+
+/// The tokens of the use-tree (or path) at the start of `text`: identifiers, `*`, `{`, `}`, `,`, stopping where the
+/// tree ends (`;`, `(`, `.`, an operator, …). `::` separators are dropped: a tree is a sequence of segments and
+/// groups.
+fn use_tree_tokens(text: &str) -> Vec<String> {
+    let mut tokens = Vec::new();
+    let mut depth = 0usize;
+    let mut chars = text.char_indices().peekable();
+    let mut after_segment = false;
+    while let Some(&(i, c)) = chars.peek() {
+        match c {
+            c if c.is_whitespace() => {
+                chars.next();
+            }
+            ':' if text[i..].starts_with("::") => {
+                chars.next();
+                chars.next();
+                after_segment = false;
+            }
+            c if (c.is_alphanumeric() || c == '_') && !after_segment => {
+                let ident: String = text[i..]
+                    .chars()
+                    .take_while(|c| c.is_alphanumeric() || *c == '_')
+                    .collect();
+                for _ in ident.chars() {
+                    chars.next();
+                }
+                // `X as Y`: Y is a local name, not a path.
+                if ident == "as" {
+                    after_segment = true;
+                    continue;
+                }
+                tokens.push(ident);
+                after_segment = true;
+            }
+            c if c.is_alphanumeric() || c == '_' => {
+                // The alias after `as`.
+                while chars
+                    .peek()
+                    .is_some_and(|&(_, c)| c.is_alphanumeric() || c == '_')
+                {
+                    chars.next();
+                }
+            }
+            '*' if !after_segment => {
+                tokens.push("*".into());
+                chars.next();
+                after_segment = true;
+            }
+            '{' => {
+                depth += 1;
+                tokens.push("{".into());
+                chars.next();
+                after_segment = false;
+            }
+            '}' if depth > 0 => {
+                depth -= 1;
+                tokens.push("}".into());
+                chars.next();
+                after_segment = true;
+                if depth == 0 {
+                    break;
+                }
+            }
+            ',' if depth > 0 => {
+                tokens.push(",".into());
+                chars.next();
+                after_segment = false;
+            }
+            _ => break,
+        }
+    }
+    tokens
+}
+
+fn expand_use_tree(
+    tokens: &[String],
+    at: &mut usize,
+    prefix: &mut Vec<String>,
+    out: &mut Vec<Vec<String>>,
+) {
+    let depth = prefix.len();
+    while let Some(token) = tokens.get(*at) {
+        match token.as_str() {
+            "{" => {
+                *at += 1;
+                while tokens.get(*at).is_some_and(|t| t != "}") {
+                    expand_use_tree(tokens, at, prefix, out);
+                    if tokens.get(*at).is_some_and(|t| t == ",") {
+                        *at += 1;
+                    }
+                }
+                *at += 1;
+                break;
+            }
+            "}" | "," => break,
+            segment => {
+                *at += 1;
+                if segment != "self" {
+                    prefix.push(segment.to_string());
+                }
+                let continues = tokens.get(*at).is_some_and(|t| t != "}" && t != ",");
+                if !continues {
+                    out.push(prefix.clone());
+                    break;
+                }
+            }
+        }
+    }
+    prefix.truncate(depth);
+}
+
+/// What `src/cli` may name of `perf::data` and `perf::abi`: opening a recording and reading a kernel version.
+/// Record layouts, ABI constants and their name tables are for the tools under `perf/tools` (and `script`) to
+/// format; a command file that needs them is doing engine work (issue 17: dump's formatter lived in `cli/dump.rs`).
+const CLI_MAY_NAME: &[(&str, &[&str])] = &[
+    ("data", &["PerfFile", "ReadError", "Warning"]),
+    ("abi", &["KernelVersion", "ParseKernelVersionError"]),
+];
+
+/// Known breaches, each to be removed when its file is fixed (the test fails while an entry is stale, so the list
+/// only shrinks): (file under src/cli, path).
+const CLI_KNOWN: &[(&str, &str)] = &[
+    // Whether perf report cumulates (Children/Self) is decided from the attrs in the command file; issue #12
+    // rewrites that file's body (call graphs), so the decision moves into perf::tools::report there.
+    ("report.rs", "abi::PERF_SAMPLE_CALLCHAIN"),
+];
+
+/// The paths under `crate::perf::` that `source` names outside [`CLI_MAY_NAME`], joined with `::`.
+fn cli_format_breaches(source: &str) -> Vec<String> {
+    paths_under(source, "crate::perf::")
+        .into_iter()
+        .filter(|p| {
+            let Some(allowed) = CLI_MAY_NAME
+                .iter()
+                .find(|(m, _)| *m == p[0])
+                .map(|(_, a)| a)
+            else {
+                return false;
+            };
+            // Naming the module itself (`use crate::perf::data;`) would let anything of it through.
+            p.get(1)
+                .is_none_or(|item| !allowed.contains(&item.as_str()))
+        })
+        .map(|p| p.join("::"))
+        .collect()
+}
+
+#[test]
+fn the_cli_formats_no_perf_data_records_itself() {
+    let cli = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/cli");
+    let mut files = Vec::new();
+    rust_files(&cli, &mut files);
+    let mut found = Vec::new();
+    let mut seen_known = Vec::new();
+    let mut allowed_uses = 0;
+    for file in &files {
+        let source = std::fs::read_to_string(file).unwrap();
+        allowed_uses += paths_under(&source, "crate::perf::")
+            .iter()
+            .filter(|p| p[0] == "data")
+            .count();
+        let name = file
+            .strip_prefix(&cli)
+            .unwrap()
+            .to_string_lossy()
+            .to_string();
+        for breach in cli_format_breaches(&source) {
+            if CLI_KNOWN.contains(&(name.as_str(), breach.as_str())) {
+                seen_known.push((name.clone(), breach));
+            } else {
+                found.push(format!("src/cli/{name} names crate::perf::{breach}"));
+            }
+        }
+    }
+    assert!(
+        allowed_uses >= 3,
+        "the scan sees the command files open recordings through perf::data::PerfFile"
+    );
+    assert!(
+        found.is_empty(),
+        "command files that name perf.data record internals or ABI constants; format in perf::tools (or add \
+         what they need to its API) instead:\n{}",
+        found.join("\n")
+    );
+    for (file, path) in CLI_KNOWN {
+        assert!(
+            seen_known.iter().any(|(f, p)| f == file && p == path),
+            "src/cli/{file} no longer names crate::perf::{path}: remove it from CLI_KNOWN"
+        );
+    }
+}
+
+#[test]
+fn the_cli_format_scan_expands_use_trees_and_sees_breaches() {
+    let source = "use crate::perf::data::{PerfFile, ReadError};\n\
+                  use crate::perf::abi::{table, *};\n\
+                  // crate::perf::data::Record in a comment\n\
+                  use crate::perf::{\n    data::{Record as R, self},\n    tools::dump,\n};\n\
+                  let f = crate::perf::data::PerfFile::open(p)?;\n\
+                  let v: crate::perf::abi::KernelVersion = s.parse()?;\n\
+                  if x & crate::perf::abi::PERF_SAMPLE_CALLCHAIN != 0 {}\n\
+                  let y = notcrate::perf::data::Record::Sample;\n";
+    let joined: Vec<String> = paths_under(source, "crate::perf::")
+        .iter()
+        .map(|p| p.join("::"))
+        .collect();
+    assert_eq!(
+        joined,
+        [
+            "data::PerfFile",
+            "data::ReadError",
+            "abi::table",
+            "abi::*",
+            "data::Record",
+            "data",
+            "tools::dump",
+            "data::PerfFile::open",
+            "abi::KernelVersion",
+            "abi::PERF_SAMPLE_CALLCHAIN",
+        ]
+    );
+    assert_eq!(
+        cli_format_breaches(source),
+        [
+            "abi::table",
+            "abi::*",
+            "data::Record",
+            "data",
+            "abi::PERF_SAMPLE_CALLCHAIN"
+        ]
+    );
+}
+
+/// Nothing under `src/perf` outside `perf/tools` names `perf::tools`: the tools read through `script` and `data`
+/// and sit on top, so they can change (or be dropped) without touching the engine.
+#[test]
+fn only_the_cli_uses_the_perf_tools() {
+    let perf = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/perf");
+    let tools = perf.join("tools");
+    assert!(tools.join("report.rs").is_file() && tools.join("dump.rs").is_file());
+    let mut files = Vec::new();
+    rust_files(&perf, &mut files);
+    let mut found = Vec::new();
+    for file in files.iter().filter(|f| !f.starts_with(&tools)) {
+        let source = std::fs::read_to_string(file).unwrap();
+        let by_path = paths_under(&source, "crate::perf::")
+            .iter()
+            .any(|p| p[0] == "tools");
+        let by_super = source
+            .lines()
+            .filter(|l| !l.trim_start().starts_with("//"))
+            .any(|l| l.contains("super::tools"));
+        if by_path || by_super {
+            found.push(file.display().to_string());
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "engine modules that import perf::tools (a tool above them): {found:?}"
+    );
+}
+
+/// Folders whose files still import each other in a loop, as (folder, the modules on the loop), each to be removed
+/// when it is untangled (a stale entry fails the test, so the list only shrinks). Both sit in areas other issues
+/// are rewriting as this is written, so they were left to them.
+const KNOWN_LOOPS: &[(&str, &[&str])] = &[
+    // matcher names `state::oid_hex` (a serde helper) for its plan entries, state stores the plan, the plan
+    // carries matcher's verdicts: `oid_hex` wants a module of its own (issue #16 is reworking backport).
+    ("backport", &["matcher", "plan", "state"]),
+    // format calls `mem::write` for the memory columns; mem takes format's field set (issue #12 item 2).
+    ("perf/script", &["format", "mem"]),
+];
+
+/// Every folder under src, the part's own files import each other as a tree (issue 17, "Must show"); `perf/data`
+/// has its own test above with a check that the scan sees its imports.
+#[test]
+fn no_folder_imports_itself_in_a_loop() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut dirs = Vec::new();
+    let mut pending = vec![src.clone()];
+    while let Some(dir) = pending.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                dirs.push(path.clone());
+                pending.push(path);
+            }
+        }
+    }
+    dirs.sort();
+    assert!(dirs.len() > 15, "the scan found the folders: {dirs:?}");
+    let mut problems = Vec::new();
+    for dir in &dirs {
+        let rel = dir
+            .strip_prefix(&src)
+            .unwrap()
+            .to_string_lossy()
+            .to_string();
+        let graph = sibling_imports(dir, &format!("crate::{}", rel.replace('/', "::")));
+        let known = KNOWN_LOOPS.iter().find(|(f, _)| *f == rel).map(|(_, m)| *m);
+        match (find_cycle(&graph), known) {
+            (None, None) => {}
+            (None, Some(_)) => problems.push(format!(
+                "src/{rel} no longer has its known loop: remove it from KNOWN_LOOPS"
+            )),
+            (Some(cycle), known) => {
+                let mut on_loop: Vec<&str> = cycle.iter().map(String::as_str).collect();
+                on_loop.sort();
+                on_loop.dedup();
+                if known != Some(&on_loop[..]) {
+                    problems.push(format!(
+                        "src/{rel}: files import each other in a loop: {}",
+                        cycle.join(" → ")
+                    ));
+                }
+            }
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
 }

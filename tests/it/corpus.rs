@@ -118,9 +118,8 @@ fn corpus() -> Corpus {
         .map(|name| {
             let packed =
                 std::fs::File::open(Path::new(FIXTURES).join(format!("{name}.zst"))).unwrap();
-            let mut decoder =
-                ruzstd::decoding::StreamingDecoder::new(std::io::BufReader::new(packed))
-                    .unwrap_or_else(|e| panic!("{name}.zst: {e}"));
+            let mut decoder = zstd::stream::read::Decoder::new(packed)
+                .unwrap_or_else(|e| panic!("{name}.zst: {e}"));
             let path = dir.path().join(&name);
             let mut out = std::fs::File::create(&path).unwrap();
             std::io::copy(&mut decoder, &mut out).unwrap_or_else(|e| panic!("{name}.zst: {e}"));

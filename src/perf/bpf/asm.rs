@@ -97,6 +97,12 @@ pub enum Helper {
     GetCurrentPidTgid = 14,
     GetCurrentComm = 16,
     GetStackid = 27,
+    /// The current `task_struct` as a plain number (4.8).
+    GetCurrentTask = 35,
+    /// Copy kernel memory that may fault (5.5).
+    ProbeReadKernel = 113,
+    /// A per-CPU variable's address on a CPU (5.10; needs the variable's BTF id).
+    PerCpuPtr = 153,
 }
 
 /// A jump target; make one with [`Asm::label`], place it with [`Asm::bind`].
@@ -154,6 +160,7 @@ const EXIT: u8 = 0x90;
 const JA: u8 = 0x00;
 /// `src_reg` of a 64-bit immediate load whose immediate is a map descriptor.
 const PSEUDO_MAP_FD: u8 = 1;
+const PSEUDO_BTF_ID: u8 = 3;
 
 /// Why a program could not be assembled.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -253,6 +260,15 @@ impl Asm {
     pub fn ld_map_fd(&mut self, dst: Reg, fd: i32) -> &mut Self {
         let mut first = Insn::new(LD | IMM | Size::DW.bits(), dst, Reg::R0, 0, fd);
         first.regs |= PSEUDO_MAP_FD << 4;
+        self.push(first);
+        self.push(Insn::new(0, Reg::R0, Reg::R0, 0, 0))
+    }
+
+    /// `dst = &kernel variable` by its id in the kernel's BTF (`BPF_PSEUDO_BTF_ID`, 5.10): the kernel resolves
+    /// the address through kallsyms, so a variable kallsyms does not list is refused at load.
+    pub fn ld_btf_id(&mut self, dst: Reg, btf_id: u32) -> &mut Self {
+        let mut first = Insn::new(LD | IMM | Size::DW.bits(), dst, Reg::R0, 0, btf_id as i32);
+        first.regs |= PSEUDO_BTF_ID << 4;
         self.push(first);
         self.push(Insn::new(0, Reg::R0, Reg::R0, 0, 0))
     }

@@ -20,6 +20,7 @@ const BPF_MAP_UPDATE_ELEM: i32 = 2;
 const BPF_MAP_DELETE_ELEM: i32 = 3;
 const BPF_MAP_GET_NEXT_KEY: i32 = 4;
 const BPF_PROG_LOAD: i32 = 5;
+const BPF_PROG_TEST_RUN: i32 = 10;
 const BPF_RAW_TRACEPOINT_OPEN: i32 = 17;
 
 /// `BPF_PROG_TYPE_RAW_TRACEPOINT`: attaches by tracepoint name without BTF (4.17).
@@ -253,6 +254,17 @@ impl ProgFd {
     /// The raw descriptor.
     pub fn raw(&self) -> RawFd {
         self.0.as_raw_fd()
+    }
+
+    /// Runs a raw-tracepoint program once, with no arguments, on the calling CPU (`BPF_PROG_TEST_RUN`, 5.10
+    /// for raw tracepoints); returns its return value.
+    pub fn test_run(&self) -> io::Result<u32> {
+        let mut attr = Attr::new();
+        attr.u32(0, self.raw() as u32);
+        bpf(BPF_PROG_TEST_RUN, &mut attr)?;
+        Ok(u32::from_ne_bytes(
+            attr.0[4..8].try_into().expect("4 bytes in range"),
+        ))
     }
 }
 

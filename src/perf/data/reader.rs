@@ -53,6 +53,8 @@ pub struct PerfFile {
     /// (`process_event_desc` looks each up among the events it has), so a stream that sends its features
     /// first, as `perf record -o -` does, has its events named from their attrs.
     named_by_event_desc: Option<usize>,
+    /// Pipe mode: how many of the build-ids came before the first kernel record (see [`PerfFile::leading_build_ids`]).
+    leading_build_ids: usize,
     warnings: Vec<Warning>,
 }
 
@@ -64,6 +66,70 @@ impl std::fmt::Debug for PerfFile {
             .field("pipe", &self.pipe)
             .field("attrs", &self.attrs)
             .finish_non_exhaustive()
+    }
+}
+
+/// The file-mode `perf_file_header` past its magic and size: where the attrs and data are, and which feature
+/// sections follow the data.
+struct FileHeader {
+    attr_size: u64,
+    attrs_off: u64,
+    attrs_size: u64,
+    data_off: u64,
+    data_size: u64,
+    /// HEADER_FEAT_BITS bits, one per feature section present; all clear in a 72-byte (pre-features) header.
+    bitmap: [u64; 4],
+}
+
+impl FileHeader {
+    /// Reads the header of `size` bytes (checked against the file) at the start of `bytes`.
+    fn read<E: Endian>(
+        bytes: &[u8],
+        size: u64,
+        endian: E,
+        warnings: &mut Vec<Warning>,
+    ) -> Result<Self, ReadError> {
+        let len = bytes.len() as u64;
+        // perf itself accepts only 104 (and 72 before features); a larger header from a newer writer keeps the
+        // fields we know at the same offsets.
+        if size < 72 {
+            return Err(ReadError::invalid(
+                "perf.data header",
+                8,
+                format!("header size {size} is neither 16 (pipe mode) nor at least 72 (file mode)"),
+            ));
+        }
+        if size > len {
+            return Err(ReadError::Truncated {
+                what: "perf.data header",
+                offset: 0,
+                needed: size,
+                available: len,
+            });
+        }
+        if size != PERF_FILE_HEADER_SIZE && size != 72 {
+            warn(warnings, Some(8), format!("header size {size} is larger than the 104 bytes perf writes; extra bytes ignored"));
+        }
+        let mut c = Cursor::new(bytes, 0, endian, "perf.data header");
+        let _magic_and_size = (c.u64()?, c.u64()?);
+        let attr_size = c.u64()?;
+        let (attrs_off, attrs_size) = (c.u64()?, c.u64()?);
+        let (data_off, data_size) = (c.u64()?, c.u64()?);
+        let _event_types = (c.u64()?, c.u64()?);
+        let mut bitmap = [0u64; 4];
+        if size >= PERF_FILE_HEADER_SIZE {
+            for w in &mut bitmap {
+                *w = c.u64()?;
+            }
+        }
+        Ok(FileHeader {
+            attr_size,
+            attrs_off,
+            attrs_size,
+            data_off,
+            data_size,
+            bitmap,
+        })
     }
 }
 
@@ -144,6 +210,7 @@ impl PerfFile {
             features: Features::default(),
             feature_ids: Vec::new(),
             named_by_event_desc: None,
+            leading_build_ids: 0,
             warnings: Vec::new(),
         };
         match endian {
@@ -154,8 +221,9 @@ impl PerfFile {
         Ok(file)
     }
 
+    /// The header phases in the order the file lays them out: the fixed header (pipe mode stops there and
+    /// scans its records instead), the attrs, the data range, the feature sections.
     fn parse_headers<E: Endian>(&mut self, endian: E) -> Result<(), ReadError> {
-        let len = self.src.bytes.len() as u64;
         let mut c = Cursor::new(&self.src.bytes[..], 0, endian, "perf.data header");
         c.u64()?;
         let size = c.u64()?;
@@ -167,38 +235,22 @@ impl PerfFile {
             self.src.stated_data_end = self.src.data_end as u64;
             return self.prescan_pipe(endian);
         }
-        // perf itself accepts only 104 (and 72 before features); a larger header from a newer writer keeps the
-        // fields we know at the same offsets.
-        if size < 72 {
-            return Err(ReadError::invalid(
-                "perf.data header",
-                8,
-                format!("header size {size} is neither 16 (pipe mode) nor at least 72 (file mode)"),
-            ));
+        let header = FileHeader::read(&self.src.bytes, size, endian, &mut self.warnings)?;
+        self.read_attrs(&header, endian)?;
+        if self.place_data(&header, endian)? {
+            self.read_features(&header, endian);
         }
-        if size > len {
-            return Err(ReadError::Truncated {
-                what: "perf.data header",
-                offset: 0,
-                needed: size,
-                available: len,
-            });
-        }
-        if size != PERF_FILE_HEADER_SIZE && size != 72 {
-            warn(&mut self.warnings, Some(8), format!("header size {size} is larger than the 104 bytes perf writes; extra bytes ignored"));
-        }
-        let attr_size = c.u64()?;
-        let (attrs_off, attrs_size) = (c.u64()?, c.u64()?);
-        let (data_off, data_size) = (c.u64()?, c.u64()?);
-        let _event_types = (c.u64()?, c.u64()?);
-        let mut bitmap = [0u64; 4];
-        if size >= PERF_FILE_HEADER_SIZE {
-            for w in &mut bitmap {
-                *w = c.u64()?;
-            }
-        }
+        Ok(())
+    }
 
-        // Attrs.
+    /// The attrs section: each attr read by its own size, then its ids section.
+    fn read_attrs<E: Endian>(&mut self, header: &FileHeader, endian: E) -> Result<(), ReadError> {
+        let FileHeader {
+            attr_size,
+            attrs_off,
+            attrs_size,
+            ..
+        } = *header;
         if attr_size == 0 {
             return Err(ReadError::invalid("perf.data header", 16, "attr_size is 0"));
         }
@@ -233,8 +285,20 @@ impl PerfFile {
                 name: None,
             });
         }
+        Ok(())
+    }
 
-        // Data.
+    /// Where the records are: the stated data range, cut to the file when the header overstates it or when a
+    /// killed `perf record` left the size at 0. Returns whether the feature sections can follow the data (not when
+    /// the data itself is cut).
+    fn place_data<E: Endian>(&mut self, header: &FileHeader, endian: E) -> Result<bool, ReadError> {
+        let len = self.src.bytes.len() as u64;
+        let FileHeader {
+            data_off,
+            data_size,
+            bitmap,
+            ..
+        } = *header;
         if data_off > len {
             return Err(ReadError::OutsideFile {
                 what: "data",
@@ -280,11 +344,21 @@ impl PerfFile {
         self.src.data_start = data_off as usize;
         self.src.data_end = data_end as usize;
 
-        // Features: one section per set bit, ascending, right after the data (so a file cut in its data has none,
-        // which the warning above says).
-        if killed || data_end_stated > len {
-            return Ok(());
-        }
+        // The features come right after the data, so a file cut in its data has none, which the warning above
+        // says.
+        Ok(!killed && data_end_stated <= len)
+    }
+
+    /// The feature sections: one per set bit, ascending, located by the table right after the data. A section that
+    /// cannot be read is skipped with a warning; the file stays readable.
+    fn read_features<E: Endian>(&mut self, header: &FileHeader, endian: E) {
+        let len = self.src.bytes.len() as u64;
+        let FileHeader {
+            data_off,
+            data_size,
+            bitmap,
+            ..
+        } = *header;
         let table_at = data_off.saturating_add(data_size);
         let mut tc = Cursor::new(
             self.src
@@ -364,13 +438,13 @@ impl PerfFile {
                 ),
             );
         }
-        Ok(())
     }
 
     /// Pipe mode: attrs and features arrive as records; collect them before iteration so `attrs()` and
     /// `features()` are complete up front.
     fn prescan_pipe<E: Endian>(&mut self, endian: E) -> Result<(), ReadError> {
         let mut pos = self.src.data_start;
+        let mut kernel_record_seen = false;
         // Framing errors end the scan; the record iterator reports them after the records before them.
         while let Ok(Some(RawRec {
             ty,
@@ -443,7 +517,14 @@ impl PerfFile {
                 }
                 PERF_RECORD_HEADER_BUILD_ID => parse_build_id(h.1, body, at + 8, endian).map(|b| {
                     self.features.build_ids.push(b);
+                    if !kernel_record_seen {
+                        self.leading_build_ids = self.features.build_ids.len();
+                    }
                 }),
+                ty if ty < PERF_RECORD_USER_TYPE_START => {
+                    kernel_record_seen = true;
+                    Ok(())
+                }
                 _ => Ok(()),
             };
             if let Err(e) = r {
@@ -542,6 +623,13 @@ impl PerfFile {
     /// Build-ids from the BUILD_ID feature (or pipe-mode HEADER_BUILD_ID records).
     pub fn build_ids(&self) -> &[super::BuildIdEntry] {
         &self.features.build_ids
+    }
+
+    /// Pipe mode: the first `n` of [`Self::build_ids`] came before any kernel record. perf's reader meets
+    /// HEADER_BUILD_ID records as it reads them, so those DSOs exist before the kernel's and any mapped one (the
+    /// order `buildid-list` prints them in).
+    pub fn leading_build_ids(&self) -> &[super::BuildIdEntry] {
+        &self.features.build_ids[..self.leading_build_ids.min(self.features.build_ids.len())]
     }
 
     /// File range of the data section.

@@ -1109,8 +1109,7 @@ fn zstd_compressed_records_are_read_in_place() {
         let layout = r.meta().attr_index.map(|i| &layouts[i]);
         plain.extend(codec::encode(r, layout, object::endian::LittleEndian).unwrap());
     }
-    let z =
-        ruzstd::encoding::compress_to_vec(&plain[..], ruzstd::encoding::CompressionLevel::Fastest);
+    let z = zstd::bulk::compress(&plain[..], 1).unwrap();
     let (first, second) = z.split_at(z.len() / 2);
     let mut w = PerfFileWriter::new(IoCursor::new(Vec::new()), WriterOptions::default()).unwrap();
     w.add_attr(&attr0(), &[7]).unwrap();
@@ -1176,8 +1175,7 @@ fn compressed2_records_are_read_too() {
     let inner = all_records()[..1].to_vec();
     let layout = sample::SampleLayout::of(&attr0());
     let plain = codec::encode(&inner[0], Some(&layout), object::endian::LittleEndian).unwrap();
-    let z =
-        ruzstd::encoding::compress_to_vec(&plain[..], ruzstd::encoding::CompressionLevel::Fastest);
+    let z = zstd::bulk::compress(&plain[..], 1).unwrap();
     // `u64 data_size`, the data, then padding to 8 bytes that data_size leaves out.
     let mut body = (z.len() as u64).to_le_bytes().to_vec();
     body.extend_from_slice(&z);

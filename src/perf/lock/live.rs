@@ -9,6 +9,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+use super::layout::Layout;
 use super::progs::{self, Aggr, Maps, ProgConfig};
 use super::Error;
 use crate::perf::abi::KernelVersion;
@@ -51,6 +52,8 @@ pub struct LiveOptions {
     pub kernel: Option<KernelVersion>,
     /// With a command: count every task while it runs (`-a -- CMD`), not only the command's.
     pub system_wide: bool,
+    /// With [`Aggr::Task`]: one entry per lock owner instead of per waiter (perf's `-o`).
+    pub owner: bool,
 }
 
 impl Default for LiveOptions {
@@ -66,6 +69,7 @@ impl Default for LiveOptions {
             addrs: Vec::new(),
             kernel: None,
             system_wide: false,
+            owner: false,
         }
     }
 }
@@ -106,6 +110,10 @@ pub struct LiveOutcome {
     pub interrupted: bool,
     /// How long the programs were attached.
     pub elapsed: Duration,
+    /// The run-queue locks, one per possible CPU (with [`Aggr::Addr`], when the kernel lets bport find them).
+    pub rq_locks: Vec<u64>,
+    /// What could not be named and why (a kernel without BTF, or without `runqueues` in kallsyms).
+    pub notes: Vec<String>,
 }
 
 fn le_u32(b: &[u8], at: usize) -> u32 {
@@ -201,7 +209,7 @@ pub fn contention(
         Target::Tids(t) => t.iter().try_for_each(|&id| check_task("thread", id))?,
         Target::All | Target::Command(_) => {}
     }
-    let config = ProgConfig {
+    let mut config = ProgConfig {
         aggr: options.aggr,
         callstack: options.aggr == Aggr::Caller || options.callstack,
         kernel_skip: 0,
@@ -215,6 +223,36 @@ pub fn contention(
         },
         filter_type: !options.types.is_empty(),
         filter_addr: !options.addrs.is_empty(),
+        owner: options.owner && options.aggr == Aggr::Task,
+        layout: Layout::default(),
+        cpus: possible_cpus().unwrap_or(1).min(MAX_CPUS),
+    };
+    let mut notes = Vec::new();
+    if config.aggr == Aggr::Addr || config.owner {
+        let (layout, why) = Layout::running();
+        config.layout = layout;
+        if let Some(why) = why {
+            notes.push(format!(
+                "no kernel BTF, so per-object locks and owners go unnamed: {why}"
+            ));
+        } else if config.owner && layout.owner().is_none() {
+            notes.push("the kernel's BTF lacks mutex/rw_semaphore owner or task_struct pid/comm: owners unknown (-1)".into());
+        }
+    }
+    let rq_locks = if config.aggr == Aggr::Addr {
+        match run_queue_locks(&config.layout) {
+            Ok(locks) => locks,
+            // The end program still learns each CPU's rq from the tasks it sees.
+            Err(_) if config.layout.task_rq().is_some() && config.layout.rq_lock.is_some() => {
+                Vec::new()
+            }
+            Err(why) => {
+                notes.push(format!("run-queue locks go unnamed: {why}"));
+                Vec::new()
+            }
+        }
+    } else {
+        Vec::new()
     };
     let maps = Maps::create(&config).map_err(deny_or)?;
     let yes = [1u8];
@@ -286,7 +324,11 @@ pub fn contention(
             .start()
             .map_err(|source| Error::Exec { program, source })?;
     }
-    let mut outcome = LiveOutcome::default();
+    let mut outcome = LiveOutcome {
+        rq_locks,
+        notes,
+        ..LiveOutcome::default()
+    };
     loop {
         if interrupted.load(Ordering::SeqCst) {
             outcome.interrupted = true;
@@ -315,7 +357,67 @@ pub fn contention(
         outcome.exit = sys::wait(pid).ok();
     }
     outcome.stats = read_stats(&maps, &config)?;
+    if let (Aggr::Addr, Some(lock_off)) = (config.aggr, config.layout.rq_lock) {
+        for cpu in 0..config.cpus {
+            let rq = (maps.rq_seen.lookup(&cpu.to_ne_bytes()))
+                .map_err(map_err("lock_rq_seen"))?
+                .map_or(0, |v| le_u64(&v, 0));
+            let lock = rq + u64::from(lock_off);
+            if rq != 0 && !outcome.rq_locks.contains(&lock) {
+                outcome.rq_locks.push(lock);
+            }
+        }
+    }
     Ok(outcome)
+}
+
+/// CPUs bport names run-queue locks for (more would make the unrolled `runqueues` program too long).
+const MAX_CPUS: u32 = 4096;
+
+/// The number of possible CPUs (`/sys/devices/system/cpu/possible`, e.g. `0-63`): per-CPU data exists for each.
+fn possible_cpus() -> Option<u32> {
+    let text = std::fs::read_to_string("/sys/devices/system/cpu/possible").ok()?;
+    let last = text
+        .trim()
+        .split(',')
+        .filter_map(|r| r.rsplit('-').next()?.parse::<u32>().ok())
+        .max()?;
+    Some(last + 1)
+}
+
+/// Each possible CPU's run-queue lock (`&per_cpu(runqueues, cpu).__lock`), found by a BPF program run once: the
+/// per-CPU variable's address needs the kernel (`bpf_per_cpu_ptr`). The error says what was missing; it only
+/// leaves rq locks unnamed.
+pub fn run_queue_locks(layout: &Layout) -> Result<Vec<u64>, String> {
+    let (Some(id), Some(lock_off)) = (layout.runqueues, layout.rq_lock) else {
+        return Err("the kernel's BTF has no runqueues variable or struct rq lock".into());
+    };
+    let cpus = possible_cpus()
+        .ok_or("cannot read /sys/devices/system/cpu/possible")?
+        .min(MAX_CPUS);
+    let out = bpf::map(bpf::MAP_ARRAY, 4, 8, cpus, "lock_rq").map_err(|e| e.to_string())?;
+    let insns = progs::runqueues(&out, id, cpus).map_err(|e| e.to_string())?;
+    let prog = bpf::load_raw_tracepoint("lock_rq", &insns).map_err(|e| match e {
+        // The verifier's line that names the cause ("ldimm64 failed to find the address for kernel symbol
+        // 'runqueues'"), before its statistics.
+        bpf::Error::Load { log, source, .. } => log
+            .lines()
+            .find(|l| !l.starts_with("processed ") && !l.trim().is_empty())
+            .map_or_else(|| source.to_string(), str::to_string),
+        e => e.to_string(),
+    })?;
+    prog.test_run()
+        .map_err(|e| format!("running the program: {e}"))?;
+    let mut locks = Vec::new();
+    for cpu in 0..cpus {
+        let rq = (out.lookup(&cpu.to_ne_bytes()))
+            .map_err(|e| e.to_string())?
+            .map_or(0, |v| le_u64(&v, 0));
+        if rq != 0 {
+            locks.push(rq + u64::from(lock_off));
+        }
+    }
+    Ok(locks)
 }
 
 fn read_stats(maps: &Maps, config: &ProgConfig) -> Result<Vec<RawStat>, Error> {

@@ -13,11 +13,18 @@
 //! tracepoint frames, then the lock functions (`__lock_text_start..__lock_text_end` and
 //! `__sched_text_start..__sched_text_end`), then print the first remaining frame as `sym+0xoff`.
 //!
+//! Per-object locks and owners ([`layout`]). perf's BPF mode names `-l` locks it can recognise (the waiter's
+//! `mmap_lock` and `siglock`, CPUs' `rq_lock`) and with `-o` reads lock owners, all through struct offsets it
+//! relocates with CO-RE. bport reads the same offsets from `/sys/kernel/btf/vmlinux` with the BTF reader of
+//! `perf::probe` and assembles them into the programs (`bpf_probe_read_kernel` on `current`'s task_struct and on
+//! the lock word); whatever a kernel's BTF or kallsyms lacks leaves only that lock unnamed or owner unknown.
+//!
 //! Owns: the programs, the live session, the aggregation and the report. Does not own tracefs or perf.data
 //! (`perf::data`, `perf::record`), nor any rendering to a terminal (`cli::lock`). Imports nothing of
 //! `backport`, `rerere` or `git`.
 
 pub mod file;
+pub mod layout;
 pub mod live;
 pub mod progs;
 pub mod report;
@@ -72,10 +79,21 @@ pub const LOCK_TYPES: &[(u32, &str, &str)] = {
 
 /// The `type` column for lock flags, `unknown` as perf prints for flags it does not know.
 pub fn type_name(flags: u32) -> &'static str {
+    // The bits above the type name per-object locks (`-l`), not the type.
+    let flags = flags & progs::LCB_F_TYPE_MASK;
     LOCK_TYPES
         .iter()
         .find(|(f, _, _)| *f == flags)
         .map_or("unknown", |(_, short, _)| short)
+}
+
+/// The long type name (perf's `get_type_name`, as `-x` with `-l` prints it): `rwsem` for both sides.
+pub fn type_long_name(flags: u32) -> &'static str {
+    let flags = flags & progs::LCB_F_TYPE_MASK;
+    LOCK_TYPES
+        .iter()
+        .find(|(f, _, _)| *f == flags)
+        .map_or("unknown", |(_, _, long)| long)
 }
 
 /// The flag values a `-Y` name stands for: a short name (`rwsem:R`) one value, a long name (`rwsem`) all of
@@ -182,6 +200,14 @@ mod tests {
         assert_eq!(type_name(progs::LCB_F_SPIN), "spinlock");
         assert_eq!(type_name(progs::LCB_F_MUTEX | progs::LCB_F_SPIN), "mutex");
         assert_eq!(type_name(0x40), "unknown");
+        assert_eq!(
+            type_name(progs::LCB_F_WRITE | progs::LCD_F_MMAP_LOCK),
+            "rwsem:W"
+        );
+        assert_eq!(
+            type_name(progs::LCB_F_SPIN | progs::LCD_F_SIGHAND_LOCK),
+            "spinlock"
+        );
         assert_eq!(
             type_flags("rwsem"),
             Some(vec![progs::LCB_F_READ, progs::LCB_F_WRITE])

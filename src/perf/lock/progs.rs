@@ -19,6 +19,7 @@
 //! has no flags, so it looks at the per-CPU slot first: while a spinning lock is contended on a CPU, no sleeping
 //! lock can end there. Options are constants in the instructions (no global-variable map to patch).
 
+use super::layout::Layout;
 use crate::perf::bpf::{self, Alu, Asm, Cond, Error, Helper, Insn, MapFd, Reg, Size, FP};
 
 /// `LCB_F_SPIN` (include/trace/events/lock.h).
@@ -33,6 +34,12 @@ pub const LCB_F_RT: u32 = 1 << 3;
 pub const LCB_F_PERCPU: u32 = 1 << 4;
 /// `LCB_F_MUTEX`.
 pub const LCB_F_MUTEX: u32 = 1 << 5;
+/// The type bits of the flags (perf's `LCB_F_TYPE_MASK`); the bits above name per-object locks.
+pub const LCB_F_TYPE_MASK: u32 = 0x7f;
+/// The lock is the waiter's `mm->mmap_lock` (perf's lock_data.h `LCD_F_MMAP_LOCK`, set with `-l`).
+pub const LCD_F_MMAP_LOCK: u32 = 1 << 31;
+/// The lock is the waiter's `sighand->siglock` (perf's `LCD_F_SIGHAND_LOCK`).
+pub const LCD_F_SIGHAND_LOCK: u32 = 1 << 30;
 
 /// What a contention is aggregated by.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -67,6 +74,12 @@ pub struct ProgConfig {
     pub filter_type: bool,
     /// Count only the lock addresses in the address filter map.
     pub filter_addr: bool,
+    /// With [`Aggr::Task`]: key by the lock's owner (perf's `-o`), read at `contention_begin`.
+    pub owner: bool,
+    /// Kernel struct offsets (from BTF): what is unknown is left out of the programs.
+    pub layout: Layout,
+    /// Possible CPUs (entries of the per-CPU run-queue map).
+    pub cpus: u32,
 }
 
 /// Size of a stat key: `{s32 stack_id; u32 tid; u64 lock}`.
@@ -100,6 +113,8 @@ pub struct Maps {
     pub type_filter: MapFd,
     /// Lock-address filter.
     pub addr_filter: MapFd,
+    /// Each CPU's `struct rq` as the end program saw it (`-l`): run-queue locks without kernel symbols.
+    pub rq_seen: MapFd,
 }
 
 impl Maps {
@@ -122,6 +137,7 @@ impl Maps {
             tgid_filter: bpf::map(bpf::MAP_HASH, 4, 1, 1024, "lock_tgid_filter")?,
             type_filter: bpf::map(bpf::MAP_HASH, 4, 1, 64, "lock_type_filter")?,
             addr_filter: bpf::map(bpf::MAP_HASH, 8, 1, 1024, "lock_addr_filter")?,
+            rq_seen: bpf::map(bpf::MAP_ARRAY, 4, 8, config.cpus.max(1), "lock_rq_seen")?,
         })
     }
 }
@@ -228,7 +244,9 @@ pub fn begin(maps: &Maps, config: &ProgConfig) -> Result<Vec<Insn>, Error> {
     } else {
         a.st_imm(Size::W, Reg::R8, 20, -1);
     }
-    if config.aggr == Aggr::Task {
+    if config.aggr == Aggr::Task && config.owner {
+        owner(&mut a, maps, config, out);
+    } else if config.aggr == Aggr::Task {
         // The waiter's name, kept while the task may be gone by the time the report is made.
         a.call(Helper::GetCurrentPidTgid)
             .stx(Size::W, FP, -8, Reg::R0)
@@ -301,6 +319,11 @@ pub fn end(maps: &Maps, config: &ProgConfig) -> Result<Vec<Insn>, Error> {
     }
     match config.aggr {
         Aggr::Caller => {}
+        Aggr::Task if config.owner => {
+            // `begin` left the owner's thread id (or -1) where the flags were.
+            a.ldx(Size::W, Reg::R1, Reg::R8, 16)
+                .stx(Size::W, FP, -28, Reg::R1);
+        }
         Aggr::Task => {
             a.call(Helper::GetCurrentPidTgid)
                 .stx(Size::W, FP, -28, Reg::R0);
@@ -330,8 +353,12 @@ pub fn end(maps: &Maps, config: &ProgConfig) -> Result<Vec<Insn>, Error> {
         .stx(Size::DW, FP, -48, Reg::R7)
         .st_imm(Size::W, FP, -40, 1)
         .ldx(Size::W, Reg::R1, Reg::R8, 16)
-        .stx(Size::W, FP, -36, Reg::R1)
-        .ld_map_fd(Reg::R1, maps.stat.raw())
+        .stx(Size::W, FP, -36, Reg::R1);
+    if config.aggr == Aggr::Addr {
+        lock_class(&mut a, &config.layout);
+        learn_rq(&mut a, maps, &config.layout);
+    }
+    a.ld_map_fd(Reg::R1, maps.stat.raw())
         .mov(Reg::R2, FP)
         .alu_imm(Alu::Add, Reg::R2, -32)
         .mov(Reg::R3, FP)
@@ -346,6 +373,161 @@ pub fn end(maps: &Maps, config: &ProgConfig) -> Result<Vec<Insn>, Error> {
         .alu_imm(Alu::Add, Reg::R2, -8)
         .call(Helper::MapDeleteElem);
     a.bind(out).mov_imm(Reg::R0, 0).exit();
+    Ok(a.finish()?)
+}
+
+/// `begin` with `-o`: replaces the slot's flags by the lock owner's thread id (perf's `get_lock_owner`: a
+/// mutex's or rwsem's `owner` word with its 3 flag bits masked), -1 when there is none or it cannot be read,
+/// and keeps the owner's name in the comm map. R7 holds the flags, R8 the slot. Uses fp-64..fp-88.
+fn owner(a: &mut Asm, maps: &Maps, config: &ProgConfig, out: bpf::Label) {
+    let none = a.label();
+    let Some((mutex_owner, rwsem_owner, task_pid, task_comm)) = config.layout.owner() else {
+        a.st_imm(Size::W, Reg::R8, 16, -1);
+        return;
+    };
+    let is_mutex = a.label();
+    let is_rwsem = a.label();
+    let read = a.label();
+    a.mov(Reg::R1, Reg::R7)
+        .alu_imm(Alu::And, Reg::R1, LCB_F_MUTEX as i32)
+        .jmp_imm(Cond::Ne, Reg::R1, 0, is_mutex)
+        .jmp_imm(Cond::Eq, Reg::R7, LCB_F_READ as i32, is_rwsem)
+        .jmp_imm(Cond::Eq, Reg::R7, LCB_F_WRITE as i32, is_rwsem)
+        .ja(none)
+        .bind(is_mutex)
+        .mov_imm(Reg::R3, mutex_owner as i32)
+        .ja(read)
+        .bind(is_rwsem)
+        .mov_imm(Reg::R3, rwsem_owner as i32)
+        .bind(read)
+        .ldx(Size::DW, Reg::R1, Reg::R8, 8)
+        .alu(Alu::Add, Reg::R3, Reg::R1);
+    probe_read(a, -64, 8);
+    a.jmp_imm(Cond::Ne, Reg::R0, 0, none)
+        .ldx(Size::DW, Reg::R3, FP, -64)
+        .alu_imm(Alu::And, Reg::R3, !7)
+        .jmp_imm(Cond::Eq, Reg::R3, 0, none)
+        .stx(Size::DW, FP, -64, Reg::R3)
+        .alu_imm(Alu::Add, Reg::R3, task_pid as i32);
+    probe_read(a, -72, 4);
+    a.jmp_imm(Cond::Ne, Reg::R0, 0, none)
+        .ldx(Size::DW, Reg::R3, FP, -64)
+        .alu_imm(Alu::Add, Reg::R3, task_comm as i32);
+    probe_read(a, -88, COMM as i32);
+    a.jmp_imm(Cond::Ne, Reg::R0, 0, none)
+        .ld_map_fd(Reg::R1, maps.comm.raw())
+        .mov(Reg::R2, FP)
+        .alu_imm(Alu::Add, Reg::R2, -72)
+        .mov(Reg::R3, FP)
+        .alu_imm(Alu::Add, Reg::R3, -88)
+        .mov_imm(Reg::R4, bpf::NOEXIST)
+        .call(Helper::MapUpdateElem)
+        .ldx(Size::W, Reg::R1, FP, -72)
+        .stx(Size::W, Reg::R8, 16, Reg::R1)
+        .ja(out)
+        .bind(none)
+        .st_imm(Size::W, Reg::R8, 16, -1);
+}
+
+/// `bpf_probe_read_kernel(fp + to, len, R3)`; R0 is 0 on success.
+fn probe_read(a: &mut Asm, to: i16, len: i32) {
+    a.mov(Reg::R1, FP)
+        .alu_imm(Alu::Add, Reg::R1, i32::from(to))
+        .mov_imm(Reg::R2, len)
+        .call(Helper::ProbeReadKernel);
+}
+
+/// `end` with `-l`, for a new entry: perf's `check_lock_type`. An rwsem that is the waiter's
+/// `current->mm->mmap_lock` gets [`LCD_F_MMAP_LOCK`], a spinlock that is its `current->sighand->siglock`
+/// [`LCD_F_SIGHAND_LOCK`], in the value's flags at fp-36. R8 holds the slot; uses fp-72.
+fn lock_class(a: &mut Asm, layout: &Layout) {
+    let done = a.label();
+    let checks: Vec<(u32, u32, u32, Vec<u32>)> = [
+        layout
+            .mmap_lock()
+            .map(|(t, l)| (t, l, LCD_F_MMAP_LOCK, vec![LCB_F_READ, LCB_F_WRITE])),
+        layout
+            .siglock()
+            .map(|(t, l)| (t, l, LCD_F_SIGHAND_LOCK, vec![LCB_F_SPIN])),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    if checks.is_empty() {
+        return;
+    }
+    let labels: Vec<bpf::Label> = checks.iter().map(|_| a.label()).collect();
+    a.ldx(Size::W, Reg::R1, Reg::R8, 16);
+    for ((_, _, _, flags), &label) in checks.iter().zip(&labels) {
+        for &f in flags {
+            a.jmp_imm(Cond::Eq, Reg::R1, f as i32, label);
+        }
+    }
+    a.ja(done);
+    for ((task_off, lock_off, bit, _), &label) in checks.iter().zip(&labels) {
+        a.bind(label)
+            .call(Helper::GetCurrentTask)
+            .mov(Reg::R3, Reg::R0)
+            .alu_imm(Alu::Add, Reg::R3, *task_off as i32);
+        probe_read(a, -72, 8);
+        a.jmp_imm(Cond::Ne, Reg::R0, 0, done)
+            .ldx(Size::DW, Reg::R1, FP, -72)
+            .jmp_imm(Cond::Eq, Reg::R1, 0, done)
+            .alu_imm(Alu::Add, Reg::R1, *lock_off as i32)
+            .ldx(Size::DW, Reg::R2, Reg::R8, 8)
+            .jmp(Cond::Ne, Reg::R1, Reg::R2, done)
+            .ldx(Size::W, Reg::R1, FP, -36)
+            .alu_imm(Alu::Or, Reg::R1, *bit as i32)
+            .stx(Size::W, FP, -36, Reg::R1)
+            .ja(done);
+    }
+    a.bind(done);
+}
+
+/// `end` with `-l`, for a new entry: notes this CPU's `struct rq` (`current->se.cfs_rq->rq`) in `rq_seen`, so
+/// run-queue locks can be named on kernels where `runqueues` has no kallsyms address (perf's
+/// `collect_lock_syms` fails there). A CPU that never ends a contention stays unknown. Uses fp-72..fp-80.
+fn learn_rq(a: &mut Asm, maps: &Maps, layout: &Layout) {
+    let Some((task_cfs_rq, cfs_rq_rq)) = layout.task_rq() else {
+        return;
+    };
+    let done = a.label();
+    a.call(Helper::GetCurrentTask)
+        .mov(Reg::R3, Reg::R0)
+        .alu_imm(Alu::Add, Reg::R3, task_cfs_rq as i32);
+    probe_read(a, -72, 8);
+    a.jmp_imm(Cond::Ne, Reg::R0, 0, done)
+        .ldx(Size::DW, Reg::R3, FP, -72)
+        .jmp_imm(Cond::Eq, Reg::R3, 0, done)
+        .alu_imm(Alu::Add, Reg::R3, cfs_rq_rq as i32);
+    probe_read(a, -72, 8);
+    a.jmp_imm(Cond::Ne, Reg::R0, 0, done)
+        .call(Helper::GetSmpProcessorId)
+        .stx(Size::W, FP, -76, Reg::R0);
+    lookup(a, &maps.rq_seen, -76, done);
+    a.ldx(Size::DW, Reg::R1, FP, -72)
+        .stx(Size::DW, Reg::R0, 0, Reg::R1)
+        .bind(done);
+}
+
+/// A program for `BPF_PROG_TEST_RUN` that stores each possible CPU's `&runqueues` (its `struct rq`) in
+/// `out[cpu]` (an array of `cpus` u64), as perf's `collect_lock_syms` does; `rq_lock` is added by the caller.
+/// The kernel refuses it at load when kallsyms does not list `runqueues` (CONFIG_KALLSYMS_ALL=n), which only
+/// leaves rq locks unnamed.
+pub fn runqueues(out: &MapFd, runqueues_btf_id: u32, cpus: u32) -> Result<Vec<Insn>, Error> {
+    let mut a = Asm::new();
+    for cpu in 0..cpus {
+        let next = a.label();
+        a.ld_btf_id(Reg::R1, runqueues_btf_id)
+            .mov_imm(Reg::R2, cpu as i32)
+            .call(Helper::PerCpuPtr)
+            .jmp_imm(Cond::Eq, Reg::R0, 0, next)
+            .mov(Reg::R7, Reg::R0)
+            .st_imm(Size::W, FP, -8, cpu as i32);
+        lookup(&mut a, out, -8, next);
+        a.stx(Size::DW, Reg::R0, 0, Reg::R7).bind(next);
+    }
+    a.mov_imm(Reg::R0, 0).exit();
     Ok(a.finish()?)
 }
 
@@ -378,6 +560,13 @@ mod tests {
                     filter_tgid: bits & 4 != 0,
                     filter_type: bits & 8 != 0,
                     filter_addr: bits & 16 != 0,
+                    owner: aggr == Aggr::Task && bits & 1 != 0,
+                    layout: if bits & 2 != 0 {
+                        Layout::default()
+                    } else {
+                        super::super::layout::Layout::running().0
+                    },
+                    cpus: 4,
                 };
                 let maps = Maps::create(&config).unwrap();
                 for (name, insns) in [("b", begin(&maps, &config)), ("e", end(&maps, &config))] {

@@ -11,7 +11,7 @@
 use std::io::{self, Write};
 
 use super::live::RawStat;
-use super::progs::Aggr;
+use super::progs::{Aggr, LCD_F_MMAP_LOCK, LCD_F_SIGHAND_LOCK};
 use crate::perf::symbols::kallsyms::Kallsyms;
 
 /// The sort key (`-k`).
@@ -65,6 +65,8 @@ pub struct ReportOptions {
     pub field_sep: Option<String>,
     /// No header (`-q`).
     pub quiet: bool,
+    /// The tasks are lock owners (`-o`): the name column is `owner`, a missing owner `Unknown`.
+    pub owner: bool,
 }
 
 impl Default for ReportOptions {
@@ -78,6 +80,7 @@ impl Default for ReportOptions {
             callstack: false,
             field_sep: None,
             quiet: false,
+            owner: false,
         }
     }
 }
@@ -282,8 +285,29 @@ impl Symbolizer {
     }
 }
 
-/// Names, sorts and cuts live entries into a report.
-pub fn from_live(stats: &[RawStat], sym: &Symbolizer, options: &ReportOptions) -> Report {
+/// A lock address's name as perf's BPF mode gives it (util/bpf_lock_contention.c, `lock_contention_get_name`):
+/// the waiter's `mmap_lock` or `siglock` as the program marked them, else the global symbol it falls in, else
+/// `rq_lock` for a CPU's run-queue lock, else nothing.
+pub fn addr_name(flags: u32, lock: u64, sym: &Symbolizer, rq_locks: &[u64]) -> String {
+    if flags & LCD_F_MMAP_LOCK != 0 {
+        return "mmap_lock".into();
+    }
+    if flags & LCD_F_SIGHAND_LOCK != 0 {
+        return "siglock".into();
+    }
+    match sym.lock_name(lock) {
+        name if name.is_empty() && rq_locks.contains(&lock) => "rq_lock".into(),
+        name => name,
+    }
+}
+
+/// Names, sorts and cuts live entries into a report; `rq_locks` are the run-queue locks (for `-l`).
+pub fn from_live(
+    stats: &[RawStat],
+    sym: &Symbolizer,
+    options: &ReportOptions,
+    rq_locks: &[u64],
+) -> Report {
     let entries = stats
         .iter()
         .map(|s| {
@@ -294,7 +318,7 @@ pub fn from_live(stats: &[RawStat], sym: &Symbolizer, options: &ReportOptions) -
             let name = match options.aggr {
                 Aggr::Caller => sym.caller(stack, options.max_stack),
                 Aggr::Task => s.comm.clone().unwrap_or_default(),
-                Aggr::Addr => sym.lock_name(s.lock),
+                Aggr::Addr => addr_name(s.flags, s.lock, sym, rq_locks),
             };
             Contention {
                 count: u64::from(s.count),
@@ -362,7 +386,7 @@ pub fn write(report: &Report, options: &ReportOptions, out: &mut dyn Write) -> i
         )?;
         match report.aggr {
             Aggr::Caller => writeln!(out, "  {:>10}   caller\n", "type")?,
-            Aggr::Task => writeln!(out, "  {:>10}   comm\n", "pid")?,
+            Aggr::Task => writeln!(out, "  {:>10}   {}\n", "pid", task_column(options))?,
             Aggr::Addr => writeln!(out, "  {:>16}   symbol\n", "address")?,
         }
     }
@@ -377,7 +401,7 @@ pub fn write(report: &Report, options: &ReportOptions, out: &mut dyn Write) -> i
         )?;
         match report.aggr {
             Aggr::Caller => writeln!(out, "  {:>10}   {}", super::type_name(e.flags), e.name)?,
-            Aggr::Task => writeln!(out, "  {:>10}   {}", e.tid as i32, e.name)?,
+            Aggr::Task => writeln!(out, "  {:>10}   {}", e.tid as i32, task_name(e, options))?,
             Aggr::Addr => writeln!(out, "  {:>16x}   {}", e.lock, e.name)?,
         }
         if options.callstack {
@@ -387,6 +411,24 @@ pub fn write(report: &Report, options: &ReportOptions, out: &mut dyn Write) -> i
         }
     }
     Ok(())
+}
+
+/// The task column's title: perf 6.3+ says `owner` with `-o`.
+fn task_column(options: &ReportOptions) -> &'static str {
+    if options.owner {
+        "owner"
+    } else {
+        "comm"
+    }
+}
+
+/// A task entry's name; a lock without an owner (pid -1) is perf's `Unknown`.
+fn task_name<'a>(e: &'a Contention, options: &ReportOptions) -> &'a str {
+    if options.owner && e.tid as i32 == -1 {
+        "Unknown"
+    } else {
+        &e.name
+    }
 }
 
 /// perf's `-x SEP` output (perf 6.4+): a `# output:` header, raw nanoseconds.
@@ -409,7 +451,7 @@ fn write_csv(
                 }
                 writeln!(out)?;
             }
-            Aggr::Task => writeln!(out, "pid{sep} comm")?,
+            Aggr::Task => writeln!(out, "pid{sep} {}", task_column(options))?,
             Aggr::Addr => writeln!(out, "address{sep} symbol{sep} type")?,
         }
     }
@@ -428,13 +470,14 @@ fn write_csv(
                 }
                 writeln!(out)?;
             }
-            Aggr::Task => writeln!(out, "{}{sep} {}", e.tid as i32, e.name)?,
+            Aggr::Task => writeln!(out, "{}{sep} {}", e.tid as i32, task_name(e, options))?,
+            // perf: the address without 0x, the type by its long name (`rwsem`, not `rwsem:W`).
             Aggr::Addr => writeln!(
                 out,
-                "{:#x}{sep} {}{sep} {}",
+                "{:x}{sep} {}{sep} {}",
                 e.lock,
                 e.name,
-                super::type_name(e.flags)
+                super::type_long_name(e.flags)
             )?,
         }
     }
@@ -523,5 +566,22 @@ mod tests {
         assert_eq!(s.frame_name(0x10), "");
         assert_eq!(s.name(0xffffffff81001000), "__vm_munmap");
         assert_eq!(s.name(0x10), "0x10");
+    }
+
+    #[test]
+    fn lock_addresses_are_named_as_perfs_bpf_mode_names_them() {
+        let s = Symbolizer::from_text(
+            "ffffffff82000000 D jiffies_lock\nffffffff82000100 D other\n".into(),
+        );
+        let w = super::super::progs::LCB_F_WRITE;
+        let rq = [0xffff_8880_0001_0000];
+        assert_eq!(addr_name(w | LCD_F_MMAP_LOCK, 0x1234, &s, &rq), "mmap_lock");
+        assert_eq!(
+            addr_name(1 | LCD_F_SIGHAND_LOCK, 0x1234, &s, &rq),
+            "siglock"
+        );
+        assert_eq!(addr_name(1, 0xffff_ffff_8200_0008, &s, &rq), "jiffies_lock");
+        assert_eq!(addr_name(1, rq[0], &s, &rq), "rq_lock");
+        assert_eq!(addr_name(1, 0x1234, &s, &rq), "");
     }
 }

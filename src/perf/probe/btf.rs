@@ -176,6 +176,24 @@ impl Btf {
         self.types.get(id as usize)
     }
 
+    /// The id of the struct named `name` (the first one: the kernel's BTF has one per name).
+    pub fn struct_id(&self, name: &str) -> Option<u32> {
+        self.id_of(KIND_STRUCT, name)
+    }
+
+    /// The id of the variable named `name` (a per-CPU variable such as `runqueues` is one).
+    pub fn var_id(&self, name: &str) -> Option<u32> {
+        self.id_of(KIND_VAR, name)
+    }
+
+    fn id_of(&self, kind: u32, name: &str) -> Option<u32> {
+        let at = self
+            .types
+            .iter()
+            .position(|t| t.kind == kind && t.name == name)?;
+        u32::try_from(at).ok()
+    }
+
     /// The parameters (name, type id) of the function `name`.
     pub fn function_params(&self, name: &str) -> Option<Vec<(String, u32)>> {
         let func = self

@@ -2,8 +2,9 @@
 //!
 //! Owns: replaying a file's records into [`machine::Machine`] (threads, comms, maps), choosing each event's
 //! callchain mode from its sample type ([`resolve::choose_mode`], the v4.3 fix 7322d6c98dd2 this project exists
-//! for), resolving frames ([`resolve::Resolver`]) and printing them as `perf script` does ([`format`]). Does not
-//! own: parsing perf.data (`perf::data`), unwinding (`perf::unwind`), reading ELF files (`perf::symbols`).
+//! for), resolving frames ([`resolve::Resolver`]) and printing them as `perf script` does
+//! ([`format`](mod@format)). Does not own: parsing perf.data (`perf::data`), unwinding (`perf::unwind`), reading
+//! ELF files (`perf::symbols`).
 //!
 //! Per-sample access (what `verify` and `flamegraph` use):
 //!

@@ -148,7 +148,28 @@ fn memo_slot(pid: i32, avma: u64) -> usize {
 }
 
 /// A file map, its loaded DSO and the map's bias (`avma − svma`, `None` when the DSO is unreadable).
-type MapDso = (Rc<Map>, Rc<crate::perf::symbols::Dso>, Option<u64>);
+type MapDso = (Rc<Map>, Rc<UnwindTables>, Option<u64>);
+
+/// A DSO's DWARF unwind tables (`perf::unwind`), built from its images the first time a DWARF sample needs
+/// them: the script run owns them, not the symbolizer, which only reads files.
+pub(crate) struct UnwindTables {
+    dso: Rc<crate::perf::symbols::Dso>,
+    tables: std::cell::OnceCell<Option<dwarf::UnwindInfo>>,
+}
+
+impl UnwindTables {
+    fn get(&self) -> Option<&dwarf::UnwindInfo> {
+        self.tables
+            .get_or_init(|| {
+                let mut info = dwarf::UnwindInfo::from_elf(self.dso.runtime_image()?).ok()?;
+                if let Some(debug) = self.dso.debug_image() {
+                    let _ = info.add_debug_file(debug);
+                }
+                (!info.is_empty()).then_some(info)
+            })
+            .as_ref()
+    }
+}
 
 /// Resolves samples to frames, with the per-run caches: DSOs (in the symbolizer) and per-map biases.
 pub struct Resolver<L: FileLookup> {
@@ -163,6 +184,8 @@ pub struct Resolver<L: FileLookup> {
     inline_cache: IdMap<(usize, u64), Rc<[Rc<str>]>>,
     /// The DSO of each file map, by map id: one symbolizer lookup (and build-id clone) per map, not per frame.
     map_dsos: IdMap<u64, Rc<crate::perf::symbols::Dso>>,
+    /// Unwind tables by DSO (its address: the symbolizer keeps every DSO for the run).
+    unwind_tables: IdMap<usize, Rc<UnwindTables>>,
     /// The kernel's symbols once loaded.
     kernel: Option<Rc<crate::perf::symbols::kallsyms::Kallsyms>>,
     /// Per process, the modules its last DWARF unwind needed (with their biases), so the next unwind starts
@@ -213,6 +236,7 @@ impl<L: FileLookup> Resolver<L> {
             max_stack: options.max_stack,
             inline_cache: IdMap::default(),
             map_dsos: IdMap::default(),
+            unwind_tables: IdMap::default(),
             kernel: None,
             modules: IdMap::default(),
             frame_cache: IdMap::default(),
@@ -536,7 +560,7 @@ impl<L: FileLookup> Resolver<L> {
                         Some(Module {
                             avma_range: m.start..m.end,
                             bias: (*bias)?,
-                            unwind: d.unwind_info()?,
+                            unwind: d.get()?,
                         })
                     });
                 if found.is_none() && missing.is_none() {
@@ -558,7 +582,17 @@ impl<L: FileLookup> Resolver<L> {
                         if map.kind == MapKind::File {
                             let dso = self.dso_for(map);
                             let bias = dso.bias(map.start, map.pgoff);
-                            dsos.push((map.clone(), dso, bias));
+                            let tables = self
+                                .unwind_tables
+                                .entry(Rc::as_ptr(&dso) as usize)
+                                .or_insert_with(|| {
+                                    Rc::new(UnwindTables {
+                                        dso: dso.clone(),
+                                        tables: std::cell::OnceCell::new(),
+                                    })
+                                })
+                                .clone();
+                            dsos.push((map.clone(), tables, bias));
                         }
                     }
                     dsos.len() == before

@@ -93,7 +93,8 @@ pub(crate) fn fallback_event_name(attr: &crate::perf::data::PerfEventAttr) -> St
             .to_string(),
         3 => hw_cache_name(config),
         4 => format!("raw 0x{config:x}"),
-        // evsel__name's default case has no modifiers.
+        // evsel__name's tracepoint and default cases have no modifiers.
+        2 => return "unknown tracepoint".to_owned(),
         t => return format!("unknown attr type: {t}"),
     };
     base + &event_modifiers(attr)
@@ -275,10 +276,17 @@ pub fn samples_with<'f, L: FileLookup>(
         .iter()
         .map(|a| {
             let st = a.attr.sample_type;
-            let name = a
-                .name
-                .clone()
-                .unwrap_or_else(|| fallback_event_name(&a.attr));
+            // Without EVENT_DESC, perf names a tracepoint from the tracing data (`sys:name`, set when it
+            // prepares the tracepoint events), else evsel__name's "unknown tracepoint".
+            let name = a.name.clone().unwrap_or_else(|| {
+                match (a.attr.type_ == crate::perf::abi::PERF_TYPE_TRACEPOINT)
+                    .then(|| trace_events.get(a.attr.config))
+                    .flatten()
+                {
+                    Some((system, printer)) => format!("{system}:{}", printer.format.name),
+                    None => fallback_event_name(&a.attr),
+                }
+            });
             let tracepoint = (a.attr.type_ == crate::perf::abi::PERF_TYPE_TRACEPOINT
                 && trace_events.get(a.attr.config).is_some())
             .then_some(a.attr.config);

@@ -464,4 +464,6 @@ fn event_names_without_event_desc_carry_perfs_modifiers() {
     assert_eq!(name(attr(3, 0x202, 0, 0)), "LLC-prefetches:HG");
     assert_eq!(name(attr(4, 0x1cd, 0, 1)), "raw 0x1cd:p");
     assert_eq!(name(attr(9, 0, 0, 1)), "unknown attr type: 9");
+    // A tracepoint whose format the file does not carry either (named from the tracing data otherwise).
+    assert_eq!(name(attr(2, 316, 0, 0)), "unknown tracepoint");
 }

@@ -1,11 +1,14 @@
 //! Symbol tables, build-ids, load segments and debug links of one ELF file, with object.
 //!
 //! Symbol selection follows perf's `dso__load_sym` (tools/perf/util/symbol-elf.c) so names and offsets match
-//! `perf script`: `.symtab` when present, else `.dynsym`; functions (`STT_FUNC`, `STT_GNU_IFUNC`) and labels
-//! (`STT_NOTYPE`) in executable sections; zero-size symbols end where the next one starts
-//! (`symbols__fixup_end`); of several symbols at one address the best is kept (`choose_best_symbol`: sized over
-//! zero-size, strong over weak, global over local, fewer leading underscores, longer name, first seen).
+//! `perf script`: `.symtab` when present, else `.dynsym`; functions (`STT_FUNC`, `STT_GNU_IFUNC`) and objects
+//! (`STT_OBJECT`) in any allocated section, labels (`STT_NOTYPE`, not hidden) only in sections whose name holds
+//! "text" or "data"; zero-size symbols end where the next one starts, the last one a page past its start
+//! rounded up (`symbols__fixup_end`); of several symbols at one address the best is kept (`choose_best_symbol`:
+//! sized over zero-size, strong over weak, global over local, fewer leading underscores, longer name, first
+//! seen). The synthesized `NAME@plt` symbols are perf's too, inserted after that fix-up (see [`ElfInfo::lookup`]).
 
+use super::rbtree::SymbolTree;
 use object::elf::{PT_LOAD, STB_GLOBAL, STB_WEAK, STT_FUNC, STT_GNU_IFUNC, STT_NOTYPE};
 use object::read::elf::{ElfFile, FileHeader, ProgramHeader, SectionHeader, Sym};
 use object::{Endianness, Object, SectionIndex};
@@ -43,8 +46,13 @@ pub struct Segment {
 /// What one ELF file offers for symbolization.
 #[derive(Clone, Debug, Default)]
 pub struct ElfInfo {
-    /// Function symbols sorted by start, one per address.
+    /// Function, object and label symbols sorted by start, one per address, with perf's end fix-ups.
     pub symbols: Vec<Symbol>,
+    /// The synthesized `NAME@plt` symbols, sorted by start; perf adds them after fixing the ends of
+    /// [`ElfInfo::symbols`], so the symbol before `.plt` (`_init`) still covers it and `.plt.sec`.
+    pub plt_symbols: Vec<Symbol>,
+    /// perf's symbol tree where PLT symbols overlap a table symbol: which one its lookup meets first.
+    plt_tree: Option<Box<PltTree>>,
     /// Whether the symbols came from `.symtab` (else `.dynsym` or nothing).
     pub has_symtab: bool,
     /// The GNU build-id note.
@@ -65,6 +73,42 @@ pub struct ElfInfo {
     demangle: bool,
     /// `SHF_ALLOC` sections: (index, start, end), in section order.
     alloc_sections: Vec<(usize, u64, u64)>,
+}
+
+/// Where table and PLT symbols overlap, the tree perf's lookup walks (see [`super::rbtree`]), built on the first
+/// lookup in [`PltTree::region`]: most runs never look there, and a large DSO's tree cost a sixth of a short
+/// run when it was built at load.
+#[derive(Clone, Debug)]
+struct PltTree {
+    /// The addresses whose answer the tree gives: the ranges of the table symbols holding PLT symbols.
+    region: std::ops::Range<u64>,
+    /// The table symbols' starts in symbol-table order: node ids `0..starts.len()`; the PLT symbols follow.
+    starts: Vec<u64>,
+    /// Node ids of the aliases `symbols__fixup_duplicate` erases, in its order.
+    erased: Vec<usize>,
+    tree: OnceCell<SymbolTree>,
+}
+
+impl PltTree {
+    fn build(&self, symbols: &[Symbol], plt: &[Symbol]) -> SymbolTree {
+        let mut tree = SymbolTree::default();
+        for &start in &self.starts {
+            tree.insert(start);
+        }
+        for &id in &self.erased {
+            tree.erase(id);
+        }
+        for (id, &start) in self.starts.iter().enumerate() {
+            if let Some(sym) = ElfInfo::lookup_in(symbols, start).filter(|s| s.start == start) {
+                tree.set_end(id, sym.end);
+            }
+        }
+        for p in plt {
+            let id = tree.insert(p.start);
+            tree.set_end(id, p.end);
+        }
+        tree
+    }
 }
 
 /// A symbol as bfd's `_bfd_elf_find_function` considers it.
@@ -93,6 +137,14 @@ pub enum ElfError {
 struct Candidate<'a> {
     start: u64,
     size: u64,
+    /// Whether perf sees a size when it chooses among aliases: `st_size > 0`, or the last zero-size symbol at
+    /// its address, whose end `symbols__fixup_end` already moved to the next start (it runs before
+    /// `symbols__fixup_duplicate`), so that one wins over its zero-size aliases.
+    sized: bool,
+    /// Place in the symbol table (ties among equal starts go by it, as perf's rb-tree insertion does).
+    order: usize,
+    /// The name's place in the arena when it is there already.
+    at: Option<(u32, u32)>,
     name: Cow<'a, str>,
     binding: object::elf::SymbolBind,
 }
@@ -212,64 +264,95 @@ impl ElfInfo {
         if table.is_empty() {
             table = file.elf_dynamic_symbol_table();
         }
-        let executable = |index: SectionIndex| -> bool {
-            sections
-                .section(index)
-                .map(|s| s.sh_flags(endian).0 & object::elf::SHF_EXECINSTR.0 != 0)
-                .unwrap_or(false)
+        // perf keeps symbols of allocated sections only, and labels only in "text" or "data" sections
+        // (`elf_sec__filter`): `etext`, a label at the end of `.fini`, is not a symbol for perf, so an address
+        // past `_fini` belongs to `_fini` up to the next object (`_IO_stdin_used` in `.rodata`).
+        let keeps = |index: SectionIndex, label: bool| -> bool {
+            sections.section(index).is_ok_and(|s| {
+                if s.sh_flags(endian).0 & object::elf::SHF_ALLOC.0 == 0 {
+                    return false;
+                }
+                if !label {
+                    return true;
+                }
+                let name = sections.section_name(endian, s).unwrap_or(b"");
+                let has = |w: &[u8]| name.windows(w.len()).any(|x| x == w);
+                has(b"text") || has(b"data")
+            })
         };
-        let mut candidates = Vec::new();
+        // Every name is read, checked as UTF-8 and copied into the arena once (a stripped C++ executable has
+        // 30,000 dynamic symbols, librustc_driver 200,000): both views below share the copy.
+        if let Ok(strings) = sections.section(table.string_section()) {
+            let size: u64 = strings.sh_size(endian).into();
+            info.names.reserve(usize::try_from(size).unwrap_or(0));
+        }
+        let mut candidates = Vec::with_capacity(table.len());
+        info.bfd_symbols.reserve(table.len());
         for (order, (index, sym)) in table.enumerate().enumerate() {
             let kind = sym.st_type();
             // GNU addr2line's view (bfd `maybe_function_sym`): every symbol but files, sections, objects and
             // TLS, in any section, in table order.
-            if !matches!(
+            let bfd = !matches!(
                 kind,
                 object::elf::STT_FILE
                     | object::elf::STT_SECTION
                     | object::elf::STT_OBJECT
                     | object::elf::STT_TLS
-            ) {
-                if let (Ok(Some(sec)), Ok(name)) = (
-                    table.symbol_section(endian, sym, index),
-                    sym.name(endian, table.strings()),
-                ) {
-                    let size: u64 = sym.st_size(endian).into();
-                    let name = intern(&mut info.names, &String::from_utf8_lossy(name));
-                    info.bfd_symbols.push(BfdSymbol {
-                        start: sym.st_value(endian).into(),
-                        size: size.max(1),
-                        function: kind == STT_FUNC || kind == STT_GNU_IFUNC,
-                        notype: kind == STT_NOTYPE,
-                        section: sec.0,
-                        order,
-                        name,
-                    });
-                }
-            }
-            if !(kind == STT_FUNC || kind == STT_GNU_IFUNC || kind == STT_NOTYPE) {
+            );
+            let label = kind == STT_NOTYPE;
+            let perf = kind == STT_FUNC
+                || kind == STT_GNU_IFUNC
+                || kind == object::elf::STT_OBJECT
+                || (label
+                    && !matches!(
+                        sym.st_visibility(),
+                        object::elf::STV_HIDDEN | object::elf::STV_INTERNAL
+                    ));
+            if !bfd && !perf {
                 continue;
             }
-            let Ok(Some(index)) = table.symbol_section(endian, sym, index) else {
+            let Ok(Some(section)) = table.symbol_section(endian, sym, index) else {
                 continue; // undefined, absolute or common
             };
-            if !executable(index) {
-                continue;
-            }
             let Ok(name) = sym.name(endian, table.strings()) else {
                 continue;
             };
-            if name.is_empty() || name.starts_with(b"$") {
-                continue; // ARM/AArch64 mapping symbols ($x, $d) and unnamed entries
+            let start: u64 = sym.st_value(endian).into();
+            let size: u64 = sym.st_size(endian).into();
+            // `from_utf8` first: its check is several times faster than `from_utf8_lossy`'s on valid names.
+            let text = match std::str::from_utf8(name) {
+                Ok(t) => Cow::Borrowed(t),
+                Err(_) => String::from_utf8_lossy(name),
+            };
+            let at = intern(&mut info.names, &text);
+            if bfd {
+                info.bfd_symbols.push(BfdSymbol {
+                    start,
+                    size: size.max(1),
+                    function: kind == STT_FUNC || kind == STT_GNU_IFUNC,
+                    notype: label,
+                    section: section.0,
+                    order,
+                    name: at,
+                });
+            }
+            // ARM/AArch64 mapping symbols ($x, $d) and unnamed entries are no symbols for perf.
+            if !perf || name.is_empty() || name.starts_with(b"$") || !keeps(section, label) {
+                continue;
             }
             candidates.push(Candidate {
-                start: sym.st_value(endian).into(),
-                size: sym.st_size(endian).into(),
-                name: String::from_utf8_lossy(name),
+                start,
+                size,
+                sized: false,
+                order,
+                at: Some(at),
+                name: text,
                 binding: sym.st_bind(),
             });
         }
-        info.bfd_symbols.sort_by_key(|b| (b.start, b.order));
+        // (start, order) is unique, so the unstable sort gives the stable order.
+        info.bfd_symbols
+            .sort_unstable_by_key(|b| (b.start, b.order));
         info.has_debug_info = sections
             .section_by_name(endian, b".debug_info")
             .is_some_and(|(_, s)| s.sh_type(endian) != object::elf::SHT_NOBITS);
@@ -281,11 +364,49 @@ impl ElfInfo {
                     .push((index.0, start, start.saturating_add(size)));
             }
         }
-        match plt {
-            Some(plt) => candidates.extend(plt),
-            None => synthesize_plt::<H>(&file, endian, &mut candidates),
+        let plt = plt.unwrap_or_else(|| {
+            let mut plt = Vec::new();
+            synthesize_plt::<H>(&file, endian, &mut plt);
+            plt
+        });
+        // perf's tree, only when PLT symbols will overlap the table's: which of the two its lookup meets
+        // first depends on the tree's shape (see `rbtree`).
+        // perf's tree in replayable form (the table symbols' starts in insertion order, the aliases erased),
+        // kept only when PLT symbols overlap a table symbol: which of the two its lookup meets first depends
+        // on the tree's shape (see `rbtree`); the tree is built on the first lookup there.
+        let (starts, orders): (Vec<u64>, Vec<usize>) = if plt.is_empty() {
+            (Vec::new(), Vec::new())
+        } else {
+            candidates.iter().map(|c| (c.start, c.order)).unzip()
+        };
+        let mut erased = Vec::new();
+        info.symbols = select_symbols_logged(candidates, demangle, &mut info.names, &mut erased);
+        for c in plt {
+            info.plt_symbols.push(Symbol {
+                start: c.start,
+                end: c.start.saturating_add(c.size),
+                raw: intern(&mut info.names, &c.name),
+                name: OnceCell::new(),
+            });
         }
-        info.symbols = select_symbols(candidates, demangle, &mut info.names);
+        // Where a table symbol's range holds PLT symbols, perf's answer is the first node on its way down.
+        let mut region: Option<(u64, u64)> = None;
+        for p in &info.plt_symbols {
+            if let Some(c) = Self::lookup_in(&info.symbols, p.start) {
+                let (lo, hi) = region.unwrap_or((c.start, c.end));
+                region = Some((lo.min(c.start), hi.max(c.end)));
+            }
+        }
+        if let Some((lo, hi)) = region {
+            let node = |order: &usize| orders.binary_search(order).expect("a candidate's order");
+            info.plt_tree = Some(Box::new(PltTree {
+                region: lo..hi,
+                erased: erased.iter().map(node).collect(),
+                starts,
+                tree: OnceCell::new(),
+            }));
+        }
+        debug_assert!(info.plt_symbols.is_sorted_by_key(|s| s.start));
         info.names.shrink_to_fit();
         Ok(info)
     }
@@ -361,10 +482,32 @@ impl ElfInfo {
         best.map(|b| (self.arena(b.name), b.start))
     }
 
-    /// The symbol containing `svma`.
+    /// The symbol containing `svma` as perf 6.1 finds it: where PLT and table symbols overlap (`.plt` under the
+    /// stretched `_init`), the first of them on the way down perf's tree; elsewhere the only one.
     pub fn lookup(&self, svma: u64) -> Option<&Symbol> {
-        let pos = self.symbols.partition_point(|s| s.start <= svma);
-        let sym = self.symbols.get(pos.checked_sub(1)?)?;
+        if let Some(t) = self
+            .plt_tree
+            .as_deref()
+            .filter(|t| t.region.contains(&svma))
+        {
+            let tree = t
+                .tree
+                .get_or_init(|| t.build(&self.symbols, &self.plt_symbols));
+            let id = tree.find(svma)?;
+            return match id.checked_sub(t.starts.len()) {
+                Some(plt) => self.plt_symbols.get(plt),
+                None => {
+                    let start = tree.start(id);
+                    Self::lookup_in(&self.symbols, start).filter(|s| s.start == start)
+                }
+            };
+        }
+        Self::lookup_in(&self.plt_symbols, svma).or_else(|| Self::lookup_in(&self.symbols, svma))
+    }
+
+    fn lookup_in(symbols: &[Symbol], svma: u64) -> Option<&Symbol> {
+        let pos = symbols.partition_point(|s| s.start <= svma);
+        let sym = symbols.get(pos.checked_sub(1)?)?;
         (svma < sym.end).then_some(sym)
     }
 
@@ -381,11 +524,23 @@ impl ElfInfo {
             .or_else(|| self.file_offset_to_svma(pgoff))
     }
 
-    /// The svma of a byte at file offset `offset`: the first segment holding it.
+    /// The svma of a byte at file offset `offset`: the first segment holding it, else the first whose last page
+    /// holds it. A mapping covers whole pages, and perf, which moves symbols into file-offset space instead of
+    /// addresses into svma space, names an address in the page after `.fini`'s end by the symbol before it.
     pub fn file_offset_to_svma(&self, offset: u64) -> Option<u64> {
+        const PAGE: u64 = 0x1000;
+        let exact = |s: &&Segment| offset >= s.offset && offset - s.offset < s.file_size.max(1);
+        let paged = |s: &&Segment| {
+            offset >= s.offset
+                && offset
+                    < s.offset
+                        .saturating_add(s.file_size.max(1))
+                        .next_multiple_of(PAGE)
+        };
         self.segments
             .iter()
-            .find(|s| offset >= s.offset && offset - s.offset < s.file_size.max(1))
+            .find(exact)
+            .or_else(|| self.segments.iter().find(paged))
             .map(|s| offset - s.offset + s.vaddr)
     }
 }
@@ -425,6 +580,9 @@ fn synthesize_plt<H: FileHeader<Endian = Endianness>>(
         out.push(Candidate {
             start: base + i as u64 * entry,
             size: entry,
+            sized: true,
+            order: i,
+            at: None,
             name: Cow::Owned(format!("{}@plt", String::from_utf8_lossy(name))),
             binding: STB_GLOBAL,
         });
@@ -455,8 +613,8 @@ fn a_is_better(a: &Candidate, a_name: &str, b: &Candidate, b_name: &str) -> bool
 /// The part of `choose_best_symbol` that does not look at names: sized over zero-size, strong over weak,
 /// global over local.
 fn decided_without_names(a: &Candidate, b: &Candidate) -> Option<bool> {
-    if (a.size > 0) != (b.size > 0) {
-        return Some(a.size > 0);
+    if a.sized != b.sized {
+        return Some(a.sized);
     }
     let (a_weak, b_weak) = (a.binding == STB_WEAK, b.binding == STB_WEAK);
     if a_weak != b_weak {
@@ -488,13 +646,27 @@ fn same_demangled_text(a: &str, b: &str) -> bool {
 
 /// One symbol per address, the best of each group of aliases, with its raw name in `names`. Only aliases are
 /// demangled here (perf compares their demangled names); every other name waits for its first hit.
-fn select_symbols(
+#[cfg(test)]
+fn select_symbols(candidates: Vec<Candidate>, demangle: bool, names: &mut String) -> Vec<Symbol> {
+    select_symbols_logged(candidates, demangle, names, &mut Vec::new())
+}
+
+/// [`select_symbols`], pushing the `order` of each alias dropped onto `erased` in the order perf's
+/// `symbols__fixup_duplicate` erases them.
+fn select_symbols_logged(
     mut candidates: Vec<Candidate>,
     demangle: bool,
     names: &mut String,
+    erased: &mut Vec<usize>,
 ) -> Vec<Symbol> {
-    // Stable: among equal starts the symbol-table order decides the last tie, as perf's rb-tree insertion does.
-    candidates.sort_by_key(|c| c.start);
+    // Among equal starts the symbol-table order decides the last tie, as perf's rb-tree insertion does.
+    candidates.sort_unstable_by_key(|c| (c.start, c.order));
+    for i in 0..candidates.len() {
+        let last_at_start = candidates
+            .get(i + 1)
+            .is_none_or(|n| n.start != candidates[i].start);
+        candidates[i].sized = candidates[i].size > 0 || last_at_start;
+    }
     // (kept candidate, its demangled name when an alias group made one)
     let mut kept: Vec<(Candidate, Option<String>)> = Vec::with_capacity(candidates.len());
     let mut rest = candidates.into_iter().peekable();
@@ -524,7 +696,10 @@ fn select_symbols(
                     (a_is_better(&best, current, &c, &name), Some(name))
                 }
             };
-            if !keep {
+            if keep {
+                erased.push(c.order);
+            } else {
+                erased.push(best.order);
                 best = c;
                 best_name = c_name;
             }
@@ -538,8 +713,8 @@ fn select_symbols(
         } else if let Some((next, _)) = kept.get(i + 1) {
             next.start
         } else {
-            // perf: the last zero-size symbol runs to the next page boundary after its start.
-            (c.start & !0xfff) + 0x1000
+            // perf 6.1's `symbols__fixup_end`: `roundup(curr->start, 4096) + 4096` for the last one.
+            c.start.next_multiple_of(0x1000).saturating_add(0x1000)
         };
         let name = OnceCell::new();
         if let Some(shown) = shown {
@@ -548,7 +723,7 @@ fn select_symbols(
         symbols.push(Symbol {
             start: c.start,
             end,
-            raw: intern(names, &c.name),
+            raw: c.at.unwrap_or_else(|| intern(names, &c.name)),
             name,
         });
     }
@@ -607,23 +782,65 @@ mod tests {
         }
     }
 
+    /// Candidates in symbol-table order.
+    fn numbered(mut v: Vec<Candidate<'static>>) -> Vec<Candidate<'static>> {
+        for (i, c) in v.iter_mut().enumerate() {
+            c.order = i;
+        }
+        v
+    }
+
+    #[test]
+    fn the_last_zero_size_alias_wins_as_its_end_was_fixed_first() {
+        // perf fixes ends before it drops aliases: the last zero-size symbol at 0x60 already ends at 0x70,
+        // so it beats the longer name before it; the final one runs a page past its start, rounded up.
+        let c = |start, name: &str| Candidate {
+            start,
+            size: 0,
+            sized: false,
+            order: 0,
+            at: None,
+            name: Cow::Owned(name.to_owned()),
+            binding: STB_GLOBAL,
+        };
+        let mut info = ElfInfo::default();
+        info.symbols = select_symbols(
+            numbered(vec![
+                c(0x60, "a_longer_name"),
+                c(0x60, "b"),
+                c(0x1070, "last"),
+            ]),
+            false,
+            &mut info.names,
+        );
+        let got: Vec<(u64, u64, &str)> = info
+            .symbols
+            .iter()
+            .map(|s| (s.start, s.end, &**info.symbol_name(s)))
+            .collect();
+        assert_eq!(got, vec![(0x60, 0x1070, "b"), (0x1070, 0x3000, "last")]);
+    }
+
     #[test]
     fn alias_choice_follows_perf() {
-        let c = |start, size, name: &str, binding| Candidate {
+        let c = |start, size: u64, name: &str, binding| Candidate {
             start,
             size,
+            sized: size > 0,
+            order: 0,
+            at: None,
             name: Cow::Owned(name.to_owned()),
             binding,
         };
         let mut info = ElfInfo::default();
         info.symbols = select_symbols(
-            vec![
+            numbered(vec![
                 c(0x10, 0x10, "__libc_start_main_impl", STB_GLOBAL),
                 c(0x10, 0x10, "__libc_start_main", STB_WEAK),
                 c(0x20, 0, "label", object::elf::STB_LOCAL),
                 c(0x30, 0x8, "_x", STB_GLOBAL),
                 c(0x30, 0x8, "__y", STB_GLOBAL),
-            ],
+            ]),
             false,
             &mut info.names,
         );
@@ -648,11 +865,11 @@ mod tests {
                 ..Default::default()
             };
             info.symbols = select_symbols(
-                vec![
+                numbered(vec![
                     c(0x40, 0x8, "_ZN9long_name3fooEv", STB_GLOBAL),
                     c(0x40, 0x8, "short", STB_GLOBAL),
                     c(0x50, 0x8, "_ZN4lazy4nameEv", STB_GLOBAL),
-                ],
+                ]),
                 demangle,
                 &mut info.names,
             );
@@ -676,10 +893,10 @@ mod tests {
             ..Default::default()
         };
         info.symbols = select_symbols(
-            vec![
+            numbered(vec![
                 c(0x60, 0x8, "_ZN3FooC2Ev", STB_GLOBAL),
                 c(0x60, 0x8, "_ZN3FooC1Ev", STB_GLOBAL),
-            ],
+            ]),
             true,
             &mut info.names,
         );

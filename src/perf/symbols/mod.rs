@@ -2,8 +2,10 @@
 //! pure over a file lookup.
 //!
 //! Owns: finding the right file for a DSO (build-id checked), its symbols, demangling, the kernel's symbols, and
-//! the per-DSO caches (each DSO is loaded once per run, its unwind tables built on first use). Does not own: which
-//! DSO is mapped where in a process (`perf::script`'s thread maps) or unwinding (`perf::unwind`).
+//! the per-DSO caches of what it reads (each DSO is loaded once per run; inline frames parsed on first use). Does
+//! not own: which DSO is mapped where in a process (`perf::script`'s thread maps) or unwinding and its tables
+//! (`perf::unwind`; `perf::script` builds a DSO's tables from [`Dso::runtime_image`] and [`Dso::debug_image`]
+//! when a DWARF sample first needs them).
 //!
 //! Every file is read through a [`FileLookup`] (samply-symbols' sans-IO design), so tests feed bytes and check
 //! build-id mismatches without touching `~/.debug`. [`FsLookup`] is the real file system.
@@ -19,8 +21,8 @@ pub mod elf;
 pub mod inline;
 pub mod kallsyms;
 pub mod perfmap;
+mod rbtree;
 
-use crate::perf::unwind::dwarf::UnwindInfo;
 use elf::ElfInfo;
 use kallsyms::Kallsyms;
 use perfmap::PerfMap;
@@ -227,7 +229,6 @@ pub struct Dso {
     debug: Option<FileBytes>,
     /// Why the DSO is missing or incomplete.
     pub problem: Option<DsoProblem>,
-    unwind: OnceCell<Option<UnwindInfo>>,
     /// The file whose `.debug_info` answers inline-frame queries.
     dwarf_source: Option<FileBytes>,
     dwarf: OnceCell<Option<inline::InlineInfo>>,
@@ -293,18 +294,108 @@ impl Dso {
             .names(svma, &symbol)
     }
 
-    /// The DWARF unwind tables, built on first use (only DWARF-mode files need them).
-    pub fn unwind_info(&self) -> Option<&UnwindInfo> {
-        self.unwind
-            .get_or_init(|| {
-                let runtime = self.runtime.as_ref()?;
-                let mut info = UnwindInfo::from_elf((**runtime).as_ref()).ok()?;
-                if let Some(debug) = &self.debug {
-                    let _ = info.add_debug_file((**debug).as_ref());
-                }
-                (!info.is_empty()).then_some(info)
+    /// The runtime image (its `.eh_frame` unwinds), or the debug file when no runtime image was found.
+    pub fn runtime_image(&self) -> Option<&[u8]> {
+        self.runtime.as_deref().map(|b| b.as_ref())
+    }
+
+    /// A separate debug file, whose `.debug_frame` can add to the runtime image's CFI.
+    pub fn debug_image(&self) -> Option<&[u8]> {
+        self.debug.as_deref().map(|b| b.as_ref())
+    }
+}
+
+/// What [`Symbolizer::scan`] found for one DSO.
+#[derive(Default)]
+struct Scan {
+    /// Some candidate file existed.
+    found_any: bool,
+    rejected: Vec<(PathBuf, String)>,
+    unreadable: Option<DsoProblem>,
+    /// The first file with a `.symtab`, and the first with only a `.dynsym`: (path, parsed, bytes).
+    symtab: Option<(PathBuf, ElfInfo, FileBytes)>,
+    dynsym: Option<(PathBuf, ElfInfo, FileBytes)>,
+    runtime: Option<FileBytes>,
+    runtime_file: Option<PathBuf>,
+    debug: Option<FileBytes>,
+}
+
+impl Scan {
+    /// The DSO from what was found: the symbols file (`.symtab` over `.dynsym`), PLT symbols and load segments
+    /// from the runtime image, the file GNU addr2line would read DWARF from, or why nothing was usable.
+    fn into_dso(self, path: &str, build_id: Option<&[u8]>, demangle: bool) -> Dso {
+        let Scan {
+            found_any,
+            rejected,
+            unreadable,
+            symtab,
+            dynsym,
+            runtime,
+            runtime_file,
+            debug,
+        } = self;
+        let chosen = symtab.or(dynsym);
+        let problem = if chosen.is_some() {
+            None
+        } else if !rejected.is_empty() {
+            Some(DsoProblem::BuildIdMismatch {
+                expected: build_id.map(hex).unwrap_or_default(),
+                rejected,
             })
-            .as_ref()
+        } else if let Some(p) = unreadable {
+            Some(p)
+        } else if found_any {
+            None
+        } else {
+            Some(DsoProblem::NotFound)
+        };
+        let (symbols_file, mut info, symbols_bytes) = match chosen {
+            Some((p, i, b)) => (Some(p), Some(i), Some(b)),
+            None => (None, None, None),
+        };
+        // Symbols from a separate debug file: PLT entries exist only in the runtime image.
+        if let (Some(sf), Some(rf), Some(sb), Some(rt)) =
+            (&symbols_file, &runtime_file, &symbols_bytes, &runtime)
+        {
+            if sf != rf {
+                if let Ok(reparsed) =
+                    ElfInfo::parse_full((**sb).as_ref(), demangle, Some((**rt).as_ref()))
+                {
+                    info = Some(reparsed);
+                }
+            }
+        }
+        if let Some(info) = &mut info {
+            // Segments must come from the runtime image when the symbols came from a debug file whose program
+            // headers were rewritten (they normally agree; the runtime image is authoritative).
+            if let Some(segments) = runtime
+                .as_ref()
+                .and_then(|rt| elf::segments((**rt).as_ref()))
+            {
+                info.segments = segments;
+            }
+        }
+        // Where GNU addr2line would find DWARF: the symbols file itself, else the separate debug file.
+        let dwarf_source = match (&info, &symbols_bytes) {
+            (Some(i), Some(b)) if i.has_debug_info => Some(b.clone()),
+            _ => debug
+                .clone()
+                .filter(|d| elf::has_debug_info((**d).as_ref())),
+        };
+        Dso {
+            path: path.to_owned(),
+            build_id: build_id
+                .map(<[u8]>::to_vec)
+                .or_else(|| info.as_ref().and_then(|i| i.build_id.clone())),
+            info,
+            symbols_file,
+            runtime_file,
+            runtime: runtime.or_else(|| debug.clone()),
+            debug,
+            problem,
+            dwarf_source,
+            dwarf: OnceCell::new(),
+        }
     }
 }
 
@@ -382,10 +473,21 @@ impl<L: FileLookup> Symbolizer<L> {
         dso
     }
 
+    /// Loads one DSO in three phases: the candidate files in perf's search order ([`Symbolizer::candidates`]),
+    /// reading them until one gives symbols and one the runtime image ([`Symbolizer::scan`]), and putting the
+    /// pieces together ([`Scan::into_dso`]).
     fn load_dso(&self, path: &str, build_id: Option<&[u8]>) -> Dso {
-        let mut candidates: Vec<(PathBuf, bool)> = Vec::new(); // (path, is a runtime image)
-                                                               // perf records build-ids only for DSOs a sample's IP hit; for one seen only in callchains it reads the
-                                                               // build-id from the file itself to find debug files by it (no mismatch check: nothing was recorded).
+        let (candidates, running_vdso) = self.candidates(path, build_id);
+        let scan = self.scan(path, build_id, candidates, running_vdso);
+        scan.into_dso(path, build_id, self.options.demangle)
+    }
+
+    /// The files that may hold `path`'s symbols, in perf's `dso__load` order, each marked whether it is a
+    /// runtime image; and whether the running kernel's vDSO stands for it.
+    fn candidates(&self, path: &str, build_id: Option<&[u8]>) -> (Vec<(PathBuf, bool)>, bool) {
+        let mut candidates: Vec<(PathBuf, bool)> = Vec::new();
+        // perf records build-ids only for DSOs a sample's IP hit; for one seen only in callchains it reads the
+        // build-id from the file itself to find debug files by it (no mismatch check: nothing was recorded).
         let own_bid = match build_id {
             Some(_) => None,
             None => self
@@ -411,7 +513,7 @@ impl<L: FileLookup> Symbolizer<L> {
             }
         }
         let own = self.with_symfs(Path::new(path));
-        candidates.push((own.clone(), true));
+        candidates.push((own, true));
         // perf 6.1 reads `[vdso]` from the running kernel's vDSO (its own, copied to a temporary file) when the
         // recording names no build-id for it, as pipe-mode files do; with a build-id recorded it only looks in
         // the build-id cache (the header's build-id entry creates the DSO before any mmap could point it at
@@ -426,15 +528,19 @@ impl<L: FileLookup> Symbolizer<L> {
             candidates.push((dir.join(rel), false));
             candidates.push((dir.join(format!("{}.debug", rel.display())), false));
         }
+        (candidates, running_vdso)
+    }
 
-        let mut rejected = Vec::new();
-        let mut unreadable = None;
-        let mut found_any = false;
-        let mut symtab: Option<(PathBuf, ElfInfo, FileBytes)> = None;
-        let mut dynsym: Option<(PathBuf, ElfInfo, FileBytes)> = None;
-        let mut runtime: Option<FileBytes> = None;
-        let mut runtime_file: Option<PathBuf> = None;
-        let mut debug: Option<FileBytes> = None;
+    /// Reads the candidates in order (adding `.gnu_debuglink` targets as they are learnt) until one has a
+    /// `.symtab` and one is the runtime image; files whose build-id differs from the recorded one are rejected.
+    fn scan(
+        &self,
+        path: &str,
+        build_id: Option<&[u8]>,
+        mut candidates: Vec<(PathBuf, bool)>,
+        running_vdso: bool,
+    ) -> Scan {
+        let mut scan = Scan::default();
         let mut debuglink: Option<String> = None;
         let mut seen = std::collections::HashSet::new();
         let mut parsed: Vec<(usize, Option<Vec<u8>>)> = Vec::new();
@@ -453,7 +559,7 @@ impl<L: FileLookup> Symbolizer<L> {
             let Some(bytes) = bytes else {
                 continue;
             };
-            found_any = true;
+            scan.found_any = true;
             // The build-id cache's `elf` and the path itself are usually the same file: parse it once (a
             // large DSO's symbol table was most of a short run).
             let identity = ((*bytes).as_ref().len(), elf::build_id((*bytes).as_ref()));
@@ -464,7 +570,7 @@ impl<L: FileLookup> Symbolizer<L> {
             let info = match ElfInfo::parse_with((*bytes).as_ref(), self.options.demangle) {
                 Ok(info) => info,
                 Err(e) => {
-                    unreadable.get_or_insert(DsoProblem::Unreadable {
+                    scan.unreadable.get_or_insert(DsoProblem::Unreadable {
                         path: cand.clone(),
                         message: e.to_string(),
                     });
@@ -473,7 +579,7 @@ impl<L: FileLookup> Symbolizer<L> {
             };
             if let Some(expected) = build_id {
                 if info.build_id.as_deref() != Some(expected) {
-                    rejected.push((
+                    scan.rejected.push((
                         cand.clone(),
                         info.build_id.as_deref().map(hex).unwrap_or_default(),
                     ));
@@ -494,88 +600,24 @@ impl<L: FileLookup> Symbolizer<L> {
                 }
             }
             let has_runtime_sections = info.segments.iter().any(|s| s.file_size > 0);
-            if is_runtime && runtime.is_none() && has_runtime_sections {
-                runtime = Some(bytes.clone());
-                runtime_file = Some(cand.clone());
-            } else if !is_runtime && debug.is_none() {
-                debug = Some(bytes.clone());
+            if is_runtime && scan.runtime.is_none() && has_runtime_sections {
+                scan.runtime = Some(bytes.clone());
+                scan.runtime_file = Some(cand.clone());
+            } else if !is_runtime && scan.debug.is_none() {
+                scan.debug = Some(bytes.clone());
             }
             if info.has_symtab {
-                if symtab.is_none() {
-                    symtab = Some((cand, info, bytes.clone()));
+                if scan.symtab.is_none() {
+                    scan.symtab = Some((cand, info, bytes.clone()));
                 }
-            } else if dynsym.is_none() && !info.symbols.is_empty() {
-                dynsym = Some((cand, info, bytes.clone()));
+            } else if scan.dynsym.is_none() && !info.symbols.is_empty() {
+                scan.dynsym = Some((cand, info, bytes.clone()));
             }
-            if symtab.is_some() && runtime.is_some() {
+            if scan.symtab.is_some() && scan.runtime.is_some() {
                 break;
             }
         }
-        let chosen = symtab.or(dynsym);
-        let problem = if chosen.is_some() {
-            None
-        } else if !rejected.is_empty() {
-            Some(DsoProblem::BuildIdMismatch {
-                expected: build_id.map(hex).unwrap_or_default(),
-                rejected,
-            })
-        } else if let Some(p) = unreadable {
-            Some(p)
-        } else if found_any {
-            None
-        } else {
-            Some(DsoProblem::NotFound)
-        };
-        let (symbols_file, mut info, symbols_bytes) = match chosen {
-            Some((p, i, b)) => (Some(p), Some(i), Some(b)),
-            None => (None, None, None),
-        };
-        // Symbols from a separate debug file: PLT entries exist only in the runtime image.
-        if let (Some(sf), Some(rf), Some(sb), Some(rt)) =
-            (&symbols_file, &runtime_file, &symbols_bytes, &runtime)
-        {
-            if sf != rf {
-                if let Ok(reparsed) = ElfInfo::parse_full(
-                    (**sb).as_ref(),
-                    self.options.demangle,
-                    Some((**rt).as_ref()),
-                ) {
-                    info = Some(reparsed);
-                }
-            }
-        }
-        if let Some(info) = &mut info {
-            // Segments must come from the runtime image when the symbols came from a debug file whose program
-            // headers were rewritten (they normally agree; the runtime image is authoritative).
-            if let Some(segments) = runtime
-                .as_ref()
-                .and_then(|rt| elf::segments((**rt).as_ref()))
-            {
-                info.segments = segments;
-            }
-        }
-        // Where GNU addr2line would find DWARF: the symbols file itself, else the separate debug file.
-        let dwarf_source = match (&info, &symbols_bytes) {
-            (Some(i), Some(b)) if i.has_debug_info => Some(b.clone()),
-            _ => debug
-                .clone()
-                .filter(|d| elf::has_debug_info((**d).as_ref())),
-        };
-        Dso {
-            path: path.to_owned(),
-            build_id: build_id
-                .map(<[u8]>::to_vec)
-                .or_else(|| info.as_ref().and_then(|i| i.build_id.clone())),
-            info,
-            symbols_file,
-            runtime_file,
-            runtime: runtime.or_else(|| debug.clone()),
-            debug,
-            problem,
-            unwind: OnceCell::new(),
-            dwarf_source,
-            dwarf: OnceCell::new(),
-        }
+        scan
     }
 
     /// The kernel's symbols, loaded once: `--kallsyms`, else the build-id cache's `kallsyms`, else
@@ -763,7 +805,7 @@ mod tests {
         );
         // Cached: the same Arc comes back.
         assert!(Rc::ptr_eq(&dso, &s.dso("/w/chain", Some(&bid))));
-        assert!(dso.unwind_info().is_some());
+        assert_eq!(dso.runtime_image(), Some(fp));
     }
 
     #[test]
@@ -855,8 +897,9 @@ mod tests {
         assert_eq!(dso.problem, None);
         assert_eq!(dso.symbols_file, Some(PathBuf::from(debug)));
         assert_eq!(dso.runtime_file, None);
-        assert!(
-            dso.unwind_info().is_some(),
+        assert_eq!(
+            dso.runtime_image(),
+            Some(fp),
             "CFI from the debug file when no runtime image exists"
         );
     }

@@ -256,7 +256,7 @@ impl StackSnapshot<'_> {
 pub struct Module<'a> {
     /// The avma range this mapping covers.
     pub avma_range: Range<u64>,
-    /// `avma − svma` for addresses in this mapping (see [`crate::perf::symbols::svma_bias`]).
+    /// `avma − svma` for addresses in this mapping (see [`crate::perf::symbols::Dso::bias`]).
     pub bias: u64,
     /// The module's unwind tables, parsed once per DSO.
     pub unwind: &'a dwarf::UnwindInfo,

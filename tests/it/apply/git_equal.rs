@@ -62,7 +62,7 @@ fn clean_list_equals_git_cherry_pick_commit_for_commit() {
 fn strategy_option_favours_a_side_like_git() {
     skip_unless!(has_git());
     for side in ["theirs", "ours"] {
-        let t = repo::foo_bar();
+        let t = scenario::foo_bar().repo();
         let g = t.copy();
         // Named deviation: a pick that ends up empty (as "bar description" does under -X ours) stops git's
         // cherry-pick but is skipped by bport; `--empty=drop` makes git do the same.
@@ -87,7 +87,7 @@ fn strategy_option_favours_a_side_like_git() {
 fn conflict_style_diff3_markers_match_git() {
     skip_unless!(has_git());
     for style in ["diff3", "zdiff3"] {
-        let t = repo::foo_bar();
+        let t = scenario::foo_bar().repo();
         t.repo
             .config()
             .unwrap()

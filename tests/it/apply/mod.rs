@@ -1,5 +1,6 @@
 //! `bport list`, `bport apply` (with --continue/--skip/--abort) and `bport status`, with the real git as oracle
-//! (issue #2, "Must show" 1–5). Shared scenario helpers live here; the tests are grouped by concern.
+//! (issue #2, "Must show" 1–5). The skip-rule series and the list of four with a conflict in the middle live
+//! here; the conflict scenarios shared with rerere/ in support/scenario.rs. The tests are grouped by concern.
 
 mod fast_path;
 mod git_equal;
@@ -11,24 +12,10 @@ mod workflow;
 
 use crate::support::bport;
 use crate::support::oracle;
-use crate::support::repo::{self, TestRepo};
+pub(crate) use crate::support::oracle::has_git;
+use crate::support::repo::TestRepo;
+pub(crate) use crate::support::scenario::{self, list_file, short, Conflict};
 use std::path::PathBuf;
-
-/// Writes `text` as a patch list outside the worktree (an untracked file would be fine, but keeps snapshots pure).
-pub(crate) fn list_file(text: &str) -> (tempfile::TempDir, PathBuf) {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("patches.txt");
-    std::fs::write(&path, text).unwrap();
-    (dir, path)
-}
-
-pub(crate) fn short(t: &TestRepo, rev: &str) -> String {
-    t.oid(rev).to_string()[..7].to_owned()
-}
-
-pub(crate) fn has_git() -> bool {
-    oracle::has_git()
-}
 
 /// The upstream series for the skip-rule tests: four fixes on branch `upstream`, each in its own file, and an
 /// empty vendor branch `vendor` (HEAD) from master.
@@ -82,7 +69,7 @@ pub(crate) fn step_line(t: &TestRepo, n: usize, what: &str) -> String {
 
 /// foo/bar plus two clean upstream commits after the conflicting one: a list of four where step 2 conflicts.
 pub(crate) fn conflict_in_the_middle() -> (TestRepo, tempfile::TempDir, PathBuf) {
-    let t = repo::foo_bar();
+    let t = scenario::foo_bar().repo();
     t.checkout("bar");
     t.commit("bar: add notes", &[("notes/bar.txt", Some("notes\n"))]);
     t.commit("bar: more notes", &[("notes/more.txt", Some("more\n"))]);

@@ -5,6 +5,7 @@
 
 use super::*;
 use crate::support::oracle::git_ok;
+use crate::support::repo;
 use std::io::{Read, Write};
 use std::os::fd::FromRawFd;
 use std::os::unix::process::CommandExt;
@@ -251,8 +252,7 @@ fn skip_at_the_prompt_drops_the_patch_and_picks_the_next_like_the_flag() {
 #[test]
 fn abort_at_the_prompt_restores_the_exact_prior_state() {
     skip_unless!(has_git());
-    let t = repo::foo_bar();
-    let (_d, list) = list_file(&t.list("master..bar"));
+    let (t, _d, list) = scenario::foo_bar().with_list();
     let before = t.snapshot();
     let mut term = Term::spawn(&t, &["apply", list.to_str().unwrap()], &[]);
     term.wait_for("Stopped at 1/2");
@@ -272,8 +272,7 @@ fn abort_at_the_prompt_restores_the_exact_prior_state() {
 #[test]
 fn show_diff_prints_the_conflict_and_prompts_again_then_leave_keeps_the_stop() {
     skip_unless!(has_git());
-    let t = repo::foo_bar();
-    let (_d, list) = list_file(&t.list("master..bar"));
+    let (t, _d, list) = scenario::foo_bar().with_list();
     let mut term = Term::spawn(&t, &["apply", list.to_str().unwrap()], &[]);
     term.wait_for("Stopped at 1/2");
     term.choose(0);
@@ -290,8 +289,7 @@ fn show_diff_prints_the_conflict_and_prompts_again_then_leave_keeps_the_stop() {
 #[test]
 fn the_editors_resolution_is_what_continue_commits() {
     skip_unless!(has_git());
-    let t = repo::foo_bar();
-    let (_d, list) = list_file(&t.list("master..bar"));
+    let (t, _d, list) = scenario::foo_bar().with_list();
     let tools = tempfile::tempdir().unwrap();
     let editor = tools.path().join("resolve.sh");
     // Keeps both sides: drops the three marker lines of the one conflict.
@@ -329,8 +327,7 @@ fn the_editors_resolution_is_what_continue_commits() {
 #[test]
 fn yes_on_a_terminal_stops_without_prompting() {
     skip_unless!(has_git());
-    let t = repo::foo_bar();
-    let (_d, list) = list_file(&t.list("master..bar"));
+    let (t, _d, list) = scenario::foo_bar().with_list();
     let term = Term::spawn(&t, &["apply", "--yes", list.to_str().unwrap()], &[]);
     let (code, text) = term.finish();
     assert_eq!(code, Some(1), "{text}");
@@ -350,15 +347,12 @@ impl Drop for Term {
 #[test]
 fn a_skip_that_runs_into_the_next_conflict_prompts_again() {
     skip_unless!(has_git());
-    let t = repo::foo_bar();
     // A third bar commit that edits the line next to foo's again: it conflicts after the first is skipped.
-    t.checkout("bar");
-    let baz = t
-        .read("README")
-        .replace("WHAT IS LINUX?\nbar\n", "WHAT IS LINUX?\nbaz\n");
-    t.commit("baz instead of bar", &[("README", Some(&baz))]);
-    t.checkout("foo");
-    let (_d, list) = list_file(&t.list("master..bar"));
+    let more_bar = repo::README.replace("WHAT IS LINUX?\n", "WHAT IS LINUX?\nbar\n") + "more bar\n";
+    let baz = more_bar.replace("WHAT IS LINUX?\nbar\n", "WHAT IS LINUX?\nbaz\n");
+    let (t, _d, list) = scenario::foo_bar()
+        .theirs("baz instead of bar", &[("README", Some(&baz))])
+        .with_list();
     let oracle = t.copy();
     let stop = bport::run(oracle.path(), &["apply", list.to_str().unwrap()]);
     assert_eq!(stop.code, Some(1), "{}", stop.transcript());

@@ -706,28 +706,24 @@ fn killed_run_prints_no_pick_that_was_lost() {
 /// one added is a pick, not "empty"; the real run, which stops there, agrees once the stop is resolved that way.
 #[test]
 fn dry_run_after_a_predicted_conflict_keeps_the_clean_part() {
-    let t = TestRepo::new();
     let lines = |tag: &str| (1..=8).map(|i| format!("{tag} {i}\n")).collect::<String>();
-    t.commit(
+    let (t, _d, list) = Conflict::new(
         "base",
         &[("A", Some(&lines("a"))), ("B", Some(&lines("b")))],
-    );
-    t.branch("upstream", "master");
-    t.checkout("upstream");
-    t.commit(
+    )
+    .ours(
+        "vendor: A",
+        &[("A", Some(&lines("a").replace("a 3\n", "a 3 (vendor)\n")))],
+    )
+    .theirs(
         "add L, edit A",
         &[
             ("A", Some(&lines("a").replace("a 3\n", "a three\n"))),
             ("B", Some(&lines("b").replace("b 5\n", "b 5\nL\n"))),
         ],
-    );
-    t.commit("drop L", &[("B", Some(&lines("b")))]);
-    t.checkout("master");
-    t.commit(
-        "vendor: A",
-        &[("A", Some(&lines("a").replace("a 3\n", "a 3 (vendor)\n")))],
-    );
-    let (_d, list) = list_file(&t.list("master..upstream"));
+    )
+    .theirs("drop L", &[("B", Some(&lines("b")))])
+    .with_list();
     let out = run_ok(&t, &["apply", "--dry-run", list.to_str().unwrap()]);
     assert_eq!(
         out.stdout,

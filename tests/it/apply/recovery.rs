@@ -124,7 +124,7 @@ fn killed_stop_and_killed_continue_recover() {
 /// Must show 5: each bad input names its problem (and the line) and leaves the repository untouched.
 #[test]
 fn bad_inputs_are_refused_and_touch_nothing() {
-    let t = repo::foo_bar();
+    let t = scenario::foo_bar().repo();
     t.checkout("bar");
     t.branch("side", "master");
     t.checkout("side");

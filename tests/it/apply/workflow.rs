@@ -8,7 +8,7 @@ use crate::support::repo;
 #[test]
 fn foo_bar_workflow_stops_resolves_continues_and_then_skips_by_subject() {
     skip_unless!(has_git());
-    let t = repo::foo_bar();
+    let t = scenario::foo_bar().repo();
     let listed = bport::run(t.path(), &["list", "master..bar"]);
     assert_eq!(listed.code, Some(0), "{}", listed.transcript());
     assert_eq!(
@@ -178,7 +178,7 @@ fn dry_run_predicts_and_touches_nothing() {
 /// changed README, but far from this patch's lines, so it is not named.
 #[test]
 fn stop_names_likely_missing_dependencies() {
-    let t = repo::foo_bar();
+    let t = scenario::foo_bar().repo();
     t.checkout("bar");
     let readme = t
         .read("README")
@@ -207,41 +207,37 @@ fn stop_names_likely_missing_dependencies() {
 #[test]
 fn every_conflict_kind_is_left_as_git_leaves_it() {
     skip_unless!(has_git());
-    let t = TestRepo::new();
-    t.commit(
+    let (t, _d, list) = Conflict::new(
         "base",
         &[
             ("gone-upstream", Some("1\n2\n")),
             ("gone-here", Some("a\nb\n")),
         ],
-    );
-    t.branch("upstream", "master");
-    t.branch("vendor", "master");
-    t.checkout("upstream");
-    t.commit(
-        "upstream: three conflicting changes",
-        &[
-            ("gone-upstream", None),
-            ("gone-here", Some("a\nb upstream\n")),
-            ("both-added", Some("upstream\n")),
-        ],
-    );
-    t.checkout("vendor");
-    t.commit(
+    )
+    .branches("master", "vendor", "upstream")
+    .ours(
         "vendor: the other sides",
         &[
             ("gone-upstream", Some("1\n2 vendor\n")),
             ("gone-here", None),
             ("both-added", Some("vendor\n")),
         ],
-    );
+    )
+    .theirs(
+        "upstream: three conflicting changes",
+        &[
+            ("gone-upstream", None),
+            ("gone-here", Some("a\nb upstream\n")),
+            ("both-added", Some("upstream\n")),
+        ],
+    )
+    .with_list();
     let g = t.copy();
     let out = oracle::git(g.path())
         .args(["cherry-pick", "upstream"])
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
-    let (_d, list) = list_file(&t.list("master..upstream"));
     let stop = bport::run(t.path(), &["apply", list.to_str().unwrap()]);
     assert_eq!(stop.code, Some(1), "{}", stop.transcript());
     assert!(
@@ -280,8 +276,7 @@ fn every_conflict_kind_is_left_as_git_leaves_it() {
 #[test]
 fn continue_accepts_a_resolution_committed_with_git() {
     skip_unless!(has_git());
-    let t = repo::foo_bar();
-    let (_d, list) = list_file(&t.list("master..bar"));
+    let (t, _d, list) = scenario::foo_bar().with_list();
     let stop = bport::run(t.path(), &["apply", list.to_str().unwrap()]);
     assert_eq!(stop.code, Some(1), "{}", stop.transcript());
     std::fs::write(
@@ -304,7 +299,7 @@ fn continue_accepts_a_resolution_committed_with_git() {
 /// A detached HEAD works like a branch: picks move HEAD, --abort puts it back, and no branch is touched.
 #[test]
 fn detached_head_is_picked_onto_and_restored() {
-    let t = repo::foo_bar();
+    let t = scenario::foo_bar().repo();
     let foo = t.oid("foo");
     t.repo.set_head_detached(foo).unwrap();
     let before = t.snapshot();

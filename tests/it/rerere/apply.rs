@@ -1,9 +1,9 @@
 //! rerere inside `bport apply` (issue #3, "Must show" 1–5), against real git 2.47.
 
-use crate::apply::{has_git, list_file, short};
 use crate::support::bport;
-use crate::support::oracle::{self, git_ok};
+use crate::support::oracle::{self, git_ok, has_git};
 use crate::support::repo::{self, TestRepo};
+use crate::support::scenario::{self, short, Conflict};
 use std::path::Path;
 
 fn resolved_readme() -> String {
@@ -47,8 +47,7 @@ fn resolve_once(t: &TestRepo, list: &Path) {
 #[test]
 fn second_apply_replays_the_recorded_resolution() {
     skip_unless!(has_git());
-    let t = repo::foo_bar();
-    let (_d, list) = list_file(&t.list("master..bar"));
+    let (t, _d, list) = scenario::foo_bar().with_list();
     resolve_once(&t, &list);
     git_ok(t.path(), &["reset", "-q", "--hard", "HEAD~2"]);
 
@@ -78,8 +77,7 @@ fn second_apply_replays_the_recorded_resolution() {
 #[test]
 fn autoupdate_stages_and_continues() {
     skip_unless!(has_git());
-    let t = repo::foo_bar();
-    let (_d, list) = list_file(&t.list("master..bar"));
+    let (t, _d, list) = scenario::foo_bar().with_list();
     resolve_once(&t, &list);
     git_ok(t.path(), &["reset", "-q", "--hard", "HEAD~2"]);
     let run = bport::run(t.path(), &["apply", "--autoupdate", list.to_str().unwrap()]);
@@ -109,8 +107,7 @@ fn autoupdate_stages_and_continues() {
 fn resolutions_are_shared_with_git_in_both_directions() {
     skip_unless!(has_git());
     // git records, bport replays.
-    let t = repo::foo_bar();
-    let (_d, list) = list_file(&t.list("master..bar"));
+    let (t, _d, list) = scenario::foo_bar().with_list();
     let g = oracle::git(t.path())
         .args(["-c", "rerere.enabled=true", "cherry-pick", "bar~1"])
         .output()
@@ -143,7 +140,7 @@ fn resolutions_are_shared_with_git_in_both_directions() {
     assert_eq!(t.read("README"), resolved_readme());
 
     // bport records, git replays.
-    let t = repo::foo_bar();
+    let t = scenario::foo_bar().repo();
     resolve_once(&t, &list);
     git_ok(t.path(), &["reset", "-q", "--hard", "HEAD~2"]);
     let out = oracle::git(t.path())
@@ -164,8 +161,7 @@ fn resolutions_are_shared_with_git_in_both_directions() {
 #[test]
 fn a_committed_rerere_cache_serves_a_fresh_clone() {
     skip_unless!(has_git());
-    let t = repo::foo_bar();
-    let (_d, list) = list_file(&t.list("master..bar"));
+    let (t, _d, list) = scenario::foo_bar().with_list();
     resolve_once(&t, &list);
     git_ok(t.path(), &["reset", "-q", "--hard", "HEAD~2"]);
     let export = bport::run(t.path(), &["rerere", "export"]);
@@ -204,8 +200,7 @@ fn a_committed_rerere_cache_serves_a_fresh_clone() {
 #[test]
 fn training_from_an_earlier_port_resolves_the_next_apply() {
     skip_unless!(has_git());
-    let t = repo::foo_bar();
-    let (_d, list) = list_file(&t.list("master..bar"));
+    let (t, _d, list) = scenario::foo_bar().with_list();
     // The earlier port, made with plain git and no rerere: branch `port` = foo + the two picks (-x on the first).
     git_ok(t.path(), &["checkout", "-q", "-b", "port", "foo"]);
     let out = oracle::git(t.path())
@@ -263,8 +258,7 @@ fn training_from_an_earlier_port_resolves_the_next_apply() {
 #[test]
 fn bad_cache_entries_are_skipped_with_warnings() {
     skip_unless!(has_git());
-    let t = repo::foo_bar();
-    let (_d, list) = list_file(&t.list("master..bar"));
+    let (t, _d, list) = scenario::foo_bar().with_list();
     resolve_once(&t, &list);
     git_ok(t.path(), &["reset", "-q", "--hard", "HEAD~2"]);
     let export = bport::run(t.path(), &["rerere", "export"]);
@@ -325,26 +319,22 @@ fn bad_cache_entries_are_skipped_with_warnings() {
 #[test]
 fn modify_delete_decisions_are_recorded_and_replayed() {
     skip_unless!(has_git());
-    let t = TestRepo::new();
-    t.commit(
+    let (t, _d, list) = Conflict::new(
         "base",
         &[
             ("old.c", Some("int old;\n")),
             ("main.c", Some("int main;\n")),
         ],
-    );
-    t.branch("upstream", "master");
-    t.commit("remove old.c", &[("old.c", None)]);
-    t.checkout("upstream");
-    t.commit(
+    )
+    .ours("remove old.c", &[("old.c", None)])
+    .theirs(
         "fix old.c and main.c",
         &[
             ("old.c", Some("int old = 1;\n")),
             ("main.c", Some("int main = 1;\n")),
         ],
-    );
-    t.checkout("master");
-    let (_d, list) = list_file(&t.list("master..upstream"));
+    )
+    .with_list();
 
     let stop = bport::run(t.path(), &["apply", list.to_str().unwrap()]);
     assert_eq!(stop.code, Some(1), "{}", stop.transcript());
@@ -443,9 +433,7 @@ fn apply_records_preimages_under_gits_ids() {
         }
         cases += 1;
         let text = |b: &[u8]| String::from_utf8(b.to_vec()).unwrap();
-        let t = TestRepo::new();
         let style = ["merge", "diff3", "zdiff3"][cases % 3];
-        git_ok(t.path(), &["config", "merge.conflictStyle", style]);
         let mut files = vec![("f.c", Some(text(&base)))];
         if cases % 4 == 0 {
             files.push((
@@ -455,13 +443,12 @@ fn apply_records_preimages_under_gits_ids() {
         }
         let files: Vec<(&str, Option<&str>)> =
             files.iter().map(|(p, c)| (*p, c.as_deref())).collect();
-        t.commit("base", &files);
-        t.branch("upstream", "master");
-        t.commit("ours", &[("f.c", Some(&text(&ours)))]);
-        t.checkout("upstream");
-        t.commit("theirs", &[("f.c", Some(&text(&theirs)))]);
-        t.checkout("master");
-        let (_d, list) = list_file(&t.list("master..upstream"));
+        let (t, _d, list) = Conflict::new("base", &files)
+            .ours("ours", &[("f.c", Some(&text(&ours)))])
+            .theirs("theirs", &[("f.c", Some(&text(&theirs)))])
+            .with_list();
+        // The style decides how the conflict is rendered, at the pick below, not how the scenario is built.
+        git_ok(t.path(), &["config", "merge.conflictStyle", style]);
         let g = t.copy();
         let out = oracle::git(g.path())
             .args(["-c", "rerere.enabled=true", "cherry-pick", "upstream"])
@@ -517,14 +504,10 @@ fn a_resolution_recorded_under_a_myers_rendering_is_found() {
         })
         .expect("the generator yields conflicts whose Myers and histogram ids differ");
     let text = |b: &[u8]| String::from_utf8(b.to_vec()).unwrap();
-    let t = TestRepo::new();
-    t.commit("base", &[("f.c", Some(&text(&base)))]);
-    t.branch("upstream", "master");
-    t.commit("ours", &[("f.c", Some(&text(&ours)))]);
-    t.checkout("upstream");
-    t.commit("theirs", &[("f.c", Some(&text(&theirs)))]);
-    t.checkout("master");
-    let (_d, list) = list_file(&t.list("master..upstream"));
+    let (t, _d, list) = Conflict::new("base", &[("f.c", Some(&text(&base)))])
+        .ours("ours", &[("f.c", Some(&text(&ours)))])
+        .theirs("theirs", &[("f.c", Some(&text(&theirs)))])
+        .with_list();
 
     // git 2.47's cherry-pick renders with histogram whatever `-X diff-algorithm` says, so the Myers rendering a
     // libgit2-based tool would write is made with `git merge-file`, then recorded by `git rerere`.

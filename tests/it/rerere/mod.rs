@@ -4,6 +4,7 @@
 mod apply;
 pub(crate) mod render;
 
+use crate::support::scenario::Conflict;
 use crate::support::{bport, oracle};
 use ::bport::rerere::conflict_id::normalize;
 use ::bport::rerere::render::{render, RenderOptions};
@@ -32,37 +33,12 @@ fn git_try(dir: &Path, args: &[&str]) -> (bool, String) {
 /// A repo with README committed on `main`, a `topic` commit changing it one way and a `main` commit the other,
 /// built in-process on a fixed clock (the git binary is only the oracle here); `main` checked out.
 fn conflict_repo(dir: &Path, base: &[u8], ours: &[u8], theirs: &[u8]) {
-    let repo =
-        git2::Repository::init_opts(dir, git2::RepositoryInitOptions::new().initial_head("main"))
-            .unwrap();
-    let commit = |content: &[u8], parent: Option<git2::Oid>, branch: &str, message: &str| {
-        let blob = repo.blob(content).unwrap();
-        let mut tb = repo.treebuilder(None).unwrap();
-        tb.insert("README", blob, 0o100644).unwrap();
-        let tree = repo.find_tree(tb.write().unwrap()).unwrap();
-        let sig = git2::Signature::new(
-            "Oracle Author",
-            "author@example.com",
-            &git2::Time::new(1_700_000_000, 0),
-        )
-        .unwrap();
-        let parents: Vec<git2::Commit<'_>> = parent
-            .map(|p| repo.find_commit(p).unwrap())
-            .into_iter()
-            .collect();
-        let refs: Vec<&git2::Commit<'_>> = parents.iter().collect();
-        let oid = repo
-            .commit(None, &sig, &sig, message, &tree, &refs)
-            .unwrap();
-        repo.reference(&format!("refs/heads/{branch}"), oid, true, "test")
-            .unwrap();
-        oid
-    };
-    let base_c = commit(base, None, "main", "base\n");
-    commit(theirs, Some(base_c), "topic", "bar description\n");
-    let ours_c = commit(ours, Some(base_c), "main", "ours\n");
-    let ours_obj = repo.find_object(ours_c, None).unwrap();
-    repo.reset(&ours_obj, git2::ResetType::Hard, None).unwrap();
+    let text = |b: &[u8]| String::from_utf8(b.to_vec()).expect("the README sides are text");
+    Conflict::new("base\n", &[("README", Some(&text(base)))])
+        .branches("main", "main", "topic")
+        .ours("ours\n", &[("README", Some(&text(ours)))])
+        .theirs("bar description\n", &[("README", Some(&text(theirs)))])
+        .repo_at(dir);
 }
 
 fn rr_dirs(dir: &Path) -> BTreeSet<String> {

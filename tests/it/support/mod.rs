@@ -1,4 +1,5 @@
-//! Test support: the built binary, the external oracles (git, perf) and the missing-tool policy.
+//! Test support: the built binary, the external oracles (git, perf) and the missing-tool policy, throwaway
+//! repositories and the conflict scenarios built in them.
 
 // Helpers are shared by every test module; not every module uses every helper.
 #![allow(dead_code)]
@@ -17,3 +18,4 @@ pub mod bport;
 pub mod compare;
 pub mod oracle;
 pub mod repo;
+pub mod scenario;

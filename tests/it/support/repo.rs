@@ -1,5 +1,6 @@
-//! Throwaway repositories built in-process with git2 on a deterministic clock, and scenario builders that speak
-//! the backport domain. Oids are stable across runs, so tests may compare them exactly.
+//! Throwaway repositories built in-process with git2 on a deterministic clock, and the histories of the
+//! non-conflict tests (`upstream_and_vendor`); conflict set-ups are `scenario.rs`'s. Oids are stable across runs,
+//! so tests may compare them exactly.
 
 use git2::{IndexAddOption, Oid, Repository, Signature, Time};
 use std::cell::Cell;
@@ -7,11 +8,13 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use tempfile::TempDir;
 
-/// A repository in a temp dir; every commit gets the next tick of a test clock.
+/// A repository in a temp dir (or a directory the test owns); every commit gets the next tick of a test clock.
 pub struct TestRepo {
-    pub dir: TempDir,
+    root: PathBuf,
     pub repo: Repository,
     clock: Cell<i64>,
+    /// Removed with the repository (after it, fields drop in order) when the repository made it.
+    _temp: Option<TempDir>,
 }
 
 /// Everything `--abort` must restore: HEAD (symbolic name and target), every index entry, every worktree file.
@@ -27,8 +30,16 @@ impl TestRepo {
     /// An empty repository on branch `master` with a local identity.
     pub fn new() -> TestRepo {
         let dir = tempfile::tempdir().expect("temp dir");
-        let repo = Repository::init(dir.path()).expect("init");
-        repo.set_head("refs/heads/master").expect("HEAD → master");
+        let mut t = TestRepo::init_at(dir.path(), "master");
+        t._temp = Some(dir);
+        t
+    }
+
+    /// An empty repository at `root` (which the caller keeps) on branch `branch`, with a local identity.
+    pub fn init_at(root: &Path, branch: &str) -> TestRepo {
+        let repo = Repository::init(root).expect("init");
+        repo.set_head(&format!("refs/heads/{branch}"))
+            .expect("HEAD → branch");
         let mut config = repo.config().expect("config");
         config
             .set_str("user.name", "Test Committer")
@@ -37,14 +48,15 @@ impl TestRepo {
             .set_str("user.email", "committer@example.com")
             .expect("user.email");
         TestRepo {
-            dir,
+            root: root.to_path_buf(),
             repo,
             clock: Cell::new(1_600_000_000),
+            _temp: None,
         }
     }
 
     pub fn path(&self) -> &Path {
-        self.dir.path()
+        &self.root
     }
 
     /// Writes (Some) or deletes (None) files in the worktree, stages everything, and commits on HEAD with
@@ -192,9 +204,10 @@ impl TestRepo {
         copy_dir(self.path(), dir.path());
         let repo = Repository::open(dir.path()).unwrap();
         TestRepo {
-            dir,
+            root: dir.path().to_path_buf(),
             repo,
             clock: Cell::new(self.clock.get()),
+            _temp: Some(dir),
         }
     }
 }
@@ -245,32 +258,6 @@ ON WHAT HARDWARE DOES IT RUN?
   Although originally developed first for 32-bit x86-based PCs (386 or higher),
   today Linux also runs on (at least) the Compaq Alpha AXP.
 ";
-
-/// Must show 1: master with a README; `foo` adds `foo` under "WHAT IS LINUX?"; `bar` adds `bar` at the same
-/// place ("bar description", conflicts with foo) and then appends a line ("more bar description"). HEAD on foo.
-pub fn foo_bar() -> TestRepo {
-    let t = TestRepo::new();
-    t.commit("Initial README", &[("README", Some(README))]);
-    t.branch("foo", "master");
-    t.branch("bar", "master");
-    t.checkout("foo");
-    t.commit(
-        "foo",
-        &[(
-            "README",
-            Some(&README.replace("WHAT IS LINUX?\n", "WHAT IS LINUX?\nfoo\n")),
-        )],
-    );
-    t.checkout("bar");
-    let with_bar = README.replace("WHAT IS LINUX?\n", "WHAT IS LINUX?\nbar\n");
-    t.commit("bar description", &[("README", Some(&with_bar))]);
-    t.commit(
-        "more bar description",
-        &[("README", Some(&format!("{with_bar}more bar\n")))],
-    );
-    t.checkout("foo");
-    t
-}
 
 fn lines(n: usize, tag: &str) -> String {
     (1..=n).map(|i| format!("{tag} line {i}\n")).collect()

@@ -75,18 +75,36 @@ pub fn buildid_list(
         .collect())
 }
 
-/// Every DSO the records map, in the order perf's session creates them (`dsos__findnew`): the kernel image
-/// first (perf makes its DSO before the first record), then each name at its first MMAP/MMAP2 record in time
+/// Every DSO the records map, in the order perf's session creates them (`dsos__findnew`): those of build-id
+/// records ahead of every kernel record, the kernel image (perf makes its DSO at the first record), then each name at its first MMAP/MMAP2 record in time
 /// order, with the build-id of that MMAP2 record or of a HEADER_BUILD_ID record naming it.
 fn dsos_met(file: &PerfFile) -> Vec<MetDso> {
     const KERNEL: &str = "[kernel.kallsyms]";
-    let mut order = vec![MetDso {
-        name: KERNEL.to_string(),
-        long_name: KERNEL.to_string(),
-        build_id: None,
-    }];
-    let mut index: std::collections::HashMap<String, usize> =
-        std::collections::HashMap::from([(KERNEL.to_string(), 0)]);
+    // A stream's build-id records ahead of every kernel record make their DSOs first (bport's pipe streams
+    // send the vdso's there); perf makes the kernel's at the first record.
+    let mut order: Vec<MetDso> = Vec::new();
+    let mut index: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+    for b in file.leading_build_ids() {
+        let kernel = b.misc & PERF_RECORD_MISC_CPUMODE_MASK == PERF_RECORD_MISC_KERNEL;
+        let name = dso_name(&b.filename, kernel, 0).into_owned();
+        if !index.contains_key(&name) {
+            index.insert(name.clone(), order.len());
+            order.push(MetDso {
+                long_name: b.filename.clone(),
+                name,
+                build_id: Some(b.build_id.clone()),
+            });
+        }
+    }
+    if !index.contains_key(KERNEL) {
+        index.insert(KERNEL.to_string(), order.len());
+        order.push(MetDso {
+            name: KERNEL.to_string(),
+            long_name: KERNEL.to_string(),
+            build_id: None,
+        });
+    }
+    let kernel_at = index[KERNEL];
     let mut meet = |name: String, long_name: &str, build_id: Option<Vec<u8>>| {
         let i = *index.entry(name.clone()).or_insert_with(|| {
             order.push(MetDso {
@@ -100,8 +118,8 @@ fn dsos_met(file: &PerfFile) -> Vec<MetDso> {
             order[i].build_id = build_id;
         }
     };
-    // The reader collects HEADER_BUILD_ID records up front; perf meets them in stream order, which for the
-    // streams perf and bport write is after the MMAPs of the DSOs they name, so only their build-ids matter.
+    // The other HEADER_BUILD_ID records come at a stream's end, after the MMAPs of the DSOs they name: only
+    // their build-ids matter.
     let recorded: std::collections::HashMap<std::borrow::Cow<'_, str>, &[u8]> = file
         .build_ids()
         .iter()
@@ -142,8 +160,8 @@ fn dsos_met(file: &PerfFile) -> Vec<MetDso> {
         meet(name.clone(), long_name, build_id);
     }
     if let Some(bid) = recorded.get(KERNEL) {
-        if order[0].build_id.is_none() {
-            order[0].build_id = Some(bid.to_vec());
+        if order[kernel_at].build_id.is_none() {
+            order[kernel_at].build_id = Some(bid.to_vec());
         }
     }
     order

@@ -1,0 +1,141 @@
+//! The repository side's errors to exit codes: `backport`, `git` and `rerere`. A libgit2 failure is classed by
+//! what it says about the repository (a missing object, an unreadable ref or index is the repository's problem,
+//! exit 4), the rest of the variants by whose move it is.
+
+use super::{io_kind, CliError, Kind};
+use crate::{backport, git, rerere};
+
+impl From<backport::Error> for CliError {
+    fn from(error: backport::Error) -> Self {
+        use backport::Error as E;
+        let (kind, hint) = match &error {
+            E::MalformedLine { .. } | E::BadCommit { .. } | E::SubjectMismatch { .. } => {
+                (Kind::User, Some("fix that line of the patch list (`bport list <range>` writes a valid one); nothing was applied"))
+            }
+            E::BadRange { .. } => (Kind::User, Some("give a range such as v6.1..perf-fixes")),
+            E::Git(inner) => return inner_git(error_kind_git(inner), error),
+            E::Locked { .. } => (Kind::User, Some("wait for the other run to finish")),
+            E::RunInProgress { .. } => (Kind::User, Some("finish it first: bport apply --continue | --skip | --abort (bport status shows it)")),
+            E::NoRun => (Kind::User, Some("start one with: bport apply <patchlist>")),
+            E::ConflictsRemain { .. } => (Kind::User, Some("edit the files, `git add` them, then run bport apply --continue")),
+            E::UnstagedChanges { .. } => (Kind::User, Some("`git add` the resolution (or `git checkout -- <path>` to drop a change), then --continue")),
+            E::BranchSwitched { .. } => (Kind::User, Some("check that branch out again (git switch <branch>), then resume")),
+            E::HeadMoved { .. } => (Kind::User, Some("check out the commit bport left, or run bport apply --abort")),
+            E::StateVersion { .. } => (Kind::Environment, Some("finish the run with the newer bport that started it")),
+            E::StateCorrupt { .. } => (Kind::Environment, Some("inspect .git/bport/state.json; `rm -r .git/bport` forgets the run")),
+            E::BareRepository { .. } => (Kind::User, Some("run bport apply in a worktree")),
+            E::UnbornHead => (Kind::User, None),
+            // A file bport must read or write: its path is in the message; the disk, not bport, is at fault.
+            E::Io { .. } => (Kind::Environment, Some("check that path's permissions and free space, then run the command again")),
+            E::Rerere(crate::rerere::Error::Git { source, .. }) => {
+                let (kind, hint) = repository_problem(source);
+                return inner_git((kind, hint), error);
+            }
+            E::Rerere(crate::rerere::Error::Io { .. }) => (Kind::Environment, None),
+            _ => (Kind::Internal, None),
+        };
+        let mut e = CliError::new(kind, error);
+        if let Some(h) = hint {
+            e = e.hint(h);
+        }
+        e
+    }
+}
+
+fn error_kind_git(e: &git::Error) -> (Kind, Option<String>) {
+    match e {
+        git::Error::NotARepository { .. } => (Kind::Environment, Some("run bport inside a git repository".into())),
+        git::Error::Dirty { .. } => (Kind::User, Some("commit or stash your changes (git stash), then run bport apply again".into())),
+        git::Error::OperationInProgress { operation, .. } => (
+            Kind::User,
+            Some(format!("finish it with `git {operation} --continue` or drop it with `git {operation} --abort` first")),
+        ),
+        git::Error::NoIdentity { .. } => (Kind::Environment, Some("git config user.name 'Your Name'; git config user.email you@example.com".into())),
+        git::Error::Io { .. } => (Kind::Environment, Some("check the free space and write permission of the repository's .git directory".into())),
+        git::Error::UntrackedInTheWay { .. } => (
+            Kind::User,
+            Some("move or remove them (nothing was overwritten; the picks so far are saved), then run `bport apply --continue`; `bport apply --abort` gives up the run".into()),
+        ),
+        git::Error::Git { source, .. } => repository_problem(source),
+    }
+}
+
+/// Classifies a libgit2 failure: a missing or damaged object, an unreadable ref, index or file is a problem of
+/// the repository (exit 4) that the message names (issue 13: these were "internal errors", exit 70); anything
+/// else is bport's.
+fn repository_problem(source: &git2::Error) -> (Kind, Option<String>) {
+    use git2::ErrorClass as C;
+    match source.class() {
+        C::Odb | C::Object | C::Zlib | C::Tree => (
+            Kind::Environment,
+            Some("the repository lacks or cannot read that object (a shallow or partial clone, or damage): \
+                  `git fsck` names what is wrong; fetch the missing history (git fetch --unshallow) or repair it"
+                .into()),
+        ),
+        C::Reference => (
+            Kind::Environment,
+            Some("a ref cannot be read: `git fsck` names it; fix or delete that file under .git/refs \
+                  (or its line in .git/packed-refs)"
+                .into()),
+        ),
+        C::Index => (
+            Kind::Environment,
+            Some("the index cannot be read: `git status` says why; `git reset` rebuilds it from HEAD".into()),
+        ),
+        C::Os | C::Filesystem => (
+            Kind::Environment,
+            Some("check the repository's permissions and free space".into()),
+        ),
+        _ if source.code() == git2::ErrorCode::NotFound => (
+            Kind::Environment,
+            Some("the repository lacks an object or ref bport needs: `git fsck` names it".into()),
+        ),
+        _ => (Kind::Internal, None),
+    }
+}
+
+fn inner_git((kind, hint): (Kind, Option<String>), error: impl Into<anyhow::Error>) -> CliError {
+    let mut e = CliError::new(kind, error);
+    if let Some(h) = hint {
+        e = e.hint(h);
+    }
+    e
+}
+
+impl From<git::Error> for CliError {
+    fn from(error: git::Error) -> Self {
+        inner_git(error_kind_git(&error), error)
+    }
+}
+
+impl From<rerere::Error> for CliError {
+    fn from(error: rerere::Error) -> Self {
+        let kind = match &error {
+            rerere::Error::NotConflicted { .. }
+            | rerere::Error::NoResolution { .. }
+            | rerere::Error::BadRevision { .. } => Kind::User,
+            rerere::Error::BareRepository { .. } => Kind::Environment,
+            // Files under .git that bport could not read or write, or that are damaged: the repository's
+            // problem, with the path in the message (as `apply` classes the same errors).
+            rerere::Error::Io { source, .. } => io_kind(source).unwrap_or(Kind::Environment),
+            rerere::Error::CorruptMergeRr { .. } | rerere::Error::BadCacheEntry { .. } => {
+                Kind::Environment
+            }
+            rerere::Error::Git { source, .. } => {
+                return inner_git(repository_problem(source), error);
+            }
+        };
+        let hint = match &error {
+            rerere::Error::CorruptMergeRr { .. } => Some("`git rerere clear` also removes it"),
+            rerere::Error::NotConflicted { .. } => {
+                Some("`git checkout -m PATH` recreates the conflict of a staged path")
+            }
+            _ => None,
+        };
+        let err = CliError::new(kind, error);
+        match hint {
+            Some(h) => err.hint(h),
+            None => err,
+        }
+    }
+}

@@ -1,0 +1,26 @@
+//! `verify`'s errors to exit codes: a bad version or target list is the user's, a missing qemu, kernel support
+//! or permission the environment's.
+
+use super::{CliError, Kind};
+use crate::verify::{self, qemu};
+
+impl From<verify::Error> for CliError {
+    fn from(e: verify::Error) -> Self {
+        match e {
+        verify::Error::BadVersion { .. } | verify::Error::Targets(_) => CliError::new(Kind::User, e),
+        verify::Error::Qemu(qemu::Error::NoQemu(_)) => CliError::new(Kind::Environment, e)
+            .hint("install qemu: apt-get install qemu-system-x86"),
+        verify::Error::Qemu(qemu::Error::NoImage(_)) => CliError::new(Kind::User, e).hint(
+            "Debian kernels: apt-get download linux-image-6.1.0-NN-cloud-amd64-unsigned, then dpkg -x (see .ci/fetch-kernels)",
+        ),
+        verify::Error::Record(crate::perf::record::Error::PermissionDenied { .. }) => {
+            CliError::new(Kind::Environment, e).hint(
+                "allow profiling: sudo sysctl -w kernel.perf_event_paranoid=1, or run bport verify as root",
+            )
+        }
+        verify::Error::NoRunningVersion => CliError::new(Kind::Environment, e)
+            .hint("give the target kernel version: bport verify --kernel 4.1"),
+        _ => CliError::new(Kind::Environment, e),
+    }
+    }
+}
