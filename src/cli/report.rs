@@ -65,28 +65,17 @@ pub fn run(args: ReportArgs) -> CliResult {
     script.symbolizer.kallsyms = args.kallsyms.clone();
     script.symbolizer.symfs = args.symfs.clone();
 
-    // perf turns cumulation off when no event samples callchains (builtin-report.c
-    // `report__setup_sample_type`), and for a pipe, whose events it has not read at that point.
-    let has_callchains = !file.is_pipe()
-        && file
-            .attrs()
-            .iter()
-            .any(|a| a.attr.sample_type & crate::perf::abi::PERF_SAMPLE_CALLCHAIN != 0);
-    // builtin-report.c: branch mode by default when the file has HEADER_BRANCH_STACK and no user stacks; it
-    // turns cumulation off.
-    let sample_types = file.attrs().iter().fold(0, |t, a| t | a.attr.sample_type);
-    let has_br_stack = file
-        .feature_ids()
-        .contains(&crate::perf::abi::HEADER_BRANCH_STACK)
-        && sample_types & crate::perf::abi::PERF_SAMPLE_STACK_USER == 0;
-    if args.branch_stack && sample_types & crate::perf::abi::PERF_SAMPLE_BRANCH_STACK == 0 {
+    let modes = report::FileModes::of(&file);
+    if args.branch_stack && !modes.branch_data {
         // builtin-report.c's answer too.
         return Err(super::error::CliError::user(format!(
             "--branch-stack: {} has no branch data (record with `-b` or `-j any`)",
             args.input.display()
         )));
     }
-    let branch = args.branch_stack || has_br_stack && !args.no_branch_stack;
+    // Branch mode turns cumulation and the call graph off.
+    let branch = args.branch_stack || modes.branch_default && !args.no_branch_stack;
+    let has_callchains = modes.callchains;
     let sort = match args.sort {
         Some(s) => s,
         None if branch => report::BRANCH_SORT.to_vec(),

@@ -1573,6 +1573,39 @@ mod graph_tests {
     }
 }
 
+/// What a file's events sample, as perf's report decides its modes from it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FileModes {
+    /// Some event samples callchains and the file is not a pipe: perf's default is Children/Self and a call
+    /// graph (builtin-report.c `report__setup_sample_type`; for a pipe it has not read the events then).
+    pub callchains: bool,
+    /// Some event samples branch stacks (what `--branch-stack` needs).
+    pub branch_data: bool,
+    /// Branch mode is perf's default: the file has HEADER_BRANCH_STACK and no event samples user stacks.
+    pub branch_default: bool,
+}
+
+impl FileModes {
+    /// The modes of `file`.
+    pub fn of(file: &PerfFile) -> FileModes {
+        use crate::perf::abi::{
+            HEADER_BRANCH_STACK, PERF_SAMPLE_BRANCH_STACK, PERF_SAMPLE_CALLCHAIN,
+            PERF_SAMPLE_STACK_USER,
+        };
+        let sample_types = file.attrs().iter().fold(0, |t, a| t | a.attr.sample_type);
+        FileModes {
+            callchains: !file.is_pipe()
+                && file
+                    .attrs()
+                    .iter()
+                    .any(|a| a.attr.sample_type & PERF_SAMPLE_CALLCHAIN != 0),
+            branch_data: sample_types & PERF_SAMPLE_BRANCH_STACK != 0,
+            branch_default: file.feature_ids().contains(&HEADER_BRANCH_STACK)
+                && sample_types & PERF_SAMPLE_STACK_USER == 0,
+        }
+    }
+}
+
 /// A branch's end as `ip__resolve_ams` leaves it: the symbol, or the address for one without.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 enum BranchEnd {
