@@ -14,6 +14,10 @@
 //! whole chain for the IP's entry, the chain from the frame down to the IP for a caller's), frames matched by
 //! function (DSO and symbol start, or the address when unresolved); nodes under 0.5% of the event's total are
 //! dropped and siblings print by their share, largest first.
+//!
+//! Also perf 6.1's defaults for event groups (GROUP_DESC: a table per group, a column per member) and branch
+//! stacks (HEADER_BRANCH_STACK: branch mode, a row per branch-stack entry by source and target). Rows come out in
+//! the order perf's red-black-tree insertion gives them (`rb_order`): its comparison is not a total order.
 
 use crate::perf::data::PerfFile;
 use crate::perf::script::machine::module_short_name;
