@@ -1,5 +1,6 @@
-//! `bport report`: the overhead table of a perf.data file by comm, pid, dso and sym, as `perf report --stdio
-//! -g none` (Children and Self columns when the samples carry callchains, as perf's default).
+//! `bport report`: the overhead table of a perf.data file by comm, pid, dso and sym, as `perf report --stdio`
+//! (Children and Self columns and the call graph under each row when the samples carry callchains, as perf's
+//! default).
 
 use super::script::open;
 use super::CliResult;
@@ -14,9 +15,10 @@ pub struct ReportArgs {
     #[arg(short, long, default_value = "perf.data")]
     pub input: PathBuf,
 
-    /// Sort keys (columns), comma-separated: comm, pid, dso, sym.
-    #[arg(short, long, default_value = "comm,dso,sym", value_delimiter = ',')]
-    pub sort: Vec<SortKey>,
+    /// Sort keys (columns), comma-separated: comm, pid, dso, sym (default comm,dso,sym); in branch mode comm,
+    /// dso_from, symbol_from, symbol_to, cycles (the default).
+    #[arg(short, long, value_delimiter = ',')]
+    pub sort: Option<Vec<SortKey>>,
 
     /// Only samples in these DSOs (short or full names), comma-separated.
     #[arg(long, value_delimiter = ',')]
@@ -43,8 +45,17 @@ pub struct ReportArgs {
     #[arg(long, overrides_with = "children")]
     pub no_children: bool,
 
-    /// Call-graph text under each row: only `none` (no graph) is supported; accepted for perf compatibility.
-    #[arg(short = 'g', long = "call-graph", value_parser = ["none"])]
+    /// A row per branch of the samples' branch stacks (perf's default when the file records branch stacks).
+    #[arg(short = 'b', long, overrides_with = "no_branch_stack")]
+    pub branch_stack: bool,
+
+    /// Rows by the samples' IPs even when the file records branch stacks.
+    #[arg(long, overrides_with = "branch_stack")]
+    pub no_branch_stack: bool,
+
+    /// Call-graph text under each row: `graph` (perf's default, `graph,0.5,caller,function,percent` with
+    /// children) or `none`.
+    #[arg(short = 'g', long = "call-graph", value_parser = ["none", "graph"])]
     pub call_graph: Option<String>,
 }
 
@@ -54,22 +65,48 @@ pub fn run(args: ReportArgs) -> CliResult {
     script.symbolizer.kallsyms = args.kallsyms.clone();
     script.symbolizer.symfs = args.symfs.clone();
 
-    // perf turns cumulation off when no event samples callchains (builtin-report.c
-    // `report__setup_sample_type`), and for a pipe, whose events it has not read at that point.
-    let has_callchains = !file.is_pipe()
-        && file
-            .attrs()
-            .iter()
-            .any(|a| a.attr.sample_type & crate::perf::abi::PERF_SAMPLE_CALLCHAIN != 0);
+    let modes = report::FileModes::of(&file);
+    if args.branch_stack && !modes.branch_data {
+        // builtin-report.c's answer too.
+        return Err(super::error::CliError::user(format!(
+            "--branch-stack: {} has no branch data (record with `-b` or `-j any`)",
+            args.input.display()
+        )));
+    }
+    // Branch mode turns cumulation and the call graph off.
+    let branch = args.branch_stack || modes.branch_default && !args.no_branch_stack;
+    let has_callchains = modes.callchains;
+    let sort = match args.sort {
+        Some(s) => s,
+        None if branch => report::BRANCH_SORT.to_vec(),
+        None => vec![SortKey::Comm, SortKey::Dso, SortKey::Sym],
+    };
+    if let Some(k) = sort
+        .iter()
+        .find(|k| k.is_branch() != branch && **k != SortKey::Comm)
+    {
+        return Err(super::error::CliError::user(format!(
+            "sort key `{}` needs {} (branch mode sorts by comm, dso_from, symbol_from, symbol_to, cycles; \
+             otherwise by comm, pid, dso, sym)",
+            k.name(),
+            if branch {
+                "the sample mode; this file's report is in branch mode (--no-branch-stack leaves it)"
+            } else {
+                "branch mode (--branch-stack, on a file with branch stacks)"
+            }
+        )));
+    }
     let options = ReportOptions {
         script,
-        sort: args.sort.clone(),
+        sort: sort.clone(),
         dsos: args.dsos,
-        children: has_callchains && !args.no_children,
+        children: has_callchains && !args.no_children && !branch,
+        graph: has_callchains && args.call_graph.as_deref() != Some("none") && !branch,
+        branch,
     };
     let tables = report::report(&file, &options)?;
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
-    report::write_report(&mut out, &args.sort, &tables)?;
+    report::write_report(&mut out, &sort, &tables)?;
     std::io::Write::flush(&mut out)?;
     Ok(())
 }

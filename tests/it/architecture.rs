@@ -496,11 +496,7 @@ const CLI_MAY_NAME: &[(&str, &[&str])] = &[
 
 /// Known breaches, each to be removed when its file is fixed (the test fails while an entry is stale, so the list
 /// only shrinks): (file under src/cli, path).
-const CLI_KNOWN: &[(&str, &str)] = &[
-    // Whether perf report cumulates (Children/Self) is decided from the attrs in the command file; issue #12
-    // rewrites that file's body (call graphs), so the decision moves into perf::tools::report there.
-    ("report.rs", "abi::PERF_SAMPLE_CALLCHAIN"),
-];
+const CLI_KNOWN: &[(&str, &str)] = &[];
 
 /// The paths under `crate::perf::` that `source` names outside [`CLI_MAY_NAME`], joined with `::`.
 fn cli_format_breaches(source: &str) -> Vec<String> {

@@ -22,33 +22,11 @@ enum Tool {
 
 // Why an entry is in a table (kept short so that each entry stays on one line).
 const VDSO: &str = "perf 6.1 names a hit [vdso] by its deleted temp copy /tmp/perf-vdso.so-XXXXXX";
-const C10_ORDER: &str =
-    "report: a JIT map's row says perf-PID.map (perf: [JIT] tid PID); an unresolved [vdso] IP not map-relative";
-const C10_GROUP: &str = "part C item 10: report does not show event groups as groups";
-const C10_COMM: &str = "part C item 10: report's comm not truncated as perf does";
-const C10_CHAIN: &str = "report: Children/Self done, but not perf's call-graph text under each row";
-const C10_BRANCH: &str = "part C item 10: report of branch-stack files gives other rows";
 const NO_PT: &str = "no Intel PT decoding";
 
 /// Known differences from perf 6.1 that other parts of issue 12 fix: (file, tool, who and why).
 #[rustfmt::skip]
 const EXPECTED_FAILURES: &[(&str, Tool, &str)] = &[
-    ("perf.data.busy.1-3.8", Tool::Report, C10_ORDER),
-    ("perf.data.forkexit-3.4", Tool::Report, C10_ORDER),
-    ("perf.data.piped.target-3.8", Tool::Report, C10_ORDER),
-    ("perf.data.systemwide.5-3.4", Tool::Report, C10_ORDER),
-    ("perf.data.group_desc-4.14", Tool::Report, C10_GROUP),
-    ("perf.data.lost_samples-4.4", Tool::Report, C10_GROUP),
-    ("perf.data.piped.header_feautres_group_desc-6.8", Tool::Report, C10_GROUP),
-    ("perf.data.hybrid_topology", Tool::Report, C10_COMM),
-    ("perf.data.callgraph-3.4", Tool::Report, C10_CHAIN),
-    ("perf.data.callgraph-3.8", Tool::Report, C10_CHAIN),
-    ("perf.data.callgraph_and_branch-3.4", Tool::Report, C10_CHAIN),
-    ("perf.data.callgraph_and_branch-3.8", Tool::Report, C10_CHAIN),
-    ("perf.data.raw_callgraph_branch-3.4", Tool::Report, C10_CHAIN),
-    ("perf.data.branch-4.14", Tool::Report, C10_BRANCH),
-    ("perf.data.branch_stack_hw_index", Tool::Report, C10_BRANCH),
-    ("perf.data.branch_stack_spec", Tool::Report, C10_BRANCH),
 ];
 
 /// Differences kept on purpose: (file, tool, why). Each still gets the weaker check of [`deviation_holds`].
@@ -214,7 +192,8 @@ impl Corpus {
     }
 }
 
-/// The rows of a `report --stdio` table: no `#` comments (header, totals, perf's random tip), no blank lines.
+/// The rows of a `report --stdio` table and the call graph under each: no `#` comments (header, totals, perf's
+/// random tip), no blank lines.
 fn report_rows(text: &str) -> String {
     text.lines()
         .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
@@ -417,4 +396,53 @@ fn corpus_pipe_files_with_symfs_only_keep_the_running_kernel_out() {
         compared += 1;
     }
     assert!(compared >= 10, "only {compared} pipe-mode files compared");
+}
+
+/// Branch mode and the sample mode sort by different keys: a key of the other mode, or `--branch-stack` on a
+/// file without branch stacks, is refused with the reason (exit 2), not answered with an empty table.
+#[test]
+fn corpus_report_refuses_sort_keys_of_the_other_mode() {
+    let corpus = corpus();
+    let path = |name: &str| {
+        let (_, p) = corpus.files.iter().find(|(n, _)| n == name).unwrap();
+        p.to_str().unwrap().to_owned()
+    };
+    let (branch, plain) = (path("perf.data.branch-4.14"), path("perf.data.busy.0-3.4"));
+    let cases: [(&[&str], &str); 3] = [
+        (
+            &["-i", &branch, "--sort", "comm,sym"],
+            "sort key `sym` needs the sample mode",
+        ),
+        (
+            &["-i", &plain, "--sort", "symbol_to"],
+            "sort key `symbol_to` needs branch mode",
+        ),
+        (&["-i", &plain, "-b"], "has no branch data"),
+    ];
+    for (args, want) in cases {
+        let mut all = vec!["report", "--stdio", "-q"];
+        all.extend_from_slice(args);
+        let out = bport::run(&corpus.home, &all);
+        assert_eq!(out.code, Some(2), "{args:?}: {}", out.transcript());
+        assert!(out.stderr.contains(want), "{args:?}: {}", out.stderr);
+        assert!(out.stdout.is_empty(), "{args:?}: {}", out.stdout);
+    }
+    // --no-branch-stack gives the sample mode's table for a branch file.
+    let out = bport::run(
+        &corpus.home,
+        &[
+            "report",
+            "--stdio",
+            "-q",
+            "-i",
+            &branch,
+            "--no-branch-stack",
+        ],
+    );
+    assert_eq!(out.code, Some(0), "{}", out.transcript());
+    assert!(
+        out.stdout.contains("# Overhead  Command  Shared Object"),
+        "{}",
+        out.stdout
+    );
 }

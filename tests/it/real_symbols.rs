@@ -403,6 +403,48 @@ fn plt_stubs_are_named_as_perf_6_1_names_them() {
     }
 }
 
+/// Issue 12 item 10: an event group recorded by perf with callchains (`{cpu-clock,task-clock}`, so GROUP_DESC
+/// names it) shows as perf 6.1 shows groups by default: one table, "N of events 'anon group { … }'", a share per
+/// member in each of the Children and Self (or Overhead) columns, the leader's call graph under each row.
+#[test]
+fn cpp_template_program_event_group_report_equals_perf_report() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(exe) = build_templates(dir.path()) else {
+        return;
+    };
+    let data = record(
+        dir.path(),
+        "group",
+        &["-e", "{cpu-clock,task-clock}", "-F", "2000", "-g"],
+        &exe,
+        "0.3",
+    );
+    let d = data.to_str().unwrap();
+    for (sort, mode) in [
+        ("comm,dso,sym", "--children"),
+        ("comm,dso,sym", "--no-children"),
+        ("dso,sym", "--no-children"),
+    ] {
+        let args = ["report", "-i", d, "--stdio", "--sort", sort, mode];
+        let theirs = perf_ok(dir.path(), &args);
+        let ours = bport::run(dir.path(), &args);
+        assert_eq!(ours.code, Some(0), "{}", ours.transcript());
+        assert!(
+            ours.stdout
+                .contains("of events 'anon group { cpu-clock, task-clock }'"),
+            "no group table:\n{}",
+            ours.stdout
+        );
+        assert!(
+            ours.stdout.contains("---"),
+            "no call graph:\n{}",
+            ours.stdout
+        );
+        let what = format!("{sort} {mode}");
+        assert_same_lines(&strip_tip(&theirs), &strip_tip(&ours.stdout), &what);
+    }
+}
+
 /// perf's report text without the random "(Tip: …)" block it ends each table with (a named deviation:
 /// bport prints no tip).
 fn strip_tip(t: &str) -> String {
@@ -446,16 +488,20 @@ fn cpp_template_program_report_equals_perf_report_children_and_self() {
         "0.4",
     );
     let d = data.to_str().unwrap();
-    for (perf_mode, ours_mode) in [
-        ("--children", None),
-        ("--no-children", Some("--no-children")),
+    // Each mode with the call graph under every row (perf's default) and without (`-g none`).
+    for (perf_mode, ours_mode, graph) in [
+        ("--children", None, true),
+        ("--children", None, false),
+        ("--no-children", Some("--no-children"), true),
+        ("--no-children", Some("--no-children"), false),
     ] {
-        let theirs = perf_ok(
-            dir.path(),
-            &["report", "-i", d, "--stdio", perf_mode, "-g", "none"],
-        );
+        let none: &[&str] = if graph { &[] } else { &["-g", "none"] };
+        let mut theirs_args = vec!["report", "-i", d, "--stdio", perf_mode];
+        theirs_args.extend(none);
+        let theirs = perf_ok(dir.path(), &theirs_args);
         let mut args = vec!["report", "-i", d, "--stdio"];
         args.extend(ours_mode);
+        args.extend(none);
         let ours = bport::run(dir.path(), &args);
         assert_eq!(ours.code, Some(0), "{}", ours.transcript());
         let cpu = ours.stdout.find("of event 'cpu-clock");
@@ -465,6 +511,14 @@ fn cpp_template_program_report_equals_perf_report_children_and_self() {
             "{}",
             ours.stdout
         );
-        assert_same_lines(&strip_tip(&theirs), &strip_tip(&ours.stdout), perf_mode);
+        // The graph of a C++ template program: demangled template names in its frames.
+        assert_eq!(
+            ours.stdout.contains("---"),
+            graph,
+            "{perf_mode} graph {graph}: {}",
+            ours.stdout
+        );
+        let what = format!("{perf_mode} graph {graph}");
+        assert_same_lines(&strip_tip(&theirs), &strip_tip(&ours.stdout), &what);
     }
 }

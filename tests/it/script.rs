@@ -302,22 +302,24 @@ fn report_table_equals_perf_report() {
         }
         out.join("\n")
     };
-    // With callchains perf's default is Children and Self columns (issue 12 item 10); `-g none` leaves out the
-    // call-graph text bport does not print yet.
+    // With callchains perf's default is Children and Self columns and the call graph under each row (issue 12
+    // item 10): both tools with their defaults, and with `-g none` (the tables alone).
     for mode in ["--no-children", "--children"] {
-        for sort in ["comm,dso,sym", "comm,dso", "dso,sym", "pid,sym"] {
-            let theirs = perf_ok(
-                r.dir.path(),
-                &[
-                    "report", "-i", d, "--stdio", "--sort", sort, mode, "-g", "none",
-                ],
-            );
-            let ours = bport::run(
-                r.dir.path(),
-                &["report", "-i", d, "--stdio", "--sort", sort, mode],
-            );
+        for (sort, graph) in [
+            ("comm,dso,sym", None),
+            ("comm,dso,sym", Some("none")),
+            ("comm,dso", Some("none")),
+            ("dso,sym", None),
+            ("pid,sym", Some("none")),
+        ] {
+            let mut args = vec!["report", "-i", d, "--stdio", "--sort", sort, mode];
+            if let Some(g) = graph {
+                args.extend(["-g", g]);
+            }
+            let theirs = perf_ok(r.dir.path(), &args);
+            let ours = bport::run(r.dir.path(), &args);
             assert_eq!(ours.code, Some(0), "{}", ours.transcript());
-            let what = format!("{mode} {sort}");
+            let what = format!("{mode} {sort} -g {graph:?}");
             assert_same_lines(&strip_tip(&theirs), &strip_tip(&ours.stdout), &what);
             assert!(ours.stdout.contains("[.] chain_c") || !sort.contains("sym"));
             assert_eq!(

@@ -268,6 +268,9 @@ impl Machine {
             MapKind::File
         };
         let dso: Rc<str> = Rc::from(dso_name(filename, false, pid));
+        // map.c `map__new` zeroes a vDSO map's pgoff: kernels of the 3.x era recorded its address there
+        // (`[0x7fff7e2b4000(0x2000) @ 0x7fff7e2b4000]`), which would put its addresses 0x7fff... past the start.
+        let pgoff = if filename == "[vdso]" { 0 } else { pgoff };
         self.processes.entry(pid).or_default().insert(Map {
             start,
             end,

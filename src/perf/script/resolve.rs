@@ -220,6 +220,10 @@ pub struct Resolver<L: FileLookup> {
     /// for their allocations.
     scratch: Vec<Frame>,
     refs_buf: Vec<FrameRef>,
+    /// When `Some`, [`Resolver::frame_refs_into`] records the address of every frame it hands out here (the
+    /// address perf's callchain cursor holds: raw, or `return address − 1` for a DWARF-unwound caller), for
+    /// `report`, which names unresolved callchain entries by it. `None` for `script`, which does not need it.
+    frame_addresses: Option<Vec<u64>>,
 }
 
 impl<L: FileLookup> Resolver<L> {
@@ -247,6 +251,7 @@ impl<L: FileLookup> Resolver<L> {
             next_chain_id: 0,
             defer_kernel: false,
             scratch: Vec::new(),
+            frame_addresses: None,
             refs_buf: Vec::new(),
         }
     }
@@ -435,9 +440,17 @@ impl<L: FileLookup> Resolver<L> {
         }
         out.reserve(chain.len());
         self.last_chain = None;
+        if let Some(a) = &mut self.frame_addresses {
+            a.clear();
+        }
         let generation = machine.generation();
         let slot = chain_slot(s.pid, &chain);
-        if let Some(m) = self.chain_memo.get_mut(slot) {
+        // A remembered chain holds frame ids only, not the address each came from.
+        let memo = self
+            .chain_memo
+            .get_mut(slot)
+            .filter(|_| self.frame_addresses.is_none());
+        if let Some(m) = memo {
             if m.mode == Some(mode)
                 && m.pid == s.pid
                 && m.generation == generation
@@ -456,15 +469,13 @@ impl<L: FileLookup> Resolver<L> {
         }
         let user_maps = machine.user_maps(s.pid);
         for f in &chain {
-            self.frame(
-                out,
-                machine,
-                user_maps,
-                s.pid,
-                f.context.unwrap_or(sample_context),
-                f.addr,
-                mode,
-            );
+            let before = out.len();
+            let context = f.context.unwrap_or(sample_context);
+            self.frame(out, machine, user_maps, s.pid, context, f.addr, mode);
+            if let Some(a) = &mut self.frame_addresses {
+                let avma = Self::avma(mode, context, f.addr);
+                a.resize(a.len() + out.len() - before, avma);
+            }
         }
         // Only chains of cached frames are remembered: the others hold frames of their own (unmapped
         // addresses, JIT maps) or kernel frames for the output thread.
@@ -617,12 +628,7 @@ impl<L: FileLookup> Resolver<L> {
         addr: FrameAddress,
         mode: CallchainMode,
     ) {
-        // perf's DWARF unwinders already report callers at `return address − 1` and print that; the kernel's
-        // callchain (fp) and LBR addresses are printed and looked up as they are.
-        let avma = match mode {
-            CallchainMode::Dwarf if context == Context::User => addr.lookup_address(),
-            _ => addr.address(),
-        };
+        let avma = Self::avma(mode, context, addr);
         let kernel = matches!(
             context,
             Context::Kernel | Context::GuestKernel | Context::Hypervisor
@@ -702,6 +708,27 @@ impl<L: FileLookup> Resolver<L> {
             _ => out.extend(frames.drain(..).map(FrameRef::Owned)),
         }
         self.scratch = frames;
+    }
+
+    /// The address a frame is looked up and printed at.
+    fn avma(mode: CallchainMode, context: Context, addr: FrameAddress) -> u64 {
+        // perf's DWARF unwinders already report callers at `return address − 1` and print that; the kernel's
+        // callchain (fp) and LBR addresses are printed and looked up as they are.
+        match mode {
+            CallchainMode::Dwarf if context == Context::User => addr.lookup_address(),
+            _ => addr.address(),
+        }
+    }
+
+    /// From now on, record the address of every frame [`Resolver::frame_refs_into`] hands out
+    /// ([`Resolver::frame_addresses`]).
+    pub fn track_frame_addresses(&mut self) {
+        self.frame_addresses.get_or_insert_with(Vec::new);
+    }
+
+    /// The address of each frame the last [`Resolver::frame_refs_into`] gave, when tracked (else empty).
+    pub fn frame_addresses(&self) -> &[u64] {
+        self.frame_addresses.as_deref().unwrap_or_default()
     }
 
     fn remember(&mut self, slot: usize, memo: Memo) {

@@ -219,6 +219,9 @@ pub struct Samples<'f, L: FileLookup = FsLookup> {
     /// The symbolizer's DSO count when problems were last collected.
     dsos_seen: usize,
     refs_buf: Vec<FrameRef>,
+    /// The branch stack of the sample just returned (from, to, flags word), kept only when
+    /// [`Samples::track_branches`] asked for it (`report`'s branch mode).
+    branches: Option<Vec<(u64, u64, u64)>>,
 }
 
 /// Starts reading `file`'s samples, symbolizing through the real file system.
@@ -318,6 +321,7 @@ pub fn samples_with<'f, L: FileLookup>(
         regs_buf: Vec::new(),
         dsos_seen: 0,
         refs_buf: Vec::new(),
+        branches: None,
         warnings: file
             .warnings()
             .iter()
@@ -403,6 +407,72 @@ impl<L: FileLookup> Samples<'_, L> {
         next
     }
 
+    /// From now on, keep the branch stack of every sample ([`Samples::branches`]).
+    pub fn track_branches(&mut self) {
+        self.branches.get_or_insert_with(Vec::new);
+    }
+
+    /// The branch stack of the sample just returned, newest branch first: (from, to, the entry's flags word).
+    /// Empty unless [`Samples::track_branches`] was called.
+    pub fn branches(&self) -> &[(u64, u64, u64)] {
+        self.branches.as_deref().unwrap_or_default()
+    }
+
+    /// The frame of a branch-stack address of the sample just returned, resolved as perf's
+    /// `ip__resolve_ams` does (machine.c `thread__find_cpumode_addr_location`): in the process's maps if one
+    /// holds it, else in the kernel's; with perf's level for it: `.` user, `k` kernel, `H` when no map holds
+    /// it (the last mode tried, guest kernel, outside a guest).
+    pub fn branch_frame(&mut self, info: &SampleInfo, addr: u64) -> (Frame, char) {
+        let (cpumode, level) = if self.machine.user_map(info.pid, addr).is_some() {
+            (crate::perf::abi::PERF_RECORD_MISC_USER, '.')
+        } else if self.machine.kernel_map(addr).is_some() {
+            (MISC_KERNEL, 'k')
+        } else {
+            (crate::perf::abi::PERF_RECORD_MISC_USER, 'H')
+        };
+        let input = SampleInput {
+            cpumode,
+            ip: addr,
+            pid: info.pid,
+            tid: info.tid,
+            ..Default::default()
+        };
+        let frame = self
+            .resolver
+            .frames(&self.machine, CallchainMode::Fp, &input)
+            .pop()
+            .unwrap_or(Frame {
+                addr,
+                sym: None,
+                offset: 0,
+                dso: None,
+                inlined: false,
+            });
+        (frame, level)
+    }
+
+    /// The name of event (attr) `attr_index` as perf prints it, when the file has that attr.
+    pub fn event_name(&self, attr_index: usize) -> Option<Rc<str>> {
+        self.events.get(attr_index).map(|e| e.name.clone())
+    }
+
+    /// The comm thread `tid` has now (after the last record read): its last COMM, else `:TID`.
+    pub fn thread_comm(&self, tid: i32) -> Rc<str> {
+        self.machine.comm_of(tid)
+    }
+
+    /// From now on, keep the address of every frame of a sample ([`Samples::frame_addresses`]).
+    pub fn track_frame_addresses(&mut self) {
+        self.resolver.track_frame_addresses();
+    }
+
+    /// The address perf's callchain cursor holds for each frame of the sample just returned, in frame order:
+    /// the raw address (not map-relative), `return address − 1` for a DWARF-unwound caller. Empty unless
+    /// [`Samples::track_frame_addresses`] was called.
+    pub fn frame_addresses(&self) -> &[u64] {
+        self.resolver.frame_addresses()
+    }
+
     /// A frame reference as a frame (a deferred kernel frame is symbolized here).
     pub fn materialize(&mut self, r: FrameRef) -> Frame {
         self.resolver.materialize(r)
@@ -467,6 +537,12 @@ impl<L: FileLookup> Samples<'_, L> {
             }
             // The callchain and registers go through buffers kept across samples: one allocation each per run,
             // not per sample.
+            if let Some(b) = &mut self.branches {
+                b.clear();
+                if let Some(stack) = &s.branch_stack {
+                    b.extend(stack.iter().map(|e| (e.from, e.to, e.flags)));
+                }
+            }
             let callchain = s.callchain.map(|c| {
                 let mut v = std::mem::take(&mut self.callchain_buf);
                 v.clear();
