@@ -610,7 +610,7 @@ fn the_cli_format_scan_expands_use_trees_and_sees_breaches() {
 fn only_the_cli_uses_the_perf_tools() {
     let perf = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/perf");
     let tools = perf.join("tools");
-    assert!(tools.join("report.rs").is_file() && tools.join("dump.rs").is_file());
+    assert!(tools.join("report/mod.rs").is_file() && tools.join("dump.rs").is_file());
     let mut files = Vec::new();
     rust_files(&perf, &mut files);
     let mut found = Vec::new();
