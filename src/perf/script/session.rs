@@ -1,5 +1,5 @@
 //! Driving a perf.data file through the machine state and the resolver: the per-sample API ([`samples`]) that
-//! `verify` and `flamegraph` use, and the text output ([`write_script`]).
+//! `verify` and `flamegraph` use, and the text output ([`super::write_script`]).
 
 use super::format::Fields;
 use super::machine::Machine;
