@@ -192,11 +192,14 @@ impl Corpus {
     }
 }
 
-/// The rows of a `report --stdio` table and the call graph under each: no `#` comments (header, totals, perf's
-/// random tip), no blank lines.
+/// The rows of a `report --stdio` table and the call graph under each, with the totals above each table (lost
+/// samples, samples, event count): no other `#` comments (column headers, perf's random tip), no blank lines.
 fn report_rows(text: &str) -> String {
+    const TOTALS: [&str; 3] = ["# Total Lost Samples:", "# Samples:", "# Event count"];
     text.lines()
-        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+        .filter(|l| {
+            (!l.starts_with('#') || TOTALS.iter().any(|t| l.starts_with(t))) && !l.trim().is_empty()
+        })
         .map(|l| format!("{l}\n"))
         .collect()
 }

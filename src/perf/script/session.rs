@@ -214,6 +214,9 @@ pub struct Samples<'f, L: FileLookup = FsLookup> {
     pub hits: std::collections::HashSet<Rc<str>>,
     /// The map id of the last sample's IP (ids start at 1), whose DSO is in `hits` already.
     last_hit: u64,
+    /// The `lost` counts of the PERF_RECORD_LOST_SAMPLES records read so far (perf's evlist-wide
+    /// `total_lost_samples`, the `Total Lost Samples` line of `report`).
+    pub lost_samples: u64,
     callchain_buf: Vec<u64>,
     regs_buf: Vec<u64>,
     /// The symbolizer's DSO count when problems were last collected.
@@ -317,6 +320,7 @@ pub fn samples_with<'f, L: FileLookup>(
         reported: BTreeSet::new(),
         hits: std::collections::HashSet::new(),
         last_hit: 0,
+        lost_samples: 0,
         callchain_buf: Vec::new(),
         regs_buf: Vec::new(),
         dsos_seen: 0,
@@ -343,6 +347,7 @@ impl<L: FileLookup> Samples<'_, L> {
                     .fork(f.pid as i32, f.ppid as i32, f.tid as i32, f.ptid as i32);
             }
             Record::Exit(f) => self.machine.exit(f.pid as i32, f.tid as i32),
+            Record::LostSamples(r) => self.lost_samples += r.fields[0],
             Record::Mmap(m) => {
                 let name = String::from_utf8_lossy(trim_nul(m.filename));
                 let kernel = m.meta.cpumode() == MISC_KERNEL;

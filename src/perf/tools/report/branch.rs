@@ -161,6 +161,7 @@ pub(super) fn report_branches(
         }
     }
     tables.sort_by_key(|t| t.attr_index);
+    let lost_samples = it.lost_samples;
     Ok(tables
         .into_iter()
         .map(|mut t| {
@@ -193,6 +194,7 @@ pub(super) fn report_branches(
                 rows,
                 comm_width,
                 dso_width: t.dso_width,
+                lost_samples,
                 ..EventTable::default()
             }
         })

@@ -175,6 +175,9 @@ pub struct EventTable {
     /// For an event group's table (perf's group view): the total period of each member, leader first, each
     /// the base of its own percentages; empty otherwise (`total_period` is the base then).
     pub group_totals: Vec<u64>,
+    /// The lost counts of the file's PERF_RECORD_LOST_SAMPLES records: perf's evlist-wide `Total Lost
+    /// Samples`, printed once above the first table (the same in every table of a report).
+    pub lost_samples: u64,
 }
 
 /// One row of a table.
@@ -606,6 +609,7 @@ pub fn report(file: &PerfFile, options: &ReportOptions) -> Result<Vec<EventTable
                     comm_width,
                     dso_width: 0,
                     group_totals: Vec::new(),
+                    lost_samples: 0,
                 },
                 rows,
             }
@@ -617,10 +621,12 @@ pub fn report(file: &PerfFile, options: &ReportOptions) -> Result<Vec<EventTable
         staged = group_tables(staged, &g, sort, |i| it.event_name(i));
     }
     let by_depth = options.graph && options.children && sort.contains(&SortKey::Sym);
+    let lost_samples = it.lost_samples;
     Ok(staged
         .into_iter()
         .map(|st| {
             let mut table = st.table;
+            table.lost_samples = lost_samples;
             let mut rows = st.rows;
             table.dso_width = if options.dsos.is_none() && rows.iter().any(|r| r.unresolved) {
                 16

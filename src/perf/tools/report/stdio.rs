@@ -36,7 +36,7 @@ pub fn write_report<W: Write>(
         // perf states the lost samples once, before the first event's table.
         if i == 0 {
             writeln!(out, "#")?;
-            writeln!(out, "# Total Lost Samples: 0")?;
+            writeln!(out, "# Total Lost Samples: {}", t.lost_samples)?;
             writeln!(out, "#")?;
         }
         writeln!(
