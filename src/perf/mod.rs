@@ -15,6 +15,7 @@ pub mod bpf;
 pub mod data;
 pub mod lock;
 pub mod probe;
+pub(crate) mod rbtree;
 pub mod record;
 pub mod script;
 pub mod symbols;

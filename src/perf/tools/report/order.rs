@@ -93,104 +93,11 @@ pub(super) fn output_cmp(
 /// inserting `0..n` in turn, a node going left of an existing one when `cmp(new, existing)` is `Greater`.
 /// With a comparator that is not a total order the result depends on the tree's shape, so the shape is kept.
 pub(super) fn rb_order(n: usize, cmp: impl Fn(usize, usize) -> std::cmp::Ordering) -> Vec<usize> {
-    const NIL: usize = usize::MAX;
-    let (mut left, mut right, mut parent) = (vec![NIL; n], vec![NIL; n], vec![NIL; n]);
-    let mut red = vec![false; n];
-    let mut root = NIL;
-    fn rotate(
-        x: usize,
-        to_left: bool,
-        root: &mut usize,
-        left: &mut [usize],
-        right: &mut [usize],
-        parent: &mut [usize],
-    ) {
-        // to_left: x's right child y takes x's place and x becomes y's left child (and the mirror).
-        let y = if to_left { right[x] } else { left[x] };
-        let inner = if to_left { left[y] } else { right[y] };
-        if to_left {
-            right[x] = inner;
-        } else {
-            left[x] = inner;
-        }
-        if inner != NIL {
-            parent[inner] = x;
-        }
-        let p = parent[x];
-        parent[y] = p;
-        if p == NIL {
-            *root = y;
-        } else if left[p] == x {
-            left[p] = y;
-        } else {
-            right[p] = y;
-        }
-        if to_left {
-            left[y] = x;
-        } else {
-            right[y] = x;
-        }
-        parent[x] = y;
+    let mut tree = crate::perf::rbtree::RbTree::default();
+    for new in 0..n {
+        tree.insert_by(|old| cmp(new, old) == std::cmp::Ordering::Greater);
     }
-    for z in 0..n {
-        let (mut y, mut x, mut went_left) = (NIL, root, false);
-        while x != NIL {
-            y = x;
-            went_left = cmp(z, x) == std::cmp::Ordering::Greater;
-            x = if went_left { left[x] } else { right[x] };
-        }
-        parent[z] = y;
-        if y == NIL {
-            root = z;
-        } else if went_left {
-            left[y] = z;
-        } else {
-            right[y] = z;
-        }
-        red[z] = true;
-        let mut z = z;
-        while z != root && red[parent[z]] {
-            let p = parent[z];
-            let g = parent[p];
-            let p_is_left = left[g] == p;
-            let uncle = if p_is_left { right[g] } else { left[g] };
-            if uncle != NIL && red[uncle] {
-                red[p] = false;
-                red[uncle] = false;
-                red[g] = true;
-                z = g;
-                continue;
-            }
-            let mut p = p;
-            let inner = if p_is_left {
-                right[p] == z
-            } else {
-                left[p] == z
-            };
-            if inner {
-                rotate(p, p_is_left, &mut root, &mut left, &mut right, &mut parent);
-                z = p;
-                p = parent[z];
-            }
-            red[p] = false;
-            red[g] = true;
-            rotate(g, !p_is_left, &mut root, &mut left, &mut right, &mut parent);
-        }
-        red[root] = false;
-    }
-    let mut order = Vec::with_capacity(n);
-    let mut stack = Vec::new();
-    let mut at = root;
-    while at != NIL || !stack.is_empty() {
-        while at != NIL {
-            stack.push(at);
-            at = left[at];
-        }
-        let top = stack.pop().expect("the loop condition saw a node");
-        order.push(top);
-        at = right[top];
-    }
-    order
+    tree.in_order()
 }
 
 #[cfg(test)]
