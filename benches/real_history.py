@@ -38,26 +38,11 @@ import sys
 import tempfile
 import time
 
+from benchlib import git_env, git_runner
+
 N = 300
-DATE = "1700000000 +0000"
-ENV = dict(
-    os.environ,
-    GIT_CONFIG_NOSYSTEM="1",
-    GIT_CONFIG_GLOBAL="/dev/null",
-    GIT_COMMITTER_NAME="Bench Committer",
-    GIT_COMMITTER_EMAIL="bench@example.com",
-    GIT_COMMITTER_DATE=DATE,
-    LC_ALL="C",
-)
-for k in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "BPORT_LOG"):
-    ENV.pop(k, None)
-
-
-def git(repo, *args, check=True):
-    r = subprocess.run(["git", *args], cwd=repo, env=ENV, capture_output=True, text=True)
-    if check and r.returncode != 0:
-        sys.exit(f"git {' '.join(args)} failed:\n{r.stdout}\n{r.stderr}")
-    return r.stdout
+ENV = git_env()
+git = git_runner(ENV)
 
 
 def timed(fn):
