@@ -429,3 +429,101 @@ fn dwarf_pipe_stream_into_bport_script_equals_perf_script() {
         leaf_samples(&ours)
     );
 }
+
+/// A `-z` file has no BUILD_ID table, so perf 6.1 reads `/proc/kallsyms` whole for its kernel frames (40–80 ms
+/// of kernel time here, most of a small file's run). bport takes the build-id cache's copy for the running kernel
+/// instead when the copy's first lines are the live file's (same image, same KASLR offset), and only for
+/// addresses inside the kernel image. The oracle: perf script of the same file, with no copy, a faithful copy,
+/// and a copy whose image names past its head were changed (which shows the copy is what bport read).
+#[test]
+fn a_z_file_takes_kernel_symbols_from_a_current_cache_copy_as_perf_does_from_proc_kallsyms() {
+    let Some((dir, _)) = setup() else {
+        return;
+    };
+    let d = dir.path();
+    let data = d.join("k.data");
+    // Reading /proc/kallsyms keeps the kernel busy formatting symbols: plenty of kernel frames.
+    let o = perf(d)
+        .args(["record", "-q", "-z", "-g", "-F", "2000", "-o"])
+        .arg(&data)
+        .args([
+            "--",
+            "sh",
+            "-c",
+            "for i in 1 2 3; do cat /proc/kallsyms; done > /dev/null",
+        ])
+        .output()
+        .unwrap();
+    assert_success(&o, "perf record -z");
+    let script = |what: &str| {
+        let ours = text(
+            &bport::bport(d)
+                .args(["script", "-i"])
+                .arg(&data)
+                .output()
+                .unwrap(),
+            &format!("bport script ({what})"),
+        );
+        let theirs = text(
+            &perf(d).args(["script", "-i"]).arg(&data).output().unwrap(),
+            &format!("perf script ({what})"),
+        );
+        (ours, theirs)
+    };
+    let (ours, theirs) = script("no cache copy");
+    assert_same_lines(&theirs, &ours, "-z file, /proc/kallsyms read");
+    let kernel_frames = theirs.matches("([kernel.kallsyms])").count();
+    assert!(
+        kernel_frames >= 50,
+        "{kernel_frames} kernel frames:\n{theirs}"
+    );
+
+    let notes = std::fs::read("/sys/kernel/notes").unwrap();
+    let id = ::bport::perf::symbols::kallsyms::build_id_from_notes(&notes).unwrap();
+    let copy_dir = d
+        .join(".debug/[kernel.kallsyms]")
+        .join(::bport::perf::symbols::hex(&id));
+    std::fs::create_dir_all(&copy_dir).unwrap();
+    let live = std::fs::read_to_string("/proc/kallsyms").unwrap();
+    std::fs::write(copy_dir.join("kallsyms"), &live).unwrap();
+    let (ours, theirs) = script("faithful copy");
+    assert_same_lines(&theirs, &ours, "-z file, cache copy of the running kernel");
+
+    // Image symbols (no `[module]`) past the first 2,000 lines renamed: only a reader of the copy prints them.
+    let doctored: String = live
+        .lines()
+        .enumerate()
+        .map(|(i, l)| match i >= 2000 && !l.ends_with(']') {
+            true => format!("{l}_BPORTCOPY\n"),
+            false => format!("{l}\n"),
+        })
+        .collect();
+    std::fs::write(copy_dir.join("kallsyms"), doctored).unwrap();
+    let (ours, theirs) = script("doctored copy");
+    assert!(
+        ours.contains("_BPORTCOPY+0x"),
+        "bport did not read the cache copy:\n{ours}"
+    );
+    assert_same_lines(
+        &theirs,
+        &ours.replace("_BPORTCOPY", ""),
+        "-z file, doctored copy",
+    );
+
+    // A copy from another KASLR offset (another boot): its head differs, so it is not used.
+    let moved: String = live
+        .lines()
+        .map(|l| match l.split_once(' ') {
+            Some((addr, rest)) if addr.len() == 16 && !addr.starts_with("00000000") => {
+                let a = u64::from_str_radix(addr, 16)
+                    .unwrap()
+                    .wrapping_add(0x20_0000);
+                format!("{a:016x} {rest}_BPORTCOPY\n")
+            }
+            _ => format!("{l}\n"),
+        })
+        .collect();
+    std::fs::write(copy_dir.join("kallsyms"), moved).unwrap();
+    let (ours, theirs) = script("copy from another boot");
+    assert_same_lines(&theirs, &ours, "-z file, stale cache copy");
+}

@@ -36,6 +36,49 @@ pub struct Kallsyms {
     text: Option<super::FileBytes>,
     entries: Vec<Entry>,
     names: std::cell::RefCell<std::collections::HashMap<usize, std::rc::Rc<str>>>,
+    /// Set when this table is a snapshot standing for `/proc/kallsyms` ([`PendingKallsyms::snapshot`]): the
+    /// live table, read only when an address is one the snapshot cannot vouch for.
+    live: Option<std::rc::Rc<Live>>,
+}
+
+/// A reader of the live table, run at most once.
+pub type LiveReader = Box<dyn FnOnce() -> Option<super::FileBytes> + Send + 'static>;
+
+/// The live kernel table behind a snapshot, read on first need.
+struct Live {
+    read: std::cell::RefCell<Option<LiveReader>>,
+    table: std::cell::OnceCell<Kallsyms>,
+}
+
+impl Live {
+    fn table(&self) -> &Kallsyms {
+        self.table.get_or_init(|| {
+            self.read
+                .borrow_mut()
+                .take()
+                .and_then(|read| read())
+                .map(Kallsyms::from_bytes)
+                .unwrap_or_default()
+        })
+    }
+}
+
+/// Whether the start of a live `/proc/kallsyms` (`head`, the first bytes read of it) is the start of `snapshot`:
+/// every complete line of the head, and at least one, byte for byte. With the same kernel build-id this proves
+/// the same image at the same KASLR offset, so every symbol of the image itself (not of modules, BPF programs or
+/// trampolines, which come and go) has the same address, name and order in both.
+pub fn head_matches(snapshot: &[u8], head: &[u8]) -> bool {
+    let Some(last_newline) = head.iter().rposition(|&b| b == b'\n') else {
+        return false;
+    };
+    let lines = &head[..=last_newline];
+    // A head whose addresses read as zeros (no privilege, kptr_restrict) proves nothing about any address.
+    let has_address = lines.split(|&b| b == b'\n').any(|l| {
+        l.split(|&b| b == b' ')
+            .next()
+            .is_some_and(|a| !a.is_empty() && a.iter().any(|&d| d != b'0'))
+    });
+    has_address && snapshot.starts_with(lines)
 }
 
 impl std::fmt::Debug for Kallsyms {
@@ -137,6 +180,7 @@ impl Kallsyms {
             .ok();
         PendingKallsyms {
             source: Pending::Parse(text, handle),
+            live: None,
         }
     }
 
@@ -145,7 +189,21 @@ impl Kallsyms {
             text: Some(text),
             entries,
             names: Default::default(),
+            live: None,
         }
+    }
+
+    /// The live table when this is a snapshot and `addr` is not one it vouches for: an address resolves from the
+    /// snapshot only when the symbol containing it and the next one (which ends it) both belong to the kernel
+    /// image. Anything near a module, a BPF program, a trampoline, or outside every symbol is looked up live.
+    fn live_for(&self, addr: u64) -> Option<&Kallsyms> {
+        let live = self.live.as_deref()?;
+        let pos = self.entries.partition_point(|e| e.start <= addr);
+        let image = |i: usize| self.entries.get(i).is_some_and(|e| e.module.1 == 0);
+        if pos > 0 && image(pos - 1) && image(pos) {
+            return None;
+        }
+        Some(live.table())
     }
 
     fn slice(&self, (off, len): (u32, u32)) -> std::borrow::Cow<'_, str> {
@@ -160,6 +218,9 @@ impl Kallsyms {
 
     /// The symbol containing `addr`.
     pub fn lookup(&self, addr: u64) -> Option<KernelSymbol> {
+        if let Some(live) = self.live_for(addr) {
+            return live.lookup(addr);
+        }
         let (index, name) = self.lookup_name(addr)?;
         let e = &self.entries[index];
         Some(KernelSymbol {
@@ -184,6 +245,9 @@ impl Kallsyms {
     /// The name and start address of the symbol containing `addr`: [`Kallsyms::lookup`] without building the
     /// module name, for the once-per-frame path.
     pub fn lookup_start(&self, addr: u64) -> Option<(std::rc::Rc<str>, u64)> {
+        if let Some(live) = self.live_for(addr) {
+            return live.lookup_start(addr);
+        }
         let (index, name) = self.lookup_name(addr)?;
         Some((name, self.entries[index].start))
     }
@@ -298,6 +362,8 @@ fn parse_entries(bytes: &[u8]) -> Vec<Entry> {
 /// A kallsyms table being parsed on another thread ([`Kallsyms::parse_in_background`]).
 pub struct PendingKallsyms {
     source: Pending,
+    /// For a snapshot: the reader of the live table it stands for.
+    live: Option<LiveReader>,
 }
 
 enum Pending {
@@ -327,13 +393,37 @@ impl PendingKallsyms {
             .ok()?;
         Some(PendingKallsyms {
             source: Pending::ReadAndParse(handle),
+            live: None,
         })
+    }
+
+    /// Parses `snapshot` (a copy of `/proc/kallsyms` whose [`head_matches`] the live one, for the running
+    /// kernel's build-id) on another thread; the table answers from it what it can prove and reads the live table
+    /// through `live` for the rest ([`Kallsyms`]'s `live_for`). Reading `/proc/kallsyms` costs 40–80 ms of kernel
+    /// time (the kernel formats ~120,000 lines as they are read), most of a `bport script` on a small `-z` or
+    /// pipe-mode file, which has no build-id table and so no cached copy of its own.
+    pub fn snapshot(snapshot: super::FileBytes, live: LiveReader) -> PendingKallsyms {
+        let mut pending = Kallsyms::parse_in_background(snapshot);
+        pending.live = Some(live);
+        pending
     }
 
     /// The parsed table; parsed here when no thread could be started. An empty table when the file could not
     /// be read.
     pub fn wait(self) -> Kallsyms {
-        match self.source {
+        let PendingKallsyms { source, live } = self;
+        let mut table = Self::join(source);
+        table.live = live.map(|read| {
+            std::rc::Rc::new(Live {
+                read: std::cell::RefCell::new(Some(read)),
+                table: std::cell::OnceCell::new(),
+            })
+        });
+        table
+    }
+
+    fn join(source: Pending) -> Kallsyms {
+        match source {
             Pending::Parse(text, handle) => {
                 let entries = match handle.map(std::thread::JoinHandle::join) {
                     Some(Ok(entries)) => entries,

@@ -43,6 +43,15 @@ pub trait FileLookup {
     /// The bytes of the file at `path`, or `None` when it does not exist or cannot be read.
     fn read(&self, path: &Path) -> Option<FileBytes>;
 
+    /// The first `max` bytes of the file at `path` (fewer when it is shorter), for generated files whose start
+    /// is cheap and whose whole is not (`/proc/kallsyms`). The default reads the whole file.
+    fn read_head(&self, path: &Path, max: usize) -> Option<Vec<u8>> {
+        self.read(path).map(|b| {
+            let b = (*b).as_ref();
+            b[..b.len().min(max)].to_vec()
+        })
+    }
+
     /// A reader of `path` that can run on another thread, for a file worth reading in the background
     /// (`/proc/kallsyms`); `None` (the default) when the lookup has no such reader.
     fn background_reader(
@@ -66,6 +75,17 @@ pub trait FileLookup {
 pub struct FsLookup;
 
 impl FileLookup for FsLookup {
+    fn read_head(&self, path: &Path, max: usize) -> Option<Vec<u8>> {
+        use std::io::Read;
+        let mut head = Vec::with_capacity(max);
+        std::fs::File::open(path)
+            .ok()?
+            .take(max as u64)
+            .read_to_end(&mut head)
+            .ok()?;
+        Some(head)
+    }
+
     fn background_reader(
         &self,
         path: &Path,
@@ -632,6 +652,9 @@ impl<L: FileLookup> Symbolizer<L> {
             .filter(|(bid, _)| bid.as_deref() == build_id);
         let k = Rc::new(match pending {
             Some((_, p)) => p.wait(),
+            None if let Some(snapshot) = self.running_snapshot(build_id) => {
+                kallsyms::PendingKallsyms::snapshot(snapshot, self.live_kallsyms_reader()).wait()
+            }
             None => self
                 .kallsyms_source(build_id)
                 .map(|(_, b)| Kallsyms::from_bytes(b))
@@ -650,10 +673,18 @@ impl<L: FileLookup> Symbolizer<L> {
         let pending = match self.kallsyms_cached(build_id) {
             Some((_, bytes)) => Some(Kallsyms::parse_in_background(bytes)),
             None if self.running_kallsyms_matches(build_id) => {
-                let path = Path::new("/proc/kallsyms");
-                match self.lookup.background_reader(path) {
-                    Some(reader) => kallsyms::PendingKallsyms::read_in_background(reader),
-                    None => self.lookup.read(path).map(Kallsyms::parse_in_background),
+                match self.running_snapshot(build_id) {
+                    Some(snapshot) => Some(kallsyms::PendingKallsyms::snapshot(
+                        snapshot,
+                        self.live_kallsyms_reader(),
+                    )),
+                    None => {
+                        let path = Path::new("/proc/kallsyms");
+                        match self.lookup.background_reader(path) {
+                            Some(reader) => kallsyms::PendingKallsyms::read_in_background(reader),
+                            None => self.lookup.read(path).map(Kallsyms::parse_in_background),
+                        }
+                    }
                 }
             }
             None => None,
@@ -709,6 +740,37 @@ impl<L: FileLookup> Symbolizer<L> {
             }
         }
         None
+    }
+
+    /// The build-id cache's copy of the running kernel's kallsyms, when it provably stands for `/proc/kallsyms`
+    /// (same build-id, same first lines: [`kallsyms::head_matches`]); the table built from it reads the live
+    /// file for any address the copy cannot vouch for. perf 6.1 reads `/proc/kallsyms` whole for a file without
+    /// a kernel build-id; the symbols printed are the same.
+    fn running_snapshot(&self, build_id: Option<&[u8]>) -> Option<FileBytes> {
+        if self.kallsyms_cached(build_id).is_some() || !self.running_kallsyms_matches(build_id) {
+            return None;
+        }
+        let running = self
+            .lookup
+            .read(Path::new("/sys/kernel/notes"))
+            .and_then(|n| kallsyms::build_id_from_notes((*n).as_ref()))?;
+        let (_, snapshot) = self.kallsyms_cached(Some(&running))?;
+        // ~400 lines: enough to hold the image's first symbols, cheap for the kernel to format.
+        let head = self
+            .lookup
+            .read_head(Path::new("/proc/kallsyms"), 16 << 10)?;
+        kallsyms::head_matches((*snapshot).as_ref(), &head).then_some(snapshot)
+    }
+
+    fn live_kallsyms_reader(&self) -> kallsyms::LiveReader {
+        let path = Path::new("/proc/kallsyms");
+        match self.lookup.background_reader(path) {
+            Some(reader) => reader,
+            None => {
+                let bytes = self.lookup.read(path);
+                Box::new(move || bytes)
+            }
+        }
     }
 
     /// Whether `/proc/kallsyms` may stand for the recorded kernel: allowed, and the running kernel's build-id
@@ -778,6 +840,85 @@ mod tests {
         o.symfs = Some(PathBuf::from("/empty"));
         let s = Symbolizer::new(files, o);
         assert!(s.kallsyms_source(None).is_none());
+    }
+
+    /// A `-z` or pipe file has no kernel build-id: perf reads `/proc/kallsyms` whole. The build-id cache's copy
+    /// for the running kernel stands for it when its first lines are the live ones, and only for addresses
+    /// inside the kernel image; the rest (modules come and go) is looked up in the live table.
+    #[test]
+    fn a_current_snapshot_stands_for_proc_kallsyms_within_the_image() {
+        let bid = [0xcd_u8; 20];
+        let mut notes = Vec::new();
+        for word in [4u32, 20, 3] {
+            notes.extend_from_slice(&word.to_ne_bytes());
+        }
+        notes.extend_from_slice(b"GNU\0");
+        notes.extend_from_slice(&bid);
+        // Past the 16 KB head the snapshot is trusted, not compared: fillers push `first` and `second` there.
+        let mut image = String::from("ffffffff81000000 T _text\n");
+        for i in 1..2000u64 {
+            image += &format!(
+                "{:016x} T filler_{i}\n",
+                0xffff_ffff_8000_0000 + 0x100_0000 + i * 0x10
+            );
+        }
+        image += "ffffffff81010000 T first\nffffffff81010100 T second\n";
+        assert!(image.len() > 2 * (16 << 10));
+        let snapshot =
+            format!("{image}ffffffffc0001000 t old_fn\t[old]\nffffffffc0002000 t old_end\t[old]\n");
+        let live =
+            format!("{image}ffffffffc0001000 t new_fn\t[new]\nffffffffc0002000 t new_end\t[new]\n");
+        let cached = format!("/home/u/.debug/[kernel.kallsyms]/{}/kallsyms", hex(&bid));
+        let mut o = options("/home/u");
+        o.running_kernel = true;
+        let table = |live_text: &str, with_snapshot: bool| {
+            let mut files = MemLookup::new();
+            files.insert("/sys/kernel/notes", notes.clone());
+            files.insert("/proc/kallsyms", live_text.as_bytes().to_vec());
+            if with_snapshot {
+                files.insert(cached.clone(), snapshot.as_bytes().to_vec());
+            }
+            let mut s = Symbolizer::new(files, o.clone());
+            s.prefetch_kernel(None);
+            s.kernel(None)
+        };
+        let name = |k: &Kallsyms, addr| k.lookup_start(addr).map(|(n, _)| n.to_string());
+
+        // Same head: the image's symbols come from the snapshot (a live table that differs past the head, which
+        // a real kernel's never does, shows which table answered), a module address from the live table.
+        let doctored = live
+            .replace(" first\n", " first_live\n")
+            .replace(" second\n", " second_live\n");
+        let k = table(&doctored, true);
+        assert_eq!(name(&k, 0xffff_ffff_8101_0004).as_deref(), Some("first"));
+        assert_eq!(name(&k, 0xffff_ffff_c000_1010).as_deref(), Some("new_fn"));
+        // The last symbol of the image ends at the next symbol, a module's: not provable, so live.
+        assert_eq!(
+            name(&k, 0xffff_ffff_8101_0104).as_deref(),
+            Some("second_live")
+        );
+        // Below every symbol: live (another architecture's modules may sit there).
+        assert_eq!(name(&k, 0xffff_ffff_8000_0000), None);
+
+        // Another KASLR offset (or a zeroed, unprivileged read): the head differs, the snapshot is not used.
+        let moved = live.replace("ffffffff81", "ffffffff82");
+        let k = table(&moved, true);
+        assert_eq!(name(&k, 0xffff_ffff_8101_0004), None);
+        assert_eq!(name(&k, 0xffff_ffff_8201_0004).as_deref(), Some("first"));
+        let zeros = "0000000000000000 T _text\n0000000000000000 T first\n";
+        assert!(!kallsyms::head_matches(zeros.as_bytes(), zeros.as_bytes()));
+        assert!(!kallsyms::head_matches(
+            image.as_bytes(),
+            b"ffffffff81000000 T _te"
+        ));
+
+        // No snapshot: the live table, as before.
+        let k = table(&doctored, false);
+        assert_eq!(name(&k, 0xffff_ffff_c000_1010).as_deref(), Some("new_fn"));
+        assert_eq!(
+            name(&k, 0xffff_ffff_8101_0004).as_deref(),
+            Some("first_live")
+        );
     }
 
     #[test]
