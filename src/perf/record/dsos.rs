@@ -210,32 +210,6 @@ pub fn vdso_build_id() -> Option<Vec<u8>> {
     obj.build_id().ok().flatten().map(<[u8]>::to_vec)
 }
 
-/// The running kernel's build-id from `/sys/kernel/notes` (an ELF note section: namesz, descsz, type, name, desc).
-pub fn kernel_build_id(notes: &[u8]) -> Option<Vec<u8>> {
-    let mut at = 0usize;
-    let u32_at = |o: usize| {
-        notes
-            .get(o..o + 4)
-            .map(|b| u32::from_ne_bytes(b.try_into().expect("4 bytes")))
-    };
-    while at + 12 <= notes.len() {
-        let namesz = u32_at(at)? as usize;
-        let descsz = u32_at(at + 4)? as usize;
-        let ty = u32_at(at + 8)?;
-        let name_at = at + 12;
-        let desc_at = name_at + namesz.next_multiple_of(4);
-        let next = desc_at.checked_add(descsz.next_multiple_of(4))?;
-        if next > notes.len() {
-            return None;
-        }
-        if ty == 3 && notes.get(name_at..name_at + namesz) == Some(b"GNU\0") {
-            return Some(notes[desc_at..desc_at + descsz].to_vec());
-        }
-        at = next;
-    }
-    None
-}
-
 #[cfg(test)]
 mod tests {
     use super::super::synth::{parse_maps, Framing};
@@ -305,25 +279,6 @@ mod tests {
         t.observe(&RawData::Single(&s));
         assert!(t.vdso_hit());
         assert!(!t.kernel_hit());
-    }
-
-    #[test]
-    fn kernel_notes_yield_the_gnu_build_id() {
-        let mut notes = Vec::new();
-        // A non-GNU note first, then the build-id.
-        for (name, ty, desc) in [
-            (&b"Xen\0"[..], 1u32, &[1u8, 2][..]),
-            (b"GNU\0", 3, &[0xab; 20]),
-        ] {
-            notes.extend_from_slice(&(name.len() as u32).to_ne_bytes());
-            notes.extend_from_slice(&(desc.len() as u32).to_ne_bytes());
-            notes.extend_from_slice(&ty.to_ne_bytes());
-            notes.extend_from_slice(name);
-            notes.extend_from_slice(desc);
-            notes.resize(notes.len().next_multiple_of(4), 0);
-        }
-        assert_eq!(kernel_build_id(&notes), Some(vec![0xab; 20]));
-        assert_eq!(kernel_build_id(&notes[..20]), None);
     }
 
     #[test]

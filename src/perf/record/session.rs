@@ -509,7 +509,7 @@ impl Session {
         if self.tracker.kernel_hit() {
             if let Some(id) = std::fs::read("/sys/kernel/notes")
                 .ok()
-                .and_then(|n| dsos::kernel_build_id(&n))
+                .and_then(|n| crate::perf::symbols::kallsyms::build_id_from_notes(&n))
             {
                 out.push(BuildIdEntry {
                     misc: abi::PERF_RECORD_MISC_KERNEL,
