@@ -10,6 +10,7 @@ use crate::support::bport;
 use crate::support::compare::assert_same_lines;
 use crate::support::oracle::{self, perf_ok, tool_ok};
 use std::path::{Path, PathBuf};
+use std::process::Command;
 
 const PROGRAMS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/programs");
 
@@ -370,14 +371,34 @@ fn addresses_past_the_last_function_resolve_as_perf_does() {
 /// `symbols::rbtree`). With `-fcf-protection -z ibtplt` the stubs are in `.plt.sec`, which perf 6.1 does not
 /// know (its symbols go at the `.plt` entries, where the lazy-binding code is): a sample there is `_init+0x…`
 /// when the walk meets `_init`, and `[unknown]` here, where the walk passes `_init` by (a one-stub program
-/// gets `_init+0x60`). Lazy and `-z now` binding each.
+/// gets `_init+0x60`). Lazy and `-z now` binding each. Linked by lld (rustc's default linker since 1.90, here
+/// through the toolchain's `gcc-ld/ld.lld`), `.plt` follows `.fini` and has no entry size: perf 6.1 puts every
+/// `NAME@plt` at its start with no size, and a stub sample is `[unknown]` where the stretched `_fini` would
+/// have named it.
 #[test]
 fn plt_stubs_are_named_as_perf_6_1_names_them() {
     if !oracle::has_perf() || !oracle::require("gcc", "apt-get install gcc") {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
+    let sysroot = Command::new("rustc")
+        .args(["--print", "sysroot"])
+        .output()
+        .expect("rustc (it built this test)");
+    let gcc_ld = Path::new(String::from_utf8(sysroot.stdout).unwrap().trim())
+        .join("lib/rustlib/x86_64-unknown-linux-gnu/bin/gcc-ld");
+    assert!(
+        gcc_ld.join("ld.lld").exists(),
+        "no {} (the Rust toolchain's lld wrapper, shipped with rustup's stable toolchain)",
+        gcc_ld.display()
+    );
+    let lld = format!("-B{}", gcc_ld.display());
     for (name, flags, want) in [
+        (
+            "lld",
+            vec![lld.as_str(), "-fuse-ld=lld"],
+            " [unknown] (EXE)",
+        ),
         ("lazy", vec![], "@plt+0x0 "),
         ("now", vec!["-Wl,-z,now"], "@plt+0x0 "),
         (

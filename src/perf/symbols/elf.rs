@@ -546,8 +546,8 @@ impl ElfInfo {
 }
 
 /// perf 6.1's `dso__synthesize_plt_symbols` on x86_64: one `NAME@plt` symbol per `.rela.plt` entry, in order,
-/// after a header of one entry, with `.plt`'s `sh_entsize` as the entry size (none when it is 0, as in files
-/// linked by lld; `.plt.sec` is only known to perf 6.4+).
+/// after a header of one entry, with `.plt`'s `sh_entsize` as the entry size (0 in files linked by lld: all at
+/// `.plt`'s start, zero-size; `.plt.sec` is only known to perf 6.4+).
 fn synthesize_plt<H: FileHeader<Endian = Endianness>>(
     file: &ElfFile<'_, H>,
     endian: Endianness,
@@ -564,10 +564,11 @@ fn synthesize_plt<H: FileHeader<Endian = Endianness>>(
     let Some((_, plt)) = sections.section_by_name(endian, b".plt") else {
         return;
     };
+    // lld leaves `.plt`'s sh_entsize 0: perf 6.1 then puts every `NAME@plt` at the section's start with no
+    // size. Such symbols match no address but their own start, yet as nodes of perf's tree they change which
+    // symbol its lookup meets first: a stub address under the stretched `_fini` before lld's `.plt` is
+    // `[unknown]` to perf, not `_fini+0x…`.
     let entry: u64 = plt.sh_entsize(endian).into();
-    if entry == 0 {
-        return;
-    }
     let base: u64 = plt.sh_addr(endian).into() + entry;
     let dynsym = file.elf_dynamic_symbol_table();
     for (i, rela) in relocs.iter().enumerate() {
@@ -580,7 +581,7 @@ fn synthesize_plt<H: FileHeader<Endian = Endianness>>(
         out.push(Candidate {
             start: base + i as u64 * entry,
             size: entry,
-            sized: true,
+            sized: entry != 0,
             order: i,
             at: None,
             name: Cow::Owned(format!("{}@plt", String::from_utf8_lossy(name))),
