@@ -742,7 +742,11 @@ pub fn unwind_into<'a>(
                     .map(|ra| (ra, rule.signal)),
             ),
         });
-        if let Some(Ok(_)) = step {
+        if let Some(Ok((ra, _))) = step {
+            // libunwind's "ip and cfa unchanged; stopping here" (dwarf/Gparser.c apply_reg_state).
+            if ra == frame.address() && regs.sp() == cfa {
+                break StopReason::StackDidNotGrow;
+            }
             cfa = regs.sp();
         }
         match step {
@@ -868,8 +872,10 @@ fn step(
     if ra == 0 {
         return Err(StopReason::Outermost);
     }
-    // Against libunwind's CFA, which is this frame's stack pointer except after a frame-pointer fallback.
-    if cfa <= prev_cfa {
+    // Against libunwind's CFA, which is this frame's stack pointer except after a frame-pointer fallback. An
+    // unchanged CFA is no stop by itself: libunwind stops only when the IP is unchanged too (the caller checks),
+    // and a frame whose return address is in a register has CFA = RSP (`__libc_vfork` after its `pop %rdi`).
+    if cfa < prev_cfa {
         return Err(StopReason::StackDidNotGrow);
     }
     regs.set(RSP, cfa);
@@ -1424,6 +1430,46 @@ mod tests {
         let out = unwind(regs, &stack, &mut lookup, &UnwindOptions::default());
         assert_eq!(out.frames.len(), 2);
         assert_eq!(out.stop, StopReason::Outermost);
+    }
+
+    /// glibc's `__libc_vfork` pops its return address into RDI before the syscall (the child must not clobber
+    /// it on the shared stack): its CFI there says CFA = RSP + 0, return address in RDI. The CFA does not grow,
+    /// but the IP changes, so the walk goes on as libunwind's does (it stops only when both stay the same).
+    #[test]
+    fn a_return_address_in_a_register_with_an_unchanged_cfa_goes_on() {
+        const RDI: u16 = 5;
+        let vfork = rule(RSP, 0, &[(RA, RegRule::Register(RDI))]);
+        let caller = rule(RSP, 8, &[(RA, RegRule::AtCfa(-8))]);
+        let spin = rule(RSP, 0, &[(RA, RegRule::Register(RBX))]);
+        let info = seeded(&[(0x1000, vfork), (0x1fff, caller), (0x2fff, spin)]);
+        let mut lookup = |avma: u64| {
+            (0x1000..0x4000).contains(&avma).then_some(Module {
+                avma_range: 0x1000..0x4000,
+                bias: 0,
+                unwind: &info,
+            })
+        };
+        let s = 0x7ffc_0000_1000u64;
+        let bytes = words(s, 16, &[(s, 0x3000)]);
+        let stack = StackSnapshot {
+            start: s,
+            bytes: &bytes,
+        };
+        let mut regs = RegsX86_64::new(0x1000, s, 0x5555);
+        regs.set(RDI, 0x2000);
+        regs.set(RBX, 0x3000);
+        let out = unwind(regs, &stack, &mut lookup, &UnwindOptions::default());
+        // vfork -> its caller (RA from RDI, CFA unchanged) -> 0x3000, whose rule gives back its own address
+        // with the same CFA: libunwind's "ip and cfa unchanged" stop.
+        assert_eq!(
+            out.frames,
+            vec![
+                FrameAddress::InstructionPointer(0x1000),
+                FrameAddress::ReturnAddress(0x2000),
+                FrameAddress::ReturnAddress(0x3000),
+            ]
+        );
+        assert_eq!(out.stop, StopReason::StackDidNotGrow);
     }
 
     /// glibc's dynamic loader, whose lazy-binding resolver keeps its CFA in RBX. A system file: missing it is a
