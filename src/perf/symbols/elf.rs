@@ -395,8 +395,10 @@ impl ElfInfo {
                     Ok(t) => Cow::Borrowed(t),
                     Err(_) => String::from_utf8_lossy(name),
                 };
-                let at = intern(&mut info.names, &text);
-                if bfd {
+                // A later table's names are interned only for the symbols kept: most are copies of
+                // `.symtab`'s.
+                let at = (pass == 0).then(|| intern(&mut info.names, &text));
+                if let Some(at) = at.filter(|_| bfd) {
                     info.bfd_symbols.push(BfdSymbol {
                         start,
                         size: size.max(1),
@@ -414,7 +416,7 @@ impl ElfInfo {
                         end: None,
                         sized: false,
                         order,
-                        at: Some(at),
+                        at,
                         name: text,
                         shown: None,
                         binding: sym.st_bind(),
@@ -451,10 +453,10 @@ impl ElfInfo {
         let mut passes = passes.into_iter();
         let first = passes.next().unwrap_or_default();
         let second = passes.next().unwrap_or_default();
-        let raw = |c: &Candidate| Symbol {
+        let raw = |c: &Candidate, names: &mut String| Symbol {
             start: c.start,
             end: c.start.saturating_add(c.size),
-            raw: c.at.expect("table symbols are interned"),
+            raw: c.at.unwrap_or_else(|| intern(names, &c.name)),
             name: OnceCell::new(),
         };
         // Each table's erasures in perf's order (the first table's, `.dynsym`'s after `.symtab`); the orders of
@@ -464,7 +466,7 @@ impl ElfInfo {
         if stopped == Some(0) {
             // perf's tree holds the `.symtab` symbols read so far, aliases and zero sizes as they are; no
             // `.dynsym`, no PLT symbols (`dso__load` synthesizes them only after a successful load).
-            info.extra_symbols = first.iter().map(raw).collect();
+            info.extra_symbols = first.iter().map(|c| raw(c, &mut info.names)).collect();
             extra_orders = first.iter().map(|c| c.order).collect();
             let kept = select_candidates(first, demangle, &mut Vec::new());
             kept_orders = Vec::new();
@@ -474,7 +476,7 @@ impl ElfInfo {
             if stopped == Some(1) {
                 // The `.symtab` pass finished (ends fixed, aliases dropped); the `.dynsym` symbols read before
                 // the stop sit in the tree beside them, aliases of table symbols included, found by the walk.
-                info.extra_symbols = second.iter().map(raw).collect();
+                info.extra_symbols = second.iter().map(|c| raw(c, &mut info.names)).collect();
                 extra_orders = second.iter().map(|c| c.order).collect();
             } else {
                 extra_orders = Vec::new();
@@ -816,7 +818,15 @@ fn select_candidates<'a>(
 ) -> Vec<Candidate<'a>> {
     // Among equal starts the insertion order decides the last tie, as perf's rb-tree insertion does.
     if !candidates.is_sorted_by_key(|c| (c.start, c.order)) {
-        candidates.sort_unstable_by_key(|c| (c.start, c.order));
+        // Sorting the small keys and moving each candidate once is cheaper than sorting the candidates.
+        let mut keys: Vec<(u64, usize, u32)> = (candidates.iter().enumerate())
+            .map(|(i, c)| (c.start, c.order, i as u32))
+            .collect();
+        keys.sort_unstable();
+        let mut slots: Vec<Option<Candidate>> = candidates.into_iter().map(Some).collect();
+        candidates = (keys.iter())
+            .map(|k| slots[k.2 as usize].take().expect("each key once"))
+            .collect();
     }
     for i in 0..candidates.len() {
         let last_at_start = candidates
