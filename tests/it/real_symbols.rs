@@ -797,3 +797,54 @@ fn icf_folded_aliases_are_named_as_perf_6_1_names_them() {
         outputs[1]
     );
 }
+
+/// The C++ functions of rustc's librustc_driver (LLVM's glue, libstdc++'s internals), demangled as `c++filt -p`
+/// does: among them function types as template arguments, which libiberty writes with a space before the
+/// parameter list whatever the return type (`llvm::function_ref<llvm::PrevailingType (unsigned long)>`, seen
+/// in a system-wide `perf script`), cpp_demangle only after a builtin one: 4 of these 4,040 names differed.
+#[test]
+fn cpp_demangling_equals_cxxfilt_on_the_cpp_functions_of_librustc_driver() {
+    if !oracle::require("rustc", "install a Rust toolchain") {
+        return;
+    }
+    skip_unless!(oracle::require("c++filt", "apt-get install binutils"));
+    let sysroot = tool_ok("rustc", &["--print", "sysroot"], &[], "");
+    let lib = std::fs::read_dir(Path::new(sysroot.trim()).join("lib"))
+        .unwrap()
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .find(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with("librustc_driver-") && n.ends_with(".so"))
+        })
+        .expect("the toolchain has librustc_driver");
+    let nm = tool_ok("nm", &["--defined-only", lib.to_str().unwrap()], &[], "");
+    let names: Vec<String> = nm
+        .lines()
+        .filter_map(|l| {
+            let mut f = l.split_whitespace();
+            let (kind, name) = (f.nth(1)?, f.next()?);
+            // Functions only: data never names a frame.
+            ("tTwW".contains(kind) && name.starts_with("_Z") && !name.starts_with("_ZT"))
+                .then(|| name.to_owned())
+        })
+        .collect();
+    assert!(names.len() > 1000, "only {} names", names.len());
+    let filt = tool_ok("c++filt", &["-p"], &[], &(names.join("\n") + "\n"));
+    let differ: Vec<String> = names
+        .iter()
+        .zip(filt.lines())
+        .filter_map(|(raw, want)| {
+            let ours = ::bport::perf::symbols::demangle::demangle(raw);
+            (abbreviate(&ours) != abbreviate(want))
+                .then(|| format!("{raw}\n  c++filt -p: {want}\n  bport:      {ours}"))
+        })
+        .collect();
+    assert!(
+        differ.is_empty(),
+        "{} of {} names differ from c++filt -p:\n{}",
+        differ.len(),
+        names.len(),
+        differ.join("\n")
+    );
+}
