@@ -10,7 +10,6 @@ use crate::support::bport;
 use crate::support::compare::assert_same_lines;
 use crate::support::oracle::{self, perf_ok, tool_ok};
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 const PROGRAMS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/programs");
 
@@ -371,34 +370,14 @@ fn addresses_past_the_last_function_resolve_as_perf_does() {
 /// `symbols::rbtree`). With `-fcf-protection -z ibtplt` the stubs are in `.plt.sec`, which perf 6.1 does not
 /// know (its symbols go at the `.plt` entries, where the lazy-binding code is): a sample there is `_init+0x…`
 /// when the walk meets `_init`, and `[unknown]` here, where the walk passes `_init` by (a one-stub program
-/// gets `_init+0x60`). Lazy and `-z now` binding each. Linked by lld (rustc's default linker since 1.90, here
-/// through the toolchain's `gcc-ld/ld.lld`), `.plt` follows `.fini` and has no entry size: perf 6.1 puts every
-/// `NAME@plt` at its start with no size, and a stub sample is `[unknown]` where the stretched `_fini` would
-/// have named it.
+/// gets `_init+0x60`). Lazy and `-z now` binding each.
 #[test]
 fn plt_stubs_are_named_as_perf_6_1_names_them() {
     if !oracle::has_perf() || !oracle::require("gcc", "apt-get install gcc") {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let sysroot = Command::new("rustc")
-        .args(["--print", "sysroot"])
-        .output()
-        .expect("rustc (it built this test)");
-    let gcc_ld = Path::new(String::from_utf8(sysroot.stdout).unwrap().trim())
-        .join("lib/rustlib/x86_64-unknown-linux-gnu/bin/gcc-ld");
-    assert!(
-        gcc_ld.join("ld.lld").exists(),
-        "no {} (the Rust toolchain's lld wrapper, shipped with rustup's stable toolchain)",
-        gcc_ld.display()
-    );
-    let lld = format!("-B{}", gcc_ld.display());
     for (name, flags, want) in [
-        (
-            "lld",
-            vec![lld.as_str(), "-fuse-ld=lld"],
-            " [unknown] (EXE)",
-        ),
         ("lazy", vec![], "@plt+0x0 "),
         ("now", vec!["-Wl,-z,now"], "@plt+0x0 "),
         (
@@ -422,6 +401,44 @@ fn plt_stubs_are_named_as_perf_6_1_names_them() {
         );
         assert_same_lines(&perf, &ours, name);
     }
+}
+
+/// Issue 12 item 8, PLT stubs of a program linked by lld (as rustc links its own `rustc` binary): lld writes
+/// `sh_entsize` 0 for `.plt`, and perf 6.1 still synthesizes one `NAME@plt` per relocation, every one at `.plt`'s
+/// start with size 0. They hold that address only, but sit in its tree on the way to the zero-size `_fini`
+/// stretched over `.plt`, so a sample in a stub is `[unknown]`. bport made no PLT symbols there and printed
+/// `_fini+0x80` (32 of this recording's lines; on a system-wide recording, rustc's `_fini+0xf4`).
+#[test]
+fn plt_stubs_of_an_lld_linked_program_are_named_as_perf_6_1_names_them() {
+    if !oracle::has_perf()
+        || !oracle::require("gcc", "apt-get install gcc")
+        || !oracle::require(
+            "rustc",
+            "install a Rust toolchain (its rust-lld links the program)",
+        )
+    {
+        return;
+    }
+    let sysroot = tool_ok("rustc", &["--print", "sysroot"], &[], "");
+    let gcc_ld = format!(
+        "{}/lib/rustlib/x86_64-unknown-linux-gnu/bin/gcc-ld",
+        sysroot.trim()
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let exe = build_c(
+        dir.path(),
+        "plt_calls",
+        "lld",
+        &["-fuse-ld=lld", "-B", &gcc_ld],
+    );
+    let data = record(dir.path(), "lld", &["-g", "-F", "10000"], &exe, "3000000");
+    let (perf, ours) = both_scripts(dir.path(), &data);
+    let want = format!(" [unknown] ({})", exe.to_str().unwrap());
+    assert!(
+        perf.contains(&want) && !perf.contains("_fini+0x"),
+        "no sample in a stub, or perf named one after _fini:\n{perf}"
+    );
+    assert_same_lines(&perf, &ours, "lld");
 }
 
 /// Issue 12 item 10: an event group recorded by perf with callchains (`{cpu-clock,task-clock}`, so GROUP_DESC
@@ -542,4 +559,292 @@ fn cpp_template_program_report_equals_perf_report_children_and_self() {
         let what = format!("{perf_mode} graph {graph}");
         assert_same_lines(&strip_tip(&theirs), &strip_tip(&ours.stdout), &what);
     }
+}
+
+/// One alias of a function in [`ALIAS_GROUPS`]: its binding directive (`globl`, `weak`, or `local` for none)
+/// and whether it has the function's size (else `.size 0`).
+type Alias = (&'static str, &'static str, bool);
+
+/// Functions with several symbols at one address, each group one of the combinations perf 6.1's
+/// `choose_best_symbol` decides differently, with the name perf keeps when its load runs to the end:
+/// global over weak and local; fewer leading underscores, then the longer name; a zero-size alias loses
+/// unless it is the last at its address in either table (its end was fixed first: `.dynsym` puts
+/// `zero_last_longer` after `sized_short`); and names compared demangled, as rustc's
+/// ICF-folded v0 symbols (five `grow_one` instances, an inherent and a trait method: librustc_driver's) and a
+/// C++ one show. Exported aliases are in `.dynsym` too, which perf 6.1 reads after `.symtab`.
+const ALIAS_GROUPS: &[(&[Alias], &str)] = &[
+    (
+        &[
+            ("weak", "weak_alias_with_the_longest_name", true),
+            ("local", "local_alias_longer", true),
+            ("globl", "bind_global", true),
+        ],
+        "bind_global",
+    ),
+    (
+        &[
+            ("globl", "__two_underscores_long", true),
+            ("globl", "_one_underscore_longer", true),
+            ("globl", "plain", true),
+            ("globl", "plainer", true),
+        ],
+        "plainer",
+    ),
+    (
+        &[
+            ("globl", "zero_first_even_longer_name", false),
+            ("globl", "sized_short", true),
+            ("globl", "zero_last_longer", false),
+        ],
+        "zero_last_longer",
+    ),
+    (
+        &[
+            ("globl", "_RNvMs3_NtCslNYArtu3iFV_5alloc7raw_vecINtB5_6RawVecNtNtNtCs6mNkMfao1uC_12aho_corasick3nfa13noncontiguous5MatchE8grow_oneBS_", true),
+            ("globl", "_RNvMs3_NtCslNYArtu3iFV_5alloc7raw_vecINtB5_6RawVecNtNtNtNtCs5wpeUTfK1SV_14regex_automata3nfa8thompson12literal_trie10TransitionE8grow_oneBU_", true),
+            ("globl", "_RNvMs3_NtCslNYArtu3iFV_5alloc7raw_vecINtB5_6RawVecNtNtNtNtCs5wpeUTfK1SV_14regex_automata3nfa8thompson3nfa10TransitionE8grow_oneBU_", true),
+            ("globl", "_RNvMs3_NtCslNYArtu3iFV_5alloc7raw_vecINtB5_6RawVecTNtNtNtCs5wpeUTfK1SV_14regex_automata4util10primitives7StateIDBN_EE8grow_oneBT_", true),
+            ("globl", "_RNvMs3_NtCslNYArtu3iFV_5alloc7raw_vecINtB5_6RawVecNtNtCsjyvvofjlheH_10rustc_span13span_encoding4SpanE8grow_oneCseW9zhOSAZ32_20rustc_error_messages", true),
+        ],
+        "<alloc::raw_vec::RawVec<(regex_automata::util::primitives::StateID, regex_automata::util::primitives::StateID)>>::grow_one",
+    ),
+    (
+        &[
+            ("globl", "_RNvXNtNtNtCsdadwybgsbvk_12rustc_middle2ty7context13impl_internerNtB4_6TyCtxtNtNtCsdoLGDhjbLAL_13rustc_type_ir8interner8Interner13trait_is_auto", true),
+            ("globl", "_RNvMsE_NtCsdadwybgsbvk_12rustc_middle2tyNtNtB5_7context6TyCtxt13trait_is_auto", true),
+        ],
+        "<rustc_middle::ty::context::TyCtxt as rustc_type_ir::interner::Interner>::trait_is_auto",
+    ),
+    (
+        &[
+            ("globl", "short_c", true),
+            ("globl", "_ZN9namespace8functionEv", true),
+        ],
+        "namespace::function",
+    ),
+];
+
+/// The assembly of a shared library holding [`ALIAS_GROUPS`], each a frame-pointer loop of `%rdi` turns.
+fn alias_library_asm() -> String {
+    let mut s = String::from("\t.text\n");
+    for (g, (aliases, _)) in ALIAS_GROUPS.iter().enumerate() {
+        s += "\t.p2align 4\n";
+        for (bind, name, _) in *aliases {
+            if *bind != "local" {
+                s += &format!("\t.{bind} {name}\n");
+            }
+            s += &format!("\t.type {name},@function\n");
+        }
+        for (_, name, _) in *aliases {
+            s += &format!("{name}:\n");
+        }
+        s += &format!(
+            ".Lstart{g}:\n\tpush %rbp\n\tmov %rsp,%rbp\n\tmov %rdi,%rcx\n1:\tdec %rcx\n\tjnz 1b\n\tpop %rbp\n\tret\n.Lend{g}:\n"
+        );
+        for (_, name, sized) in *aliases {
+            let size = if *sized {
+                format!(".Lend{g}-.Lstart{g}")
+            } else {
+                "0".to_owned()
+            };
+            s += &format!("\t.size {name},{size}\n");
+        }
+    }
+    s + "\t.section .note.GNU-stack,\"\",@progbits\n"
+}
+
+/// A program calling each group of the library in `lib_dir` (by its first exported alias) `argv[1]` turns,
+/// eight rounds.
+fn alias_main_c() -> String {
+    let callees: Vec<&str> = ALIAS_GROUPS
+        .iter()
+        .map(|(aliases, _)| {
+            aliases
+                .iter()
+                .find(|(bind, _, _)| *bind == "globl")
+                .expect("an exported alias")
+                .1
+        })
+        .collect();
+    let mut s = String::from("#include <stdlib.h>\n");
+    for c in &callees {
+        s += &format!("void {c}(long);\n");
+    }
+    s += "int main(int argc, char **argv) {\n\tlong n = atol(argv[1]);\n\tfor (int r = 0; r < 8; r++) {\n";
+    for c in &callees {
+        s += &format!("\t\t{c}(n);\n");
+    }
+    s + "\t}\n\treturn 0;\n}\n"
+}
+
+/// Makes the last defined `.dynsym` entry of the ELF file at `path` name a section past the section table, as
+/// librustc_driver's `rust_metadata_rustc_driver_…` does (rustc's BOLT step leaves index 48 in a file of 44
+/// sections), and returns its name; the dynamic loader only asks whether a symbol is defined, so the program
+/// still runs.
+fn break_last_dynsym_section_index(path: &Path) -> String {
+    use object::read::elf::{FileHeader, SectionHeader, Sym};
+    let mut bytes = std::fs::read(path).unwrap();
+    let (at, shndx, name) = {
+        let header = object::elf::FileHeader64::<object::Endianness>::parse(&*bytes).unwrap();
+        let endian = header.endian().unwrap();
+        let sections = header.sections(endian, &*bytes).unwrap();
+        let dynsym = sections
+            .iter()
+            .find(|s| s.sh_type(endian) == object::elf::SHT_DYNSYM)
+            .expect(".dynsym");
+        let symbols = sections
+            .symbols(endian, &*bytes, object::elf::SHT_DYNSYM)
+            .unwrap();
+        let (index, sym) = symbols
+            .iter()
+            .enumerate()
+            .rev()
+            .find(|(_, s)| s.st_shndx(endian) != object::elf::SHN_UNDEF)
+            .expect("a defined dynamic symbol");
+        let name = sym.name(endian, symbols.strings()).unwrap();
+        let shnum = sections.len() as u16;
+        // Elf64_Sym: st_name (4), st_info, st_other, then st_shndx (2).
+        let at = dynsym.sh_offset(endian) as usize + index * 24 + 6;
+        (at, shnum + 4, String::from_utf8_lossy(name).into_owned())
+    };
+    bytes[at..at + 2].copy_from_slice(&shndx.to_le_bytes());
+    std::fs::write(path, bytes).unwrap();
+    name
+}
+
+/// Issue 12 items 7 and 8 on ICF-folded functions (rustc's librustc_driver, BOLTed with `-icf=all`): which of
+/// several symbols at one address perf 6.1 prints. A shared library built here holds each combination of
+/// [`ALIAS_GROUPS`]; perf must print the name `choose_best_symbol` keeps (checked by name) and bport the same
+/// lines. Then the same library with one `.dynsym` entry's section index broken, as in librustc_driver: perf's
+/// load stops there, its tree keeps the dynamic copies read before it beside the chosen alias, and a sample is
+/// named by whichever its walk meets first (bport replays the tree); bport printed the longest name.
+#[test]
+fn icf_folded_aliases_are_named_as_perf_6_1_names_them() {
+    if !oracle::has_perf() || !oracle::require("gcc", "apt-get install gcc") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let asm = dir.path().join("aliases.s");
+    std::fs::write(&asm, alias_library_asm()).unwrap();
+    let main_c = dir.path().join("main.c");
+    std::fs::write(&main_c, alias_main_c()).unwrap();
+    let mut outputs = Vec::new();
+    for variant in ["complete", "stopped"] {
+        let lib_dir = dir.path().join(variant);
+        std::fs::create_dir(&lib_dir).unwrap();
+        let lib = lib_dir.join("libaliases.so");
+        let exe = lib_dir.join("main");
+        let (lib_s, exe_s, lib_dir_s) = (
+            lib.to_str().unwrap(),
+            exe.to_str().unwrap(),
+            lib_dir.to_str().unwrap(),
+        );
+        tool_ok(
+            "gcc",
+            &["-shared", "-o", lib_s, asm.to_str().unwrap()],
+            &[],
+            "",
+        );
+        let rpath = format!("-Wl,-rpath,{lib_dir_s}");
+        tool_ok(
+            "gcc",
+            &[
+                "-O1",
+                "-fno-omit-frame-pointer",
+                "-o",
+                exe_s,
+                main_c.to_str().unwrap(),
+                "-L",
+                lib_dir_s,
+                "-laliases",
+                &rpath,
+            ],
+            &[],
+            "",
+        );
+        if variant == "stopped" {
+            // The last one, so every other dynamic copy is read before the stop.
+            let name = break_last_dynsym_section_index(&lib);
+            eprintln!("broke the section index of {name}");
+        }
+        // Each variant its own HOME: both libraries carry one build-id, and perf would otherwise name the
+        // second recording's samples from the first's copy in its build-id cache.
+        let data = record(&lib_dir, variant, &["-g", "-F", "4000"], &exe, "20000000");
+        let (perf, ours) = both_scripts(&lib_dir, &data);
+        assert_same_lines(&perf, &ours, variant);
+        outputs.push(perf);
+    }
+    // Every group was sampled, under the name `choose_best_symbol` keeps when the load completes.
+    for (aliases, want) in ALIAS_GROUPS {
+        assert!(
+            outputs[0].contains(&format!(" {want}+0x")),
+            "complete: no sample named {want:?} for {:?}:\n{}",
+            aliases[0].1,
+            outputs[0]
+        );
+    }
+    // The stopped load names some group by a dynamic copy the walk meets first: with GNU ld 2.40's `.dynsym`
+    // order here, `weak_alias_with_the_longest_name`, `sized_short` and the `literal_trie` instance of
+    // `grow_one`. bport printed the complete load's names for every group.
+    let renamed: Vec<&str> = ALIAS_GROUPS
+        .iter()
+        .map(|(_, want)| *want)
+        .filter(|want| !outputs[1].contains(&format!(" {want}+0x")))
+        .collect();
+    assert!(
+        !renamed.is_empty(),
+        "stopped: every group kept its name, so the stop was not exercised:\n{}",
+        outputs[1]
+    );
+}
+
+/// The C++ functions of rustc's librustc_driver (LLVM's glue, libstdc++'s internals), demangled as `c++filt -p`
+/// does: among them function types as template arguments, which libiberty writes with a space before the
+/// parameter list whatever the return type (`llvm::function_ref<llvm::PrevailingType (unsigned long)>`, seen
+/// in a system-wide `perf script`), cpp_demangle only after a builtin one: 4 of these 4,040 names differed.
+#[test]
+fn cpp_demangling_equals_cxxfilt_on_the_cpp_functions_of_librustc_driver() {
+    if !oracle::require("rustc", "install a Rust toolchain") {
+        return;
+    }
+    skip_unless!(oracle::require("c++filt", "apt-get install binutils"));
+    let sysroot = tool_ok("rustc", &["--print", "sysroot"], &[], "");
+    let lib = std::fs::read_dir(Path::new(sysroot.trim()).join("lib"))
+        .unwrap()
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .find(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with("librustc_driver-") && n.ends_with(".so"))
+        })
+        .expect("the toolchain has librustc_driver");
+    let nm = tool_ok("nm", &["--defined-only", lib.to_str().unwrap()], &[], "");
+    let names: Vec<String> = nm
+        .lines()
+        .filter_map(|l| {
+            let mut f = l.split_whitespace();
+            let (kind, name) = (f.nth(1)?, f.next()?);
+            // Functions only: data never names a frame.
+            ("tTwW".contains(kind) && name.starts_with("_Z") && !name.starts_with("_ZT"))
+                .then(|| name.to_owned())
+        })
+        .collect();
+    assert!(names.len() > 1000, "only {} names", names.len());
+    let filt = tool_ok("c++filt", &["-p"], &[], &(names.join("\n") + "\n"));
+    let differ: Vec<String> = names
+        .iter()
+        .zip(filt.lines())
+        .filter_map(|(raw, want)| {
+            let ours = ::bport::perf::symbols::demangle::demangle(raw);
+            (abbreviate(&ours) != abbreviate(want))
+                .then(|| format!("{raw}\n  c++filt -p: {want}\n  bport:      {ours}"))
+        })
+        .collect();
+    assert!(
+        differ.is_empty(),
+        "{} of {} names differ from c++filt -p:\n{}",
+        differ.len(),
+        names.len(),
+        differ.join("\n")
+    );
 }

@@ -54,6 +54,14 @@ fn demangle_cpp(name: &str) -> Option<String> {
             .ok()
             .and_then(|sym| sym.demangle_with_options(&options).ok())
             .map(|d| libiberty_style(d, true))
+            .map(|d| {
+                // A function type as a template argument (`IF…E`, `function_ref<R(A)>`).
+                if name.contains("IF") {
+                    space_function_types(&d)
+                } else {
+                    d
+                }
+            })
     };
     if let Some(d) = demangle(name) {
         return Some(d);
@@ -224,6 +232,67 @@ fn libiberty_style(mut d: String, top_level: bool) -> String {
     d
 }
 
+/// libiberty writes a function type with a space before its parameter list, whatever its return type
+/// (`llvm::function_ref<llvm::PrevailingType (unsigned long)>`), cpp_demangle only after a builtin one (`void
+/// (int)`, but `llvm::StringRef(llvm::StringRef)`): inside template arguments, a `(` right after a name or a `>`
+/// gets the space, unless it opens `operator()`, `decltype(…)`, a lambda's parameters and the like, or is the
+/// parameter list of a function a local entity is named by (`f(int)::$_0`).
+fn space_function_types(d: &str) -> String {
+    const KEYWORDS: [&str; 8] = [
+        "operator", "decltype", "lambda", "noexcept", "sizeof", "alignof", "typeid", "throw",
+    ];
+    // Whether the parameter list opening at byte `at` belongs to a function a local entity names
+    // (`f(int)::$_0`, `g() const::{lambda()#1}`: libiberty writes no space there).
+    let encloses = |at: usize| {
+        let mut level = 0usize;
+        for (i, b) in d.bytes().enumerate().skip(at) {
+            match b {
+                b'(' => level += 1,
+                b')' => {
+                    level -= 1;
+                    if level == 0 {
+                        let mut rest = &d[i + 1..];
+                        while let Some(r) = [" const", " volatile", " &&", " &"]
+                            .iter()
+                            .find_map(|q| rest.strip_prefix(q))
+                        {
+                            rest = r;
+                        }
+                        return rest.starts_with("::");
+                    }
+                }
+                _ => {}
+            }
+        }
+        false
+    };
+    let mut out = String::with_capacity(d.len() + 4);
+    let mut depth = 0usize;
+    for (at, ch) in d.char_indices() {
+        match ch {
+            '<' if !out.ends_with("operator") && !out.ends_with("operator<") => depth += 1,
+            '>' if !out.ends_with("operator")
+                && !out.ends_with("operator>")
+                && !out.ends_with('-') =>
+            {
+                depth = depth.saturating_sub(1);
+            }
+            '(' if depth > 0 => {
+                let after_name = out
+                    .bytes()
+                    .last()
+                    .is_some_and(|c| c.is_ascii_alphanumeric() || c == b'_' || c == b'>');
+                if after_name && !KEYWORDS.iter().any(|k| out.ends_with(k)) && !encloses(at) {
+                    out.push(' ');
+                }
+            }
+            _ => {}
+        }
+        out.push(ch);
+    }
+    out
+}
+
 /// `s` with every `from` that does not continue into a longer identifier replaced by `to`.
 fn replace_whole(s: &str, from: &str, to: &str) -> String {
     if !s.contains(from) {
@@ -307,6 +376,20 @@ fn parenthesize_function_addresses(d: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::demangle;
+
+    #[test]
+    fn function_types_in_template_arguments_are_spaced_as_in_libiberty() {
+        // Seen in perf 6.1's script of a system-wide recording (LLVM in librustc_driver), c++filt -p alike.
+        assert_eq!(
+            demangle("_ZN4llvm12function_refIFNS_14PrevailingTypeEmEE11callback_fnIZ25LLVMRustCreateThinLTODataE3$_0EES1_lm"),
+            "llvm::function_ref<llvm::PrevailingType (unsigned long)>::callback_fn<LLVMRustCreateThinLTOData::$_0>"
+        );
+        // The parameters of the function a local entity is named by take no space.
+        assert_eq!(
+            demangle("_ZN4llvm23SmallVectorTemplateBaseINS_15unique_functionIFvNS_9StringRefENS_3AnyEEEELb0EE18growAndEmplaceBackIJZ34LLVMSelfProfileInitializeCallbacksRNS_28PassInstrumentationCallbacksEPvPFvSA_PKcSC_EPFvSA_EE3$_0EEERS5_DpOT_"),
+            "llvm::SmallVectorTemplateBase<llvm::unique_function<void (llvm::StringRef, llvm::Any)>, false>::growAndEmplaceBack<LLVMSelfProfileInitializeCallbacks(llvm::PassInstrumentationCallbacks&, void*, void (*)(void*, char const*, char const*), void (*)(void*))::$_0>"
+        );
+    }
 
     #[test]
     fn empty_template_packs_vanish_as_in_libiberty() {

@@ -51,8 +51,11 @@ pub struct ElfInfo {
     /// The synthesized `NAME@plt` symbols, sorted by start; perf adds them after fixing the ends of
     /// [`ElfInfo::symbols`], so the symbol before `.plt` (`_init`) still covers it and `.plt.sec`.
     pub plt_symbols: Vec<Symbol>,
-    /// perf's symbol tree where PLT symbols overlap a table symbol: which one its lookup meets first.
-    plt_tree: Option<Box<PltTree>>,
+    /// Symbols perf's tree holds beside [`ElfInfo::symbols`] when its load stopped early (see [`PerfTree`]).
+    extra_symbols: Vec<Symbol>,
+    /// perf's symbol tree where the sorted symbols do not tell its answer: where PLT symbols overlap a table
+    /// symbol, or everywhere when its load stopped early.
+    tree: Option<Box<PerfTree>>,
     /// Whether the symbols came from `.symtab` (else `.dynsym` or nothing).
     pub has_symtab: bool,
     /// The GNU build-id note.
@@ -75,37 +78,65 @@ pub struct ElfInfo {
     alloc_sections: Vec<(usize, u64, u64)>,
 }
 
-/// Where table and PLT symbols overlap, the tree perf's lookup walks (see [`super::rbtree`]), built on the first
-/// lookup in [`PltTree::region`]: most runs never look there, and a large DSO's tree cost a sixth of a short
-/// run when it was built at load.
+/// perf's tree for the addresses where its shape decides which symbol a lookup meets first (see
+/// [`super::rbtree`]), as the inserts and erases that built it, replayed on the first lookup there: most runs
+/// never look there, and a large DSO's tree cost a sixth of a short run when it was built at load.
+///
+/// Two cases need it. PLT symbols go in after the table's ends were fixed, so `.plt` lies under both the
+/// stretched `_init` and a `NAME@plt`. And a load that stops: perf 6.1's `dso__load_sym` reads `.symtab`, then
+/// `.dynsym`, into one tree, fixing ends and dropping aliases after each table; a symbol whose section index
+/// is past the section table ends the load there (`elf_getscn` fails, `goto out_elf_end`), and the DSO keeps
+/// what was inserted, without that table's fix-ups. rustc's BOLTed librustc_driver is such a file: its
+/// `.dynsym` stops at `rust_metadata_rustc_driver_…` (section 48 of 44), so the dynamic copies of ICF-folded
+/// functions read before it stay in the tree beside the alias `.symtab` chose, and perf names a sample by
+/// whichever of them its walk meets first, not by the longest name.
 #[derive(Clone, Debug)]
-struct PltTree {
-    /// The addresses whose answer the tree gives: the ranges of the table symbols holding PLT symbols.
+struct PerfTree {
+    /// The addresses whose answer the tree gives.
     region: std::ops::Range<u64>,
-    /// The table symbols' starts in symbol-table order: node ids `0..starts.len()`; the PLT symbols follow.
-    starts: Vec<u64>,
-    /// Node ids of the aliases `symbols__fixup_duplicate` erases, in its order.
-    erased: Vec<usize>,
+    ops: Vec<TreeOp>,
+    /// What each node id stands for.
+    nodes: Vec<TreeNode>,
     tree: OnceCell<SymbolTree>,
 }
 
-impl PltTree {
-    fn build(&self, symbols: &[Symbol], plt: &[Symbol]) -> SymbolTree {
+/// One step of building perf's tree.
+#[derive(Clone, Copy, Debug)]
+enum TreeOp {
+    /// `__symbols__insert` of a symbol starting here (the next node id).
+    Insert(u64),
+    /// `symbols__fixup_duplicate` erasing node id.
+    Erase(usize),
+}
+
+/// The symbol a node of perf's tree stands for.
+#[derive(Clone, Copy, Debug)]
+enum TreeNode {
+    /// Erased.
+    Gone,
+    /// An index into [`ElfInfo::symbols`].
+    Table(u32),
+    /// An index into [`ElfInfo::extra_symbols`].
+    Extra(u32),
+    /// An index into [`ElfInfo::plt_symbols`].
+    Plt(u32),
+}
+
+impl PerfTree {
+    fn build(&self, info: &ElfInfo) -> SymbolTree {
         let mut tree = SymbolTree::default();
-        for &start in &self.starts {
-            tree.insert(start);
-        }
-        for &id in &self.erased {
-            tree.erase(id);
-        }
-        for (id, &start) in self.starts.iter().enumerate() {
-            if let Some(sym) = ElfInfo::lookup_in(symbols, start).filter(|s| s.start == start) {
-                tree.set_end(id, sym.end);
+        for op in &self.ops {
+            match *op {
+                TreeOp::Insert(start) => {
+                    tree.insert(start);
+                }
+                TreeOp::Erase(id) => tree.erase(id),
             }
         }
-        for p in plt {
-            let id = tree.insert(p.start);
-            tree.set_end(id, p.end);
+        for (id, n) in self.nodes.iter().enumerate() {
+            if let Some(sym) = info.node_symbol(*n) {
+                tree.set_end(id, sym.end);
+            }
         }
         tree
     }
@@ -137,6 +168,8 @@ pub enum ElfError {
 struct Candidate<'a> {
     start: u64,
     size: u64,
+    /// The end an earlier table's fix-up gave it (a `.symtab` symbol among `.dynsym`'s).
+    end: Option<u64>,
     /// Whether perf sees a size when it chooses among aliases: `st_size > 0`, or the last zero-size symbol at
     /// its address, whose end `symbols__fixup_end` already moved to the next start (it runs before
     /// `symbols__fixup_duplicate`), so that one wins over its zero-size aliases.
@@ -146,6 +179,8 @@ struct Candidate<'a> {
     /// The name's place in the arena when it is there already.
     at: Option<(u32, u32)>,
     name: Cow<'a, str>,
+    /// The name as perf compares it, once an alias choice made it.
+    shown: Option<String>,
     binding: object::elf::SymbolBind,
 }
 
@@ -259,11 +294,17 @@ impl ElfInfo {
             info.debuglink = Some(String::from_utf8_lossy(name).into_owned());
         }
         let sections = file.elf_section_table();
-        let mut table = file.elf_symbol_table();
-        info.has_symtab = !table.is_empty();
-        if table.is_empty() {
-            table = file.elf_dynamic_symbol_table();
-        }
+        let symtab = file.elf_symbol_table();
+        let dynsym = file.elf_dynamic_symbol_table();
+        info.has_symtab = !symtab.is_empty();
+        // perf 6.1 reads `.symtab`, then `.dynsym` into the same tree (`dso__load_sym`, both since 5.15's
+        // "perf symbol-elf: Decode dynsym even if symtab exists"), fixing ends and dropping aliases after each.
+        let tables = if info.has_symtab {
+            vec![symtab, dynsym]
+        } else {
+            vec![dynsym]
+        };
+        let shnum = sections.len();
         // perf keeps symbols of allocated sections only, and labels only in "text" or "data" sections
         // (`elf_sec__filter`): `etext`, a label at the end of `.fini`, is not a symbol for perf, so an address
         // past `_fini` belongs to `_fini` up to the next object (`_IO_stdin_used` in `.rodata`).
@@ -282,73 +323,111 @@ impl ElfInfo {
         };
         // Every name is read, checked as UTF-8 and copied into the arena once (a stripped C++ executable has
         // 30,000 dynamic symbols, librustc_driver 200,000): both views below share the copy.
-        if let Ok(strings) = sections.section(table.string_section()) {
+        if let Ok(strings) = sections.section(tables[0].string_section()) {
             let size: u64 = strings.sh_size(endian).into();
             info.names.reserve(usize::try_from(size).unwrap_or(0));
         }
-        let mut candidates = Vec::with_capacity(table.len());
-        info.bfd_symbols.reserve(table.len());
-        for (order, (index, sym)) in table.enumerate().enumerate() {
-            let kind = sym.st_type();
-            // GNU addr2line's view (bfd `maybe_function_sym`): every symbol but files, sections, objects and
-            // TLS, in any section, in table order.
-            let bfd = !matches!(
-                kind,
-                object::elf::STT_FILE
-                    | object::elf::STT_SECTION
-                    | object::elf::STT_OBJECT
-                    | object::elf::STT_TLS
-            );
-            let label = kind == STT_NOTYPE;
-            let perf = kind == STT_FUNC
-                || kind == STT_GNU_IFUNC
-                || kind == object::elf::STT_OBJECT
-                || (label
+        let mut passes: Vec<Vec<Candidate>> = Vec::with_capacity(tables.len());
+        // The first order past the first table's symbols (`.dynsym`'s, when it follows `.symtab`).
+        let base_dynsym = tables[0].len();
+        let mut stopped = None;
+        let mut base = 0;
+        info.bfd_symbols.reserve(tables[0].len());
+        for (pass, table) in tables.iter().enumerate() {
+            let mut candidates = Vec::with_capacity(table.len());
+            for (i, (index, sym)) in table.enumerate().enumerate() {
+                // Orders run on across the tables: a `.dynsym` symbol sorts after the `.symtab` ones at its
+                // address, as its later insertion puts it in perf's tree.
+                let order = base + i;
+                let kind = sym.st_type();
+                // GNU addr2line's view (bfd `maybe_function_sym`): every symbol but files, sections, objects
+                // and TLS, in any section, in table order; bfd reads one table, `.symtab` when there is one.
+                let bfd = pass == 0
                     && !matches!(
-                        sym.st_visibility(),
-                        object::elf::STV_HIDDEN | object::elf::STV_INTERNAL
-                    ));
-            if !bfd && !perf {
-                continue;
+                        kind,
+                        object::elf::STT_FILE
+                            | object::elf::STT_SECTION
+                            | object::elf::STT_OBJECT
+                            | object::elf::STT_TLS
+                    );
+                let label = kind == STT_NOTYPE;
+                let perf = kind == STT_FUNC
+                    || kind == STT_GNU_IFUNC
+                    || kind == object::elf::STT_OBJECT
+                    || (label
+                        && !matches!(
+                            sym.st_visibility(),
+                            object::elf::STV_HIDDEN | object::elf::STV_INTERNAL
+                        ));
+                if !bfd && !perf {
+                    continue;
+                }
+                let shndx = sym.st_shndx(endian);
+                if perf
+                    && sym.st_name(endian) != 0
+                    && shndx != object::elf::SHN_UNDEF
+                    && shndx != object::elf::SHN_ABS
+                    && usize::from(shndx.0) >= shnum
+                {
+                    // perf's `elf_getscn` fails on a section index past the table (librustc_driver's
+                    // `.dynsym` names a removed section 48 for `rust_metadata_rustc_driver_…`) and
+                    // `dso__load_sym` gives up there: what the tree holds stays, without the fix-ups.
+                    stopped = Some(pass);
+                    break;
+                }
+                let Ok(Some(section)) = table.symbol_section(endian, sym, index) else {
+                    continue; // undefined, absolute or common
+                };
+                let Ok(name) = sym.name(endian, table.strings()) else {
+                    continue;
+                };
+                let start: u64 = sym.st_value(endian).into();
+                let size: u64 = sym.st_size(endian).into();
+                // ARM/AArch64 mapping symbols ($x, $d) and unnamed entries are no symbols for perf.
+                let perf =
+                    perf && !name.is_empty() && !name.starts_with(b"$") && keeps(section, label);
+                if !bfd && !perf {
+                    continue;
+                }
+                // `from_utf8` first: its check is several times faster than `from_utf8_lossy`'s on valid
+                // names.
+                let text = match std::str::from_utf8(name) {
+                    Ok(t) => Cow::Borrowed(t),
+                    Err(_) => String::from_utf8_lossy(name),
+                };
+                // A later table's names are interned only for the symbols kept: most are copies of
+                // `.symtab`'s.
+                let at = (pass == 0).then(|| intern(&mut info.names, &text));
+                if let Some(at) = at.filter(|_| bfd) {
+                    info.bfd_symbols.push(BfdSymbol {
+                        start,
+                        size: size.max(1),
+                        function: kind == STT_FUNC || kind == STT_GNU_IFUNC,
+                        notype: label,
+                        section: section.0,
+                        order,
+                        name: at,
+                    });
+                }
+                if perf {
+                    candidates.push(Candidate {
+                        start,
+                        size,
+                        end: None,
+                        sized: false,
+                        order,
+                        at,
+                        name: text,
+                        shown: None,
+                        binding: sym.st_bind(),
+                    });
+                }
             }
-            let Ok(Some(section)) = table.symbol_section(endian, sym, index) else {
-                continue; // undefined, absolute or common
-            };
-            let Ok(name) = sym.name(endian, table.strings()) else {
-                continue;
-            };
-            let start: u64 = sym.st_value(endian).into();
-            let size: u64 = sym.st_size(endian).into();
-            // `from_utf8` first: its check is several times faster than `from_utf8_lossy`'s on valid names.
-            let text = match std::str::from_utf8(name) {
-                Ok(t) => Cow::Borrowed(t),
-                Err(_) => String::from_utf8_lossy(name),
-            };
-            let at = intern(&mut info.names, &text);
-            if bfd {
-                info.bfd_symbols.push(BfdSymbol {
-                    start,
-                    size: size.max(1),
-                    function: kind == STT_FUNC || kind == STT_GNU_IFUNC,
-                    notype: label,
-                    section: section.0,
-                    order,
-                    name: at,
-                });
+            base += table.len();
+            passes.push(candidates);
+            if stopped.is_some() {
+                break;
             }
-            // ARM/AArch64 mapping symbols ($x, $d) and unnamed entries are no symbols for perf.
-            if !perf || name.is_empty() || name.starts_with(b"$") || !keeps(section, label) {
-                continue;
-            }
-            candidates.push(Candidate {
-                start,
-                size,
-                sized: false,
-                order,
-                at: Some(at),
-                name: text,
-                binding: sym.st_bind(),
-            });
         }
         // (start, order) is unique, so the unstable sort gives the stable order.
         info.bfd_symbols
@@ -364,45 +443,123 @@ impl ElfInfo {
                     .push((index.0, start, start.saturating_add(size)));
             }
         }
-        let plt = plt.unwrap_or_else(|| {
-            let mut plt = Vec::new();
-            synthesize_plt::<H>(&file, endian, &mut plt);
-            plt
-        });
-        // perf's tree, only when PLT symbols will overlap the table's: which of the two its lookup meets
-        // first depends on the tree's shape (see `rbtree`).
-        // perf's tree in replayable form (the table symbols' starts in insertion order, the aliases erased),
-        // kept only when PLT symbols overlap a table symbol: which of the two its lookup meets first depends
-        // on the tree's shape (see `rbtree`); the tree is built on the first lookup there.
-        let (starts, orders): (Vec<u64>, Vec<usize>) = if plt.is_empty() {
-            (Vec::new(), Vec::new())
-        } else {
-            candidates.iter().map(|c| (c.start, c.order)).unzip()
+        // perf's tree as it was built: node ids are the symbols in insertion order (`.symtab`'s, then
+        // `.dynsym`'s); only made into a replayable tree when a lookup will need it.
+        let inserted: Vec<(u64, usize)> = passes
+            .iter()
+            .flatten()
+            .map(|c| (c.start, c.order))
+            .collect();
+        let mut passes = passes.into_iter();
+        let first = passes.next().unwrap_or_default();
+        let second = passes.next().unwrap_or_default();
+        let raw = |c: &Candidate, names: &mut String| Symbol {
+            start: c.start,
+            end: c.start.saturating_add(c.size),
+            raw: c.at.unwrap_or_else(|| intern(names, &c.name)),
+            name: OnceCell::new(),
         };
-        let mut erased = Vec::new();
-        info.symbols = select_symbols_logged(candidates, demangle, &mut info.names, &mut erased);
-        for c in plt {
-            info.plt_symbols.push(Symbol {
-                start: c.start,
-                end: c.start.saturating_add(c.size),
-                raw: intern(&mut info.names, &c.name),
-                name: OnceCell::new(),
-            });
+        // Each table's erasures in perf's order (the first table's, `.dynsym`'s after `.symtab`); the orders of
+        // `symbols` and `extra_symbols`.
+        let (mut erased_symtab, mut erased_dynsym) = (Vec::new(), Vec::new());
+        let (kept_orders, extra_orders): (Vec<usize>, Vec<usize>);
+        if stopped == Some(0) {
+            // perf's tree holds the `.symtab` symbols read so far, aliases and zero sizes as they are; no
+            // `.dynsym`, no PLT symbols (`dso__load` synthesizes them only after a successful load).
+            info.extra_symbols = first.iter().map(|c| raw(c, &mut info.names)).collect();
+            extra_orders = first.iter().map(|c| c.order).collect();
+            let kept = select_candidates(first, demangle, &mut Vec::new());
+            kept_orders = Vec::new();
+            info.symbols = to_symbols(kept, &mut info.names);
+        } else {
+            let mut kept = select_candidates(first, demangle, &mut erased_symtab);
+            if stopped == Some(1) {
+                // The `.symtab` pass finished (ends fixed, aliases dropped); the `.dynsym` symbols read before
+                // the stop sit in the tree beside them, aliases of table symbols included, found by the walk.
+                info.extra_symbols = second.iter().map(|c| raw(c, &mut info.names)).collect();
+                extra_orders = second.iter().map(|c| c.order).collect();
+            } else {
+                extra_orders = Vec::new();
+                if !second.is_empty() {
+                    // `kept` is sorted: merging the sorted `.dynsym` symbols in is linear, where sorting the
+                    // whole again cost a large DSO's load a tenth more.
+                    let mut second = second;
+                    second.sort_unstable_by_key(|c| (c.start, c.order));
+                    let mut merged = Vec::with_capacity(kept.len() + second.len());
+                    let mut b = second.into_iter().peekable();
+                    for a in kept {
+                        while let Some(d) = b.next_if(|d| (d.start, d.order) < (a.start, a.order)) {
+                            merged.push(d);
+                        }
+                        merged.push(a);
+                    }
+                    merged.extend(b);
+                    kept = select_candidates(merged, demangle, &mut erased_dynsym);
+                }
+            }
+            kept_orders = kept.iter().map(|c| c.order).collect();
+            info.symbols = to_symbols(kept, &mut info.names);
         }
-        // Where a table symbol's range holds PLT symbols, perf's answer is the first node on its way down.
-        let mut region: Option<(u64, u64)> = None;
-        for p in &info.plt_symbols {
-            if let Some(c) = Self::lookup_in(&info.symbols, p.start) {
-                let (lo, hi) = region.unwrap_or((c.start, c.end));
-                region = Some((lo.min(c.start), hi.max(c.end)));
+        let mut region = None;
+        if stopped.is_some() {
+            region = Some(0..u64::MAX);
+        } else {
+            let plt = plt.unwrap_or_else(|| {
+                let mut plt = Vec::new();
+                synthesize_plt::<H>(&file, endian, &mut plt);
+                plt
+            });
+            for c in plt {
+                info.plt_symbols.push(Symbol {
+                    start: c.start,
+                    end: c.start.saturating_add(c.size),
+                    raw: intern(&mut info.names, &c.name),
+                    name: OnceCell::new(),
+                });
+            }
+            // Where a table symbol's range holds PLT symbols, perf's answer is the first node on its way down.
+            for p in &info.plt_symbols {
+                if let Some(c) = Self::lookup_in(&info.symbols, p.start) {
+                    let r = region.get_or_insert(c.start..c.end);
+                    *r = r.start.min(c.start)..r.end.max(c.end);
+                }
             }
         }
-        if let Some((lo, hi)) = region {
-            let node = |order: &usize| orders.binary_search(order).expect("a candidate's order");
-            info.plt_tree = Some(Box::new(PltTree {
-                region: lo..hi,
-                erased: erased.iter().map(node).collect(),
-                starts,
+        if let Some(region) = region {
+            let node = |order: &usize| {
+                inserted
+                    .binary_search_by_key(order, |&(_, o)| o)
+                    .expect("a candidate's order")
+            };
+            let first_len = inserted.partition_point(|&(_, o)| o < base_dynsym);
+            let mut ops: Vec<TreeOp> = inserted[..first_len]
+                .iter()
+                .map(|&(start, _)| TreeOp::Insert(start))
+                .collect();
+            if stopped != Some(0) {
+                ops.extend(erased_symtab.iter().map(|o| TreeOp::Erase(node(o))));
+            }
+            ops.extend(
+                inserted[first_len..]
+                    .iter()
+                    .map(|&(start, _)| TreeOp::Insert(start)),
+            );
+            ops.extend(erased_dynsym.iter().map(|o| TreeOp::Erase(node(o))));
+            let mut nodes = vec![TreeNode::Gone; inserted.len()];
+            for (k, o) in kept_orders.iter().enumerate() {
+                nodes[node(o)] = TreeNode::Table(k as u32);
+            }
+            for (k, o) in extra_orders.iter().enumerate() {
+                nodes[node(o)] = TreeNode::Extra(k as u32);
+            }
+            for (k, p) in info.plt_symbols.iter().enumerate() {
+                ops.push(TreeOp::Insert(p.start));
+                nodes.push(TreeNode::Plt(k as u32));
+            }
+            info.tree = Some(Box::new(PerfTree {
+                region,
+                ops,
+                nodes,
                 tree: OnceCell::new(),
             }));
         }
@@ -485,24 +642,20 @@ impl ElfInfo {
     /// The symbol containing `svma` as perf 6.1 finds it: where PLT and table symbols overlap (`.plt` under the
     /// stretched `_init`), the first of them on the way down perf's tree; elsewhere the only one.
     pub fn lookup(&self, svma: u64) -> Option<&Symbol> {
-        if let Some(t) = self
-            .plt_tree
-            .as_deref()
-            .filter(|t| t.region.contains(&svma))
-        {
-            let tree = t
-                .tree
-                .get_or_init(|| t.build(&self.symbols, &self.plt_symbols));
-            let id = tree.find(svma)?;
-            return match id.checked_sub(t.starts.len()) {
-                Some(plt) => self.plt_symbols.get(plt),
-                None => {
-                    let start = tree.start(id);
-                    Self::lookup_in(&self.symbols, start).filter(|s| s.start == start)
-                }
-            };
+        if let Some(t) = self.tree.as_deref().filter(|t| t.region.contains(&svma)) {
+            let tree = t.tree.get_or_init(|| t.build(self));
+            return self.node_symbol(t.nodes[tree.find(svma)?]);
         }
         Self::lookup_in(&self.plt_symbols, svma).or_else(|| Self::lookup_in(&self.symbols, svma))
+    }
+
+    fn node_symbol(&self, node: TreeNode) -> Option<&Symbol> {
+        match node {
+            TreeNode::Gone => None,
+            TreeNode::Table(i) => self.symbols.get(i as usize),
+            TreeNode::Extra(i) => self.extra_symbols.get(i as usize),
+            TreeNode::Plt(i) => self.plt_symbols.get(i as usize),
+        }
     }
 
     fn lookup_in(symbols: &[Symbol], svma: u64) -> Option<&Symbol> {
@@ -546,8 +699,10 @@ impl ElfInfo {
 }
 
 /// perf 6.1's `dso__synthesize_plt_symbols` on x86_64: one `NAME@plt` symbol per `.rela.plt` entry, in order,
-/// after a header of one entry, with `.plt`'s `sh_entsize` as the entry size (0 in files linked by lld: all at
-/// `.plt`'s start, zero-size; `.plt.sec` is only known to perf 6.4+).
+/// after a header of one entry, with `.plt`'s `sh_entsize` as the entry size. lld writes 0 there: perf then
+/// puts every `NAME@plt` at `.plt`'s start with size 0 (its `-vvvv` log on rustc's binary shows them), and
+/// though they only hold that one address, they sit in its tree above the stretched `_fini`, so a sample
+/// further in `.plt` is `[unknown]`, not `_fini+0x…`. `.plt.sec` is only known to perf 6.4+.
 fn synthesize_plt<H: FileHeader<Endian = Endianness>>(
     file: &ElfFile<'_, H>,
     endian: Endianness,
@@ -564,10 +719,6 @@ fn synthesize_plt<H: FileHeader<Endian = Endianness>>(
     let Some((_, plt)) = sections.section_by_name(endian, b".plt") else {
         return;
     };
-    // lld leaves `.plt`'s sh_entsize 0: perf 6.1 then puts every `NAME@plt` at the section's start with no
-    // size. Such symbols match no address but their own start, yet as nodes of perf's tree they change which
-    // symbol its lookup meets first: a stub address under the stretched `_fini` before lld's `.plt` is
-    // `[unknown]` to perf, not `_fini+0x…`.
     let entry: u64 = plt.sh_entsize(endian).into();
     let base: u64 = plt.sh_addr(endian).into() + entry;
     let dynsym = file.elf_dynamic_symbol_table();
@@ -581,10 +732,12 @@ fn synthesize_plt<H: FileHeader<Endian = Endianness>>(
         out.push(Candidate {
             start: base + i as u64 * entry,
             size: entry,
-            sized: entry != 0,
+            end: None,
+            sized: true,
             order: i,
             at: None,
             name: Cow::Owned(format!("{}@plt", String::from_utf8_lossy(name))),
+            shown: None,
             binding: STB_GLOBAL,
         });
     }
@@ -649,52 +802,64 @@ fn same_demangled_text(a: &str, b: &str) -> bool {
 /// demangled here (perf compares their demangled names); every other name waits for its first hit.
 #[cfg(test)]
 fn select_symbols(candidates: Vec<Candidate>, demangle: bool, names: &mut String) -> Vec<Symbol> {
-    select_symbols_logged(candidates, demangle, names, &mut Vec::new())
+    to_symbols(
+        select_candidates(candidates, demangle, &mut Vec::new()),
+        names,
+    )
 }
 
-/// [`select_symbols`], pushing the `order` of each alias dropped onto `erased` in the order perf's
-/// `symbols__fixup_duplicate` erases them.
-fn select_symbols_logged(
-    mut candidates: Vec<Candidate>,
+/// perf's `symbols__fixup_end` then `symbols__fixup_duplicate` over one table's symbols (and those an earlier
+/// table left, which come first at their address): the best of each group of aliases, its end set, sorted by
+/// start. Pushes the `order` of each alias dropped onto `erased`, in the order perf erases them.
+fn select_candidates<'a>(
+    mut candidates: Vec<Candidate<'a>>,
     demangle: bool,
-    names: &mut String,
     erased: &mut Vec<usize>,
-) -> Vec<Symbol> {
-    // Among equal starts the symbol-table order decides the last tie, as perf's rb-tree insertion does.
-    candidates.sort_unstable_by_key(|c| (c.start, c.order));
+) -> Vec<Candidate<'a>> {
+    // Among equal starts the insertion order decides the last tie, as perf's rb-tree insertion does.
+    if !candidates.is_sorted_by_key(|c| (c.start, c.order)) {
+        // Sorting the small keys and moving each candidate once is cheaper than sorting the candidates.
+        let mut keys: Vec<(u64, usize, u32)> = (candidates.iter().enumerate())
+            .map(|(i, c)| (c.start, c.order, i as u32))
+            .collect();
+        keys.sort_unstable();
+        let mut slots: Vec<Option<Candidate>> = candidates.into_iter().map(Some).collect();
+        candidates = (keys.iter())
+            .map(|k| slots[k.2 as usize].take().expect("each key once"))
+            .collect();
+    }
     for i in 0..candidates.len() {
         let last_at_start = candidates
             .get(i + 1)
             .is_none_or(|n| n.start != candidates[i].start);
-        candidates[i].sized = candidates[i].size > 0 || last_at_start;
+        let c = &mut candidates[i];
+        c.sized = c.end.is_some() || c.size > 0 || last_at_start;
     }
-    // (kept candidate, its demangled name when an alias group made one)
-    let mut kept: Vec<(Candidate, Option<String>)> = Vec::with_capacity(candidates.len());
-    let mut rest = candidates.into_iter().peekable();
-    while let Some(first) = rest.next() {
-        if rest.peek().is_none_or(|next| next.start != first.start) {
-            kept.push((first, None));
-            continue;
+    let shown = |name: &str| {
+        if demangle {
+            super::demangle::demangle(name)
+        } else {
+            name.to_owned()
         }
-        let shown = |c: &Candidate| {
-            if demangle {
-                super::demangle::demangle(&c.name)
-            } else {
-                c.name.clone().into_owned()
-            }
-        };
-        // Names are demangled only when the cheaper rules leave the choice to them; `best_name` is the
-        // shown name of `best` once one was made.
-        let mut best_name: Option<String> = None;
-        let mut best = first;
-        while let Some(c) = rest.next_if(|c| c.start == best.start) {
-            let (keep, c_name) = match decided_without_names(&best, &c) {
-                Some(decided) => (decided, None),
-                None if same_demangled_text(&best.name, &c.name) => (true, None),
+    };
+    let mut kept: Vec<Candidate> = Vec::with_capacity(candidates.len());
+    let mut rest = candidates.into_iter().peekable();
+    while let Some(mut best) = rest.next() {
+        // Names are demangled only when the cheaper rules leave the choice to them.
+        while let Some(mut c) = rest.next_if(|c| c.start == best.start) {
+            let keep = match decided_without_names(&best, &c) {
+                Some(decided) => decided,
+                // A `.dynsym` copy of the `.symtab` symbol kept, or g++'s constructor twins: the same text.
+                None if best.name == c.name || same_demangled_text(&best.name, &c.name) => true,
                 None => {
-                    let name = shown(&c);
-                    let current = best_name.get_or_insert_with(|| shown(&best));
-                    (a_is_better(&best, current, &c, &name), Some(name))
+                    if c.shown.is_none() {
+                        c.shown = Some(shown(&c.name));
+                    }
+                    if best.shown.is_none() {
+                        best.shown = Some(shown(&best.name));
+                    }
+                    let a_name = best.shown.as_deref().unwrap_or_default();
+                    a_is_better(&best, a_name, &c, c.shown.as_deref().unwrap_or_default())
                 }
             };
             if keep {
@@ -702,33 +867,44 @@ fn select_symbols_logged(
             } else {
                 erased.push(best.order);
                 best = c;
-                best_name = c_name;
             }
         }
-        kept.push((best, best_name));
+        kept.push(best);
     }
-    let mut symbols: Vec<Symbol> = Vec::with_capacity(kept.len());
-    for (i, (c, shown)) in kept.iter().enumerate() {
+    for i in 0..kept.len() {
+        if kept[i].end.is_some() {
+            continue;
+        }
+        let c = &kept[i];
         let end = if c.size > 0 {
             c.start.saturating_add(c.size)
-        } else if let Some((next, _)) = kept.get(i + 1) {
+        } else if let Some(next) = kept.get(i + 1) {
             next.start
         } else {
             // perf 6.1's `symbols__fixup_end`: `roundup(curr->start, 4096) + 4096` for the last one.
             c.start.next_multiple_of(0x1000).saturating_add(0x1000)
         };
-        let name = OnceCell::new();
-        if let Some(shown) = shown {
-            let _ = name.set(Rc::from(shown.as_str()));
-        }
-        symbols.push(Symbol {
-            start: c.start,
-            end,
-            raw: c.at.unwrap_or_else(|| intern(names, &c.name)),
-            name,
-        });
+        kept[i].end = Some(end);
     }
-    symbols
+    kept
+}
+
+/// The chosen candidates as symbols, raw names in `names`.
+fn to_symbols(kept: Vec<Candidate>, names: &mut String) -> Vec<Symbol> {
+    kept.into_iter()
+        .map(|c| {
+            let name = OnceCell::new();
+            if let Some(shown) = &c.shown {
+                let _ = name.set(Rc::from(shown.as_str()));
+            }
+            Symbol {
+                start: c.start,
+                end: c.end.expect("select_candidates sets every end"),
+                raw: c.at.unwrap_or_else(|| intern(names, &c.name)),
+                name,
+            }
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -798,10 +974,12 @@ mod tests {
         let c = |start, name: &str| Candidate {
             start,
             size: 0,
+            end: None,
             sized: false,
             order: 0,
             at: None,
             name: Cow::Owned(name.to_owned()),
+            shown: None,
             binding: STB_GLOBAL,
         };
         let mut info = ElfInfo::default();
@@ -827,10 +1005,12 @@ mod tests {
         let c = |start, size: u64, name: &str, binding| Candidate {
             start,
             size,
+            end: None,
             sized: size > 0,
             order: 0,
             at: None,
             name: Cow::Owned(name.to_owned()),
+            shown: None,
             binding,
         };
         let mut info = ElfInfo::default();

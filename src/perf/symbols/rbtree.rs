@@ -33,11 +33,6 @@ impl SymbolTree {
         id
     }
 
-    /// The start of node `id`.
-    pub(crate) fn start(&self, id: usize) -> u64 {
-        self.spans[id].0
-    }
-
     /// Sets the range `symbols__find` compares with.
     pub(crate) fn set_end(&mut self, id: usize, end: u64) {
         self.spans[id].1 = end;
