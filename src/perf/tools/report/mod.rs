@@ -17,7 +17,10 @@
 //!
 //! Also perf 6.1's defaults for event groups (GROUP_DESC: a table per group, a column per member) and branch
 //! stacks (HEADER_BRANCH_STACK: branch mode, a row per branch-stack entry by source and target). Rows come out in
-//! the order perf's red-black-tree insertion gives them (`rb_order`): its comparison is not a total order.
+//! the order perf's red-black trees give them: the entries are kept in a replay of its `entries_in` tree,
+//! re-inserted into its collapsed tree, then into its output tree (`rb_order`); neither comparison is a
+//! total order (unresolved addresses compare by a wrapped difference, callers by depth only within a
+//! thread), so the trees' shapes place the rows the comparisons do not.
 //!
 //! This file owns the public surface (options, sort keys, tables, rows, `FileModes`) and the summing of samples
 //! into entries (`report`); the rest is one concept a file: `graph` (callchain trees and their text), `group`
@@ -38,11 +41,12 @@ mod group;
 mod order;
 mod stdio;
 
+use crate::perf::rbtree::RbTree;
 use branch::report_branches;
 use graph::{Graphs, NONE};
 use group::group_tables;
 pub use group::{event_groups, EventGroup};
-use order::{collapse_cmp, output_cmp, rb_order};
+use order::{hist_cmp, output_cmp, rb_order, tree_find};
 pub use stdio::write_report;
 
 /// A sort key.
@@ -356,8 +360,8 @@ struct EntryAcc {
     tid: i32,
     /// The longest chain appended to it (`callchain_root.max_depth`).
     max_depth: usize,
-    /// Where `sort__sym_cmp` puts it: unresolved after resolved, then by symbol start or address.
-    sym_order: (bool, u64),
+    /// What perf's trees of entries compare (`hist_cmp`).
+    key: EntryKey,
     /// Its first frame has no symbol (perf's `he->ms.sym` is NULL), whether or not symbols are a sort key.
     unresolved: bool,
 }
@@ -369,8 +373,11 @@ struct Acc {
     samples: u64,
     total_period: u64,
     entries: Vec<EntryAcc>,
-    /// By what perf's sort keys compare; the entry keeps the texts of its first frame.
+    /// By what perf's sort keys compare, for entries with a symbol (their comparison is an order, so a hash
+    /// finds what perf's tree search finds); the entry keeps the texts of its first frame.
     index: HashMap<EntryKey, usize>,
+    /// perf's `hists->entries_in`: every entry, node id = entry index, in perf's shape (see `hist_cmp`).
+    tree: RbTree,
     graphs: Graphs,
 }
 
@@ -383,9 +390,12 @@ impl Acc {
         frame: &Frame,
         kernel: bool,
     ) -> &mut EntryAcc {
-        let start = frame.addr.wrapping_sub(frame.offset);
-        let i = match self.index.get(key) {
-            Some(&i) => i,
+        let found = match key.sym {
+            Some(SymKey::Addr(_)) => tree_find(&self.tree, sort, |n| &self.entries[n].key, key),
+            _ => self.index.get(key).copied(),
+        };
+        let i = match found {
+            Some(i) => i,
             None => {
                 let root = self.graphs.new_node(NONE);
                 self.entries.push(EntryAcc {
@@ -396,13 +406,17 @@ impl Acc {
                     tid: info.tid,
                     max_depth: 0,
                     unresolved: frame.sym.is_none(),
-                    sym_order: match &key.sym {
-                        Some(SymKey::Addr(a)) => (true, *a),
-                        _ => (false, start),
-                    },
+                    key: key.clone(),
                 });
-                self.index.insert(key.clone(), self.entries.len() - 1);
-                self.entries.len() - 1
+                let entries = &self.entries;
+                let id = self.tree.insert_by(|n| {
+                    hist_cmp(sort, &entries[n].key, key) == std::cmp::Ordering::Less
+                });
+                debug_assert_eq!(id, entries.len() - 1);
+                if !matches!(key.sym, Some(SymKey::Addr(_))) {
+                    self.index.insert(key.clone(), id);
+                }
+                id
             }
         };
         &mut self.entries[i]
@@ -492,6 +506,7 @@ pub fn report(file: &PerfFile, options: &ReportOptions) -> Result<Vec<EventTable
                     total_period: 0,
                     entries: Vec::new(),
                     index: HashMap::new(),
+                    tree: RbTree::default(),
                     graphs: Graphs::default(),
                 });
                 tables.len() - 1
@@ -565,7 +580,8 @@ pub fn report(file: &PerfFile, options: &ReportOptions) -> Result<Vec<EventTable
     tables.sort_by_key(|t| t.attr_index);
     let mut staged: Vec<Staged> = tables
         .into_iter()
-        .map(|t| {
+        .map(|mut t| {
+            let order = collapse(&mut t, sort);
             // hist.c's `output_resort`: a graph node needs `min_percent` (0.5) of the event's callchain
             // period, as perf computes it in doubles and truncates.
             let min_hit = (t.total_period as f64 * (0.5 / 100.0)) as u64;
@@ -576,9 +592,10 @@ pub fn report(file: &PerfFile, options: &ReportOptions) -> Result<Vec<EventTable
                 .map(|e| it.thread_comm(e.tid).chars().count())
                 .max()
                 .unwrap_or(0);
-            let rows = t
-                .entries
+            let mut slots: Vec<Option<EntryAcc>> = t.entries.into_iter().map(Some).collect();
+            let rows = order
                 .into_iter()
+                .filter_map(|i| slots[i].take())
                 .map(|e| StagedRow {
                     row: Row {
                         graph: if options.graph {
@@ -594,7 +611,7 @@ pub fn report(file: &PerfFile, options: &ReportOptions) -> Result<Vec<EventTable
                     },
                     tid: e.tid,
                     depth: e.max_depth,
-                    sym_order: e.sym_order,
+                    key: e.key,
                     unresolved: e.unresolved,
                 })
                 .collect();
@@ -635,8 +652,15 @@ pub fn report(file: &PerfFile, options: &ReportOptions) -> Result<Vec<EventTable
             };
             // perf's output order comes from inserting the entries, in the order of its collapsed tree, into
             // a red-black tree by `hist_entry__sort`, which is not a total order (see `output_cmp`): the same
-            // insertions into the same tree give the same rows.
-            rows.sort_by(|a, b| collapse_cmp(sort, &a.row, a.sym_order, &b.row, b.sym_order));
+            // insertions into the same tree give the same rows. A group's members joined the leader's
+            // collapsed tree (hist.c `hists__link` inserts them by `hist_entry__collapse`).
+            if !table.group_totals.is_empty() {
+                let order = rb_order(rows.len(), |new, old| {
+                    hist_cmp(sort, &rows[old].key, &rows[new].key).reverse()
+                });
+                let mut slots: Vec<Option<StagedRow>> = rows.into_iter().map(Some).collect();
+                rows = order.into_iter().filter_map(|i| slots[i].take()).collect();
+            }
             let order = rb_order(rows.len(), |new, old| {
                 let (a, b) = (&rows[new], &rows[old]);
                 output_cmp(
@@ -653,6 +677,35 @@ pub fn report(file: &PerfFile, options: &ReportOptions) -> Result<Vec<EventTable
         .collect())
 }
 
+/// hist.c's `hists__collapse_resort`: the entries, in the order of perf's `entries_in` tree, inserted into its
+/// collapsed tree by the same comparison; an entry equal to one there (a second entry made when a search
+/// missed the first, see `tree_find`) is merged into it, which keeps its thread and its callchain root's
+/// `max_depth`. Returns the surviving entries in the collapsed tree's order.
+fn collapse(t: &mut Acc, sort: &[SortKey]) -> Vec<usize> {
+    let mut tree = RbTree::default();
+    let mut ids: Vec<usize> = Vec::new();
+    for e in t.tree.in_order() {
+        let key = &t.entries[e].key;
+        if let Some(n) = tree_find(&tree, sort, |n| &t.entries[ids[n]].key, key) {
+            let into = ids[n];
+            let (period, children, root) = {
+                let from = &t.entries[e];
+                (from.period, from.children, from.root)
+            };
+            let to = &mut t.entries[into];
+            to.period += period;
+            to.children += children;
+            let to_root = to.root;
+            t.graphs.merge(to_root, root);
+            continue;
+        }
+        let entries = &t.entries;
+        tree.insert_by(|n| hist_cmp(sort, &entries[ids[n]].key, key) == std::cmp::Ordering::Less);
+        ids.push(e);
+    }
+    tree.in_order().into_iter().map(|n| ids[n]).collect()
+}
+
 /// A table whose rows are not yet in perf's order.
 struct Staged {
     attr_index: usize,
@@ -665,7 +718,7 @@ struct StagedRow {
     row: Row,
     tid: i32,
     depth: usize,
-    sym_order: (bool, u64),
+    key: EntryKey,
     unresolved: bool,
 }
 
