@@ -151,6 +151,9 @@ pub struct ReportOptions {
     /// The call graph under each row (perf's default when the samples carry callchains; `-g none` turns it
     /// off).
     pub graph: bool,
+    /// The graph in caller order, outermost caller at the top (perf's default unless `--no-children`, also
+    /// for a pipe, whose report has no Children column); callee order, the sample's IP at the top, without.
+    pub caller: bool,
     /// Branch mode (perf's `--branch-stack`, its default for a file with HEADER_BRANCH_STACK): a row per
     /// branch of the samples' branch stacks, by the branch keys of `sort`.
     pub branch: bool,
@@ -429,7 +432,7 @@ pub fn report(file: &PerfFile, options: &ReportOptions) -> Result<Vec<EventTable
         return report_branches(file, options);
     }
     // perf keeps `max_stack` entries of a chain from its start in callee order but from its end in caller
-    // order (machine.c `thread__resolve_callchain_sample`): with children the outermost callers stay and a
+    // order (machine.c `thread__resolve_callchain_sample`): in caller order the outermost callers stay and a
     // long chain loses its IP. So the chain is read whole and cut here.
     let max_stack = options.script.max_stack;
     let mut script = options.script.clone();
@@ -472,7 +475,7 @@ pub fn report(file: &PerfFile, options: &ReportOptions) -> Result<Vec<EventTable
         addrs.clear();
         addrs.extend_from_slice(it.frame_addresses());
         if frames.len() > max_stack {
-            if options.children {
+            if options.caller {
                 frames.drain(..frames.len() - max_stack);
                 if addrs.len() > max_stack {
                     addrs.drain(..addrs.len() - max_stack);
@@ -538,7 +541,7 @@ pub fn report(file: &PerfFile, options: &ReportOptions) -> Result<Vec<EventTable
             if graph {
                 e.max_depth = e.max_depth.max(chain.len());
             }
-            if graph && options.children {
+            if graph && options.caller {
                 t.graphs.append(root, chain.iter().copied(), period);
             } else if graph {
                 t.graphs.append(root, chain.iter().rev().copied(), period);
@@ -728,6 +731,10 @@ pub struct FileModes {
     /// Some event samples callchains and the file is not a pipe: perf's default is Children/Self and a call
     /// graph (builtin-report.c `report__setup_sample_type`; for a pipe it has not read the events then).
     pub callchains: bool,
+    /// The file is a pipe and some event samples callchains: perf 6.1 prints Overhead rows (no Children)
+    /// with the call graph under each, in caller order unless `--no-children` (builtin-report.c's
+    /// `process_attr` turns call graphs on as the pipe's attrs arrive, after cumulation was decided).
+    pub pipe_callchains: bool,
     /// Some event samples branch stacks (what `--branch-stack` needs).
     pub branch_data: bool,
     /// Branch mode is perf's default: the file has HEADER_BRANCH_STACK and no event samples user stacks.
@@ -742,12 +749,13 @@ impl FileModes {
             PERF_SAMPLE_STACK_USER,
         };
         let sample_types = file.attrs().iter().fold(0, |t, a| t | a.attr.sample_type);
+        let callchains = file
+            .attrs()
+            .iter()
+            .any(|a| a.attr.sample_type & PERF_SAMPLE_CALLCHAIN != 0);
         FileModes {
-            callchains: !file.is_pipe()
-                && file
-                    .attrs()
-                    .iter()
-                    .any(|a| a.attr.sample_type & PERF_SAMPLE_CALLCHAIN != 0),
+            callchains: !file.is_pipe() && callchains,
+            pipe_callchains: file.is_pipe() && callchains,
             branch_data: sample_types & PERF_SAMPLE_BRANCH_STACK != 0,
             branch_default: file.feature_ids().contains(&HEADER_BRANCH_STACK)
                 && sample_types & PERF_SAMPLE_STACK_USER == 0,
