@@ -376,11 +376,16 @@ struct Acc {
     samples: u64,
     total_period: u64,
     entries: Vec<EntryAcc>,
-    /// By what perf's sort keys compare, for entries with a symbol (their comparison is an order, so a hash
-    /// finds what perf's tree search finds); the entry keeps the texts of its first frame.
+    /// By what perf's sort keys compare, while that comparison is an order on the entries (so a hash finds
+    /// what perf's tree search finds); the entry keeps the texts of its first frame.
     index: HashMap<EntryKey, usize>,
     /// perf's `hists->entries_in`: every entry, node id = entry index, in perf's shape (see `hist_cmp`).
     tree: RbTree,
+    /// The least and greatest unresolved address (as i64) among the entries and the keys looked up: while
+    /// they are less than 2^63 apart, `hist_cmp` orders them and the hash is exact; after, unresolved keys
+    /// are looked up by searching `tree` as perf does (a search that can miss an equal entry: seen on live
+    /// files as a `[k]` and a `[.]` entry for one address, merged when perf collapses them).
+    addr_span: Option<(i64, i64)>,
     graphs: Graphs,
 }
 
@@ -394,7 +399,17 @@ impl Acc {
         kernel: bool,
     ) -> &mut EntryAcc {
         let found = match key.sym {
-            Some(SymKey::Addr(_)) => tree_find(&self.tree, sort, |n| &self.entries[n].key, key),
+            Some(SymKey::Addr(a)) => {
+                let a = a as i64;
+                let (lo, hi) = self.addr_span.unwrap_or((a, a));
+                let (lo, hi) = (lo.min(a), hi.max(a));
+                self.addr_span = Some((lo, hi));
+                if i128::from(hi) - i128::from(lo) < 1 << 63 {
+                    self.index.get(key).copied()
+                } else {
+                    tree_find(&self.tree, sort, |n| &self.entries[n].key, key)
+                }
+            }
             _ => self.index.get(key).copied(),
         };
         let i = match found {
@@ -416,9 +431,7 @@ impl Acc {
                     hist_cmp(sort, &entries[n].key, key) == std::cmp::Ordering::Less
                 });
                 debug_assert_eq!(id, entries.len() - 1);
-                if !matches!(key.sym, Some(SymKey::Addr(_))) {
-                    self.index.insert(key.clone(), id);
-                }
+                self.index.entry(key.clone()).or_insert(id);
                 id
             }
         };
@@ -510,6 +523,7 @@ pub fn report(file: &PerfFile, options: &ReportOptions) -> Result<Vec<EventTable
                     entries: Vec::new(),
                     index: HashMap::new(),
                     tree: RbTree::default(),
+                    addr_span: None,
                     graphs: Graphs::default(),
                 });
                 tables.len() - 1
@@ -685,9 +699,16 @@ pub fn report(file: &PerfFile, options: &ReportOptions) -> Result<Vec<EventTable
 /// missed the first, see `tree_find`) is merged into it, which keeps its thread and its callchain root's
 /// `max_depth`. Returns the surviving entries in the collapsed tree's order.
 fn collapse(t: &mut Acc, sort: &[SortKey]) -> Vec<usize> {
+    let entries_in = t.tree.in_order();
+    if t.addr_span
+        .is_none_or(|(lo, hi)| i128::from(hi) - i128::from(lo) < 1 << 63)
+    {
+        // The comparison orders these entries: no duplicates, and both trees have one order.
+        return entries_in;
+    }
     let mut tree = RbTree::default();
     let mut ids: Vec<usize> = Vec::new();
-    for e in t.tree.in_order() {
+    for e in entries_in {
         let key = &t.entries[e].key;
         if let Some(n) = tree_find(&tree, sort, |n| &t.entries[ids[n]].key, key) {
             let into = ids[n];

@@ -29,16 +29,24 @@ fn no_dso(v: &str) -> bool {
 /// pointers carry stack garbage as return addresses (`0x8000000000000017`, `0x7f02af823f18`, ...), and two
 /// addresses more than 2^63 apart compare the other way round, so the tree's shape decides where a row goes.
 pub(super) fn hist_cmp(sort: &[SortKey], existing: &EntryKey, new: &EntryKey) -> Ordering {
-    sort.iter()
-        .map(|k| match k {
-            SortKey::Comm => new.comm.cmp(&existing.comm),
-            SortKey::Pid => new.pid.cmp(&existing.pid),
-            SortKey::Dso => {
+    // Names are shared per thread and per DSO: most comparisons on a tree's path meet the same `Rc`.
+    fn names(existing: &Option<Rc<str>>, new: &Option<Rc<str>>, null_last: bool) -> Ordering {
+        match (existing, new) {
+            (Some(e), Some(n)) if Rc::ptr_eq(e, n) => Ordering::Equal,
+            _ if null_last => {
                 let null = |d: &Option<Rc<str>>| d.as_deref().is_none_or(no_dso);
-                null(&new.dso)
-                    .cmp(&null(&existing.dso))
-                    .then_with(|| new.dso.cmp(&existing.dso))
+                null(new)
+                    .cmp(&null(existing))
+                    .then_with(|| new.cmp(existing))
             }
+            _ => new.cmp(existing),
+        }
+    }
+    for k in sort {
+        let o = match k {
+            SortKey::Comm => names(&existing.comm, &new.comm, false),
+            SortKey::Pid => new.pid.cmp(&existing.pid),
+            SortKey::Dso => names(&existing.dso, &new.dso, true),
             SortKey::Sym => match (&existing.sym, &new.sym) {
                 (Some(SymKey::Addr(e)), Some(SymKey::Addr(n))) => {
                     (n.wrapping_sub(*e) as i64).cmp(&0)
@@ -64,9 +72,12 @@ pub(super) fn hist_cmp(sort: &[SortKey], existing: &EntryKey, new: &EntryKey) ->
                 (Some(_), None) => Ordering::Greater,
             },
             _ => Ordering::Equal,
-        })
-        .find(|o| o.is_ne())
-        .unwrap_or(Ordering::Equal)
+        };
+        if o.is_ne() {
+            return o;
+        }
+    }
+    Ordering::Equal
 }
 
 /// Looks `key` up in a tree of entries as perf's `hists__findnew_entry` does, descending by [`hist_cmp`]. A
