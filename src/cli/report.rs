@@ -2,7 +2,7 @@
 //! (Children and Self columns and the call graph under each row when the samples carry callchains, as perf's
 //! default).
 
-use super::script::open;
+use super::script::{input_or_stdin, open};
 use super::CliResult;
 use crate::perf::script::Options;
 use crate::perf::tools::report::{self, ReportOptions, SortKey};
@@ -11,9 +11,9 @@ use std::path::PathBuf;
 /// Arguments of `bport report`.
 #[derive(Debug, clap::Args)]
 pub struct ReportArgs {
-    /// The perf.data file to read.
-    #[arg(short, long, default_value = "perf.data")]
-    pub input: PathBuf,
+    /// The perf.data file to read; `-` reads stdin. Default: stdin when it is a pipe, else perf.data (as perf).
+    #[arg(short, long, value_name = "FILE")]
+    pub input: Option<PathBuf>,
 
     /// Sort keys (columns), comma-separated: comm, pid, dso, sym (default comm,dso,sym); in branch mode comm,
     /// dso_from, symbol_from, symbol_to, cycles (the default).
@@ -60,7 +60,8 @@ pub struct ReportArgs {
 }
 
 pub fn run(args: ReportArgs) -> CliResult {
-    let file = open(&args.input)?;
+    let input = input_or_stdin(args.input.clone());
+    let file = open(&input)?;
     let mut script = Options::default();
     script.symbolizer.kallsyms = args.kallsyms.clone();
     script.symbolizer.symfs = args.symfs.clone();
@@ -70,7 +71,7 @@ pub fn run(args: ReportArgs) -> CliResult {
         // builtin-report.c's answer too.
         return Err(super::error::CliError::user(format!(
             "--branch-stack: {} has no branch data (record with `-b` or `-j any`)",
-            args.input.display()
+            input.display()
         )));
     }
     // Branch mode turns cumulation and the call graph off.
@@ -101,7 +102,10 @@ pub fn run(args: ReportArgs) -> CliResult {
         sort: sort.clone(),
         dsos: args.dsos,
         children: has_callchains && !args.no_children && !branch,
-        graph: has_callchains && args.call_graph.as_deref() != Some("none") && !branch,
+        graph: (has_callchains || modes.pipe_callchains)
+            && args.call_graph.as_deref() != Some("none")
+            && !branch,
+        caller: !args.no_children,
         branch,
     };
     let tables = report::report(&file, &options)?;

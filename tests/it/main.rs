@@ -16,6 +16,7 @@ mod probe;
 mod real_programs;
 mod real_symbols;
 mod record;
+mod report_live;
 mod rerere;
 mod script;
 mod trace;

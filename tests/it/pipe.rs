@@ -527,3 +527,46 @@ fn a_z_file_takes_kernel_symbols_from_a_current_cache_copy_as_perf_does_from_pro
     let (ours, theirs) = script("copy from another boot");
     assert_same_lines(&theirs, &ours, "-z file, stale cache copy");
 }
+
+/// Item 10 on pipes: perf 6.1 reports a pipe-mode stream with Overhead rows (no Children: it decides
+/// cumulation before the stream's attrs arrive) and the call graph under each row in caller order, callee
+/// order with `--no-children`. bport reads the stream from a pipe without `-i`, as perf does.
+#[test]
+fn perf_record_to_a_pipe_into_bport_report_equals_perf_report_with_call_graphs() {
+    let Some((dir, workload)) = setup() else {
+        return;
+    };
+    let d = dir.path();
+    let mut report = bport::bport(d);
+    report.args(["report", "--stdio"]);
+    let (bytes, ours) = pipeline(perf_record(d, &workload, &["-g", "-o", "-"]), report);
+    assert_eq!(bytes[8], 16, "a pipe-mode header");
+    let ours = text(&ours, "bport report");
+    let mut theirs = perf(d);
+    theirs.args(["report", "--stdio", "-i", "-"]);
+    let theirs = text(&feed(theirs, &bytes), "perf report -i -");
+    assert!(
+        theirs.contains("# Overhead  ")
+            && theirs.contains("            ---")
+            && theirs.contains(&format!("\n               {LEAF}\n")),
+        "perf's report of the stream has no Overhead rows with a caller-order graph ending in {LEAF}:\n{theirs}"
+    );
+    assert_same_lines(
+        &crate::real_symbols::strip_tip(&theirs),
+        &crate::real_symbols::strip_tip(&ours),
+        "perf record -g -o - | bport report",
+    );
+    std::fs::write(d.join("pipe.data"), &bytes).unwrap();
+    for args in [&["--no-children"][..], &["--children"], &["-g", "none"]] {
+        let mut all = vec!["report", "--stdio", "-i", "pipe.data"];
+        all.extend_from_slice(args);
+        let theirs = oracle::perf_ok(d, &all);
+        let ours = bport::run(d, &all);
+        assert_eq!(ours.code, Some(0), "{}", ours.transcript());
+        assert_same_lines(
+            &crate::real_symbols::strip_tip(&theirs),
+            &crate::real_symbols::strip_tip(&ours.stdout),
+            &format!("report of a pipe-mode file {args:?}"),
+        );
+    }
+}

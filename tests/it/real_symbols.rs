@@ -485,7 +485,7 @@ fn cpp_template_program_event_group_report_equals_perf_report() {
 
 /// perf's report text without the random "(Tip: …)" block it ends each table with (a named deviation:
 /// bport prints no tip).
-fn strip_tip(t: &str) -> String {
+pub(crate) fn strip_tip(t: &str) -> String {
     let lines: Vec<&str> = t.lines().collect();
     let mut out = Vec::new();
     let mut i = 0;

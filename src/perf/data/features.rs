@@ -36,6 +36,9 @@ pub struct Features {
     pub cmdline: Option<Vec<String>>,
     /// EVENT_DESC: event names with their attrs and ids.
     pub event_desc: Option<Vec<EventDesc>>,
+    /// GROUP_DESC: the event groups (`perf record -e '{a,b}'`), as recorded; which of them fit the file's
+    /// attrs is the reader's question.
+    pub group_desc: Option<Vec<GroupDesc>>,
     /// Sections bport does not parse, by feature id, in the file's byte order.
     pub other: Vec<(u32, Vec<u8>)>,
 }
@@ -73,8 +76,19 @@ pub struct EventDesc {
     pub ids: Vec<u64>,
 }
 
+/// One GROUP_DESC entry (header.c `write_group_desc`: only leaders of more than one member are written).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct GroupDesc {
+    /// The group's name; perf writes `{anon_group}` for a group without one.
+    pub name: String,
+    /// The leader's attr index (`evsel->core.idx`).
+    pub leader_idx: u32,
+    /// Members, the leader included: attrs `leader_idx..leader_idx + nr_members`.
+    pub nr_members: u32,
+}
+
 /// The features [`Features::write_section`] can produce, in id order.
-pub const WRITABLE: [u32; 11] = [
+pub const WRITABLE: [u32; 12] = [
     HEADER_BUILD_ID,
     HEADER_HOSTNAME,
     HEADER_OSRELEASE,
@@ -86,6 +100,7 @@ pub const WRITABLE: [u32; 11] = [
     HEADER_TOTAL_MEM,
     HEADER_CMDLINE,
     HEADER_EVENT_DESC,
+    HEADER_GROUP_DESC,
 ];
 
 fn read_string<E: Endian>(c: &mut Cursor<'_, E>) -> Result<String, ReadError> {
@@ -216,6 +231,18 @@ impl Features {
                 }
                 self.event_desc = Some(v);
             }
+            HEADER_GROUP_DESC => {
+                let nr = c.u32()?;
+                let mut v = Vec::new();
+                for _ in 0..nr {
+                    v.push(GroupDesc {
+                        name: read_string(&mut c)?,
+                        leader_idx: c.u32()?,
+                        nr_members: c.u32()?,
+                    });
+                }
+                self.group_desc = Some(v);
+            }
             _ => self.other.push((id, data.to_vec())),
         }
         Ok(())
@@ -273,6 +300,15 @@ impl Features {
                     for id in &e.ids {
                         out.extend_from_slice(&endian.write_u64(*id));
                     }
+                }
+            }
+            HEADER_GROUP_DESC => {
+                let v = self.group_desc.as_ref()?;
+                out.extend_from_slice(&endian.write_u32(v.len() as u32));
+                for g in v {
+                    write_string(&g.name, endian, &mut out);
+                    out.extend_from_slice(&endian.write_u32(g.leader_idx));
+                    out.extend_from_slice(&endian.write_u32(g.nr_members));
                 }
             }
             _ => {
@@ -388,6 +424,7 @@ fn feature_what(id: u32) -> &'static str {
         HEADER_CMDLINE => "CMDLINE feature",
         HEADER_NRCPUS => "NRCPUS feature",
         HEADER_TOTAL_MEM => "TOTAL_MEM feature",
+        HEADER_GROUP_DESC => "GROUP_DESC feature",
         _ => "feature section",
     }
 }
@@ -402,5 +439,53 @@ mod tests {
         assert_eq!(count_cpus("0-3,8,10-11"), Some(7));
         assert_eq!(count_cpus("0"), Some(1));
         assert_eq!(count_cpus("x"), None);
+    }
+
+    /// The layout perf 6.1 writes for `-e '{cpu-clock,task-clock}' -e 'faults/{page-faults,minor-faults}'`
+    /// (header.c `write_group_desc`: a count, then per group its NAME_ALIGN-padded name, leader index and
+    /// member count), read, written back byte for byte in both byte orders, and a cut section refused.
+    #[test]
+    fn group_desc_reads_and_writes_perfs_layout() {
+        use object::endian::{BigEndian, LittleEndian};
+        let groups = vec![
+            GroupDesc {
+                name: "{anon_group}".into(),
+                leader_idx: 0,
+                nr_members: 2,
+            },
+            GroupDesc {
+                name: "faults".into(),
+                leader_idx: 2,
+                nr_members: 2,
+            },
+        ];
+        let mut perf = 2u32.to_le_bytes().to_vec();
+        for (name, leader) in [("{anon_group}", 0u32), ("faults", 2)] {
+            perf.extend_from_slice(&64u32.to_le_bytes());
+            let mut padded = name.as_bytes().to_vec();
+            padded.resize(64, 0);
+            perf.extend_from_slice(&padded);
+            perf.extend_from_slice(&leader.to_le_bytes());
+            perf.extend_from_slice(&2u32.to_le_bytes());
+        }
+        let mut f = Features::default();
+        f.parse_section(HEADER_GROUP_DESC, &perf, 0x100, LittleEndian)
+            .unwrap();
+        assert_eq!(f.group_desc.as_ref(), Some(&groups));
+        assert!(f.other.is_empty());
+        assert_eq!(
+            f.write_section(HEADER_GROUP_DESC, LittleEndian),
+            Some(perf.clone())
+        );
+        assert!(f.ids().contains(&HEADER_GROUP_DESC));
+        let big = f.write_section(HEADER_GROUP_DESC, BigEndian).unwrap();
+        let mut g = Features::default();
+        g.parse_section(HEADER_GROUP_DESC, &big, 0, BigEndian)
+            .unwrap();
+        assert_eq!(g.group_desc, Some(groups));
+        let cut =
+            Features::default().parse_section(HEADER_GROUP_DESC, &perf[..100], 0x100, LittleEndian);
+        let msg = cut.unwrap_err().to_string();
+        assert!(msg.contains("GROUP_DESC"), "{msg}");
     }
 }

@@ -78,7 +78,7 @@ mod source;
 pub mod writer;
 
 pub use attr::PerfEventAttr;
-pub use features::{BuildIdEntry, EventDesc, Features, NrCpus};
+pub use features::{BuildIdEntry, EventDesc, Features, GroupDesc, NrCpus};
 pub use iter::Records;
 pub use object::endian::Endianness;
 pub use reader::{AttrEntry, PerfFile};

@@ -332,6 +332,11 @@ fn features() -> Features {
                 ids: vec![8, 9],
             },
         ]),
+        group_desc: Some(vec![GroupDesc {
+            name: "{anon_group}".into(),
+            leader_idx: 0,
+            nr_members: 2,
+        }]),
         other: vec![],
     }
 }

@@ -315,6 +315,8 @@ fn features(
         } else {
             config.cmdline.clone()
         }),
+        // bport records no event groups.
+        group_desc: None,
         event_desc: Some(
             events
                 .iter()

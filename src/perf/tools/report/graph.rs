@@ -99,19 +99,7 @@ impl Graphs {
         let mut any = false;
         for frame in chain {
             any = true;
-            let child = match self.edges.get(&(node, frame)) {
-                Some(&c) => c,
-                None => {
-                    let c = self.new_node(frame);
-                    let parent = &mut self.nodes[node as usize];
-                    let first = parent.first_child;
-                    parent.first_child = c;
-                    parent.children += 1;
-                    self.nodes[c as usize].next_sibling = first;
-                    self.edges.insert((node, frame), c);
-                    c
-                }
-            };
+            let child = self.child(node, frame);
             self.nodes[child as usize].cumul += period;
             node = child;
         }
@@ -119,6 +107,37 @@ impl Graphs {
             self.nodes[root as usize].cumul += period;
             self.nodes[node as usize].hit += period;
         }
+    }
+
+    /// callchain.c's `callchain_merge`: `src`'s tree added into `dst`'s, node by node (the periods of the
+    /// chains through and ending at each frame summed; siblings' order comes from their frames, not from
+    /// when they were added).
+    pub(super) fn merge(&mut self, dst: u32, src: u32) {
+        let (cumul, hit) = (self.nodes[src as usize].cumul, self.nodes[src as usize].hit);
+        self.nodes[dst as usize].cumul += cumul;
+        self.nodes[dst as usize].hit += hit;
+        let mut c = self.nodes[src as usize].first_child;
+        while c != NONE {
+            let frame = self.nodes[c as usize].frame;
+            let child = self.child(dst, frame);
+            self.merge(child, c);
+            c = self.nodes[c as usize].next_sibling;
+        }
+    }
+
+    /// The child of `node` for `frame`, made when missing.
+    fn child(&mut self, node: u32, frame: u32) -> u32 {
+        if let Some(&c) = self.edges.get(&(node, frame)) {
+            return c;
+        }
+        let c = self.new_node(frame);
+        let parent = &mut self.nodes[node as usize];
+        let first = parent.first_child;
+        parent.first_child = c;
+        parent.children += 1;
+        self.nodes[c as usize].next_sibling = first;
+        self.edges.insert((node, frame), c);
+        c
     }
 
     /// The printed tree below `node`: runs of frames, those of at least `min_hit`, largest first; siblings of

@@ -1,7 +1,8 @@
 //! Event groups (perf 6.1's group view): the file's GROUP_DESC feature read into groups, and the tables of a
 //! group's members folded into one table with a column per member.
 //!
-//! Owns the feature's parsing and the fold; the member columns are printed by `write_report` in `mod.rs`, and
+//! Owns which of the file's GROUP_DESC groups report shows (the feature itself is parsed in
+//! `perf::data::features`) and the fold; the member columns are printed by `write_report` in `mod.rs`, and
 //! the rows' order is `order.rs`'s.
 
 use super::{EventTable, Row, SortKey, Staged};
@@ -20,51 +21,26 @@ pub struct EventGroup {
     pub members: usize,
 }
 
-/// The event groups of a file (header.c `process_group_desc`): a u32 count, then per group its name (a u32
-/// length and the NUL-padded text), the leader's index and the member count, in the file's byte order.
-/// Groups of one member and descriptions that do not fit the file's attrs are left out.
+/// The event groups of a file, from its GROUP_DESC feature (parsed in `perf::data`): groups of one member and
+/// descriptions that do not fit the file's attrs are left out, and perf's `{anon_group}` is a group without a
+/// name.
 pub fn event_groups(file: &PerfFile) -> Vec<EventGroup> {
-    use object::endian::Endian;
-    let Some((_, data)) = file
-        .features()
-        .other
-        .iter()
-        .find(|(id, _)| *id == crate::perf::abi::HEADER_GROUP_DESC)
-    else {
+    let Some(groups) = &file.features().group_desc else {
         return Vec::new();
     };
-    let e = file.endian();
-    let mut at = 0usize;
-    let u32_at = |at: &mut usize| -> Option<u32> {
-        let b: [u8; 4] = data.get(*at..*at + 4)?.try_into().ok()?;
-        *at += 4;
-        Some(e.read_u32(b))
-    };
-    let Some(nr) = u32_at(&mut at) else {
-        return Vec::new();
-    };
-    let mut groups = Vec::new();
-    for _ in 0..nr {
-        let Some(len) = u32_at(&mut at) else { break };
-        let Some(text) = data.get(at..at + len as usize) else {
-            break;
-        };
-        at += len as usize;
-        let end = text.iter().position(|&b| b == 0).unwrap_or(text.len());
-        let name = String::from_utf8_lossy(&text[..end]).into_owned();
-        let (Some(leader), Some(members)) = (u32_at(&mut at), u32_at(&mut at)) else {
-            break;
-        };
-        let (leader, members) = (leader as usize, members as usize);
-        if members > 1 && leader + members <= file.attrs().len() {
-            groups.push(EventGroup {
-                name: (name != "{anon_group}").then_some(name),
-                leader,
-                members,
-            });
-        }
-    }
     groups
+        .iter()
+        .filter_map(|g| {
+            let (leader, members) = (g.leader_idx as usize, g.nr_members as usize);
+            (members > 1 && leader.checked_add(members)? <= file.attrs().len()).then(|| {
+                EventGroup {
+                    name: (g.name != "{anon_group}").then(|| g.name.clone()),
+                    leader,
+                    members,
+                }
+            })
+        })
+        .collect()
 }
 
 /// Folds the tables of group `g`'s members into one, in the leader's place (hist.c `hists__link`: an entry

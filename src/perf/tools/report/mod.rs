@@ -17,7 +17,10 @@
 //!
 //! Also perf 6.1's defaults for event groups (GROUP_DESC: a table per group, a column per member) and branch
 //! stacks (HEADER_BRANCH_STACK: branch mode, a row per branch-stack entry by source and target). Rows come out in
-//! the order perf's red-black-tree insertion gives them (`rb_order`): its comparison is not a total order.
+//! the order perf's red-black trees give them: the entries are kept in a replay of its `entries_in` tree,
+//! re-inserted into its collapsed tree, then into its output tree (`rb_order`); neither comparison is a
+//! total order (unresolved addresses compare by a wrapped difference, callers by depth only within a
+//! thread), so the trees' shapes place the rows the comparisons do not.
 //!
 //! This file owns the public surface (options, sort keys, tables, rows, `FileModes`) and the summing of samples
 //! into entries (`report`); the rest is one concept a file: `graph` (callchain trees and their text), `group`
@@ -38,11 +41,12 @@ mod group;
 mod order;
 mod stdio;
 
+use crate::perf::rbtree::RbTree;
 use branch::report_branches;
 use graph::{Graphs, NONE};
 use group::group_tables;
 pub use group::{event_groups, EventGroup};
-use order::{collapse_cmp, output_cmp, rb_order};
+use order::{hist_cmp, output_cmp, rb_order, tree_find};
 pub use stdio::write_report;
 
 /// A sort key.
@@ -147,6 +151,9 @@ pub struct ReportOptions {
     /// The call graph under each row (perf's default when the samples carry callchains; `-g none` turns it
     /// off).
     pub graph: bool,
+    /// The graph in caller order, outermost caller at the top (perf's default unless `--no-children`, also
+    /// for a pipe, whose report has no Children column); callee order, the sample's IP at the top, without.
+    pub caller: bool,
     /// Branch mode (perf's `--branch-stack`, its default for a file with HEADER_BRANCH_STACK): a row per
     /// branch of the samples' branch stacks, by the branch keys of `sort`.
     pub branch: bool,
@@ -356,8 +363,8 @@ struct EntryAcc {
     tid: i32,
     /// The longest chain appended to it (`callchain_root.max_depth`).
     max_depth: usize,
-    /// Where `sort__sym_cmp` puts it: unresolved after resolved, then by symbol start or address.
-    sym_order: (bool, u64),
+    /// What perf's trees of entries compare (`hist_cmp`).
+    key: EntryKey,
     /// Its first frame has no symbol (perf's `he->ms.sym` is NULL), whether or not symbols are a sort key.
     unresolved: bool,
 }
@@ -369,8 +376,16 @@ struct Acc {
     samples: u64,
     total_period: u64,
     entries: Vec<EntryAcc>,
-    /// By what perf's sort keys compare; the entry keeps the texts of its first frame.
+    /// By what perf's sort keys compare, while that comparison is an order on the entries (so a hash finds
+    /// what perf's tree search finds); the entry keeps the texts of its first frame.
     index: HashMap<EntryKey, usize>,
+    /// perf's `hists->entries_in`: every entry, node id = entry index, in perf's shape (see `hist_cmp`).
+    tree: RbTree,
+    /// The least and greatest unresolved address (as i64) among the entries and the keys looked up: while
+    /// they are less than 2^63 apart, `hist_cmp` orders them and the hash is exact; after, unresolved keys
+    /// are looked up by searching `tree` as perf does (a search that can miss an equal entry: seen on live
+    /// files as a `[k]` and a `[.]` entry for one address, merged when perf collapses them).
+    addr_span: Option<(i64, i64)>,
     graphs: Graphs,
 }
 
@@ -383,9 +398,22 @@ impl Acc {
         frame: &Frame,
         kernel: bool,
     ) -> &mut EntryAcc {
-        let start = frame.addr.wrapping_sub(frame.offset);
-        let i = match self.index.get(key) {
-            Some(&i) => i,
+        let found = match key.sym {
+            Some(SymKey::Addr(a)) => {
+                let a = a as i64;
+                let (lo, hi) = self.addr_span.unwrap_or((a, a));
+                let (lo, hi) = (lo.min(a), hi.max(a));
+                self.addr_span = Some((lo, hi));
+                if i128::from(hi) - i128::from(lo) < 1 << 63 {
+                    self.index.get(key).copied()
+                } else {
+                    tree_find(&self.tree, sort, |n| &self.entries[n].key, key)
+                }
+            }
+            _ => self.index.get(key).copied(),
+        };
+        let i = match found {
+            Some(i) => i,
             None => {
                 let root = self.graphs.new_node(NONE);
                 self.entries.push(EntryAcc {
@@ -396,13 +424,15 @@ impl Acc {
                     tid: info.tid,
                     max_depth: 0,
                     unresolved: frame.sym.is_none(),
-                    sym_order: match &key.sym {
-                        Some(SymKey::Addr(a)) => (true, *a),
-                        _ => (false, start),
-                    },
+                    key: key.clone(),
                 });
-                self.index.insert(key.clone(), self.entries.len() - 1);
-                self.entries.len() - 1
+                let entries = &self.entries;
+                let id = self.tree.insert_by(|n| {
+                    hist_cmp(sort, &entries[n].key, key) == std::cmp::Ordering::Less
+                });
+                debug_assert_eq!(id, entries.len() - 1);
+                self.index.entry(key.clone()).or_insert(id);
+                id
             }
         };
         &mut self.entries[i]
@@ -415,7 +445,7 @@ pub fn report(file: &PerfFile, options: &ReportOptions) -> Result<Vec<EventTable
         return report_branches(file, options);
     }
     // perf keeps `max_stack` entries of a chain from its start in callee order but from its end in caller
-    // order (machine.c `thread__resolve_callchain_sample`): with children the outermost callers stay and a
+    // order (machine.c `thread__resolve_callchain_sample`): in caller order the outermost callers stay and a
     // long chain loses its IP. So the chain is read whole and cut here.
     let max_stack = options.script.max_stack;
     let mut script = options.script.clone();
@@ -458,7 +488,7 @@ pub fn report(file: &PerfFile, options: &ReportOptions) -> Result<Vec<EventTable
         addrs.clear();
         addrs.extend_from_slice(it.frame_addresses());
         if frames.len() > max_stack {
-            if options.children {
+            if options.caller {
                 frames.drain(..frames.len() - max_stack);
                 if addrs.len() > max_stack {
                     addrs.drain(..addrs.len() - max_stack);
@@ -492,6 +522,8 @@ pub fn report(file: &PerfFile, options: &ReportOptions) -> Result<Vec<EventTable
                     total_period: 0,
                     entries: Vec::new(),
                     index: HashMap::new(),
+                    tree: RbTree::default(),
+                    addr_span: None,
                     graphs: Graphs::default(),
                 });
                 tables.len() - 1
@@ -523,7 +555,7 @@ pub fn report(file: &PerfFile, options: &ReportOptions) -> Result<Vec<EventTable
             if graph {
                 e.max_depth = e.max_depth.max(chain.len());
             }
-            if graph && options.children {
+            if graph && options.caller {
                 t.graphs.append(root, chain.iter().copied(), period);
             } else if graph {
                 t.graphs.append(root, chain.iter().rev().copied(), period);
@@ -565,7 +597,8 @@ pub fn report(file: &PerfFile, options: &ReportOptions) -> Result<Vec<EventTable
     tables.sort_by_key(|t| t.attr_index);
     let mut staged: Vec<Staged> = tables
         .into_iter()
-        .map(|t| {
+        .map(|mut t| {
+            let order = collapse(&mut t, sort);
             // hist.c's `output_resort`: a graph node needs `min_percent` (0.5) of the event's callchain
             // period, as perf computes it in doubles and truncates.
             let min_hit = (t.total_period as f64 * (0.5 / 100.0)) as u64;
@@ -576,9 +609,10 @@ pub fn report(file: &PerfFile, options: &ReportOptions) -> Result<Vec<EventTable
                 .map(|e| it.thread_comm(e.tid).chars().count())
                 .max()
                 .unwrap_or(0);
-            let rows = t
-                .entries
+            let mut slots: Vec<Option<EntryAcc>> = t.entries.into_iter().map(Some).collect();
+            let rows = order
                 .into_iter()
+                .filter_map(|i| slots[i].take())
                 .map(|e| StagedRow {
                     row: Row {
                         graph: if options.graph {
@@ -594,7 +628,7 @@ pub fn report(file: &PerfFile, options: &ReportOptions) -> Result<Vec<EventTable
                     },
                     tid: e.tid,
                     depth: e.max_depth,
-                    sym_order: e.sym_order,
+                    key: e.key,
                     unresolved: e.unresolved,
                 })
                 .collect();
@@ -635,8 +669,15 @@ pub fn report(file: &PerfFile, options: &ReportOptions) -> Result<Vec<EventTable
             };
             // perf's output order comes from inserting the entries, in the order of its collapsed tree, into
             // a red-black tree by `hist_entry__sort`, which is not a total order (see `output_cmp`): the same
-            // insertions into the same tree give the same rows.
-            rows.sort_by(|a, b| collapse_cmp(sort, &a.row, a.sym_order, &b.row, b.sym_order));
+            // insertions into the same tree give the same rows. A group's members joined the leader's
+            // collapsed tree (hist.c `hists__link` inserts them by `hist_entry__collapse`).
+            if !table.group_totals.is_empty() {
+                let order = rb_order(rows.len(), |new, old| {
+                    hist_cmp(sort, &rows[old].key, &rows[new].key).reverse()
+                });
+                let mut slots: Vec<Option<StagedRow>> = rows.into_iter().map(Some).collect();
+                rows = order.into_iter().filter_map(|i| slots[i].take()).collect();
+            }
             let order = rb_order(rows.len(), |new, old| {
                 let (a, b) = (&rows[new], &rows[old]);
                 output_cmp(
@@ -653,6 +694,42 @@ pub fn report(file: &PerfFile, options: &ReportOptions) -> Result<Vec<EventTable
         .collect())
 }
 
+/// hist.c's `hists__collapse_resort`: the entries, in the order of perf's `entries_in` tree, inserted into its
+/// collapsed tree by the same comparison; an entry equal to one there (a second entry made when a search
+/// missed the first, see `tree_find`) is merged into it, which keeps its thread and its callchain root's
+/// `max_depth`. Returns the surviving entries in the collapsed tree's order.
+fn collapse(t: &mut Acc, sort: &[SortKey]) -> Vec<usize> {
+    let entries_in = t.tree.in_order();
+    if t.addr_span
+        .is_none_or(|(lo, hi)| i128::from(hi) - i128::from(lo) < 1 << 63)
+    {
+        // The comparison orders these entries: no duplicates, and both trees have one order.
+        return entries_in;
+    }
+    let mut tree = RbTree::default();
+    let mut ids: Vec<usize> = Vec::new();
+    for e in entries_in {
+        let key = &t.entries[e].key;
+        if let Some(n) = tree_find(&tree, sort, |n| &t.entries[ids[n]].key, key) {
+            let into = ids[n];
+            let (period, children, root) = {
+                let from = &t.entries[e];
+                (from.period, from.children, from.root)
+            };
+            let to = &mut t.entries[into];
+            to.period += period;
+            to.children += children;
+            let to_root = to.root;
+            t.graphs.merge(to_root, root);
+            continue;
+        }
+        let entries = &t.entries;
+        tree.insert_by(|n| hist_cmp(sort, &entries[ids[n]].key, key) == std::cmp::Ordering::Less);
+        ids.push(e);
+    }
+    tree.in_order().into_iter().map(|n| ids[n]).collect()
+}
+
 /// A table whose rows are not yet in perf's order.
 struct Staged {
     attr_index: usize,
@@ -665,7 +742,7 @@ struct StagedRow {
     row: Row,
     tid: i32,
     depth: usize,
-    sym_order: (bool, u64),
+    key: EntryKey,
     unresolved: bool,
 }
 
@@ -675,6 +752,10 @@ pub struct FileModes {
     /// Some event samples callchains and the file is not a pipe: perf's default is Children/Self and a call
     /// graph (builtin-report.c `report__setup_sample_type`; for a pipe it has not read the events then).
     pub callchains: bool,
+    /// The file is a pipe and some event samples callchains: perf 6.1 prints Overhead rows (no Children)
+    /// with the call graph under each, in caller order unless `--no-children` (builtin-report.c's
+    /// `process_attr` turns call graphs on as the pipe's attrs arrive, after cumulation was decided).
+    pub pipe_callchains: bool,
     /// Some event samples branch stacks (what `--branch-stack` needs).
     pub branch_data: bool,
     /// Branch mode is perf's default: the file has HEADER_BRANCH_STACK and no event samples user stacks.
@@ -689,12 +770,13 @@ impl FileModes {
             PERF_SAMPLE_STACK_USER,
         };
         let sample_types = file.attrs().iter().fold(0, |t, a| t | a.attr.sample_type);
+        let callchains = file
+            .attrs()
+            .iter()
+            .any(|a| a.attr.sample_type & PERF_SAMPLE_CALLCHAIN != 0);
         FileModes {
-            callchains: !file.is_pipe()
-                && file
-                    .attrs()
-                    .iter()
-                    .any(|a| a.attr.sample_type & PERF_SAMPLE_CALLCHAIN != 0),
+            callchains: !file.is_pipe() && callchains,
+            pipe_callchains: file.is_pipe() && callchains,
             branch_data: sample_types & PERF_SAMPLE_BRANCH_STACK != 0,
             branch_default: file.feature_ids().contains(&HEADER_BRANCH_STACK)
                 && sample_types & PERF_SAMPLE_STACK_USER == 0,

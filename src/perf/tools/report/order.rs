@@ -5,7 +5,10 @@
 //! Owns the comparisons of normal (non-branch) rows and `rb_order`; branch mode's comparison lives in
 //! `branch.rs`, which replays its rows through the same tree.
 
-use super::{Row, SortKey};
+use super::{EntryKey, Row, SortKey, SymKey};
+use crate::perf::rbtree::RbTree;
+use std::cmp::Ordering;
+use std::rc::Rc;
 
 /// Whether a row's symbol text is an address (`[k] 0x…`, or `[k] 0000000000000000` for zero).
 pub(super) fn unresolved_sym(v: &str) -> bool {
@@ -18,28 +21,83 @@ fn no_dso(v: &str) -> bool {
     v == "[unknown]"
 }
 
-/// The order of perf's collapsed tree (`hist_entry__collapse`, ascending): comm and DSO names by `strcmp`, then
-/// symbols by `sort__sym_cmp` (resolved before unresolved, then by start or address).
-pub(super) fn collapse_cmp(
-    sort: &[SortKey],
-    a: &Row,
-    a_sym: (bool, u64),
-    b: &Row,
-    b_sym: (bool, u64),
-) -> std::cmp::Ordering {
-    sort.iter()
-        .enumerate()
-        .map(|(i, k)| match k {
-            SortKey::Dso => {
-                let (x, y) = (&a.keys[i], &b.keys[i]);
-                no_dso(x).cmp(&no_dso(y)).then(x.cmp(y))
+/// hist.c's `hist_entry__cmp(existing, new)` (and `hist_entry__collapse`, the same for these keys) as perf
+/// descends its trees of entries: `Less` sends `new` left of `existing`, `Equal` is the same entry. Comm and
+/// DSO names by `strcmp` (a DSO-less entry last); symbols by `sort__sym_cmp`, a resolved one before an
+/// unresolved one, resolved ones by start, unresolved ones by `_sort__addr_cmp`: the sign of the *wrapped*
+/// difference `(int64_t)(new - existing)`. That last one is not an order: callchains of code without frame
+/// pointers carry stack garbage as return addresses (`0x8000000000000017`, `0x7f02af823f18`, ...), and two
+/// addresses more than 2^63 apart compare the other way round, so the tree's shape decides where a row goes.
+pub(super) fn hist_cmp(sort: &[SortKey], existing: &EntryKey, new: &EntryKey) -> Ordering {
+    // Names are shared per thread and per DSO: most comparisons on a tree's path meet the same `Rc`.
+    fn names(existing: &Option<Rc<str>>, new: &Option<Rc<str>>, null_last: bool) -> Ordering {
+        match (existing, new) {
+            (Some(e), Some(n)) if Rc::ptr_eq(e, n) => Ordering::Equal,
+            _ if null_last => {
+                let null = |d: &Option<Rc<str>>| d.as_deref().is_none_or(no_dso);
+                null(new)
+                    .cmp(&null(existing))
+                    .then_with(|| new.cmp(existing))
             }
-            // `_sort__addr_cmp`/`_sort__sym_cmp` take the sign of an s64 difference: addresses as signed.
-            SortKey::Sym => (a_sym.0, a_sym.1 as i64).cmp(&(b_sym.0, b_sym.1 as i64)),
-            _ => a.keys[i].cmp(&b.keys[i]),
-        })
-        .find(|o| o.is_ne())
-        .unwrap_or(std::cmp::Ordering::Equal)
+            _ => new.cmp(existing),
+        }
+    }
+    for k in sort {
+        let o = match k {
+            SortKey::Comm => names(&existing.comm, &new.comm, false),
+            SortKey::Pid => new.pid.cmp(&existing.pid),
+            SortKey::Dso => names(&existing.dso, &new.dso, true),
+            SortKey::Sym => match (&existing.sym, &new.sym) {
+                (Some(SymKey::Addr(e)), Some(SymKey::Addr(n))) => {
+                    (n.wrapping_sub(*e) as i64).cmp(&0)
+                }
+                (Some(SymKey::Addr(_)), _) => Ordering::Less,
+                (_, Some(SymKey::Addr(_))) => Ordering::Greater,
+                (Some(SymKey::Name(en, ei, es)), Some(SymKey::Name(nn, ni, ns))) => {
+                    // `_sort__sym_cmp`: inline nodes by name first (`strcmp(left, right)`), then by start.
+                    let by_name = if *ei || *ni {
+                        en.cmp(nn)
+                    } else {
+                        Ordering::Equal
+                    };
+                    by_name
+                        .then_with(|| (ns.wrapping_sub(*es) as i64).cmp(&0))
+                        // Two symbols at one start are one symbol to perf; bport names a symbol once per
+                        // start, so this only keeps the tree consistent with the entries' keys.
+                        .then_with(|| nn.cmp(en))
+                        .then_with(|| ni.cmp(ei))
+                }
+                (None, None) => Ordering::Equal,
+                (None, Some(_)) => Ordering::Less,
+                (Some(_), None) => Ordering::Greater,
+            },
+            _ => Ordering::Equal,
+        };
+        if o.is_ne() {
+            return o;
+        }
+    }
+    Ordering::Equal
+}
+
+/// Looks `key` up in a tree of entries as perf's `hists__findnew_entry` does, descending by [`hist_cmp`]. A
+/// search that missed an equal entry in a tree not built by an order would make perf add a second one
+/// (merged later, in `hists__collapse_resort`); searching the way perf does keeps that case perf's too.
+pub(super) fn tree_find<'a>(
+    tree: &RbTree,
+    sort: &[SortKey],
+    key_of: impl Fn(usize) -> &'a EntryKey,
+    key: &EntryKey,
+) -> Option<usize> {
+    let mut at = tree.root();
+    while let Some(n) = at {
+        at = match hist_cmp(sort, key_of(n), key) {
+            Ordering::Equal => return Some(n),
+            Ordering::Less => tree.left(n),
+            Ordering::Greater => tree.right(n),
+        };
+    }
+    None
 }
 
 /// hist.c's `hist_entry__sort(new, old)` as `Greater` when `new` prints first: Children, then (within one
@@ -103,6 +161,45 @@ pub(super) fn rb_order(n: usize, cmp: impl Fn(usize, usize) -> std::cmp::Orderin
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn addr(a: u64) -> EntryKey {
+        EntryKey {
+            comm: Some(Rc::from("cc1plus")),
+            pid: None,
+            dso: Some(Rc::from("[unknown]")),
+            sym: Some(SymKey::Addr(a)),
+        }
+    }
+
+    /// Three stack-garbage addresses 2^62 apart form a cycle under perf's `_sort__addr_cmp`, so where each
+    /// lands depends on what the tree meets on the way down; a resolved symbol still goes before them all.
+    #[test]
+    fn unresolved_addresses_compare_by_their_wrapped_difference() {
+        let sort = [SortKey::Comm, SortKey::Dso, SortKey::Sym];
+        let (a, b, c) = (0x10, 0x7000_0000_0000_0000, 0xe000_0000_0000_0000);
+        assert_eq!(hist_cmp(&sort, &addr(a), &addr(b)), Ordering::Greater);
+        assert_eq!(hist_cmp(&sort, &addr(b), &addr(c)), Ordering::Greater);
+        assert_eq!(hist_cmp(&sort, &addr(c), &addr(a)), Ordering::Greater);
+        assert_eq!(hist_cmp(&sort, &addr(a), &addr(a)), Ordering::Equal);
+        let resolved = EntryKey {
+            sym: Some(SymKey::Name(Rc::from("main"), false, 0x1000)),
+            ..addr(0)
+        };
+        assert_eq!(hist_cmp(&sort, &addr(c), &resolved), Ordering::Less);
+        assert_eq!(hist_cmp(&sort, &resolved, &addr(a)), Ordering::Greater);
+        // Inserted c, b, a: b goes left of c (b - c wraps to negative), a right of c (a - c wraps to
+        // positive): the tree's order is b, c, a, which neither a signed nor an unsigned sort gives.
+        let keys = [addr(c), addr(b), addr(a)];
+        let mut tree = RbTree::default();
+        for k in &keys {
+            tree.insert_by(|n| hist_cmp(&sort, &keys[n], k) == Ordering::Less);
+        }
+        assert_eq!(tree.in_order(), [1, 0, 2]);
+        for (i, k) in keys.iter().enumerate() {
+            assert_eq!(tree_find(&tree, &sort, |n| &keys[n], k), Some(i));
+        }
+        assert_eq!(tree_find(&tree, &sort, |n| &keys[n], &addr(0x20)), None);
+    }
 
     #[test]
     fn rb_order_of_a_total_order_is_sorted_and_ties_keep_insertion_order() {
