@@ -10,19 +10,21 @@ mod pack_write;
 mod patch_id;
 mod repo;
 mod trailers;
+mod tree_build;
 mod tree_diff;
 
 pub use atomic::write_atomic;
-pub use pack_write::{blob_id, write_pack, MemoryBlobs, Written};
+pub use pack_write::{blob_id, write_pack, MemoryObjects, Written};
 pub use patch_id::{
     changed_lines, changed_paths, commit_changes, has_changed_lines, patch_id_of_commit,
     patch_id_of_diff_text, PatchId,
 };
 pub use repo::{
     abbrev_len, check_clean, check_no_operation, commit_subject, committer, discover, short_id,
-    untracked_in_the_way, worktree_change_ignored, Operation,
+    unlink_unchanged_rewrites, untracked_in_the_way, worktree_change_ignored, Operation,
 };
 pub use trailers::{normalize_subject, origins, Origin, OriginForm};
+pub use tree_build::{commit_bytes, object_id, TreeEdit, TreeStore};
 pub use tree_diff::{new_objects, tree_changes, Change, Side};
 
 use std::path::PathBuf;
