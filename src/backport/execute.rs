@@ -301,16 +301,8 @@ fn move_to_tip(
             .and_then(|c| c.tree())
             .context_git(|| format!("reading {}", st.tip))?;
         check_nothing_in_the_way(objects, st.anchor, &tree, &[])?;
-        let from = objects
-            .find_commit(st.anchor)
-            .and_then(|c| c.tree())
-            .context_git(|| format!("reading {}", st.anchor))?;
-        let unlinked = git::unlink_unchanged_rewrites(objects, &from, &tree)?;
         objects
-            .checkout_tree(
-                tree.as_object(),
-                Some(CheckoutBuilder::new().safe().recreate_missing(unlinked > 0)),
-            )
+            .checkout_tree(tree.as_object(), Some(CheckoutBuilder::new().safe()))
             .context_git(|| "updating the worktree")?;
         progress.checkpoint(Checkpoint::WorktreeUpdated);
         set_branch(repo, st, st.tip, "bport apply")?;

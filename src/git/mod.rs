@@ -21,7 +21,7 @@ pub use patch_id::{
 };
 pub use repo::{
     abbrev_len, check_clean, check_no_operation, commit_subject, committer, discover, short_id,
-    unlink_unchanged_rewrites, untracked_in_the_way, worktree_change_ignored, Operation,
+    untracked_in_the_way, worktree_change_ignored, Operation,
 };
 pub use trailers::{normalize_subject, origins, Origin, OriginForm};
 pub use tree_build::{commit_bytes, object_id, TreeEdit, TreeStore};

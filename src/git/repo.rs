@@ -2,9 +2,7 @@
 
 use super::{Context, Error};
 use git2::{Repository, RepositoryState, Signature, Status, StatusOptions};
-use std::ffi::OsStr;
 use std::fmt;
-use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
 /// Opens the repository that contains `dir`, as git does when run there.
@@ -167,80 +165,6 @@ pub fn untracked_in_the_way(
     out.sort();
     out.dedup();
     Ok(out)
-}
-
-/// Removes the worktree files that checking out `to` over `from` (HEAD's tree) will rewrite, where the file is
-/// provably what `from` has: its index entry names `from`'s blob and mode, and its stat data (size, mtime, ctime,
-/// inode) equal the entry's, with an mtime older than the index file (not racily clean). Returns how many went.
-///
-/// libgit2's checkout rewrites a file by truncating it in place, and ext4 (`auto_da_alloc`) then flushes the new
-/// data to disk at close: on curl's 50-missing series that was ~13% of the run's CPU, all in the kernel (issue
-/// 16). git's checkout unlinks and creates instead; a file missing here is written fresh by the checkout that
-/// follows, which must then recreate missing files (libgit2's `RECREATE_MISSING`; its safe mode would see a
-/// deletion by the user). So nothing is removed when any other tracked file is already missing: that one may be
-/// the user's deletion, and the checkout would bring it back. Anything this cannot prove unchanged is left to the
-/// checkout's own safety checks.
-pub fn unlink_unchanged_rewrites(
-    repo: &Repository,
-    from: &git2::Tree<'_>,
-    to: &git2::Tree<'_>,
-) -> Result<usize, Error> {
-    let Some(workdir) = repo.workdir() else {
-        return Ok(0);
-    };
-    let index_file = repo.path().join("index");
-    let Ok(index_mtime) = std::fs::metadata(&index_file).and_then(|m| m.modified()) else {
-        return Ok(0);
-    };
-    let index = repo.index().context_git(|| "reading the index")?;
-    let regular = |mode: u32| mode & 0o170000 == 0o100000;
-    for entry in index.iter() {
-        let stage = (entry.flags >> 12) & 3;
-        if stage == 0
-            && entry.mode != 0o160000
-            && std::fs::symlink_metadata(workdir.join(OsStr::from_bytes(&entry.path))).is_err()
-        {
-            return Ok(0);
-        }
-    }
-    let mut removed = 0;
-    for c in super::tree_changes(repo, Some(from), Some(to))? {
-        let (Some(old), Some(new)) = (c.old, c.new) else {
-            continue;
-        };
-        if !regular(old.mode) || !regular(new.mode) {
-            continue;
-        }
-        let Some(entry) = index.get_path(Path::new(&c.path), 0) else {
-            continue;
-        };
-        if entry.id != old.oid || entry.mode != old.mode {
-            continue;
-        }
-        let file = workdir.join(&c.path);
-        let Ok(meta) = std::fs::symlink_metadata(&file) else {
-            continue;
-        };
-        if !same_stat(&meta, &entry) || meta.modified().map_or(true, |m| m >= index_mtime) {
-            continue;
-        }
-        if std::fs::remove_file(&file).is_ok() {
-            removed += 1;
-        }
-    }
-    Ok(removed)
-}
-
-/// The index entry's stat data describe this file (git's `ie_match_stat`, without the racy check).
-fn same_stat(meta: &std::fs::Metadata, entry: &git2::IndexEntry) -> bool {
-    use std::os::unix::fs::MetadataExt;
-    meta.is_file()
-        && meta.size() as u32 == entry.file_size
-        && meta.mtime() as i32 == entry.mtime.seconds()
-        && meta.mtime_nsec() as u32 == entry.mtime.nanoseconds()
-        && meta.ctime() as i32 == entry.ctime.seconds()
-        && meta.ctime_nsec() as u32 == entry.ctime.nanoseconds()
-        && meta.ino() as u32 == entry.ino
 }
 
 /// The committer identity git would use: `GIT_COMMITTER_NAME`/`EMAIL`/`DATE` first, then `user.name`/`user.email`.

@@ -267,13 +267,23 @@ fn set(entries: &mut Vec<Entry>, at: Option<usize>, name: &[u8], to: Option<(u32
 fn serialize(entries: &[Entry]) -> Vec<u8> {
     let mut out = Vec::with_capacity(entries.iter().map(|e| e.name.len() + 28).sum());
     for e in entries {
-        // git writes modes in octal without leading zeros (`40000` for a tree).
-        out.extend_from_slice(format!("{:o} ", e.mode).as_bytes());
+        out.extend_from_slice(mode_text(e.mode));
         out.extend_from_slice(&e.name);
         out.push(0);
         out.extend_from_slice(e.oid.as_bytes());
     }
     out
+}
+
+/// A canonical mode as git writes it in a tree, in octal without leading zeros, with the space after it.
+fn mode_text(mode: u32) -> &'static [u8] {
+    match mode {
+        TREE => b"40000 ",
+        0o100755 => b"100755 ",
+        0o120000 => b"120000 ",
+        0o160000 => b"160000 ",
+        _ => b"100644 ",
+    }
 }
 
 /// Parses a tree object's body; `None` when it is malformed.
