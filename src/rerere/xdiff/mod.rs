@@ -141,43 +141,77 @@ pub(crate) struct Classified {
 }
 
 pub(crate) fn classify(a: &[&[u8]], b: &[&[u8]]) -> Classified {
-    let mut map: FxHashMap<&[u8], u32> =
-        FxHashMap::with_capacity_and_hasher(a.len() + b.len(), Default::default());
-    let mut count1: Vec<u32> = Vec::new();
-    let mut count2: Vec<u32> = Vec::new();
-    let mut ids1 = Vec::with_capacity(a.len());
-    for line in a {
-        let next = count1.len() as u32;
-        let id = *map.entry(line).or_insert(next);
-        if id == next {
-            count1.push(0);
-            count2.push(0);
+    BaseClasses::new(a, b.len()).with(b)
+}
+
+/// File 1's half of [`classify`]: a merge diffs its base against both sides, and classifies the base once
+/// (issue 16: hashing every line of a big file was ~10% of a real-history run). Since file 1's lines are
+/// numbered first, `with` gives exactly what `classify` would.
+#[derive(Clone)]
+pub(crate) struct BaseClasses<'d> {
+    map: FxHashMap<&'d [u8], u32>,
+    ids1: Vec<u32>,
+    count1: Vec<u32>,
+}
+
+impl<'d> BaseClasses<'d> {
+    /// Classifies `a`, with room for `more` lines of a second file.
+    pub(crate) fn new(a: &[&'d [u8]], more: usize) -> BaseClasses<'d> {
+        let mut map: FxHashMap<&[u8], u32> =
+            FxHashMap::with_capacity_and_hasher(a.len() + more, Default::default());
+        let mut count1: Vec<u32> = Vec::new();
+        let mut ids1 = Vec::with_capacity(a.len());
+        for line in a {
+            let next = count1.len() as u32;
+            let id = *map.entry(line).or_insert(next);
+            if id == next {
+                count1.push(0);
+            }
+            count1[id as usize] += 1;
+            ids1.push(id);
         }
-        count1[id as usize] += 1;
-        ids1.push(id);
+        BaseClasses { map, ids1, count1 }
     }
-    let mut ids2 = Vec::with_capacity(b.len());
-    for line in b {
-        let next = count1.len() as u32;
-        let id = *map.entry(line).or_insert(next);
-        if id == next {
-            count1.push(0);
-            count2.push(0);
+
+    /// Both files classified, `b` as file 2.
+    pub(crate) fn with(self, b: &[&'d [u8]]) -> Classified {
+        let BaseClasses {
+            mut map,
+            ids1,
+            mut count1,
+        } = self;
+        let mut count2: Vec<u32> = vec![0; count1.len()];
+        let mut ids2 = Vec::with_capacity(b.len());
+        for line in b {
+            let next = count1.len() as u32;
+            let id = *map.entry(line).or_insert(next);
+            if id == next {
+                count1.push(0);
+                count2.push(0);
+            }
+            count2[id as usize] += 1;
+            ids2.push(id);
         }
-        count2[id as usize] += 1;
-        ids2.push(id);
-    }
-    Classified {
-        ids1,
-        ids2,
-        count1,
-        count2,
+        Classified {
+            ids1,
+            ids2,
+            count1,
+            count2,
+        }
     }
 }
 
 /// Marks changed lines of `a` and `b` with `algorithm`, before compaction (xdiff's `xdl_do_diff`).
 fn do_diff(a: &[&[u8]], b: &[&[u8]], algorithm: Algorithm) -> (Classified, Changed, Changed) {
-    let cls = classify(a, b);
+    do_diff_classified(a, b, classify(a, b), algorithm)
+}
+
+fn do_diff_classified(
+    a: &[&[u8]],
+    b: &[&[u8]],
+    cls: Classified,
+    algorithm: Algorithm,
+) -> (Classified, Changed, Changed) {
     let mut ch1 = Changed::new(a.len());
     let mut ch2 = Changed::new(b.len());
     match algorithm {
@@ -190,7 +224,25 @@ fn do_diff(a: &[&[u8]], b: &[&[u8]], algorithm: Algorithm) -> (Classified, Chang
 /// Diffs `a` against `b` and returns the compacted edit script (xdl_do_diff + xdl_change_compact both ways +
 /// xdl_build_script), which is what xdl_merge and the refinement consume.
 pub fn diff(a: &[&[u8]], b: &[&[u8]], algorithm: Algorithm) -> Vec<Change> {
-    let (cls, mut ch1, mut ch2) = do_diff(a, b, algorithm);
+    script(do_diff(a, b, algorithm))
+}
+
+/// [`diff`] of `a` against `b1` and of `a` against `b2`, classifying `a` once.
+pub fn diff_both(
+    a: &[&[u8]],
+    b1: &[&[u8]],
+    b2: &[&[u8]],
+    algorithm: Algorithm,
+) -> (Vec<Change>, Vec<Change>) {
+    let base = BaseClasses::new(a, b1.len().max(b2.len()));
+    let first = base.clone().with(b1);
+    let s1 = script(do_diff_classified(a, b1, first, algorithm));
+    let s2 = script(do_diff_classified(a, b2, base.with(b2), algorithm));
+    (s1, s2)
+}
+
+/// The compacted edit script of a marked diff.
+fn script((cls, mut ch1, mut ch2): (Classified, Changed, Changed)) -> Vec<Change> {
     compact::change_compact(&cls.ids1, &mut ch1, &mut ch2);
     compact::change_compact(&cls.ids2, &mut ch2, &mut ch1);
     build_script(&ch1, &ch2)
