@@ -1,10 +1,11 @@
-//! The cherry-pick loop: picks in memory into a mempack, then writes one pack and updates HEAD, index and worktree
-//! once, at the end or at a stop.
+//! The cherry-pick loop: picks in memory (new trees, commits and merged blobs held in the run's
+//! [`pick::PickCache`], blobs of binary merges in a mempack), then writes one pack and updates HEAD, index and
+//! worktree once, at the end or at a stop.
 //!
 //! Crash safety comes from the order of writes:
 //!
 //! ```text
-//!  picks (mempack only) ─▶ pack written ─▶ state {tip, anchor=old HEAD, Running} ─▶ worktree/index ─▶ ref
+//!  picks (memory only)  ─▶ pack written ─▶ state {tip, anchor=old HEAD, Running} ─▶ worktree/index ─▶ ref
 //!        crash here: state still says "from position p at anchor": --continue redoes the picks
 //!                                  crash here: HEAD is at anchor, objects exist: --continue rolls forward to tip
 //! ```
@@ -217,8 +218,8 @@ pub fn run(
     st.phase = Phase::Running;
     state::save(repo.path(), st)?;
     progress.checkpoint(Checkpoint::StateSaved);
-    // The checkout reads the new trees (and blobs of binary merges) from the mempack, which still holds them,
-    // rather than inflating them back out of the pack just written; merged text blobs come from that pack.
+    // The checkout reads the new trees and blobs from the pack just written (blobs of binary merges from the
+    // mempack, which still holds them).
     move_to_tip(repo, &work, st, progress)?;
     Timings::lap(&mut timings.materialize, flushed);
     Ok(RunEnd::Done)
