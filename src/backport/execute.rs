@@ -1,10 +1,11 @@
-//! The cherry-pick loop: picks in memory into a mempack, then writes one pack and updates HEAD, index and worktree
-//! once, at the end or at a stop.
+//! The cherry-pick loop: picks in memory (new trees, commits and merged blobs held in the run's
+//! [`pick::PickCache`], blobs of binary merges in a mempack), then writes one pack and updates HEAD, index and
+//! worktree once, at the end or at a stop.
 //!
 //! Crash safety comes from the order of writes:
 //!
 //! ```text
-//!  picks (mempack only) ─▶ pack written ─▶ state {tip, anchor=old HEAD, Running} ─▶ worktree/index ─▶ ref
+//!  picks (memory only)  ─▶ pack written ─▶ state {tip, anchor=old HEAD, Running} ─▶ worktree/index ─▶ ref
 //!        crash here: state still says "from position p at anchor": --continue redoes the picks
 //!                                  crash here: HEAD is at anchor, objects exist: --continue rolls forward to tip
 //! ```
@@ -107,15 +108,15 @@ pub fn run(
     // Marker labels carry the abbreviation git would print (longer than 7 digits in big repositories).
     let abbrev = git::abbrev_len(&work);
     let total = st.plan.steps.len();
-    let mut tip_commit = work
+    // The tip's tree and commits made here live in `cache` until the pack is written: only their ids are needed.
+    let mut tip_tree = work
         .find_commit(st.tip)
-        .context_git(|| format!("reading {}", st.tip))?;
-    let mut tip_tree = tip_commit.tree().context_git(|| "reading the tip tree")?;
-    // Every object the run creates, for the one pack at the end: the mempack cannot list its objects, and
-    // `git_mempack_dump` walks each commit's whole tree (30,000 entries a commit in the benchmark). New trees and
-    // blobs are found by comparing each result tree with the tree it was built on.
-    let mut created: Vec<(Oid, Option<Oid>)> = Vec::new();
-    let mut cache = pick::BlobCache::new();
+        .context_git(|| format!("reading {}", st.tip))?
+        .tree_id();
+    // Every object the run creates is listed in `cache` as the picks make it, for the one pack at the end: the
+    // mempack cannot list its objects, and `git_mempack_dump` walks each commit's whole tree (30,000 entries a
+    // commit in the benchmark).
+    let mut cache = pick::PickCache::new();
 
     while st.position < total {
         let i = st.position;
@@ -133,7 +134,7 @@ pub fn run(
                 let mut markers = Markers::for_commit(&hex[..abbrev.min(40)], &step.subject, style);
                 let mut picked = pick::pick(
                     &work,
-                    &tip_tree,
+                    tip_tree,
                     &commit,
                     st.options.mainline,
                     st.options.favor,
@@ -146,7 +147,7 @@ pub fn run(
                         markers = Markers::for_commit(&short, &step.subject, style);
                         picked = pick::pick(
                             &work,
-                            &tip_tree,
+                            tip_tree,
                             &commit,
                             st.options.mainline,
                             st.options.favor,
@@ -156,21 +157,18 @@ pub fn run(
                     }
                 }
                 let merged = Timings::lap(&mut timings.merge, started);
-                crate::git::new_objects(&work, Some(tip_tree.id()), picked.tree, &mut created)?;
                 if !picked.conflicts.is_empty() {
                     if dry_run {
                         // Predict the rest as if the user resolved this stop keeping the branch's side of the
                         // conflicted files: the clean part of the patch is in. Dropping the whole patch made a later
                         // patch that edits its lines look empty (seen on flatpak-1.14.x, issue 13).
-                        tip_tree = work
-                            .find_tree(picked.tree)
-                            .context_git(|| format!("reading tree {}", picked.tree))?;
+                        tip_tree = picked.tree;
                         StepResult::Conflict {
                             paths: picked.conflicts.iter().map(|c| c.path.clone()).collect(),
                         }
                     } else {
-                        if !created.is_empty() {
-                            flush(repo, &work, cache.written(), &created, progress)?;
+                        if !cache.created().is_empty() {
+                            flush(repo, &work, cache.written(), cache.created(), progress)?;
                             cache.clear_written();
                             mempack
                                 .reset()
@@ -182,23 +180,18 @@ pub fn run(
                         Timings::lap(&mut timings.materialize, flushed);
                         return Ok(RunEnd::Stopped(conflicts, rerere));
                     }
-                } else if picked.tree == tip_tree.id() {
+                } else if picked.tree == tip_tree {
                     StepResult::Empty
                 } else {
-                    let new = commit_pick(
-                        &work,
-                        &commit,
+                    let message = pick_message(&commit, st, &sob);
+                    let new = cache.add_commit(git::commit_bytes(
                         picked.tree,
-                        &tip_commit,
-                        st,
+                        &[st.tip],
+                        &commit.author(),
                         &committer,
-                        &sob,
-                    )?;
-                    created.push((new, None));
-                    tip_commit = work
-                        .find_commit(new)
-                        .context_git(|| format!("reading {new}"))?;
-                    tip_tree = tip_commit.tree().context_git(|| "reading the new tree")?;
+                        &message,
+                    ));
+                    tip_tree = picked.tree;
                     st.tip = new;
                     Timings::lap(&mut timings.objects, merged);
                     StepResult::Picked { new }
@@ -216,8 +209,8 @@ pub fn run(
         return Ok(RunEnd::Done);
     }
     let started = Instant::now();
-    if !created.is_empty() {
-        flush(repo, &work, cache.written(), &created, progress)?;
+    if !cache.created().is_empty() {
+        flush(repo, &work, cache.written(), cache.created(), progress)?;
     }
     // The final checkout reads the new blobs from the pack now on disk.
     cache.clear_written();
@@ -225,8 +218,8 @@ pub fn run(
     st.phase = Phase::Running;
     state::save(repo.path(), st)?;
     progress.checkpoint(Checkpoint::StateSaved);
-    // The checkout reads the new trees (and blobs of binary merges) from the mempack, which still holds them,
-    // rather than inflating them back out of the pack just written; merged text blobs come from that pack.
+    // The checkout reads the new trees and blobs from the pack just written (blobs of binary merges from the
+    // mempack, which still holds them).
     move_to_tip(repo, &work, st, progress)?;
     Timings::lap(&mut timings.materialize, flushed);
     Ok(RunEnd::Done)
@@ -245,13 +238,7 @@ pub fn commit_pick(
     let tree = repo
         .find_tree(tree)
         .context_git(|| format!("reading tree {tree}"))?;
-    let message = String::from_utf8_lossy(original.message_raw_bytes());
-    let message = picked_message(
-        &message,
-        &original.id().to_string(),
-        st.options.record_origin,
-        st.options.signoff.then_some(sob),
-    );
+    let message = pick_message(original, st, sob);
     Ok(repo
         .commit(
             None,
@@ -264,12 +251,23 @@ pub fn commit_pick(
         .context_git(|| format!("committing the pick of {}", original.id()))?)
 }
 
+/// The message of the pick of `original`: its own, with `-x` and `-s` lines as the run's options ask.
+fn pick_message(original: &Commit<'_>, st: &State, sob: &str) -> String {
+    let message = String::from_utf8_lossy(original.message_raw_bytes());
+    picked_message(
+        &message,
+        &original.id().to_string(),
+        st.options.record_origin,
+        st.options.signoff.then_some(sob),
+    )
+}
+
 /// Writes the objects the run created to the object database as one undeltified pack (see
 /// [`git::write_pack`]: no delta search, no re-indexing). The mempack keeps its copies until the caller resets it.
 fn flush(
     repo: &Repository,
     work: &Repository,
-    blobs: &git::MemoryBlobs,
+    blobs: &git::MemoryObjects,
     created: &[(Oid, Option<Oid>)],
     progress: &mut dyn Progress,
 ) -> Result<(), Error> {
@@ -304,9 +302,24 @@ fn move_to_tip(
             .and_then(|c| c.tree())
             .context_git(|| format!("reading {}", st.tip))?;
         check_nothing_in_the_way(objects, st.anchor, &tree, &[])?;
-        objects
-            .checkout_tree(tree.as_object(), Some(CheckoutBuilder::new().safe()))
-            .context_git(|| "updating the worktree")?;
+        let from = objects
+            .find_commit(st.anchor)
+            .and_then(|c| c.tree())
+            .context_git(|| format!("reading {}", st.anchor))?;
+        // Only the paths the run changed: without a path list libgit2 walks and stats the whole worktree
+        // (fstat, readlink and path lookups of every file were ~8% of a real-history run, issue 16). The rest
+        // is the same in both trees, so a full checkout would leave it as it is too.
+        let changed = git::tree_changes(objects, Some(&from), Some(&tree))?;
+        if !changed.is_empty() {
+            let mut checkout = CheckoutBuilder::new();
+            checkout.safe().disable_pathspec_match(true);
+            for c in &changed {
+                checkout.path(c.path.as_str());
+            }
+            objects
+                .checkout_tree(tree.as_object(), Some(&mut checkout))
+                .context_git(|| "updating the worktree")?;
+        }
         progress.checkpoint(Checkpoint::WorktreeUpdated);
         set_branch(repo, st, st.tip, "bport apply")?;
         st.anchor = st.tip;

@@ -5,16 +5,16 @@
 //!        │ base               │ theirs
 //!        ▼                    ▼
 //!   tip tree ─── per touched path: ours ──▶ merged blob / conflict
-//!        └── TreeUpdateBuilder rewrites only the trees on those paths ──▶ new tree
+//!        └── the run's TreeStore rewrites only the trees on those paths ──▶ new tree
 //! ```
 //!
-//! Nothing here touches the worktree, the index or a ref; objects go to whatever the repository's object database
-//! writes first (a mempack during `apply`). Conflicts are returned as data for the one place that stops a run.
+//! Nothing here touches the worktree, the index or a ref; the new trees and merged blobs stay in the run's
+//! [`PickCache`] until the run writes its pack (binary merges go through libgit2, into the repository's object
+//! database: a mempack during `apply`). Conflicts are returned as data for the one place that stops a run.
 
 use super::state::Favor;
 use super::Error;
 use crate::git::Context;
-use git2::build::TreeUpdateBuilder;
 use git2::{
     Commit, Delta, DiffFindOptions, DiffOptions, FileMode, MergeFileInput, MergeFileOptions, Oid,
     Repository, Tree,
@@ -119,27 +119,33 @@ impl Markers {
     }
 }
 
-/// Contents of blobs the last few picks merged, by id. When consecutive commits of a series edit the same file,
-/// each merge's base is the previous commit's version of it and its `ours` the previous merge's result: both
-/// were in hand a pick ago, and reading them again meant inflating a delta chain or copying out of the mempack
-/// (issue 16).
+/// What a run's picks keep between picks (issue 16).
 ///
-/// It also owns the blobs the run's merges create ([`crate::git::MemoryBlobs`]): they are hashed and held here,
-/// never copied into libgit2's object database, and go from here into the run's pack.
+/// Contents of blobs the last few picks merged, by id: when consecutive commits of a series edit the same file,
+/// each merge's base is the previous commit's version of it and its `ours` the previous merge's result; both
+/// were in hand a pick ago, and reading them again meant inflating a delta chain or copying out of the mempack.
+///
+/// The parsed trees of the branch and the new ones ([`crate::git::TreeStore`]): each pick rewrites the same few
+/// trees, parsed once here rather than re-read by libgit2 per pick.
+///
+/// And what the run created: the merged blobs, new trees and commits ([`crate::git::MemoryObjects`]), hashed and
+/// held here, never copied into libgit2's object database, with the list of every new object for the pack.
 #[derive(Debug, Default)]
-pub struct BlobCache {
+pub struct PickCache {
     blobs: HashMap<Oid, (Rc<[u8]>, u64)>,
     pick: u64,
-    written: crate::git::MemoryBlobs,
+    written: crate::git::MemoryObjects,
+    trees: crate::git::TreeStore,
+    created: Vec<(Oid, Option<Oid>)>,
 }
 
 /// Entries unused for this many picks are dropped, so the cache holds the files the series is editing now.
 const CACHE_PICKS: u64 = 8;
 
-impl BlobCache {
+impl PickCache {
     /// An empty cache.
-    pub fn new() -> BlobCache {
-        BlobCache::default()
+    pub fn new() -> PickCache {
+        PickCache::default()
     }
 
     fn next_pick(&mut self) {
@@ -150,14 +156,30 @@ impl BlobCache {
         }
     }
 
-    /// The blobs merges created, for the pack.
-    pub fn written(&self) -> &crate::git::MemoryBlobs {
+    /// The objects the run created and holds, for the pack.
+    pub fn written(&self) -> &crate::git::MemoryObjects {
         &self.written
     }
 
-    /// Forgets the created blobs once they are in a pack (or, in a dry run, dropped).
+    /// Every object the run created so far (whether held here or in libgit2's object database), each with the
+    /// object it replaced at the same path: what [`crate::git::write_pack`] takes.
+    pub fn created(&self) -> &[(Oid, Option<Oid>)] {
+        &self.created
+    }
+
+    /// Keeps a commit the run created, for the pack.
+    pub fn add_commit(&mut self, bytes: Vec<u8>) -> Oid {
+        let oid = crate::git::object_id("commit", &bytes);
+        self.written
+            .insert_object(git2::ObjectType::Commit, oid, bytes);
+        self.created.push((oid, None));
+        oid
+    }
+
+    /// Forgets the created objects once they are in a pack (or, in a dry run, dropped).
     pub fn clear_written(&mut self) {
         self.written.clear();
+        self.created.clear();
     }
 
     fn get(&mut self, oid: Oid) -> Option<Rc<[u8]>> {
@@ -191,7 +213,7 @@ impl Content<'_> {
 
 fn content<'r>(
     repo: &'r Repository,
-    cache: &mut BlobCache,
+    cache: &mut PickCache,
     oid: Oid,
 ) -> Result<Content<'r>, Error> {
     Ok(match cache.get(oid) {
@@ -200,17 +222,18 @@ fn content<'r>(
     })
 }
 
-/// Picks `commit` (diffed against parent `mainline`, 1-based, default 1) onto `tip`.
+/// Picks `commit` (diffed against parent `mainline`, 1-based, default 1) onto the tree `tip`.
 pub fn pick(
     repo: &Repository,
-    tip: &Tree<'_>,
+    tip: Oid,
     commit: &Commit<'_>,
     mainline: Option<u32>,
     favor: Favor,
     markers: &Markers,
-    cache: &mut BlobCache,
+    cache: &mut PickCache,
 ) -> Result<Picked, Error> {
     cache.next_pick();
+    let odb = repo.odb().context_git(|| "opening the object database")?;
     let theirs_tree = commit
         .tree()
         .context_git(|| format!("reading the tree of {}", commit.id()))?;
@@ -265,14 +288,14 @@ pub fn pick(
         }
     }
 
-    let mut updates = TreeUpdateBuilder::new();
+    let mut updates: Vec<crate::git::TreeEdit> = Vec::new();
     let mut conflicts = Vec::new();
     let mut changed = false;
     for (ours_path, target_path, base, theirs) in deltas {
         let (Some(ours_path), Some(target_path)) = (ours_path, target_path) else {
             continue;
         };
-        let ours = lookup(tip, &ours_path);
+        let ours = cache.trees.lookup(&odb, tip, &ours_path)?;
         let renamed = ours_path != target_path;
         let outcome = match resolve_path(
             repo,
@@ -290,13 +313,15 @@ pub fn pick(
             PathOutcome::Unchanged => {}
             PathOutcome::Set(s) => {
                 if renamed && ours.is_some() {
-                    updates.remove(ours_path.as_str());
+                    updates.push((ours_path.clone(), None));
                 }
-                if lookup(tip, &target_path) != s {
-                    match s {
-                        Some(s) => updates.upsert(target_path.as_str(), s.oid, file_mode(s.mode)),
-                        None => updates.remove(target_path.as_str()),
-                    };
+                let at_target = if renamed {
+                    cache.trees.lookup(&odb, tip, &target_path)?
+                } else {
+                    ours
+                };
+                if at_target != s {
+                    updates.push((target_path.clone(), s));
                     changed = true;
                 } else if renamed && ours.is_some() {
                     changed = true;
@@ -311,11 +336,15 @@ pub fn pick(
         }
     }
     let tree = if changed {
-        updates
-            .create_updated(repo, tip)
-            .context_git(|| format!("building the tree for {}", commit.id()))?
+        let PickCache {
+            trees,
+            written,
+            created,
+            ..
+        } = cache;
+        trees.update(&odb, tip, &updates, written, created)?
     } else {
-        tip.id()
+        tip
     };
     Ok(Picked { tree, conflicts })
 }
@@ -335,7 +364,7 @@ fn resolve_path(
     (base, ours, theirs): (Option<Side>, Option<Side>, Option<Side>),
     favor: Favor,
     markers: &Markers,
-    cache: &mut BlobCache,
+    cache: &mut PickCache,
 ) -> Result<PathOutcome, Error> {
     if ours == theirs {
         return Ok(PathOutcome::Unchanged);

@@ -10,10 +10,11 @@ mod pack_write;
 mod patch_id;
 mod repo;
 mod trailers;
+mod tree_build;
 mod tree_diff;
 
 pub use atomic::write_atomic;
-pub use pack_write::{blob_id, write_pack, MemoryBlobs, Written};
+pub use pack_write::{blob_id, write_pack, MemoryObjects, Written};
 pub use patch_id::{
     changed_lines, changed_paths, commit_changes, has_changed_lines, patch_id_of_commit,
     patch_id_of_diff_text, PatchId,
@@ -23,6 +24,7 @@ pub use repo::{
     untracked_in_the_way, worktree_change_ignored, Operation,
 };
 pub use trailers::{normalize_subject, origins, Origin, OriginForm};
+pub use tree_build::{commit_bytes, object_id, TreeEdit, TreeStore};
 pub use tree_diff::{new_objects, tree_changes, Change, Side};
 
 use std::path::PathBuf;

@@ -18,69 +18,86 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
-/// New blobs held in memory beside libgit2's object database, for [`write_pack`] to write.
+/// New objects held in memory beside libgit2's object database, for [`write_pack`] to write: the blobs a run's
+/// merges create, and the trees and commits of its picks.
 ///
-/// libgit2 hashes every blob it stores with collision-detecting SHA-1 (sha1dc) and copies it through an odb
-/// stream: for the merged files of a real-history run that was 11% of all instructions (issue 16). Here a blob's
-/// id is plain SHA-1 (the `sha1` crate, SHA-NI where the CPU has it) over git's `blob <size>\0` header and the
-/// bytes; it equals git's id for every input except a deliberate SHA-1 collision, which sha1dc would reject.
-/// Trees may name these blobs (strict object creation is off during a run); readers look here first.
+/// libgit2 hashes every object it stores with collision-detecting SHA-1 (sha1dc) and copies it through an odb
+/// stream: for the merged files of a real-history run that was 11% of all instructions (issue 16). Here an
+/// object's id is plain SHA-1 (the `sha1` crate, SHA-NI where the CPU has it) over git's `<type> <size>\0` header
+/// and the bytes; it equals git's id for every input except a deliberate SHA-1 collision, which sha1dc would
+/// reject. Trees and commits may name these objects (strict object creation is off during a run); readers look
+/// here first, and libgit2 sees them only once they are in a pack.
 #[derive(Debug, Default)]
-pub struct MemoryBlobs {
-    blobs: HashMap<Oid, Rc<[u8]>>,
+pub struct MemoryObjects {
+    objects: HashMap<Oid, (ObjectType, Rc<[u8]>)>,
 }
 
-impl MemoryBlobs {
+impl MemoryObjects {
     /// An empty store.
-    pub fn new() -> MemoryBlobs {
-        MemoryBlobs::default()
+    pub fn new() -> MemoryObjects {
+        MemoryObjects::default()
     }
 
-    /// Stores `content` and returns its git blob id with the shared bytes.
+    /// Stores blob `content` and returns its git blob id with the shared bytes.
     pub fn insert(&mut self, content: Vec<u8>) -> (Oid, Rc<[u8]>) {
         let oid = blob_id(&content);
         let bytes = self
-            .blobs
+            .objects
             .entry(oid)
-            .or_insert_with(|| Rc::from(content))
+            .or_insert_with(|| (ObjectType::Blob, Rc::from(content)))
+            .1
             .clone();
         (oid, bytes)
     }
 
-    /// The bytes of a blob stored here.
-    pub fn get(&self, oid: Oid) -> Option<&Rc<[u8]>> {
-        self.blobs.get(&oid)
+    /// Stores an object whose id the caller computed (with [`super::object_id`]) from `kind` and `bytes`.
+    pub fn insert_object(&mut self, kind: ObjectType, oid: Oid, bytes: Vec<u8>) {
+        self.objects
+            .entry(oid)
+            .or_insert_with(|| (kind, Rc::from(bytes)));
     }
 
-    /// Forgets every blob (a dry run's predictions, or after they went into a pack and are read from there).
+    /// The bytes of a blob stored here.
+    pub fn get(&self, oid: Oid) -> Option<&Rc<[u8]>> {
+        match self.objects.get(&oid) {
+            Some((ObjectType::Blob, bytes)) => Some(bytes),
+            _ => None,
+        }
+    }
+
+    /// An object stored here, with its type.
+    pub fn get_object(&self, oid: Oid) -> Option<(ObjectType, &[u8])> {
+        self.objects
+            .get(&oid)
+            .map(|(kind, bytes)| (*kind, &bytes[..]))
+    }
+
+    /// Forgets every object (a dry run's predictions, or after they went into a pack and are read from there).
     pub fn clear(&mut self) {
-        self.blobs.clear();
+        self.objects.clear();
     }
 }
 
 /// git's id of a blob with these bytes (`git hash-object`).
 pub fn blob_id(content: &[u8]) -> Oid {
-    let mut h = Sha1::new();
-    h.update(format!("blob {}\0", content.len()).as_bytes());
-    h.update(content);
-    Oid::from_bytes(&h.finalize()).expect("a SHA-1 digest is 20 bytes")
+    super::object_id("blob", content)
 }
 
-/// An object's bytes, from libgit2's object database or from [`MemoryBlobs`].
+/// An object's bytes, from libgit2's object database or from [`MemoryObjects`].
 enum Object<'o> {
     Odb(git2::OdbObject<'o>),
-    Memory(&'o [u8]),
+    Memory(ObjectType, &'o [u8]),
 }
 
 impl Object<'_> {
     fn read<'o>(
         source: &'o Odb<'_>,
-        blobs: &'o MemoryBlobs,
+        memory: &'o MemoryObjects,
         oid: Oid,
         what: &str,
     ) -> Result<Object<'o>, Error> {
-        match blobs.get(oid) {
-            Some(b) => Ok(Object::Memory(b)),
+        match memory.get_object(oid) {
+            Some((kind, bytes)) => Ok(Object::Memory(kind, bytes)),
             None => Ok(Object::Odb(
                 source
                     .read(oid)
@@ -92,14 +109,14 @@ impl Object<'_> {
     fn kind(&self) -> ObjectType {
         match self {
             Object::Odb(o) => o.kind(),
-            Object::Memory(_) => ObjectType::Blob,
+            Object::Memory(kind, _) => *kind,
         }
     }
 
     fn data(&self) -> &[u8] {
         match self {
             Object::Odb(o) => o.data(),
-            Object::Memory(b) => b,
+            Object::Memory(_, b) => b,
         }
     }
 }
@@ -115,13 +132,13 @@ pub struct Written {
     pub pack: Option<PathBuf>,
 }
 
-/// Writes every object of `objects` that `disk` does not hold yet, read from `blobs` or `source` (the odb holding
+/// Writes every object of `objects` that `disk` does not hold yet, read from `memory` or `source` (the odb holding
 /// the new objects), as one pack plus index under `pack_dir`, and refreshes `disk` so that it sees them. Each object
 /// comes with the object it replaced at the same path, if any: when that one is in the pack too (written
 /// earlier), the object is stored as a delta against it. Duplicates are written once, in first-seen order.
 pub fn write_pack(
     source: &Odb<'_>,
-    blobs: &MemoryBlobs,
+    memory: &MemoryObjects,
     disk: &Odb<'_>,
     pack_dir: &Path,
     objects: &[(Oid, Option<Oid>)],
@@ -164,7 +181,7 @@ pub fn write_pack(
     let mut z = flate2::Compress::new(flate2::Compression::fast(), true);
     let mut deltas = 0;
     for &(oid, base) in &todo {
-        let object = Object::read(source, blobs, oid, "the new object")?;
+        let object = Object::read(source, memory, oid, "the new object")?;
         let kind = match object.kind() {
             ObjectType::Commit => 1u8,
             ObjectType::Tree => 2,
@@ -184,7 +201,7 @@ pub fn write_pack(
         // largest cost of writing (issue 16), and their deltas are a few hundred bytes.
         let delta = match base.and_then(|b| Some((b, *placed.get(&b)?))) {
             Some((b, (base_offset, depth))) if depth < MAX_DEPTH => {
-                let base_object = Object::read(source, blobs, b, "the delta base")?;
+                let base_object = Object::read(source, memory, b, "the delta base")?;
                 // A delta takes its base's type.
                 (base_object.kind() == object.kind())
                     .then(|| prefix_suffix_delta(base_object.data(), data))
@@ -202,8 +219,14 @@ pub fn write_pack(
             }
             None => (entry_header(kind, data.len() as u64), data, 0),
         };
-        // Level 1: these objects are written once and repacked by the next `git gc`.
-        deflate(&mut z, body, &mut deflated).map_err(io(&tmp_pack))?;
+        // Level 1: these objects are written once and repacked by the next `git gc`. Small ones are stored: a
+        // compressor reset zeroes its hash table whatever the input size, which cost more than compressing
+        // (8% of a real-history run's instructions, issue 16), for a few hundred bytes saved an object.
+        if body.len() < STORED_BELOW {
+            stored(body, &mut deflated);
+        } else {
+            deflate(&mut z, body, &mut deflated).map_err(io(&tmp_pack))?;
+        }
         let mut crc = flate2::Crc::new();
         crc.update(&header);
         crc.update(&deflated);
@@ -251,6 +274,48 @@ fn deflate(z: &mut flate2::Compress, body: &[u8], out: &mut Vec<u8>) -> std::io:
     }
     z.reset();
     Ok(())
+}
+
+/// Bodies shorter than this go into the pack as stored (uncompressed) zlib streams.
+const STORED_BELOW: usize = 4096;
+
+/// `body` as a zlib stream of stored deflate blocks (RFC 1950 and RFC 1951 section 3.2.4): what any inflater
+/// reads, at no compression cost.
+fn stored(body: &[u8], out: &mut Vec<u8>) {
+    out.clear();
+    out.reserve(body.len() + body.len() / 65535 * 5 + 11);
+    // CMF 0x78 (deflate, 32 KB window), FLG 0x01: the header's check bits, no dictionary, "fastest" level.
+    out.extend_from_slice(&[0x78, 0x01]);
+    let mut chunks = body.chunks(0xffff).peekable();
+    if chunks.peek().is_none() {
+        out.extend_from_slice(&[1, 0, 0, 0xff, 0xff]);
+    }
+    while let Some(chunk) = chunks.next() {
+        let last = chunks.peek().is_none();
+        let len = chunk.len() as u16;
+        out.push(u8::from(last));
+        out.extend_from_slice(&len.to_le_bytes());
+        out.extend_from_slice(&(!len).to_le_bytes());
+        out.extend_from_slice(chunk);
+    }
+    out.extend_from_slice(&adler32(body).to_be_bytes());
+}
+
+/// The Adler-32 checksum zlib streams end with (RFC 1950 section 8).
+fn adler32(data: &[u8]) -> u32 {
+    const MOD: u32 = 65521;
+    // The largest run of bytes before the sums must be reduced to stay within 32 bits (zlib's NMAX).
+    const NMAX: usize = 5552;
+    let (mut a, mut b) = (1u32, 0u32);
+    for chunk in data.chunks(NMAX) {
+        for &byte in chunk {
+            a += u32::from(byte);
+            b += a;
+        }
+        a %= MOD;
+        b %= MOD;
+    }
+    (b << 16) | a
 }
 
 /// `OBJ_OFS_DELTA`: a delta whose base is named by its distance back in the same pack.
@@ -468,6 +533,24 @@ mod tests {
     use super::*;
 
     #[test]
+    fn stored_streams_inflate_to_their_input() {
+        for len in [0usize, 1, 100, 65535, 65536, 200_000] {
+            let body: Vec<u8> = (0..len).map(|i| (i * 31 % 253) as u8).collect();
+            let mut out = Vec::new();
+            stored(&body, &mut out);
+            let mut back = Vec::new();
+            std::io::Read::read_to_end(&mut flate2::read::ZlibDecoder::new(&out[..]), &mut back)
+                .unwrap();
+            assert_eq!(back, body, "length {len}");
+            // zlib's own checksum of the same bytes, through a compressed stream's trailer.
+            let mut z = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::fast());
+            std::io::Write::write_all(&mut z, &body).unwrap();
+            let compressed = z.finish().unwrap();
+            assert_eq!(out[out.len() - 4..], compressed[compressed.len() - 4..]);
+        }
+    }
+
+    #[test]
     fn entry_header_matches_the_pack_format_examples() {
         // A 100-byte blob: type 3, size 100 = 0b110_0100 -> low nibble 0100, then 110.
         assert_eq!(entry_header(3, 100), vec![0x80 | 0x30 | 0x04, 0x06]);
@@ -503,7 +586,7 @@ mod tests {
         let mut big2 = big.clone();
         big2[1_500_000..1_500_010].copy_from_slice(b"0123456789");
         let large2 = work.blob(&big2).unwrap();
-        let mut blobs = MemoryBlobs::new();
+        let mut blobs = MemoryObjects::new();
         let mut big3 = big2.clone();
         big3[10..20].copy_from_slice(b"abcdefghij");
         let (large3, _) = blobs.insert(big3.clone());

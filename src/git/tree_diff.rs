@@ -151,8 +151,8 @@ fn diff(
 
 /// Every object reachable from tree `new` but not through an identical entry of tree `old`: the trees on changed
 /// paths and the blobs that differ, each with the object it replaces at the same path (a delta base for the
-/// pack). Complete by construction (anything new hangs off a changed path), so a run packs exactly these after
-/// writing into memory.
+/// pack). Complete by construction (anything new hangs off a changed path). A run lists its new objects as its
+/// `TreeStore` builds them; this walk over libgit2's trees is the independent check of that list in the tests.
 pub fn new_objects(
     repo: &Repository,
     old: Option<Oid>,

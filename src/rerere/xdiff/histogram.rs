@@ -1,7 +1,7 @@
 //! xdiff's histogram diff (xhistogram.c): find the longest common run whose lines are rarest in file 1, split
 //! around it, recurse; fall back to Myers on a region whose common lines all occur more than 64 times.
 
-use super::{myers, Changed, Classified, FxHashMap};
+use super::{myers, Changed, Classified};
 
 const MAX_CHAIN_LENGTH: u32 = 64;
 
@@ -32,6 +32,7 @@ pub(super) fn diff(
         cls,
         ch1,
         ch2,
+        by_class: vec![NO_RECORD; cls.count1.len()],
     };
     h.run(1, a.len() as i64, 1, b.len() as i64);
 }
@@ -42,12 +43,20 @@ struct Histogram<'a, 'c> {
     cls: &'a Classified,
     ch1: &'c mut Changed,
     ch2: &'c mut Changed,
+    /// The record of each line class in the region being scanned ([`NO_RECORD`] for none), indexed by class id.
+    /// Class ids are dense, so a table does what xhistogram's hash of the region does, without hashing; it is
+    /// allocated once per diff and only the region's entries are cleared after each scan (issue 16: the hash
+    /// map and its growth were ~5% of a real-history run).
+    by_class: Vec<u32>,
 }
+
+/// No record for this class in the current region.
+const NO_RECORD: u32 = u32::MAX;
 
 /// The scan of one region of file 1 (xhistogram's `histindex`), lines numbered from 1 as in git.
 struct Index {
     records: Vec<Record>,
-    by_class: FxHashMap<u32, usize>,
+    by_class: Vec<u32>,
     /// Record of each line of the region.
     line_map: Vec<usize>,
     /// Next occurrence of the same line (0 = none).
@@ -140,14 +149,14 @@ impl Histogram<'_, '_> {
     }
 
     /// Returns the chosen common region and whether to fall back to Myers.
-    fn find_lcs(&self, line1: i64, count1: i64, line2: i64, count2: i64) -> (Region, bool) {
+    fn find_lcs(&mut self, line1: i64, count1: i64, line2: i64, count2: i64) -> (Region, bool) {
         let line1 = line1 as u32;
         let line2 = line2 as u32;
         let end1 = line1 + count1 as u32 - 1;
         let end2 = line2 + count2 as u32 - 1;
         let mut index = Index {
             records: Vec::new(),
-            by_class: FxHashMap::default(),
+            by_class: std::mem::take(&mut self.by_class),
             line_map: vec![0; count1 as usize],
             next_ptrs: vec![0; count1 as usize],
             ptr_shift: line1,
@@ -159,18 +168,19 @@ impl Histogram<'_, '_> {
         while ptr >= line1 {
             let id = self.id1(ptr);
             let slot = (ptr - line1) as usize;
-            match index.by_class.get(&id) {
-                Some(&r) => {
+            match index.by_class[id as usize] {
+                NO_RECORD => {
+                    index.by_class[id as usize] = index.records.len() as u32;
+                    index.line_map[slot] = index.records.len();
+                    index.records.push(Record { ptr, cnt: 1 });
+                }
+                r => {
+                    let r = r as usize;
                     let rec = &mut index.records[r];
                     index.next_ptrs[slot] = rec.ptr;
                     rec.ptr = ptr;
                     rec.cnt = rec.cnt.saturating_add(1);
                     index.line_map[slot] = r;
-                }
-                None => {
-                    index.by_class.insert(id, index.records.len());
-                    index.line_map[slot] = index.records.len();
-                    index.records.push(Record { ptr, cnt: 1 });
                 }
             }
             ptr -= 1;
@@ -183,6 +193,10 @@ impl Histogram<'_, '_> {
             b_ptr = self.try_lcs(&mut index, &mut lcs, b_ptr, line1, end1, line2, end2);
         }
         let fall_back = index.has_common && MAX_CHAIN_LENGTH < index.cnt;
+        for ptr in line1..=end1 {
+            index.by_class[self.id1(ptr) as usize] = NO_RECORD;
+        }
+        self.by_class = index.by_class;
         (lcs, fall_back)
     }
 
@@ -198,9 +212,11 @@ impl Histogram<'_, '_> {
         end2: u32,
     ) -> u32 {
         let mut b_next = b_ptr + 1;
-        let Some(&r) = index.by_class.get(&self.id2(b_ptr)) else {
+        let r = index.by_class[self.id2(b_ptr) as usize];
+        if r == NO_RECORD {
             return b_next;
-        };
+        }
+        let r = r as usize;
         let (first, rec_cnt) = (index.records[r].ptr, index.records[r].cnt);
         if rec_cnt > index.cnt {
             index.has_common = true;

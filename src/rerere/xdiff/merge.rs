@@ -6,7 +6,7 @@
 //! conflict's two sides to shrink it to the lines that really differ, then join conflicts separated by three
 //! or fewer lines; finally print, with the end-of-line style of the surrounding lines on marker lines.
 
-use super::{diff, split_lines, Algorithm, Change};
+use super::{diff, diff_both, split_lines, Algorithm, Change};
 
 /// How eagerly overlapping changes are resolved (xdiff's `XDL_MERGE_*` levels).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -148,8 +148,7 @@ pub fn merge(base: &[u8], ours: &[u8], theirs: &[u8], opts: &MergeOptions) -> Me
     let l0 = split_lines(base);
     let l1 = split_lines(ours);
     let l2 = split_lines(theirs);
-    let s1 = diff(&l0, &l1, opts.algorithm);
-    let s2 = diff(&l0, &l2, opts.algorithm);
+    let (s1, s2) = diff_both(&l0, &l1, &l2, opts.algorithm);
     if s1.is_empty() {
         return MergeOutput {
             content: theirs.to_vec(),

@@ -141,43 +141,96 @@ pub(crate) struct Classified {
 }
 
 pub(crate) fn classify(a: &[&[u8]], b: &[&[u8]]) -> Classified {
-    let mut map: FxHashMap<&[u8], u32> =
-        FxHashMap::with_capacity_and_hasher(a.len() + b.len(), Default::default());
-    let mut count1: Vec<u32> = Vec::new();
-    let mut count2: Vec<u32> = Vec::new();
-    let mut ids1 = Vec::with_capacity(a.len());
-    for line in a {
-        let next = count1.len() as u32;
-        let id = *map.entry(line).or_insert(next);
-        if id == next {
-            count1.push(0);
-            count2.push(0);
+    BaseClasses::new(a, b.len()).with(a, b)
+}
+
+/// File 1's half of [`classify`]: a merge diffs its base against both sides, and classifies the base once
+/// (issue 16: hashing every line of a big file was ~10% of a real-history run). Since file 1's lines are
+/// numbered first, `with` gives exactly what `classify` would.
+#[derive(Clone)]
+pub(crate) struct BaseClasses<'d> {
+    map: FxHashMap<&'d [u8], u32>,
+    ids1: Vec<u32>,
+    count1: Vec<u32>,
+}
+
+impl<'d> BaseClasses<'d> {
+    /// Classifies `a`, with room for `more` lines of a second file.
+    pub(crate) fn new(a: &[&'d [u8]], more: usize) -> BaseClasses<'d> {
+        let mut map: FxHashMap<&[u8], u32> =
+            FxHashMap::with_capacity_and_hasher(a.len() + more, Default::default());
+        let mut count1: Vec<u32> = Vec::new();
+        let mut ids1 = Vec::with_capacity(a.len());
+        for line in a {
+            let next = count1.len() as u32;
+            let id = *map.entry(line).or_insert(next);
+            if id == next {
+                count1.push(0);
+            }
+            count1[id as usize] += 1;
+            ids1.push(id);
         }
-        count1[id as usize] += 1;
-        ids1.push(id);
+        BaseClasses { map, ids1, count1 }
     }
-    let mut ids2 = Vec::with_capacity(b.len());
-    for line in b {
-        let next = count1.len() as u32;
-        let id = *map.entry(line).or_insert(next);
-        if id == next {
-            count1.push(0);
-            count2.push(0);
+
+    /// Both files classified, `b` as file 2, given file 1's lines `a` again.
+    ///
+    /// The lines `b` shares with `a` at its start and end take the class of the line they equal, with no
+    /// hashing: a lookup would find exactly that class, and no new class is numbered among them, so the ids
+    /// are the ones a lookup of every line gives. A merge's sides mostly are their base with a few edits.
+    pub(crate) fn with(self, a: &[&'d [u8]], b: &[&'d [u8]]) -> Classified {
+        let BaseClasses {
+            mut map,
+            ids1,
+            mut count1,
+        } = self;
+        let prefix = a.iter().zip(b).take_while(|(x, y)| x == y).count();
+        let suffix = a[prefix..]
+            .iter()
+            .rev()
+            .zip(b[prefix..].iter().rev())
+            .take_while(|(x, y)| x == y)
+            .count();
+        let mut count2: Vec<u32> = vec![0; count1.len()];
+        let mut ids2 = Vec::with_capacity(b.len());
+        for &id in &ids1[..prefix] {
+            count2[id as usize] += 1;
+            ids2.push(id);
         }
-        count2[id as usize] += 1;
-        ids2.push(id);
-    }
-    Classified {
-        ids1,
-        ids2,
-        count1,
-        count2,
+        for line in &b[prefix..b.len() - suffix] {
+            let next = count1.len() as u32;
+            let id = *map.entry(line).or_insert(next);
+            if id == next {
+                count1.push(0);
+                count2.push(0);
+            }
+            count2[id as usize] += 1;
+            ids2.push(id);
+        }
+        for &id in &ids1[a.len() - suffix..] {
+            count2[id as usize] += 1;
+            ids2.push(id);
+        }
+        Classified {
+            ids1,
+            ids2,
+            count1,
+            count2,
+        }
     }
 }
 
 /// Marks changed lines of `a` and `b` with `algorithm`, before compaction (xdiff's `xdl_do_diff`).
 fn do_diff(a: &[&[u8]], b: &[&[u8]], algorithm: Algorithm) -> (Classified, Changed, Changed) {
-    let cls = classify(a, b);
+    do_diff_classified(a, b, classify(a, b), algorithm)
+}
+
+fn do_diff_classified(
+    a: &[&[u8]],
+    b: &[&[u8]],
+    cls: Classified,
+    algorithm: Algorithm,
+) -> (Classified, Changed, Changed) {
     let mut ch1 = Changed::new(a.len());
     let mut ch2 = Changed::new(b.len());
     match algorithm {
@@ -190,7 +243,25 @@ fn do_diff(a: &[&[u8]], b: &[&[u8]], algorithm: Algorithm) -> (Classified, Chang
 /// Diffs `a` against `b` and returns the compacted edit script (xdl_do_diff + xdl_change_compact both ways +
 /// xdl_build_script), which is what xdl_merge and the refinement consume.
 pub fn diff(a: &[&[u8]], b: &[&[u8]], algorithm: Algorithm) -> Vec<Change> {
-    let (cls, mut ch1, mut ch2) = do_diff(a, b, algorithm);
+    script(do_diff(a, b, algorithm))
+}
+
+/// [`diff`] of `a` against `b1` and of `a` against `b2`, classifying `a` once.
+pub fn diff_both(
+    a: &[&[u8]],
+    b1: &[&[u8]],
+    b2: &[&[u8]],
+    algorithm: Algorithm,
+) -> (Vec<Change>, Vec<Change>) {
+    let base = BaseClasses::new(a, b1.len().max(b2.len()));
+    let first = base.clone().with(a, b1);
+    let s1 = script(do_diff_classified(a, b1, first, algorithm));
+    let s2 = script(do_diff_classified(a, b2, base.with(a, b2), algorithm));
+    (s1, s2)
+}
+
+/// The compacted edit script of a marked diff.
+fn script((cls, mut ch1, mut ch2): (Classified, Changed, Changed)) -> Vec<Change> {
     compact::change_compact(&cls.ids1, &mut ch1, &mut ch2);
     compact::change_compact(&cls.ids2, &mut ch2, &mut ch1);
     build_script(&ch1, &ch2)
@@ -227,6 +298,57 @@ fn build_script(ch1: &Changed, ch2: &Changed) -> Vec<Change> {
 
 #[cfg(test)]
 mod tests {
+    /// Every line looked up in one map, first file first: what xdiff's classifier does.
+    fn classify_every_line(a: &[&[u8]], b: &[&[u8]]) -> (Vec<u32>, Vec<u32>, Vec<u32>, Vec<u32>) {
+        let mut map = std::collections::HashMap::new();
+        let (mut c1, mut c2, mut i1, mut i2) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        for (file, lines) in [a, b].iter().enumerate() {
+            for line in lines.iter() {
+                let next = c1.len() as u32;
+                let id = *map.entry(*line).or_insert(next);
+                if id == next {
+                    c1.push(0);
+                    c2.push(0);
+                }
+                if file == 0 {
+                    c1[id as usize] += 1;
+                    i1.push(id);
+                } else {
+                    c2[id as usize] += 1;
+                    i2.push(id);
+                }
+            }
+        }
+        (i1, i2, c1, c2)
+    }
+
+    #[test]
+    fn shared_prefix_and_suffix_classify_as_every_line_does() {
+        let base = "x\ny\nx\nz\nw\nx\ny\n";
+        for side in [
+            base,
+            "",
+            "x\n",
+            "x\ny\nnew\nx\nz\nw\nx\ny\n",
+            "x\ny\nx\nz\nw\nx\ny\ntail\n",
+            "head\nx\ny\nx\nz\nw\nx\ny\n",
+            "x\ny\nw\nnew\nx\nagain\nnew\nx\ny\n",
+            "x\ny\nx\n",
+            "y\n",
+        ] {
+            for (a, b) in [(base, side), (side, base)] {
+                let (a, b) = (split_lines(a.as_bytes()), split_lines(b.as_bytes()));
+                let got = classify(&a, &b);
+                let want = classify_every_line(&a, &b);
+                assert_eq!(
+                    (got.ids1, got.ids2, got.count1, got.count2),
+                    want,
+                    "{a:?} / {b:?}"
+                );
+            }
+        }
+    }
+
     use super::*;
 
     fn lines(s: &str) -> Vec<&[u8]> {

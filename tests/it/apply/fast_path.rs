@@ -335,3 +335,44 @@ fn a_stop_after_a_merge_has_gits_stages_and_the_merged_blob_on_disk() {
         String::from_utf8(replace_line(&f, 20, "vendor edit at 20")).unwrap()
     );
 }
+
+/// A commit that replaces a file by a directory of the same name picks as git picks it: libgit2's tree updater,
+/// which built the picks' trees before bport's own (issue 16), refused it ("D/F conflict when updating tree").
+#[test]
+fn a_file_replaced_by_a_directory_picks_as_git_does() {
+    skip_unless!(has_git());
+    let t = TestRepo::new();
+    t.commit(
+        "base",
+        &[
+            ("f", Some("a file\n")),
+            ("f.c", Some("c\n")),
+            ("keep", Some("k\n")),
+        ],
+    );
+    t.branch("upstream", "HEAD");
+    t.checkout("upstream");
+    t.commit(
+        "f becomes a directory",
+        &[("f", None), ("f/g", Some("g\n"))],
+    );
+    t.commit("f/g edited", &[("f/g", Some("g2\n"))]);
+    t.checkout("master");
+    // The branch drifted elsewhere, so the picks are real merges onto another tree.
+    t.commit("vendor", &[("keep", Some("k2\n"))]);
+
+    let g = t.copy();
+    git_ok(g.path(), &["cherry-pick", "-x", "master..upstream"]);
+    let (_d, list) = list_file(&t.list("master..upstream"));
+    let out = bport::run(t.path(), &["apply", "-x", list.to_str().unwrap()]);
+    assert_eq!(out.code, Some(0), "{}", out.transcript());
+    let fmt = "--format=%H %T %an <%ae> %ad | %cn <%ce> %cd%n%B";
+    let ours = git_ok(t.path(), &["log", fmt, "master..HEAD"]);
+    assert_eq!(ours, git_ok(g.path(), &["log", fmt, "master..HEAD"]));
+    assert_eq!(
+        git_ok(t.path(), &["ls-tree", "-r", "--name-only", "HEAD"]),
+        "f.c\nf/g\nkeep\n"
+    );
+    assert_eq!(git_ok(t.path(), &["status", "--porcelain"]), "");
+    assert_eq!(t.snapshot().files, g.snapshot().files);
+}
