@@ -301,7 +301,9 @@ pub(crate) fn sites(
         }
         let mut out = Vec::new();
         for inst in &instances {
-            let Some(entry) = di.entry_pc(inst.unit, inst.die) else {
+            // perf skips an instance whose entry is 0 ("has no entry PC"): code the linker dropped (an unused
+            // generic's copy) keeps its DWARF with addresses relocated to 0.
+            let Some(entry) = di.entry_pc(inst.unit, inst.die).filter(|&e| e != 0) else {
                 continue;
             };
             if pp.retprobe && inst.inlined {
@@ -340,12 +342,14 @@ pub(crate) fn sites(
     }
     let file = pp.file.clone().unwrap_or_default();
     let line = pp.line.unwrap_or(0);
-    let units: Vec<usize> = (0..di.units.len())
+    // The file table first, so that the rows of units that can't hold the file are never built.
+    let units: Vec<usize> = (0..di.unit_count())
         .filter(|&u| {
-            di.units[u]
-                .rows
-                .iter()
-                .any(|r| dwarf::tail_matches(&r.file, &file))
+            di.unit_mentions_file(u, &file)
+                && di
+                    .rows(u)
+                    .iter()
+                    .any(|r| dwarf::tail_matches(&r.file, &file))
         })
         .collect();
     if units.is_empty() {
@@ -367,7 +371,7 @@ fn line_sites(
     let mut out: Vec<Site> = Vec::new();
     let mut shared = None;
     for &u in units {
-        for row in &di.units[u].rows {
+        for row in di.rows(u) {
             if !row.is_stmt
                 || row.end_sequence
                 || row.line != line
@@ -432,7 +436,7 @@ fn lazy_sites(
             source,
         })?;
         let lines: Vec<&str> = source.lines().collect();
-        for row in &di.units[inst.unit].rows {
+        for row in di.rows(inst.unit) {
             if !row.is_stmt
                 || row.end_sequence
                 || *row.file != *file
@@ -464,7 +468,7 @@ fn lazy_sites(
 fn find_var(di: &DebugInfo, unit: usize, chain: &[usize], name: &str) -> Option<VarDie> {
     for &scope in chain.iter().rev() {
         for c in di.children(unit, scope) {
-            let tag = di.units[unit].dies[c].tag;
+            let tag = di.dies(unit)[c].tag;
             if (tag == gimli::DW_TAG_variable || tag == gimli::DW_TAG_formal_parameter)
                 && di.name(unit, c).as_deref() == Some(name)
             {
@@ -473,15 +477,11 @@ fn find_var(di: &DebugInfo, unit: usize, chain: &[usize], name: &str) -> Option<
         }
     }
     // Globals: this unit first, then the others; a definition with a location over a declaration.
-    let units = std::iter::once(unit).chain((0..di.units.len()).filter(|&u| u != unit));
+    let units = std::iter::once(unit).chain((0..di.unit_count()).filter(|&u| u != unit));
     let mut declared = None;
+    let key = di.name_key(name);
     for u in units {
-        for c in di.children(u, 0) {
-            if di.units[u].dies[c].tag != gimli::DW_TAG_variable
-                || di.name(u, c).as_deref() != Some(name)
-            {
-                continue;
-            }
+        for c in di.top_level_named(u, gimli::DW_TAG_variable, &key) {
             let e = di.entry(u, c);
             if e.attr_value(gimli::DW_AT_location).is_some()
                 || e.attr_value(gimli::DW_AT_const_value).is_some()
@@ -503,7 +503,7 @@ pub(crate) fn visible_vars(di: &DebugInfo, site: Site, params_only: bool) -> Vec
         .rev()
         .find(|&&s| {
             matches!(
-                di.units[site.unit].dies[s].tag,
+                di.dies(site.unit)[s].tag,
                 gimli::DW_TAG_subprogram | gimli::DW_TAG_inlined_subroutine
             )
         })
@@ -523,7 +523,7 @@ fn walk_vars(
     out: &mut Vec<VarDie>,
 ) {
     for c in di.children(unit, scope).collect::<Vec<_>>() {
-        let tag = di.units[unit].dies[c].tag;
+        let tag = di.dies(unit)[c].tag;
         if tag == gimli::DW_TAG_formal_parameter || (tag == gimli::DW_TAG_variable && !params_only)
         {
             out.push(VarDie { unit, die: c });

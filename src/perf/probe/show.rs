@@ -23,7 +23,7 @@ pub(crate) fn point_of(di: &DebugInfo, unit: usize, addr: u64) -> Option<String>
     let (mut func, mut base, mut base_file) = (name.clone(), decl, decl_file);
     // Into inlined copies: at a copy's entry the line is its call site, inside it relative to the copy.
     for &s in di.scopes_at(unit, f, addr).iter().skip(1) {
-        if di.units[unit].dies[s].tag != gimli::DW_TAG_inlined_subroutine {
+        if di.dies(unit)[s].tag != gimli::DW_TAG_inlined_subroutine {
             continue;
         }
         if di.entry_pc(unit, s) == Some(addr) {
@@ -81,7 +81,7 @@ pub fn available_vars(
         if externs {
             candidates.extend(
                 di.children(site.unit, 0)
-                    .filter(|&c| di.units[site.unit].dies[c].tag == gimli::DW_TAG_variable)
+                    .filter(|&c| di.dies(site.unit)[c].tag == gimli::DW_TAG_variable)
                     .map(|c| VarDie {
                         unit: site.unit,
                         die: c,
@@ -173,7 +173,7 @@ pub fn line_range(
         }
     };
     // Rows inside the function, not inside an inlined copy unless at its call line (perf's die_walk_lines).
-    for row in &di.units[u].rows {
+    for row in di.rows(u) {
         if !row.is_stmt || row.end_sequence || !di.contains(u, f, row.address) {
             continue;
         }
@@ -181,7 +181,7 @@ pub fn line_range(
         if let Some(&inl) = chain
             .iter()
             .rev()
-            .find(|&&s| di.units[u].dies[s].tag == gimli::DW_TAG_inlined_subroutine)
+            .find(|&&s| di.dies(u)[s].tag == gimli::DW_TAG_inlined_subroutine)
         {
             let call_line = di
                 .entry(u, inl)
@@ -201,7 +201,7 @@ pub fn line_range(
     }
     let mut stack: Vec<usize> = di.children(u, f).collect();
     while let Some(c) = stack.pop() {
-        let tag = di.units[u].dies[c].tag;
+        let tag = di.dies(u)[c].tag;
         if tag == gimli::DW_TAG_inlined_subroutine {
             let call_line = di
                 .entry(u, c)
@@ -281,7 +281,7 @@ pub fn write_line_range(
 
 /// `-F`: the binary's function and object symbols, without those starting with `_` (perf's default filter).
 pub fn functions(di: &DebugInfo) -> Vec<String> {
-    di.symbols
+    di.symbols()
         .iter()
         .filter(|s| !s.starts_with('_'))
         .cloned()
