@@ -778,3 +778,85 @@ fn a_rust_binary_as_perf_sees_it() {
         assert_eq!(ours.stdout, perfs, "{q:?}\n{}", ours.transcript());
     }
 }
+
+/// `bport record -e 'GROUP:*'` expands the glob over the group's events as perf does (both probes recorded, in
+/// the order perf lists them), `perf script` reads the file and prints what `bport script` prints, a partial
+/// glob takes only its events, and a glob that matches nothing is a clear error.
+#[test]
+fn record_takes_a_glob_of_probe_events() {
+    let _l = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    if !ready() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let exe = build(dir.path(), "pglob", &["-g", "-O0"]);
+    let group = "probe_pglob";
+    let _g = Group(group.into());
+    let loop_line = rel_line("/* LOOP */");
+    let out = probe(
+        dir.path(),
+        &[
+            "-x",
+            exe.to_str().unwrap(),
+            &format!("work:{loop_line} a i acc"),
+            "show x=p->next->x label=p->label:string",
+        ],
+    );
+    assert_eq!(out.code, Some(0), "{}", out.transcript());
+    assert_eq!(defined(group).len(), 2, "{:?}", defined(group));
+
+    let (data, stdout) = bport_record(dir.path(), &exe, &[format!("{group}:*")]);
+    let text = bport_script(dir.path(), &data);
+    let samples = script_samples(&text, group);
+    let work = format!("{group}:work_L{loop_line}");
+    assert_eq!(values_of(&samples, &work), truth(&stdout, "loop"));
+    assert_eq!(truth(&stdout, "loop").len(), 3);
+    let shows = values_of(&samples, &format!("{group}:show"));
+    assert_eq!(shows.len(), truth(&stdout, "show").len());
+    assert!(!shows.is_empty());
+    assert_eq!(
+        perf_script(dir.path(), &data),
+        text,
+        "perf script of bport's file"
+    );
+    // The events of the file, in perf's order for the same glob.
+    let evlist =
+        |data: &Path| oracle::perf_ok(dir.path(), &["evlist", "-i", data.to_str().unwrap()]);
+    let (perf_data, _) = perf_record(dir.path(), &exe, group);
+    let names = |text: String| -> Vec<String> {
+        text.lines()
+            .filter(|l| l.starts_with(group))
+            .map(String::from)
+            .collect()
+    };
+    assert_eq!(names(evlist(&data)), names(evlist(&perf_data)));
+
+    let (data, _) = bport_record(dir.path(), &exe, &[format!("{group}:work*")]);
+    let text = bport_script(dir.path(), &data);
+    let events: std::collections::BTreeSet<String> = script_samples(&text, group)
+        .into_iter()
+        .map(|(e, _)| e)
+        .collect();
+    assert_eq!(events.into_iter().collect::<Vec<_>>(), [work]);
+
+    let out = bport::run(
+        dir.path(),
+        &[
+            "record",
+            "-o",
+            "x.data",
+            "-e",
+            &format!("{group}:nothing*"),
+            "--",
+            "true",
+        ],
+    );
+    assert_eq!(out.code, Some(2), "{}", out.transcript());
+    assert!(
+        out.stderr
+            .contains(&format!("no tracepoint matches {group}:nothing*")),
+        "{}",
+        out.transcript()
+    );
+    assert!(!dir.path().join("x.data").exists());
+}
