@@ -77,6 +77,188 @@ pub(crate) struct NameKey<'a> {
     str_offsets: Vec<usize>,
 }
 
+impl NameKey<'_> {
+    /// The DIEs of `unit` with a tag in `tags` (children of the unit DIE only when `top_level`) whose name, their
+    /// own or through DW_AT_abstract_origin / DW_AT_specification as `name()` follows it, is `name`. This is the
+    /// walk that visits every unit, so it reads only the three attributes that can name a DIE and skips the
+    /// rest, and resolves an inlined copy's origin against the subprograms the same walk saw (an -O1 C++ unit
+    /// has thousands of inlined copies of a few hundred functions) instead of reading the origin again.
+    fn find_in(
+        &self,
+        dwarf: &gimli::Dwarf<R>,
+        u: &gimli::Unit<R>,
+        tags: &[gimli::DwTag],
+        top_level: bool,
+        scratch: &mut Scratch,
+    ) -> Vec<UnitOffset> {
+        let name = self;
+        let Scratch {
+            wanted,
+            subprograms,
+            matched,
+            all,
+        } = scratch;
+        wanted.clear();
+        subprograms.clear();
+        all.clear();
+        if let Ok(mut raw) = u.entries_raw(None) {
+            'walk: while !raw.is_empty() {
+                let offset = raw.next_offset();
+                let depth = raw.next_depth();
+                let abbrev = match raw.read_abbreviation() {
+                    Ok(Some(a)) => a,
+                    Ok(None) => continue,
+                    Err(_) => break,
+                };
+                let tag = abbrev.tag();
+                all.push((offset, tag, depth));
+                let want = tags.contains(&tag) && (!top_level || depth == 1);
+                let specs = abbrev.attributes();
+                if !want && tag != gimli::DW_TAG_subprogram {
+                    if raw.skip_attributes(specs).is_err() {
+                        break;
+                    }
+                    continue;
+                }
+                let (mut own, mut origin, mut spec) = (None, None, None);
+                // Runs of attributes that can't name the DIE are skipped in one call.
+                let mut run = 0;
+                for (k, at) in specs.iter().enumerate() {
+                    let slot = match at.name() {
+                        gimli::DW_AT_name => &mut own,
+                        gimli::DW_AT_abstract_origin => &mut origin,
+                        gimli::DW_AT_specification => &mut spec,
+                        _ => continue,
+                    };
+                    if raw.skip_attributes(&specs[run..k]).is_err() {
+                        break 'walk;
+                    }
+                    run = k + 1;
+                    match raw.read_attribute(*at) {
+                        Ok(a) => *slot = Some(a.value()),
+                        Err(_) => break 'walk,
+                    }
+                }
+                if raw.skip_attributes(&specs[run..]).is_err() {
+                    break;
+                }
+                let own = own.map(|v| name.is(dwarf, u, v));
+                let origin = match origin.or(spec) {
+                    Some(AttributeValue::UnitRef(o)) => Some(o),
+                    _ => None,
+                };
+                if tag == gimli::DW_TAG_subprogram {
+                    subprograms.push((offset, own, origin));
+                }
+                if want {
+                    wanted.push((offset, own, origin));
+                }
+            }
+        }
+        // Whether each subprogram is named `name`, its origin chain followed once (None: not known yet).
+        matched.clear();
+        matched.resize(subprograms.len(), None);
+        let mut memo: HashMap<UnitOffset, bool> = HashMap::new();
+        let mut resolve = |own: Option<bool>, origin: Option<UnitOffset>| -> bool {
+            let (mut own, mut origin) = (own, origin);
+            let mut chain: Vec<usize> = Vec::new();
+            let mut result = false;
+            for _ in 0..8 {
+                if let Some(m) = own {
+                    result = m;
+                    break;
+                }
+                let Some(o) = origin else {
+                    break;
+                };
+                // Subprograms were pushed in offset order.
+                match subprograms.binary_search_by_key(&o, |s| s.0) {
+                    Ok(k) => {
+                        if let Some(m) = matched[k] {
+                            result = m;
+                            break;
+                        }
+                        chain.push(k);
+                        (own, origin) = (subprograms[k].1, subprograms[k].2);
+                    }
+                    Err(_) => {
+                        result = name.origin_named(dwarf, u, o, &mut memo);
+                        break;
+                    }
+                }
+            }
+            for k in chain {
+                matched[k] = Some(result);
+            }
+            result
+        };
+        wanted
+            .iter()
+            .filter(|&&(_, own, origin)| resolve(own, origin))
+            .map(|w| w.0)
+            .collect()
+    }
+
+    fn is(&self, dwarf: &gimli::Dwarf<R>, unit: &gimli::Unit<R>, v: AttributeValue<R>) -> bool {
+        let key = self;
+        match v {
+            AttributeValue::DebugStrRef(o) => key.str_offsets.binary_search(&o.0).is_ok(),
+            AttributeValue::DebugStrOffsetsIndex(i) => dwarf
+                .string_offset(unit, i)
+                .is_ok_and(|o| key.str_offsets.binary_search(&o.0).is_ok()),
+            v => dwarf.attr_string(unit, v).is_ok_and(|r| {
+                r.len() == key.name.len() && r.to_slice().is_ok_and(|b| *b == *key.name.as_bytes())
+            }),
+        }
+    }
+
+    /// Whether the DIE at `offset` (an abstract origin or a declaration) is named `name`, following its own
+    /// origin chain as far as `origin_attr` does.
+    fn origin_named(
+        &self,
+        dwarf: &gimli::Dwarf<R>,
+        unit: &gimli::Unit<R>,
+        offset: UnitOffset,
+        memo: &mut HashMap<UnitOffset, bool>,
+    ) -> bool {
+        if let Some(&m) = memo.get(&offset) {
+            return m;
+        }
+        let mut at = offset;
+        let mut result = false;
+        for _ in 0..7 {
+            let Ok(e) = unit.entry(at) else {
+                break;
+            };
+            if let Some(v) = e.attr_value(gimli::DW_AT_name) {
+                result = self.is(dwarf, unit, v);
+                break;
+            }
+            match e
+                .attr_value(gimli::DW_AT_abstract_origin)
+                .or_else(|| e.attr_value(gimli::DW_AT_specification))
+            {
+                Some(AttributeValue::UnitRef(o)) => at = o,
+                _ => break,
+            }
+        }
+        memo.insert(offset, result);
+        result
+    }
+}
+
+/// Buffers of `NameKey::find_in`, kept over the walk of every unit so that each unit does not allocate them anew.
+#[derive(Default)]
+pub(crate) struct Scratch {
+    /// (offset, own name matches, origin) of each DIE with a wanted tag.
+    wanted: Vec<(UnitOffset, Option<bool>, Option<UnitOffset>)>,
+    /// The same of every subprogram, in offset order: the origins inlined copies and definitions name.
+    subprograms: Vec<(UnitOffset, Option<bool>, Option<UnitOffset>)>,
+    matched: Vec<Option<bool>>,
+    /// (offset, tag, depth) of every DIE walked: the unit's index when it holds a match, without a second walk.
+    all: Vec<(UnitOffset, gimli::DwTag, isize)>,
+}
+
 /// The binary's DWARF and what the translation needs besides it.
 pub struct DebugInfo {
     pub(crate) path: PathBuf,
@@ -331,63 +513,6 @@ impl DebugInfo {
         })
     }
 
-    /// The DIEs of `unit` with a tag in `tags` (children of the unit DIE only when `top_level`) whose name, their
-    /// own or through DW_AT_abstract_origin / DW_AT_specification as `name()` follows it, is `name`. The other
-    /// DIEs' attributes are skipped, not read: this is the walk that visits every unit.
-    fn find_named(
-        &self,
-        unit: usize,
-        tags: &[gimli::DwTag],
-        name: &NameKey,
-        top_level: bool,
-    ) -> Vec<UnitOffset> {
-        let u = &self.units[unit].unit;
-        let mut out = Vec::new();
-        let Ok(mut raw) = u.entries_raw(None) else {
-            return out;
-        };
-        let mut memo: HashMap<UnitOffset, bool> = HashMap::new();
-        while !raw.is_empty() {
-            let offset = raw.next_offset();
-            let depth = raw.next_depth();
-            let Ok(abbrev) = raw.read_abbreviation() else {
-                break;
-            };
-            let Some(abbrev) = abbrev else {
-                continue;
-            };
-            if !tags.contains(&abbrev.tag()) || (top_level && depth != 1) {
-                if raw.skip_attributes(abbrev.attributes()).is_err() {
-                    break;
-                }
-                continue;
-            }
-            let (mut own, mut origin, mut spec) = (None, None, None);
-            for at in abbrev.attributes() {
-                let Ok(attr) = raw.read_attribute(*at) else {
-                    return out;
-                };
-                match attr.name() {
-                    gimli::DW_AT_name => own = Some(attr.value()),
-                    gimli::DW_AT_abstract_origin => origin = Some(attr.value()),
-                    gimli::DW_AT_specification => spec = Some(attr.value()),
-                    _ => {}
-                }
-            }
-            let matches = match (own, origin.or(spec)) {
-                (Some(v), _) => self.string_is(u, v, name),
-                (None, Some(AttributeValue::UnitRef(o))) => {
-                    self.origin_named(u, o, name, &mut memo)
-                }
-                _ => false,
-            };
-            if matches {
-                out.push(offset);
-            }
-        }
-        out
-    }
-
     /// The children of the unit DIE with tag `tag` named `name`, as DIE indices (only a unit that has one gets
     /// indexed).
     pub(crate) fn top_level_named(
@@ -396,10 +521,16 @@ impl DebugInfo {
         tag: gimli::DwTag,
         name: &NameKey,
     ) -> Vec<usize> {
-        self.find_named(unit, &[tag], name, true)
-            .into_iter()
-            .filter_map(|o| self.die_index(unit, o))
-            .collect()
+        name.find_in(
+            &self.dwarf,
+            &self.units[unit].unit,
+            &[tag],
+            true,
+            &mut Scratch::default(),
+        )
+        .into_iter()
+        .filter_map(|o| self.die_index(unit, o))
+        .collect()
     }
 
     pub(crate) fn name_key<'a>(&self, name: &'a str) -> NameKey<'a> {
@@ -412,49 +543,6 @@ impl DebugInfo {
             Err(_) => Vec::new(),
         };
         NameKey { name, str_offsets }
-    }
-
-    fn string_is(&self, unit: &gimli::Unit<R>, v: AttributeValue<R>, key: &NameKey) -> bool {
-        match v {
-            AttributeValue::DebugStrRef(o) => key.str_offsets.binary_search(&o.0).is_ok(),
-            v => self.dwarf.attr_string(unit, v).is_ok_and(|r| {
-                r.len() == key.name.len() && r.to_slice().is_ok_and(|b| *b == *key.name.as_bytes())
-            }),
-        }
-    }
-
-    /// Whether the DIE at `offset` (an abstract origin or a declaration) is named `name`, following its own
-    /// origin chain as far as `origin_attr` does.
-    fn origin_named(
-        &self,
-        unit: &gimli::Unit<R>,
-        offset: UnitOffset,
-        name: &NameKey,
-        memo: &mut HashMap<UnitOffset, bool>,
-    ) -> bool {
-        if let Some(&m) = memo.get(&offset) {
-            return m;
-        }
-        let mut at = offset;
-        let mut result = false;
-        for _ in 0..7 {
-            let Ok(e) = unit.entry(at) else {
-                break;
-            };
-            if let Some(v) = e.attr_value(gimli::DW_AT_name) {
-                result = self.string_is(unit, v, name);
-                break;
-            }
-            match e
-                .attr_value(gimli::DW_AT_abstract_origin)
-                .or_else(|| e.attr_value(gimli::DW_AT_specification))
-            {
-                Some(AttributeValue::UnitRef(o)) => at = o,
-                _ => break,
-            }
-        }
-        memo.insert(offset, result);
-        result
     }
 
     /// The units whose .debug_aranges cover `addr` (none when the binary has no aranges).
@@ -649,8 +737,8 @@ impl DebugInfo {
         let mut out = Vec::new();
         let tags = [gimli::DW_TAG_subprogram, gimli::DW_TAG_inlined_subroutine];
         let key = self.name_key(name);
-        for ui in 0..self.units.len() {
-            for offset in self.find_named(ui, &tags, &key, false) {
+        for (ui, found) in self.walk_units(&tags, &key) {
+            for offset in found {
                 let Some(di) = self.die_index(ui, offset) else {
                     continue;
                 };
@@ -679,6 +767,61 @@ impl DebugInfo {
             }
         }
         out
+    }
+
+    /// The DIEs of every unit tagged `tags` and named by `key`, per unit in unit order (units without one left
+    /// out), the units of a match indexed on the way. The units are independent, so the walk runs on as many
+    /// threads as the machine offers (up to 4): it is most of a probe's time on a big binary.
+    fn walk_units(&self, tags: &[gimli::DwTag], key: &NameKey) -> Vec<(usize, Vec<UnitOffset>)> {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        let n = self.units.len();
+        let indexed: Vec<bool> = self.units.iter().map(|u| u.dies.get().is_some()).collect();
+        let units: Vec<&gimli::Unit<R>> = self.units.iter().map(|u| &u.unit).collect();
+        let dwarf = &self.dwarf;
+        let threads = std::thread::available_parallelism()
+            .map_or(1, |t| t.get())
+            .clamp(1, 4)
+            .min(n.max(1));
+        let next = AtomicUsize::new(0);
+        let work = || {
+            let mut scratch = Scratch::default();
+            let mut out = Vec::new();
+            loop {
+                let u = next.fetch_add(1, Ordering::Relaxed);
+                if u >= n {
+                    break;
+                }
+                let found = key.find_in(dwarf, units[u], tags, false, &mut scratch);
+                if !found.is_empty() {
+                    let dies = (!indexed[u]).then(|| dies_from(&scratch.all));
+                    out.push((u, found, dies));
+                }
+            }
+            out
+        };
+        let mut results: Vec<(usize, Vec<UnitOffset>, Option<Vec<Die>>)> =
+            std::thread::scope(|s| {
+                let helpers: Vec<_> = (1..threads).map(|_| s.spawn(work)).collect();
+                let mut all = work();
+                for h in helpers {
+                    match h.join() {
+                        Ok(part) => all.extend(part),
+                        Err(panic) => std::panic::resume_unwind(panic),
+                    }
+                }
+                all
+            });
+        results.sort_by_key(|r| r.0);
+        results
+            .into_iter()
+            .map(|(u, found, dies)| {
+                if let Some(d) = dies {
+                    // Set here: the cell is not shared with the walking threads.
+                    let _ = self.units[u].dies.set(d);
+                }
+                (u, found)
+            })
+            .collect()
     }
 
     /// The out-of-line function (DW_TAG_subprogram with code) of a unit containing `addr`.
@@ -840,33 +983,41 @@ fn file_path(
 
 /// The DIE index of a unit: offsets, tags and parents, attributes skipped.
 fn index_dies(unit: &gimli::Unit<R>) -> Vec<Die> {
-    let mut dies = Vec::new();
+    let mut all = Vec::new();
+    if let Ok(mut raw) = unit.entries_raw(None) {
+        while !raw.is_empty() {
+            let offset = raw.next_offset();
+            let depth = raw.next_depth();
+            let abbrev = match raw.read_abbreviation() {
+                Ok(Some(a)) => a,
+                // A null entry closes a list of children; the reader tracks the depth.
+                Ok(None) => continue,
+                Err(_) => break,
+            };
+            all.push((offset, abbrev.tag(), depth));
+            if raw.skip_attributes(abbrev.attributes()).is_err() {
+                break;
+            }
+        }
+    }
+    dies_from(&all)
+}
+
+/// The index from (offset, tag, depth) in DFS order: a DIE's parent is the last DIE one level up.
+fn dies_from(all: &[(UnitOffset, gimli::DwTag, isize)]) -> Vec<Die> {
+    let mut dies = Vec::with_capacity(all.len());
     let mut stack: Vec<usize> = Vec::new();
-    let Ok(mut raw) = unit.entries_raw(None) else {
-        return dies;
-    };
-    while !raw.is_empty() {
-        let offset = raw.next_offset();
-        let depth = raw.next_depth();
-        let abbrev = match raw.read_abbreviation() {
-            Ok(Some(a)) => a,
-            // A null entry closes a list of children; the reader tracks the depth.
-            Ok(None) => continue,
-            Err(_) => break,
-        };
+    for &(offset, tag, depth) in all {
         let Ok(level) = usize::try_from(depth) else {
             break;
         };
         stack.truncate(level);
         dies.push(Die {
             offset,
-            tag: abbrev.tag(),
+            tag,
             parent: stack.last().copied(),
         });
         stack.push(dies.len() - 1);
-        if raw.skip_attributes(abbrev.attributes()).is_err() {
-            break;
-        }
     }
     dies
 }
