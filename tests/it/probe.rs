@@ -860,3 +860,58 @@ fn record_takes_a_glob_of_probe_events() {
     );
     assert!(!dir.path().join("x.data").exists());
 }
+
+/// A C++ program of two units built with g++ -O1: a member function defined out of its class (named through
+/// DW_AT_specification), a static inline function inlined in both units (named through DW_AT_abstract_origin,
+/// one probe per copy), and plain functions: the definitions and -L/-V equal perf's, so the name walk that
+/// skips most of each unit finds what libdw's walk finds.
+#[test]
+fn cxx_specification_and_inlined_copies_as_perf_finds_them() {
+    let _l = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    skip_unless!(oracle::has_perf());
+    skip_unless!(oracle::require("g++", "apt-get install g++"));
+    let dir = tempfile::tempdir().unwrap();
+    let files = [
+        (
+            "shared.h",
+            "struct Acc {\n    long total;\n    long add(long v);\n};\n\
+             static inline long twice(long v) { return v * 2 + 1; }\n",
+        ),
+        (
+            "a.cc",
+            "#include \"shared.h\"\nlong Acc::add(long v) {\n    total += twice(v);\n    return total;\n}\n\
+             long run_a(Acc &a, int n) {\n    for (int i = 0; i < n; i++)\n        a.add(i);\n    return a.total;\n}\n",
+        ),
+        (
+            "b.cc",
+            "#include <cstdio>\n#include \"shared.h\"\nlong run_a(Acc &a, int n);\n\
+             int main(int argc, char **) {\n    Acc a{0};\n    long r = run_a(a, argc + 2);\n    r += twice(r);\n\
+             printf(\"%ld\\n\", r);\n    return 0;\n}\n",
+        ),
+    ];
+    for (name, text) in files {
+        std::fs::write(dir.path().join(name), text).unwrap();
+    }
+    let exe = dir.path().join("acc");
+    let out = Command::new("g++")
+        .current_dir(dir.path())
+        .args(["-g", "-O1", "-o", "acc", "a.cc", "b.cc"])
+        .output()
+        .expect("spawn g++");
+    oracle::assert_success(&out, "g++");
+    let x = exe.to_str().unwrap();
+    for spec in ["add", "twice", "main", "run_a n"] {
+        let ours = probe(dir.path(), &["-n", "-x", x, spec]);
+        assert_eq!(ours.code, Some(0), "{spec}: {}", ours.transcript());
+        let perfs = perf_dry_run(dir.path(), &exe, spec);
+        assert!(!perfs.is_empty(), "{spec}: perf defined nothing");
+        assert_eq!(ours.stdout.lines().collect::<Vec<_>>(), perfs, "{spec}");
+    }
+    // Both inlined copies of `twice` (one per unit) are probed.
+    assert_eq!(perf_dry_run(dir.path(), &exe, "twice").len(), 2);
+    for q in [["-L", "add"], ["-L", "run_a"], ["-V", "twice"]] {
+        let ours = probe(dir.path(), &["-x", x, q[0], q[1]]);
+        let perfs = oracle::perf_ok(dir.path(), &["probe", "-x", x, q[0], q[1]]);
+        assert_eq!(ours.stdout, perfs, "{q:?}\n{}", ours.transcript());
+    }
+}

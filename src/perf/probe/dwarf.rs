@@ -69,6 +69,9 @@ pub(crate) struct Instance {
     pub inlined: bool,
 }
 
+const FUNCTION_TAGS: [gimli::DwTag; 2] =
+    [gimli::DW_TAG_subprogram, gimli::DW_TAG_inlined_subroutine];
+
 /// A name to look for, with every .debug_str offset at which it is a whole string. Comparing a DW_FORM_strp
 /// offset against these is what keeps the walk over every unit off .debug_str (tens of MB the walk would
 /// otherwise touch at random); tail-merged strings (`open` inside `do_open`) are found too.
@@ -734,10 +737,28 @@ impl DebugInfo {
     /// Every out-of-line body and inlined copy of the function named `name` (a name ending in `.isra.0` or such
     /// also matches its base name, as perf's `die_match_name` does for the symbol).
     pub(crate) fn instances(&self, name: &str, file: Option<&str>) -> Vec<Instance> {
-        let mut out = Vec::new();
-        let tags = [gimli::DW_TAG_subprogram, gimli::DW_TAG_inlined_subroutine];
         let key = self.name_key(name);
-        for (ui, found) in self.walk_units(&tags, &key) {
+        self.instances_in(self.walk_units(&FUNCTION_TAGS, &key, false), file)
+    }
+
+    /// The first out-of-line body of `name` in unit order (what perf's -L shows, it stops at the first unit
+    /// that has one): the walk stops claiming units past the first one where a subprogram is named `name`, and
+    /// walks them all only when that subprogram turns out to have no code (a declaration).
+    pub(crate) fn first_body(&self, name: &str) -> Option<Instance> {
+        let key = self.name_key(name);
+        self.instances_in(self.walk_units(&FUNCTION_TAGS, &key, true), None)
+            .into_iter()
+            .find(|i| !i.inlined)
+            .or_else(|| self.instances(name, None).into_iter().find(|i| !i.inlined))
+    }
+
+    fn instances_in(
+        &self,
+        walked: Vec<(usize, Vec<UnitOffset>)>,
+        file: Option<&str>,
+    ) -> Vec<Instance> {
+        let mut out = Vec::new();
+        for (ui, found) in walked {
             for offset in found {
                 let Some(di) = self.die_index(ui, offset) else {
                     continue;
@@ -772,7 +793,13 @@ impl DebugInfo {
     /// The DIEs of every unit tagged `tags` and named by `key`, per unit in unit order (units without one left
     /// out), the units of a match indexed on the way. The units are independent, so the walk runs on as many
     /// threads as the machine offers (up to 4): it is most of a probe's time on a big binary.
-    fn walk_units(&self, tags: &[gimli::DwTag], key: &NameKey) -> Vec<(usize, Vec<UnitOffset>)> {
+    /// With `first`, units past the first with a matching subprogram are not walked.
+    fn walk_units(
+        &self,
+        tags: &[gimli::DwTag],
+        key: &NameKey,
+        first: bool,
+    ) -> Vec<(usize, Vec<UnitOffset>)> {
         use std::sync::atomic::{AtomicUsize, Ordering};
         let n = self.units.len();
         let indexed: Vec<bool> = self.units.iter().map(|u| u.dies.get().is_some()).collect();
@@ -783,15 +810,27 @@ impl DebugInfo {
             .clamp(1, 4)
             .min(n.max(1));
         let next = AtomicUsize::new(0);
+        // Units are claimed in increasing order, so every unit below the first match is walked whole.
+        let stop = AtomicUsize::new(usize::MAX);
         let work = || {
             let mut scratch = Scratch::default();
             let mut out = Vec::new();
             loop {
                 let u = next.fetch_add(1, Ordering::Relaxed);
-                if u >= n {
+                if u >= n || u > stop.load(Ordering::Relaxed) {
                     break;
                 }
                 let found = key.find_in(dwarf, units[u], tags, false, &mut scratch);
+                if first
+                    && found.iter().any(|o| {
+                        scratch
+                            .all
+                            .binary_search_by_key(o, |d| d.0)
+                            .is_ok_and(|k| scratch.all[k].1 == gimli::DW_TAG_subprogram)
+                    })
+                {
+                    stop.fetch_min(u, Ordering::Relaxed);
+                }
                 if !found.is_empty() {
                     let dies = (!indexed[u]).then(|| dies_from(&scratch.all));
                     out.push((u, found, dies));
@@ -812,8 +851,10 @@ impl DebugInfo {
                 all
             });
         results.sort_by_key(|r| r.0);
+        let stop = stop.into_inner();
         results
             .into_iter()
+            .filter(|r| r.0 <= stop)
             .map(|(u, found, dies)| {
                 if let Some(d) = dies {
                     // Set here: the cell is not shared with the walking threads.

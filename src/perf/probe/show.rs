@@ -143,10 +143,8 @@ pub fn line_range(
     start: Option<u64>,
     end: Option<u64>,
 ) -> Result<LineRange, Error> {
-    let instances = di.instances(function, None);
-    let inst = instances
-        .iter()
-        .find(|i| !i.inlined)
+    let inst = di
+        .first_body(function)
         .ok_or_else(|| Error::FunctionNotFound {
             function: function.into(),
             path: di.path.clone(),
