@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # `bport probe` against `perf probe` on big binaries, the same spec in the same run: the time to plan a probe
-# (`-n`, nothing written to tracefs), to show lines (`-L`) and variables (`-V`), best of RUNS interleaved runs,
-# the ratio perf/bport (above 1: bport is faster) and whether the two outputs are the same (definitions: perf's
-# `Writing event:` lines of -v against bport's -n output).
+# (`-n`, nothing written to tracefs), to show lines (`-L`) and variables (`-V`), best of RUNS interleaved runs
+# (wall and CPU ms), the wall ratio perf/bport (above 1: bport is faster) and whether the two outputs are the
+# same (definitions: perf's `Writing event:` lines of -v against bport's -n output).
 #
 # Binaries:
 #   - bport's own debug build (target/debug/bport, ~100 MB, ~800 units of Rust and some C), copied first so
@@ -104,10 +104,15 @@ cases=(
     "C++ -O1 $(mb "$work/cxx") MB|$work/cxx|-V;work"
 )
 
-ms() { local s e; s=$(date +%s%N); "$@" >/dev/null 2>&1 || true; e=$(date +%s%N); echo $(((e - s) / 1000000)); }
-best() { tr ' ' '\n' | grep . | sort -n | head -1; }
+# Wall and CPU (user + system) milliseconds of one run, as "wall,cpu". bport walks units on up to 4 threads,
+# perf on one, so the CPU column says what the wall column gains from the second core.
+ms() {
+    /usr/bin/time -f '%e %U %S' -o "$work/time" "$@" >/dev/null 2>&1 || true
+    awk '{printf "%d,%d\n", $1 * 1000, ($2 + $3) * 1000}' "$work/time"
+}
+best() { tr ' ' '\n' | grep . | cut -d, -f"$1" | sort -n | head -1; }
 
-printf '%-20s %-28s %9s %9s %10s  %s\n' binary case "perf ms" "bport ms" perf/bport output
+printf '%-20s %-28s %14s %14s %10s  %s\n' binary case "perf ms (cpu)" "bport ms (cpu)" perf/bport output
 for c in "${cases[@]}"; do
     IFS='|' read -r name bin args <<<"$c"
     IFS=';' read -r -a a <<<"$args"
@@ -124,7 +129,8 @@ for c in "${cases[@]}"; do
         tp+="$(ms "$perf" probe -x "$bin" "${a[@]}") "
         tb+="$(ms "$BPORT" probe -x "$bin" "${a[@]}") "
     done
-    p=$(best <<<"$tp")
-    b=$(best <<<"$tb")
-    printf '%-20s %-28s %9d %9d %9.2fx  %s\n' "$name" "${a[*]}" "$p" "$b" "$(echo "$p / $b" | bc -l)" "$same"
+    p=$(best 1 <<<"$tp") pc=$(best 2 <<<"$tp")
+    b=$(best 1 <<<"$tb") bc=$(best 2 <<<"$tb")
+    printf '%-20s %-28s %7d (%4d) %7d (%4d) %9.2fx  %s\n' "$name" "${a[*]}" "$p" "$pc" "$b" "$bc" \
+        "$(echo "$p / $b" | bc -l)" "$same"
 done
