@@ -864,7 +864,8 @@ fn record_takes_a_glob_of_probe_events() {
 /// A C++ program of two units built with g++ -O1: a member function defined out of its class (named through
 /// DW_AT_specification), a static inline function inlined in both units (named through DW_AT_abstract_origin,
 /// one probe per copy), and plain functions: the definitions and -L/-V equal perf's, so the name walk that
-/// skips most of each unit finds what libdw's walk finds.
+/// skips most of each unit finds what libdw's walk finds, and a function's entry sees the function's own
+/// variables before those of a copy inlined at the same address.
 #[test]
 fn cxx_specification_and_inlined_copies_as_perf_finds_them() {
     let _l = LOCK.lock().unwrap_or_else(|e| e.into_inner());
@@ -900,7 +901,9 @@ fn cxx_specification_and_inlined_copies_as_perf_finds_them() {
         .expect("spawn g++");
     oracle::assert_success(&out, "g++");
     let x = exe.to_str().unwrap();
-    for spec in ["add", "twice", "main", "run_a n"] {
+    // `add v this`: at add's entry a copy of `twice` is inlined at the same address; perf takes add's own `v`
+    // (the probed function's scope first), not the inlined copy's optimized-out one.
+    for spec in ["add", "twice", "main", "run_a n", "add v this"] {
         let ours = probe(dir.path(), &["-n", "-x", x, spec]);
         assert_eq!(ours.code, Some(0), "{spec}: {}", ours.transcript());
         let perfs = perf_dry_run(dir.path(), &exe, spec);
@@ -909,7 +912,13 @@ fn cxx_specification_and_inlined_copies_as_perf_finds_them() {
     }
     // Both inlined copies of `twice` (one per unit) are probed.
     assert_eq!(perf_dry_run(dir.path(), &exe, "twice").len(), 2);
-    for q in [["-L", "add"], ["-L", "run_a"], ["-V", "twice"]] {
+    for q in [
+        ["-L", "add"],
+        ["-L", "run_a"],
+        ["-V", "twice"],
+        ["-V", "add"],
+        ["-V", "run_a"],
+    ] {
         let ours = probe(dir.path(), &["-x", x, q[0], q[1]]);
         let perfs = oracle::perf_ok(dir.path(), &["probe", "-x", x, q[0], q[1]]);
         assert_eq!(ours.stdout, perfs, "{q:?}\n{}", ours.transcript());

@@ -428,7 +428,8 @@ pub(crate) fn type_name(di: &DebugInfo, unit: usize, die: Option<usize>) -> Stri
         gimli::DW_TAG_union_type => format!("union {}", name.unwrap_or_default()),
         gimli::DW_TAG_enumeration_type => format!("enum {}", name.unwrap_or_default()),
         gimli::DW_TAG_array_type => format!("{}[]", type_name(di, unit, type_of(di, unit, d))),
-        _ => name.unwrap_or_else(|| "(unknown)".into()),
+        // perf's die_get_typename fails on an unnamed type (a C++ reference, say) and prints its fallback.
+        _ => name.unwrap_or_else(|| "(unknown_type)".into()),
     }
 }
 

@@ -254,6 +254,29 @@ pub(crate) struct Site {
     /// The out-of-line function containing the address.
     pub function: usize,
     pub address: u64,
+    /// For a probe at a function's entry, the instance probed (the body or an inlined copy): perf takes the
+    /// variables of that scope first (its `call_probe_finder(sp_die)`), not those of a copy inlined at the
+    /// same address.
+    pub entry_of: Option<usize>,
+}
+
+impl Site {
+    /// The scopes whose variables the site sees, in the order they are searched: for a function entry the
+    /// probed instance, then the scopes inside it holding the address (outer first), then those around it; else
+    /// innermost first.
+    fn search_order(&self, chain: &[usize]) -> Vec<usize> {
+        match self
+            .entry_of
+            .and_then(|s| chain.iter().position(|&c| c == s))
+        {
+            Some(p) => chain[p..]
+                .iter()
+                .chain(chain[..p].iter().rev())
+                .copied()
+                .collect(),
+            None => chain.iter().rev().copied().collect(),
+        }
+    }
 }
 
 fn place_text(spec: &Spec) -> String {
@@ -331,6 +354,7 @@ pub(crate) fn sites(
                 unit: inst.unit,
                 function,
                 address,
+                entry_of: pp.offset.is_none().then_some(inst.die),
             });
         }
         if out.is_empty() {
@@ -397,6 +421,7 @@ fn line_sites(
                 unit: u,
                 function,
                 address: row.address,
+                entry_of: None,
             });
         }
     }
@@ -453,6 +478,7 @@ fn lazy_sites(
                     unit: inst.unit,
                     function: inst.die,
                     address: row.address,
+                    entry_of: None,
                 });
             }
         }
@@ -465,8 +491,8 @@ fn lazy_sites(
     Ok(out)
 }
 
-fn find_var(di: &DebugInfo, unit: usize, chain: &[usize], name: &str) -> Option<VarDie> {
-    for &scope in chain.iter().rev() {
+fn find_var(di: &DebugInfo, unit: usize, order: &[usize], name: &str) -> Option<VarDie> {
+    for &scope in order {
         for c in di.children(unit, scope) {
             let tag = di.dies(unit)[c].tag;
             if (tag == gimli::DW_TAG_variable || tag == gimli::DW_TAG_formal_parameter)
@@ -498,16 +524,17 @@ fn find_var(di: &DebugInfo, unit: usize, chain: &[usize], name: &str) -> Option<
 /// innermost function or inlined copy, into nested scopes that contain the address.
 pub(crate) fn visible_vars(di: &DebugInfo, site: Site, params_only: bool) -> Vec<VarDie> {
     let chain = di.scopes_at(site.unit, site.function, site.address);
-    let start = chain
-        .iter()
-        .rev()
-        .find(|&&s| {
+    let start = site
+        .entry_of
+        .filter(|s| chain.contains(s))
+        .into_iter()
+        .chain(chain.iter().rev().copied())
+        .find(|&s| {
             matches!(
                 di.dies(site.unit)[s].tag,
                 gimli::DW_TAG_subprogram | gimli::DW_TAG_inlined_subroutine
             )
         })
-        .copied()
         .unwrap_or(site.function);
     let mut out = Vec::new();
     walk_vars(di, site.unit, start, &chain, params_only, &mut out);
@@ -548,13 +575,13 @@ fn site_args(
     for arg in &spec.args {
         match arg {
             Arg::Var(v) => {
-                let var = find_var(di, site.unit, &chain, &v.var).ok_or_else(|| {
-                    Error::VariableNotFound {
+                let var = find_var(di, site.unit, &site.search_order(&chain), &v.var).ok_or_else(
+                    || Error::VariableNotFound {
                         var: v.var.clone(),
                         place: place.into(),
                         address: site.address,
-                    }
-                })?;
+                    },
+                )?;
                 let t = location::translate_arg(di, var, function, site.address, v, space)
                     .map_err(|reason| Error::Refused {
                         arg: v.text(),
