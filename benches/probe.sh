@@ -98,6 +98,7 @@ cases=(
     "bport debug $(mb "$work/bportdbg") MB|$work/bportdbg|-n;glob_match pattern text"
     "bport debug $(mb "$work/bportdbg") MB|$work/bportdbg|-L;user_group"
     "bport debug $(mb "$work/bportdbg") MB|$work/bportdbg|-V;glob_match"
+    "bport debug $(mb "$work/bportdbg") MB|$work/bportdbg|-F"
     "C++ -O1 $(mb "$work/cxx") MB|$work/cxx|-n;main"
     "C++ -O1 $(mb "$work/cxx") MB|$work/cxx|-n;work n"
     "C++ -O1 $(mb "$work/cxx") MB|$work/cxx|-L;main"

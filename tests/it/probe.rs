@@ -777,6 +777,12 @@ fn a_rust_binary_as_perf_sees_it() {
         let perfs = oracle::perf_ok(dir.path(), &["probe", "-x", x, q[0], q[1]]);
         assert_eq!(ours.stdout, perfs, "{q:?}\n{}", ours.transcript());
     }
+    // -F lists every symbol demangled, filtered on the demangled name, one line per symbol table entry, and
+    // only the labels perf keeps (not GCC_except_table*, not hidden ones).
+    let ours = probe(dir.path(), &["-x", x, "-F"]);
+    let perfs = oracle::perf_ok(dir.path(), &["probe", "-x", x, "-F"]);
+    assert!(perfs.lines().count() > 1000);
+    assert!(ours.stdout == perfs, "-F differs from perf's");
 }
 
 /// `bport record -e 'GROUP:*'` expands the glob over the group's events as perf does (both probes recorded, in

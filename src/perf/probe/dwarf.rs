@@ -477,27 +477,43 @@ impl DebugInfo {
             .get_or_init(|| line_rows(&self.dwarf, &u.unit, u.comp_dir.as_deref()))
     }
 
-    /// Function and object symbols of the binary, sorted, once each (perf keeps functions, objects and labels:
-    /// NOTYPE symbols in a section, e.g. data_start).
+    /// Function and object symbols of the binary, in symbol-table order, one per entry (perf keeps functions,
+    /// objects and labels: visible NOTYPE symbols in text or data sections).
     pub(crate) fn symbols(&self) -> &[String] {
         self.symbols.get_or_init(|| {
             let Ok(file) = object::File::parse(&*self.elf) else {
                 return Vec::new();
             };
-            let mut symbols: Vec<String> = file
+            let symbols: Vec<String> = file
                 .symbols()
                 .filter(|s| {
-                    matches!(
-                        s.kind(),
-                        object::SymbolKind::Text
-                            | object::SymbolKind::Data
-                            | object::SymbolKind::Unknown
-                    ) && matches!(s.section(), object::SymbolSection::Section(_))
+                    let object::SymbolSection::Section(index) = s.section() else {
+                        return false;
+                    };
+                    match s.kind() {
+                        object::SymbolKind::Text | object::SymbolKind::Data => true,
+                        // perf's labels (elf_sym__is_label): not hidden or internal, and only in a section
+                        // named like text or data (elf_sec__filter): data_start is one, the GCC_except_table
+                        // labels and zstd's hidden asm-loop labels are not.
+                        object::SymbolKind::Unknown => {
+                            let visible = match s.flags() {
+                                object::SymbolFlags::Elf { st_other, .. } => !matches!(
+                                    st_other.visibility(),
+                                    object::elf::STV_HIDDEN | object::elf::STV_INTERNAL
+                                ),
+                                _ => true,
+                            };
+                            visible
+                                && file.section_by_index(index).is_ok_and(|sec| {
+                                    sec.name()
+                                        .is_ok_and(|n| n.contains("text") || n.contains("data"))
+                                })
+                        }
+                        _ => false,
+                    }
                 })
                 .filter_map(|s| s.name().ok().map(String::from))
                 .collect();
-            symbols.sort();
-            symbols.dedup();
             symbols
         })
     }

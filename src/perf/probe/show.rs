@@ -277,13 +277,18 @@ pub fn write_line_range(
     Ok(())
 }
 
-/// `-F`: the binary's function and object symbols, without those starting with `_` (perf's default filter).
+/// `-F`: the binary's function and object symbols as perf names them (demangled), without those starting with
+/// `_` (perf's default filter, applied to the demangled name).
 pub fn functions(di: &DebugInfo) -> Vec<String> {
-    di.symbols()
+    let mut out: Vec<String> = di
+        .symbols()
         .iter()
+        .map(|s| crate::perf::symbols::demangle::demangle(s))
         .filter(|s| !s.starts_with('_'))
-        .cloned()
-        .collect()
+        .collect();
+    // Equal names are indistinguishable in the output, so an unstable sort prints what perf's sorted list does.
+    out.sort_unstable();
+    out
 }
 
 /// `-l`: how a defined probe reads as a perf point (`work:4@/src/prog.c`), from the binary's DWARF when it can
