@@ -78,10 +78,12 @@ pub fn run(args: ProbeArgs, ui: &Ui) -> CliResult {
     };
     if args.funcs {
         let di = debuginfo()?;
-        let mut out = std::io::stdout().lock();
+        // Tens of thousands of lines on a big binary: one write per buffer, not per line.
+        let mut out = std::io::BufWriter::new(std::io::stdout().lock());
         for f in probe::functions(&di) {
             writeln!(out, "{f}")?;
         }
+        out.flush()?;
         return Ok(());
     }
     if let Some(line) = &args.line {

@@ -35,7 +35,8 @@ pub struct RecordArgs {
 
     /// Event to sample: cpu-clock, task-clock, cycles (falls back to cpu-clock without a PMU), instructions, or
     /// tracepoints SYS:NAME (repeat -e or separate with commas, e.g. -e sched:sched_switch,lock:contention_begin;
-    /// every sample is taken, as perf's -c 1 default for tracepoints).
+    /// globs as perf takes them, e.g. -e 'probe_prog:*' or -e 'sched:sched_w*'; every sample is taken, as perf's
+    /// -c 1 default for tracepoints).
     #[arg(
         short = 'e',
         long = "event",
@@ -188,7 +189,7 @@ impl RecordArgs {
 }
 
 /// The `-e` values (each a comma list): one hardware/software event, or any number of tracepoints (looked up in
-/// tracefs, which is mounted when needed).
+/// tracefs, which is mounted when needed; `SYS:NAME` globs such as `probe_prog:*` expand as perf expands them).
 fn parse_events(values: &[String]) -> CliResult<(Event, Vec<record::Tracepoint>)> {
     let names: Vec<&str> = values
         .iter()
@@ -216,14 +217,16 @@ fn parse_events(values: &[String]) -> CliResult<(Event, Vec<record::Tracepoint>)
             let tracefs = crate::perf::trace::Tracefs::find_or_mount()?;
             let mut out = Vec::new();
             for name in tps {
-                let tp = record::Tracepoint::resolve(&tracefs, name).map_err(|e| {
+                let tps = record::Tracepoint::resolve_all(&tracefs, name).map_err(|e| {
                     CliError::from(e).hint(format!(
                         "list the tracepoints with: ls {}/events/SYSTEM",
                         tracefs.root().display()
                     ))
                 })?;
-                if !out.contains(&tp) {
-                    out.push(tp);
+                for tp in tps {
+                    if !out.contains(&tp) {
+                        out.push(tp);
+                    }
                 }
             }
             Ok((Event::Tracepoint, out))

@@ -777,4 +777,156 @@ fn a_rust_binary_as_perf_sees_it() {
         let perfs = oracle::perf_ok(dir.path(), &["probe", "-x", x, q[0], q[1]]);
         assert_eq!(ours.stdout, perfs, "{q:?}\n{}", ours.transcript());
     }
+    // -F lists every symbol demangled, filtered on the demangled name, one line per symbol table entry, and
+    // only the labels perf keeps (not GCC_except_table*, not hidden ones).
+    let ours = probe(dir.path(), &["-x", x, "-F"]);
+    let perfs = oracle::perf_ok(dir.path(), &["probe", "-x", x, "-F"]);
+    assert!(perfs.lines().count() > 1000);
+    assert!(ours.stdout == perfs, "-F differs from perf's");
+}
+
+/// `bport record -e 'GROUP:*'` expands the glob over the group's events as perf does (both probes recorded, in
+/// the order perf lists them), `perf script` reads the file and prints what `bport script` prints, a partial
+/// glob takes only its events, and a glob that matches nothing is a clear error.
+#[test]
+fn record_takes_a_glob_of_probe_events() {
+    let _l = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    if !ready() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let exe = build(dir.path(), "pglob", &["-g", "-O0"]);
+    let group = "probe_pglob";
+    let _g = Group(group.into());
+    let loop_line = rel_line("/* LOOP */");
+    let out = probe(
+        dir.path(),
+        &[
+            "-x",
+            exe.to_str().unwrap(),
+            &format!("work:{loop_line} a i acc"),
+            "show x=p->next->x label=p->label:string",
+        ],
+    );
+    assert_eq!(out.code, Some(0), "{}", out.transcript());
+    assert_eq!(defined(group).len(), 2, "{:?}", defined(group));
+
+    let (data, stdout) = bport_record(dir.path(), &exe, &[format!("{group}:*")]);
+    let text = bport_script(dir.path(), &data);
+    let samples = script_samples(&text, group);
+    let work = format!("{group}:work_L{loop_line}");
+    assert_eq!(values_of(&samples, &work), truth(&stdout, "loop"));
+    assert_eq!(truth(&stdout, "loop").len(), 3);
+    let shows = values_of(&samples, &format!("{group}:show"));
+    assert_eq!(shows.len(), truth(&stdout, "show").len());
+    assert!(!shows.is_empty());
+    assert_eq!(
+        perf_script(dir.path(), &data),
+        text,
+        "perf script of bport's file"
+    );
+    // The events of the file, in perf's order for the same glob.
+    let evlist =
+        |data: &Path| oracle::perf_ok(dir.path(), &["evlist", "-i", data.to_str().unwrap()]);
+    let (perf_data, _) = perf_record(dir.path(), &exe, group);
+    let names = |text: String| -> Vec<String> {
+        text.lines()
+            .filter(|l| l.starts_with(group))
+            .map(String::from)
+            .collect()
+    };
+    assert_eq!(names(evlist(&data)), names(evlist(&perf_data)));
+
+    let (data, _) = bport_record(dir.path(), &exe, &[format!("{group}:work*")]);
+    let text = bport_script(dir.path(), &data);
+    let events: std::collections::BTreeSet<String> = script_samples(&text, group)
+        .into_iter()
+        .map(|(e, _)| e)
+        .collect();
+    assert_eq!(events.into_iter().collect::<Vec<_>>(), [work]);
+
+    let out = bport::run(
+        dir.path(),
+        &[
+            "record",
+            "-o",
+            "x.data",
+            "-e",
+            &format!("{group}:nothing*"),
+            "--",
+            "true",
+        ],
+    );
+    assert_eq!(out.code, Some(2), "{}", out.transcript());
+    assert!(
+        out.stderr
+            .contains(&format!("no tracepoint matches {group}:nothing*")),
+        "{}",
+        out.transcript()
+    );
+    assert!(!dir.path().join("x.data").exists());
+}
+
+/// A C++ program of two units built with g++ -O1: a member function defined out of its class (named through
+/// DW_AT_specification), a static inline function inlined in both units (named through DW_AT_abstract_origin,
+/// one probe per copy), and plain functions: the definitions and -L/-V equal perf's, so the name walk that
+/// skips most of each unit finds what libdw's walk finds, and a function's entry sees the function's own
+/// variables before those of a copy inlined at the same address.
+#[test]
+fn cxx_specification_and_inlined_copies_as_perf_finds_them() {
+    let _l = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    skip_unless!(oracle::has_perf());
+    skip_unless!(oracle::require("g++", "apt-get install g++"));
+    let dir = tempfile::tempdir().unwrap();
+    let files = [
+        (
+            "shared.h",
+            "struct Acc {\n    long total;\n    long add(long v);\n};\n\
+             static inline long twice(long v) { return v * 2 + 1; }\n",
+        ),
+        (
+            "a.cc",
+            "#include \"shared.h\"\nlong Acc::add(long v) {\n    total += twice(v);\n    return total;\n}\n\
+             long run_a(Acc &a, int n) {\n    for (int i = 0; i < n; i++)\n        a.add(i);\n    return a.total;\n}\n",
+        ),
+        (
+            "b.cc",
+            "#include <cstdio>\n#include \"shared.h\"\nlong run_a(Acc &a, int n);\n\
+             int main(int argc, char **) {\n    Acc a{0};\n    long r = run_a(a, argc + 2);\n    r += twice(r);\n\
+             printf(\"%ld\\n\", r);\n    return 0;\n}\n",
+        ),
+    ];
+    for (name, text) in files {
+        std::fs::write(dir.path().join(name), text).unwrap();
+    }
+    let exe = dir.path().join("acc");
+    let out = Command::new("g++")
+        .current_dir(dir.path())
+        .args(["-g", "-O1", "-o", "acc", "a.cc", "b.cc"])
+        .output()
+        .expect("spawn g++");
+    oracle::assert_success(&out, "g++");
+    let x = exe.to_str().unwrap();
+    // `add v this`: at add's entry a copy of `twice` is inlined at the same address; perf takes add's own `v`
+    // (the probed function's scope first), not the inlined copy's optimized-out one.
+    for spec in ["add", "twice", "main", "run_a n", "add v this"] {
+        let ours = probe(dir.path(), &["-n", "-x", x, spec]);
+        assert_eq!(ours.code, Some(0), "{spec}: {}", ours.transcript());
+        let perfs = perf_dry_run(dir.path(), &exe, spec);
+        assert!(!perfs.is_empty(), "{spec}: perf defined nothing");
+        assert_eq!(ours.stdout.lines().collect::<Vec<_>>(), perfs, "{spec}");
+    }
+    // Both inlined copies of `twice` (one per unit) are probed.
+    assert_eq!(perf_dry_run(dir.path(), &exe, "twice").len(), 2);
+    for q in [
+        ["-L", "add"],
+        ["-L", "run_a"],
+        ["-V", "twice"],
+        ["-V", "add"],
+        ["-V", "run_a"],
+    ] {
+        let ours = probe(dir.path(), &["-x", x, q[0], q[1]]);
+        let perfs = oracle::perf_ok(dir.path(), &["probe", "-x", x, q[0], q[1]]);
+        assert_eq!(ours.stdout, perfs, "{q:?}\n{}", ours.transcript());
+    }
 }

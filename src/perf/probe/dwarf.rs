@@ -2,16 +2,23 @@
 //! dwarf-aux.c): where a function and its inlined instances are, which line-table rows belong to a line, which
 //! variables are in scope at an address, and how to fetch them there (see `location`).
 //!
-//! Each unit's DIEs are indexed once (tag, offset, parent); attributes are read on demand.
+//! The file is mapped, not read, and a unit is indexed (its DIEs by tag, offset and parent; its line rows) only
+//! when a question reaches it: a 100 MB Rust debug binary has ~800 units and millions of DIEs of which a probe
+//! needs a handful. Finding a function still visits every unit, as perf's CU walk does, but by skipping the
+//! attributes of every DIE that cannot name it.
 
 use super::Error;
+use crate::perf::data::map::{FileMap, SharedBytes};
 use gimli::Reader as _;
-use gimli::{AttributeValue, EndianRcSlice, RunTimeEndian, UnitOffset};
+use gimli::{AttributeValue, RunTimeEndian, UnitOffset};
 use object::{Object, ObjectSection, ObjectSegment, ObjectSymbol};
+use std::cell::OnceCell;
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
+use std::sync::Arc;
 
-pub(crate) type R = EndianRcSlice<RunTimeEndian>;
+pub(crate) type R = gimli::EndianReader<RunTimeEndian, SharedBytes>;
 
 /// One DIE of the index.
 #[derive(Clone, Copy, Debug)]
@@ -21,16 +28,16 @@ pub(crate) struct Die {
     pub parent: Option<usize>,
 }
 
-/// A unit with its DIE index and line rows.
+/// A unit; its DIE index and line rows are built on first use.
 pub(crate) struct UnitInfo {
     pub unit: gimli::Unit<R>,
-    pub dies: Vec<Die>,
+    dies: OnceCell<Vec<Die>>,
     /// Line rows sorted by address as libdw sorts them (stable; an end of sequence before a row at its address).
-    pub rows: Vec<Row>,
+    rows: OnceCell<Vec<Row>>,
     /// The unit's compilation directory, joined to relative file names.
     pub comp_dir: Option<String>,
     /// Whether a variable has a location list (computed on first use).
-    pub optimized: std::cell::OnceCell<bool>,
+    pub optimized: OnceCell<bool>,
 }
 
 /// One line-table row.
@@ -62,28 +69,267 @@ pub(crate) struct Instance {
     pub inlined: bool,
 }
 
+const FUNCTION_TAGS: [gimli::DwTag; 2] =
+    [gimli::DW_TAG_subprogram, gimli::DW_TAG_inlined_subroutine];
+
+/// A name to look for, with every .debug_str offset at which it is a whole string. Comparing a DW_FORM_strp
+/// offset against these is what keeps the walk over every unit off .debug_str (tens of MB the walk would
+/// otherwise touch at random); tail-merged strings (`open` inside `do_open`) are found too.
+pub(crate) struct NameKey<'a> {
+    name: &'a str,
+    str_offsets: Vec<usize>,
+}
+
+impl NameKey<'_> {
+    /// The DIEs of `unit` with a tag in `tags` (children of the unit DIE only when `top_level`) whose name, their
+    /// own or through DW_AT_abstract_origin / DW_AT_specification as `name()` follows it, is `name`. This is the
+    /// walk that visits every unit, so it reads only the three attributes that can name a DIE and skips the
+    /// rest, and resolves an inlined copy's origin against the subprograms the same walk saw (an -O1 C++ unit
+    /// has thousands of inlined copies of a few hundred functions) instead of reading the origin again.
+    fn find_in(
+        &self,
+        dwarf: &gimli::Dwarf<R>,
+        u: &gimli::Unit<R>,
+        tags: &[gimli::DwTag],
+        top_level: bool,
+        scratch: &mut Scratch,
+    ) -> Vec<UnitOffset> {
+        let name = self;
+        let Scratch {
+            wanted,
+            subprograms,
+            matched,
+            all,
+        } = scratch;
+        wanted.clear();
+        subprograms.clear();
+        all.clear();
+        if let Ok(mut raw) = u.entries_raw(None) {
+            'walk: while !raw.is_empty() {
+                let offset = raw.next_offset();
+                let depth = raw.next_depth();
+                let abbrev = match raw.read_abbreviation() {
+                    Ok(Some(a)) => a,
+                    Ok(None) => continue,
+                    Err(_) => break,
+                };
+                let tag = abbrev.tag();
+                all.push((offset, tag, depth));
+                let want = tags.contains(&tag) && (!top_level || depth == 1);
+                let specs = abbrev.attributes();
+                if !want && tag != gimli::DW_TAG_subprogram {
+                    if raw.skip_attributes(specs).is_err() {
+                        break;
+                    }
+                    continue;
+                }
+                let (mut own, mut origin, mut spec) = (None, None, None);
+                // Runs of attributes that can't name the DIE are skipped in one call.
+                let mut run = 0;
+                for (k, at) in specs.iter().enumerate() {
+                    let slot = match at.name() {
+                        gimli::DW_AT_name => &mut own,
+                        gimli::DW_AT_abstract_origin => &mut origin,
+                        gimli::DW_AT_specification => &mut spec,
+                        _ => continue,
+                    };
+                    if raw.skip_attributes(&specs[run..k]).is_err() {
+                        break 'walk;
+                    }
+                    run = k + 1;
+                    match raw.read_attribute(*at) {
+                        Ok(a) => *slot = Some(a.value()),
+                        Err(_) => break 'walk,
+                    }
+                }
+                if raw.skip_attributes(&specs[run..]).is_err() {
+                    break;
+                }
+                let own = own.map(|v| name.is(dwarf, u, v));
+                let origin = match origin.or(spec) {
+                    Some(AttributeValue::UnitRef(o)) => Some(o),
+                    _ => None,
+                };
+                if tag == gimli::DW_TAG_subprogram {
+                    subprograms.push((offset, own, origin));
+                }
+                if want {
+                    wanted.push((offset, own, origin));
+                }
+            }
+        }
+        // Whether each subprogram is named `name`, its origin chain followed once (None: not known yet).
+        matched.clear();
+        matched.resize(subprograms.len(), None);
+        let mut memo: HashMap<UnitOffset, bool> = HashMap::new();
+        let mut resolve = |own: Option<bool>, origin: Option<UnitOffset>| -> bool {
+            let (mut own, mut origin) = (own, origin);
+            let mut chain: Vec<usize> = Vec::new();
+            let mut result = false;
+            for _ in 0..8 {
+                if let Some(m) = own {
+                    result = m;
+                    break;
+                }
+                let Some(o) = origin else {
+                    break;
+                };
+                // Subprograms were pushed in offset order.
+                match subprograms.binary_search_by_key(&o, |s| s.0) {
+                    Ok(k) => {
+                        if let Some(m) = matched[k] {
+                            result = m;
+                            break;
+                        }
+                        chain.push(k);
+                        (own, origin) = (subprograms[k].1, subprograms[k].2);
+                    }
+                    Err(_) => {
+                        result = name.origin_named(dwarf, u, o, &mut memo);
+                        break;
+                    }
+                }
+            }
+            for k in chain {
+                matched[k] = Some(result);
+            }
+            result
+        };
+        wanted
+            .iter()
+            .filter(|&&(_, own, origin)| resolve(own, origin))
+            .map(|w| w.0)
+            .collect()
+    }
+
+    fn is(&self, dwarf: &gimli::Dwarf<R>, unit: &gimli::Unit<R>, v: AttributeValue<R>) -> bool {
+        let key = self;
+        match v {
+            AttributeValue::DebugStrRef(o) => key.str_offsets.binary_search(&o.0).is_ok(),
+            AttributeValue::DebugStrOffsetsIndex(i) => dwarf
+                .string_offset(unit, i)
+                .is_ok_and(|o| key.str_offsets.binary_search(&o.0).is_ok()),
+            v => dwarf.attr_string(unit, v).is_ok_and(|r| {
+                r.len() == key.name.len() && r.to_slice().is_ok_and(|b| *b == *key.name.as_bytes())
+            }),
+        }
+    }
+
+    /// Whether the DIE at `offset` (an abstract origin or a declaration) is named `name`, following its own
+    /// origin chain as far as `origin_attr` does.
+    fn origin_named(
+        &self,
+        dwarf: &gimli::Dwarf<R>,
+        unit: &gimli::Unit<R>,
+        offset: UnitOffset,
+        memo: &mut HashMap<UnitOffset, bool>,
+    ) -> bool {
+        if let Some(&m) = memo.get(&offset) {
+            return m;
+        }
+        let mut at = offset;
+        let mut result = false;
+        for _ in 0..7 {
+            let Ok(e) = unit.entry(at) else {
+                break;
+            };
+            if let Some(v) = e.attr_value(gimli::DW_AT_name) {
+                result = self.is(dwarf, unit, v);
+                break;
+            }
+            match e
+                .attr_value(gimli::DW_AT_abstract_origin)
+                .or_else(|| e.attr_value(gimli::DW_AT_specification))
+            {
+                Some(AttributeValue::UnitRef(o)) => at = o,
+                _ => break,
+            }
+        }
+        memo.insert(offset, result);
+        result
+    }
+}
+
+/// Buffers of `NameKey::find_in`, kept over the walk of every unit so that each unit does not allocate them anew.
+#[derive(Default)]
+pub(crate) struct Scratch {
+    /// (offset, own name matches, origin) of each DIE with a wanted tag.
+    wanted: Vec<(UnitOffset, Option<bool>, Option<UnitOffset>)>,
+    /// The same of every subprogram, in offset order: the origins inlined copies and definitions name.
+    subprograms: Vec<(UnitOffset, Option<bool>, Option<UnitOffset>)>,
+    matched: Vec<Option<bool>>,
+    /// (offset, tag, depth) of every DIE walked: the unit's index when it holds a match, without a second walk.
+    all: Vec<(UnitOffset, gimli::DwTag, isize)>,
+}
+
 /// The binary's DWARF and what the translation needs besides it.
 pub struct DebugInfo {
     pub(crate) path: PathBuf,
     pub(crate) dwarf: gimli::Dwarf<R>,
-    pub(crate) units: Vec<UnitInfo>,
+    units: Vec<UnitInfo>,
     pub(crate) eh_frame: Option<(gimli::EhFrame<R>, gimli::BaseAddresses)>,
     pub(crate) debug_frame: Option<gimli::DebugFrame<R>>,
     pub(crate) segments: Vec<Segment>,
-    /// Function and object symbols (for `-F` and for a binary without DWARF).
-    pub(crate) symbols: Vec<String>,
+    /// The binary's bytes, for its symbol table.
+    elf: SharedBytes,
+    /// Function and object symbols (for `-F`), read on first use.
+    symbols: OnceCell<Vec<String>>,
 }
 
-fn section_reader(file: &object::File, name: &str, endian: RunTimeEndian) -> Option<R> {
+/// The file's bytes: mapped, or read where the file system can't map it.
+fn file_bytes(path: &Path) -> Result<SharedBytes, Error> {
+    let read_err = |source| Error::Read {
+        path: path.to_path_buf(),
+        source,
+    };
+    let file = std::fs::File::open(path).map_err(read_err)?;
+    match FileMap::map(&file) {
+        Ok(map) => Ok(SharedBytes::Map(Arc::new(map))),
+        Err(_) => Ok(SharedBytes::Owned(Arc::from(
+            std::fs::read(path).map_err(read_err)?,
+        ))),
+    }
+}
+
+fn empty_reader(endian: RunTimeEndian) -> R {
+    gimli::EndianReader::new(SharedBytes::Owned(Arc::from(&[][..])), endian)
+}
+
+/// A section's bytes as a reader over the file (no copy), or over its decompressed bytes.
+fn section_reader(
+    file: &object::File,
+    bytes: &SharedBytes,
+    name: &str,
+    endian: RunTimeEndian,
+) -> Option<R> {
     let s = file.section_by_name(name)?;
+    let compressed = s
+        .compressed_file_range()
+        .is_ok_and(|r| r.format != object::CompressionFormat::None);
+    if !compressed {
+        if let Some((offset, size)) = s.file_range() {
+            let start = usize::try_from(offset).ok()?;
+            let end = start.checked_add(usize::try_from(size).ok()?)?;
+            if end <= bytes.len() {
+                return Some(gimli::EndianReader::new(bytes.clone(), endian).range(start..end));
+            }
+            return None;
+        }
+    }
     let data = s.uncompressed_data().ok()?;
-    Some(EndianRcSlice::new(Rc::from(&*data), endian))
+    Some(gimli::EndianReader::new(
+        SharedBytes::Owned(Arc::from(&*data)),
+        endian,
+    ))
 }
 
-fn load_dwarf(file: &object::File, endian: RunTimeEndian) -> Result<gimli::Dwarf<R>, gimli::Error> {
+fn load_dwarf(
+    file: &object::File,
+    bytes: &SharedBytes,
+    endian: RunTimeEndian,
+) -> Result<gimli::Dwarf<R>, gimli::Error> {
     gimli::Dwarf::load(|id: gimli::SectionId| -> Result<R, gimli::Error> {
-        Ok(section_reader(file, id.name(), endian)
-            .unwrap_or_else(|| EndianRcSlice::new(Rc::from(&[][..]), endian)))
+        Ok(section_reader(file, bytes, id.name(), endian).unwrap_or_else(|| empty_reader(endian)))
     })
 }
 
@@ -110,11 +356,8 @@ fn debug_file_by_build_id(file: &object::File) -> Option<PathBuf> {
 impl DebugInfo {
     /// Reads `path` and its DWARF (or its build-id debug file's).
     pub fn open(path: &Path) -> Result<DebugInfo, Error> {
-        let data = std::fs::read(path).map_err(|source| Error::Read {
-            path: path.to_path_buf(),
-            source,
-        })?;
-        let file = object::File::parse(&*data).map_err(|e| Error::NotElf {
+        let bytes = file_bytes(path)?;
+        let file = object::File::parse(&*bytes).map_err(|e| Error::NotElf {
             path: path.to_path_buf(),
             reason: e.to_string(),
         })?;
@@ -129,21 +372,6 @@ impl DebugInfo {
         } else {
             RunTimeEndian::Big
         };
-        let mut symbols: Vec<String> = file
-            .symbols()
-            .filter(|s| {
-                // perf keeps functions, objects and labels (NOTYPE symbols in a section, e.g. data_start).
-                matches!(
-                    s.kind(),
-                    object::SymbolKind::Text
-                        | object::SymbolKind::Data
-                        | object::SymbolKind::Unknown
-                ) && matches!(s.section(), object::SymbolSection::Section(_))
-            })
-            .filter_map(|s| s.name().ok().map(String::from))
-            .collect();
-        symbols.sort();
-        symbols.dedup();
         let segments = file
             .segments()
             .map(|s| {
@@ -156,29 +384,26 @@ impl DebugInfo {
                 }
             })
             .collect();
-        let eh_frame = section_reader(&file, ".eh_frame", endian).map(|r| {
-            let sec = file.section_by_name(".eh_frame").expect("just read");
+        let eh_frame = file.section_by_name(".eh_frame").and_then(|sec| {
+            let r = section_reader(&file, &bytes, ".eh_frame", endian)?;
             let mut bases = gimli::BaseAddresses::default().set_eh_frame(sec.address());
             if let Some(text) = file.section_by_name(".text") {
                 bases = bases.set_text(text.address());
             }
-            (gimli::EhFrame::from(r), bases)
+            Some((gimli::EhFrame::from(r), bases))
         });
         let debug_frame =
-            section_reader(&file, ".debug_frame", endian).map(gimli::DebugFrame::from);
+            section_reader(&file, &bytes, ".debug_frame", endian).map(gimli::DebugFrame::from);
 
         let dwarf = if has_dwarf(&file) {
-            load_dwarf(&file, endian)
+            load_dwarf(&file, &bytes, endian)
         } else if let Some(debug_path) = debug_file_by_build_id(&file) {
-            let debug_data = std::fs::read(&debug_path).map_err(|source| Error::Read {
-                path: debug_path.clone(),
-                source,
-            })?;
-            let debug_file = object::File::parse(&*debug_data).map_err(|e| Error::NotElf {
+            let debug_bytes = file_bytes(&debug_path)?;
+            let debug_file = object::File::parse(&*debug_bytes).map_err(|e| Error::NotElf {
                 path: debug_path.clone(),
                 reason: e.to_string(),
             })?;
-            load_dwarf(&debug_file, endian)
+            load_dwarf(&debug_file, &debug_bytes, endian)
         } else {
             return Err(Error::NoDebugInfo {
                 path: path.to_path_buf(),
@@ -194,6 +419,7 @@ impl DebugInfo {
             path: path.to_path_buf(),
             reason: e.to_string(),
         })?;
+        drop(file);
 
         let mut units = Vec::new();
         let mut headers = dwarf.units();
@@ -203,7 +429,17 @@ impl DebugInfo {
         };
         while let Some(header) = headers.next().map_err(dwarf_err)? {
             let unit = dwarf.unit(header).map_err(dwarf_err)?;
-            units.push(index_unit(&dwarf, unit).map_err(dwarf_err)?);
+            let comp_dir = match &unit.comp_dir {
+                Some(d) => Some(d.to_string_lossy().map_err(dwarf_err)?.into_owned()),
+                None => None,
+            };
+            units.push(UnitInfo {
+                unit,
+                dies: OnceCell::new(),
+                rows: OnceCell::new(),
+                comp_dir,
+                optimized: OnceCell::new(),
+            });
         }
         Ok(DebugInfo {
             path: path.to_path_buf(),
@@ -212,8 +448,149 @@ impl DebugInfo {
             eh_frame,
             debug_frame,
             segments,
-            symbols,
+            elf: bytes,
+            symbols: OnceCell::new(),
         })
+    }
+
+    /// How many units the DWARF has.
+    pub(crate) fn unit_count(&self) -> usize {
+        self.units.len()
+    }
+
+    /// The gimli unit.
+    pub(crate) fn unit(&self, unit: usize) -> &gimli::Unit<R> {
+        &self.units[unit].unit
+    }
+
+    /// The unit's DIEs in DFS order (index 0 is the unit DIE). A unit that stops parsing keeps the DIEs before
+    /// the damage: what perf's libdw walk would also have seen.
+    pub(crate) fn dies(&self, unit: usize) -> &[Die] {
+        let u = &self.units[unit];
+        u.dies.get_or_init(|| index_dies(&u.unit))
+    }
+
+    /// The unit's line rows (sorted by address), those before any damage in its line program.
+    pub(crate) fn rows(&self, unit: usize) -> &[Row] {
+        let u = &self.units[unit];
+        u.rows
+            .get_or_init(|| line_rows(&self.dwarf, &u.unit, u.comp_dir.as_deref()))
+    }
+
+    /// Function and object symbols of the binary, in symbol-table order, one per entry (perf keeps functions,
+    /// objects and labels: visible NOTYPE symbols in text or data sections).
+    pub(crate) fn symbols(&self) -> &[String] {
+        self.symbols.get_or_init(|| {
+            let Ok(file) = object::File::parse(&*self.elf) else {
+                return Vec::new();
+            };
+            let symbols: Vec<String> = file
+                .symbols()
+                .filter(|s| {
+                    let object::SymbolSection::Section(index) = s.section() else {
+                        return false;
+                    };
+                    match s.kind() {
+                        object::SymbolKind::Text | object::SymbolKind::Data => true,
+                        // perf's labels (elf_sym__is_label): not hidden or internal, and only in a section
+                        // named like text or data (elf_sec__filter): data_start is one, the GCC_except_table
+                        // labels and zstd's hidden asm-loop labels are not.
+                        object::SymbolKind::Unknown => {
+                            let visible = match s.flags() {
+                                object::SymbolFlags::Elf { st_other, .. } => !matches!(
+                                    st_other.visibility(),
+                                    object::elf::STV_HIDDEN | object::elf::STV_INTERNAL
+                                ),
+                                _ => true,
+                            };
+                            visible
+                                && file.section_by_index(index).is_ok_and(|sec| {
+                                    sec.name()
+                                        .is_ok_and(|n| n.contains("text") || n.contains("data"))
+                                })
+                        }
+                        _ => false,
+                    }
+                })
+                .filter_map(|s| s.name().ok().map(String::from))
+                .collect();
+            symbols
+        })
+    }
+
+    /// Whether the unit's line program names a file that `file` is a tail of (perf's `cu_find_realpath`), read
+    /// from its header alone.
+    pub(crate) fn unit_mentions_file(&self, unit: usize, file: &str) -> bool {
+        let u = &self.units[unit];
+        let Some(program) = u.unit.line_program.as_ref() else {
+            return false;
+        };
+        let header = program.header();
+        header.file_names().iter().any(|fe| {
+            file_path(&self.dwarf, &u.unit, header, fe, u.comp_dir.as_deref())
+                .is_some_and(|p| tail_matches(&p, file))
+        })
+    }
+
+    /// The children of the unit DIE with tag `tag` named `name`, as DIE indices (only a unit that has one gets
+    /// indexed).
+    pub(crate) fn top_level_named(
+        &self,
+        unit: usize,
+        tag: gimli::DwTag,
+        name: &NameKey,
+    ) -> Vec<usize> {
+        name.find_in(
+            &self.dwarf,
+            &self.units[unit].unit,
+            &[tag],
+            true,
+            &mut Scratch::default(),
+        )
+        .into_iter()
+        .filter_map(|o| self.die_index(unit, o))
+        .collect()
+    }
+
+    pub(crate) fn name_key<'a>(&self, name: &'a str) -> NameKey<'a> {
+        let mut needle = name.as_bytes().to_vec();
+        needle.push(0);
+        use gimli::Section as _;
+        let strings = self.dwarf.debug_str.reader();
+        let str_offsets = match strings.to_slice() {
+            Ok(bytes) => memchr::memmem::find_iter(&bytes, &needle).collect(),
+            Err(_) => Vec::new(),
+        };
+        NameKey { name, str_offsets }
+    }
+
+    /// The units whose .debug_aranges cover `addr` (none when the binary has no aranges).
+    fn units_by_aranges(&self, addr: u64) -> Vec<usize> {
+        let mut out = Vec::new();
+        let mut headers = self.dwarf.debug_aranges.headers();
+        while let Ok(Some(h)) = headers.next() {
+            let mut entries = h.entries();
+            let mut covers = false;
+            while let Ok(Some(e)) = entries.next() {
+                let r = e.range();
+                if addr >= r.begin && addr < r.end {
+                    covers = true;
+                    break;
+                }
+            }
+            if !covers {
+                continue;
+            }
+            let target = h.debug_info_offset();
+            if let Some(u) = self
+                .units
+                .iter()
+                .position(|u| u.unit.header.debug_info_offset() == Some(target))
+            {
+                out.push(u);
+            }
+        }
+        out
     }
 
     /// The file offset of an svma in an executable segment (what a uprobe's `PATH:OFFSET` names).
@@ -233,15 +610,14 @@ impl DebugInfo {
     }
 
     pub(crate) fn entry(&self, unit: usize, die: usize) -> gimli::DebuggingInformationEntry<R> {
-        let u = &self.units[unit];
-        u.unit
-            .entry(u.dies[die].offset)
+        self.units[unit]
+            .unit
+            .entry(self.dies(unit)[die].offset)
             .expect("an indexed DIE reads back")
     }
 
-    fn die_index(&self, unit: usize, offset: UnitOffset) -> Option<usize> {
-        self.units[unit]
-            .dies
+    pub(crate) fn die_index(&self, unit: usize, offset: UnitOffset) -> Option<usize> {
+        self.dies(unit)
             .binary_search_by_key(&offset.0, |d| d.offset.0)
             .ok()
     }
@@ -357,14 +733,14 @@ impl DebugInfo {
 
     /// Children of a DIE (indices into the unit's index).
     pub(crate) fn children(&self, unit: usize, die: usize) -> impl Iterator<Item = usize> + '_ {
-        let dies = &self.units[unit].dies;
+        let dies = self.dies(unit);
         ((die + 1)..dies.len())
             .take_while(move |&i| self.is_descendant(unit, i, die))
             .filter(move |&i| dies[i].parent == Some(die))
     }
 
     fn is_descendant(&self, unit: usize, mut i: usize, ancestor: usize) -> bool {
-        let dies = &self.units[unit].dies;
+        let dies = self.dies(unit);
         while let Some(p) = dies[i].parent {
             if p == ancestor {
                 return true;
@@ -377,16 +753,33 @@ impl DebugInfo {
     /// Every out-of-line body and inlined copy of the function named `name` (a name ending in `.isra.0` or such
     /// also matches its base name, as perf's `die_match_name` does for the symbol).
     pub(crate) fn instances(&self, name: &str, file: Option<&str>) -> Vec<Instance> {
+        let key = self.name_key(name);
+        self.instances_in(self.walk_units(&FUNCTION_TAGS, &key, false), file)
+    }
+
+    /// The first out-of-line body of `name` in unit order (what perf's -L shows, it stops at the first unit
+    /// that has one): the walk stops claiming units past the first one where a subprogram is named `name`, and
+    /// walks them all only when that subprogram turns out to have no code (a declaration).
+    pub(crate) fn first_body(&self, name: &str) -> Option<Instance> {
+        let key = self.name_key(name);
+        self.instances_in(self.walk_units(&FUNCTION_TAGS, &key, true), None)
+            .into_iter()
+            .find(|i| !i.inlined)
+            .or_else(|| self.instances(name, None).into_iter().find(|i| !i.inlined))
+    }
+
+    fn instances_in(
+        &self,
+        walked: Vec<(usize, Vec<UnitOffset>)>,
+        file: Option<&str>,
+    ) -> Vec<Instance> {
         let mut out = Vec::new();
-        for (ui, u) in self.units.iter().enumerate() {
-            for (di, d) in u.dies.iter().enumerate() {
-                let inlined = d.tag == gimli::DW_TAG_inlined_subroutine;
-                if d.tag != gimli::DW_TAG_subprogram && !inlined {
+        for (ui, found) in walked {
+            for offset in found {
+                let Some(di) = self.die_index(ui, offset) else {
                     continue;
-                }
-                if self.name(ui, di).as_deref() != Some(name) {
-                    continue;
-                }
+                };
+                let inlined = self.dies(ui)[di].tag == gimli::DW_TAG_inlined_subroutine;
                 // gcc gives an inlined copy that became no instructions an empty range but an entry_pc, and
                 // perf probes it there.
                 let has_code = if inlined {
@@ -413,16 +806,97 @@ impl DebugInfo {
         out
     }
 
-    /// The out-of-line function (DW_TAG_subprogram with code) of a unit containing `addr`.
-    pub(crate) fn real_function_at(&self, unit: usize, addr: u64) -> Option<usize> {
-        let u = &self.units[unit];
-        (0..u.dies.len())
-            .find(|&di| u.dies[di].tag == gimli::DW_TAG_subprogram && self.contains(unit, di, addr))
+    /// The DIEs of every unit tagged `tags` and named by `key`, per unit in unit order (units without one left
+    /// out), the units of a match indexed on the way. The units are independent, so the walk runs on as many
+    /// threads as the machine offers (up to 4): it is most of a probe's time on a big binary.
+    /// With `first`, units past the first with a matching subprogram are not walked.
+    fn walk_units(
+        &self,
+        tags: &[gimli::DwTag],
+        key: &NameKey,
+        first: bool,
+    ) -> Vec<(usize, Vec<UnitOffset>)> {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        let n = self.units.len();
+        let indexed: Vec<bool> = self.units.iter().map(|u| u.dies.get().is_some()).collect();
+        let units: Vec<&gimli::Unit<R>> = self.units.iter().map(|u| &u.unit).collect();
+        let dwarf = &self.dwarf;
+        let threads = std::thread::available_parallelism()
+            .map_or(1, |t| t.get())
+            .clamp(1, 4)
+            .min(n.max(1));
+        let next = AtomicUsize::new(0);
+        // Units are claimed in increasing order, so every unit below the first match is walked whole.
+        let stop = AtomicUsize::new(usize::MAX);
+        let work = || {
+            let mut scratch = Scratch::default();
+            let mut out = Vec::new();
+            loop {
+                let u = next.fetch_add(1, Ordering::Relaxed);
+                if u >= n || u > stop.load(Ordering::Relaxed) {
+                    break;
+                }
+                let found = key.find_in(dwarf, units[u], tags, false, &mut scratch);
+                if first
+                    && found.iter().any(|o| {
+                        scratch
+                            .all
+                            .binary_search_by_key(o, |d| d.0)
+                            .is_ok_and(|k| scratch.all[k].1 == gimli::DW_TAG_subprogram)
+                    })
+                {
+                    stop.fetch_min(u, Ordering::Relaxed);
+                }
+                if !found.is_empty() {
+                    let dies = (!indexed[u]).then(|| dies_from(&scratch.all));
+                    out.push((u, found, dies));
+                }
+            }
+            out
+        };
+        let mut results: Vec<(usize, Vec<UnitOffset>, Option<Vec<Die>>)> =
+            std::thread::scope(|s| {
+                let helpers: Vec<_> = (1..threads).map(|_| s.spawn(work)).collect();
+                let mut all = work();
+                for h in helpers {
+                    match h.join() {
+                        Ok(part) => all.extend(part),
+                        Err(panic) => std::panic::resume_unwind(panic),
+                    }
+                }
+                all
+            });
+        results.sort_by_key(|r| r.0);
+        let stop = stop.into_inner();
+        results
+            .into_iter()
+            .filter(|r| r.0 <= stop)
+            .map(|(u, found, dies)| {
+                if let Some(d) = dies {
+                    // Set here: the cell is not shared with the walking threads.
+                    let _ = self.units[u].dies.set(d);
+                }
+                (u, found)
+            })
+            .collect()
     }
 
-    /// The unit whose code holds `addr`.
+    /// The out-of-line function (DW_TAG_subprogram with code) of a unit containing `addr`.
+    pub(crate) fn real_function_at(&self, unit: usize, addr: u64) -> Option<usize> {
+        let dies = self.dies(unit);
+        (0..dies.len())
+            .find(|&di| dies[di].tag == gimli::DW_TAG_subprogram && self.contains(unit, di, addr))
+    }
+
+    /// The unit whose code holds `addr`: the first unit with a function there, asking the units .debug_aranges
+    /// names first so that the others are not indexed.
     pub(crate) fn unit_at(&self, addr: u64) -> Option<usize> {
-        (0..self.units.len()).find(|&ui| self.real_function_at(ui, addr).is_some())
+        let mut candidates = self.units_by_aranges(addr);
+        candidates.sort_unstable();
+        candidates
+            .into_iter()
+            .find(|&ui| self.real_function_at(ui, addr).is_some())
+            .or_else(|| (0..self.units.len()).find(|&ui| self.real_function_at(ui, addr).is_some()))
     }
 
     /// Scopes containing `addr`, from `function` inwards (lexical blocks and inlined copies; a block without
@@ -432,7 +906,7 @@ impl DebugInfo {
         let mut cur = function;
         'down: loop {
             for c in self.children(unit, cur).collect::<Vec<_>>() {
-                let tag = self.units[unit].dies[c].tag;
+                let tag = self.dies(unit)[c].tag;
                 if tag != gimli::DW_TAG_lexical_block && tag != gimli::DW_TAG_inlined_subroutine {
                     continue;
                 }
@@ -464,7 +938,7 @@ impl DebugInfo {
                 ));
             }
         }
-        let rows = &self.units[unit].rows;
+        let rows = self.rows(unit);
         let first = rows.partition_point(|r| r.address < addr);
         if first < rows.len() && rows[first].address == addr {
             let row = rows[first..]
@@ -487,7 +961,7 @@ impl DebugInfo {
             // perf's dwarf_highpc fails for a function made of several ranges: no skipping.
             return entry;
         };
-        let rows = &self.units[unit].rows;
+        let rows = self.rows(unit);
         let Some(start) = rows.iter().position(|r| r.address == entry) else {
             return entry;
         };
@@ -514,7 +988,7 @@ impl DebugInfo {
     pub(crate) fn optimized(&self, unit: usize) -> bool {
         let u = &self.units[unit];
         *u.optimized.get_or_init(|| {
-            u.dies.iter().any(|d| {
+            self.dies(unit).iter().any(|d| {
                 (d.tag == gimli::DW_TAG_variable || d.tag == gimli::DW_TAG_formal_parameter)
                     && u.unit.entry(d.offset).is_ok_and(|e| {
                         matches!(
@@ -564,48 +1038,61 @@ fn file_path(
     Some(path.to_string_lossy().into_owned())
 }
 
-fn index_unit(dwarf: &gimli::Dwarf<R>, unit: gimli::Unit<R>) -> Result<UnitInfo, gimli::Error> {
-    let mut dies = Vec::new();
-    let mut stack: Vec<usize> = Vec::new();
-    let mut comp_dir = None;
-    {
-        let mut cursor = unit.entries();
-        let mut depth: isize = 0;
-        let mut first = true;
-        while let Some(e) = cursor.next_dfs()? {
-            let d = e.depth();
-            if first {
-                depth = d;
-                first = false;
-                if let Some(v) = e.attr_value(gimli::DW_AT_comp_dir) {
-                    if let Ok(s) = dwarf.attr_string(&unit, v) {
-                        comp_dir = Some(s.to_string_lossy()?.into_owned());
-                    }
-                }
+/// The DIE index of a unit: offsets, tags and parents, attributes skipped.
+fn index_dies(unit: &gimli::Unit<R>) -> Vec<Die> {
+    let mut all = Vec::new();
+    if let Ok(mut raw) = unit.entries_raw(None) {
+        while !raw.is_empty() {
+            let offset = raw.next_offset();
+            let depth = raw.next_depth();
+            let abbrev = match raw.read_abbreviation() {
+                Ok(Some(a)) => a,
+                // A null entry closes a list of children; the reader tracks the depth.
+                Ok(None) => continue,
+                Err(_) => break,
+            };
+            all.push((offset, abbrev.tag(), depth));
+            if raw.skip_attributes(abbrev.attributes()).is_err() {
+                break;
             }
-            let level = (d - depth) as usize;
-            stack.truncate(level);
-            let parent = stack.last().copied();
-            dies.push(Die {
-                offset: e.offset(),
-                tag: e.tag(),
-                parent,
-            });
-            stack.push(dies.len() - 1);
         }
     }
+    dies_from(&all)
+}
+
+/// The index from (offset, tag, depth) in DFS order: a DIE's parent is the last DIE one level up.
+fn dies_from(all: &[(UnitOffset, gimli::DwTag, isize)]) -> Vec<Die> {
+    let mut dies = Vec::with_capacity(all.len());
+    let mut stack: Vec<usize> = Vec::new();
+    for &(offset, tag, depth) in all {
+        let Ok(level) = usize::try_from(depth) else {
+            break;
+        };
+        stack.truncate(level);
+        dies.push(Die {
+            offset,
+            tag,
+            parent: stack.last().copied(),
+        });
+        stack.push(dies.len() - 1);
+    }
+    dies
+}
+
+/// The line rows of a unit, sorted by address as libdw sorts them.
+fn line_rows(dwarf: &gimli::Dwarf<R>, unit: &gimli::Unit<R>, comp_dir: Option<&str>) -> Vec<Row> {
     let mut rows = Vec::new();
-    let mut files: std::collections::HashMap<u64, Rc<str>> = std::collections::HashMap::new();
+    let mut files: HashMap<u64, Rc<str>> = HashMap::new();
     if let Some(program) = unit.line_program.clone() {
         let mut it = program.rows();
         let mut index = 0usize;
-        while let Some((header, row)) = it.next_row()? {
+        while let Ok(Some((header, row))) = it.next_row() {
             let file = files
                 .entry(row.file_index())
                 .or_insert_with(|| {
                     Rc::from(
                         row.file(header)
-                            .and_then(|fe| file_path(dwarf, &unit, header, fe, comp_dir.as_deref()))
+                            .and_then(|fe| file_path(dwarf, unit, header, fe, comp_dir))
                             .unwrap_or_default(),
                     )
                 })
@@ -625,11 +1112,5 @@ fn index_unit(dwarf: &gimli::Dwarf<R>, unit: gimli::Unit<R>) -> Result<UnitInfo,
         }
     }
     rows.sort_by_key(|(i, r)| (r.address, !r.end_sequence, *i));
-    Ok(UnitInfo {
-        unit,
-        dies,
-        rows: rows.into_iter().map(|(_, r)| r).collect(),
-        comp_dir,
-        optimized: std::cell::OnceCell::new(),
-    })
+    rows.into_iter().map(|(_, r)| r).collect()
 }

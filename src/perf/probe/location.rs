@@ -111,7 +111,7 @@ impl std::fmt::Display for TraceArg {
 
 /// Text of a DWARF expression as readelf/objdump print it, for refusals.
 pub(crate) fn expression_text(di: &DebugInfo, unit: usize, expr: &gimli::Expression<R>) -> String {
-    let encoding = di.units[unit].unit.encoding();
+    let encoding = di.unit(unit).encoding();
     let mut ops = expr.clone().operations(encoding);
     let mut out = Vec::new();
     while let Ok(Some(op)) = ops.next() {
@@ -172,7 +172,7 @@ pub(crate) fn location_at(
     addr: u64,
 ) -> Result<Option<gimli::Expression<R>>, String> {
     let e = di.entry(var.unit, var.die);
-    let u = &di.units[var.unit].unit;
+    let u = &di.unit(var.unit);
     let Some(attr) = e.attr_value(gimli::DW_AT_location) else {
         return Ok(None);
     };
@@ -221,7 +221,7 @@ pub(crate) fn translate_location(
         }
     };
     let text = expression_text(di, var.unit, &expr);
-    let encoding = di.units[var.unit].unit.encoding();
+    let encoding = di.unit(var.unit).encoding();
     let mut ops = Vec::new();
     let mut it = expr.operations(encoding);
     loop {
@@ -321,7 +321,7 @@ fn frame_base(
     let Some(AttributeValue::Exprloc(expr)) = e.attr_value(gimli::DW_AT_frame_base) else {
         return Err("DW_OP_fbreg in a function without DW_AT_frame_base".into());
     };
-    let encoding = di.units[unit].unit.encoding();
+    let encoding = di.unit(unit).encoding();
     let mut it = expr.operations(encoding);
     let mut ops = Vec::new();
     while let Ok(Some(op)) = it.next() {
@@ -378,7 +378,7 @@ fn cfa(di: &DebugInfo, addr: u64) -> Result<Fetch, String> {
 pub(crate) fn real_type(di: &DebugInfo, unit: usize, mut die: Option<usize>) -> Option<usize> {
     for _ in 0..16 {
         let d = die?;
-        let tag = di.units[unit].dies[d].tag;
+        let tag = di.dies(unit)[d].tag;
         if matches!(
             tag,
             gimli::DW_TAG_typedef
@@ -398,8 +398,8 @@ pub(crate) fn real_type(di: &DebugInfo, unit: usize, mut die: Option<usize>) -> 
 /// The DIE of DW_AT_type.
 pub(crate) fn type_of(di: &DebugInfo, unit: usize, die: usize) -> Option<usize> {
     match di.origin_attr(unit, die, gimli::DW_AT_type)? {
-        (u, AttributeValue::UnitRef(off)) if u == unit => di.units[unit]
-            .dies
+        (u, AttributeValue::UnitRef(off)) if u == unit => di
+            .dies(unit)
             .binary_search_by_key(&off.0, |d| d.offset.0)
             .ok(),
         _ => None,
@@ -417,7 +417,7 @@ pub(crate) fn type_name(di: &DebugInfo, unit: usize, die: Option<usize>) -> Stri
     let Some(d) = die else {
         return "void".into();
     };
-    let tag = di.units[unit].dies[d].tag;
+    let tag = di.dies(unit)[d].tag;
     let name = di.name(unit, d);
     match tag {
         gimli::DW_TAG_pointer_type => format!("{}*", type_name(di, unit, type_of(di, unit, d))),
@@ -428,12 +428,13 @@ pub(crate) fn type_name(di: &DebugInfo, unit: usize, die: Option<usize>) -> Stri
         gimli::DW_TAG_union_type => format!("union {}", name.unwrap_or_default()),
         gimli::DW_TAG_enumeration_type => format!("enum {}", name.unwrap_or_default()),
         gimli::DW_TAG_array_type => format!("{}[]", type_name(di, unit, type_of(di, unit, d))),
-        _ => name.unwrap_or_else(|| "(unknown)".into()),
+        // perf's die_get_typename fails on an unnamed type (a C++ reference, say) and prints its fallback.
+        _ => name.unwrap_or_else(|| "(unknown_type)".into()),
     }
 }
 
 fn signed(di: &DebugInfo, unit: usize, die: usize) -> bool {
-    di.units[unit].dies[die].tag == gimli::DW_TAG_base_type
+    di.dies(unit)[die].tag == gimli::DW_TAG_base_type
         && matches!(
             di.entry(unit, die).attr_value(gimli::DW_AT_encoding),
             Some(AttributeValue::Encoding(
@@ -446,7 +447,7 @@ fn is_char(di: &DebugInfo, unit: usize, die: Option<usize>) -> bool {
     let Some(d) = real_type(di, unit, die) else {
         return false;
     };
-    di.units[unit].dies[d].tag == gimli::DW_TAG_base_type
+    di.dies(unit)[d].tag == gimli::DW_TAG_base_type
         && matches!(
             di.name(unit, d).as_deref(),
             Some("char" | "unsigned char" | "signed char")
@@ -456,7 +457,7 @@ fn is_char(di: &DebugInfo, unit: usize, die: Option<usize>) -> bool {
 /// A member of a struct or union: its offset and its DIE.
 fn member(di: &DebugInfo, unit: usize, st: usize, name: &str) -> Option<(i64, usize)> {
     for c in di.children(unit, st).collect::<Vec<_>>() {
-        if di.units[unit].dies[c].tag != gimli::DW_TAG_member {
+        if di.dies(unit)[c].tag != gimli::DW_TAG_member {
             continue;
         }
         let cname = di.name(unit, c);
@@ -496,7 +497,7 @@ pub(crate) fn translate_arg(
     for field in &arg.fields {
         let t =
             real_type(di, unit, ty).ok_or_else(|| format!("`{what}` has no type information"))?;
-        let tag = di.units[unit].dies[t].tag;
+        let tag = di.dies(unit)[t].tag;
         let st = if field.arrow {
             if tag != gimli::DW_TAG_pointer_type {
                 return Err(format!(
@@ -517,7 +518,7 @@ pub(crate) fn translate_arg(
         };
         let st = st.filter(|&s| {
             matches!(
-                di.units[unit].dies[s].tag,
+                di.dies(unit)[s].tag,
                 gimli::DW_TAG_structure_type | gimli::DW_TAG_union_type
             )
         });
@@ -553,7 +554,7 @@ pub(crate) fn translate_arg(
             let Some(t) = t else {
                 return Err(format!("`{what}` has no type information"));
             };
-            match di.units[unit].dies[t].tag {
+            match di.dies(unit)[t].tag {
                 gimli::DW_TAG_pointer_type => {
                     fetch = Fetch::Deref {
                         off: 0,

@@ -254,6 +254,29 @@ pub(crate) struct Site {
     /// The out-of-line function containing the address.
     pub function: usize,
     pub address: u64,
+    /// For a probe at a function's entry, the instance probed (the body or an inlined copy): perf takes the
+    /// variables of that scope first (its `call_probe_finder(sp_die)`), not those of a copy inlined at the
+    /// same address.
+    pub entry_of: Option<usize>,
+}
+
+impl Site {
+    /// The scopes whose variables the site sees, in the order they are searched: for a function entry the
+    /// probed instance, then the scopes inside it holding the address (outer first), then those around it; else
+    /// innermost first.
+    fn search_order(&self, chain: &[usize]) -> Vec<usize> {
+        match self
+            .entry_of
+            .and_then(|s| chain.iter().position(|&c| c == s))
+        {
+            Some(p) => chain[p..]
+                .iter()
+                .chain(chain[..p].iter().rev())
+                .copied()
+                .collect(),
+            None => chain.iter().rev().copied().collect(),
+        }
+    }
 }
 
 fn place_text(spec: &Spec) -> String {
@@ -301,7 +324,9 @@ pub(crate) fn sites(
         }
         let mut out = Vec::new();
         for inst in &instances {
-            let Some(entry) = di.entry_pc(inst.unit, inst.die) else {
+            // perf skips an instance whose entry is 0 ("has no entry PC"): code the linker dropped (an unused
+            // generic's copy) keeps its DWARF with addresses relocated to 0.
+            let Some(entry) = di.entry_pc(inst.unit, inst.die).filter(|&e| e != 0) else {
                 continue;
             };
             if pp.retprobe && inst.inlined {
@@ -329,6 +354,7 @@ pub(crate) fn sites(
                 unit: inst.unit,
                 function,
                 address,
+                entry_of: pp.offset.is_none().then_some(inst.die),
             });
         }
         if out.is_empty() {
@@ -340,12 +366,14 @@ pub(crate) fn sites(
     }
     let file = pp.file.clone().unwrap_or_default();
     let line = pp.line.unwrap_or(0);
-    let units: Vec<usize> = (0..di.units.len())
+    // The file table first, so that the rows of units that can't hold the file are never built.
+    let units: Vec<usize> = (0..di.unit_count())
         .filter(|&u| {
-            di.units[u]
-                .rows
-                .iter()
-                .any(|r| dwarf::tail_matches(&r.file, &file))
+            di.unit_mentions_file(u, &file)
+                && di
+                    .rows(u)
+                    .iter()
+                    .any(|r| dwarf::tail_matches(&r.file, &file))
         })
         .collect();
     if units.is_empty() {
@@ -367,7 +395,7 @@ fn line_sites(
     let mut out: Vec<Site> = Vec::new();
     let mut shared = None;
     for &u in units {
-        for row in &di.units[u].rows {
+        for row in di.rows(u) {
             if !row.is_stmt
                 || row.end_sequence
                 || row.line != line
@@ -393,6 +421,7 @@ fn line_sites(
                 unit: u,
                 function,
                 address: row.address,
+                entry_of: None,
             });
         }
     }
@@ -432,7 +461,7 @@ fn lazy_sites(
             source,
         })?;
         let lines: Vec<&str> = source.lines().collect();
-        for row in &di.units[inst.unit].rows {
+        for row in di.rows(inst.unit) {
             if !row.is_stmt
                 || row.end_sequence
                 || *row.file != *file
@@ -449,6 +478,7 @@ fn lazy_sites(
                     unit: inst.unit,
                     function: inst.die,
                     address: row.address,
+                    entry_of: None,
                 });
             }
         }
@@ -461,10 +491,10 @@ fn lazy_sites(
     Ok(out)
 }
 
-fn find_var(di: &DebugInfo, unit: usize, chain: &[usize], name: &str) -> Option<VarDie> {
-    for &scope in chain.iter().rev() {
+fn find_var(di: &DebugInfo, unit: usize, order: &[usize], name: &str) -> Option<VarDie> {
+    for &scope in order {
         for c in di.children(unit, scope) {
-            let tag = di.units[unit].dies[c].tag;
+            let tag = di.dies(unit)[c].tag;
             if (tag == gimli::DW_TAG_variable || tag == gimli::DW_TAG_formal_parameter)
                 && di.name(unit, c).as_deref() == Some(name)
             {
@@ -473,15 +503,11 @@ fn find_var(di: &DebugInfo, unit: usize, chain: &[usize], name: &str) -> Option<
         }
     }
     // Globals: this unit first, then the others; a definition with a location over a declaration.
-    let units = std::iter::once(unit).chain((0..di.units.len()).filter(|&u| u != unit));
+    let units = std::iter::once(unit).chain((0..di.unit_count()).filter(|&u| u != unit));
     let mut declared = None;
+    let key = di.name_key(name);
     for u in units {
-        for c in di.children(u, 0) {
-            if di.units[u].dies[c].tag != gimli::DW_TAG_variable
-                || di.name(u, c).as_deref() != Some(name)
-            {
-                continue;
-            }
+        for c in di.top_level_named(u, gimli::DW_TAG_variable, &key) {
             let e = di.entry(u, c);
             if e.attr_value(gimli::DW_AT_location).is_some()
                 || e.attr_value(gimli::DW_AT_const_value).is_some()
@@ -498,16 +524,17 @@ fn find_var(di: &DebugInfo, unit: usize, chain: &[usize], name: &str) -> Option<
 /// innermost function or inlined copy, into nested scopes that contain the address.
 pub(crate) fn visible_vars(di: &DebugInfo, site: Site, params_only: bool) -> Vec<VarDie> {
     let chain = di.scopes_at(site.unit, site.function, site.address);
-    let start = chain
-        .iter()
-        .rev()
-        .find(|&&s| {
+    let start = site
+        .entry_of
+        .filter(|s| chain.contains(s))
+        .into_iter()
+        .chain(chain.iter().rev().copied())
+        .find(|&s| {
             matches!(
-                di.units[site.unit].dies[s].tag,
+                di.dies(site.unit)[s].tag,
                 gimli::DW_TAG_subprogram | gimli::DW_TAG_inlined_subroutine
             )
         })
-        .copied()
         .unwrap_or(site.function);
     let mut out = Vec::new();
     walk_vars(di, site.unit, start, &chain, params_only, &mut out);
@@ -523,7 +550,7 @@ fn walk_vars(
     out: &mut Vec<VarDie>,
 ) {
     for c in di.children(unit, scope).collect::<Vec<_>>() {
-        let tag = di.units[unit].dies[c].tag;
+        let tag = di.dies(unit)[c].tag;
         if tag == gimli::DW_TAG_formal_parameter || (tag == gimli::DW_TAG_variable && !params_only)
         {
             out.push(VarDie { unit, die: c });
@@ -548,13 +575,13 @@ fn site_args(
     for arg in &spec.args {
         match arg {
             Arg::Var(v) => {
-                let var = find_var(di, site.unit, &chain, &v.var).ok_or_else(|| {
-                    Error::VariableNotFound {
+                let var = find_var(di, site.unit, &site.search_order(&chain), &v.var).ok_or_else(
+                    || Error::VariableNotFound {
                         var: v.var.clone(),
                         place: place.into(),
                         address: site.address,
-                    }
-                })?;
+                    },
+                )?;
                 let t = location::translate_arg(di, var, function, site.address, v, space)
                     .map_err(|reason| Error::Refused {
                         arg: v.text(),

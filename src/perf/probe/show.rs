@@ -23,7 +23,7 @@ pub(crate) fn point_of(di: &DebugInfo, unit: usize, addr: u64) -> Option<String>
     let (mut func, mut base, mut base_file) = (name.clone(), decl, decl_file);
     // Into inlined copies: at a copy's entry the line is its call site, inside it relative to the copy.
     for &s in di.scopes_at(unit, f, addr).iter().skip(1) {
-        if di.units[unit].dies[s].tag != gimli::DW_TAG_inlined_subroutine {
+        if di.dies(unit)[s].tag != gimli::DW_TAG_inlined_subroutine {
             continue;
         }
         if di.entry_pc(unit, s) == Some(addr) {
@@ -81,7 +81,7 @@ pub fn available_vars(
         if externs {
             candidates.extend(
                 di.children(site.unit, 0)
-                    .filter(|&c| di.units[site.unit].dies[c].tag == gimli::DW_TAG_variable)
+                    .filter(|&c| di.dies(site.unit)[c].tag == gimli::DW_TAG_variable)
                     .map(|c| VarDie {
                         unit: site.unit,
                         die: c,
@@ -143,10 +143,8 @@ pub fn line_range(
     start: Option<u64>,
     end: Option<u64>,
 ) -> Result<LineRange, Error> {
-    let instances = di.instances(function, None);
-    let inst = instances
-        .iter()
-        .find(|i| !i.inlined)
+    let inst = di
+        .first_body(function)
         .ok_or_else(|| Error::FunctionNotFound {
             function: function.into(),
             path: di.path.clone(),
@@ -173,7 +171,7 @@ pub fn line_range(
         }
     };
     // Rows inside the function, not inside an inlined copy unless at its call line (perf's die_walk_lines).
-    for row in &di.units[u].rows {
+    for row in di.rows(u) {
         if !row.is_stmt || row.end_sequence || !di.contains(u, f, row.address) {
             continue;
         }
@@ -181,7 +179,7 @@ pub fn line_range(
         if let Some(&inl) = chain
             .iter()
             .rev()
-            .find(|&&s| di.units[u].dies[s].tag == gimli::DW_TAG_inlined_subroutine)
+            .find(|&&s| di.dies(u)[s].tag == gimli::DW_TAG_inlined_subroutine)
         {
             let call_line = di
                 .entry(u, inl)
@@ -201,7 +199,7 @@ pub fn line_range(
     }
     let mut stack: Vec<usize> = di.children(u, f).collect();
     while let Some(c) = stack.pop() {
-        let tag = di.units[u].dies[c].tag;
+        let tag = di.dies(u)[c].tag;
         if tag == gimli::DW_TAG_inlined_subroutine {
             let call_line = di
                 .entry(u, c)
@@ -279,13 +277,18 @@ pub fn write_line_range(
     Ok(())
 }
 
-/// `-F`: the binary's function and object symbols, without those starting with `_` (perf's default filter).
+/// `-F`: the binary's function and object symbols as perf names them (demangled), without those starting with
+/// `_` (perf's default filter, applied to the demangled name).
 pub fn functions(di: &DebugInfo) -> Vec<String> {
-    di.symbols
+    let mut out: Vec<String> = di
+        .symbols()
         .iter()
+        .map(|s| crate::perf::symbols::demangle::demangle(s))
         .filter(|s| !s.starts_with('_'))
-        .cloned()
-        .collect()
+        .collect();
+    // Equal names are indistinguishable in the output, so an unstable sort prints what perf's sorted list does.
+    out.sort_unstable();
+    out
 }
 
 /// `-l`: how a defined probe reads as a perf point (`work:4@/src/prog.c`), from the binary's DWARF when it can

@@ -183,19 +183,8 @@ impl Tracefs {
     }
 }
 
-/// perf's glob: `*` any run, `?` one character.
-pub fn glob_match(pattern: &str, text: &str) -> bool {
-    fn go(p: &[u8], t: &[u8]) -> bool {
-        match (p.first(), t.first()) {
-            (None, None) => true,
-            (Some(b'*'), _) => go(&p[1..], t) || (!t.is_empty() && go(p, &t[1..])),
-            (Some(b'?'), Some(_)) => go(&p[1..], &t[1..]),
-            (Some(a), Some(b)) if a == b => go(&p[1..], &t[1..]),
-            _ => false,
-        }
-    }
-    go(pattern.as_bytes(), text.as_bytes())
-}
+/// perf's `strglobmatch`, shared with `record -e` globs.
+pub use crate::perf::trace::tracefs::glob_match;
 
 #[cfg(test)]
 mod tests {

@@ -91,6 +91,26 @@ impl Tracepoint {
         })
     }
 
+    /// Every tracepoint `SYS:NAME` names, where either part may be a glob (`probe_prog:*`), in perf's order; an
+    /// error when a glob matches nothing.
+    pub fn resolve_all(
+        tracefs: &crate::perf::trace::Tracefs,
+        event: &str,
+    ) -> Result<Vec<Tracepoint>, Error> {
+        let (system, name) = crate::perf::trace::split_name(event)?;
+        if !crate::perf::trace::tracefs::is_glob(system)
+            && !crate::perf::trace::tracefs::is_glob(name)
+        {
+            return Ok(vec![Tracepoint::resolve(tracefs, event)?]);
+        }
+        let mut out = Vec::new();
+        for (system, name) in tracefs.matching_events(system, name)? {
+            let id = tracefs.id(&system, &name)?;
+            out.push(Tracepoint { system, name, id });
+        }
+        Ok(out)
+    }
+
     /// `sys:name`, as perf names the event.
     pub fn full_name(&self) -> String {
         format!("{}:{}", self.system, self.name)

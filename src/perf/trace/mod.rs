@@ -57,6 +57,14 @@ pub enum Error {
         /// The tracefs directory looked in.
         tracefs: PathBuf,
     },
+    /// A glob (`probe_prog:*`) that names no event.
+    #[error("no tracepoint matches {pattern} in {} (list them with `ls {}/events`)", tracefs.display(), tracefs.display())]
+    NoMatchingEvent {
+        /// `sys:glob`.
+        pattern: String,
+        /// The tracefs directory looked in.
+        tracefs: PathBuf,
+    },
     /// An event name that is not `SYS:NAME`, or that would leave the events directory.
     #[error("{0:?} is not a tracepoint name (expected SYS:NAME, e.g. sched:sched_switch)")]
     BadName(String),

@@ -173,6 +173,53 @@ impl Tracefs {
         Ok(out)
     }
 
+    /// The events `system:name` names when either part is a glob (`probe_prog:*`, `sched:sched_w*`,
+    /// `sch*:*wakeup`), as perf's `add_tracepoint_multi_sys` / `add_tracepoint_multi_event` expand them: systems
+    /// and events in directory order (perf reads them with readdir, unsorted), directories without a `format`
+    /// file skipped. Nothing matching is an error naming the pattern, as perf refuses it.
+    pub fn matching_events(
+        &self,
+        system: &str,
+        name: &str,
+    ) -> Result<Vec<(String, String)>, Error> {
+        let events = self.root.join("events");
+        let systems: Vec<String> = if is_glob(system) {
+            read_dir_names(&events)?
+                .into_iter()
+                .filter(|s| glob_match(system, s))
+                .collect()
+        } else {
+            self.event_dir_name_ok(system)?;
+            vec![system.to_string()]
+        };
+        let mut out = Vec::new();
+        for sys in systems {
+            let dir = events.join(&sys);
+            if !dir.is_dir() {
+                continue;
+            }
+            for event in read_dir_names(&dir)? {
+                if glob_match(name, &event) && dir.join(&event).join("format").is_file() {
+                    out.push((sys.clone(), event));
+                }
+            }
+        }
+        if out.is_empty() {
+            return Err(Error::NoMatchingEvent {
+                pattern: format!("{system}:{name}"),
+                tracefs: self.root.clone(),
+            });
+        }
+        Ok(out)
+    }
+
+    fn event_dir_name_ok(&self, part: &str) -> Result<(), Error> {
+        if part.is_empty() || part.contains('/') || part == "." || part == ".." {
+            return Err(Error::BadName(part.to_string()));
+        }
+        Ok(())
+    }
+
     /// Appends one line to a control file (`uprobe_events`, `kprobe_events`) in one `write`, as the kernel
     /// parses one definition per write; the kernel's refusal (EINVAL, EEXIST, EBUSY) comes back as the error,
     /// and the file's own `error_log` line is added when the kernel wrote one.
@@ -201,6 +248,56 @@ impl Tracefs {
         let start = lines.iter().rposition(|l| l.starts_with('['))?;
         Some(lines[start..].join("\n"))
     }
+}
+
+/// Whether an event name part is a glob pattern (perf's `strpbrk(name, "*?")`, and `[` for a class).
+pub fn is_glob(s: &str) -> bool {
+    s.contains(['*', '?', '['])
+}
+
+/// perf's `strglobmatch` (tools/perf/util/string.c): `*` any run, `?` any one character, `[abc]` and `[a-z]` a
+/// class, `\` makes the next character literal; the whole text must match.
+pub fn glob_match(pattern: &str, text: &str) -> bool {
+    fn class(p: &[char], c: char) -> Option<(bool, usize)> {
+        // `p` starts after `[`; returns whether `c` is in the class and the length up to and including `]`.
+        let mut i = 0;
+        let mut hit = false;
+        while i < p.len() {
+            if p[i] == ']' && i > 0 {
+                return Some((hit, i + 1));
+            }
+            if i + 2 < p.len() && p[i + 1] == '-' && p[i + 2] != ']' {
+                hit |= p[i] <= c && c <= p[i + 2];
+                i += 3;
+            } else {
+                hit |= p[i] == c;
+                i += 1;
+            }
+        }
+        None
+    }
+    fn go(p: &[char], t: &[char]) -> bool {
+        match p.first() {
+            None => t.is_empty(),
+            Some('*') => (0..=t.len()).any(|k| go(&p[1..], &t[k..])),
+            Some('?') => !t.is_empty() && go(&p[1..], &t[1..]),
+            Some('[') => match (
+                class(&p[1..], t.first().copied().unwrap_or('\0')),
+                t.first(),
+            ) {
+                (Some((true, n)), Some(_)) => go(&p[1 + n..], &t[1..]),
+                (Some(_), _) => false,
+                // An unclosed `[` is a literal, as in perf.
+                (None, Some('[')) => go(&p[1..], &t[1..]),
+                (None, _) => false,
+            },
+            Some('\\') if p.len() > 1 => t.first() == Some(&p[1]) && go(&p[2..], &t[1..]),
+            Some(c) => t.first() == Some(c) && go(&p[1..], &t[1..]),
+        }
+    }
+    let p: Vec<char> = pattern.chars().collect();
+    let t: Vec<char> = text.chars().collect();
+    go(&p, &t)
 }
 
 fn read_dir_names(dir: &Path) -> Result<Vec<String>, Error> {
@@ -237,6 +334,72 @@ fn unescape_mount(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn globs_as_perf_matches_them() {
+        assert!(glob_match("*", "sched_switch"));
+        assert!(glob_match("sched_w*", "sched_wakeup_new"));
+        assert!(!glob_match("sched_w*", "sched_switch"));
+        assert!(glob_match("work_L?", "work_L4"));
+        assert!(!glob_match("work", "work_L4"));
+        assert!(glob_match("probe_prog*:*", "probe_prog0:work_L4"));
+        assert!(glob_match("sched_[sw]*", "sched_switch"));
+        assert!(glob_match("irq_[a-f]*", "irq_enter"));
+        assert!(!glob_match("irq_[a-d]*", "irq_enter"));
+        assert!(glob_match("a\\*b", "a*b"));
+        assert!(!glob_match("a\\*b", "axb"));
+        assert!(glob_match("x[y", "x[y"));
+        assert!(is_glob("probe_prog:*") && !is_glob("sched:sched_switch"));
+    }
+
+    #[test]
+    fn globs_expand_over_an_events_directory_and_an_empty_match_is_an_error() {
+        let root = tempfile::tempdir().unwrap();
+        for (sys, ev) in [
+            ("probe_a", "work"),
+            ("probe_a", "show"),
+            ("probe_b", "work"),
+            ("sched", "x"),
+        ] {
+            let d = root.path().join("events").join(sys).join(ev);
+            std::fs::create_dir_all(&d).unwrap();
+            std::fs::write(d.join("format"), "name: x\n").unwrap();
+        }
+        // A system's own files and a directory without `format` are not events.
+        std::fs::create_dir_all(root.path().join("events/probe_a/notanevent")).unwrap();
+        std::fs::write(root.path().join("events/probe_a/enable"), "0").unwrap();
+        let t = Tracefs::at(root.path());
+        let mut got = t.matching_events("probe_a", "*").unwrap();
+        got.sort();
+        assert_eq!(
+            got,
+            [
+                ("probe_a".into(), "show".into()),
+                ("probe_a".into(), "work".into())
+            ]
+        );
+        let mut got = t.matching_events("probe_*", "work").unwrap();
+        got.sort();
+        assert_eq!(
+            got,
+            [
+                ("probe_a".into(), "work".into()),
+                ("probe_b".into(), "work".into())
+            ]
+        );
+        assert!(matches!(
+            t.matching_events("probe_a", "nothing*"),
+            Err(Error::NoMatchingEvent { .. })
+        ));
+        assert!(matches!(
+            t.matching_events("nosuch", "*"),
+            Err(Error::NoMatchingEvent { .. })
+        ));
+        assert!(matches!(
+            t.matching_events("..", "*"),
+            Err(Error::BadName(_))
+        ));
+    }
 
     #[test]
     fn mount_paths_are_unescaped() {
