@@ -20,8 +20,8 @@ pub use patch_id::{
     patch_id_of_diff_text, PatchId,
 };
 pub use repo::{
-    abbrev_len, check_clean, check_no_operation, commit_subject, committer, discover, short_id,
-    untracked_in_the_way, worktree_change_ignored, Operation,
+    abbrev_len, check_clean, check_no_operation, commit_subject, committer, discover,
+    read_objects_as_git_does, short_id, untracked_in_the_way, worktree_change_ignored, Operation,
 };
 pub use trailers::{normalize_subject, origins, Origin, OriginForm};
 pub use tree_build::{commit_bytes, object_id, TreeEdit, TreeStore};
