@@ -93,9 +93,9 @@ pub(super) fn output_cmp(
 /// inserting `0..n` in turn, a node going left of an existing one when `cmp(new, existing)` is `Greater`.
 /// With a comparator that is not a total order the result depends on the tree's shape, so the shape is kept.
 pub(super) fn rb_order(n: usize, cmp: impl Fn(usize, usize) -> std::cmp::Ordering) -> Vec<usize> {
-    let mut tree = crate::perf::rbtree::RbTree::default();
+    let mut tree = crate::perf::rbtree::RbTree::<()>::default();
     for new in 0..n {
-        tree.insert_by(|old| cmp(new, old) == std::cmp::Ordering::Greater);
+        tree.insert_by((), |old, _| cmp(new, old) == std::cmp::Ordering::Greater);
     }
     tree.in_order()
 }
