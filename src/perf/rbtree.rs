@@ -4,67 +4,108 @@
 //! first ([`super::symbols`]), the order of report rows whose comparison is not a total order
 //! ([`super::tools`]). The tree holds only links and colours; its users keep their keys by node id.
 
-/// A node's links and colour.
+/// No node: a link that `Option<usize>` would spend 16 bytes on.
+const NIL: u32 = u32::MAX;
+/// The colour bit of [`Node::parent_red`]; the parent id is below it.
+const RED: u32 = 1 << 31;
+/// [`Node::parent_red`]'s id part when there is no parent.
+const NO_PARENT: u32 = RED - 1;
+
+/// A node's key, links and colour: the links in 12 bytes, and the key beside them, as the walk down reads
+/// both (replaying librustc_driver's symbol tree walks 175,000 nodes; keys in a separate array cost a second
+/// cache miss per level).
 #[derive(Clone, Copy, Debug)]
-struct Node {
-    red: bool,
-    parent: Option<usize>,
-    left: Option<usize>,
-    right: Option<usize>,
+struct Node<K> {
+    key: K,
+    /// The parent's id ([`NO_PARENT`] for the root), with [`RED`] set for a red node.
+    parent_red: u32,
+    left: u32,
+    right: u32,
 }
 
-/// A red-black tree over node ids `0..`, in insertion order; the caller orders them.
-#[derive(Clone, Debug, Default)]
-pub(crate) struct RbTree {
-    nodes: Vec<Node>,
-    root: Option<usize>,
+/// `NIL` as `None`.
+fn link(n: u32) -> Option<usize> {
+    (n != NIL).then_some(n as usize)
 }
 
-impl RbTree {
-    /// Inserts the next node id (`rb_link_node` + `rb_insert_color`), descending left of an existing node
-    /// when `goes_left(existing)`; returns the new id.
-    pub(crate) fn insert_by(&mut self, mut goes_left: impl FnMut(usize) -> bool) -> usize {
-        let id = self.nodes.len();
-        let mut parent = None;
-        let mut link = self.root;
+/// A red-black tree over node ids `0..`, in insertion order, each with a key `K` (`()` when the caller keeps
+/// its keys by id); the caller orders them.
+#[derive(Clone, Debug)]
+pub(crate) struct RbTree<K> {
+    nodes: Vec<Node<K>>,
+    root: u32,
+}
+
+impl<K> Default for RbTree<K> {
+    fn default() -> Self {
+        Self::with_capacity(0)
+    }
+}
+
+impl<K> RbTree<K> {
+    /// An empty tree with room for `n` nodes.
+    pub(crate) fn with_capacity(n: usize) -> Self {
+        Self {
+            nodes: Vec::with_capacity(n),
+            root: NIL,
+        }
+    }
+
+    /// Inserts the next node id with `key` (`rb_link_node` + `rb_insert_color`), descending left of an
+    /// existing node when `goes_left(existing id, its key)`; returns the new id.
+    pub(crate) fn insert_by(
+        &mut self,
+        key: K,
+        mut goes_left: impl FnMut(usize, &K) -> bool,
+    ) -> usize {
+        let id = u32::try_from(self.nodes.len())
+            .ok()
+            .filter(|&id| id < NO_PARENT)
+            .expect("fewer than 2^31 nodes (a symbol table that large cannot be mapped)");
+        let mut parent = NIL;
+        let mut at = self.root;
         let mut go_left = false;
-        while let Some(p) = link {
-            parent = Some(p);
-            go_left = goes_left(p);
-            link = if go_left {
-                self.nodes[p].left
-            } else {
-                self.nodes[p].right
-            };
+        while at != NIL {
+            parent = at;
+            let p = &self.nodes[at as usize];
+            go_left = goes_left(at as usize, &p.key);
+            at = if go_left { p.left } else { p.right };
         }
         self.nodes.push(Node {
-            red: true,
-            parent,
-            left: None,
-            right: None,
+            key,
+            parent_red: if parent == NIL { NO_PARENT } else { parent } | RED,
+            left: NIL,
+            right: NIL,
         });
-        match parent {
-            None => self.root = Some(id),
-            Some(p) if go_left => self.nodes[p].left = Some(id),
-            Some(p) => self.nodes[p].right = Some(id),
+        if parent == NIL {
+            self.root = id;
+        } else if go_left {
+            self.nodes[parent as usize].left = id;
+        } else {
+            self.nodes[parent as usize].right = id;
         }
         self.insert_fixup(id);
-        id
+        id as usize
     }
 
     /// The root node.
     pub(crate) fn root(&self) -> Option<usize> {
-        self.root
+        link(self.root)
+    }
+
+    /// Node `n`'s key.
+    pub(crate) fn key(&self, n: usize) -> &K {
+        &self.nodes[n].key
     }
 
     /// Node `n`'s left child.
     pub(crate) fn left(&self, n: usize) -> Option<usize> {
-        self.nodes[n].left
+        link(self.nodes[n].left)
     }
 
     /// Node `n`'s right child.
     pub(crate) fn right(&self, n: usize) -> Option<usize> {
-        self.nodes[n].right
+        link(self.nodes[n].right)
     }
 
     /// The nodes in order (leftmost first).
@@ -72,221 +113,257 @@ impl RbTree {
         let mut order = Vec::with_capacity(self.nodes.len());
         let mut stack = Vec::new();
         let mut at = self.root;
-        while at.is_some() || !stack.is_empty() {
-            while let Some(n) = at {
-                stack.push(n);
-                at = self.nodes[n].left;
+        while at != NIL || !stack.is_empty() {
+            while at != NIL {
+                stack.push(at);
+                at = self.nodes[at as usize].left;
             }
             let Some(top) = stack.pop() else { break };
-            order.push(top);
-            at = self.nodes[top].right;
+            order.push(top as usize);
+            at = self.nodes[top as usize].right;
         }
         order
     }
 
-    fn red(&self, n: Option<usize>) -> bool {
-        n.is_some_and(|n| self.nodes[n].red)
+    fn parent(&self, n: u32) -> u32 {
+        match self.nodes[n as usize].parent_red & !RED {
+            NO_PARENT => NIL,
+            p => p,
+        }
     }
 
-    fn rotate_left(&mut self, x: usize) {
-        let y = self.nodes[x]
-            .right
-            .expect("rotate_left needs a right child");
-        let yl = self.nodes[y].left;
-        self.nodes[x].right = yl;
-        if let Some(yl) = yl {
-            self.nodes[yl].parent = Some(x);
-        }
-        self.replace_child(x, y);
-        self.nodes[y].left = Some(x);
-        self.nodes[x].parent = Some(y);
+    fn set_parent(&mut self, n: u32, p: u32) {
+        let node = &mut self.nodes[n as usize];
+        node.parent_red = (node.parent_red & RED) | if p == NIL { NO_PARENT } else { p };
     }
 
-    fn rotate_right(&mut self, x: usize) {
-        let y = self.nodes[x].left.expect("rotate_right needs a left child");
-        let yr = self.nodes[y].right;
-        self.nodes[x].left = yr;
-        if let Some(yr) = yr {
-            self.nodes[yr].parent = Some(x);
+    fn l(&self, n: u32) -> u32 {
+        self.nodes[n as usize].left
+    }
+
+    fn r(&self, n: u32) -> u32 {
+        self.nodes[n as usize].right
+    }
+
+    /// Whether `n` is a red node (`NIL` is black).
+    fn red(&self, n: u32) -> bool {
+        n != NIL && self.nodes[n as usize].parent_red & RED != 0
+    }
+
+    fn set_red(&mut self, n: u32, red: bool) {
+        let node = &mut self.nodes[n as usize];
+        node.parent_red = (node.parent_red & !RED) | if red { RED } else { 0 };
+    }
+
+    fn rotate_left(&mut self, x: u32) {
+        let y = self.r(x);
+        debug_assert_ne!(y, NIL, "rotate_left needs a right child");
+        let yl = self.l(y);
+        self.nodes[x as usize].right = yl;
+        if yl != NIL {
+            self.set_parent(yl, x);
         }
         self.replace_child(x, y);
-        self.nodes[y].right = Some(x);
-        self.nodes[x].parent = Some(y);
+        self.nodes[y as usize].left = x;
+        self.set_parent(x, y);
+    }
+
+    fn rotate_right(&mut self, x: u32) {
+        let y = self.l(x);
+        debug_assert_ne!(y, NIL, "rotate_right needs a left child");
+        let yr = self.r(y);
+        self.nodes[x as usize].left = yr;
+        if yr != NIL {
+            self.set_parent(yr, x);
+        }
+        self.replace_child(x, y);
+        self.nodes[y as usize].right = x;
+        self.set_parent(x, y);
     }
 
     /// Puts `new` where `old` hangs (under `old`'s parent, or as the root).
-    fn replace_child(&mut self, old: usize, new: usize) {
-        let parent = self.nodes[old].parent;
-        self.nodes[new].parent = parent;
-        match parent {
-            None => self.root = Some(new),
-            Some(p) if self.nodes[p].left == Some(old) => self.nodes[p].left = Some(new),
-            Some(p) => self.nodes[p].right = Some(new),
+    fn replace_child(&mut self, old: u32, new: u32) {
+        let parent = self.parent(old);
+        self.set_parent(new, parent);
+        self.relink(parent, old, new);
+    }
+
+    /// Makes `parent`'s link to `old` point to `new` (the root link when `parent` is `NIL`).
+    fn relink(&mut self, parent: u32, old: u32, new: u32) {
+        if parent == NIL {
+            self.root = new;
+        } else if self.l(parent) == old {
+            self.nodes[parent as usize].left = new;
+        } else {
+            self.nodes[parent as usize].right = new;
         }
     }
 
-    fn insert_fixup(&mut self, mut z: usize) {
-        while let Some(p) = self.nodes[z].parent.filter(|&p| self.nodes[p].red) {
-            let g = self.nodes[p].parent.expect("a red node has a parent");
-            if self.nodes[g].left == Some(p) {
-                let uncle = self.nodes[g].right;
+    fn insert_fixup(&mut self, mut z: u32) {
+        loop {
+            let p = self.parent(z);
+            if !self.red(p) {
+                break;
+            }
+            let g = self.parent(p);
+            debug_assert_ne!(g, NIL, "a red node has a parent");
+            if self.l(g) == p {
+                let uncle = self.r(g);
                 if self.red(uncle) {
-                    self.nodes[p].red = false;
-                    self.nodes[uncle.expect("red")].red = false;
-                    self.nodes[g].red = true;
+                    self.set_red(p, false);
+                    self.set_red(uncle, false);
+                    self.set_red(g, true);
                     z = g;
                     continue;
                 }
                 let mut p = p;
-                if self.nodes[p].right == Some(z) {
+                if self.r(p) == z {
                     self.rotate_left(p);
                     z = p;
-                    p = self.nodes[z].parent.expect("rotated under a parent");
+                    p = self.parent(z);
                 }
-                self.nodes[p].red = false;
-                self.nodes[g].red = true;
+                self.set_red(p, false);
+                self.set_red(g, true);
                 self.rotate_right(g);
             } else {
-                let uncle = self.nodes[g].left;
+                let uncle = self.l(g);
                 if self.red(uncle) {
-                    self.nodes[p].red = false;
-                    self.nodes[uncle.expect("red")].red = false;
-                    self.nodes[g].red = true;
+                    self.set_red(p, false);
+                    self.set_red(uncle, false);
+                    self.set_red(g, true);
                     z = g;
                     continue;
                 }
                 let mut p = p;
-                if self.nodes[p].left == Some(z) {
+                if self.l(p) == z {
                     self.rotate_right(p);
                     z = p;
-                    p = self.nodes[z].parent.expect("rotated under a parent");
+                    p = self.parent(z);
                 }
-                self.nodes[p].red = false;
-                self.nodes[g].red = true;
+                self.set_red(p, false);
+                self.set_red(g, true);
                 self.rotate_left(g);
             }
         }
-        let root = self.root.expect("a tree with a node has a root");
-        self.nodes[root].red = false;
+        self.set_red(self.root, false);
     }
 
     /// Removes node `z` (`rb_erase`): a node with two children is replaced by its in-order successor, which
     /// takes its colour.
     pub(crate) fn erase(&mut self, z: usize) {
-        let (zl, zr) = (self.nodes[z].left, self.nodes[z].right);
+        let z = z as u32;
+        let (zl, zr) = (self.l(z), self.r(z));
         // (the child that moves up, its new parent, whether a black node left the tree)
-        let (x, x_parent, removed_black) = match (zl, zr) {
-            (None, _) | (_, None) => {
-                let child = zl.or(zr);
-                let parent = self.nodes[z].parent;
-                match child {
-                    Some(c) => self.replace_child(z, c),
-                    None => match parent {
-                        None => self.root = None,
-                        Some(p) if self.nodes[p].left == Some(z) => self.nodes[p].left = None,
-                        Some(p) => self.nodes[p].right = None,
-                    },
-                }
-                (child, parent, !self.nodes[z].red)
+        let (x, x_parent, removed_black) = if zl == NIL || zr == NIL {
+            let child = if zl != NIL { zl } else { zr };
+            let parent = self.parent(z);
+            if child != NIL {
+                self.replace_child(z, child);
+            } else {
+                self.relink(parent, z, NIL);
             }
-            (Some(l), Some(r)) => {
-                let mut y = r;
-                while let Some(yl) = self.nodes[y].left {
-                    y = yl;
-                }
-                let y_black = !self.nodes[y].red;
-                let x = self.nodes[y].right;
-                let x_parent;
-                if y == r {
-                    x_parent = y;
-                } else {
-                    x_parent = self.nodes[y].parent.expect("below r");
-                    self.nodes[x_parent].left = x;
-                    if let Some(x) = x {
-                        self.nodes[x].parent = Some(x_parent);
-                    }
-                    self.nodes[y].right = Some(r);
-                    self.nodes[r].parent = Some(y);
-                }
-                self.replace_child(z, y);
-                self.nodes[y].left = Some(l);
-                self.nodes[l].parent = Some(y);
-                self.nodes[y].red = self.nodes[z].red;
-                (x, Some(x_parent), y_black)
+            (child, parent, !self.red(z))
+        } else {
+            let mut y = zr;
+            while self.l(y) != NIL {
+                y = self.l(y);
             }
+            let y_black = !self.red(y);
+            let x = self.r(y);
+            let x_parent;
+            if y == zr {
+                x_parent = y;
+            } else {
+                x_parent = self.parent(y);
+                self.nodes[x_parent as usize].left = x;
+                if x != NIL {
+                    self.set_parent(x, x_parent);
+                }
+                self.nodes[y as usize].right = zr;
+                self.set_parent(zr, y);
+            }
+            self.replace_child(z, y);
+            self.nodes[y as usize].left = zl;
+            self.set_parent(zl, y);
+            let z_red = self.red(z);
+            self.set_red(y, z_red);
+            (x, x_parent, y_black)
         };
         if removed_black {
             self.erase_fixup(x, x_parent);
         }
     }
 
-    fn erase_fixup(&mut self, mut x: Option<usize>, mut parent: Option<usize>) {
+    fn erase_fixup(&mut self, mut x: u32, mut parent: u32) {
         while x != self.root && !self.red(x) {
-            let Some(p) = parent else { break };
-            if self.nodes[p].left == x {
-                let mut w = self.nodes[p]
-                    .right
-                    .expect("a black-height deficit has a sibling");
-                if self.nodes[w].red {
-                    self.nodes[w].red = false;
-                    self.nodes[p].red = true;
+            let p = parent;
+            if p == NIL {
+                break;
+            }
+            if self.l(p) == x {
+                let mut w = self.r(p);
+                debug_assert_ne!(w, NIL, "a black-height deficit has a sibling");
+                if self.red(w) {
+                    self.set_red(w, false);
+                    self.set_red(p, true);
                     self.rotate_left(p);
-                    w = self.nodes[p].right.expect("sibling after rotation");
+                    w = self.r(p);
                 }
-                if !self.red(self.nodes[w].left) && !self.red(self.nodes[w].right) {
-                    self.nodes[w].red = true;
-                    x = Some(p);
-                    parent = self.nodes[p].parent;
+                if !self.red(self.l(w)) && !self.red(self.r(w)) {
+                    self.set_red(w, true);
+                    x = p;
+                    parent = self.parent(p);
                     continue;
                 }
-                if !self.red(self.nodes[w].right) {
-                    let wl = self.nodes[w].left.expect("red");
-                    self.nodes[wl].red = false;
-                    self.nodes[w].red = true;
+                if !self.red(self.r(w)) {
+                    let wl = self.l(w);
+                    self.set_red(wl, false);
+                    self.set_red(w, true);
                     self.rotate_right(w);
-                    w = self.nodes[p].right.expect("sibling after rotation");
+                    w = self.r(p);
                 }
-                self.nodes[w].red = self.nodes[p].red;
-                self.nodes[p].red = false;
-                let wr = self.nodes[w].right.expect("red");
-                self.nodes[wr].red = false;
+                let p_red = self.red(p);
+                self.set_red(w, p_red);
+                self.set_red(p, false);
+                let wr = self.r(w);
+                self.set_red(wr, false);
                 self.rotate_left(p);
                 x = self.root;
                 break;
             } else {
-                let mut w = self.nodes[p]
-                    .left
-                    .expect("a black-height deficit has a sibling");
-                if self.nodes[w].red {
-                    self.nodes[w].red = false;
-                    self.nodes[p].red = true;
+                let mut w = self.l(p);
+                debug_assert_ne!(w, NIL, "a black-height deficit has a sibling");
+                if self.red(w) {
+                    self.set_red(w, false);
+                    self.set_red(p, true);
                     self.rotate_right(p);
-                    w = self.nodes[p].left.expect("sibling after rotation");
+                    w = self.l(p);
                 }
-                if !self.red(self.nodes[w].left) && !self.red(self.nodes[w].right) {
-                    self.nodes[w].red = true;
-                    x = Some(p);
-                    parent = self.nodes[p].parent;
+                if !self.red(self.l(w)) && !self.red(self.r(w)) {
+                    self.set_red(w, true);
+                    x = p;
+                    parent = self.parent(p);
                     continue;
                 }
-                if !self.red(self.nodes[w].left) {
-                    let wr = self.nodes[w].right.expect("red");
-                    self.nodes[wr].red = false;
-                    self.nodes[w].red = true;
+                if !self.red(self.l(w)) {
+                    let wr = self.r(w);
+                    self.set_red(wr, false);
+                    self.set_red(w, true);
                     self.rotate_left(w);
-                    w = self.nodes[p].left.expect("sibling after rotation");
+                    w = self.l(p);
                 }
-                self.nodes[w].red = self.nodes[p].red;
-                self.nodes[p].red = false;
-                let wl = self.nodes[w].left.expect("red");
-                self.nodes[wl].red = false;
+                let p_red = self.red(p);
+                self.set_red(w, p_red);
+                self.set_red(p, false);
+                let wl = self.l(w);
+                self.set_red(wl, false);
                 self.rotate_right(p);
                 x = self.root;
                 break;
             }
         }
-        if let Some(x) = x {
-            self.nodes[x].red = false;
+        if x != NIL {
+            self.set_red(x, false);
         }
     }
 }
@@ -296,23 +373,28 @@ mod tests {
     use super::*;
 
     /// Checks the red-black invariants and that `key` is ordered in order; returns the black height.
-    fn check(t: &RbTree, n: Option<usize>, key: &[u64], lo: u64, hi: u64) -> usize {
-        let Some(id) = n else { return 1 };
-        let node = &t.nodes[id];
+    fn check(t: &RbTree<u64>, n: u32, key: &[u64], lo: u64, hi: u64) -> usize {
+        if n == NIL {
+            return 1;
+        }
+        let id = n as usize;
+        assert_eq!(*t.key(id), key[id]);
         assert!(lo <= key[id] && key[id] <= hi);
-        if node.red {
+        if t.red(n) {
             assert!(
-                !t.red(node.left) && !t.red(node.right),
+                !t.red(t.l(n)) && !t.red(t.r(n)),
                 "red node {id} has a red child"
             );
         }
-        for c in [node.left, node.right].into_iter().flatten() {
-            assert_eq!(t.nodes[c].parent, Some(id));
+        for c in [t.l(n), t.r(n)] {
+            if c != NIL {
+                assert_eq!(t.parent(c), n);
+            }
         }
-        let l = check(t, node.left, key, lo, key[id]);
-        let r = check(t, node.right, key, key[id], hi);
+        let l = check(t, t.l(n), key, lo, key[id]);
+        let r = check(t, t.r(n), key, key[id], hi);
         assert_eq!(l, r, "black heights differ under {id}");
-        l + usize::from(!node.red)
+        l + usize::from(!t.red(n))
     }
 
     #[test]
@@ -326,7 +408,7 @@ mod tests {
                 .wrapping_mul(6364136223846793005)
                 .wrapping_add(1442695040888963407);
             let k = (x >> 40) % 200;
-            let id = t.insert_by(|p| k < key[p]);
+            let id = t.insert_by(k, |_, &p| k < p);
             assert_eq!(id, key.len());
             key.push(k);
             check(&t, t.root, &key, 0, u64::MAX);

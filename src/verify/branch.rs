@@ -38,6 +38,7 @@ pub enum Error {
 /// Not inside a repository, or a repository without that branch, gives [`BranchCheck::Skipped`] with the reason:
 /// verify still reports the matrix for a target whose tree is elsewhere.
 pub fn check(dir: &Path, branch: &str, lists: &[PathBuf]) -> Result<BranchCheck, Error> {
+    crate::git::read_objects_as_git_does();
     let repo = match git2::Repository::discover(dir) {
         Ok(r) => r,
         Err(_) => {

@@ -124,7 +124,7 @@ enum TreeNode {
 
 impl PerfTree {
     fn build(&self, info: &ElfInfo) -> SymbolTree {
-        let mut tree = SymbolTree::default();
+        let mut tree = SymbolTree::with_capacity(self.nodes.len());
         for op in &self.ops {
             match *op {
                 TreeOp::Insert(start) => {

@@ -19,23 +19,31 @@ use crate::perf::rbtree::RbTree;
 /// compares with.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct SymbolTree {
-    tree: RbTree,
-    /// `(start, end)` by node id.
-    spans: Vec<(u64, u64)>,
+    /// Keyed by start.
+    tree: RbTree<u64>,
+    /// Ends by node id, apart from the starts: only a lookup reads them.
+    ends: Vec<u64>,
 }
 
 impl SymbolTree {
+    /// An empty tree with room for `n` symbols.
+    pub(crate) fn with_capacity(n: usize) -> Self {
+        Self {
+            tree: RbTree::with_capacity(n),
+            ends: Vec::with_capacity(n),
+        }
+    }
+
     /// Inserts a symbol starting at `start` (`__symbols__insert`); returns its node id.
     pub(crate) fn insert(&mut self, start: u64) -> usize {
-        let spans = &self.spans;
-        let id = self.tree.insert_by(|p| start < spans[p].0);
-        self.spans.push((start, start));
+        let id = self.tree.insert_by(start, |_, &p| start < p);
+        self.ends.push(start);
         id
     }
 
     /// Sets the range `symbols__find` compares with.
     pub(crate) fn set_end(&mut self, id: usize, end: u64) {
-        self.spans[id].1 = end;
+        self.ends[id] = end;
     }
 
     /// Removes node `id` (`rb_erase`).
@@ -48,10 +56,10 @@ impl SymbolTree {
     pub(crate) fn find(&self, ip: u64) -> Option<usize> {
         let mut n = self.tree.root();
         while let Some(id) = n {
-            let (start, end) = self.spans[id];
+            let start = *self.tree.key(id);
             if ip < start {
                 n = self.tree.left(id);
-            } else if ip > end || (ip == end && ip != start) {
+            } else if ip > self.ends[id] || (ip == self.ends[id] && ip != start) {
                 n = self.tree.right(id);
             } else {
                 return Some(id);

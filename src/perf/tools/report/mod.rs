@@ -380,7 +380,7 @@ struct Acc {
     /// what perf's tree search finds); the entry keeps the texts of its first frame.
     index: HashMap<EntryKey, usize>,
     /// perf's `hists->entries_in`: every entry, node id = entry index, in perf's shape (see `hist_cmp`).
-    tree: RbTree,
+    tree: RbTree<()>,
     /// The least and greatest unresolved address (as i64) among the entries and the keys looked up: while
     /// they are less than 2^63 apart, `hist_cmp` orders them and the hash is exact; after, unresolved keys
     /// are looked up by searching `tree` as perf does (a search that can miss an equal entry: seen on live
@@ -427,7 +427,7 @@ impl Acc {
                     key: key.clone(),
                 });
                 let entries = &self.entries;
-                let id = self.tree.insert_by(|n| {
+                let id = self.tree.insert_by((), |n, _| {
                     hist_cmp(sort, &entries[n].key, key) == std::cmp::Ordering::Less
                 });
                 debug_assert_eq!(id, entries.len() - 1);
@@ -706,7 +706,7 @@ fn collapse(t: &mut Acc, sort: &[SortKey]) -> Vec<usize> {
         // The comparison orders these entries: no duplicates, and both trees have one order.
         return entries_in;
     }
-    let mut tree = RbTree::default();
+    let mut tree = RbTree::<()>::default();
     let mut ids: Vec<usize> = Vec::new();
     for e in entries_in {
         let key = &t.entries[e].key;
@@ -724,7 +724,9 @@ fn collapse(t: &mut Acc, sort: &[SortKey]) -> Vec<usize> {
             continue;
         }
         let entries = &t.entries;
-        tree.insert_by(|n| hist_cmp(sort, &entries[ids[n]].key, key) == std::cmp::Ordering::Less);
+        tree.insert_by((), |n, _| {
+            hist_cmp(sort, &entries[ids[n]].key, key) == std::cmp::Ordering::Less
+        });
         ids.push(e);
     }
     tree.in_order().into_iter().map(|n| ids[n]).collect()

@@ -84,7 +84,7 @@ pub(super) fn hist_cmp(sort: &[SortKey], existing: &EntryKey, new: &EntryKey) ->
 /// search that missed an equal entry in a tree not built by an order would make perf add a second one
 /// (merged later, in `hists__collapse_resort`); searching the way perf does keeps that case perf's too.
 pub(super) fn tree_find<'a>(
-    tree: &RbTree,
+    tree: &RbTree<()>,
     sort: &[SortKey],
     key_of: impl Fn(usize) -> &'a EntryKey,
     key: &EntryKey,
@@ -151,9 +151,9 @@ pub(super) fn output_cmp(
 /// inserting `0..n` in turn, a node going left of an existing one when `cmp(new, existing)` is `Greater`.
 /// With a comparator that is not a total order the result depends on the tree's shape, so the shape is kept.
 pub(super) fn rb_order(n: usize, cmp: impl Fn(usize, usize) -> std::cmp::Ordering) -> Vec<usize> {
-    let mut tree = crate::perf::rbtree::RbTree::default();
+    let mut tree = crate::perf::rbtree::RbTree::<()>::default();
     for new in 0..n {
-        tree.insert_by(|old| cmp(new, old) == std::cmp::Ordering::Greater);
+        tree.insert_by((), |old, _| cmp(new, old) == std::cmp::Ordering::Greater);
     }
     tree.in_order()
 }
@@ -190,9 +190,9 @@ mod tests {
         // Inserted c, b, a: b goes left of c (b - c wraps to negative), a right of c (a - c wraps to
         // positive): the tree's order is b, c, a, which neither a signed nor an unsigned sort gives.
         let keys = [addr(c), addr(b), addr(a)];
-        let mut tree = RbTree::default();
+        let mut tree = RbTree::<()>::default();
         for k in &keys {
-            tree.insert_by(|n| hist_cmp(&sort, &keys[n], k) == Ordering::Less);
+            tree.insert_by((), |n, _| hist_cmp(&sort, &keys[n], k) == Ordering::Less);
         }
         assert_eq!(tree.in_order(), [1, 0, 2]);
         for (i, k) in keys.iter().enumerate() {
