@@ -1127,7 +1127,11 @@ fn lock_addr_names_siglock_under_a_signal_mask_workload() {
     let count = |r: &Vec<String>| r[0].parse::<u64>().unwrap();
     let all: u64 = rows.iter().map(count).sum();
     assert!(count(sig[0]) >= 100 && count(sig[0]) * 2 >= all, "{out}");
-    assert!(!out.contains("mmap_lock"), "{out}");
+    // The threads' page faults and stack mappings can meet on mmap_lock now and then (one contention against
+    // 2,175,721 on siglock in a CI run); the signal workload never waits there much.
+    for r in rows.iter().filter(|r| r[5] == "mmap_lock") {
+        assert!(count(r) * 1000 <= count(sig[0]), "{out}");
+    }
 }
 
 #[test]
