@@ -856,7 +856,11 @@ impl DebugInfo {
         };
         let mut results: Vec<(usize, Vec<UnitOffset>, Option<Vec<Die>>)> =
             std::thread::scope(|s| {
-                let helpers: Vec<_> = (1..threads).map(|_| s.spawn(work)).collect();
+                // Units are claimed from a shared counter: a helper the system refuses only leaves more to the
+                // others (`Scope::spawn` would panic instead).
+                let helpers: Vec<_> = (1..threads)
+                    .filter_map(|_| std::thread::Builder::new().spawn_scoped(s, work).ok())
+                    .collect();
                 let mut all = work();
                 for h in helpers {
                     match h.join() {
