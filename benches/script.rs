@@ -1,4 +1,4 @@
-//! `bport script` against `perf script` on the same perf.data files, in one run (issue #5 benchmark).
+//! `bport script` against `perf script` on the same perf.data files, in one run.
 //!
 //! Records with Linux perf (fp and dwarf callchains; the built-in no-frame-pointer workload and a Python run
 //! that maps many DSOs; a medium and a large file each), then times both tools on each file, checks that their
@@ -135,7 +135,7 @@ fn main() {
         print_row(name, path, bport, dir.path(), 3);
     }
 
-    // Real programs (issue 12 item 13): a large C++ binary (gcc's cc1plus, 30,000 symbols to demangle),
+    // Real programs: a large C++ binary (gcc's cc1plus, 30,000 symbols to demangle),
     // system-wide recordings (whatever runs on this shared machine: other builds' rustc and cc1plus, shells),
     // and a compressed (-z) file. The system-wide DWARF file is small and timed once: perf 6.1 spends about half
     // a second per sample there running addr2line over rustc's libraries.

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Real-history check (issue 13): bport's already-applied detection on a public project's stable branch, as a
+"""Real-history check: bport's already-applied detection on a public project's stable branch, as a
 skip confusion matrix against ground truth, next to `git cherry`'s.
 
 Takes a clone (or bare mirror) of a project whose stable branch carries backports of its main branch with

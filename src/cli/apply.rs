@@ -229,8 +229,8 @@ struct CliProgress<'u> {
     /// made so far), and nothing is said about commits.
     dry_run: bool,
     /// Status lines of a real run that are not durable yet: picks live in memory until the pack and the state
-    /// naming them are written (the `StateSaved` checkpoint). A run killed before that printed "picked as" for
-    /// commits that were then lost (issue 13); now the lines wait for the checkpoint.
+    /// naming them are written (the `StateSaved` checkpoint). The lines wait for the checkpoint, so a run killed
+    /// before it never prints "picked as" for commits that are lost.
     /// `(is_warning, text)`, in the order they happened.
     pending: Vec<(bool, String)>,
     picks: usize,

@@ -1,6 +1,6 @@
 //! `bport verify`: arguments → `verify::Request`, and the report as a table (or JSON) on stdout.
 //!
-//! Exit 0 only when every required check passes, 3 otherwise (DESIGN "Exit codes"). The hidden
+//! Exit 0 only when every required check passes, 3 otherwise (a check failed). The hidden
 //! `bport verify-guest` is the init of the verify VM: it runs the matrix and prints the report on the console.
 
 use super::{CliError, CliResult, Kind, Ui};
@@ -242,7 +242,7 @@ pub fn render(report: &Report, color: bool) -> String {
     s
 }
 
-/// The lock-contention cell (issue 14).
+/// The lock-contention cell.
 fn lock_line(report: &Report, paint: &Paint) -> String {
     use crate::verify::lock_cell::LockCell;
     match &report.lock {

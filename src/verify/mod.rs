@@ -311,7 +311,7 @@ pub struct Report {
     /// The lock-contention cell (absent in reports of bports before it existed).
     #[serde(default)]
     pub lock: Option<lock_cell::LockCell>,
-    /// The dynamic-probe cell: a BTF-argument kprobe on the verified kernel (issue 15).
+    /// The dynamic-probe cell: a BTF-argument kprobe on the verified kernel.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub probe: Option<probe_check::ProbeCheck>,
 }

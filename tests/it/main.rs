@@ -1,4 +1,4 @@
-//! The one integration test binary (STYLE 2.10): every module here shares one link of git2, gimli and object.
+//! The one integration test binary: every module here shares one link of git2, gimli and object.
 
 #[macro_use]
 mod support;

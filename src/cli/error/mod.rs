@@ -6,7 +6,7 @@
 //! tracefs, record, lock, probe), `verify.rs`; this file holds `CliError` itself and the I/O rule all of them use.
 //! Command files only use `?` / `CliError::from` (and `CliError::user` for their own argument checks), adding a
 //! hint where the command knows more (tests/it/architecture.rs holds them to it). Exit codes are an API
-//! (DESIGN.md, "Exit codes").
+//! (ARCHITECTURE.md, "Invariants").
 //!
 //! The rule for files: a missing, bad or damaged input the user named is the user's (exit 2); a disk that is full,
 //! read-only or failing, or a permission the process lacks, is the environment's (exit 4), never the user's.

@@ -476,7 +476,7 @@ fn pipe_mode_round_trips() {
 }
 
 /// perf before 6.6 reads a pipe-mode HEADER_ATTR's ids after its own 128-byte struct whatever attr.size says;
-/// a smaller attr made perf 6.1 read the ids from the next records and crash (issue 12, `bport record -o -`).
+/// a smaller attr made perf 6.1 read the ids from the next records and crash (`bport record -o - | perf script -i -`).
 #[test]
 fn pipe_attrs_are_written_at_the_struct_size_of_perf_5_13_to_6_2() {
     for (opts, want) in [
