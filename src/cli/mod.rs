@@ -15,6 +15,7 @@ pub mod error;
 mod flamegraph;
 mod list;
 mod lock;
+mod plan_json;
 mod probe;
 mod record;
 mod report;
@@ -152,6 +153,7 @@ pub enum Command {
 
 /// Parses the command line, runs the command and maps the result to an exit code.
 pub fn main() -> ExitCode {
+    end_quietly_on_a_closed_stdout();
     let cli = Cli::parse();
     ui::init_logging(cli.verbose);
     let ui = Ui {
@@ -192,6 +194,26 @@ fn run(command: Command, ui: &Ui) -> CliResult<ExitCode> {
         Command::Lock(args) => lock::run(args, ui),
     }
     .map(|()| ExitCode::SUCCESS)
+}
+
+/// A closed stdout (`bport … | head -1`) ends the output, for every command: errors that carry a broken pipe are
+/// mapped to success in [`main`], and this hook covers code outside bport that panics on the failed write instead
+/// of returning it (clap_complete's `expect`, `println!` in a dependency). Any other panic goes on to the default
+/// hook, backtrace and all.
+fn end_quietly_on_a_closed_stdout() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let payload = info
+            .payload()
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| info.payload().downcast_ref::<&str>().copied())
+            .unwrap_or("");
+        if payload.contains("Broken pipe") || payload.contains("BrokenPipe") {
+            std::process::exit(0);
+        }
+        default(info);
+    }));
 }
 
 fn is_broken_pipe(err: &CliError) -> bool {

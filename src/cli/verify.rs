@@ -29,7 +29,7 @@ pub struct VerifyArgs {
     #[arg(long, value_name = "VERSION")]
     pub kernel: Option<String>,
 
-    /// Targets file (default: patchlists/targets.yaml in the current directory, if present).
+    /// Targets file (default: the one built into bport, as shipped in patchlists/targets.yaml).
     #[arg(long, value_name = "FILE")]
     pub targets: Option<PathBuf>,
 
