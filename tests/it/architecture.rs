@@ -122,7 +122,7 @@ fn no_layer_names_a_module_above_it() {
     let found = violations(&src);
     assert!(
         found.is_empty(),
-        "modules that import a layer above them (DESIGN.md, module map):\n{found:#?}"
+        "modules that import a layer above them (ARCHITECTURE.md, the parts):\n{found:#?}"
     );
 }
 
