@@ -102,7 +102,7 @@ fn main() {
     };
     // The interpreter by its real path: a launcher that execs it (pyenv's shim runs `env python3`) would make
     // the recorded process exec, and perf 6.1 unwinds DWARF samples after such an exec from stale unwind data
-    // (a named deviation in the README), so its output could not be the reference for the rows below.
+    // (a named deviation in docs/perf-compat.md), so its output could not be the reference for the rows below.
     let python3 = Command::new("python3")
         .args(["-c", "import sys; print(sys.executable)"])
         .output()

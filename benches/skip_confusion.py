@@ -29,7 +29,7 @@ flatpak-1.14.x). In a throwaway `--shared` clone checked out at the stable branc
 A false skip (bport skips what the stable branch does not carry) is the failure that matters: it drops a fix
 silently. A missed skip only costs a conflict or an empty pick that bport then reports.
 
-Not a test: run by hand, and copy the figures into README.md. Without BPORT_REAL_REPO it says SKIPPED and exits 0.
+Not a test: run by hand, and copy the figures into benches/README.md. Without BPORT_REAL_REPO it says SKIPPED and exits 0.
 
   BPORT_REAL_REPO=/path/to/flatpak BPORT_STABLE=flatpak-1.14.x [BPORT_UPSTREAM=main] \
       [BPORT=target/release/bport] python3 benches/skip_confusion.py

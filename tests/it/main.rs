@@ -14,6 +14,7 @@ mod lock;
 mod perf_data;
 mod pipe;
 mod probe;
+mod readme;
 mod real_programs;
 mod real_symbols;
 mod record;
