@@ -400,6 +400,29 @@ fn apply_and_script_read_a_pipe_on_stdin_without_dash() {
         String::from_utf8_lossy(&script_pipe.stdout),
         script_file.stdout
     );
+    // `dump` follows the same rule.
+    let dump_pipe = piped(&["dump", "--header-only"], &data);
+    assert_eq!(
+        dump_pipe.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&dump_pipe.stderr)
+    );
+    let dump_file = bport::run(
+        t.path(),
+        &[
+            "dump",
+            "--header-only",
+            "-i",
+            fixture("fp.data").to_str().unwrap(),
+        ],
+    );
+    assert!(
+        dump_file.stdout.lines().count() > 2,
+        "{}",
+        dump_file.transcript()
+    );
+    assert_eq!(String::from_utf8_lossy(&dump_pipe.stdout), dump_file.stdout);
 }
 
 /// A pseudo-terminal: (master, slave). The slave is what a program sees as its terminal.
