@@ -124,15 +124,20 @@ pub fn run(args: VerifyArgs, ui: &Ui) -> CliResult<ExitCode> {
     }
     let report = verify::run(&request).map_err(CliError::from)?;
     let mut out = std::io::stdout().lock();
-    match args.format {
-        Format::Json => {
-            serde_json::to_writer_pretty(&mut out, &report).map_err(std::io::Error::from)?;
-            writeln!(out)?;
-        }
+    let written = match args.format {
+        Format::Json => serde_json::to_writer_pretty(&mut out, &report)
+            .map_err(std::io::Error::from)
+            .and_then(|()| writeln!(out)),
         Format::Table => {
             let color = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
-            out.write_all(render(&report, color).as_bytes())?;
+            out.write_all(render(&report, color).as_bytes())
         }
+    };
+    // A closed stdout (`bport verify | head -3`) ends the report, not the verdict: the exit status still says
+    // whether a check failed.
+    match written {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
+        other => other?,
     }
     Ok(if report.passed() {
         ExitCode::SUCCESS

@@ -77,6 +77,23 @@ fn a_closed_stdout_ends_the_output_quietly_for_every_command() {
     );
 }
 
+/// A closed stdout ends verify's report, not its verdict: a failing check still exits 3 (script's DWARF mode
+/// selection switched off makes the dwarf cells fail), a passing one 0.
+#[test]
+fn verify_with_a_closed_stdout_still_exits_with_its_verdict() {
+    let dir = tempfile::tempdir().unwrap();
+    for (broken, code) in [(false, 0), (true, 3)] {
+        let mut cmd = bport::bport(dir.path());
+        cmd.args(["verify", "--kernel", "4.1", "--duration-ms", "100"]);
+        if broken {
+            cmd.env("BPORT_TEST_SCRIPT_NO_DWARF_MODE", "1");
+        }
+        let out = with_closed_stdout(cmd);
+        assert_eq!(out.code, Some(code), "{}", out.transcript());
+        assert!(!out.stderr.contains("panicked"), "{}", out.transcript());
+    }
+}
+
 /// `verify` reads its targets table from the binary: the same report from a directory without `patchlists/` as
 /// from the checkout, naming the built-in target and its line as the README shows.
 #[test]
