@@ -6,6 +6,7 @@ mod support;
 mod apply;
 mod architecture;
 mod archive;
+mod ci;
 mod cli_edges;
 mod cli_help;
 mod corpus;
