@@ -209,7 +209,9 @@ fn end_quietly_on_a_closed_stdout() {
             .map(String::as_str)
             .or_else(|| info.payload().downcast_ref::<&str>().copied())
             .unwrap_or("");
-        if payload.contains("Broken pipe") || payload.contains("BrokenPipe") {
+        // Only stdout's: a closed stderr must not turn a stop or an error into success.
+        let broken = payload.contains("Broken pipe") || payload.contains("BrokenPipe");
+        if broken && !payload.contains("stderr") {
             std::process::exit(0);
         }
         default(info);
