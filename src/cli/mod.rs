@@ -209,13 +209,18 @@ fn end_quietly_on_a_closed_stdout() {
             .map(String::as_str)
             .or_else(|| info.payload().downcast_ref::<&str>().copied())
             .unwrap_or("");
-        // Only stdout's: a closed stderr must not turn a stop or an error into success.
-        let broken = payload.contains("Broken pipe") || payload.contains("BrokenPipe");
-        if broken && !payload.contains("stderr") {
+        if is_closed_stdout_panic(payload) {
             std::process::exit(0);
         }
         default(info);
     }));
+}
+
+/// Whether a panic message is a failed write to a closed stdout. Only stdout's: a closed stderr must not turn a
+/// stop or an error into success.
+fn is_closed_stdout_panic(payload: &str) -> bool {
+    (payload.contains("Broken pipe") || payload.contains("BrokenPipe"))
+        && !payload.contains("stderr")
 }
 
 fn is_broken_pipe(err: &CliError) -> bool {
@@ -223,4 +228,26 @@ fn is_broken_pipe(err: &CliError) -> bool {
         .chain()
         .filter_map(|e| e.downcast_ref::<std::io::Error>())
         .any(|e| e.kind() == std::io::ErrorKind::BrokenPipe)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_closed_stdout_panic;
+
+    #[test]
+    fn closed_stdout_panics_are_told_from_others() {
+        // The messages std's print macros and clap_complete panic with.
+        assert!(is_closed_stdout_panic(
+            "failed printing to stdout: Broken pipe (os error 32)"
+        ));
+        assert!(is_closed_stdout_panic(
+            "failed to write completion file: Os { code: 32, kind: BrokenPipe, message: \"Broken pipe\" }"
+        ));
+        assert!(!is_closed_stdout_panic(
+            "failed printing to stderr: Broken pipe (os error 32)"
+        ));
+        assert!(!is_closed_stdout_panic(
+            "index out of bounds: the len is 3 but the index is 7"
+        ));
+    }
 }
