@@ -78,14 +78,6 @@ fn stage(name: &str) -> Stage {
                 _keep: Box::new(dir),
             }
         }
-        // An empty directory (no repository).
-        "empty" => {
-            let dir = tempfile::tempdir().unwrap();
-            Stage {
-                dir: dir.path().to_owned(),
-                _keep: Box::new(dir),
-            }
-        }
         other => panic!("unknown transcript scenario {other:?}"),
     }
 }
