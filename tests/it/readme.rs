@@ -7,7 +7,7 @@
 //! directory, one after another, with the test binary's `bport` first on PATH and the hermetic environment of
 //! [`bport::bport`] (no user git config, a fixed committer and date), so ids and outputs are the same on every
 //! machine. `$EDITOR FILE` resolves a conflict by keeping both sides. Blocks of one scenario share its directory,
-//! in document order.
+//! in document order; that directory prints as `/tmp/work`. `$?` is the previous command's exit status.
 
 use crate::support::{bport, oracle, scenario};
 use std::path::{Path, PathBuf};
@@ -112,6 +112,7 @@ fn run_line(dir: &Path, editor: &Path, command: &str, last_status: i32) -> (Stri
         .stderr(writer)
         .spawn()
         .unwrap();
+    // The Command holds copies of the pipe's writing end: the read below ends only once they are closed too.
     drop(cmd);
     let mut out = String::new();
     std::io::Read::read_to_string(&mut reader, &mut out).unwrap();
