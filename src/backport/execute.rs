@@ -117,6 +117,7 @@ pub fn run(
     // mempack cannot list its objects, and `git_mempack_dump` walks each commit's whole tree (30,000 entries a
     // commit in the benchmark).
     let mut cache = pick::PickCache::new();
+    cache.set_renames(st.options.renames.settings(&work));
 
     while st.position < total {
         let i = st.position;
@@ -535,5 +536,8 @@ pub fn kind_label(kind: ConflictKind) -> &'static str {
         ConflictKind::AddAdd => "both added",
         ConflictKind::ModifyDelete => "deleted by them",
         ConflictKind::DeleteModify => "deleted by us",
+        ConflictKind::BothDeleted => "both deleted",
+        ConflictKind::AddedByUs => "added by us",
+        ConflictKind::AddedByThem => "added by them",
     }
 }

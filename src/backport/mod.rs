@@ -22,7 +22,7 @@ pub use execute::Checkpoint;
 pub use matcher::{AppliedBecause, Rule, Rules};
 pub use patchlist::PatchList;
 pub use plan::{Action, Plan, Step, StepResult};
-pub use state::{Favor, PickOptions, State};
+pub use state::{Favor, PickOptions, RenameChoice, State};
 
 use crate::git::{self, Context};
 use git2::{Oid, Repository};

@@ -15,10 +15,8 @@
 use super::state::Favor;
 use super::Error;
 use crate::git::Context;
-use git2::{
-    Commit, Delta, DiffFindOptions, DiffOptions, FileMode, MergeFileInput, MergeFileOptions, Oid,
-    Repository, Tree,
-};
+use crate::git::{Candidate, RenameSettings};
+use git2::{Commit, FileMode, MergeFileInput, MergeFileOptions, Odb, Oid, Repository, Tree};
 use std::collections::HashMap;
 use std::path::Path;
 use std::rc::Rc;
@@ -36,6 +34,12 @@ pub enum ConflictKind {
     ModifyDelete,
     /// The branch deleted it, the commit changes it.
     DeleteModify,
+    /// Both sides renamed it away, to different paths: only the base is staged, under the old path.
+    BothDeleted,
+    /// Only the branch's side is staged (the branch's name of a path both sides renamed differently).
+    AddedByUs,
+    /// Only the commit's side is staged (the commit's name of a path both sides renamed differently).
+    AddedByThem,
 }
 
 /// One conflicted path, with everything needed to write it into the index and worktree.
@@ -77,6 +81,9 @@ pub struct Markers {
     pub base: String,
     /// `merge.conflictStyle`.
     pub style: ConflictStyle,
+    /// Added to the marker size: git lengthens the markers of a merge nested in a rename conflict by one, so
+    /// that the outer conflict's markers stay distinguishable.
+    pub extra_size: usize,
 }
 
 /// `merge.conflictStyle`.
@@ -107,6 +114,18 @@ impl ConflictStyle {
 }
 
 impl Markers {
+    /// The labels git writes when a rename puts the three versions at different paths: each followed by
+    /// `:<path>` (base, branch, commit).
+    pub fn with_paths(&self, base: &str, ours: &str, theirs: &str) -> Markers {
+        Markers {
+            ours: format!("{}:{ours}", self.ours),
+            theirs: format!("{}:{theirs}", self.theirs),
+            base: format!("{}:{base}", self.base),
+            style: self.style,
+            extra_size: self.extra_size,
+        }
+    }
+
     /// Labels for picking the commit abbreviated as `short` (git's abbreviation, see [`crate::git::short_id`]), as
     /// git's sequencer builds them.
     pub fn for_commit(short: &str, subject: &str, style: ConflictStyle) -> Markers {
@@ -115,6 +134,7 @@ impl Markers {
             theirs: format!("{short} ({subject})"),
             base: format!("parent of {short} ({subject})"),
             style,
+            extra_size: 0,
         }
     }
 }
@@ -137,6 +157,7 @@ pub struct PickCache {
     written: crate::git::MemoryObjects,
     trees: crate::git::TreeStore,
     created: Vec<(Oid, Option<Oid>)>,
+    renames: RenameSettings,
 }
 
 /// Entries unused for this many picks are dropped, so the cache holds the files the series is editing now.
@@ -146,6 +167,20 @@ impl PickCache {
     /// An empty cache.
     pub fn new() -> PickCache {
         PickCache::default()
+    }
+
+    /// How the run's picks detect renames (git's defaults until set).
+    pub fn set_renames(&mut self, renames: RenameSettings) {
+        self.renames = renames;
+    }
+
+    /// Keeps a blob that only the index will name (a stage of a rename conflict), for the pack.
+    fn keep_blob(&mut self, content: Vec<u8>) -> Oid {
+        let (oid, _) = self.written.insert(content);
+        if !self.created.iter().any(|(o, _)| *o == oid) {
+            self.created.push((oid, None));
+        }
+        oid
     }
 
     fn next_pick(&mut self) {
@@ -245,96 +280,132 @@ pub fn pick(
         ),
         Err(_) => None,
     };
-    let mut deltas: Vec<PathDelta> = Vec::new();
     let changes = crate::git::tree_changes(repo, base_tree.as_ref(), Some(&theirs_tree))?;
-    let adds = changes.iter().any(|c| c.old.is_none());
-    let deletes = changes.iter().any(|c| c.new.is_none());
-    if !(adds && deletes) {
-        for c in changes {
-            deltas.push((Some(c.path.clone()), Some(c.path), c.old, c.new));
-        }
-    } else {
-        // Only a patch that adds and deletes can contain a rename; then libgit2's similarity pass decides.
-        let mut dopts = DiffOptions::new();
-        dopts.skip_binary_check(true);
-        let mut diff = repo
-            .diff_tree_to_tree(base_tree.as_ref(), Some(&theirs_tree), Some(&mut dopts))
-            .context_git(|| format!("diffing {}", commit.id()))?;
-        diff.find_similar(Some(DiffFindOptions::new().renames(true)))
-            .context_git(|| format!("finding renames in {}", commit.id()))?;
-        for delta in diff.deltas() {
-            let path_of = |f: &git2::DiffFile<'_>| {
-                f.path_bytes()
-                    .map(|p| String::from_utf8_lossy(p).into_owned())
-            };
-            let side = |f: &git2::DiffFile<'_>| {
-                f.exists().then(|| Side {
-                    oid: f.id(),
-                    mode: u32::from(f.mode()),
-                })
-            };
-            let (old_path, new_path) = (path_of(&delta.old_file()), path_of(&delta.new_file()));
-            let (ours_path, target_path) = match delta.status() {
-                Delta::Added => (new_path.clone(), new_path),
-                Delta::Renamed => (old_path, new_path),
-                _ => (old_path.clone(), old_path.or(new_path)),
-            };
-            deltas.push((
-                ours_path,
-                target_path,
-                side(&delta.old_file()),
-                side(&delta.new_file()),
-            ));
-        }
-    }
+    let renames = find_renames(
+        repo,
+        &odb,
+        tip,
+        base_tree.as_ref().map(Tree::id),
+        &changes,
+        cache,
+    )?;
 
     let mut updates: Vec<crate::git::TreeEdit> = Vec::new();
     let mut conflicts = Vec::new();
-    let mut changed = false;
-    for (ours_path, target_path, base, theirs) in deltas {
-        let (Some(ours_path), Some(target_path)) = (ours_path, target_path) else {
+    let mut handled_adds: Vec<&str> = Vec::new();
+    for (i, c) in changes.iter().enumerate() {
+        if renames.theirs_dst.contains(&i) || handled_adds.contains(&c.path.as_str()) {
             continue;
+        }
+        let path = c.path.as_str();
+        let theirs_rename = renames.theirs.get(&i).map(|&d| &changes[d]);
+        let ours_rename = renames.ours.get(path);
+        let outcome = match (theirs_rename, ours_rename) {
+            (Some(r), Some((q, o))) if *q == r.path => {
+                // Both sides renamed it to the same path: an ordinary merge there.
+                let ours_r = cache.trees.lookup(&odb, tip, &r.path)?.or(Some(*o));
+                (
+                    r.path.clone(),
+                    resolve_path(repo, &r.path, (c.old, ours_r, r.new), favor, markers, cache)?,
+                )
+            }
+            (Some(r), Some((q, o))) => {
+                rename_rename(repo, c, q, *o, r, favor, markers, cache, &mut conflicts)?;
+                continue;
+            }
+            (Some(r), None) => {
+                let ours = cache.trees.lookup(&odb, tip, path)?;
+                if ours.is_some() {
+                    updates.push((path.to_owned(), None));
+                }
+                let labels = markers.with_paths(path, path, &r.path);
+                let at_target = cache.trees.lookup(&odb, tip, &r.path)?;
+                let outcome =
+                    resolve_path(repo, &r.path, (c.old, ours, r.new), favor, &labels, cache)?;
+                match (at_target, outcome) {
+                    // The branch has a file where the commit renames this one (rename/add): what the rename
+                    // merged meets the branch's file as both sides adding it.
+                    (Some(other), PathOutcome::Set(Some(merged))) if ours.is_some() => (
+                        r.path.clone(),
+                        resolve_path(
+                            repo,
+                            &r.path,
+                            (None, Some(other), Some(merged)),
+                            favor,
+                            markers,
+                            cache,
+                        )?,
+                    ),
+                    // Both sides hold the same content: the branch's file moves to the new path.
+                    (_, PathOutcome::Unchanged) => (r.path.clone(), PathOutcome::Set(ours)),
+                    (_, outcome) => (r.path.clone(), outcome),
+                }
+            }
+            (None, Some((q, o))) => match c.new {
+                // Renamed on the branch, deleted by the commit (rename/delete): the branch's file stays, with
+                // the base and the branch's version staged at its new path.
+                None => (
+                    q.clone(),
+                    PathOutcome::Conflict(Conflict {
+                        path: q.clone(),
+                        kind: ConflictKind::ModifyDelete,
+                        base: c.old,
+                        ours: Some(*o),
+                        theirs: None,
+                        worktree: None,
+                        mode: o.mode,
+                    }),
+                ),
+                Some(_) => {
+                    let labels = markers.with_paths(path, q, path);
+                    let outcome =
+                        resolve_path(repo, q, (c.old, Some(*o), c.new), favor, &labels, cache)?;
+                    let added = changes.iter().enumerate().find(|(j, a)| {
+                        a.path == *q && a.old.is_none() && !renames.theirs_dst.contains(j)
+                    });
+                    match (added, outcome) {
+                        // The commit adds a file where the branch renamed this one (rename/add).
+                        (Some((_, a)), PathOutcome::Set(Some(merged))) => {
+                            handled_adds.push(a.path.as_str());
+                            (
+                                q.clone(),
+                                resolve_path(
+                                    repo,
+                                    q,
+                                    (None, Some(merged), a.new),
+                                    favor,
+                                    markers,
+                                    cache,
+                                )?,
+                            )
+                        }
+                        (_, outcome) => (q.clone(), outcome),
+                    }
+                }
+            },
+            (None, None) => {
+                let ours = cache.trees.lookup(&odb, tip, path)?;
+                (
+                    path.to_owned(),
+                    resolve_path(repo, path, (c.old, ours, c.new), favor, markers, cache)?,
+                )
+            }
         };
-        let ours = cache.trees.lookup(&odb, tip, &ours_path)?;
-        let renamed = ours_path != target_path;
-        let outcome = match resolve_path(
-            repo,
-            &target_path,
-            (base, ours, theirs),
-            favor,
-            markers,
-            cache,
-        )? {
-            // A rename that kept the content (the branch has the same blob) still moves the file.
-            PathOutcome::Unchanged if renamed && ours.is_some() => PathOutcome::Set(ours),
-            outcome => outcome,
-        };
+        let (target, outcome) = outcome;
         match outcome {
             PathOutcome::Unchanged => {}
             PathOutcome::Set(s) => {
-                if renamed && ours.is_some() {
-                    updates.push((ours_path.clone(), None));
-                }
-                let at_target = if renamed {
-                    cache.trees.lookup(&odb, tip, &target_path)?
-                } else {
-                    ours
-                };
-                if at_target != s {
-                    updates.push((target_path.clone(), s));
-                    changed = true;
-                } else if renamed && ours.is_some() {
-                    changed = true;
+                if cache.trees.lookup(&odb, tip, &target)? != s {
+                    updates.push((target, s));
                 }
             }
             PathOutcome::Conflict(mut c) => {
-                if renamed {
-                    c.path = target_path.clone();
-                }
+                c.path = target;
                 conflicts.push(c);
             }
         }
     }
+    let changed = !updates.is_empty();
     let tree = if changed {
         let PickCache {
             trees,
@@ -349,8 +420,220 @@ pub fn pick(
     Ok(Picked { tree, conflicts })
 }
 
-/// One path of the patch: where the branch has it, where the result goes, base and their side.
-type PathDelta = (Option<String>, Option<String>, Option<Side>, Option<Side>);
+/// The renames that matter to one pick, as merge-ort finds them on each side.
+#[derive(Default)]
+struct Renames {
+    /// The commit's renames: index of the deleted path in the patch → index of the added one.
+    theirs: HashMap<usize, usize>,
+    /// Indexes of the patch's added paths that are the commit's rename destinations.
+    theirs_dst: Vec<usize>,
+    /// The branch's renames of paths the commit changes: old path → the branch's new path and entry.
+    ours: HashMap<String, (String, Side)>,
+}
+
+/// Blobs for the detector: the run's own first, then the object database.
+struct PickBlobs<'a, 'r> {
+    repo: &'r Repository,
+    cache: &'a mut PickCache,
+}
+
+impl crate::git::Blobs for PickBlobs<'_, '_> {
+    fn bytes(&mut self, oid: Oid) -> Result<Rc<[u8]>, crate::git::Error> {
+        if let Some(b) = self.cache.get(oid) {
+            return Ok(b);
+        }
+        let blob = self
+            .repo
+            .find_blob(oid)
+            .map_err(|source| crate::git::Error::Git {
+                context: format!("reading blob {oid}"),
+                source,
+            })?;
+        Ok(Rc::from(blob.content()))
+    }
+}
+
+/// Rename detection for one pick, run only where a path is missing on one side (merge-ort's rule): the commit's
+/// side when its patch deletes a path the branch changed, the branch's side when the patch changes a path the
+/// branch lacks. A patch that only edits files present on the branch costs one lookup per path here.
+fn find_renames(
+    repo: &Repository,
+    odb: &Odb<'_>,
+    tip: Oid,
+    base: Option<Oid>,
+    changes: &[crate::git::Change],
+    cache: &mut PickCache,
+) -> Result<Renames, Error> {
+    let mut found = Renames::default();
+    let settings = cache.renames;
+    if !settings.enabled {
+        return Ok(found);
+    }
+    // The commit's side: sources are the paths it deletes, destinations the ones it adds; a source is relevant
+    // when the branch changed it (otherwise the rename and "delete + add" merge alike).
+    let deleted: Vec<usize> = (0..changes.len())
+        .filter(|&i| changes[i].new.is_none())
+        .collect();
+    let added: Vec<usize> = (0..changes.len())
+        .filter(|&i| changes[i].old.is_none())
+        .collect();
+    if !deleted.is_empty() && !added.is_empty() {
+        let mut sources = Vec::new();
+        let mut changed_on_branch = Vec::new();
+        for &i in &deleted {
+            let c = &changes[i];
+            let old = c.old.expect("a deletion has an old side");
+            changed_on_branch.push(cache.trees.lookup(odb, tip, &c.path)? != Some(old));
+            sources.push(Candidate {
+                path: c.path.clone(),
+                side: old,
+            });
+        }
+        let dests: Vec<Candidate> = added
+            .iter()
+            .map(|&i| Candidate {
+                path: changes[i].path.clone(),
+                side: changes[i].new.expect("an addition has a new side"),
+            })
+            .collect();
+        let relevant = |c: &Candidate| {
+            sources
+                .iter()
+                .position(|s| s.path == c.path)
+                .is_some_and(|i| changed_on_branch[i])
+        };
+        let mut blobs = PickBlobs { repo, cache };
+        for (s, d) in crate::git::detect_renames(&sources, &dests, &relevant, settings, &mut blobs)?
+        {
+            found.theirs.insert(deleted[s], added[d]);
+            found.theirs_dst.push(added[d]);
+        }
+    }
+    // The branch's side: only when the patch changes a path the branch lacks.
+    let Some(base) = base else {
+        return Ok(found);
+    };
+    let mut missing: Vec<&str> = Vec::new();
+    for c in changes {
+        if c.old.is_some() && cache.trees.lookup(odb, tip, &c.path)?.is_none() {
+            missing.push(&c.path);
+        }
+    }
+    if missing.is_empty() {
+        return Ok(found);
+    }
+    let branch = cache.trees.changes(odb, base, tip)?;
+    let sources: Vec<Candidate> = branch
+        .iter()
+        .filter_map(|c| {
+            Some(Candidate {
+                path: c.path.clone(),
+                side: c.old?,
+            })
+            .filter(|_| c.new.is_none())
+        })
+        .collect();
+    let dests: Vec<Candidate> = branch
+        .iter()
+        .filter_map(|c| {
+            Some(Candidate {
+                path: c.path.clone(),
+                side: c.new?,
+            })
+            .filter(|_| c.old.is_none())
+        })
+        .collect();
+    let relevant = |c: &Candidate| missing.contains(&c.path.as_str());
+    let mut blobs = PickBlobs { repo, cache };
+    for (s, d) in crate::git::detect_renames(&sources, &dests, &relevant, settings, &mut blobs)? {
+        if missing.contains(&sources[s].path.as_str()) {
+            found.ours.insert(
+                sources[s].path.clone(),
+                (dests[d].path.clone(), dests[d].side),
+            );
+        }
+    }
+    Ok(found)
+}
+
+/// Both sides renamed the path, to different names (git's rename/rename(1to2)): the content is merged once and
+/// the result staged at both new paths (stage 2 at the branch's, stage 3 at the commit's), the base stays at
+/// stage 1 under the old path, and both new files get the merged text.
+#[allow(clippy::too_many_arguments)]
+fn rename_rename(
+    repo: &Repository,
+    c: &crate::git::Change,
+    ours_path: &str,
+    ours: Side,
+    theirs: &crate::git::Change,
+    favor: Favor,
+    markers: &Markers,
+    cache: &mut PickCache,
+    conflicts: &mut Vec<Conflict>,
+) -> Result<(), Error> {
+    let mut labels = markers.with_paths(&c.path, ours_path, &theirs.path);
+    labels.extra_size = 1;
+    let merged = resolve_path(
+        repo,
+        &c.path,
+        (c.old, Some(ours), theirs.new),
+        favor,
+        &labels,
+        cache,
+    )?;
+    let theirs_side = theirs.new.unwrap_or(ours);
+    let (ours_stage, theirs_stage, text) = match merged {
+        PathOutcome::Set(Some(side)) => (side, side, None),
+        PathOutcome::Conflict(Conflict {
+            worktree: Some(text),
+            mode,
+            ..
+        }) => {
+            let oid = cache.keep_blob(text.clone());
+            let side = Side { oid, mode };
+            (side, side, Some(text))
+        }
+        // Not mergeable as text (binary, links): each new path keeps its own side.
+        _ => (ours, theirs_side, None),
+    };
+    conflicts.push(Conflict {
+        path: c.path.clone(),
+        kind: ConflictKind::BothDeleted,
+        base: c.old,
+        ours: None,
+        theirs: None,
+        worktree: None,
+        mode: c.old.map_or(ours.mode, |b| b.mode),
+    });
+    let mut file = |side: Side| -> Result<Option<Vec<u8>>, Error> {
+        Ok(match &text {
+            Some(t) => Some(t.clone()),
+            None if side.mode == GITLINK => None,
+            None => Some(content(repo, cache, side.oid)?.bytes().to_vec()),
+        })
+    };
+    let ours_text = file(ours_stage)?;
+    let theirs_text = file(theirs_stage)?;
+    conflicts.push(Conflict {
+        path: ours_path.to_owned(),
+        kind: ConflictKind::AddedByUs,
+        base: None,
+        ours: Some(ours_stage),
+        theirs: None,
+        worktree: ours_text,
+        mode: ours_stage.mode,
+    });
+    conflicts.push(Conflict {
+        path: theirs.path.clone(),
+        kind: ConflictKind::AddedByThem,
+        base: None,
+        ours: None,
+        theirs: Some(theirs_stage),
+        worktree: theirs_text,
+        mode: theirs_stage.mode,
+    });
+    Ok(())
+}
 
 enum PathOutcome {
     Unchanged,
@@ -435,7 +718,8 @@ fn resolve_path(
                         ConflictStyle::Zdiff3 => crate::rerere::xdiff::merge::Style::Zdiff3,
                     },
                     // Markers only show in conflicts; the attribute lookup waits for one (below).
-                    marker_size: crate::rerere::conflict_id::DEFAULT_MARKER_SIZE,
+                    marker_size: crate::rerere::conflict_id::DEFAULT_MARKER_SIZE
+                        + markers.extra_size,
                     ours_label: markers.ours.clone(),
                     theirs_label: markers.theirs.clone(),
                     base_label: markers.base.clone(),
@@ -449,7 +733,7 @@ fn resolve_path(
                 let mut merged =
                     crate::rerere::render::render(base_bytes, ours_bytes, theirs_bytes, &opts);
                 if merged.conflicts > 0 {
-                    let size = crate::rerere::render::marker_size(repo, path);
+                    let size = crate::rerere::render::marker_size(repo, path) + markers.extra_size;
                     if size != opts.marker_size {
                         opts.marker_size = size;
                         merged = crate::rerere::render::render(

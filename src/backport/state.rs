@@ -28,6 +28,62 @@ pub struct PickOptions {
     pub favor: Favor,
     /// `--autoupdate`: stage and continue when recorded resolutions resolved every conflict.
     pub autoupdate: bool,
+    /// `-X find-renames[=N]` / `-X no-renames`; the repository's config decides when not given.
+    #[serde(default)]
+    pub renames: RenameChoice,
+}
+
+/// Rename detection asked on the command line (`-X`), over `merge.renames` / `diff.renames`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RenameChoice {
+    /// As the config says (git's default: on, 50%).
+    #[default]
+    Config,
+    /// `-X no-renames`.
+    Off,
+    /// `-X find-renames[=N]`: on, with this threshold out of 60000 (0: git's default).
+    Score(u32),
+}
+
+impl RenameChoice {
+    /// The settings a run uses: merge-ort's reading of `diff.renames`, `merge.renames`, `diff.renameLimit` and
+    /// `merge.renameLimit` (the merge keys win), then this choice over them.
+    pub fn settings(self, repo: &git2::Repository) -> crate::git::RenameSettings {
+        let mut s = crate::git::RenameSettings::default();
+        if let Ok(config) = repo.config() {
+            for key in ["diff.renames", "merge.renames"] {
+                if let Ok(value) = config.get_string(key) {
+                    let v = value.to_ascii_lowercase();
+                    s.enabled = matches!(
+                        v.as_str(),
+                        "copy" | "copies" | "true" | "yes" | "on" | "1" | ""
+                    ) || v.parse::<i64>().is_ok_and(|n| n != 0);
+                }
+            }
+            for key in ["diff.renamelimit", "merge.renamelimit"] {
+                if let Ok(n) = config.get_i64(key) {
+                    s.limit = u64::try_from(n)
+                        .ok()
+                        .filter(|&n| n > 0)
+                        .unwrap_or(crate::git::DEFAULT_RENAME_LIMIT);
+                }
+            }
+        }
+        match self {
+            RenameChoice::Config => {}
+            RenameChoice::Off => s.enabled = false,
+            RenameChoice::Score(score) => {
+                s.enabled = true;
+                s.min_score = if score == 0 {
+                    crate::git::DEFAULT_RENAME_SCORE
+                } else {
+                    score
+                };
+            }
+        }
+        s
+    }
 }
 
 /// Which side wins conflicting hunks (`-X`).

@@ -3,8 +3,8 @@
 use super::plan_json::Format;
 use super::{CliError, CliResult, Kind, Ui};
 use crate::backport::{
-    self, ApplyOptions, Checkpoint, Favor, Outcome, PatchList, PickOptions, Progress, Resume,
-    Rules, Step, StepResult,
+    self, ApplyOptions, Checkpoint, Favor, Outcome, PatchList, PickOptions, Progress, RenameChoice,
+    Resume, Rules, Step, StepResult,
 };
 use crate::git;
 use std::io::Write;
@@ -38,9 +38,15 @@ pub struct ApplyArgs {
     #[arg(short = 'm', long, value_name = "PARENT")]
     pub mainline: Option<u32>,
 
-    /// Favour one side in conflicting hunks, as git's strategy option does.
-    #[arg(short = 'X', long = "strategy-option", value_name = "ours|theirs")]
-    pub strategy_option: Option<StrategyOption>,
+    /// A merge option, as git's `-X` (repeatable): `ours` / `theirs` favour one side in conflicting hunks;
+    /// `find-renames[=N]` (or `rename-threshold=N`) and `no-renames` set rename detection.
+    #[arg(
+        short = 'X',
+        long = "strategy-option",
+        value_name = "OPTION",
+        value_parser = parse_strategy_option
+    )]
+    pub strategy_option: Vec<StrategyOption>,
 
     /// Print the plan and predicted conflicts; touch nothing.
     #[arg(long, conflicts_with = "resume")]
@@ -102,12 +108,38 @@ fn mail_format(text: &str) -> Option<&'static str> {
 }
 
 /// `-X` values.
-#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum StrategyOption {
     /// The branch's side wins conflicting hunks.
     Ours,
     /// The picked commit's side wins conflicting hunks.
     Theirs,
+    /// `no-renames`.
+    NoRenames,
+    /// `find-renames[=N]` / `rename-threshold=N`: the threshold out of 60000 (0: git's default).
+    FindRenames(u32),
+}
+
+/// Parses one `-X` value as git's merge-ort does (`parse_merge_opt`), for the options bport implements.
+fn parse_strategy_option(value: &str) -> Result<StrategyOption, String> {
+    match value {
+        "ours" => return Ok(StrategyOption::Ours),
+        "theirs" => return Ok(StrategyOption::Theirs),
+        "no-renames" => return Ok(StrategyOption::NoRenames),
+        "find-renames" => return Ok(StrategyOption::FindRenames(0)),
+        _ => {}
+    }
+    let score = value
+        .strip_prefix("find-renames=")
+        .or_else(|| value.strip_prefix("rename-threshold="));
+    match score.map(git::parse_rename_score) {
+        Some(Some(score)) => Ok(StrategyOption::FindRenames(score)),
+        Some(None) => Err(format!("`{value}`: the threshold is a number, as `find-renames=60` or `=60%`")),
+        None => Err(format!(
+            "`{value}` is not a merge option bport knows: ours, theirs, find-renames[=N], rename-threshold=N, \
+             no-renames"
+        )),
+    }
 }
 
 /// Opens the repository around the current directory, with the CLI's hint when there is none.
@@ -180,11 +212,27 @@ pub fn run(args: ApplyArgs, ui: &Ui) -> CliResult<ExitCode> {
                     record_origin: args.record_origin,
                     signoff: args.signoff,
                     mainline: args.mainline,
-                    favor: match args.strategy_option {
-                        None => Favor::None,
-                        Some(StrategyOption::Ours) => Favor::Ours,
-                        Some(StrategyOption::Theirs) => Favor::Theirs,
-                    },
+                    // The last of several `-X` of a kind wins, as in git.
+                    favor: args
+                        .strategy_option
+                        .iter()
+                        .rev()
+                        .find_map(|o| match o {
+                            StrategyOption::Ours => Some(Favor::Ours),
+                            StrategyOption::Theirs => Some(Favor::Theirs),
+                            _ => None,
+                        })
+                        .unwrap_or(Favor::None),
+                    renames: args
+                        .strategy_option
+                        .iter()
+                        .rev()
+                        .find_map(|o| match o {
+                            StrategyOption::NoRenames => Some(RenameChoice::Off),
+                            StrategyOption::FindRenames(n) => Some(RenameChoice::Score(*n)),
+                            _ => None,
+                        })
+                        .unwrap_or_default(),
                     autoupdate: args.autoupdate,
                 },
                 rules: parse_rules(&args.r#match)?,

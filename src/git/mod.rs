@@ -8,6 +8,7 @@
 mod atomic;
 mod pack_write;
 mod patch_id;
+mod renames;
 mod repo;
 mod trailers;
 mod tree_build;
@@ -18,6 +19,11 @@ pub use pack_write::{blob_id, write_pack, MemoryObjects, Written};
 pub use patch_id::{
     changed_lines, changed_paths, commit_changes, has_changed_lines, patch_id_of_commit,
     patch_id_of_diff_text, PatchId,
+};
+pub use renames::{
+    detect as detect_renames, parse_score as parse_rename_score, Blobs, Candidate, RenameSettings,
+    DEFAULT_LIMIT as DEFAULT_RENAME_LIMIT, DEFAULT_SCORE as DEFAULT_RENAME_SCORE,
+    MAX_SCORE as MAX_RENAME_SCORE,
 };
 pub use repo::{
     abbrev_len, check_clean, check_no_operation, commit_subject, committer, discover,

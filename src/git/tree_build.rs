@@ -122,6 +122,79 @@ impl TreeStore {
         Ok(None)
     }
 
+    /// Every non-directory path that differs between trees `old` and `new` (either may be a tree the run
+    /// created), descending only into subtrees whose ids differ; sorted by path.
+    pub fn changes(
+        &mut self,
+        odb: &Odb<'_>,
+        old: Oid,
+        new: Oid,
+    ) -> Result<Vec<super::Change>, Error> {
+        let mut out = Vec::new();
+        self.diff(odb, "", Some(old), Some(new), &mut out)?;
+        out.sort_by(|a, b| a.path.cmp(&b.path));
+        Ok(out)
+    }
+
+    fn diff(
+        &mut self,
+        odb: &Odb<'_>,
+        prefix: &str,
+        old: Option<Oid>,
+        new: Option<Oid>,
+        out: &mut Vec<super::Change>,
+    ) -> Result<(), Error> {
+        if old == new {
+            return Ok(());
+        }
+        let entries = |store: &mut TreeStore, oid: Option<Oid>| -> Result<Rc<[Entry]>, Error> {
+            match oid {
+                Some(oid) => store.load(odb, oid),
+                None => Ok(Rc::from(Vec::new())),
+            }
+        };
+        let (a, b) = (entries(self, old)?, entries(self, new)?);
+        let mut names: std::collections::BTreeMap<&[u8], (Option<&Entry>, Option<&Entry>)> =
+            std::collections::BTreeMap::new();
+        for e in a.iter() {
+            names.entry(&e.name).or_default().0 = Some(e);
+        }
+        for e in b.iter() {
+            names.entry(&e.name).or_default().1 = Some(e);
+        }
+        for (name, (x, y)) in names {
+            if let (Some(x), Some(y)) = (x, y) {
+                if x.oid == y.oid && x.mode == y.mode {
+                    continue;
+                }
+            }
+            let path = format!("{prefix}{}", String::from_utf8_lossy(name));
+            let split = |e: Option<&Entry>| match e {
+                Some(e) if is_tree(e.mode) => (Some(e.oid), None),
+                Some(e) => (
+                    None,
+                    Some(Side {
+                        oid: e.oid,
+                        mode: e.mode,
+                    }),
+                ),
+                None => (None, None),
+            };
+            let ((xt, xf), (yt, yf)) = (split(x), split(y));
+            if xf.is_some() || yf.is_some() {
+                out.push(super::Change {
+                    path: path.clone(),
+                    old: xf,
+                    new: yf,
+                });
+            }
+            if xt.is_some() || yt.is_some() {
+                self.diff(odb, &format!("{path}/"), xt, yt, out)?;
+            }
+        }
+        Ok(())
+    }
+
     /// Applies `edits` to tree `root` and returns the new root's id. Every tree this creates goes into `objects`,
     /// and every new object of the result (trees and the blobs the edits name) is appended to `created` with the
     /// object it replaced at the same path, for the pack's delta bases, as [`super::write_pack`] takes them.
