@@ -9,6 +9,7 @@
 
 mod deps;
 pub mod execute;
+pub mod fixes;
 pub mod matcher;
 pub mod message;
 pub mod oid_hex;

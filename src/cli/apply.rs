@@ -215,7 +215,7 @@ enum Next {
     Resume(Resume),
 }
 
-fn parse_rules(kinds: &str) -> CliResult<Rules> {
+pub(super) fn parse_rules(kinds: &str) -> CliResult<Rules> {
     let mut rules = Rules {
         trailer: false,
         subject: false,
