@@ -42,9 +42,20 @@ pub struct ApplyArgs {
     #[arg(short = 'X', long = "strategy-option", value_name = "ours|theirs")]
     pub strategy_option: Option<StrategyOption>,
 
-    /// Print the plan and predicted conflicts; touch nothing.
+    /// Print the plan and predicted conflicts, then the upstream follow-ups (Fixes:, reverts) of the listed
+    /// commits that neither the list nor the branch has; touch nothing.
     #[arg(long, conflicts_with = "resume")]
     pub dry_run: bool,
+
+    /// Add the upstream follow-ups (Fixes:, reverts, transitively) of the listed commits to the plan, each at its
+    /// upstream place.
+    #[arg(long, conflicts_with = "resume")]
+    pub with_fixes: bool,
+
+    /// Where --dry-run and --with-fixes look for follow-ups (repeatable). Default: the branches that contain the
+    /// list's last commit.
+    #[arg(long, value_name = "REF", conflicts_with = "resume")]
+    pub upstream: Vec<String>,
 
     /// Format of the --dry-run plan: text for people, or one JSON document (versioned schema: docs/backport.md).
     #[arg(long, value_enum, default_value_t = Format::Text, requires = "dry_run")]
@@ -141,6 +152,7 @@ pub fn run(args: ApplyArgs, ui: &Ui) -> CliResult<ExitCode> {
     } else {
         None
     };
+    let mut follow_ups = None;
     let outcome = match how {
         Some(how) => backport::resume(&repo, how, &mut progress)?,
         None => {
@@ -175,6 +187,21 @@ pub fn run(args: ApplyArgs, ui: &Ui) -> CliResult<ExitCode> {
                 .hint("to apply the mails themselves, use `git am` on the file"));
             }
             let list = PatchList::parse(&text)?;
+            let rules = parse_rules(&args.r#match)?;
+            let (list, follow) = if args.with_fixes || args.dry_run {
+                super::fixes::for_apply(
+                    &repo,
+                    list,
+                    &args.upstream,
+                    rules,
+                    args.mainline,
+                    args.with_fixes,
+                    ui,
+                )?
+            } else {
+                (list, None)
+            };
+            follow_ups = follow;
             let opts = ApplyOptions {
                 pick: PickOptions {
                     record_origin: args.record_origin,
@@ -187,12 +214,25 @@ pub fn run(args: ApplyArgs, ui: &Ui) -> CliResult<ExitCode> {
                     },
                     autoupdate: args.autoupdate,
                 },
-                rules: parse_rules(&args.r#match)?,
+                rules,
                 dry_run: args.dry_run,
             };
             backport::apply(&repo, &list, &opts, &mut progress)?
         }
     };
+    if let (Outcome::DryRun(st), Some(follow)) = (&outcome, &follow_ups) {
+        progress.bar.finish_and_clear();
+        let mut out = std::io::stdout().lock();
+        if json {
+            let mut doc = super::plan_json::dry_run(st);
+            doc["follow_ups"] = follow.json.clone();
+            writeln!(out, "{doc:#}")?;
+        } else {
+            writeln!(out, "{}", plan_summary(st))?;
+            out.write_all(follow.text.as_bytes())?;
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
     let mut outcome = outcome;
     loop {
         // Every path that returns an outcome saved the state naming its commits; what is still pending is durable.

@@ -297,3 +297,108 @@ fn rule_name(rule: crate::backport::Rule) -> &'static str {
         crate::backport::Rule::PatchId => "patch-id",
     }
 }
+
+/// The follow-ups section of `bport apply --dry-run`, as text lines and as JSON.
+pub struct DryRunFollowUps {
+    /// Printed after the plan's summary.
+    pub text: String,
+    /// The `follow_ups` value of the JSON plan.
+    pub json: Value,
+}
+
+/// What `bport apply` does with follow-ups before planning: `--with-fixes` adds them to the list at their upstream
+/// place (said on stderr); a dry run without it gets them to name after the plan. Follow-ups are those of the
+/// listed commits (the branch only excludes what it has). A list that does not resolve is passed on unchanged, so
+/// that `apply` reports it as always.
+pub fn for_apply(
+    repo: &Repository,
+    list: PatchList,
+    given: &[String],
+    rules: crate::backport::Rules,
+    mainline: Option<u32>,
+    with_fixes: bool,
+    ui: &Ui,
+) -> CliResult<(PatchList, Option<DryRunFollowUps>)> {
+    let Ok(resolved) = list.resolve(repo, mainline) else {
+        return Ok((list, None));
+    };
+    let Some(head) = repo.head().ok().and_then(|h| h.target()) else {
+        return Ok((list, None));
+    };
+    if resolved.is_empty() {
+        return Ok((list, None));
+    }
+    let Some(up) = upstream(repo, given, &resolved)? else {
+        if with_fixes {
+            return Err(CliError::user(
+                "--with-fixes: no branch contains the patch list's last commit",
+            )
+            .hint("name where to look: bport apply --with-fixes --upstream REF LIST"));
+        }
+        return Ok((list, None));
+    };
+    let report = fixes::find(
+        repo,
+        &fixes::Request {
+            head,
+            upstream: &up.tips,
+            list: &resolved,
+            rules,
+            seeds: Seeds::List,
+        },
+    )?;
+    if with_fixes {
+        if !report.follow_ups.is_empty() {
+            let min = git::abbrev_len(repo);
+            let mut msg = format!(
+                "--with-fixes: {} follow-up{} from {} added to the plan:",
+                report.follow_ups.len(),
+                if report.follow_ups.len() == 1 {
+                    ""
+                } else {
+                    "s"
+                },
+                up.names.join(", ")
+            );
+            for f in &report.follow_ups {
+                msg.push_str(&format!(
+                    "\n  {} {}",
+                    git::short_id(repo, f.commit, min)?,
+                    f.subject
+                ));
+                for r in &f.reasons {
+                    msg.push_str(&format!("\n    {}", reason_words(repo, r, min)?));
+                }
+            }
+            ui.status(msg);
+        }
+        let merged =
+            fixes::with_follow_ups(repo, head, &up.tips, &list, &resolved, &report.follow_ups)?;
+        return Ok((merged, None));
+    }
+    if report.follow_ups.is_empty() {
+        return Ok((list, None));
+    }
+    let min = git::abbrev_len(repo);
+    let mut follow = Vec::new();
+    for f in &report.follow_ups {
+        follow.push(json!({
+            "commit": f.commit.to_string(),
+            "short": git::short_id(repo, f.commit, min)?,
+            "subject": f.subject,
+            "reasons": f.reasons.iter().map(reason_json).collect::<Vec<_>>(),
+        }));
+    }
+    let text = format!(
+        "Follow-ups of the listed commits in {}, not in the list (--with-fixes adds them):\n{}",
+        up.names.join(", "),
+        list_text(repo, &report.follow_ups)?
+    );
+    Ok((
+        list,
+        Some(DryRunFollowUps {
+            text,
+            json: Value::Array(follow),
+        }),
+    ))
+}

@@ -343,3 +343,91 @@ fn fixes_output_applies_and_then_nothing_is_left() {
         again.stderr
     );
 }
+
+/// `bport apply --dry-run` names the follow-ups of the listed commits (also of U1, which the branch already has,
+/// and by subject), not those of the branch's own history (F1); `--with-fixes` puts them in the plan at their
+/// upstream place (between U2 and F7) and picks them.
+#[test]
+fn apply_dry_run_names_follow_ups_and_with_fixes_picks_them_in_upstream_order() {
+    skip_unless!(oracle::has_git());
+    let f = fixture();
+    let t = &f.t;
+    let f7 = t.oid("upstream~1");
+    let list_text = [oneline(t, f.u1), oneline(t, f.u2), oneline(t, f7)].concat();
+    let (_dir, path) = list_file(&list_text);
+    let list = path.to_str().unwrap();
+
+    let dry = bport::run(t.path(), &["apply", "--dry-run", list]);
+    assert_eq!(dry.code, Some(0), "{}", dry.transcript());
+    let s = |o| abbrev(t, o);
+    let section = [
+        "Follow-ups of the listed commits in upstream, not in the list (--with-fixes adds them):\n".to_owned(),
+        format!("# fixes {} \"b: add thing\" (in the list, line 1)\n", s(f.u1)),
+        oneline(t, f.f2),
+        format!("# fixes {} \"c: add other\" (in the list, line 2)\n", s(f.u2)),
+        oneline(t, f.f3),
+        format!(
+            "# fixes {} \"b: add thing\" (in the list, line 1; matched by subject, not by 0badc0ffee00)\n",
+            s(f.u1)
+        ),
+        oneline(t, f.f6),
+    ]
+    .concat();
+    assert!(
+        dry.stdout.ends_with(&section),
+        "{}\nwanted at the end:\n{section}",
+        dry.stdout
+    );
+    let json = bport::run(t.path(), &["apply", "--dry-run", "--format", "json", list]);
+    assert_eq!(json.code, Some(0), "{}", json.transcript());
+    let v: serde_json::Value = serde_json::from_str(&json.stdout).unwrap();
+    let named: Vec<&str> = v["follow_ups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["commit"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        named,
+        [f.f2.to_string(), f.f3.to_string(), f.f6.to_string()]
+    );
+
+    let plan = bport::run(t.path(), &["apply", "--dry-run", "--with-fixes", list]);
+    assert_eq!(plan.code, Some(0), "{}", plan.transcript());
+    // Six steps and the summary line.
+    assert_eq!(plan.stdout.lines().count(), 7, "{}", plan.stdout);
+    let order: Vec<String> = plan
+        .stdout
+        .lines()
+        .take(6)
+        .map(|l| l.split_whitespace().nth(1).unwrap().to_owned())
+        .collect();
+    assert_eq!(
+        order,
+        [f.u1, f.u2, f.f2, f.f3, f.f6, f7]
+            .iter()
+            .map(|o| o.to_string()[..7].to_owned())
+            .collect::<Vec<_>>(),
+        "{}",
+        plan.stdout
+    );
+    assert!(
+        plan.stderr
+            .starts_with("--with-fixes: 3 follow-ups from upstream added to the plan:\n"),
+        "{}",
+        plan.stderr
+    );
+
+    let run = bport::run(t.path(), &["apply", "--with-fixes", list]);
+    assert_eq!(run.code, Some(0), "{}", run.transcript());
+    assert_eq!(
+        t.subjects_since(&f.s2.to_string()),
+        [
+            "c: add other",
+            "b: fix thing",
+            "c: fix other",
+            "b: fix by subject",
+            "d: fix something we lack"
+        ]
+    );
+}
