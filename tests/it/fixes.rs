@@ -431,3 +431,58 @@ fn apply_dry_run_names_follow_ups_and_with_fixes_picks_them_in_upstream_order() 
         ]
     );
 }
+
+/// A short id (under 12 digits) that names a commit with another subject than the line's is taken for a collision
+/// with the intended commit's abbreviation, and the subject decides; at 12 digits or more the id decides.
+#[test]
+fn short_ids_naming_another_subject_yield_to_the_subject() {
+    let t = TestRepo::new();
+    t.commit(
+        "base",
+        &[("b.txt", Some(&ten("b"))), ("c.txt", Some(&ten("c")))],
+    );
+    t.branch("upstream", "master");
+    t.branch("stable", "master");
+    t.checkout("upstream");
+    let u1 = t.commit(
+        "b: add thing",
+        &[("b.txt", Some(&edit(&t, "b.txt", 1, "thing")))],
+    );
+    let y = t.commit(
+        "c: unrelated",
+        &[("c.txt", Some(&edit(&t, "c.txt", 1, "other")))],
+    );
+    let short = t.commit(
+        &format!(
+            "b: fix with a short id\n\nFixes: {} (\"b: add thing\")\n",
+            &y.to_string()[..7]
+        ),
+        &[("b.txt", Some(&edit(&t, "b.txt", 2, "fix")))],
+    );
+    let long = t.commit(
+        &format!(
+            "b: fix with a long id\n\nFixes: {} (\"b: add thing\")\n",
+            &y.to_string()[..12]
+        ),
+        &[("b.txt", Some(&edit(&t, "b.txt", 3, "fix")))],
+    );
+    t.checkout("stable");
+    t.commit(
+        &format!("b: add thing\n\n(cherry picked from commit {u1})\n"),
+        &[("b.txt", Some(&edit(&t, "b.txt", 1, "thing")))],
+    );
+    let out = bport::run(
+        t.path(),
+        &["fixes", "--upstream", "upstream", "--format", "json"],
+    );
+    assert_eq!(out.code, Some(0), "{}", out.transcript());
+    let v: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+    let follow = v["follow_ups"].as_array().unwrap();
+    assert_eq!(follow.len(), 1, "{}", out.stdout);
+    assert_eq!(follow[0]["commit"], short.to_string());
+    assert_eq!(follow[0]["reasons"][0]["target"], u1.to_string());
+    assert_eq!(follow[0]["reasons"][0]["by_subject"], true);
+    // The 12-digit id names the unrelated commit, which the branch lacks: not a follow-up.
+    assert_eq!(v["upstream"][0]["commit"], long.to_string());
+    assert!(follow.iter().all(|f| f["commit"] != long.to_string()));
+}
