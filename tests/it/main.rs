@@ -9,6 +9,7 @@ mod archive;
 mod cli_help;
 mod corpus;
 mod exit_codes;
+mod hostile;
 mod lock;
 mod perf_data;
 mod pipe;

@@ -187,32 +187,31 @@ impl<'a> Records<'a> {
         let record = match file.parse_record(pos, &h, endian) {
             Ok(r) => r,
             Err(e) => {
-                // Inside a record whose frame is intact, a field that runs past its end is a corrupt length,
-                // not a file cut short.
-                let why = match e {
-                    ReadError::Truncated {
-                        what,
-                        needed,
-                        available,
-                        ..
-                    } if needed <= u64::from(u16::MAX) => format!(
-                        "its {what} needs {needed} bytes but the record has only {available} left"
-                    ),
-                    ReadError::Truncated { what, .. } => {
-                        format!("its {what} states a length larger than any record")
-                    }
-                    other => other.to_string(),
-                };
-                self.warnings.push(
-                    kind::SKIPPED,
+                self.warnings.push_with(kind::SKIPPED, || {
+                    // Inside a record whose frame is intact, a field that runs past its end is a corrupt
+                    // length, not a file cut short.
+                    let why = match e {
+                        ReadError::Truncated {
+                            what,
+                            needed,
+                            available,
+                            ..
+                        } if needed <= u64::from(u16::MAX) => format!(
+                            "its {what} needs {needed} bytes but the record has only {available} left"
+                        ),
+                        ReadError::Truncated { what, .. } => {
+                            format!("its {what} states a length larger than any record")
+                        }
+                        other => other.to_string(),
+                    };
                     Warning {
                         offset: Some(pos as u64),
                         message: format!(
                             "{} record at byte {pos} skipped: {why}",
                             type_label(h.ty)
                         ),
-                    },
-                );
+                    }
+                });
                 return;
             }
         };

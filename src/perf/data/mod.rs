@@ -289,6 +289,12 @@ impl WarningLog {
 
     /// Counts a warning of `kind`, and keeps it while the kind has fewer than [`WARNING_EXAMPLES`] kept.
     pub fn push(&mut self, kind: &'static str, warning: Warning) {
+        self.push_with(kind, || warning);
+    }
+
+    /// [`WarningLog::push`] that makes the warning only when it is kept: millions of messages formatted to be
+    /// dropped were most of the time a hostile file took.
+    pub fn push_with(&mut self, kind: &'static str, warning: impl FnOnce() -> Warning) {
         let n = match self.counts.iter_mut().find(|(k, _)| *k == kind) {
             Some((_, n)) => n,
             None => {
@@ -298,7 +304,7 @@ impl WarningLog {
         };
         *n += 1;
         if *n <= WARNING_EXAMPLES as u64 {
-            self.kept.push(warning);
+            self.kept.push(warning());
         }
     }
 
