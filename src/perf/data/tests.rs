@@ -688,12 +688,14 @@ fn target_abi_caps_what_is_written() {
 /// What a damaged file gave: the records (offset, type), the first error and all warnings.
 type Damaged = (Vec<(u64, u32)>, Option<ReadError>, Vec<Warning>);
 
-/// Reads everything `bytes` offers.
+/// Reads everything `bytes` offers, in time and in file order, and checks what holds for any input: both orders
+/// hand out the same number of records (and the same error), file order goes by offset, and every record lies
+/// inside the file.
 fn read_damaged(bytes: Vec<u8>) -> Result<Damaged, ReadError> {
+    let len = bytes.len() as u64;
     let file = PerfFile::from_bytes(bytes)?;
     let mut warnings = file.warnings().to_vec();
-    // Sorted and file order must both survive.
-    let _ = file.records().count();
+    let sorted = file.records().count();
     let mut it = file.records_in_file_order();
     let mut got = Vec::new();
     let mut err = None;
@@ -707,6 +709,13 @@ fn read_damaged(bytes: Vec<u8>) -> Result<Damaged, ReadError> {
         }
     }
     warnings.extend_from_slice(it.warnings());
+    assert_eq!(
+        sorted,
+        got.len() + usize::from(err.is_some()),
+        "time order and file order hand out different records"
+    );
+    assert!(got.windows(2).all(|w| w[0].0 <= w[1].0), "{got:?}");
+    assert!(got.iter().all(|&(offset, _)| offset < len), "{got:?}");
     Ok((got, err, warnings))
 }
 
@@ -931,6 +940,9 @@ impl XorShift {
     }
 }
 
+/// Random bytes and random damage to good files: besides what [`read_damaged`] checks on every input, damage
+/// past the header leaves every record before the first damaged byte as it was: the reader hands out the
+/// undamaged file's records up to there, in order, before any warning or error.
 #[test]
 fn random_bytes_and_random_damage() {
     let mut rng = XorShift(0x9e37_79b9_7f4a_7c15);
@@ -952,16 +964,47 @@ fn random_bytes_and_random_damage() {
     }
     let (good, _) = write_file(Endianness::Little, &all_records());
     let (good_be, _) = write_file(Endianness::Big, &all_records());
+    let mut prefixes_checked = 0;
     for base in [good, good_be] {
+        let data = PerfFile::from_bytes(base.clone()).unwrap().data_range();
+        let (intact, err, _) = read_damaged(base.clone()).unwrap();
+        assert!(err.is_none());
+        // Where each record ends: the next one's start, or the data's end.
+        let ends: Vec<u64> = intact
+            .iter()
+            .skip(1)
+            .map(|&(o, _)| o)
+            .chain([data.end as u64])
+            .collect();
         for _ in 0..1500 {
             let mut b = base.clone();
+            let mut first = usize::MAX;
             for _ in 0..1 + rng.next() % 8 {
                 let at = (rng.next() as usize) % b.len();
                 b[at] = rng.next() as u8;
+                first = first.min(at);
             }
-            let _ = read_damaged(b);
+            let Ok((got, _, _)) = read_damaged(b) else {
+                continue;
+            };
+            if first < data.start {
+                continue;
+            }
+            let before: Vec<(u64, u32)> = intact
+                .iter()
+                .zip(&ends)
+                .filter(|&(_, &end)| end <= first as u64)
+                .map(|(&r, _)| r)
+                .collect();
+            assert!(
+                got.starts_with(&before),
+                "damage at byte {first} changed the records before it: {got:?} vs {before:?}"
+            );
+            prefixes_checked += 1;
         }
     }
+    // Most damage lands in the data section: the check above ran on most inputs.
+    assert!(prefixes_checked > 1500, "{prefixes_checked}");
 }
 
 #[test]
