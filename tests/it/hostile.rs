@@ -416,3 +416,171 @@ fn archive_refuses_a_dso_name_that_leaves_the_cache_and_writes_nothing() {
     assert_eq!(std::fs::read(&out).unwrap(), b"an older archive");
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 2);
 }
+
+/// Whether a tar entry's path, unpacked in a directory, stays in it.
+fn stays_inside(path: &Path) -> bool {
+    use std::path::Component;
+    let mut depth = 0i32;
+    for c in path.components() {
+        match c {
+            Component::Normal(_) => depth += 1,
+            Component::CurDir => {}
+            Component::ParentDir => {
+                depth -= 1;
+                if depth < 0 {
+                    return false;
+                }
+            }
+            Component::RootDir | Component::Prefix(_) => return false,
+        }
+    }
+    true
+}
+
+/// The in-tree half of the `dso_paths` fuzz target: names made of hostile pieces (`..`, `.`, empty and repeated
+/// slashes, NUL, bytes that are not UTF-8, `[vdso]`-like brackets), with the real build-id of a file found
+/// under that name or another one. `archive` refuses exactly the names with a `..` component (or nothing but
+/// slashes); otherwise it
+/// bundles the file when the build-id matches, and every entry and link of its tar stays inside the directory
+/// it is unpacked into.
+#[test]
+fn archive_of_any_dso_name_stays_inside_the_cache_or_refuses_the_name() {
+    use ::bport::perf::script::Options;
+    use ::bport::perf::symbols::{elf, MemLookup, SymbolizerOptions};
+    use ::bport::perf::tools::archive::{archive_with, ArchiveError};
+    let image = ::bport::perf::workloads::Build::FramePointer.bytes();
+    let real_bid = elf::build_id(image).expect("the workload has a build-id");
+    let pieces: [&[u8]; 12] = [
+        b"/",
+        b"..",
+        b".",
+        b"lib",
+        b"//",
+        b"a.so",
+        b"\0x",
+        b"\xff\xfe",
+        b"[vdso]",
+        b"...",
+        b"-",
+        b" ",
+    ];
+    let dir = tempfile::tempdir().unwrap();
+    let mut state = 0x243f_6a88_85a3_08d3u64;
+    let mut next = || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    let (mut refused, mut bundled) = (0, 0);
+    for i in 0..400 {
+        let mut name = Vec::new();
+        for _ in 0..1 + next() % 6 {
+            name.extend_from_slice(pieces[(next() % pieces.len() as u64) as usize]);
+        }
+        let matching = i % 3 != 0;
+        let bid = if matching {
+            real_bid.clone()
+        } else {
+            (0..20).map(|_| next() as u8).collect()
+        };
+        // The name as the reader gives it back: up to its first NUL, lossily UTF-8.
+        let read_name =
+            String::from_utf8_lossy(name.split(|&b| b == 0).next().unwrap()).into_owned();
+        let path = dir.path().join(format!("{i}.data"));
+        recording_with_build_id(&path, &name, &bid);
+        let file = ::bport::perf::data::PerfFile::open(&path).unwrap();
+        let mut lookup = MemLookup::new();
+        lookup.insert(read_name.clone(), image);
+        let options = Options {
+            symbolizer: SymbolizerOptions {
+                home: None,
+                running_kernel: false,
+                ..SymbolizerOptions::default()
+            },
+            ..Options::default()
+        };
+        let mut tar = Vec::new();
+        let rel = read_name.trim_start_matches('/');
+        let bad = rel.is_empty() || rel.split('/').any(|c| c == "..");
+        match archive_with(&file, &options, lookup, &mut tar) {
+            Err(ArchiveError::BadName { name: bad_name, .. }) => {
+                assert!(bad, "{read_name:?} refused as {bad_name:?}");
+                refused += 1;
+            }
+            Ok(outcome) => {
+                assert!(!bad, "{read_name:?} was archived");
+                let mut archive = tar::Archive::new(&tar[..]);
+                for entry in archive.entries().unwrap() {
+                    let entry = entry.unwrap();
+                    let p = entry.path().unwrap().into_owned();
+                    assert!(stays_inside(&p), "{read_name:?}: entry {}", p.display());
+                    if let Ok(Some(target)) = entry.link_name() {
+                        let resolved = p.parent().unwrap().join(&target);
+                        assert!(
+                            stays_inside(&resolved),
+                            "{read_name:?}: link {}",
+                            p.display()
+                        );
+                    }
+                }
+                if matching && outcome.bundled.len() == 1 {
+                    bundled += 1;
+                }
+            }
+            Err(e) => panic!("{read_name:?}: {e}"),
+        }
+    }
+    // Both outcomes were reached many times.
+    assert!(
+        refused > 50 && bundled > 50,
+        "{refused} refused, {bundled} bundled"
+    );
+}
+
+/// A recording mapping the raw `name` with a sample in it and `build_id` recorded for it.
+fn recording_with_build_id(path: &Path, name: &[u8], build_id: &[u8]) {
+    let mut w = PerfFileWriter::new(std::io::Cursor::new(Vec::new()), WriterOptions::default())
+        .expect("writer");
+    w.add_attr(&attr(), &[1]).unwrap();
+    w.write_record(&Record::Mmap2(Mmap2Record {
+        meta: meta(PERF_RECORD_MMAP2, PERF_RECORD_MISC_USER, 2),
+        pid: PID,
+        tid: PID,
+        addr: 0x40_0000,
+        len: 0x10_0000,
+        pgoff: 0,
+        inode: Mmap2Inode::Inode {
+            maj: 0,
+            min: 0,
+            ino: 0,
+            ino_generation: 0,
+        },
+        prot: 5,
+        flags: 2,
+        filename: name,
+    }))
+    .unwrap();
+    w.write_record(&Record::Sample(SampleRecord {
+        meta: meta(PERF_RECORD_SAMPLE, PERF_RECORD_MISC_USER, 3),
+        id: Some(1),
+        ip: Some(0x40_1234),
+        pid: Some(PID),
+        tid: Some(PID),
+        time: Some(3),
+        period: Some(1000),
+        ..Default::default()
+    }))
+    .unwrap();
+    let features = Features {
+        build_ids: vec![BuildIdEntry {
+            misc: PERF_RECORD_MISC_USER,
+            pid: -1,
+            build_id: build_id.to_vec(),
+            filename: String::from_utf8_lossy(name).into_owned(),
+        }],
+        ..Default::default()
+    };
+    let (out, _) = w.finish(&features).unwrap();
+    std::fs::write(path, out.into_inner()).unwrap();
+}
