@@ -43,18 +43,26 @@ pub fn run(args: ArchiveArgs, ui: &Ui) -> CliResult {
 
 /// Runs `write` on a temporary file beside `path` and renames it to `path` once everything is written and
 /// synced: a failed or interrupted archive leaves no partial file and an older archive of that name intact.
+/// A `path` that exists and is not a regular file (`/dev/stdout`, a FIFO, a device, a symlink) is written in
+/// place: a rename would replace the device or link itself.
 fn write_atomically<T>(
     path: &Path,
     write: impl FnOnce(&mut std::io::BufWriter<std::fs::File>) -> Result<T, CliError>,
 ) -> Result<T, CliError> {
+    let create =
+        |e: std::io::Error| CliError::file(&e, format!("cannot create {}: {e}", path.display()));
+    if std::fs::symlink_metadata(path).is_ok_and(|m| !m.file_type().is_file()) {
+        let mut out = std::io::BufWriter::new(std::fs::File::create(path).map_err(create)?);
+        let value = write(&mut out)?;
+        out.into_inner().map_err(|e| e.into_error())?;
+        return Ok(value);
+    }
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
     };
     let name = path.file_name().unwrap_or_default().to_string_lossy();
     let tmp = dir.join(format!(".{name}.tmp{}", std::process::id()));
-    let create =
-        |e: std::io::Error| CliError::file(&e, format!("cannot create {}: {e}", path.display()));
     let file = std::fs::OpenOptions::new()
         .write(true)
         .create_new(true)

@@ -417,6 +417,38 @@ fn archive_refuses_a_dso_name_that_leaves_the_cache_and_writes_nothing() {
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 2);
 }
 
+/// An output that exists and is not a regular file is written in place, never replaced by a rename: a device
+/// stays a device (an earlier rename put a regular file at `/dev/full`), a symlink stays a link to its target.
+#[test]
+fn archive_writes_through_devices_and_links_instead_of_replacing_them() {
+    use std::os::unix::fs::FileTypeExt;
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("fine.data");
+    recording(&data, &["/nonexistent/libok.so".to_string()], &[], &[]);
+    let d = data.to_str().unwrap();
+    let r = run(dir.path(), &["archive", "-i", d, "-o", "/dev/null"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert!(std::fs::metadata("/dev/null")
+        .unwrap()
+        .file_type()
+        .is_char_device());
+    let target = dir.path().join("real.tar");
+    std::fs::write(&target, b"").unwrap();
+    let link = dir.path().join("link.tar");
+    std::os::unix::fs::symlink(&target, &link).unwrap();
+    let r = run(
+        dir.path(),
+        &["archive", "-i", d, "-o", link.to_str().unwrap()],
+    );
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert!(std::fs::symlink_metadata(&link)
+        .unwrap()
+        .file_type()
+        .is_symlink());
+    // An empty tar: two 512-byte zero blocks at least.
+    assert!(std::fs::metadata(&target).unwrap().len() >= 1024);
+}
+
 /// Whether a tar entry's path, unpacked in a directory, stays in it.
 fn stays_inside(path: &Path) -> bool {
     use std::path::Component;
