@@ -12,7 +12,7 @@ times, on copies of the same repository in one run:
   git replay --advance on the clean prefix before the first conflict, and bport on that same prefix
 
 and checks that bport's final tree equals git cherry-pick's. Not a test: run by hand,
-`python3 benches/backport.py [--bport target/release/bport] [--keep DIR]`, and copy the ratios into README.md.
+`python3 benches/backport.py [--bport target/release/bport] [--keep DIR]`, and copy the ratios into benches/README.md.
 """
 import argparse
 import os

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Benchmark: `bport apply --dry-run` against `git cherry` on a 1,000 x 1,000 list of a real project (issue 16).
+"""Benchmark: `bport apply --dry-run` against `git cherry` on a 1,000 x 1,000 list of a real project.
 
 Both answer "which listed commits does this branch already carry?". The list is every non-merge commit of a
 release range (curl: curl-8_9_0..curl-8_11_0, 991 commits); the branch is the same commits replayed with

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Benchmark: bport apply against git cherry-pick on a real project's history (issue 16).
+"""Benchmark: bport apply against git cherry-pick on a real project's history.
 
 The synthetic benchmark (benches/backport.py) has one-line edits of small files in a flat tree; real commits touch
 bigger files, more of them, in deeper trees. This one takes a real repository and, for each scenario, picks 300

@@ -4,7 +4,7 @@
 #
 # Usage: benches/record.sh [RUNS]      (default 5; ITERS=N sets the work; needs root or perf_event_paranoid <= 1, gcc, Linux perf)
 # Output: one line per configuration (median of RUNS): wall time, ratio to the unprofiled run, samples, lost
-# events and file size; then the bport/perf ratios that go into README.md.
+# events and file size; then the bport/perf ratios that go into benches/README.md.
 set -euo pipefail
 runs=${1:-5}
 root=$(cd "$(dirname "$0")/.." && pwd)

@@ -1,4 +1,4 @@
-//! `bport script` against `perf script` on the same perf.data files, in one run (issue #5 benchmark).
+//! `bport script` against `perf script` on the same perf.data files, in one run.
 //!
 //! Records with Linux perf (fp and dwarf callchains; the built-in no-frame-pointer workload and a Python run
 //! that maps many DSOs; a medium and a large file each), then times both tools on each file, checks that their
@@ -102,7 +102,7 @@ fn main() {
     };
     // The interpreter by its real path: a launcher that execs it (pyenv's shim runs `env python3`) would make
     // the recorded process exec, and perf 6.1 unwinds DWARF samples after such an exec from stale unwind data
-    // (a named deviation in the README), so its output could not be the reference for the rows below.
+    // (a named deviation in docs/perf-compat.md), so its output could not be the reference for the rows below.
     let python3 = Command::new("python3")
         .args(["-c", "import sys; print(sys.executable)"])
         .output()
@@ -135,7 +135,7 @@ fn main() {
         print_row(name, path, bport, dir.path(), 3);
     }
 
-    // Real programs (issue 12 item 13): a large C++ binary (gcc's cc1plus, 30,000 symbols to demangle),
+    // Real programs: a large C++ binary (gcc's cc1plus, 30,000 symbols to demangle),
     // system-wide recordings (whatever runs on this shared machine: other builds' rustc and cc1plus, shells),
     // and a compressed (-z) file. The system-wide DWARF file is small and timed once: perf 6.1 spends about half
     // a second per sample there running addr2line over rustc's libraries.

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Real-history check (issue 13): bport's already-applied detection on a public project's stable branch, as a
+"""Real-history check: bport's already-applied detection on a public project's stable branch, as a
 skip confusion matrix against ground truth, next to `git cherry`'s.
 
 Takes a clone (or bare mirror) of a project whose stable branch carries backports of its main branch with
@@ -29,7 +29,7 @@ flatpak-1.14.x). In a throwaway `--shared` clone checked out at the stable branc
 A false skip (bport skips what the stable branch does not carry) is the failure that matters: it drops a fix
 silently. A missed skip only costs a conflict or an empty pick that bport then reports.
 
-Not a test: run by hand, and copy the figures into README.md. Without BPORT_REAL_REPO it says SKIPPED and exits 0.
+Not a test: run by hand, and copy the figures into benches/README.md. Without BPORT_REAL_REPO it says SKIPPED and exits 0.
 
   BPORT_REAL_REPO=/path/to/flatpak BPORT_STABLE=flatpak-1.14.x [BPORT_UPSTREAM=main] \
       [BPORT=target/release/bport] python3 benches/skip_confusion.py

@@ -1,6 +1,6 @@
 //! Any text given to the backport engine's text parsers (patch-list lines, subjects, commit messages with their
-//! trailers, diff text for patch-ids) gives a value or an error — never a panic (issue 13: a subject with a
-//! multi-byte character near its start panicked) — and the values keep their invariants. The property test
+//! trailers, diff text for patch-ids) gives a value or an error — never a panic (a subject with a
+//! multi-byte character near its start must not panic) — and the values keep their invariants. The property test
 //! `backport::patchlist::tests::text_parsers_never_panic_and_keep_their_invariants` checks the same on generated
 //! input in every `cargo test`.
 

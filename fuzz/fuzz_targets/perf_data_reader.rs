@@ -1,7 +1,7 @@
 //! Any byte string given to the perf.data reader gives an error, warnings or records — never a panic, a hang or
 //! an allocation the input did not pay for — and `bport script` and `buildid-list` over it (symbols from an
 //! empty file system) end the same way. Every error and warning is a plain sentence: a garbage length or offset
-//! is called garbage, never printed as a 20-digit number (issue 12).
+//! is called garbage, never printed as a 20-digit number.
 
 #![no_main]
 

@@ -87,7 +87,7 @@ pub fn run(
     timings: &mut Timings,
 ) -> Result<RunEnd, Error> {
     // Objects are only created from trees and commits we just read; re-validating each one costs a lookup per
-    // entry (DESIGN.md: 143 ms vs 42 ms a pick on a 30,000-file repo).
+    // entry (143 ms vs 42 ms a pick on a 30,000-file repo).
     git2::opts::strict_object_creation(false);
     crate::git::read_objects_as_git_does();
     // A private handle: the mempack is attached to its object database only, so nothing written later through
@@ -160,8 +160,8 @@ pub fn run(
                 if !picked.conflicts.is_empty() {
                     if dry_run {
                         // Predict the rest as if the user resolved this stop keeping the branch's side of the
-                        // conflicted files: the clean part of the patch is in. Dropping the whole patch made a later
-                        // patch that edits its lines look empty (seen on flatpak-1.14.x, issue 13).
+                        // conflicted files: the clean part of the patch is in. Dropping the whole patch would make a later
+                        // patch that edits its lines look empty (seen on flatpak-1.14.x).
                         tip_tree = picked.tree;
                         StepResult::Conflict {
                             paths: picked.conflicts.iter().map(|c| c.path.clone()).collect(),
@@ -307,7 +307,7 @@ fn move_to_tip(
             .and_then(|c| c.tree())
             .context_git(|| format!("reading {}", st.anchor))?;
         // Only the paths the run changed: without a path list libgit2 walks and stats the whole worktree
-        // (fstat, readlink and path lookups of every file were ~8% of a real-history run, issue 16). The rest
+        // (fstat, readlink and path lookups of every file cost ~8% of a real-history run). The rest
         // is the same in both trees, so a full checkout would leave it as it is too.
         let changed = git::tree_changes(objects, Some(&from), Some(&tree))?;
         if !changed.is_empty() {
@@ -328,7 +328,7 @@ fn move_to_tip(
 }
 
 /// Refuses, naming them, when untracked files sit where checking out `to` over `from` (a commit) would write:
-/// libgit2's safe checkout would only say "1 conflict prevents checkout" (issue 13), and a forced one would
+/// libgit2's safe checkout would only say "1 conflict prevents checkout", and a forced one would
 /// destroy them. The state already names the new tip, so `--continue` retries once they are moved.
 pub fn check_nothing_in_the_way(
     repo: &Repository,

@@ -1,6 +1,6 @@
 //! Already-applied detection: does the branch carry a listed commit under another id?
 //!
-//! Three rules, tried in this order, each naming itself in the skip (DESIGN.md, "Already applied"):
+//! Three rules, tried in this order, each naming itself in the skip:
 //! a *trailer* on a branch commit names the listed commit; the *subject*s are equal after normalizing; the stable
 //! *patch-id*s are equal. A subject that occurs twice in the list or on the branch cannot decide alone: then only a
 //! trailer or patch-id can, and if neither does the patch is picked with a warning.
@@ -66,13 +66,13 @@ pub struct AppliedBecause {
     #[serde(with = "super::oid_hex")]
     pub by: Oid,
     /// What confirmed the match beyond its rule: for a *subject*, the files; for a *trailer* naming another
-    /// commit, that commit's patch-id (absent otherwise, and in states written before issue 13).
+    /// commit, that commit's patch-id (absent otherwise, and in states written by versions without it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub confirmed: Option<Confirmation>,
 }
 
-/// What confirmed that a branch commit is the listed commit's port when its rule alone could not (issue 13:
-/// generic subjects such as "fix memory leak" repeat all over kernel history, so the subject alone is not enough,
+/// What confirmed that a branch commit is the listed commit's port when its rule alone could not
+/// (generic subjects such as "fix memory leak" repeat all over kernel history, so the subject alone is not enough,
 /// and a trailer may name an equal copy of the listed commit).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "by", rename_all = "kebab-case")]
@@ -233,7 +233,7 @@ impl<'r> Branch<'r> {
 
     /// Branch commits whose normalized subject is `norm`, less those whose trailers name another commit than
     /// `listed_hex` (40 hex digits, or the listed abbreviation when the repository lacks the commit): such a commit
-    /// is the port of that other commit, whatever its subject (issue 13, "repart: fix memory leak").
+    /// is the port of that other commit, whatever its subject (systemd's "repart: fix memory leak").
     fn subject_candidates(&self, norm: &str, listed_hex: &str) -> Vec<usize> {
         let names_listed = |o: &git::Origin| {
             o.names(listed_hex) || (listed_hex.len() < 40 && o.hex.starts_with(listed_hex))
@@ -337,7 +337,7 @@ impl<'r> Branch<'r> {
         // counted without repeats, its one POT-Creation-Date line in 22 files made it look like 66%).
         if theirs_changes == ours_changes {
             // The same blobs on the same paths: the same lines, all carried, without diffing (a copy made by a
-            // clean cherry-pick; on curl's 991 x 992 list this was most of the all-rules dry run, issue 16).
+            // clean cherry-pick; on curl's 991 x 992 list diffing these is most of the all-rules dry run).
             return Ok(git::has_changed_lines(self.repo, &theirs_changes)?
                 .then_some(Confirmation::SameFiles { lines: 100 }));
         }
@@ -396,7 +396,7 @@ impl<'r> Branch<'r> {
             self.by_paths = Some(map);
         }
         if self.by_paths.as_ref().is_some_and(HashMap::is_empty) {
-            // Nothing on the branch to compare with: no tree diff, no patch-id (issue 16).
+            // Nothing on the branch to compare with: no tree diff, no patch-id.
             return Ok(None);
         }
         let changes = git::commit_changes(self.repo, commit)?;
@@ -408,8 +408,8 @@ impl<'r> Branch<'r> {
         // The same blobs before and after on the same paths are the same diff, so the same patch-id, without
         // reading or diffing a blob: a clean cherry-pick onto an unchanged file keeps both. A non-empty diff always
         // has one (its `diff --git` lines count). Such a copy is preferred to an earlier candidate that would need
-        // its patch-id computed: on curl's 991 x 991 list, full patch-ids were the whole cost of `--match
-        // patch-id` (issue 16), most of them of the many "RELEASE-NOTES: synced" commits.
+        // its patch-id computed: on curl's 991 x 991 list, full patch-ids are the whole cost of `--match
+        // patch-id`, most of them of the many "RELEASE-NOTES: synced" commits.
         if !changes.is_empty() {
             if let Some(&i) = candidates
                 .iter()

@@ -239,7 +239,7 @@ pub fn apply(
     progress: &mut dyn Progress,
 ) -> Result<Outcome, Error> {
     // Before anything else: with no listed commit there is no base to stop the branch walk at, and collecting the
-    // branch would walk the whole history (issue 13).
+    // branch would walk the whole history.
     if list.entries.is_empty() {
         return Ok(Outcome::NothingToDo);
     }
@@ -533,7 +533,7 @@ fn finish(
                 if st.options.autoupdate && execute::stop_fully_resolved(&rerere) =>
             {
                 // Every conflict was resolved from recorded resolutions and staged: unlike git's sequencer, go on
-                // as the user would (DESIGN.md, rerere contracts).
+                // as the user would (docs/shared-resolutions.md).
                 let head = st.tip;
                 continue_stopped(repo, &mut st, head, progress)?;
                 progress.step(

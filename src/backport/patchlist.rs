@@ -223,7 +223,7 @@ mod tests {
     }
 
     /// Pieces real subjects, trailers and lists are made of, with the characters that broke byte slicing
-    /// (issue 13: multi-byte text right where the `UPSTREAM:`/`[PATCH` prefixes are compared).
+    /// (multi-byte text right where the `UPSTREAM:`/`[PATCH` prefixes are compared).
     const PIECES: &[&str] = &[
         "UPSTREAM:",
         "BACKPORT:",
@@ -301,7 +301,7 @@ mod tests {
         }
     }
 
-    /// Property (issue 13, item 2): no patch-list line, subject, message or diff text panics any parser, and what
+    /// Property: no patch-list line, subject, message or diff text panics any parser, and what
     /// they return holds its invariants. The cargo-fuzz target `backport_text` checks the same on fuzzer input.
     #[test]
     fn text_parsers_never_panic_and_keep_their_invariants() {
@@ -358,7 +358,7 @@ mod tests {
         }
     }
 
-    /// Every vendor prefix cut at every byte, followed by a multi-byte character: the exact shape of the issue 13
+    /// Every vendor prefix cut at every byte, followed by a multi-byte character: the exact shape of a byte-slicing
     /// panic, exhaustively.
     #[test]
     fn prefixes_cut_by_multibyte_characters_do_not_panic() {

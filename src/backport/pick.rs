@@ -119,7 +119,7 @@ impl Markers {
     }
 }
 
-/// What a run's picks keep between picks (issue 16).
+/// What a run's picks keep between picks.
 ///
 /// Contents of blobs the last few picks merged, by id: when consecutive commits of a series edit the same file,
 /// each merge's base is the previous commit's version of it and its `ours` the previous merge's result; both
@@ -386,8 +386,8 @@ fn resolve_path(
     match (ours, theirs) {
         (Some(o), None) => Ok(conflict(ConflictKind::ModifyDelete, None, o.mode)),
         (None, Some(t)) => {
-            // A gitlink names a commit of another repository, never a blob of this one (issue 13: "reading blob
-            // <gitlink sha>"): git stages 1 and 3 and leaves the submodule's directory, with no file content.
+            // A gitlink names a commit of another repository, never a blob of this one (reading it as a
+            // blob fails): git stages 1 and 3 and leaves the submodule's directory, with no file content.
             let content = if t.mode == GITLINK {
                 None
             } else {

@@ -1,5 +1,6 @@
 //! `bport apply`: cherry-pick a patch list onto the current branch, with `--continue`, `--skip` and `--abort`.
 
+use super::plan_json::Format;
 use super::{CliError, CliResult, Kind, Ui};
 use crate::backport::{
     self, ApplyOptions, Checkpoint, Favor, Outcome, PatchList, PickOptions, Progress, Resume,
@@ -21,8 +22,8 @@ use std::process::ExitCode;
 #[derive(Debug, clap::Args)]
 #[command(group(clap::ArgGroup::new("resume").args(["cont", "skip", "abort"])))]
 pub struct ApplyArgs {
-    /// The patch list (`<sha> <subject>` lines, as `bport list` writes them); `-` reads stdin.
-    #[arg(required_unless_present_any = ["cont", "skip", "abort"], conflicts_with = "resume")]
+    /// The patch list (`<sha> <subject>` lines, as `bport list` writes them); `-` or a pipe on stdin reads stdin.
+    #[arg(conflicts_with = "resume")]
     pub patchlist: Option<PathBuf>,
 
     /// Append "(cherry picked from commit <sha>)" to each message.
@@ -44,6 +45,15 @@ pub struct ApplyArgs {
     /// Print the plan and predicted conflicts; touch nothing.
     #[arg(long, conflicts_with = "resume")]
     pub dry_run: bool,
+
+    /// Format of the --dry-run plan: text for people, or one JSON document (versioned schema: docs/backport.md).
+    #[arg(long, value_enum, default_value_t = Format::Text, requires = "dry_run")]
+    pub format: Format,
+
+    /// Not an option of bport: it picks onto the checked-out branch. Accepted only to say so with the command
+    /// that does it (`git switch BRANCH` first).
+    #[arg(long, value_name = "BRANCH", hide = true)]
+    pub onto: Option<String>,
 
     /// Rules that count a patch as already applied (comma-separated: trailer,subject,patch-id; or none).
     #[arg(long, value_name = "KINDS", default_value = "trailer,subject,patch-id")]
@@ -71,6 +81,26 @@ pub struct ApplyArgs {
     pub abort: bool,
 }
 
+/// What a text that is not a patch list but mail is (`git format-patch` output, an mbox), if it is one.
+fn mail_format(text: &str) -> Option<&'static str> {
+    let first = text.lines().find(|l| !l.trim().is_empty())?;
+    let from_line = first.strip_prefix("From ")?;
+    let has_headers = text
+        .lines()
+        .take(40)
+        .any(|l| l.starts_with("Subject: ") || l.starts_with("From: "));
+    if !has_headers {
+        return None;
+    }
+    // `git format-patch` starts each mail with the commit id and a fixed date.
+    let sha = from_line.split(' ').next().unwrap_or("");
+    if sha.len() == 40 && sha.bytes().all(|b| b.is_ascii_hexdigit()) {
+        Some("`git format-patch` output (mails)")
+    } else {
+        Some("an mbox (mails)")
+    }
+}
+
 /// `-X` values.
 #[derive(Clone, Copy, Debug, clap::ValueEnum)]
 pub enum StrategyOption {
@@ -88,8 +118,20 @@ pub fn open_repo() -> CliResult<git2::Repository> {
 
 /// Runs `bport apply`.
 pub fn run(args: ApplyArgs, ui: &Ui) -> CliResult<ExitCode> {
+    if let Some(branch) = &args.onto {
+        let list = args
+            .patchlist
+            .as_ref()
+            .map_or("<patchlist>".into(), |p| p.display().to_string());
+        return Err(CliError::user(
+            "bport apply picks onto the branch that is checked out; it has no --onto",
+        )
+        .hint(format!("git switch {branch} && bport apply {list}")));
+    }
     let repo = open_repo()?;
+    let json = args.format == Format::Json;
     let mut progress = CliProgress::new(ui, args.dry_run);
+    progress.json = json;
     let how = if args.cont {
         Some(Resume::Continue)
     } else if args.skip {
@@ -102,16 +144,36 @@ pub fn run(args: ApplyArgs, ui: &Ui) -> CliResult<ExitCode> {
     let outcome = match how {
         Some(how) => backport::resume(&repo, how, &mut progress)?,
         None => {
-            let path = args
-                .patchlist
-                .clone()
-                .expect("clap requires a patch list without a resume flag");
+            let path =
+                match args.patchlist.clone() {
+                    Some(path) => path,
+                    None if super::ui::stdin_is_pipe() => PathBuf::from("-"),
+                    None => return Err(CliError::user("no patch list given").hint(
+                        "bport apply FILE, or pipe one in: bport list v6.1..fixes | bport apply \
+                         (bport apply --continue | --skip | --abort resumes a stopped run)",
+                    )),
+                };
             let text = if path.as_os_str() == "-" {
                 std::io::read_to_string(std::io::stdin())?
             } else {
                 std::fs::read_to_string(&path)
                     .map_err(|e| CliError::file_context(e, format!("reading {}", path.display())))?
             };
+            if let Some(what) = mail_format(&text) {
+                return Err(CliError::user(format!(
+                    "{} is {what}, not a patch list",
+                    if path.as_os_str() == "-" {
+                        "stdin".into()
+                    } else {
+                        path.display().to_string()
+                    }
+                ))
+                .hint(
+                    "a patch list names commits, one `<sha> <subject>` line each: write it with \
+                       `bport list A..B > list.txt` in the repository that has them",
+                )
+                .hint("to apply the mails themselves, use `git am` on the file"));
+            }
             let list = PatchList::parse(&text)?;
             let opts = ApplyOptions {
                 pick: PickOptions {
@@ -136,7 +198,7 @@ pub fn run(args: ApplyArgs, ui: &Ui) -> CliResult<ExitCode> {
         // Every path that returns an outcome saved the state naming its commits; what is still pending is durable.
         progress.flush_durable();
         progress.bar.finish_and_clear();
-        match render(&repo, outcome, ui, args.yes)? {
+        match render(&repo, outcome, ui, args.yes, json)? {
             Next::Exit(code) => return Ok(code),
             // The prompt's skip/abort/continue do exactly what the flag would, then report like it.
             Next::Resume(how) => {
@@ -228,9 +290,11 @@ struct CliProgress<'u> {
     /// A dry run: each predicted step goes to stdout as soon as it is known (so a failure later keeps the plan
     /// made so far), and nothing is said about commits.
     dry_run: bool,
+    /// `--format json`: the plan is one document at the end, so no step lines on stdout.
+    json: bool,
     /// Status lines of a real run that are not durable yet: picks live in memory until the pack and the state
-    /// naming them are written (the `StateSaved` checkpoint). A run killed before that printed "picked as" for
-    /// commits that were then lost (issue 13); now the lines wait for the checkpoint.
+    /// naming them are written (the `StateSaved` checkpoint). The lines wait for the checkpoint, so a run killed
+    /// before it never prints "picked as" for commits that are lost.
     /// `(is_warning, text)`, in the order they happened.
     pending: Vec<(bool, String)>,
     picks: usize,
@@ -244,6 +308,7 @@ impl<'u> CliProgress<'u> {
             ui,
             bar: indicatif::ProgressBar::hidden(),
             dry_run,
+            json: false,
             pending: Vec::new(),
             picks: 0,
             // Test-only fault injection (tests/it/apply.rs): die like a SIGKILL at a chosen point.
@@ -279,17 +344,20 @@ impl Progress for CliProgress<'_> {
             }
         }
         if self.dry_run {
-            let line = format!(
-                "{}/{total} {}: {}",
-                index + 1,
-                step_title(step),
-                plan_words(result)
-            );
-            self.bar.suspend(|| {
-                let mut out = std::io::stdout().lock();
-                // A closed stdout (`| head`) must not abort the planning; the summary reports nothing more.
-                let _ = writeln!(out, "{line}");
-            });
+            // With --format json the plan is one document at the end (render).
+            if !self.json {
+                let line = format!(
+                    "{}/{total} {}: {}",
+                    index + 1,
+                    step_title(step),
+                    plan_words(result)
+                );
+                self.bar.suspend(|| {
+                    let mut out = std::io::stdout().lock();
+                    // A closed stdout (`| head`) must not abort the planning; the summary reports nothing more.
+                    let _ = writeln!(out, "{line}");
+                });
+            }
         } else if !matches!(result, StepResult::Conflict { .. }) || self.ui.verbose > 0 {
             self.pending.push((
                 false,
@@ -404,7 +472,13 @@ fn summary(st: &backport::State) -> String {
     }
 }
 
-fn render(repo: &git2::Repository, outcome: Outcome, ui: &Ui, yes: bool) -> CliResult<Next> {
+fn render(
+    repo: &git2::Repository,
+    outcome: Outcome,
+    ui: &Ui,
+    yes: bool,
+    json: bool,
+) -> CliResult<Next> {
     match outcome {
         Outcome::Done(st) => {
             ui.status(format!("Done: {}.", summary(&st)));
@@ -416,6 +490,11 @@ fn render(repo: &git2::Repository, outcome: Outcome, ui: &Ui, yes: bool) -> CliR
                 st.branch.as_deref().unwrap_or("HEAD"),
                 &st.orig_head.to_string()[..7]
             ));
+            Ok(Next::Exit(ExitCode::SUCCESS))
+        }
+        Outcome::DryRun(st) if json => {
+            let mut out = std::io::stdout().lock();
+            writeln!(out, "{:#}", super::plan_json::dry_run(&st))?;
             Ok(Next::Exit(ExitCode::SUCCESS))
         }
         Outcome::DryRun(st) => {

@@ -2,6 +2,7 @@
 
 use super::{Cli, CliError, CliResult};
 use clap::CommandFactory;
+use std::io::Write;
 use std::path::PathBuf;
 
 /// Arguments of `bport completions`.
@@ -21,7 +22,10 @@ pub struct ManArgs {
 
 pub fn run_completions(args: CompletionsArgs) -> CliResult {
     let mut cmd = Cli::command();
-    clap_complete::generate(args.shell, &mut cmd, "bport", &mut std::io::stdout().lock());
+    // Generated into memory: clap_complete panics when its writer fails, and a closed stdout is normal use.
+    let mut script = Vec::new();
+    clap_complete::generate(args.shell, &mut cmd, "bport", &mut script);
+    std::io::stdout().lock().write_all(&script)?;
     Ok(())
 }
 

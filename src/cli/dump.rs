@@ -10,9 +10,10 @@ use std::path::PathBuf;
 /// Arguments of `bport dump`.
 #[derive(Debug, clap::Args)]
 pub struct DumpArgs {
-    /// The perf.data file to dump (`-` reads a pipe-mode stream from stdin).
-    #[arg(short, long, default_value = "perf.data")]
-    pub input: PathBuf,
+    /// The perf.data file to dump (`-`: a pipe-mode stream on stdin; default: stdin when it is a pipe, else
+    /// perf.data).
+    #[arg(short, long)]
+    pub input: Option<PathBuf>,
 
     /// Records in time order, as `script` sees them (default: file order).
     #[arg(long)]
@@ -37,14 +38,15 @@ fn read_error(e: ReadError, path: &std::path::Path) -> CliError {
 }
 
 pub fn run(args: DumpArgs, ui: &Ui) -> CliResult {
-    let file = if args.input.as_os_str() == "-" {
+    let input = super::script::input_or_stdin(args.input);
+    let file = if input.as_os_str() == "-" {
         use std::os::fd::AsFd;
         let stdin = std::fs::File::from(std::io::stdin().as_fd().try_clone_to_owned()?);
         PerfFile::from_file(stdin, "stdin")
     } else {
-        PerfFile::open(&args.input)
+        PerfFile::open(&input)
     }
-    .map_err(|e| read_error(e, &args.input))?;
+    .map_err(|e| read_error(e, &input))?;
     for w in file.warnings() {
         ui.warn(w);
     }
@@ -61,7 +63,7 @@ pub fn run(args: DumpArgs, ui: &Ui) -> CliResult {
     }
     match outcome.failed {
         Some(e) => {
-            Err(read_error(e, &args.input).hint("the records before the damage are printed above"))
+            Err(read_error(e, &input).hint("the records before the damage are printed above"))
         }
         None => Ok(()),
     }

@@ -4,7 +4,7 @@ use super::script::{open, ScriptArgs};
 use super::ui::Ui;
 use super::{CliError, CliResult};
 use crate::perf::tools::flame;
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 
 /// Arguments of `bport flamegraph`.
@@ -27,6 +27,12 @@ pub struct FlamegraphArgs {
 }
 
 pub fn run(args: FlamegraphArgs, ui: &Ui) -> CliResult {
+    if args.output.is_none() && !args.folded && std::io::stdout().is_terminal() {
+        // Tens of kilobytes of SVG are no use on a terminal (and can leave it in a strange state).
+        return Err(CliError::user("not writing an SVG to a terminal")
+            .hint("write it to a file with -o flame.svg, or pipe it (bport flamegraph > flame.svg)")
+            .hint("--folded prints the folded stacks as text"));
+    }
     let options = args.script.options()?;
     let file = open(&super::script::input_or_stdin(args.script.input.clone()))?;
     let mut out: Box<dyn Write> = match &args.output {

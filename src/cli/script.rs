@@ -74,15 +74,12 @@ impl ScriptArgs {
 /// The file to read when `-i` was not given: stdin when it is a pipe (`perf record -o - | bport script`),
 /// otherwise `perf.data` — perf's rule (tools/perf/util/data.c, `check_pipe`: a FIFO on stdin and no path).
 pub fn input_or_stdin(input: Option<PathBuf>) -> PathBuf {
-    use std::os::unix::fs::FileTypeExt;
     input.unwrap_or_else(|| {
-        use std::os::fd::AsFd;
-        let stdin_is_pipe = std::io::stdin()
-            .as_fd()
-            .try_clone_to_owned()
-            .and_then(|fd| std::fs::File::from(fd).metadata())
-            .is_ok_and(|m| m.file_type().is_fifo());
-        PathBuf::from(if stdin_is_pipe { STDIN } else { "perf.data" })
+        PathBuf::from(if super::ui::stdin_is_pipe() {
+            STDIN
+        } else {
+            "perf.data"
+        })
     })
 }
 

@@ -1,5 +1,6 @@
 //! `bport status`: the plan, the position and the stop of the run in progress.
 
+use super::plan_json::Format;
 use super::{CliResult, Ui};
 use crate::backport::{self, state::Phase, StepResult};
 use std::io::Write;
@@ -8,13 +9,22 @@ use std::io::Write;
 ///
 /// Example: bport status
 #[derive(Debug, clap::Args)]
-pub struct StatusArgs {}
+pub struct StatusArgs {
+    /// Output format: text for people, or one JSON document (versioned schema: docs/backport.md).
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
+}
 
 /// Runs `bport status`.
-pub fn run(_args: StatusArgs, _ui: &Ui) -> CliResult {
+pub fn run(args: StatusArgs, _ui: &Ui) -> CliResult {
     let repo = super::apply::open_repo()?;
     let mut out = std::io::stdout().lock();
-    let Some(st) = backport::status(&repo)? else {
+    let st = backport::status(&repo)?;
+    if args.format == Format::Json {
+        writeln!(out, "{:#}", super::plan_json::status(st.as_ref()))?;
+        return Ok(());
+    }
+    let Some(st) = st else {
         writeln!(out, "No bport apply in progress.")?;
         return Ok(());
     };

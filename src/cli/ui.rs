@@ -47,6 +47,19 @@ impl Ui {
     }
 }
 
+/// Whether stdin is a pipe (a FIFO): the one rule of every command that reads stdin (`apply`'s patch list,
+/// `script`'s and the other readers' perf.data), as perf's: `-` names stdin, and without an input a pipe on stdin
+/// is read. A terminal or `/dev/null` on stdin is never waited on.
+pub fn stdin_is_pipe() -> bool {
+    use std::os::fd::AsFd;
+    use std::os::unix::fs::FileTypeExt;
+    std::io::stdin()
+        .as_fd()
+        .try_clone_to_owned()
+        .and_then(|fd| std::fs::File::from(fd).metadata())
+        .is_ok_and(|m| m.file_type().is_fifo())
+}
+
 /// A tiny stderr logger for developers, enabled by `-v` or `BPORT_LOG=debug` (the `log` facade, no extra crate).
 struct StderrLogger;
 

@@ -1,6 +1,6 @@
 //! `bport verify`: arguments → `verify::Request`, and the report as a table (or JSON) on stdout.
 //!
-//! Exit 0 only when every required check passes, 3 otherwise (DESIGN "Exit codes"). The hidden
+//! Exit 0 only when every required check passes, 3 otherwise (a check failed). The hidden
 //! `bport verify-guest` is the init of the verify VM: it runs the matrix and prints the report on the console.
 
 use super::{CliError, CliResult, Kind, Ui};
@@ -29,7 +29,7 @@ pub struct VerifyArgs {
     #[arg(long, value_name = "VERSION")]
     pub kernel: Option<String>,
 
-    /// Targets file (default: patchlists/targets.yaml in the current directory, if present).
+    /// Targets file (default: the one built into bport, as shipped in patchlists/targets.yaml).
     #[arg(long, value_name = "FILE")]
     pub targets: Option<PathBuf>,
 
@@ -124,15 +124,20 @@ pub fn run(args: VerifyArgs, ui: &Ui) -> CliResult<ExitCode> {
     }
     let report = verify::run(&request).map_err(CliError::from)?;
     let mut out = std::io::stdout().lock();
-    match args.format {
-        Format::Json => {
-            serde_json::to_writer_pretty(&mut out, &report).map_err(std::io::Error::from)?;
-            writeln!(out)?;
-        }
+    let written = match args.format {
+        Format::Json => serde_json::to_writer_pretty(&mut out, &report)
+            .map_err(std::io::Error::from)
+            .and_then(|()| writeln!(out)),
         Format::Table => {
             let color = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
-            out.write_all(render(&report, color).as_bytes())?;
+            out.write_all(render(&report, color).as_bytes())
         }
+    };
+    // A closed stdout (`bport verify | head -3`) ends the report, not the verdict: the exit status still says
+    // whether a check failed.
+    match written {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
+        other => other?,
     }
     Ok(if report.passed() {
         ExitCode::SUCCESS
@@ -242,7 +247,7 @@ pub fn render(report: &Report, color: bool) -> String {
     s
 }
 
-/// The lock-contention cell (issue 14).
+/// The lock-contention cell.
 fn lock_line(report: &Report, paint: &Paint) -> String {
     use crate::verify::lock_cell::LockCell;
     match &report.lock {

@@ -2,8 +2,8 @@
 //! `index-pack` lay them out (Documentation/gitformat-pack.txt: pack version 2, index version 2).
 //!
 //! A backport run creates its objects in a mempack and writes them out at the end (or at a stop). libgit2's
-//! packbuilder searches deltas for every object (`git_delta_create_from_index` was 37% of a real-history run,
-//! issue 16), and its indexer then inflates and re-hashes each object to build the index. Neither is needed
+//! packbuilder searches deltas for every object (`git_delta_create_from_index` takes 37% of a real-history
+//! run), and its indexer then inflates and re-hashes each object to build the index. Neither is needed
 //! here: the ids are known, and the caller knows each object's likely delta base (the version it replaced at
 //! the same path), so a new object is either stored whole or as a prefix/suffix delta against that one, deflated
 //! once, its CRC taken as it is written, and the index built from the ids we already have. A later `git gc`
@@ -22,7 +22,7 @@ use std::rc::Rc;
 /// merges create, and the trees and commits of its picks.
 ///
 /// libgit2 hashes every object it stores with collision-detecting SHA-1 (sha1dc) and copies it through an odb
-/// stream: for the merged files of a real-history run that was 11% of all instructions (issue 16). Here an
+/// stream: for the merged files of a real-history run that is 11% of all instructions. Here an
 /// object's id is plain SHA-1 (the `sha1` crate, SHA-NI where the CPU has it) over git's `<type> <size>\0` header
 /// and the bytes; it equals git's id for every input except a deliberate SHA-1 collision, which sha1dc would
 /// reject. Trees and commits may name these objects (strict object creation is off during a run); readers look
@@ -177,7 +177,7 @@ pub fn write_pack(
     let mut placed: HashMap<Oid, (u64, u32)> = HashMap::with_capacity(todo.len());
     let mut deflated = Vec::new();
     // One compressor for the whole pack, reset per object: a fresh one allocates and zeroes its window and hash
-    // tables each time, which was most of the write time for thousands of small trees (issue 16).
+    // tables each time, which is most of the write time for thousands of small trees.
     let mut z = flate2::Compress::new(flate2::Compression::fast(), true);
     let mut deltas = 0;
     for &(oid, base) in &todo {
@@ -197,8 +197,8 @@ pub fn write_pack(
         let data = object.data();
         let offset = pack.len;
         // A delta against the version this object replaced, when that is in the pack already and the two share
-        // most of their bytes (a pick changes a few lines of a big file): deflating whole merged files was the
-        // largest cost of writing (issue 16), and their deltas are a few hundred bytes.
+        // most of their bytes (a pick changes a few lines of a big file): deflating whole merged files is the
+        // largest cost of writing, and their deltas are a few hundred bytes.
         let delta = match base.and_then(|b| Some((b, *placed.get(&b)?))) {
             Some((b, (base_offset, depth))) if depth < MAX_DEPTH => {
                 let base_object = Object::read(source, memory, b, "the delta base")?;
@@ -221,7 +221,7 @@ pub fn write_pack(
         };
         // Level 1: these objects are written once and repacked by the next `git gc`. Small ones are stored: a
         // compressor reset zeroes its hash table whatever the input size, which cost more than compressing
-        // (8% of a real-history run's instructions, issue 16), for a few hundred bytes saved an object.
+        // (8% of a real-history run's instructions), for a few hundred bytes saved an object.
         if body.len() < STORED_BELOW {
             stored(body, &mut deflated);
         } else {

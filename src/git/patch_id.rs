@@ -203,7 +203,7 @@ fn file_diff_text(repo: &Repository, change: &Change, text: &mut Vec<u8>) -> Res
     let mut opts = DiffOptions::new();
     opts.context_lines(3);
     // Blobs go in as blobs: from buffers, libgit2 hashes both sides again with sha1dc for ids we already have
-    // (40% of the diff time of `--match patch-id` on curl, issue 16).
+    // (40% of the diff time of `--match patch-id` on curl).
     let patch = match (&old_side, &new_side) {
         (Content::Blob(o), Content::Blob(n)) => {
             git2::Patch::from_blobs(o, None, n, None, Some(&mut opts))

@@ -107,7 +107,7 @@ const SKIP_WORKTREE: u16 = 1 << 14;
 
 /// Whether a status entry is only a worktree difference of a path whose index entry says "skip the worktree": git
 /// never looks at such a file (a sparse checkout removes it), so `git status` is clean; libgit2's status does not
-/// know the flag and reports the path as deleted or modified (issue 13).
+/// know the flag and reports the path as deleted or modified.
 pub fn worktree_change_ignored(index: &git2::Index, status: Status, path: &[u8]) -> bool {
     let worktree_only = (Status::WT_MODIFIED | Status::WT_DELETED | Status::WT_TYPECHANGE)
         .contains(status)

@@ -1,6 +1,6 @@
 //! Lines in a commit message that name the commit it was ported from.
 //!
-//! The six forms seen in real kernel trees (DESIGN.md, "Already applied"):
+//! The six forms seen in real kernel trees:
 //!
 //! | form | written by |
 //! | --- | --- |
@@ -82,7 +82,7 @@ pub fn normalize_subject(subject: &str) -> String {
 /// `s` without `prefix` (compared ignoring ASCII case), if it starts with it.
 ///
 /// Never slices `s` by the prefix's length: subjects are arbitrary UTF-8, and a multi-byte character straddling
-/// that length made `s[..len]` panic (issue 13: exit 101 on kernel subjects such as "ñ…" or "Ω…").
+/// that length would make `s[..len]` panic (kernel subjects such as "ñ…" or "Ω…").
 fn strip_prefix_ignore_ascii_case<'a>(s: &'a str, prefix: &str) -> Option<&'a str> {
     let head = s.as_bytes().get(..prefix.len())?;
     // An ASCII prefix matched byte for byte ends on a char boundary, so the slice below cannot split a character.

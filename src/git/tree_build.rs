@@ -4,7 +4,7 @@
 //!
 //! libgit2's `git_tree_create_updated` (git2's `TreeUpdateBuilder`) re-reads every tree on an updated path from
 //! the object database, copies its entries into a treebuilder, sorts them and writes the result through the odb
-//! with collision-detecting SHA-1, once per pick: ~12% of a real-history run (issue 16). The format is git's
+//! with collision-detecting SHA-1, once per pick: ~12% of a real-history run. The format is git's
 //! (`tree.c`, `fsck.c`): entries `<octal mode> <name>\0<20-byte id>`, sorted by name as bytes with a directory's name compared as if it ended in `/`, modes written as git
 //! writes them (`40000`, `100644`, `100755`, `120000`, `160000`), with the modes canonicalized on read as git's
 //! `canon_mode` does.

@@ -84,7 +84,7 @@ fn git_order(a: &TreeEntry<'_>, b: &TreeEntry<'_>) -> Ordering {
 }
 
 /// Walks two trees' entries side by side in git order, as `diff_tree` does: no maps, no names copied except for
-/// the paths that differ (issue 16: building a map of owned names per tree was 11% of a real-history run).
+/// the paths that differ (building a map of owned names per tree costs 11% of a real-history run).
 fn walk_pair<'t>(
     old: Option<&'t Tree<'_>>,
     new: Option<&'t Tree<'_>>,

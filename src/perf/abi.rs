@@ -4,8 +4,8 @@
 //! and [`KernelAbi`] — the profile of one kernel (and of the perf of its era) that the reader, the writer, `record`
 //! and `verify` consult. No other module compares versions.
 //!
-//! Follows include/uapi/linux/perf_event.h, perf_event_open(2) and tools/perf/util/header.h; the facts and their
-//! sources are collected in PERF-FACTS.md §3–4.
+//! Follows include/uapi/linux/perf_event.h, perf_event_open(2) and tools/perf/util/header.h; `abi::table` names
+//! the source of each fact.
 
 pub mod consts;
 pub mod table;

@@ -266,7 +266,7 @@ mod tests {
 
     #[test]
     fn design_test_vector() {
-        // DESIGN.md "rerere contracts": sides B\n / C\n.
+        // The id git 2.47 gives this conflict (sides B\n / C\n).
         assert_eq!(
             id("a\n<<<<<<< HEAD\nB\n=======\nC\n>>>>>>> abc1234 (x)\nd\n"),
             "b5af61297bb440010b5deb18d272d0976716bc1f"

@@ -59,7 +59,7 @@ pub fn check(dir: &Path, branch: &str, lists: &[PathBuf]) -> Result<BranchCheck,
     let mut entries = Vec::new();
     let mut apply_commands = Vec::new();
     for path in lists {
-        let text = std::fs::read_to_string(path).map_err(|source| Error::Read {
+        let text = super::targets::read_list(path).map_err(|source| Error::Read {
             path: path.clone(),
             source,
         })?;

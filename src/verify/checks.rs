@@ -8,7 +8,7 @@ use super::workloads::{EXPECTED_CHAIN, LEAF};
 use super::{CellStatus, ChainStats, Mode, Sample};
 use crate::verify::workloads::Build;
 
-/// The share of leaf samples that must carry the full chain for a cell to pass (DESIGN: "at least 90%").
+/// The share of leaf samples that must carry the full chain for a cell to pass (at least 90%).
 /// A frame-pointer walk sampled in the leaf's prologue (before `push rbp`) legitimately loses the caller, so
 /// 100% would be flaky; 90% still fails every broken unwinder we know of by a wide margin.
 pub const PASS_PERCENT: usize = 90;

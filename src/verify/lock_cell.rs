@@ -1,4 +1,4 @@
-//! The lock-contention cell of `verify` (issue 14): on the target kernel, `bport lock contention` must see the
+//! The lock-contention cell of `verify`: on the target kernel, `bport lock contention` must see the
 //! contention of a known workload with the expected callers; below Linux 5.19 (no `lock:contention_begin/end`,
 //! decided by the ABI table) the cell is `unsupported` with that reason.
 //!

@@ -311,7 +311,7 @@ pub struct Report {
     /// The lock-contention cell (absent in reports of bports before it existed).
     #[serde(default)]
     pub lock: Option<lock_cell::LockCell>,
-    /// The dynamic-probe cell: a BTF-argument kprobe on the verified kernel (issue 15).
+    /// The dynamic-probe cell: a BTF-argument kprobe on the verified kernel.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub probe: Option<probe_check::ProbeCheck>,
 }
@@ -342,8 +342,8 @@ impl Report {
 pub struct Request {
     /// The target kernel version; `None` verifies the running kernel (inside the VM: the guest's).
     pub kernel: Option<String>,
-    /// The targets file; `None` uses `patchlists/targets.yaml` under `repo_dir` or the current directory when
-    /// it exists (a version not in the file is verified by version alone).
+    /// The targets file; `None` uses the one built into the binary (a version not in the file is verified by
+    /// version alone).
     pub targets: Option<PathBuf>,
     /// Boot this kernel image in qemu and run the matrix inside.
     pub kernel_image: Option<PathBuf>,
@@ -506,14 +506,7 @@ pub fn find_perf() -> Option<PathBuf> {
 fn load_targets(request: &Request) -> Result<Option<targets::Targets>, Error> {
     match &request.targets {
         Some(path) => Ok(Some(targets::Targets::load(path)?)),
-        None => {
-            let path = request.repo_dir.join(targets::DEFAULT_TARGETS);
-            if path.is_file() {
-                Ok(Some(targets::Targets::load(&path)?))
-            } else {
-                Ok(None)
-            }
-        }
+        None => Ok(Some(targets::Targets::built_in()?)),
     }
 }
 

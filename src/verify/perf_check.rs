@@ -61,7 +61,7 @@ fn parse_header(line: &str) -> Option<PerfSample> {
     let (pid, tid) = words.next()?.split_once('/')?;
     let time = words.next()?.trim_end_matches(':');
     let (secs, frac) = time.split_once('.')?;
-    // `get`, not `[..6]`: a malformed time with a multi-byte character there must not panic (issue 13 audit).
+    // `get`, not `[..6]`: a malformed time with a multi-byte character there must not panic.
     let micros: u64 = format!("{frac:0<6}").get(..6)?.parse().ok()?;
     Some(PerfSample {
         pid: pid.parse().ok()?,

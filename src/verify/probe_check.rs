@@ -1,4 +1,4 @@
-//! The probe cell of `verify` (issue 15): on the verified kernel, define a kprobe on `vfs_read` whose `count`
+//! The probe cell of `verify`: on the verified kernel, define a kprobe on `vfs_read` whose `count`
 //! argument comes from the kernel's BTF (no vmlinux DWARF), read a file with known sizes, and check that every
 //! hit the probe recorded for this process carries exactly those sizes.
 //!

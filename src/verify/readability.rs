@@ -1,6 +1,6 @@
 //! Readability of a recorded file for the target's era: only attr sizes, attr bits, record types and header
 //! features that a perf of that kernel's era reads (the `perf::abi` table), so an old vendor perf does not reject
-//! it ("file uses a more recent and unsupported ABI", "failed to process type: N"; PERF-FACTS.md §4.4).
+//! it ("file uses a more recent and unsupported ABI", "failed to process type: N"; perf's `read_attr` and `perf_session__process_event`).
 //!
 //! The Linux perf cross-check lives in [`super::perf_check`].
 

@@ -12,6 +12,47 @@ use std::path::{Path, PathBuf};
 /// Where the shipped targets file lives, relative to the bport source tree.
 pub const DEFAULT_TARGETS: &str = "patchlists/targets.yaml";
 
+/// The directory the built-in targets file and its lists are named under in messages: they are in the binary, so
+/// `bport verify` says the same from any directory.
+pub const BUILT_IN_DIR: &str = "<built-in>/patchlists";
+
+/// The shipped targets file and the patch lists it names, built into the binary (`--targets FILE` overrides them).
+const BUILT_IN: &[(&str, &str)] = &[
+    (
+        "targets.yaml",
+        include_str!("../../patchlists/targets.yaml"),
+    ),
+    (
+        "perf-callchain-record-mode.txt",
+        include_str!("../../patchlists/perf-callchain-record-mode.txt"),
+    ),
+    (
+        "perf-dwarf-unwind.txt",
+        include_str!("../../patchlists/perf-dwarf-unwind.txt"),
+    ),
+    (
+        "perf-lbr-callchain.txt",
+        include_str!("../../patchlists/perf-lbr-callchain.txt"),
+    ),
+];
+
+/// The text of a built-in file named `path` (under [`BUILT_IN_DIR`]), if it is one.
+fn built_in(path: &Path) -> Option<&'static str> {
+    let name = path.strip_prefix(BUILT_IN_DIR).ok()?.to_str()?;
+    BUILT_IN
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map(|(_, text)| *text)
+}
+
+/// Reads a patch list named by a target: a built-in one from the binary, any other from disk.
+pub fn read_list(path: &Path) -> std::io::Result<String> {
+    match built_in(path) {
+        Some(text) => Ok(text.to_owned()),
+        None => std::fs::read_to_string(path),
+    }
+}
+
 /// The parsed, validated targets file.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Targets {
@@ -112,6 +153,13 @@ struct RawTarget {
 }
 
 impl Targets {
+    /// The targets file built into the binary.
+    pub fn built_in() -> Result<Targets, Error> {
+        let path = Path::new(BUILT_IN_DIR).join("targets.yaml");
+        let text = built_in(&path).unwrap_or_default();
+        Targets::parse(text, &path)
+    }
+
     /// Reads and validates the targets file at `path`.
     pub fn load(path: &Path) -> Result<Targets, Error> {
         let text = std::fs::read_to_string(path).map_err(|source| Error::Read {
@@ -152,7 +200,7 @@ impl Targets {
             let mut lists = Vec::with_capacity(raw.lists.len());
             for list in raw.lists {
                 let resolved = dir.join(&list);
-                if !resolved.is_file() {
+                if built_in(&resolved).is_none() && !resolved.is_file() {
                     return Err(Error::MissingList {
                         path: path.to_owned(),
                         line,
@@ -209,6 +257,35 @@ fn kernel_key_lines(text: &str) -> Vec<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_built_in_targets_are_the_shipped_file_with_every_list() {
+        let embedded = Targets::built_in().unwrap();
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("patchlists");
+        let shipped = Targets::load(&dir.join("targets.yaml")).unwrap();
+        assert_eq!(embedded.targets.len(), shipped.targets.len());
+        for (b, s) in embedded.targets.iter().zip(&shipped.targets) {
+            assert_eq!(
+                (&b.kernel, &b.branch, b.line),
+                (&s.kernel, &s.branch, s.line)
+            );
+            assert_eq!(b.lists.len(), s.lists.len());
+            for (bl, sl) in b.lists.iter().zip(&s.lists) {
+                assert!(bl.starts_with(BUILT_IN_DIR), "{}", bl.display());
+                assert_eq!(read_list(bl).unwrap(), std::fs::read_to_string(sl).unwrap());
+            }
+        }
+        // Every shipped list is built in, whether or not a target names it yet.
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let name = entry.unwrap().file_name().into_string().unwrap();
+            if name.ends_with(".txt") || name.ends_with(".yaml") {
+                assert!(
+                    built_in(&Path::new(BUILT_IN_DIR).join(&name)).is_some(),
+                    "patchlists/{name} is not built into the binary (targets.rs BUILT_IN)"
+                );
+            }
+        }
+    }
 
     fn dir_with_lists(names: &[&str]) -> tempfile::TempDir {
         let dir = tempfile::tempdir().unwrap();

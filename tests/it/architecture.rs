@@ -1,4 +1,4 @@
-//! The module dependency rules of DESIGN.md ("Dependencies point down"), checked on the source text: a layer that
+//! The module dependency rules of ARCHITECTURE.md ("Dependencies point down"), checked on the source text: a layer that
 //! names a module above it fails here, tests and `#[cfg(test)]` code included, so `perf` stays a library that could
 //! move into its own crate by moving a directory. Inside the layers: only `cli/error/` chooses exit codes; the CLI
 //! names no perf.data record internals (formatting is `perf::tools`'); nothing in the engine imports
@@ -122,7 +122,7 @@ fn no_layer_names_a_module_above_it() {
     let found = violations(&src);
     assert!(
         found.is_empty(),
-        "modules that import a layer above them (DESIGN.md, module map):\n{found:#?}"
+        "modules that import a layer above them (ARCHITECTURE.md, the parts):\n{found:#?}"
     );
 }
 
@@ -161,7 +161,7 @@ fn the_scan_sees_imports_and_ignores_comments_and_lookalikes() {
 }
 
 /// Lines of a command file that choose an error's exit code themselves (`CliError::new`, which takes a `Kind`),
-/// as (line, text); that choice belongs to the `cli/error/` folder alone (issue 17).
+/// as (line, text); that choice belongs to the `cli/error/` folder alone.
 fn inline_error_kinds(source: &str) -> Vec<(usize, String)> {
     source
         .lines()
@@ -488,7 +488,7 @@ fn expand_use_tree(
 
 /// What `src/cli` may name of `perf::data` and `perf::abi`: opening a recording and reading a kernel version.
 /// Record layouts, ABI constants and their name tables are for the tools under `perf/tools` (and `script`) to
-/// format; a command file that needs them is doing engine work (issue 17: dump's formatter lived in `cli/dump.rs`).
+/// format; a command file that needs them is doing engine work (a record formatter in `cli/dump.rs`, say).
 const CLI_MAY_NAME: &[(&str, &[&str])] = &[
     ("data", &["PerfFile", "ReadError", "Warning"]),
     ("abi", &["KernelVersion", "ParseKernelVersionError"]),
@@ -639,7 +639,7 @@ fn only_the_cli_uses_the_perf_tools() {
 /// is for a loop that must wait; a stale one fails the test, so the list only shrinks.
 const KNOWN_LOOPS: &[(&str, &[&str])] = &[];
 
-/// Every folder under src, the part's own files import each other as a tree (issue 17, "Must show"); `perf/data`
+/// Every folder under src, the part's own files import each other as a tree; `perf/data`
 /// has its own test above with a check that the scan sees its imports.
 #[test]
 fn no_folder_imports_itself_in_a_loop() {

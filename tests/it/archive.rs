@@ -1,4 +1,4 @@
-//! `bport buildid-list` and `bport archive` (issue #5, "Must show" 4): build-ids as perf lists them, and an
+//! `bport buildid-list` and `bport archive`: build-ids as perf lists them, and an
 //! archive that makes a recording symbolize on a machine where its binary no longer exists.
 
 use crate::support::bport;

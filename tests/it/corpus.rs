@@ -1,11 +1,11 @@
-//! Issue 12: bport against Linux perf 6.1 on perf.data files nobody here wrote, the public test data of
+//! bport against Linux perf 6.1 on perf.data files nobody here wrote, the public test data of
 //! google/perf_data_converter (tests/fixtures/quipper, see its README): kernels 3.2–6.12, x86_64, i686 and
 //! armv7, file and pipe mode, branch stacks, load-latency samples, Intel PT.
 //!
 //! Symbols are neutralised for both tools (an empty `--symfs`, `--kallsyms /dev/null`, an empty `HOME` so that
 //! no build-id cache answers): what is compared is bport's reading of the file, not this machine's binaries.
 //! Each test prints a summary (`N of M identical`). A difference fails the test unless it is listed in
-//! [`EXPECTED_FAILURES`] (work another part of issue 12 owns: the entry must go when that work lands, and the
+//! [`EXPECTED_FAILURES`] (known gaps: an entry must go once its file matches, and the
 //! test fails while a listed file already matches) or [`DEVIATIONS`] (kept on purpose, with a weaker check).
 
 use crate::support::{bport, oracle};
@@ -24,7 +24,7 @@ enum Tool {
 const VDSO: &str = "perf 6.1 names a hit [vdso] by its deleted temp copy /tmp/perf-vdso.so-XXXXXX";
 const NO_PT: &str = "no Intel PT decoding";
 
-/// Known differences from perf 6.1 that other parts of issue 12 fix: (file, tool, who and why).
+/// Known differences from perf 6.1 still to be fixed: (file, tool, who and why).
 #[rustfmt::skip]
 const EXPECTED_FAILURES: &[(&str, Tool, &str)] = &[
 ];
@@ -301,7 +301,7 @@ fn corpus_buildid_list_equals_perf_buildid_list() {
 ///   records); bport prints the 11 `cycles` samples, which are the same samples as in the file-mode sibling's
 ///   perf output; the PT trace is not decoded (see DEVIATIONS).
 /// - `perf.data.piped.corrupted.zero_size_sample-3.2`: a sample record of size 0; perf fails with "bad event
-///   header size", bport with the offset and type of the record (part B, item 12, decides what is kept).
+///   header size", bport with the offset and type of the record.
 #[test]
 fn corpus_files_perf_cannot_read_match_their_snapshots() {
     skip_unless!(oracle::has_perf());
@@ -370,7 +370,7 @@ fn corpus_fixtures_are_documented() {
     assert_eq!(n, 49);
 }
 
-/// Issue 12, item 8: pipe-mode files carry no build-id table, and with `--symfs` alone perf 6.1 does not use the
+/// Pipe-mode files carry no build-id table, and with `--symfs` alone perf 6.1 does not use the
 /// running kernel's symbols for them ("do not try local files if a symfs was given", dso__load_kernel_sym):
 /// kernel addresses stay `[unknown]`. bport named them with this machine's /proc/kallsyms
 /// (`srso_alias_return_thunk+0xa524d`).

@@ -1,4 +1,4 @@
-//! Exit codes of the perf.data readers through the binary (DESIGN.md, "Exit codes"): a missing or damaged input is
+//! Exit codes of the perf.data readers through the binary (ARCHITECTURE.md, "Invariants"): a missing or damaged input is
 //! the user's (2), an output the disk cannot take is the environment's (4), never the user's.
 
 use crate::support::bport;

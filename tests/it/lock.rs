@@ -1,4 +1,4 @@
-//! `bport lock contention` against real kernel lock contention (issue 14): a workload built here (threads
+//! `bport lock contention` against real kernel lock contention: a workload built here (threads
 //! hammering mmap/munmap on one mm_struct: its mmap_lock), with Linux perf's `perf lock record` +
 //! `perf lock contention -i` as the oracle, recorded at the same time as bport counts.
 //!

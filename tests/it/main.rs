@@ -1,4 +1,4 @@
-//! The one integration test binary (STYLE 2.10): every module here shares one link of git2, gimli and object.
+//! The one integration test binary: every module here shares one link of git2, gimli and object.
 
 #[macro_use]
 mod support;
@@ -6,6 +6,8 @@ mod support;
 mod apply;
 mod architecture;
 mod archive;
+mod ci;
+mod cli_edges;
 mod cli_help;
 mod corpus;
 mod exit_codes;
@@ -14,6 +16,7 @@ mod lock;
 mod perf_data;
 mod pipe;
 mod probe;
+mod readme;
 mod real_programs;
 mod real_symbols;
 mod record;

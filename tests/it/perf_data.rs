@@ -672,7 +672,7 @@ fn perf_reads_bport_big_endian_files() {
     assert_eq!(got, want);
 }
 
-// ---- damaged files (issue 12, item 12) ----
+// ---- damaged files ----
 
 /// Whether an error or warning text is a plain sentence: no number of a terabyte or more (a garbage length
 /// printed as is), no 16-digit hex offset, no Rust escapes of binary bytes.
@@ -824,8 +824,8 @@ fn a_cut_file_prints_every_sample_perf_prints_and_where_it_was_cut() {
 }
 
 /// sleep.compressed2.pipe.data (a perf newer than 6.1; see the fixture README): COMPRESSED2 records in pipe mode,
-/// then perf's own stderr text. Issue 12 item 9 saw "record at offset 0x7c40 needs 29216 bytes but only 143
-/// remain" and nothing printed; every sample is read, the text is a warning, and the samples are those of the
+/// then perf's own stderr text. Not "record at offset 0x7c40 needs 29216 bytes but only 143 remain"
+/// and nothing printed: every sample is read, the text is a warning, and the samples are those of the
 /// decompressed stream.
 #[test]
 fn compressed2_pipe_stream_with_text_appended_reads_every_sample() {

@@ -1,17 +1,17 @@
-//! Pipe mode end to end, both ways (issue 12, item 9): `perf record -o - | bport script` (fp and DWARF),
+//! Pipe mode end to end, both ways: `perf record -o - | bport script` (fp and DWARF),
 //! `bport record -o - | perf script -i -`, `bport record -o - | bport script`, and a pipe-mode `-z` stream. Every
 //! stream goes through a real pipe into its reader while the test keeps a copy of its bytes, and the reader's text
 //! is compared line for line with the other tool reading the same bytes from a pipe. `buildid-list` on pipe-mode
-//! and `-z` recordings is compared with `perf buildid-list` (item 11).
+//! and `-z` recordings is compared with `perf buildid-list`.
 //!
 //! Named deviations:
 //! - perf 6.1 lists a DSO-less hit `[vdso]` under the name of the temporary copy it makes of *its own* vdso
 //!   (`/tmp/perf-vdso.so-XXXXXX`, random and deleted when perf exits: seen in 8 of 8 `-z` recordings of python
 //!   here); bport prints `[vdso]`, the name perf's script, report and BUILD_ID tables use. [`same_vdso_names`]
 //!   maps perf's name back before comparing.
-//! - Not a deviation but a gap of issue 12 item 7 (another part of the issue): in pipe mode there is no build-id
+//! - Not a deviation but a gap: in pipe mode there is no build-id
 //!   cache copy of the vdso, so perf resolves `[vdso]` frames from its own vdso while bport prints `[unknown]`.
-//!   Until that lands, [`without_vdso_symbols`] blanks the symbol of `[vdso]` frames in both outputs.
+//!   [`without_vdso_symbols`] blanks the symbol of `[vdso]` frames in both outputs.
 //! - perf 6.1's `buildid-list` cannot read a pipe-mode `-z` stream ("Couldn't decompress data" at
 //!   the first COMPRESSED record, nothing listed) while its `script` reads the same bytes; bport lists the DSOs
 //!   as for any stream without a BUILD_ID table, and the test checks them against the DSOs of the sample IPs
@@ -528,7 +528,7 @@ fn a_z_file_takes_kernel_symbols_from_a_current_cache_copy_as_perf_does_from_pro
     assert_same_lines(&theirs, &ours, "-z file, stale cache copy");
 }
 
-/// Item 10 on pipes: perf 6.1 reports a pipe-mode stream with Overhead rows (no Children: it decides
+/// Report on pipes: perf 6.1 reports a pipe-mode stream with Overhead rows (no Children: it decides
 /// cumulation before the stream's attrs arrive) and the call graph under each row in caller order, callee
 /// order with `--no-children`. bport reads the stream from a pipe without `-i`, as perf does.
 #[test]

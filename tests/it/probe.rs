@@ -1,4 +1,4 @@
-//! `bport probe` against real uprobes and Linux perf (issue 15): the definitions equal those `perf probe` writes
+//! `bport probe` against real uprobes and Linux perf: the definitions equal those `perf probe` writes
 //! where perf is right, the recorded values equal what the probed program prints (its own ground truth), and
 //! where perf 6.1 is wrong (PIE globals, computed locals) bport is right or refuses with the reason.
 //!

@@ -1,4 +1,4 @@
-//! Issue 12: `bport script` against `perf script` on recordings of real programs built or installed here, not
+//! `bport script` against `perf script` on recordings of real programs built or installed here, not
 //! bport's own workloads: a C++ program with templates (g++), a Rust binary with legacy symbol mangling (rustc),
 //! python3, cc1 under the gcc driver, and a system-wide `-a -g` recording.
 //!
@@ -171,7 +171,7 @@ fn rust_legacy_mangled_program_equals_perf_script() {
     );
     compare("rustc legacy, fp.data", &theirs, &ours);
     // DWARF: the chains reach `main`, `__libc_start_main_impl (inlined)` and `_start` through lld's layout (the
-    // text segment starts in the read-only segment's last page: issue 12, item 6), inline frames' names demangled.
+    // text segment starts in the read-only segment's last page), inline frames' names demangled.
     let (theirs, ours) = scripts(d, "dwarf.data");
     assert!(ours.contains("_start+0x"), "no chain reaches _start");
     compare("rustc legacy, dwarf.data", &theirs, &ours);
@@ -218,7 +218,7 @@ fn blocks(text: &str) -> Vec<(&str, Vec<&str>)> {
         .collect()
 }
 
-/// Named deviation (issue 12, item 6): DWARF chains of the programs the gcc driver starts (cc1, as). perf 6.1
+/// Named deviation: DWARF chains of the programs the gcc driver starts (cc1, as). perf 6.1
 /// leaves frames out of some of them or ends them early; bport's go on to `_start`.
 ///
 /// Evidence that bport is right, from recordings here (`perf record --call-graph dwarf -- gcc -O2 -c big.c`):

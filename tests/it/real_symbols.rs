@@ -1,7 +1,7 @@
-//! Symbols on real programs (issue 12 part C; `real_programs` holds part A's chain tests): `bport script` against
+//! Symbols on real programs (`real_programs` holds the chain tests): `bport script` against
 //! `perf script` on live recordings of programs built here from sources nobody wrote for
 //! bport's own tests' convenience: a template-heavy C++ program (g++ -O2, libstdc++) and a Rust program with
-//! legacy symbol mangling (issue 12 item 7), and bport's demangler against `c++filt` on every C++ symbol of
+//! legacy symbol mangling, and bport's demangler against `c++filt` on every C++ symbol of
 //! libstdc++.
 //!
 //! Named deviations: none — every line equals perf 6.1's.
@@ -197,7 +197,7 @@ fn vdso_frames_resolve_as_perf_does_with_and_without_a_recorded_build_id() {
     }
     let dir = tempfile::tempdir().unwrap();
     let exe = dir.path().join("vdso_clock");
-    // -fno-plt: no PLT stub frames, whose naming is another matter (the symbol choice of issue 12 item 8).
+    // -fno-plt: no PLT stub frames, whose naming is another matter (the PLT tests below).
     tool_ok(
         "gcc",
         &[
@@ -295,7 +295,7 @@ fn build_c(dir: &Path, name: &str, out: &str, flags: &[&str]) -> PathBuf {
     exe
 }
 
-/// Issue 12 item 8, past a binary's end: perf 6.1 keeps objects (`table` in .rodata) and, for labels, only
+/// Past a binary's end: perf 6.1 keeps objects (`table` in .rodata) and, for labels, only
 /// those in "text"/"data" sections, so `etext` (a label at the end of `.fini`) is no symbol, and the
 /// zero-size `_fini` runs to the next symbol, `_IO_stdin_used` in `.rodata`; past that object's end perf
 /// prints `[unknown]`. bport printed `etext+0x30` (all labels of executable sections, no objects) for the
@@ -491,7 +491,7 @@ fn plt_stub_addresses(exe: &Path) -> Vec<u64> {
     addrs
 }
 
-/// Issue 12 item 8, PLT stubs. perf 6.1 adds its `NAME@plt` symbols after stretching the zero-size `_init` over
+/// PLT stubs. perf 6.1 adds its `NAME@plt` symbols after stretching the zero-size `_init` over
 /// the PLT, and its lookup returns the first symbol holding the address on its way down its rb-tree: `_init+0x30`
 /// for the first stub of this program, `strlen@plt+0x0` for the others (bport replays the tree,
 /// `symbols::rbtree`). With `-fcf-protection -z ibtplt` the stubs are in `.plt.sec`, which perf 6.1 does not
@@ -530,7 +530,7 @@ fn plt_stubs_are_named_as_perf_6_1_names_them() {
     }
 }
 
-/// Issue 12 item 8, PLT stubs of a program linked by lld (as rustc links its own `rustc` binary): lld writes
+/// PLT stubs of a program linked by lld (as rustc links its own `rustc` binary): lld writes
 /// `sh_entsize` 0 for `.plt`, and perf 6.1 still synthesizes one `NAME@plt` per relocation, every one at `.plt`'s
 /// start with size 0. They hold that address only, but sit in its tree on the way to the zero-size `_fini`
 /// stretched over `.plt`, so a sample in a stub is `[unknown]`. bport made no PLT symbols there and printed
@@ -577,7 +577,7 @@ fn plt_stubs_of_an_lld_linked_program_are_named_as_perf_6_1_names_them() {
     assert_same_lines(&perf, &ours, "lld, recorded");
 }
 
-/// Issue 12 item 10: an event group recorded by perf with callchains (`{cpu-clock,task-clock}`, so GROUP_DESC
+/// An event group recorded by perf with callchains (`{cpu-clock,task-clock}`, so GROUP_DESC
 /// names it) shows as perf 6.1 shows groups by default: one table, "N of events 'anon group { … }'", a share per
 /// member in each of the Children and Self (or Overhead) columns, the leader's call graph under each row.
 #[test]
@@ -848,7 +848,7 @@ fn break_last_dynsym_section_index(path: &Path) -> String {
     name
 }
 
-/// Issue 12 items 7 and 8 on ICF-folded functions (rustc's librustc_driver, BOLTed with `-icf=all`): which of
+/// Symbol choice on ICF-folded functions (rustc's librustc_driver, BOLTed with `-icf=all`): which of
 /// several symbols at one address perf 6.1 prints. A shared library built here holds each combination of
 /// [`ALIAS_GROUPS`]; perf must print the name `choose_best_symbol` keeps (checked by name) and bport the same
 /// lines. Then the same library with one `.dynsym` entry's section index broken, as in librustc_driver: perf's

@@ -1,4 +1,4 @@
-//! `bport record` against Linux perf as the oracle (issue #4, "Must show" 1 and 4): perf reads bport's files
+//! `bport record` against Linux perf as the oracle: perf reads bport's files
 //! without complaint, sees exactly the samples bport's reader sees, and shows the workload's full chain.
 
 use std::path::{Path, PathBuf};

@@ -1,4 +1,4 @@
-//! Issue 12, item 10: `bport report --stdio` against `perf report --stdio` 6.1 on a live system-wide `-a -g`
+//! `bport report --stdio` against `perf report --stdio` 6.1 on a live system-wide `-a -g`
 //! recording of real programs (a g++ compile, python3, and a program whose frame-pointer chain is stack
 //! garbage), whole outputs compared line for line.
 //!
@@ -6,8 +6,8 @@
 //! - Only the samples of the workload's own processes (and of the idle task) are kept, by rewriting the file
 //!   through bport's writer before either tool reads it. Other processes of this shared machine (BOLT-built
 //!   rustc libraries, where perf 6.1 prints `[unknown]` for some addresses bport names; Rust symbol aliases at
-//!   one address; `_fini` past the end of a binary) give rows that differ for reasons owned by other parts of
-//!   issue 12, and any row that differs changes the shape of perf's red-black trees, which moves every row
+//!   one address; `_fini` past the end of a binary) give rows that differ for reasons other tests cover
+//!   (real_symbols.rs), and any row that differs changes the shape of perf's red-black trees, which moves every row
 //!   whose place is decided by that shape (equal Children and Self, or callers of one thread at equal depth):
 //!   on a 21,728-row recording, 7 such rows of rustc moved about 900 lines of other commands.
 //! - perf's random "(Tip: …)" line is left out.

@@ -1,5 +1,5 @@
 //! `bport script` against Linux perf's `perf script` on files perf recorded from the built-in workloads
-//! (issue #5, "Must show" 1–3 and 5; the archive round trip is in `archive.rs`).
+//! (the archive round trip is in `archive.rs`).
 //!
 //! Every comparison is line for line on the same file, with the same `HOME` (so the same build-id cache).
 //! Named deviations: none so far — where bport and perf 6.1 differed (kernel init text, kallsyms aliases, PLT
@@ -302,8 +302,8 @@ fn report_table_equals_perf_report() {
         }
         out.join("\n")
     };
-    // With callchains perf's default is Children and Self columns and the call graph under each row (issue 12
-    // item 10): both tools with their defaults, and with `-g none` (the tables alone).
+    // With callchains perf's default is Children and Self columns and the call graph under each row:
+    // both tools with their defaults, and with `-g none` (the tables alone).
     for mode in ["--no-children", "--children"] {
         for (sort, graph) in [
             ("comm,dso,sym", None),
@@ -358,9 +358,9 @@ fn flamegraph_folds_as_inferno_does_on_perf_script() {
     }
 }
 
-/// Issue 12, item 5: a DWARF file read where none of its DSOs can be (a file from another machine; here an
+/// A DWARF file read where none of its DSOs can be (a file from another machine; here an
 /// empty `--symfs`). perf 6.1 builds no libunwind address space for such a process and prints its samples
-/// without any user frame; bport printed the IP as `[unknown] (ld-linux…)`. Also: with a symfs, the debug
+/// without any user frame; bport must not print the IP as `[unknown] (ld-linux…)`. Also: with a symfs, the debug
 /// directories are looked up under it, as perf does (the host's /usr/lib/debug made ld.so readable).
 #[test]
 fn dwarf_file_without_readable_dsos_prints_no_user_frames_as_perf() {
@@ -402,7 +402,7 @@ fn without_features(bytes: &[u8], drop: &[u32]) -> Vec<u8> {
     b
 }
 
-/// Issue 12 item 2: a tracepoint recording without EVENT_DESC (perf before 3.x wrote none; the attr has no
+/// A tracepoint recording without EVENT_DESC (perf before 3.x wrote none; the attr has no
 /// name) is named as perf names it, `sys:name` from the tracing data, not `unknown attr type: 2`. With the
 /// tracing data gone too, perf 6.1 refuses the file ("incompatible file format"); bport prints what it has,
 /// the event as evsel__name calls it ("unknown tracepoint"): a named deviation, nothing the file holds is lost.

@@ -99,7 +99,7 @@ fn assert_readable(report: &Value, transcript: &str) {
     }
 }
 
-/// Must show 1: 4.1, 3.10, 6.1 and the host kernel pass on this machine.
+/// 4.1, 3.10, 6.1 and the host kernel pass on this machine.
 #[test]
 fn targets_4_1_3_10_6_1_and_the_host_kernel_pass_here() {
     let dir = tempfile::tempdir().unwrap();
@@ -133,7 +133,7 @@ fn targets_4_1_3_10_6_1_and_the_host_kernel_pass_here() {
             assert_eq!(reason(&report, "chain-fp", "lbr"), "no LBR hardware");
         }
         assert_readable(&report, &out.transcript());
-        // The probe cell runs on this machine's kernel whatever the cap (issue 15).
+        // The probe cell runs on this machine's kernel whatever the cap.
         if Path::new("/sys/kernel/tracing/kprobe_events").exists() {
             assert_eq!(report["probe"]["status"], "pass", "{}", out.transcript());
         } else {
@@ -149,7 +149,7 @@ fn targets_4_1_3_10_6_1_and_the_host_kernel_pass_here() {
     }
 }
 
-/// Must show 2: with script's DWARF mode selection switched off (perf script before v4.3, 7322d6c98dd2), the
+/// With script's DWARF mode selection switched off (perf script before v4.3, 7322d6c98dd2), the
 /// dwarf cells fail and show their first bad sample; the fp cells are untouched.
 #[test]
 fn script_without_dwarf_mode_selection_fails_the_dwarf_cells() {
@@ -330,7 +330,7 @@ fn boots_and_reports(series: &str) {
             assert_eq!(c["readability"]["perf"]["status"], "not-installed", "{c}");
         }
     }
-    // The lock-contention cell (issue 14): counted inside the guest on 5.19+, unsupported with the reason before.
+    // The lock-contention cell: counted inside the guest on 5.19+, unsupported with the reason before.
     let lock = &report["lock"];
     if release.starts_with("5.10") {
         assert_eq!(lock["status"], "unsupported", "{}", out.transcript());
@@ -357,7 +357,7 @@ fn boots_and_reports(series: &str) {
             out.transcript()
         );
     }
-    // The probe cell (issue 15): a kprobe on vfs_read with `count` from the guest kernel's BTF saw exactly the
+    // The probe cell: a kprobe on vfs_read with `count` from the guest kernel's BTF saw exactly the
     // sizes the guest passed to read(2), in order.
     let probe = &report["probe"];
     assert_eq!(probe["status"], "pass", "{}", out.transcript());
@@ -419,7 +419,7 @@ fn a_kernel_that_does_not_boot_is_a_boot_failure_not_a_failed_check() {
     );
 }
 
-/// Must show 3: a kernel-like repo whose vendor branch carries two of three listed fixes (one by upstream trailer,
+/// A kernel-like repo whose vendor branch carries two of three listed fixes (one by upstream trailer,
 /// one by subject under an `UPSTREAM:` prefix); the check names exactly the third, with the command that adds it.
 #[test]
 fn branch_check_names_exactly_the_missing_fix() {

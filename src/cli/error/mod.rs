@@ -6,7 +6,7 @@
 //! tracefs, record, lock, probe), `verify.rs`; this file holds `CliError` itself and the I/O rule all of them use.
 //! Command files only use `?` / `CliError::from` (and `CliError::user` for their own argument checks), adding a
 //! hint where the command knows more (tests/it/architecture.rs holds them to it). Exit codes are an API
-//! (DESIGN.md, "Exit codes").
+//! (ARCHITECTURE.md, "Invariants").
 //!
 //! The rule for files: a missing, bad or damaged input the user named is the user's (exit 2); a disk that is full,
 //! read-only or failing, or a permission the process lacks, is the environment's (exit 4), never the user's.
@@ -100,9 +100,9 @@ impl CliError {
 
     /// Prints the error, its causes and its hints to stderr in one place, so every command looks the same.
     pub fn render(&self, out: &mut dyn std::io::Write) -> std::io::Result<()> {
-        writeln!(out, "error: {}", self.error)?;
+        writeln!(out, "error: {}", in_words(self.error.as_ref()))?;
         for cause in self.error.chain().skip(1) {
-            writeln!(out, "  caused by: {cause}")?;
+            writeln!(out, "  caused by: {}", in_words(cause))?;
         }
         for hint in &self.hints {
             writeln!(out, "hint: {hint}")?;
@@ -114,6 +114,15 @@ impl CliError {
 impl fmt::Display for CliError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         self.error.fmt(f)
+    }
+}
+
+/// An error's own sentence. libgit2's display appends its internals (`; class=Repository (6); code=NotFound
+/// (-3)`), which say nothing to a user: only its message is shown; the kind and hint already come from the class.
+fn in_words(error: &(dyn std::error::Error + 'static)) -> String {
+    match error.downcast_ref::<git2::Error>() {
+        Some(git) => git.message().to_owned(),
+        None => error.to_string(),
     }
 }
 

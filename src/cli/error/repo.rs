@@ -61,7 +61,7 @@ fn error_kind_git(e: &git::Error) -> (Kind, Option<String>) {
 }
 
 /// Classifies a libgit2 failure: a missing or damaged object, an unreadable ref, index or file is a problem of
-/// the repository (exit 4) that the message names (issue 13: these were "internal errors", exit 70); anything
+/// the repository (exit 4) that the message names, not an internal error (exit 70); anything
 /// else is bport's.
 fn repository_problem(source: &git2::Error) -> (Kind, Option<String>) {
     use git2::ErrorClass as C;

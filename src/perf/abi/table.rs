@@ -2,8 +2,8 @@
 //! sample bits, record types, branch filters) and perf versions for what perf writes into perf.data (header
 //! features, user record types). perf ships with the kernel, so "the perf of kernel V's era" is perf V.
 //!
-//! Sources: PERF-FACTS.md §3–4 (man page perf_event_open(2), uapi perf_event.h, tools/perf/util/header.h and
-//! event.h, with the commits named there). "(u)" marks versions inferred from patch dates, not from a tag.
+//! Sources: the man page perf_event_open(2), uapi perf_event.h, tools/perf/util/header.h and event.h, and the
+//! commits that added each item. "(u)" marks versions inferred from patch dates, not from a tag.
 
 use super::consts::*;
 
@@ -61,7 +61,7 @@ const fn item(value: u64, name: &'static str, since: Since) -> AbiItem {
     AbiItem { value, name, since }
 }
 
-/// `perf_event_attr` sizes (PERF-FACTS §3.1).
+/// `perf_event_attr` sizes.
 pub const ATTR_SIZES: &[AbiItem] = &[
     item(PERF_ATTR_SIZE_VER0 as u64, "VER0", v26(31)),
     // config2/bp_len came with breakpoints.
@@ -76,7 +76,7 @@ pub const ATTR_SIZES: &[AbiItem] = &[
     item(PERF_ATTR_SIZE_VER8 as u64, "VER8", v(6, 3)),
 ];
 
-/// `perf_event_attr` flag bits (PERF-FACTS §3.2).
+/// `perf_event_attr` flag bits.
 pub const ATTR_FLAGS: &[AbiItem] = &[
     item(ATTR_FLAG_DISABLED, "disabled", v26(31)),
     item(ATTR_FLAG_INHERIT, "inherit", v26(31)),
@@ -128,7 +128,7 @@ pub const ATTR_FLAGS: &[AbiItem] = &[
     item(ATTR_FLAG_DEFER_CALLCHAIN, "defer_callchain", v(6, 19)),
 ];
 
-/// `PERF_SAMPLE_*` bits (PERF-FACTS §3.3).
+/// `PERF_SAMPLE_*` bits.
 pub const SAMPLE_TYPES: &[AbiItem] = &[
     item(PERF_SAMPLE_IP, "IP", v26(31)),
     item(PERF_SAMPLE_TID, "TID", v26(31)),
@@ -174,7 +174,7 @@ pub const READ_FORMATS: &[AbiItem] = &[
     item(PERF_FORMAT_LOST, "LOST", v(6, 0)),
 ];
 
-/// `PERF_SAMPLE_BRANCH_*` bits (PERF-FACTS §3.5).
+/// `PERF_SAMPLE_BRANCH_*` bits.
 pub const BRANCH_SAMPLE_TYPES: &[AbiItem] = &[
     item(PERF_SAMPLE_BRANCH_USER, "USER", v(3, 4)),
     item(PERF_SAMPLE_BRANCH_KERNEL, "KERNEL", v(3, 4)),
@@ -199,7 +199,7 @@ pub const BRANCH_SAMPLE_TYPES: &[AbiItem] = &[
     item(PERF_SAMPLE_BRANCH_COUNTERS, "COUNTERS", v(6, 8)),
 ];
 
-/// Kernel `PERF_RECORD_*` types (PERF-FACTS §3.4).
+/// Kernel `PERF_RECORD_*` types.
 pub const RECORD_TYPES: &[AbiItem] = &[
     item(PERF_RECORD_MMAP as u64, "MMAP", v26(31)),
     item(PERF_RECORD_LOST as u64, "LOST", v26(31)),
@@ -239,7 +239,7 @@ pub const RECORD_TYPES: &[AbiItem] = &[
     ),
 ];
 
-/// User (perf-synthesized) record types with the perf version that first wrote them (PERF-FACTS §4.3).
+/// User (perf-synthesized) record types with the perf version that first wrote them.
 pub const USER_RECORD_TYPES: &[AbiItem] = &[
     item(PERF_RECORD_HEADER_ATTR as u64, "HEADER_ATTR", v26(35)),
     item(
@@ -286,7 +286,7 @@ pub const USER_RECORD_TYPES: &[AbiItem] = &[
     ),
 ];
 
-/// Header feature sections with the perf version that first wrote them (PERF-FACTS §4.2).
+/// Header feature sections with the perf version that first wrote them.
 pub const HEADER_FEATURES: &[AbiItem] = &[
     item(HEADER_TRACING_DATA as u64, "TRACING_DATA", v26(33)),
     item(HEADER_BUILD_ID as u64, "BUILD_ID", v26(33)),

@@ -19,7 +19,7 @@ impl FileMap {
     /// systems) give the error, for the caller to read them instead.
     pub fn map(file: &std::fs::File) -> std::io::Result<FileMap> {
         // The `unsafe` of the crate outside perf/record/sys.rs lives here because records borrow from the map
-        // (STYLE 2.8) and `data` must not depend on `record`.
+        // (no copy of gigabyte files) and `data` must not depend on `record`.
         // SAFETY: the map is read-only and private to its owner; the only hazard is another process truncating or
         // rewriting the file in place while it is mapped (SIGBUS, changing bytes). perf.data files are written
         // once and then only read; DSOs and build-id cache entries are replaced by rename, not rewritten. Every

@@ -271,7 +271,7 @@ impl std::fmt::Display for Warning {
 pub const WARNING_EXAMPLES: usize = 10;
 
 /// Warnings, bounded whatever a file holds: a damaged or hostile file can be millions of bad records, and one
-/// message kept per record cost gigabytes. Each kind (a short plural phrase: "records skipped as unparsable")
+/// message kept per record would cost gigabytes. Each kind (a short plural phrase: "records skipped as unparsable")
 /// keeps its count and its first [`WARNING_EXAMPLES`] warnings; [`WarningLog::finish`] adds one warning per kind
 /// that had more, saying how many were not shown.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -292,8 +292,8 @@ impl WarningLog {
         self.push_with(kind, || warning);
     }
 
-    /// [`WarningLog::push`] that makes the warning only when it is kept: millions of messages formatted to be
-    /// dropped were most of the time a hostile file took.
+    /// [`WarningLog::push`] that makes the warning only when it is kept: formatting millions of messages only
+    /// to drop them would be most of the time a hostile file takes.
     pub fn push_with(&mut self, kind: &'static str, warning: impl FnOnce() -> Warning) {
         let n = match self.counts.iter_mut().find(|(k, _)| *k == kind) {
             Some((_, n)) => n,

@@ -476,7 +476,7 @@ fn pipe_mode_round_trips() {
 }
 
 /// perf before 6.6 reads a pipe-mode HEADER_ATTR's ids after its own 128-byte struct whatever attr.size says;
-/// a smaller attr made perf 6.1 read the ids from the next records and crash (issue 12, `bport record -o -`).
+/// a smaller attr made perf 6.1 read the ids from the next records and crash (`bport record -o - | perf script -i -`).
 #[test]
 fn pipe_attrs_are_written_at_the_struct_size_of_perf_5_13_to_6_2() {
     for (opts, want) in [
@@ -1526,8 +1526,8 @@ fn bad_samples(n: usize, stride: usize) -> Vec<u8> {
     out
 }
 
-/// Millions of bad records in plain records and in COMPRESSED ones (a 65 KB `-z` file of them once cost 6 GB
-/// of warnings): every one is counted, ten of a kind are kept word for word, and one more line says how many
+/// Millions of bad records in plain records and in COMPRESSED ones (a `-z` file smaller than one record can
+/// hold them): every one is counted, ten of a kind are kept word for word, and one more line says how many
 /// were not shown.
 #[test]
 fn millions_of_bad_records_keep_a_bounded_warning_log() {

@@ -2,7 +2,7 @@
 //! sections, then the header is fixed up) and pipe mode (header, HEADER_ATTR records, data, HEADER_FEATURE and
 //! HEADER_BUILD_ID records).
 //!
-//! A target [`KernelAbi`] caps what is written to what the perf of that kernel's era reads (PERF-FACTS §4.5):
+//! A target [`KernelAbi`] caps what is written to what the perf of that kernel's era reads (`abi::table`):
 //! the attr size, the attr bits, the record types (others are dropped and counted) and the feature sections.
 
 use super::attr::PerfEventAttr;

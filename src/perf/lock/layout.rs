@@ -4,7 +4,7 @@
 //! perf's BPF program (tools/perf/util/bpf_skel/lock_contention.bpf.c) learns these offsets from CO-RE
 //! relocations at load time; bport's programs are assembled at run time, so it reads the same members here and
 //! bakes the offsets into the instructions. Every field is optional: a kernel whose BTF lacks a type, a member
-//! or the `runqueues` variable (the seed failure of issue 14) only leaves that lock unnamed or its owner
+//! or the `runqueues` variable (which fails perf's skeleton build) only leaves that lock unnamed or its owner
 //! unknown; nothing here can stop a session.
 
 use std::path::Path;

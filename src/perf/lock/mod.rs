@@ -2,7 +2,7 @@
 //! (Linux 5.19+), live through BPF programs ([`live`]) and reported as `perf lock contention` prints it
 //! ([`report`]).
 //!
-//! Design (issue 14). Distro perf refuses `perf lock contention -b` without a BPF skeleton build, and a skeleton
+//! Design. Distro perf refuses `perf lock contention -b` without a BPF skeleton build, and a skeleton
 //! build fails on kernels whose BTF lacks a symbol it relocates against (`runqueues`). bport emits its two small
 //! programs at run time with its own assembler (`perf::bpf`), as RAW_TRACEPOINT programs that read the
 //! tracepoint arguments (`lock`, `flags` / `ret`) from the context array: no clang, libbpf, BTF or vmlinux.h at

@@ -1,7 +1,7 @@
 //! The kernel-facing side of the `perf_event_attr` bport asks for: its byte image for the syscall, the size it is
 //! written to a file at, and the ABI negotiation that fits it to the running kernel and to a `--kernel` cap.
 //!
-//! Negotiation (DESIGN "ABI negotiation"; perf's `evsel__open_cpu` fallbacks, samply's attr probing):
+//! Negotiation (perf's `evsel__open_cpu` fallbacks, samply's attr probing):
 //! 1. the attr starts in the newest layout we know and is capped to the target ABI (sizes, flags, sample bits);
 //! 2. E2BIG: the kernel wrote its own struct size into `size`; retry with that size if the fields we use fit;
 //! 3. EINVAL: drop optional features one at a time in [`DROP_ORDER`] (newest first), logging each, and retry;
@@ -30,7 +30,7 @@ pub fn encode(attr: &PerfEventAttr) -> AttrBuf {
 }
 
 /// The size to write the attr into a file at: the smallest layout that holds every non-zero field, so that old
-/// perf versions, which reject attrs larger than their own struct (PERF-FACTS §4.4), still read it; at least
+/// perf versions, which reject attrs larger than their own struct (perf's `read_attr`), still read it; at least
 /// VER1 (72), because perf itself never wrote VER0 attrs after 2.6.33, so stay at the size readers expect most.
 /// Negotiation uses it too: a kernel struct smaller than this cannot hold what we ask for.
 pub fn file_size(attr: &PerfEventAttr) -> u32 {

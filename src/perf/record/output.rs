@@ -2,8 +2,10 @@
 //! writer, with the header features perf writes (BUILD_ID of hit DSOs, HOSTNAME, OSRELEASE, VERSION, ARCH,
 //! NRCPUS, CPUDESC, CPUID, TOTAL_MEM, CMDLINE, EVENT_DESC), capped to the `--kernel` target's era by the writer.
 //!
-//! Like perf, an existing output file is renamed to `<file>.old` first, and the file is written under its final
-//! name (perf.data is never half-replaced: the old one is kept until the new one starts).
+//! The recording is written to a hidden file beside the output and renamed over it only once it is complete: a
+//! run that fails (a command that cannot start, a full disk) leaves no half-written perf.data, and an earlier
+//! perf.data stays as it was. On success an existing file is kept as `<file>.old`, as perf keeps it. An output
+//! that is not a regular file (`/dev/null`, a FIFO) is written in place.
 
 use std::path::{Path, PathBuf};
 
@@ -30,18 +32,43 @@ pub fn record(config: &Config) -> Result<Outcome, Error> {
     let (target, stop) = prepare(config)?;
     // Open first: a permission or LBR error must not have moved the user's previous perf.data aside.
     let session = Session::open(config, &target)?;
-    let kept_old = keep_old(&config.output)?;
     let write_err = write_err(&config.output);
-    let writer =
-        PerfFileWriter::create(&config.output, writer_options(&target)).map_err(write_err)?;
-    let (writer, run) = run_session(config, session, writer, stop, false)?;
-    let (_, written) = writer.finish(&run.features).map_err(write_err)?;
-    let bytes_written = std::fs::metadata(&config.output)
-        .map_err(|source| Error::Output {
-            path: config.output.clone(),
-            source,
-        })?
-        .len();
+    let partial = partial_path(&config.output);
+    let into = partial.as_deref().unwrap_or(&config.output);
+    let recorded = (|| {
+        let writer = PerfFileWriter::create(into, writer_options(&target)).map_err(write_err)?;
+        let (writer, run) = run_session(config, session, writer, stop, false)?;
+        let (_, written) = writer.finish(&run.features).map_err(write_err)?;
+        let bytes_written = std::fs::metadata(into)
+            .map_err(|source| Error::Output {
+                path: config.output.clone(),
+                source,
+            })?
+            .len();
+        Ok((run, written, bytes_written))
+    })();
+    let (run, written, bytes_written) = match recorded {
+        Ok(r) => r,
+        Err(e) => {
+            if let Some(p) = &partial {
+                let _ = std::fs::remove_file(p);
+            }
+            return Err(e);
+        }
+    };
+    let kept_old = match &partial {
+        Some(p) => {
+            let kept = keep_old(&config.output).inspect_err(|_| {
+                let _ = std::fs::remove_file(p);
+            })?;
+            std::fs::rename(p, &config.output).map_err(|source| Error::Output {
+                path: config.output.clone(),
+                source,
+            })?;
+            kept
+        }
+        None => None,
+    };
     Ok(run.outcome(config, kept_old, bytes_written, &written))
 }
 
@@ -238,6 +265,17 @@ fn sys_sigint() -> Result<&'static std::sync::atomic::AtomicBool, Error> {
         what: "installing the SIGINT handler",
         source,
     })
+}
+
+/// Where a recording for `output` is written until it is complete: a hidden file in the same directory (so the
+/// rename is atomic), or `None` when `output` exists and is not a regular file (a device or FIFO is written in
+/// place, never replaced).
+fn partial_path(output: &Path) -> Option<PathBuf> {
+    if std::fs::metadata(output).is_ok_and(|m| !m.is_file()) {
+        return None;
+    }
+    let name = output.file_name()?.to_string_lossy();
+    Some(output.with_file_name(format!(".{name}.bport-partial-{}", std::process::id())))
 }
 
 /// perf's `perf.data` → `perf.data.old` rotation (only for a non-empty existing file, as perf does).

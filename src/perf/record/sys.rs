@@ -1,7 +1,7 @@
 //! The system interface of recording: `perf_event_open`, the ring-buffer mapping, the ioctls, the workload's
 //! fork/exec, `poll`, `waitpid` and the SIGINT flag; also the pipe-size call `bport script` makes on its output.
 //!
-//! This is the only module of the crate with `unsafe` (STYLE 2.8). Every block says why it is sound. Everything
+//! One of the three homes of `unsafe` (ARCHITECTURE.md). Every block says why it is sound. Everything
 //! above it (`ring`, `session`) is safe code over the types here: an [`EventFd`] owns its descriptor, a [`RingMap`]
 //! owns its mapping and hands out only the bytes the kernel has published (between `data_tail` and `data_head`).
 //!

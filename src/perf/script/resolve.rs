@@ -270,7 +270,7 @@ impl<L: FileLookup> Resolver<L> {
     /// a map whose DSO it can read (`dso__type` known) joins the process (unwind-libunwind.c
     /// `unwind__prepare_access`); with none, `unwind__get_entries` returns early and the sample's user chain is
     /// empty, its IP included. That is every DWARF sample of a file from another machine whose DSOs are not
-    /// here (issue 12, item 5: perf printed no frame where bport printed `[unknown] (ld-2.17.so)`).
+    /// here (perf prints no frame there, not `[unknown] (ld-2.17.so)`).
     fn unwindable(&mut self, machine: &Machine, pid: i32, ip: u64) -> bool {
         let generation = machine.generation();
         match self.unwindable.get(&pid) {

@@ -26,8 +26,8 @@ pub struct Symbol {
     /// The raw name's place in [`ElfInfo`]'s name arena.
     raw: (u32, u32),
     /// The name as printed (demangled when the info demangles), made on the first hit: a large C++ or Rust
-    /// DSO has 10⁴–10⁵ symbols and a run hits few of them, and demangling them all up front was most of
-    /// `bport script`'s time on system-wide recordings (issue 12 item 13). Shared, since every frame that hits
+    /// DSO has 10⁴–10⁵ symbols and a run hits few of them, and demangling them all up front would be most of
+    /// `bport script`'s time on system-wide recordings. Shared, since every frame that hits
     /// the symbol carries it.
     name: OnceCell<Rc<str>>,
 }
@@ -1092,7 +1092,7 @@ mod tests {
         // the read-only segment's last file page. Its mapping (r-x, pgoff 0x13000) is the text segment's, so the
         // mapping's first byte is svma 0x14000; taking the first segment holding offset 0x13000 gave 0x13000,
         // and DWARF unwinding then looked up every address 0x1000 too low (the chain ended in garbage at the
-        // first frame whose CFI that missed: issue 12, item 6).
+        // first frame whose CFI that missed).
         let info = ElfInfo {
             segments: vec![
                 Segment {

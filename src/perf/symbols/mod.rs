@@ -813,8 +813,7 @@ impl<L: FileLookup> Symbolizer<L> {
     fn running_kallsyms_matches(&self, build_id: Option<&[u8]>) -> bool {
         // perf 6.1's dso__load_kernel_sym: "do not try local files if a symfs was given". Pipe-mode files carry
         // no build-id table, so without this the running kernel's symbols named every kernel address of a file
-        // from another machine (issue 12, item 8: `srso_alias_return_thunk+0xa524d` where perf prints
-        // `[unknown]`).
+        // from another machine (`srso_alias_return_thunk+0xa524d` where perf prints `[unknown]`).
         if self.options.kallsyms.is_some()
             || !self.options.running_kernel
             || self.options.symfs.is_some()

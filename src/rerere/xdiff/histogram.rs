@@ -45,8 +45,8 @@ struct Histogram<'a, 'c> {
     ch2: &'c mut Changed,
     /// The record of each line class in the region being scanned ([`NO_RECORD`] for none), indexed by class id.
     /// Class ids are dense, so a table does what xhistogram's hash of the region does, without hashing; it is
-    /// allocated once per diff and only the region's entries are cleared after each scan (issue 16: the hash
-    /// map and its growth were ~5% of a real-history run).
+    /// allocated once per diff and only the region's entries are cleared after each scan (a hash
+    /// map and its growth cost ~5% of a real-history run).
     by_class: Vec<u32>,
 }
 

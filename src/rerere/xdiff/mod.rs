@@ -19,7 +19,7 @@ mod myers;
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
-/// rustc's FxHash: classifying lines under std's SipHash was ~10% of a real-history backport (issue 16). Like
+/// rustc's FxHash: classifying lines under std's SipHash costs ~10% of a real-history backport. Like
 /// xdiff's own `xdl_hash_record`, it is not keyed; lines of files one merges locally are not an attack surface
 /// worth a slower hash.
 #[derive(Clone, Copy, Default)]
@@ -145,7 +145,7 @@ pub(crate) fn classify(a: &[&[u8]], b: &[&[u8]]) -> Classified {
 }
 
 /// File 1's half of [`classify`]: a merge diffs its base against both sides, and classifies the base once
-/// (issue 16: hashing every line of a big file was ~10% of a real-history run). Since file 1's lines are
+/// (hashing every line of a big file twice costs ~10% of a real-history run). Since file 1's lines are
 /// numbered first, `with` gives exactly what `classify` would.
 #[derive(Clone)]
 pub(crate) struct BaseClasses<'d> {

@@ -1,4 +1,4 @@
-//! The fast pick path (issue 16: undeltified pack written by bport, git-order tree walks, borrowed blobs) gives
+//! The fast pick path (undeltified pack written by bport, git-order tree walks, borrowed blobs) gives
 //! git's commits: renames (pure and with edits), mode changes, binary files, submodule pointer updates and files
 //! over 1 MB, merged onto a branch that drifted, compared commit for commit with `git cherry-pick -x`.
 
@@ -72,7 +72,7 @@ fn replace_line(bytes: &[u8], line: usize, with: &str) -> Vec<u8> {
     lines.concat().into_bytes()
 }
 
-/// Must show (issue 16): the fast path gives git's trees and commits (authors, dates, messages, `-x`) for a series
+/// The fast path gives git's trees and commits (authors, dates, messages, `-x`) for a series
 /// with renames, mode changes, binary files, submodule pointer updates and files over 1 MB.
 #[test]
 fn fast_path_equals_git_on_renames_modes_binaries_gitlinks_and_big_files() {
@@ -337,7 +337,7 @@ fn a_stop_after_a_merge_has_gits_stages_and_the_merged_blob_on_disk() {
 }
 
 /// A commit that replaces a file by a directory of the same name picks as git picks it: libgit2's tree updater,
-/// which built the picks' trees before bport's own (issue 16), refused it ("D/F conflict when updating tree").
+/// which bport's own tree builder replaces, refuses it ("D/F conflict when updating tree").
 #[test]
 fn a_file_replaced_by_a_directory_picks_as_git_does() {
     skip_unless!(has_git());

@@ -1,10 +1,10 @@
-//! Results equal to git cherry-pick on copies of the same repository (Must show 2, plus -X, diff3, renames, -m).
+//! Results equal to git cherry-pick on copies of the same repository (also -X, diff3, renames, -m).
 
 use super::*;
 use crate::support::oracle::git_ok;
 use crate::support::repo;
 
-/// Must show 2: on a list without conflicts, every commit (tree, author, committer, message, so the id) equals what
+/// On a list without conflicts, every commit (tree, author, committer, message, so the id) equals what
 /// `git cherry-pick <range>` makes on a copy. With `-x -s` too.
 #[test]
 fn clean_list_equals_git_cherry_pick_commit_for_commit() {

@@ -1,5 +1,5 @@
-//! `bport list`, `bport apply` (with --continue/--skip/--abort) and `bport status`, with the real git as oracle
-//! (issue #2, "Must show" 1–5). The skip-rule series and the list of four with a conflict in the middle live
+//! `bport list`, `bport apply` (with --continue/--skip/--abort) and `bport status`, with the real git as oracle.
+//! The skip-rule series and the list of four with a conflict in the middle live
 //! here; the conflict scenarios shared with rerere/ in support/scenario.rs. The tests are grouped by concern.
 
 mod fast_path;

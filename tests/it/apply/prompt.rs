@@ -1,4 +1,4 @@
-//! The conflict prompt of `bport apply` on a real pseudo-terminal (issue #2): each choice does exactly what the
+//! The conflict prompt of `bport apply` on a real pseudo-terminal: each choice does exactly what the
 //! matching flag does, `show diff` re-prompts, the editor's resolution is what gets committed, and `--yes`
 //! never prompts. The pty is opened with libc::openpty; every wait is for text, bounded, and names what it
 //! waited for.

@@ -1,4 +1,4 @@
-//! Issue 13: the backport engine on what real histories contain: generic subjects that repeat with trailers naming
+//! The backport engine on what real histories contain: generic subjects that repeat with trailers naming
 //! other commits, non-ASCII subjects, empty lists, submodules (gitlinks), untracked files in the way, sparse and
 //! skip-worktree entries, damaged repositories, and what `--dry-run` and a killed run say. git is the oracle where
 //! it has one.
@@ -49,11 +49,11 @@ fn run_ok(t: &TestRepo, args: &[&str]) -> crate::support::bport::CommandOutput {
     out
 }
 
-// ---- Item 1: a subject match never decides alone against a trailer or against the files ----
+// ---- A subject match never decides alone against a trailer or against the files ----
 
-/// Issue 13 item 1: "repart: fix memory leak" upstream was skipped as applied because the stable branch had a
-/// commit with that subject, whose trailer named a *different* upstream commit. Now that candidate is rejected and
-/// the fix is picked; a candidate without trailer that changes the same file but none of the same lines is
+/// "repart: fix memory leak" upstream must not be skipped as applied because the stable branch has a commit
+/// with that subject whose trailer names a *different* upstream commit: that candidate is rejected and the fix
+/// is picked; a candidate without trailer that changes the same file but none of the same lines is
 /// rejected too; one that carries the listed commit's changed lines is a skip that says what confirmed it. git has no subject rule; the picked result is compared with `git
 /// cherry-pick` of the same commit.
 #[test]
@@ -169,7 +169,7 @@ fn generic_subject_with_another_commits_trailer_is_not_a_skip() {
     );
 }
 
-/// Issue 13 item 1, found on flatpak-1.12.x: the stable branch's own "Update localization files for release"
+/// Found on flatpak-1.12.x: the stable branch's own "Update localization files for release"
 /// shares most files and the repeated header line with upstream's, but not upstream's change: picked. Counted
 /// without repeats, the one header line changed in six files made half of upstream's distinct lines look carried.
 #[test]
@@ -224,10 +224,10 @@ fn generic_release_commit_sharing_only_repeated_lines_is_not_a_skip() {
     );
 }
 
-/// Issue 13 item 1: the same generic subject three times upstream and twice on the branch, each branch commit
+/// The same generic subject three times upstream and twice on the branch, each branch commit
 /// naming its origin: the trailers decide the two ports, and the third (not ported) is picked: both branch
-/// commits with its subject name other commits, so no subject match exists (before issue 13 the subject made it
-/// "ambiguous", and with one such branch commit a false skip).
+/// commits with its subject name other commits, so no subject match exists (the subject alone would call it
+/// "ambiguous", and with one such branch commit skip it falsely).
 #[test]
 fn repeated_generic_subjects_with_different_trailers() {
     let t = TestRepo::new();
@@ -328,10 +328,10 @@ fn trailer_naming_an_equal_copy_of_the_listed_commit_is_a_skip() {
     );
 }
 
-// ---- Item 2: non-ASCII subjects anywhere ----
+// ---- Non-ASCII subjects anywhere ----
 
-/// Issue 13 item 2: non-ASCII text at every position near the start of a subject (where the vendor prefixes and
-/// `[PATCH` are compared), in several scripts, on the branch and in the list: no panic (was exit 101), the subject
+/// Non-ASCII text at every position near the start of a subject (where the vendor prefixes and
+/// `[PATCH` are compared), in several scripts, on the branch and in the list: no panic (exit 101), the subject
 /// rule still matches them, and `bport list` prints them as `git log --oneline` does.
 #[test]
 fn non_ascii_subjects_at_every_position_in_several_scripts() {
@@ -394,10 +394,10 @@ fn non_ascii_subjects_at_every_position_in_several_scripts() {
     );
 }
 
-// ---- Item 3: an empty list ----
+// ---- An empty list ----
 
-/// Issue 13 item 3: an empty patch list (or one of comments only) is "nothing to do", exit 0, touching nothing,
-/// also as a dry run (was a panic after walking the whole history).
+/// An empty patch list (or one of comments only) is "nothing to do", exit 0, touching nothing,
+/// also as a dry run (without walking the whole history).
 #[test]
 fn empty_patch_list_is_nothing_to_do() {
     let t = four_fixes();
@@ -421,7 +421,7 @@ fn empty_patch_list_is_nothing_to_do() {
     assert!(!t.path().join(".git/bport").exists());
 }
 
-// ---- Item 4: gitlinks ----
+// ---- Gitlinks ----
 
 /// A repository whose base has a submodule entry `sub` (a gitlink; no clone needed) and file `a`; `upstream`
 /// bumps the gitlink (and edits `a`); `vendor` (HEAD) keeps, drops or bumps the submodule as `vendor_does` says.
@@ -467,7 +467,7 @@ fn gitlink_repo(vendor_does: &str) -> TestRepo {
     t
 }
 
-/// Issue 13 item 4: a gitlink bump is never read as a blob (was exit 70 "reading blob <gitlink sha>"). With the
+/// A gitlink bump is never read as a blob (that fails: "reading blob <gitlink sha>", exit 70). With the
 /// submodule on the branch it picks cleanly to git's tree; without it (or bumped elsewhere) it stops where `git
 /// cherry-pick` stops, with the same index stages and `git status`; the dry run predicts that stop and keeps
 /// its whole plan.
@@ -535,9 +535,9 @@ fn gitlink_bumps_with_and_without_the_submodule_match_git() {
     }
 }
 
-// ---- Item 5: an untracked file in the way ----
+// ---- An untracked file in the way ----
 
-/// Issue 13 item 5: an untracked file where a pick adds a tracked one. git refuses with "The following untracked
+/// An untracked file where a pick adds a tracked one. git refuses with "The following untracked
 /// working tree files would be overwritten" and leaves the file; bport names the path and what to do, leaves the
 /// file byte for byte, and keeps its run: once the file is moved, `--continue` ends where git's pick does.
 /// Named deviation: git aborts its cherry-pick (exit 128, no sequencer state); bport keeps the picks made so far
@@ -595,7 +595,7 @@ fn untracked_file_in_the_way_is_named_and_the_run_resumes() {
     assert_eq!(git_ok(t.path(), &["status", "--porcelain"]), "");
 }
 
-/// Issue 13 item 5 at a stop: a conflicted path the branch lacks (modify/delete) is written by the stop itself;
+/// An untracked file at a stop: a conflicted path the branch lacks (modify/delete) is written by the stop itself;
 /// an untracked file there is named, not overwritten.
 #[test]
 fn untracked_file_where_a_stop_would_write_is_not_overwritten() {
@@ -618,9 +618,9 @@ fn untracked_file_where_a_stop_would_write_is_not_overwritten() {
     assert!(stop.stderr.contains("deleted by us: p2"), "{}", stop.stderr);
 }
 
-// ---- Item 6: skip-worktree and sparse checkout ----
+// ---- Skip-worktree and sparse checkout ----
 
-/// Issue 13 item 6: entries marked skip-worktree (by hand, and by a sparse checkout) whose files are absent are
+/// Entries marked skip-worktree (by hand, and by a sparse checkout) whose files are absent are
 /// not uncommitted changes: `git status` is clean, and bport applies as it would on a full checkout; the flags
 /// and the absent files stay as they were.
 #[test]
@@ -668,10 +668,10 @@ fn skip_worktree_and_sparse_entries_are_not_uncommitted_changes() {
     }
 }
 
-// ---- Item 7: what --dry-run and a killed run say ----
+// ---- What --dry-run and a killed run say ----
 
-/// Issue 13 item 7: a run killed after two picks in memory printed "picked as" for commits that were then lost.
-/// The status lines now wait until the picks are durable, so a killed run prints none; `--continue` then reports
+/// A run killed after two picks in memory must not print "picked as" for commits that are then lost: the
+/// status lines wait until the picks are durable, so a killed run prints none; `--continue` then reports
 /// every pick with the commit that exists.
 #[test]
 fn killed_run_prints_no_pick_that_was_lost() {
@@ -701,7 +701,7 @@ fn killed_run_prints_no_pick_that_was_lost() {
     );
 }
 
-/// Issue 13 item 7, found on flatpak-1.14.x: after a predicted conflict the dry run goes on from the clean part of
+/// Found on flatpak-1.14.x: after a predicted conflict the dry run goes on from the clean part of
 /// that patch (the conflicted files keep the branch's side), so a later patch that edits the lines the conflicting
 /// one added is a pick, not "empty"; the real run, which stops there, agrees once the stop is resolved that way.
 #[test]
@@ -755,7 +755,7 @@ fn dry_run_after_a_predicted_conflict_keeps_the_clean_part() {
     assert_eq!(t.read("B"), lines("b"));
 }
 
-// ---- Item 8: damaged repositories ----
+// ---- Damaged repositories ----
 
 fn loose_object_path(t: &TestRepo, oid: Oid) -> std::path::PathBuf {
     let hex = oid.to_string();
@@ -765,8 +765,8 @@ fn loose_object_path(t: &TestRepo, oid: Oid) -> std::path::PathBuf {
         .join(&hex[2..])
 }
 
-/// Issue 13 item 8: a missing object is a problem of the repository (exit 4, the object named, `git fsck` as
-/// the hint), not an internal error (was exit 70); a dry run prints the plan it made before the failure; and a
+/// A missing object is a problem of the repository (exit 4, the object named, `git fsck` as
+/// the hint), not an internal error (exit 70); a dry run prints the plan it made before the failure; and a
 /// ref that cannot be read is named too. `git cherry-pick` fails on the same object (the oracle).
 #[test]
 fn missing_objects_and_unreadable_refs_are_named_environment_errors() {

@@ -1,9 +1,9 @@
-//! --abort exactness, killed runs recovered by --continue and --abort, bad inputs that touch nothing (Must show 4, 5).
+//! --abort exactness, killed runs recovered by --continue and --abort, bad inputs that touch nothing.
 
 use super::*;
 use crate::support::repo;
 
-/// Must show 4: --abort restores branch, HEAD, index and worktree exactly, also the files a stopped pick added.
+/// --abort restores branch, HEAD, index and worktree exactly, also the files a stopped pick added.
 #[test]
 fn abort_restores_the_exact_prior_state() {
     let (t, _d, list) = conflict_in_the_middle();
@@ -49,7 +49,7 @@ fn abort_restores_the_exact_prior_state() {
     assert_eq!(none.stdout, "No bport apply in progress.\n");
 }
 
-/// Must show 4: a run killed at any point (after N picks, after the pack, after the state, after the worktree)
+/// A run killed at any point (after N picks, after the pack, after the state, after the worktree)
 /// is recovered by --continue to exactly the uninterrupted result, and by --abort to exactly the prior state.
 #[test]
 fn killed_runs_recover_by_continue_and_by_abort() {
@@ -96,7 +96,7 @@ fn killed_runs_recover_by_continue_and_by_abort() {
     }
 }
 
-/// Must show 4: a kill while bport writes a stop recovers too: --continue redoes the stop.
+/// A kill while bport writes a stop recovers too: --continue redoes the stop.
 #[test]
 fn killed_stop_and_killed_continue_recover() {
     skip_unless!(has_git());
@@ -121,7 +121,7 @@ fn killed_stop_and_killed_continue_recover() {
     }
 }
 
-/// Must show 5: each bad input names its problem (and the line) and leaves the repository untouched.
+/// Each bad input names its problem (and the line) and leaves the repository untouched.
 #[test]
 fn bad_inputs_are_refused_and_touch_nothing() {
     let t = scenario::foo_bar().repo();

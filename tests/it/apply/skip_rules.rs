@@ -1,9 +1,9 @@
-//! Already-applied detection: one test per rule, patch-id against git, and the read-only API for verify (Must show 3).
+//! Already-applied detection: one test per rule, patch-id against git, and the read-only API for verify.
 
 use super::*;
 use crate::support::repo;
 
-/// Must show 3: a trailer naming the listed commit skips it, even with another subject and another diff
+/// A trailer naming the listed commit skips it, even with another subject and another diff
 /// (`(cherry picked from commit X)` and the two-line Android FROMGIT form).
 #[test]
 fn skip_rule_trailer_including_two_line_fromgit() {
@@ -48,7 +48,7 @@ fn skip_rule_trailer_including_two_line_fromgit() {
     );
 }
 
-/// Must show 3: equal subject after normalizing (stacked prefixes) skips a port whose diff was edited.
+/// Equal subject after normalizing (stacked prefixes) skips a port whose diff was edited.
 #[test]
 fn skip_rule_subject_with_edited_diff() {
     let t = four_fixes();
@@ -74,7 +74,7 @@ fn skip_rule_subject_with_edited_diff() {
     );
 }
 
-/// Must show 3: equal stable patch-id skips a port whose subject changed.
+/// Equal stable patch-id skips a port whose subject changed.
 #[test]
 fn skip_rule_patch_id_with_changed_subject() {
     let t = four_fixes();

@@ -1,10 +1,10 @@
-//! The user's path through a run: stop, resolve, continue, skip, status, dry run (Must show 1).
+//! The user's path through a run: stop, resolve, continue, skip, status, dry run.
 
 use super::*;
 use crate::support::oracle::git_ok;
 use crate::support::repo;
 
-/// Must show 1: the foo/bar workflow end to end.
+/// The foo/bar workflow end to end.
 #[test]
 fn foo_bar_workflow_stops_resolves_continues_and_then_skips_by_subject() {
     skip_unless!(has_git());
@@ -167,7 +167,7 @@ fn dry_run_predicts_and_touches_nothing() {
             s("bar")
         )
     );
-    // Nothing on stderr: no "picked as" for commits that never exist (issue 13).
+    // Nothing on stderr: no "picked as" for commits that never exist.
     assert_eq!(out.stderr, "");
     assert_eq!(t.snapshot(), before);
     assert!(!t.path().join(".git/bport").join("state.json").exists());

@@ -1,4 +1,4 @@
-//! rerere inside `bport apply` (issue #3, "Must show" 1–5), against real git 2.47.
+//! rerere inside `bport apply`, against real git 2.47.
 
 use crate::support::bport;
 use crate::support::oracle::{self, git_ok, has_git};
@@ -43,7 +43,7 @@ fn resolve_once(t: &TestRepo, list: &Path) {
     );
 }
 
-/// Must show 1: the seed workflow; the second run replays the resolution and `--continue` finishes.
+/// The basic workflow: the second run replays the resolution and `--continue` finishes.
 #[test]
 fn second_apply_replays_the_recorded_resolution() {
     skip_unless!(has_git());
@@ -102,7 +102,7 @@ fn autoupdate_stages_and_continues() {
     assert_eq!(git_ok(t.path(), &["status", "--porcelain"]), "");
 }
 
-/// Must show 2: interop both ways with `git cherry-pick` and rerere.enabled=true.
+/// Interop both ways with `git cherry-pick` and rerere.enabled=true.
 #[test]
 fn resolutions_are_shared_with_git_in_both_directions() {
     skip_unless!(has_git());
@@ -157,7 +157,7 @@ fn resolutions_are_shared_with_git_in_both_directions() {
     assert_eq!(t.read("README"), resolved_readme());
 }
 
-/// Must show 3: export, commit `rerere-cache/`, fresh clone, apply reuses the resolution without `.git/rr-cache`.
+/// Export, commit `rerere-cache/`, fresh clone, apply reuses the resolution without `.git/rr-cache`.
 #[test]
 fn a_committed_rerere_cache_serves_a_fresh_clone() {
     skip_unless!(has_git());
@@ -196,7 +196,7 @@ fn a_committed_rerere_cache_serves_a_fresh_clone() {
     );
 }
 
-/// Must show 4: train from a port made earlier, then a fresh apply resolves every conflict from it.
+/// Train from a port made earlier, then a fresh apply resolves every conflict from it.
 #[test]
 fn training_from_an_earlier_port_resolves_the_next_apply() {
     skip_unless!(has_git());
@@ -254,7 +254,7 @@ fn training_from_an_earlier_port_resolves_the_next_apply() {
     );
 }
 
-/// Must show 5: bad entries in both caches are skipped with a warning; apply still replays the good one.
+/// Bad entries in both caches are skipped with a warning; apply still replays the good one.
 #[test]
 fn bad_cache_entries_are_skipped_with_warnings() {
     skip_unless!(has_git());

@@ -119,7 +119,7 @@ impl Conflict {
     }
 }
 
-/// Must show 1 of issue #2: master with a README; `foo` adds `foo` under "WHAT IS LINUX?"; `bar` adds `bar` at
+/// The foo/bar scenario: master with a README; `foo` adds `foo` under "WHAT IS LINUX?"; `bar` adds `bar` at
 /// the same place ("bar description", conflicts with foo) and then appends a line ("more bar description").
 /// Builds with HEAD on foo; the list is master..bar.
 pub fn foo_bar() -> Conflict {
