@@ -12,6 +12,7 @@ mod cli_help;
 mod corpus;
 mod exit_codes;
 mod fixes;
+mod hostile;
 mod lock;
 mod perf_data;
 mod pipe;
