@@ -11,6 +11,7 @@ mod deps;
 pub mod execute;
 pub mod fixes;
 pub mod matcher;
+pub mod mbox;
 pub mod message;
 pub mod oid_hex;
 pub mod patchlist;
@@ -62,6 +63,16 @@ pub enum Error {
         listed: String,
         /// The commit's subject.
         actual: String,
+    },
+    /// A mail of a series cannot be made a commit.
+    #[error("mail {index} ({subject:?}): {reason}")]
+    BadMail {
+        /// 1-based position of the mail in the input.
+        index: usize,
+        /// Its subject as far as it was read.
+        subject: String,
+        /// What is wrong.
+        reason: String,
     },
     /// A revision or range does not parse.
     #[error("bad revision or range {range:?}")]

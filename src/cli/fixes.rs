@@ -100,7 +100,7 @@ pub fn upstream(
 
 /// Runs `bport fixes`.
 pub fn run(args: FixesArgs, ui: &Ui) -> CliResult {
-    let repo = super::apply::open_repo()?;
+    let repo = git::discover(&std::env::current_dir()?)?;
     let head = repo
         .revparse_single(&args.branch)
         .and_then(|o| o.peel_to_commit())
@@ -132,7 +132,7 @@ pub fn run(args: FixesArgs, ui: &Ui) -> CliResult {
                 .hint("name the upstream: bport fixes --upstream REF LIST")
         });
     };
-    let rules = super::apply::parse_rules(&args.r#match)?;
+    let rules = super::rules::parse_rules(&args.r#match)?;
     let report = fixes::find(
         &repo,
         &fixes::Request {
@@ -214,7 +214,7 @@ pub fn reason_words(repo: &Repository, r: &Reason, min: usize) -> CliResult<Stri
         TargetIs::Ported(b) => format!(
             "on the branch as {}, {}",
             git::short_id(repo, b.by, min)?,
-            super::apply::applied_words(&b)
+            super::rules::applied_words(&b)
         ),
         TargetIs::Listed { line } => format!("in the list, line {line}"),
         TargetIs::FollowUp => "a follow-up above".to_owned(),

@@ -21,6 +21,7 @@ mod probe;
 mod record;
 mod report;
 mod rerere;
+mod rules;
 mod script;
 mod status;
 pub mod ui;

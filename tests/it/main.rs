@@ -14,6 +14,7 @@ mod exit_codes;
 mod fixes;
 mod hostile;
 mod lock;
+mod mail;
 mod perf_data;
 mod pipe;
 mod probe;
