@@ -177,8 +177,13 @@ pub fn summary(up: &Upstream, report: &Report) -> String {
     }
     if report.unresolved > 0 {
         s.push_str(&format!(
-            "; {} Fixes:/revert lines name a commit this repository lacks",
-            report.unresolved
+            "; {} Fixes:/revert line{} a commit this repository lacks",
+            report.unresolved,
+            if report.unresolved == 1 {
+                " names"
+            } else {
+                "s name"
+            }
         ));
     }
     s.push_str(").");

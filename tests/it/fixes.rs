@@ -226,7 +226,7 @@ fn fixes_lists_follow_ups_with_their_reasons_in_upstream_order() {
     assert_eq!(
         out.stderr,
         "7 follow-ups in upstream (12 commits scanned; 1 more already on the branch under another id; 1 \
-         Fixes:/revert lines name a commit this repository lacks).\n"
+         Fixes:/revert line names a commit this repository lacks).\n"
     );
     // F3 fixes U2, which the branch lacks; F5 is on the branch as S2.
     for absent in [f.u2, f.f3, f.f5] {
