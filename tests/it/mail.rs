@@ -247,3 +247,41 @@ fn a_patch_without_base_blobs_that_does_not_apply_is_named() {
     );
     assert_eq!(t.snapshot(), before);
 }
+
+/// A resolution `git am -3` recorded (with rerere on) for a mail's conflict is replayed by `bport apply` on the
+/// same mail: the conflict ids agree, whatever the markers' labels.
+#[test]
+fn a_resolution_git_am_recorded_is_replayed_for_the_same_mail() {
+    skip_unless!(oracle::has_git());
+    let (t, mbox) = series(true);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("series.mbox");
+    std::fs::write(&path, &mbox).unwrap();
+    let before = t.oid("HEAD");
+    let am = oracle::git(t.path())
+        .args([
+            "-c",
+            "rerere.enabled=true",
+            "am",
+            "-3",
+            path.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert!(!am.status.success(), "git am -3 was expected to stop");
+    let resolution = ten("a").replace("a line 2\n", "a line two\n");
+    std::fs::write(t.path().join("a.txt"), &resolution).unwrap();
+    oracle::git_ok(t.path(), &["add", "a.txt"]);
+    oracle::git_ok(t.path(), &["-c", "rerere.enabled=true", "am", "--continue"]);
+    oracle::git_ok(t.path(), &["reset", "-q", "--hard", &before.to_string()]);
+
+    let out = bport::run(t.path(), &["apply", "--yes", path.to_str().unwrap()]);
+    assert_eq!(out.code, Some(1), "{}", out.transcript());
+    assert!(
+        out.stderr
+            .starts_with("Resolved 'a.txt' using previous resolution.\n"),
+        "{}",
+        out.transcript()
+    );
+    assert_eq!(t.read("a.txt"), resolution);
+}
