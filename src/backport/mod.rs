@@ -3,7 +3,9 @@
 //!
 //! Owns: patch lists ([`patchlist`]), already-applied detection ([`matcher`], read-only, also used by `verify`),
 //! the typed plan ([`plan`]), the in-memory pick ([`pick`]), the loop and its stops ([`execute`]) and the state in
-//! `.git/bport/` ([`state`]). Does not own: recorded resolutions (`rerere`, called at a stop), printing (`cli`).
+//! `.git/bport/` ([`state`]), mail series made commits as `git am -3` makes them ([`mbox`]), and the upstream
+//! follow-ups (`Fixes:`, reverts) of what a branch carries ([`fixes`]). Does not own: recorded resolutions
+//! (`rerere`, called at a stop), printing (`cli`).
 //!
 //! Entry points: [`apply`], [`resume`], [`status`], [`patchlist::list_range`].
 
