@@ -44,7 +44,8 @@ fn bad(index: usize, subject: &str, reason: impl Into<String>) -> Error {
 
 /// Splits an mbox (or concatenated format-patch files) into mails and parses each.
 pub fn parse(bytes: &[u8]) -> Result<Vec<Mail>, Error> {
-    let text = String::from_utf8_lossy(bytes);
+    // `git mailsplit` without `--keep-cr` drops the CR of CRLF lines (mail from some clients has them throughout).
+    let text = String::from_utf8_lossy(bytes).replace("\r\n", "\n");
     let lines: Vec<&str> = text.split_inclusive('\n').collect();
     let mut starts = Vec::new();
     for (i, l) in lines.iter().enumerate() {

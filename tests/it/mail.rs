@@ -97,10 +97,22 @@ fn last(t: &TestRepo, n: usize) -> Vec<Oid> {
     (0..n).rev().map(|i| t.oid(&format!("HEAD~{i}"))).collect()
 }
 
+/// Also with CRLF line ends throughout (some mail clients save them; `git mailsplit` drops the CRs).
 #[test]
 fn a_format_patch_series_makes_the_commits_git_am_3_makes() {
     skip_unless!(oracle::has_git());
+    for crlf in [false, true] {
+        same_commits_as_git_am(crlf);
+    }
+}
+
+fn same_commits_as_git_am(crlf: bool) {
     let (t, mbox) = series(false);
+    let mbox = if crlf {
+        mbox.replace('\n', "\r\n")
+    } else {
+        mbox
+    };
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("series.mbox");
     std::fs::write(&path, &mbox).unwrap();
