@@ -14,12 +14,12 @@ fn ten(tag: &str) -> String {
 /// `Link:` trailer); `target` (HEAD) from base with its own change, `conflicting` when line 2 of a.txt is changed
 /// there too. Returns the repository and the series `git format-patch --stdout` writes.
 fn series(conflicting: bool) -> (TestRepo, String) {
-    series_with(conflicting, false)
+    series_with(conflicting, false, &[])
 }
 
 /// [`series`], with `--base=master` (the `base-commit:` line) when `with_base`, and the target carrying "c: add"
 /// under another id.
-fn series_with(conflicting: bool, with_base: bool) -> (TestRepo, String) {
+fn series_with(conflicting: bool, with_base: bool, extra: &[&str]) -> (TestRepo, String) {
     let t = TestRepo::new();
     t.commit(
         "base",
@@ -56,6 +56,7 @@ fn series_with(conflicting: bool, with_base: bool) -> (TestRepo, String) {
     if with_base {
         args.push("--base=master");
     }
+    args.extend_from_slice(extra);
     let mbox = oracle::git_ok(t.path(), &args);
     t.checkout("target");
     if with_base {
@@ -97,17 +98,23 @@ fn last(t: &TestRepo, n: usize) -> Vec<Oid> {
     (0..n).rev().map(|i| t.oid(&format!("HEAD~{i}"))).collect()
 }
 
-/// Also with CRLF line ends throughout (some mail clients save them; `git mailsplit` drops the CRs).
+/// Also with CRLF line ends throughout (some mail clients save them; `git mailsplit` drops the CRs), and with the
+/// author in an in-body `From:` line.
 #[test]
 fn a_format_patch_series_makes_the_commits_git_am_3_makes() {
     skip_unless!(oracle::has_git());
-    for crlf in [false, true] {
-        same_commits_as_git_am(crlf);
+    for (crlf, extra) in [
+        (false, &[][..]),
+        (true, &[][..]),
+        // Sent by someone else: the author moves to an in-body From: line.
+        (false, &["--from=Sender Person <sender@example.com>"][..]),
+    ] {
+        same_commits_as_git_am(crlf, extra);
     }
 }
 
-fn same_commits_as_git_am(crlf: bool) {
-    let (t, mbox) = series(false);
+fn same_commits_as_git_am(crlf: bool, extra: &[&str]) {
+    let (t, mbox) = series_with(false, false, extra);
     let mbox = if crlf {
         mbox.replace('\n', "\r\n")
     } else {
@@ -210,7 +217,7 @@ fn malformed_mail_is_named() {
 #[test]
 fn mails_the_branch_carries_since_the_base_commit_are_skipped() {
     skip_unless!(oracle::has_git());
-    let (t, mbox) = series_with(false, true);
+    let (t, mbox) = series_with(false, true, &[]);
     assert!(mbox.contains("base-commit: "), "{mbox}");
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("series.mbox");
