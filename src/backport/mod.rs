@@ -136,6 +136,31 @@ pub enum Error {
         /// Where it is.
         found: Oid,
     },
+    /// `--abort` found HEAD where the run did not leave it: rewinding would drop the commits made since.
+    #[error("HEAD is at {found}, but bport apply left it at {expected}: not rewinding (you seem to have moved HEAD)")]
+    AbortHeadMoved {
+        /// Where bport left it.
+        expected: Oid,
+        /// Where it is.
+        found: Oid,
+    },
+    /// `--abort` of an interrupted run that had not written the worktree: the changes in it are someone else's.
+    #[error("the worktree or index has changes bport did not make: {}; not rewinding", paths.join(", "))]
+    AbortLocalChanges {
+        /// The changed paths (at most a handful).
+        paths: Vec<String>,
+    },
+    /// The branch moved (a `git commit`, `git reset`) while the run picked in memory; nothing was written.
+    #[error("HEAD moved to {found} while bport apply was running (it was at {expected}); stopped before writing anything")]
+    HeadMovedDuringRun {
+        /// Where the run had it.
+        expected: Oid,
+        /// Where it is.
+        found: Oid,
+    },
+    /// The index changed (a `git add`) while the run picked in memory; nothing was written.
+    #[error("the index changed while bport apply was running (a git add or commit?); stopped before writing anything")]
+    IndexChangedDuringRun,
     /// HEAD is on another branch than the run's.
     #[error("the bport apply in progress is on {expected}, but HEAD is elsewhere")]
     BranchSwitched {
@@ -227,6 +252,8 @@ pub enum Outcome {
     DryRun(State),
     /// `--abort` restored the state before the run.
     Aborted(State),
+    /// `--quit` forgot the run; branch, index and worktree are as they were.
+    Quit(State),
     /// The patch list has no entries: nothing was read or touched.
     NothingToDo,
 }
@@ -311,6 +338,7 @@ pub fn apply(
         anchor: head_oid,
         options: opts.pick,
         phase: state::Phase::Running,
+        writing: None,
     };
     if opts.dry_run {
         execute::run(repo, &mut st, progress, true, &mut timings)?;
@@ -330,6 +358,8 @@ pub enum Resume {
     Skip,
     /// Restore branch, index and worktree as they were before the run.
     Abort,
+    /// Forget the run, touching nothing else (`git cherry-pick --quit`).
+    Quit,
 }
 
 /// Resumes a stopped (or interrupted) run.
@@ -363,22 +393,56 @@ pub fn resume(
                 .unwrap_or_else(|| "a detached HEAD".into()),
         });
     }
+    if how == Resume::Quit {
+        // As `git cherry-pick --quit`: the run's state and rerere's record of the current conflicts go, nothing else.
+        let rr = crate::rerere::Rerere::open(repo)?;
+        for path in [rr.merge_rr_path(), rr.decisions_path()] {
+            match std::fs::remove_file(&path) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(source) => return Err(Error::Io { path, source }),
+            }
+        }
+        state::remove(repo.path())?;
+        return Ok(Outcome::Quit(st));
+    }
+    // Where bport may have left HEAD: at the last tip it wrote, or (interrupted before the branch moved) at the
+    // anchor. Anywhere else someone committed or reset since, and rewinding would drop that work.
+    let ours = head == st.tip || (st.phase == state::Phase::Running && head == st.anchor);
     if how == Resume::Abort {
+        if !ours {
+            return Err(Error::AbortHeadMoved {
+                expected: st.tip,
+                found: head,
+            });
+        }
+        if st.phase == state::Phase::Running && st.writing.is_none() {
+            // Interrupted before writing: whatever differs from HEAD was not written by bport.
+            if let Err(git::Error::Dirty { paths }) = git::check_clean(repo) {
+                return Err(Error::AbortLocalChanges { paths });
+            }
+        }
         crate::rerere::verbs::clear(&crate::rerere::Rerere::open(repo)?)?;
-        execute::hard_reset(repo, st.orig_head)?;
+        execute::hard_reset(repo, st.orig_head, st.writing.as_ref())?;
         state::remove(repo.path())?;
         return Ok(Outcome::Aborted(st));
     }
     match (st.phase.clone(), how) {
         (state::Phase::Running, _) => {
-            // Interrupted: the worktree belongs to the run. Roll forward to the last written tip, or back to it.
-            if head != st.anchor && head != st.tip {
+            // Interrupted: roll forward to the last written tip, or back to it.
+            if !ours {
                 return Err(Error::HeadMoved {
                     expected: st.tip,
                     found: head,
                 });
             }
-            execute::hard_reset(repo, head)?;
+            if st.writing.is_some() {
+                // The worktree belongs to the run: it was writing when it died.
+                execute::hard_reset(repo, head, st.writing.as_ref())?;
+            } else {
+                // Nothing was written since the run last left things consistent: changes are the user's.
+                git::check_clean(repo)?;
+            }
             if head != st.tip {
                 // A forced reset would overwrite untracked files where the picks add tracked ones.
                 let tip_tree = repo
@@ -392,7 +456,7 @@ pub fn resume(
                     st.tip,
                     "bport apply: recovering an interrupted run",
                 )?;
-                execute::hard_reset(repo, st.tip)?;
+                execute::hard_reset(repo, st.tip, None)?;
             }
             st.anchor = st.tip;
             if how == Resume::Skip {
@@ -411,12 +475,13 @@ pub fn resume(
                     found: head,
                 });
             }
-            execute::hard_reset(repo, st.tip)?;
+            execute::hard_reset(repo, st.tip, st.writing.as_ref())?;
             st.results[st.position] = Some(StepResult::SkippedByUser);
             st.position += 1;
         }
     }
     st.phase = state::Phase::Running;
+    st.writing = None;
     state::save(repo.path(), &st)?;
     finish(repo, st, progress, execute::Timings::default())
 }

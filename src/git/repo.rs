@@ -322,3 +322,25 @@ mod tests {
         assert!(parse_raw_date("yesterday").is_none());
     }
 }
+
+/// What the index says, for noticing that someone else wrote it: SHA-1 over each entry's path, stage, mode and
+/// blob id (stat data left out, so a `git status` that only refreshes stat information does not count as a
+/// change). `None` when the worktree has no index file yet.
+pub fn index_fingerprint(repo: &Repository) -> Result<Option<[u8; 20]>, Error> {
+    use sha1::{Digest, Sha1};
+    let path = repo.path().join("index");
+    if !path.exists() {
+        return Ok(None);
+    }
+    // A fresh read of the file: the repository's cached index may predate another process's write.
+    let index = git2::Index::open(&path).context_git(|| format!("reading {}", path.display()))?;
+    let mut h = Sha1::new();
+    for e in index.iter() {
+        h.update(&e.path);
+        h.update([0]);
+        h.update(((e.flags >> 12) & 3).to_be_bytes());
+        h.update(e.mode.to_be_bytes());
+        h.update(e.id.as_bytes());
+    }
+    Ok(Some(h.finalize().into()))
+}
