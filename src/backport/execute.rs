@@ -521,13 +521,17 @@ pub fn stop_at_conflict(
 }
 
 /// Records preimages and replays recorded resolutions for the conflicts just written (git's `rerere()` after a
-/// failed pick); with `--autoupdate` the resolved files are staged.
+/// failed pick) unless `rerere.enabled` is false; with `--autoupdate` or `rerere.autoupdate` the resolved files
+/// are staged (only `--autoupdate` goes on without the user).
 fn rerere_step(repo: &Repository, st: &State) -> Result<crate::rerere::RerereOutcome, Error> {
     let rr = crate::rerere::Rerere::open(repo)?;
+    if !rr.enabled {
+        return Ok(crate::rerere::RerereOutcome::default());
+    }
     Ok(crate::rerere::rerere(
         &rr,
         &crate::rerere::RerereOptions {
-            autoupdate: st.options.autoupdate,
+            autoupdate: st.options.autoupdate || rr.autoupdate,
         },
     )?)
 }

@@ -490,6 +490,9 @@ pub fn resume(
 /// so a refused `--continue` records nothing.
 fn record_resolutions(repo: &Repository, progress: &mut dyn Progress) -> Result<(), Error> {
     let rr = crate::rerere::Rerere::open(repo)?;
+    if !rr.enabled {
+        return Ok(());
+    }
     let outcome = crate::rerere::rerere(&rr, &crate::rerere::RerereOptions::default())?;
     progress.rerere(&outcome);
     Ok(())

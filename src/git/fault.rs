@@ -32,7 +32,7 @@ mod imp {
                 let _ = writeln!(f, "{n} {name}");
             }
         }
-        if let Some(run) = std::env::var("BPORT_TEST_FAULT_RUN").ok() {
+        if let Ok(run) = std::env::var("BPORT_TEST_FAULT_RUN") {
             if let Some((at, command)) = run.split_once(':') {
                 if at.parse() == Ok(n) {
                     let _ = std::process::Command::new("sh")

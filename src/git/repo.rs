@@ -302,27 +302,6 @@ pub fn short_id(repo: &Repository, oid: git2::Oid, min_len: usize) -> Result<Str
     Ok(hex[..len].to_owned())
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn subject_joins_the_first_paragraph() {
-        assert_eq!(commit_subject("\n\nfoo  \nbar\n\nbody\n"), "foo bar");
-        assert_eq!(commit_subject("only"), "only");
-        assert_eq!(commit_subject("  indented\n"), "  indented");
-    }
-
-    #[test]
-    fn raw_dates_parse() {
-        let t = parse_raw_date("1700000000 +0130").unwrap();
-        assert_eq!((t.seconds(), t.offset_minutes()), (1700000000, 90));
-        let t = parse_raw_date("@5 -0800").unwrap();
-        assert_eq!((t.seconds(), t.offset_minutes()), (5, -480));
-        assert!(parse_raw_date("yesterday").is_none());
-    }
-}
-
 /// What the index says, for noticing that someone else wrote it: SHA-1 over each entry's path, stage, mode and
 /// blob id (stat data left out, so a `git status` that only refreshes stat information does not count as a
 /// change). `None` when the worktree has no index file yet.
@@ -343,4 +322,25 @@ pub fn index_fingerprint(repo: &Repository) -> Result<Option<[u8; 20]>, Error> {
         h.update(e.id.as_bytes());
     }
     Ok(Some(h.finalize().into()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn subject_joins_the_first_paragraph() {
+        assert_eq!(commit_subject("\n\nfoo  \nbar\n\nbody\n"), "foo bar");
+        assert_eq!(commit_subject("only"), "only");
+        assert_eq!(commit_subject("  indented\n"), "  indented");
+    }
+
+    #[test]
+    fn raw_dates_parse() {
+        let t = parse_raw_date("1700000000 +0130").unwrap();
+        assert_eq!((t.seconds(), t.offset_minutes()), (1700000000, 90));
+        let t = parse_raw_date("@5 -0800").unwrap();
+        assert_eq!((t.seconds(), t.offset_minutes()), (5, -480));
+        assert!(parse_raw_date("yesterday").is_none());
+    }
 }

@@ -5,6 +5,11 @@
 //! unchanged. Everything read from disk is distrusted: an entry whose name is not a conflict id, a symlink, a
 //! directory where a file belongs, or an empty file is skipped with a [`Warning`] and never followed, so nothing
 //! outside the cache directory is ever read or written because of a name found in it.
+//!
+//! The shared cache is content someone else committed, so an [`RrCache::untrusted`] cache also refuses a symlink
+//! in its own place (a committed `rerere-cache` link to elsewhere) and opens files without following links. Every
+//! cache caps what it reads at [`MAX_IMAGE`]: a conflicted text file larger than that is not something rerere
+//! resolves, and a planted huge file must not be read whole.
 
 use super::conflict_id::ConflictId;
 use super::Error;
@@ -15,6 +20,10 @@ use std::path::{Path, PathBuf};
 /// The subdirectory of a cache where bport keeps its modify/delete decisions (`decision.rs`), beside the
 /// rr-cache entries; the cache owns its layout, so the entry scan knows to pass it by.
 pub const DECISIONS_DIR: &str = "bport-decisions";
+
+/// The largest preimage, postimage or decision read from a cache (32 MiB); larger files are skipped with a
+/// warning that says so.
+pub const MAX_IMAGE: u64 = 32 << 20;
 
 /// Which file of a variant.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -109,12 +118,75 @@ impl Entry {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RrCache {
     dir: PathBuf,
+    untrusted: bool,
 }
 
 impl RrCache {
     /// A cache rooted at `dir` (it need not exist yet).
     pub fn new(dir: impl Into<PathBuf>) -> Self {
-        RrCache { dir: dir.into() }
+        RrCache {
+            dir: dir.into(),
+            untrusted: false,
+        }
+    }
+
+    /// A cache whose content others wrote (the shared `rerere-cache/`): the directory itself must not be a
+    /// symlink either, and no file is opened through a link.
+    pub fn untrusted(dir: impl Into<PathBuf>) -> Self {
+        RrCache {
+            dir: dir.into(),
+            untrusted: true,
+        }
+    }
+
+    /// Why `path` (the cache directory or a directory in it) must not be used: it is a symlink and the cache is
+    /// untrusted. `None` when it may be used (or does not exist).
+    pub fn refused_link(&self, path: &Path) -> Option<Warning> {
+        let link =
+            self.untrusted && fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink());
+        link.then(|| Warning {
+            path: path.to_path_buf(),
+            reason: "a symbolic link; links in the shared cache are never followed".into(),
+        })
+    }
+
+    /// Refuses to write through a refused link.
+    fn check_writable(&self, path: &Path) -> Result<(), Error> {
+        match self.refused_link(path) {
+            Some(w) => Err(Error::BadCacheEntry {
+                path: w.path,
+                reason: w.reason,
+            }),
+            None => Ok(()),
+        }
+    }
+
+    /// Reads a file of the cache: never through a symlink in an untrusted cache, never more than [`MAX_IMAGE`].
+    pub fn read_capped(&self, path: &Path) -> Result<Vec<u8>, Error> {
+        use std::io::Read;
+        use std::os::unix::fs::OpenOptionsExt;
+        self.check_writable(&self.dir)?;
+        let io = |source| Error::Io {
+            path: path.to_path_buf(),
+            source,
+        };
+        let mut opts = fs::File::options();
+        opts.read(true);
+        if self.untrusted {
+            opts.custom_flags(libc::O_NOFOLLOW);
+        }
+        let file = opts.open(path).map_err(io)?;
+        let mut data = Vec::new();
+        file.take(MAX_IMAGE + 1)
+            .read_to_end(&mut data)
+            .map_err(io)?;
+        if data.len() as u64 > MAX_IMAGE {
+            return Err(Error::BadCacheEntry {
+                path: path.to_path_buf(),
+                reason: too_large(),
+            });
+        }
+        Ok(data)
     }
 
     /// The cache directory.
@@ -136,6 +208,10 @@ impl RrCache {
     pub fn scan(&self) -> Result<(Vec<Entry>, Vec<Warning>), Error> {
         let mut entries = Vec::new();
         let mut warnings = Vec::new();
+        if let Some(w) = self.refused_link(&self.dir) {
+            warnings.push(w);
+            return Ok((entries, warnings));
+        }
         let read = match fs::read_dir(&self.dir) {
             Ok(r) => r,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok((entries, warnings)),
@@ -181,6 +257,10 @@ impl RrCache {
         id: &ConflictId,
         warnings: &mut Vec<Warning>,
     ) -> Result<Option<Entry>, Error> {
+        if let Some(w) = self.refused_link(&self.dir) {
+            warnings.push(w);
+            return Ok(None);
+        }
         let dir = self.entry_dir(id);
         match fs::symlink_metadata(&dir) {
             Ok(meta) if meta.is_dir() => {}
@@ -230,6 +310,13 @@ impl RrCache {
                 });
                 continue;
             }
+            if meta.len() > MAX_IMAGE {
+                warnings.push(Warning {
+                    path,
+                    reason: format!("{} bytes: {}", meta.len(), too_large()),
+                });
+                continue;
+            }
             let files = variants.entry(variant).or_default();
             match image {
                 Image::Preimage => files.preimage = true,
@@ -241,8 +328,7 @@ impl RrCache {
 
     /// Reads one file of a variant the entry listed as present.
     pub fn read(&self, id: &ConflictId, image: Image, variant: u32) -> Result<Vec<u8>, Error> {
-        let path = self.path(id, image, variant);
-        fs::read(&path).map_err(|source| Error::Io { path, source })
+        self.read_capped(&self.path(id, image, variant))
     }
 
     /// Writes one file of a variant (temp file + rename, so a crash never leaves a half-written resolution).
@@ -253,6 +339,7 @@ impl RrCache {
         variant: u32,
         content: &[u8],
     ) -> Result<(), Error> {
+        self.check_writable(&self.dir)?;
         let dir = self.entry_dir(id);
         if fs::symlink_metadata(&dir).is_ok_and(|m| !m.is_dir()) {
             return Err(Error::BadCacheEntry {
@@ -283,6 +370,14 @@ impl RrCache {
         // A non-empty or missing directory is fine to leave; this is tidying only.
         let _ = fs::remove_dir(self.entry_dir(id));
     }
+}
+
+/// Why a file above [`MAX_IMAGE`] is not read.
+fn too_large() -> String {
+    format!(
+        "larger than the {} MiB bport reads from a cache file (no conflicted text file that large is resolved by rerere)",
+        MAX_IMAGE >> 20
+    )
 }
 
 /// Dotfiles and READMEs (regular files only) sit in a committed shared cache legitimately and are neither entries

@@ -94,7 +94,20 @@ pub fn read(
     warnings: &mut Vec<Warning>,
 ) -> Result<Option<Decision>, Error> {
     let path = file(cache, key);
+    for dir in [cache.dir().to_path_buf(), cache.dir().join(DIR)] {
+        if let Some(w) = cache.refused_link(&dir) {
+            warnings.push(w);
+            return Ok(None);
+        }
+    }
     match std::fs::symlink_metadata(&path) {
+        Ok(m) if m.is_file() && m.len() > super::cache::MAX_IMAGE => {
+            warnings.push(Warning {
+                path,
+                reason: format!("{} bytes: too large for a decision", m.len()),
+            });
+            return Ok(None);
+        }
         Ok(m) if m.is_file() => {}
         Ok(_) => {
             warnings.push(Warning {
@@ -106,10 +119,7 @@ pub fn read(
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(source) => return Err(Error::Io { path, source }),
     }
-    let data = std::fs::read(&path).map_err(|source| Error::Io {
-        path: path.clone(),
-        source,
-    })?;
+    let data = cache.read_capped(&path)?;
     match Decision::decode(&data) {
         Some(d) => Ok(Some(d)),
         None => {
@@ -126,6 +136,14 @@ pub fn read(
 pub fn write(cache: &RrCache, key: &super::ConflictId, decision: &Decision) -> Result<(), Error> {
     let path = file(cache, key);
     let dir = cache.dir().join(DIR);
+    for d in [cache.dir(), dir.as_path()] {
+        if let Some(w) = cache.refused_link(d) {
+            return Err(Error::BadCacheEntry {
+                path: w.path,
+                reason: w.reason,
+            });
+        }
+    }
     std::fs::create_dir_all(&dir).map_err(|source| Error::Io { path: dir, source })?;
     write_atomic(&path, &decision.encode())
 }
@@ -133,6 +151,12 @@ pub fn write(cache: &RrCache, key: &super::ConflictId, decision: &Decision) -> R
 /// Every valid decision key in `cache`; bad names and files are skipped with warnings.
 pub fn keys(cache: &RrCache, warnings: &mut Vec<Warning>) -> Result<Vec<super::ConflictId>, Error> {
     let dir = cache.dir().join(DIR);
+    for d in [cache.dir().to_path_buf(), dir.clone()] {
+        if let Some(w) = cache.refused_link(&d) {
+            warnings.push(w);
+            return Ok(Vec::new());
+        }
+    }
     let read = match std::fs::read_dir(&dir) {
         Ok(r) => r,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),

@@ -10,6 +10,9 @@ fn resolved_readme() -> String {
     repo::README.replace("WHAT IS LINUX?\n", "WHAT IS LINUX?\nfoo\nbar\n")
 }
 
+/// The provenance line of the scenario's resolution replayed from `.git/rr-cache`.
+const LOCAL_FROM: &str = "  from .git/rr-cache/fe4eef42513f1c32f71a56d413f6857edffdf4a4/postimage (this clone's own cache)\n";
+
 fn stop_text(t: &TestRepo, first_line: &str) -> String {
     format!(
         "------- stderr -------\n{first_line}\
@@ -54,7 +57,10 @@ fn second_apply_replays_the_recorded_resolution() {
     let stop = bport::run(t.path(), &["apply", list.to_str().unwrap()]);
     assert_eq!(
         stop.transcript(),
-        stop_text(&t, "Resolved 'README' using previous resolution.\n")
+        stop_text(
+            &t,
+            &format!("Resolved 'README' using previous resolution.\n{LOCAL_FROM}")
+        )
     );
     assert_eq!(t.read("README"), resolved_readme());
     // Left for review: still unmerged until the user stages it.
@@ -86,7 +92,7 @@ fn autoupdate_stages_and_continues() {
     assert_eq!(
         run.stderr,
         format!(
-            "Staged 'README' using previous resolution.\n\
+            "Staged 'README' using previous resolution.\n{LOCAL_FROM}\
              --- a/README\n+++ b/README\n@@ -1,11 +1,8 @@\n Linux kernel release 4.x\n \n WHAT IS LINUX?\n\
              -<<<<<<<\n-bar\n-=======\n foo\n->>>>>>>\n+bar\n \n   \
              Linux is a clone of the operating system Unix, written from scratch by\n   \
@@ -135,7 +141,10 @@ fn resolutions_are_shared_with_git_in_both_directions() {
     let stop = bport::run(t.path(), &["apply", list.to_str().unwrap()]);
     assert_eq!(
         stop.transcript(),
-        stop_text(&t, "Resolved 'README' using previous resolution.\n")
+        stop_text(
+            &t,
+            &format!("Resolved 'README' using previous resolution.\n{LOCAL_FROM}")
+        )
     );
     assert_eq!(t.read("README"), resolved_readme());
 
@@ -184,9 +193,14 @@ fn a_committed_rerere_cache_serves_a_fresh_clone() {
     );
     assert!(!clone.join(".git/rr-cache").exists());
     let stop = bport::run(&clone, &["apply", list.to_str().unwrap()]);
+    // The replay names the shared file and the commit that added it.
+    let sharing = git_ok(&clone, &["log", "-1", "--format=%H", "--", "rerere-cache"]);
     assert!(
-        stop.stderr
-            .starts_with("Resolved 'README' using previous resolution.\nStopped at 1/2"),
+        stop.stderr.starts_with(&format!(
+            "Resolved 'README' using previous resolution.\n  \
+             from rerere-cache/fe4eef42513f1c32f71a56d413f6857edffdf4a4/postimage (shared cache, added by commit {})\n",
+            &sharing.trim()[..12]
+        )),
         "{}",
         stop.transcript()
     );
