@@ -150,6 +150,9 @@ pub enum Error {
         /// The changed paths (at most a handful).
         paths: Vec<String>,
     },
+    /// `--continue`/`--skip` after an `--abort` that was interrupted half-way.
+    #[error("an earlier bport apply --abort was interrupted; the run cannot go on")]
+    AbortInterrupted,
     /// The branch moved (a `git commit`, `git reset`) while the run picked in memory; nothing was written.
     #[error("HEAD moved to {found} while bport apply was running (it was at {expected}); stopped before writing anything")]
     HeadMovedDuringRun {
@@ -339,6 +342,7 @@ pub fn apply(
         options: opts.pick,
         phase: state::Phase::Running,
         writing: None,
+        aborting: false,
     };
     if opts.dry_run {
         execute::run(repo, &mut st, progress, true, &mut timings)?;
@@ -408,7 +412,9 @@ pub fn resume(
     }
     // Where bport may have left HEAD: at the last tip it wrote, or (interrupted before the branch moved) at the
     // anchor. Anywhere else someone committed or reset since, and rewinding would drop that work.
-    let ours = head == st.tip || (st.phase == state::Phase::Running && head == st.anchor);
+    let ours = head == st.tip
+        || (st.phase == state::Phase::Running && head == st.anchor)
+        || (st.aborting && head == st.orig_head);
     if how == Resume::Abort {
         if !ours {
             return Err(Error::AbortHeadMoved {
@@ -416,16 +422,24 @@ pub fn resume(
                 found: head,
             });
         }
-        if st.phase == state::Phase::Running && st.writing.is_none() {
+        if st.phase == state::Phase::Running && st.writing.is_none() && !st.aborting {
             // Interrupted before writing: whatever differs from HEAD was not written by bport.
             if let Err(git::Error::Dirty { paths }) = git::check_clean(repo) {
                 return Err(Error::AbortLocalChanges { paths });
             }
         }
+        if !st.aborting {
+            st.aborting = true;
+            state::save(repo.path(), &st)?;
+            git::fault::point("abort-state-saved");
+        }
         crate::rerere::verbs::clear(&crate::rerere::Rerere::open(repo)?)?;
         execute::hard_reset(repo, st.orig_head, st.writing.as_ref())?;
         state::remove(repo.path())?;
         return Ok(Outcome::Aborted(st));
+    }
+    if st.aborting {
+        return Err(Error::AbortInterrupted);
     }
     match (st.phase.clone(), how) {
         (state::Phase::Running, _) => {

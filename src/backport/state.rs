@@ -87,6 +87,9 @@ pub struct State {
     /// the user had them, so recovery must not reset them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub writing: Option<Writing>,
+    /// `--abort` began rewinding (saved before it writes): HEAD may already be back at `orig_head`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub aborting: bool,
 }
 
 /// What bport is writing to the worktree: the tree it checks out and the paths it writes beyond that tree (a
@@ -279,6 +282,7 @@ mod tests {
                 paths: vec!["README".into()],
             },
             writing: None,
+            aborting: false,
         }
     }
 

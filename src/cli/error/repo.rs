@@ -21,6 +21,7 @@ impl From<backport::Error> for CliError {
             E::UnstagedChanges { .. } => (Kind::User, Some("`git add` the resolution (or `git checkout -- <path>` to drop a change), then --continue")),
             E::BranchSwitched { .. } => (Kind::User, Some("check that branch out again (git switch <branch>), then resume")),
             E::AbortHeadMoved { .. } => (Kind::User, Some("check your HEAD; `bport apply --quit` forgets the run and keeps everything as it is")),
+            E::AbortInterrupted => (Kind::User, Some("finish it: bport apply --abort")),
             E::AbortLocalChanges { .. } => (Kind::User, Some("commit or stash those changes, then --abort again; or `bport apply --quit` to forget the run")),
             E::HeadMovedDuringRun { .. } | E::IndexChangedDuringRun => (Kind::User, Some("your commit and changes are kept; `bport apply --quit` forgets the run, or put HEAD back and run bport apply --continue")),
             E::HeadMoved { .. } => (Kind::User, Some("check out the commit bport left and resume, or `bport apply --quit` to forget the run and keep everything")),
