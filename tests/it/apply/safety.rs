@@ -356,8 +356,18 @@ fn killed_at_every_write_step_recovers_exactly() {
                 stop_points[n - 1]
             );
             if recover == "--abort" {
+                assert!(
+                    matches!(r.code, Some(0) | Some(2)),
+                    "{what}: {}",
+                    r.transcript()
+                );
                 assert_one_of(&c, &[("start", &start)], &what);
             } else {
+                assert!(
+                    matches!(r.code, Some(1) | Some(2)),
+                    "{what}: {}",
+                    r.transcript()
+                );
                 assert_one_of(&c, &[("the stop", &stopped), ("start", &start)], &what);
             }
         }
