@@ -486,4 +486,58 @@ mod tests {
             ]
         );
     }
+
+    #[test]
+    fn an_untrusted_cache_follows_no_link_and_reads_nothing_oversized() {
+        let tmp = tempfile::tempdir().unwrap();
+        let id: ConflictId = ID.parse().unwrap();
+        let outside = RrCache::new(tmp.path().join("outside"));
+        outside.write(&id, Image::Preimage, 0, b"pre\n").unwrap();
+        outside.write(&id, Image::Postimage, 0, b"post\n").unwrap();
+        let link = tmp.path().join("rerere-cache");
+        std::os::unix::fs::symlink(outside.dir(), &link).unwrap();
+
+        // Trusted (a clone's own .git/rr-cache may be a link the user made): followed.
+        assert_eq!(RrCache::new(&link).scan().unwrap().0.len(), 1);
+        // Untrusted: neither read nor written through.
+        let shared = RrCache::untrusted(&link);
+        let (entries, warnings) = shared.scan().unwrap();
+        assert!(entries.is_empty());
+        assert!(warnings[0].reason.contains("symbolic link"), "{warnings:?}");
+        assert!(shared.read(&id, Image::Postimage, 0).is_err());
+        assert!(shared.write(&id, Image::Postimage, 1, b"x\n").is_err());
+        assert!(!outside.path(&id, Image::Postimage, 1).exists());
+
+        // A postimage linked to a file elsewhere is not opened.
+        let real = RrCache::untrusted(tmp.path().join("real"));
+        real.write(&id, Image::Preimage, 0, b"pre\n").unwrap();
+        std::os::unix::fs::symlink(
+            outside.path(&id, Image::Postimage, 0),
+            real.path(&id, Image::Postimage, 0),
+        )
+        .unwrap();
+        assert!(real.read(&id, Image::Postimage, 0).is_err());
+
+        // Above the cap: listed as skipped, with the size and the limit, never read.
+        let big = real.path(&id, Image::Postimage, 2);
+        real.write(&id, Image::Preimage, 2, b"pre\n").unwrap();
+        fs::File::create(&big)
+            .unwrap()
+            .set_len(MAX_IMAGE + 1)
+            .unwrap();
+        let mut w = Vec::new();
+        let entry = real.entry(&id, &mut w).unwrap().unwrap();
+        assert!(!entry.variants[&2].postimage);
+        let reasons: Vec<&str> = w.iter().map(|w| w.reason.as_str()).collect();
+        assert!(
+            reasons
+                .iter()
+                .any(|r| r.starts_with("33554433 bytes: larger than the 32 MiB")),
+            "{reasons:?}"
+        );
+        assert!(matches!(
+            real.read(&id, Image::Postimage, 2),
+            Err(Error::BadCacheEntry { .. })
+        ));
+    }
 }

@@ -209,4 +209,25 @@ mod tests {
         assert_eq!(read(&cache, &k, &mut w).unwrap(), None);
         assert_eq!(w.len(), 1);
     }
+
+    #[test]
+    fn a_linked_decisions_folder_in_an_untrusted_cache_is_refused() {
+        let tmp = tempfile::tempdir().unwrap();
+        let elsewhere = tmp.path().join("elsewhere");
+        let k = key("f.c", None, None);
+        write(&RrCache::new(&elsewhere), &k, &Decision::Delete).unwrap();
+        let shared = RrCache::untrusted(tmp.path().join("shared"));
+        std::fs::create_dir_all(shared.dir()).unwrap();
+        std::os::unix::fs::symlink(elsewhere.join(DIR), shared.dir().join(DIR)).unwrap();
+        let mut w = Vec::new();
+        assert_eq!(read(&shared, &k, &mut w).unwrap(), None);
+        assert!(keys(&shared, &mut w).unwrap().is_empty());
+        assert!(
+            w.iter().all(|w| w.reason.contains("symbolic link")),
+            "{w:?}"
+        );
+        let k2 = key("g.c", None, None);
+        assert!(write(&shared, &k2, &Decision::Delete).is_err());
+        assert!(!elsewhere.join(DIR).join(k2.to_string()).exists());
+    }
 }
