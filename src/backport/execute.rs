@@ -5,10 +5,15 @@
 //! Crash safety comes from the order of writes:
 //!
 //! ```text
-//!  picks (memory only)  ─▶ pack written ─▶ state {tip, anchor=old HEAD, Running} ─▶ worktree/index ─▶ ref
+//!  picks (memory only) ─▶ pack written ─▶ guard ─▶ state {tip, anchor=old HEAD, Running, writing} ─▶ worktree/index ─▶ ref
 //!        crash here: state still says "from position p at anchor": --continue redoes the picks
-//!                                  crash here: HEAD is at anchor, objects exist: --continue rolls forward to tip
+//!                                            crash here: HEAD is at anchor, objects exist: --continue rolls forward to tip
 //! ```
+//!
+//! The guard ([`Guard`]) is the last look before writing: the branch must still be at the anchor and the index as
+//! the run found it, or the run refuses and writes nothing (a `git commit` or `git add` made meanwhile is the
+//! user's). `writing` names the tree being checked out, so recovery knows the worktree is the run's and which files
+//! it may have created; a state without it means the worktree is the user's and is never reset.
 //!
 //! [`stop_at_conflict`] is the one place a run stops; rerere hooks in there.
 
