@@ -11,6 +11,7 @@ mod cli_edges;
 mod cli_help;
 mod corpus;
 mod exit_codes;
+mod hostile;
 mod lock;
 mod perf_data;
 mod pipe;
