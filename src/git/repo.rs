@@ -306,13 +306,18 @@ pub fn short_id(repo: &Repository, oid: git2::Oid, min_len: usize) -> Result<Str
 /// blob id (stat data left out, so a `git status` that only refreshes stat information does not count as a
 /// change). `None` when the worktree has no index file yet.
 pub fn index_fingerprint(repo: &Repository) -> Result<Option<[u8; 20]>, Error> {
-    use sha1::{Digest, Sha1};
     let path = repo.path().join("index");
     if !path.exists() {
         return Ok(None);
     }
+    index_fingerprint_of(&path).map(Some)
+}
+
+/// [`index_fingerprint`] of an index file anywhere.
+pub fn index_fingerprint_of(path: &Path) -> Result<[u8; 20], Error> {
+    use sha1::{Digest, Sha1};
     // A fresh read of the file: the repository's cached index may predate another process's write.
-    let index = git2::Index::open(&path).context_git(|| format!("reading {}", path.display()))?;
+    let index = git2::Index::open(path).context_git(|| format!("reading {}", path.display()))?;
     let mut h = Sha1::new();
     for e in index.iter() {
         h.update(&e.path);
@@ -321,7 +326,7 @@ pub fn index_fingerprint(repo: &Repository) -> Result<Option<[u8; 20]>, Error> {
         h.update(e.mode.to_be_bytes());
         h.update(e.id.as_bytes());
     }
-    Ok(Some(h.finalize().into()))
+    Ok(h.finalize().into())
 }
 
 #[cfg(test)]

@@ -222,6 +222,40 @@ fn a_git_add_during_a_run_is_never_undone() {
     assert_eq!(t.snapshot(), snap);
 }
 
+/// A `git status`-like refresh of the index's stat data during a run rewrites the index file but changes no entry:
+/// the run goes on and ends as if alone.
+#[test]
+fn an_index_refresh_during_a_run_is_not_a_change() {
+    skip_unless!(has_git());
+    let t = repo::upstream_and_vendor();
+    let (_d, list) = list_file(&t.list("master..upstream"));
+    let apply = ["apply", list.to_str().unwrap()];
+    let alone = t.copy();
+    assert_eq!(bport::run(alone.path(), &apply).code, Some(0));
+    let n = at(&points(&t, &apply), "pack-written");
+    let scratch = tempfile::tempdir().unwrap();
+    let (before, flag) = (
+        scratch.path().join("before"),
+        scratch.path().join("changed"),
+    );
+    let out = run_env(
+        t.path(),
+        &apply,
+        &[(
+            "BPORT_TEST_FAULT_RUN",
+            format!(
+                "{n}:cp .git/index {b} && touch -d @1800000000 dir/c.txt && git update-index -q --refresh; \
+                 cmp -s .git/index {b} || touch {f}",
+                b = before.display(),
+                f = flag.display()
+            ),
+        )],
+    );
+    assert!(flag.exists(), "the refresh did not rewrite the index");
+    assert_eq!(out.code, Some(0), "{}", out.transcript());
+    assert_eq!(t.snapshot(), alone.snapshot());
+}
+
 /// A second `bport apply` started while the first holds the lock (run from inside the first, at its first fault
 /// point, so the interleaving is fixed) is refused, and the first finishes as if alone.
 #[test]
