@@ -119,6 +119,9 @@ impl Entry {
 pub struct RrCache {
     dir: PathBuf,
     untrusted: bool,
+    /// For an untrusted cache inside a work tree: the work tree, below which no directory on the way to the cache
+    /// may be a link either.
+    root: Option<PathBuf>,
 }
 
 impl RrCache {
@@ -127,6 +130,7 @@ impl RrCache {
         RrCache {
             dir: dir.into(),
             untrusted: false,
+            root: None,
         }
     }
 
@@ -136,18 +140,43 @@ impl RrCache {
         RrCache {
             dir: dir.into(),
             untrusted: true,
+            root: None,
+        }
+    }
+
+    /// [`RrCache::untrusted`] for a cache in the work tree `root`: a committed link anywhere on the way from the
+    /// work tree to the cache is refused too.
+    pub fn untrusted_within(dir: impl Into<PathBuf>, root: impl Into<PathBuf>) -> Self {
+        RrCache {
+            dir: dir.into(),
+            untrusted: true,
+            root: Some(root.into()),
         }
     }
 
     /// Why `path` (the cache directory or a directory in it) must not be used: it is a symlink and the cache is
     /// untrusted. `None` when it may be used (or does not exist).
     pub fn refused_link(&self, path: &Path) -> Option<Warning> {
-        let link =
-            self.untrusted && fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink());
-        link.then(|| Warning {
-            path: path.to_path_buf(),
-            reason: "a symbolic link; links in the shared cache are never followed".into(),
-        })
+        if !self.untrusted {
+            return None;
+        }
+        let is_link = |p: &Path| fs::symlink_metadata(p).is_ok_and(|m| m.file_type().is_symlink());
+        // The path itself, then (inside a work tree) every directory between the work tree and it.
+        let below_root = self
+            .root
+            .as_deref()
+            .filter(|root| path.starts_with(root) && path != *root);
+        let mut candidates = vec![path];
+        if let Some(root) = below_root {
+            candidates.extend(path.ancestors().skip(1).take_while(|a| *a != root));
+        }
+        candidates
+            .into_iter()
+            .find(|p| is_link(p))
+            .map(|p| Warning {
+                path: p.to_path_buf(),
+                reason: "a symbolic link; links in the shared cache are never followed".into(),
+            })
     }
 
     /// Refuses to write through a refused link.
@@ -539,5 +568,33 @@ mod tests {
             real.read(&id, Image::Postimage, 2),
             Err(Error::BadCacheEntry { .. })
         ));
+    }
+
+    #[test]
+    fn a_link_on_the_way_from_the_work_tree_to_the_cache_is_refused() {
+        let tmp = tempfile::tempdir().unwrap();
+        let id: ConflictId = ID.parse().unwrap();
+        let elsewhere = tmp.path().join("elsewhere");
+        let outside = RrCache::new(elsewhere.join("cache"));
+        outside.write(&id, Image::Preimage, 0, b"pre\n").unwrap();
+        outside.write(&id, Image::Postimage, 0, b"post\n").unwrap();
+        let work = tmp.path().join("work");
+        fs::create_dir_all(&work).unwrap();
+        std::os::unix::fs::symlink(&elsewhere, work.join("sub")).unwrap();
+        let shared = RrCache::untrusted_within(work.join("sub/cache"), &work);
+        let (entries, warnings) = shared.scan().unwrap();
+        assert!(entries.is_empty());
+        assert_eq!(warnings[0].path, work.join("sub"));
+        assert!(shared.write(&id, Image::Postimage, 1, b"x\n").is_err());
+        assert!(!outside.path(&id, Image::Postimage, 1).exists());
+        // The work tree itself may be reached through a link (a user's checkout layout): only what is inside counts.
+        std::os::unix::fs::symlink(&work, tmp.path().join("work-link")).unwrap();
+        fs::remove_file(work.join("sub")).unwrap();
+        let real = RrCache::untrusted_within(
+            tmp.path().join("work-link/rerere-cache"),
+            tmp.path().join("work-link"),
+        );
+        real.write(&id, Image::Preimage, 0, b"pre\n").unwrap();
+        assert_eq!(real.scan().unwrap().0.len(), 1);
     }
 }

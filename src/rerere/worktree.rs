@@ -84,7 +84,11 @@ impl<'r> Rerere<'r> {
         Ok(Rerere {
             repo,
             local: RrCache::new(repo.commondir().join("rr-cache")),
-            shared: RrCache::untrusted(shared),
+            shared: if shared.starts_with(&workdir) {
+                RrCache::untrusted_within(shared, &workdir)
+            } else {
+                RrCache::untrusted(shared)
+            },
             workdir,
             style,
             enabled: config.get_bool("rerere.enabled").unwrap_or(true),
