@@ -184,11 +184,13 @@ pub fn run(args: RerereArgs, ui: &Ui) -> CliResult<ExitCode> {
     let mut out = std::io::stdout().lock();
     use std::io::Write;
     match args.command {
+        // As `git rerere` with `rerere.enabled=false`: nothing recorded, nothing replayed.
+        None if !rr.enabled => {}
         None => {
             let outcome = rerere::rerere(
                 &rr,
                 &RerereOptions {
-                    autoupdate: args.autoupdate,
+                    autoupdate: args.autoupdate || rr.autoupdate,
                 },
             )?;
             report(ui, &outcome);
