@@ -22,7 +22,7 @@ use std::process::ExitCode;
 ///
 /// Example: bport list v6.1..perf-fixes > fixes.txt && bport apply -x fixes.txt
 #[derive(Debug, clap::Args)]
-#[command(group(clap::ArgGroup::new("resume").args(["cont", "skip", "abort"])))]
+#[command(group(clap::ArgGroup::new("resume").args(["cont", "skip", "abort", "quit"])))]
 pub struct ApplyArgs {
     /// The patch list (`<sha> <subject>` lines, as `bport list` writes them), or mail (an mbox, `git
     /// format-patch` output: each mail is committed as `git am -3` commits it); `-` or a pipe on stdin reads stdin.
@@ -90,9 +90,14 @@ pub struct ApplyArgs {
     #[arg(long)]
     pub skip: bool,
 
-    /// Restore branch, HEAD, index and worktree exactly as before the run.
+    /// Restore branch, HEAD, index and worktree exactly as before the run (refused when HEAD is no longer where
+    /// bport left it: that would drop the commits made since).
     #[arg(long)]
     pub abort: bool,
+
+    /// Forget the run in progress and keep branch, index and worktree as they are (as `git cherry-pick --quit`).
+    #[arg(long)]
+    pub quit: bool,
 }
 
 /// What a text that is not a patch list but mail is (`git format-patch` output, an mbox), if it is one.
@@ -152,6 +157,8 @@ pub fn run(args: ApplyArgs, ui: &Ui) -> CliResult<ExitCode> {
         Some(Resume::Skip)
     } else if args.abort {
         Some(Resume::Abort)
+    } else if args.quit {
+        Some(Resume::Quit)
     } else {
         None
     };
@@ -509,6 +516,17 @@ fn render(
                 "Aborted; {} is back at {}.",
                 st.branch.as_deref().unwrap_or("HEAD"),
                 &st.orig_head.to_string()[..7]
+            ));
+            Ok(Next::Exit(ExitCode::SUCCESS))
+        }
+        Outcome::Quit(st) => {
+            ui.status(format!(
+                "Forgot the bport apply in progress; {} stays at {}, index and worktree untouched.",
+                st.branch.as_deref().unwrap_or("HEAD"),
+                repo.head()
+                    .ok()
+                    .and_then(|h| h.target())
+                    .map_or_else(|| "?".into(), |o| o.to_string()[..7].to_owned())
             ));
             Ok(Next::Exit(ExitCode::SUCCESS))
         }

@@ -7,6 +7,7 @@ mod git_equal;
 mod prompt;
 mod real_histories;
 mod recovery;
+mod safety;
 mod skip_rules;
 mod workflow;
 
