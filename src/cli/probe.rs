@@ -2,7 +2,7 @@
 
 use super::ui::Ui;
 use super::{CliError, CliResult};
-use crate::perf::probe::{self, btf::Btf, dwarf::DebugInfo, spec, tracefs};
+use crate::perf::probe::{self, btf::Btf, dwarf::DebugInfo, filter::Filter, spec, tracefs};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -232,6 +232,7 @@ fn absolute(path: &Path) -> CliResult<PathBuf> {
 }
 
 fn list(pattern: &str) -> CliResult {
+    let filter = parse_filter(&[pattern.to_string()])?;
     let fs = tracefs::Tracefs::open().map_err(CliError::from)?;
     let mut out = std::io::stdout().lock();
     for kind in [tracefs::Kind::Kprobe, tracefs::Kind::Uprobe] {
@@ -239,7 +240,7 @@ fn list(pattern: &str) -> CliResult {
         // perf lists the events sorted by name (an event's several probes stay in their order).
         lines.sort_by_key(|l| l.full_name());
         for line in lines {
-            if !matches_event(pattern, &line) {
+            if !filter.matches_event(&line.group, &line.event) {
                 continue;
             }
             writeln!(
@@ -253,35 +254,46 @@ fn list(pattern: &str) -> CliResult {
     Ok(())
 }
 
-fn matches_event(pattern: &str, line: &tracefs::ProbeLine) -> bool {
-    match pattern.split_once(':') {
-        Some((g, e)) => tracefs::glob_match(g, &line.group) && tracefs::glob_match(e, &line.event),
-        None => tracefs::glob_match(pattern, &line.event),
+/// perf's filter of `-l` and `-d` (globs with `&`, `|`, `!`, parentheses); repeated `-d` are ORed as perf does.
+fn parse_filter(patterns: &[String]) -> CliResult<Filter> {
+    let mut filters = Vec::new();
+    for p in patterns {
+        filters.push(Filter::parse(p).map_err(|source| {
+            CliError::from(probe::Error::Filter {
+                filter: p.clone(),
+                source,
+            })
+            .hint("a filter is globs joined by & (and), | (or) and ! (not), e.g. 'probe_prog:*' or 'work*&!*return'")
+        })?);
     }
+    Filter::any(filters).ok_or_else(|| CliError::user("no event given to -d"))
 }
 
+/// Deletes every event the filters match, kprobes then uprobes, each kind in name order, as perf does; an
+/// error only when nothing at all matched (perf: "does not hit any event").
 fn delete(patterns: &[String], ui: &Ui) -> CliResult {
+    let filter = parse_filter(patterns)?;
     let fs = tracefs::Tracefs::open().map_err(CliError::from)?;
-    for pattern in patterns {
-        let mut found = false;
-        for kind in [tracefs::Kind::Kprobe, tracefs::Kind::Uprobe] {
-            let mut done: Vec<String> = Vec::new();
-            for line in fs.read(kind).map_err(CliError::from)? {
-                if !matches_event(pattern, &line) || done.contains(&line.full_name()) {
-                    continue;
-                }
-                fs.delete(kind, &line.group, &line.event).map_err(|e| {
-                    CliError::from(e).hint("an event that a recording still uses can't be deleted; stop the recording first")
-                })?;
-                ui.status(format!("Removed event: {}", line.full_name()));
-                done.push(line.full_name());
-                found = true;
-            }
+    let mut found = false;
+    for kind in [tracefs::Kind::Kprobe, tracefs::Kind::Uprobe] {
+        let mut names: Vec<(String, String)> = (fs.read(kind).map_err(CliError::from)?)
+            .into_iter()
+            .filter(|l| filter.matches_event(&l.group, &l.event))
+            .map(|l| (l.group, l.event))
+            .collect();
+        names.sort_by_key(|(g, e)| format!("{g}:{e}"));
+        names.dedup();
+        for (group, event) in names {
+            fs.delete(kind, &group, &event).map_err(|e| {
+                CliError::from(e).hint("an event that a recording still uses can't be deleted; stop the recording first")
+            })?;
+            ui.status(format!("Removed event: {group}:{event}"));
+            found = true;
         }
-        if !found {
-            return Err(CliError::from(probe::Error::NoMatch(pattern.clone()))
-                .hint("list the events with `bport probe -l`"));
-        }
+    }
+    if !found {
+        return Err(CliError::from(probe::Error::NoMatch(patterns.join(" | ")))
+            .hint("list the events with `bport probe -l`"));
     }
     Ok(())
 }

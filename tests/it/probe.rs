@@ -930,3 +930,122 @@ fn cxx_specification_and_inlined_copies_as_perf_finds_them() {
         assert_eq!(ours.stdout, perfs, "{q:?}\n{}", ours.transcript());
     }
 }
+
+/// The events of `group` now defined, `GROUP:EVENT` each, sorted.
+fn events_of(group: &str) -> Vec<String> {
+    let mut names: Vec<String> = defined(group)
+        .iter()
+        .filter_map(|l| {
+            l.split_whitespace()
+                .next()?
+                .get(2..)
+                .map(|n| n.replacen('/', ":", 1))
+        })
+        .collect();
+    names.sort();
+    names.dedup();
+    names
+}
+
+/// The `Removed event: ...` lines of a run, wherever they were printed.
+fn removed(stdout: &str, stderr: &str) -> Vec<String> {
+    stdout
+        .lines()
+        .chain(stderr.lines())
+        .filter(|l| l.starts_with("Removed event: "))
+        .map(String::from)
+        .collect()
+}
+
+#[test]
+fn delete_takes_perfs_filters() {
+    let _l = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    if !ready() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let exe = build(dir.path(), "pdel", &["-g", "-O0"]);
+    let x = exe.to_str().unwrap();
+    let _g = Group("probe_pdel".into());
+    let _h = Group("probe_pdel2".into());
+    let define = || {
+        let out = probe(
+            dir.path(),
+            &[
+                "-x",
+                x,
+                "work",
+                "work%return",
+                "show",
+                "probe_pdel2:main=main",
+            ],
+        );
+        assert_eq!(out.code, Some(0), "{}", out.transcript());
+        let mut all = events_of("probe_pdel");
+        all.extend(events_of("probe_pdel2"));
+        assert_eq!(all.len(), 4, "{all:?}");
+    };
+    let left = || {
+        let mut all = events_of("probe_pdel");
+        all.extend(events_of("probe_pdel2"));
+        all
+    };
+    let cases: &[&[&str]] = &[
+        // The form scripts use: a glob over GROUP:EVENT as one string.
+        &["probe_pdel*"],
+        &["probe_pdel:*"],
+        &["probe*work"],
+        &["w*"],
+        &["work|nothere"],
+        &["w* & !*return"],
+        &["(main | s*) & !probe_pdel2:*"],
+        &["nothere", "show"],
+    ];
+    for filters in cases {
+        let args: Vec<&str> = filters.iter().flat_map(|f| ["-d", f]).collect();
+        define();
+        let perf = oracle::perf(dir.path())
+            .arg("probe")
+            .args(&args)
+            .output()
+            .unwrap();
+        assert!(perf.status.success(), "perf probe {args:?}: {perf:?}");
+        let perf_left = left();
+        let perf_removed = removed(
+            &String::from_utf8_lossy(&perf.stdout),
+            &String::from_utf8_lossy(&perf.stderr),
+        );
+        // Put back what perf deleted, then let bport delete.
+        for g in ["probe_pdel:*", "probe_pdel2:*"] {
+            let _ = probe(dir.path(), &["-q", "-d", g]);
+        }
+        define();
+        let ours = probe(dir.path(), &args);
+        assert_eq!(ours.code, Some(0), "{args:?}: {}", ours.transcript());
+        assert_eq!(left(), perf_left, "{args:?}");
+        assert_eq!(
+            removed(&ours.stdout, &ours.stderr),
+            perf_removed,
+            "{args:?}"
+        );
+        assert!(!perf_removed.is_empty(), "{args:?}");
+        for g in ["probe_pdel:*", "probe_pdel2:*"] {
+            let _ = probe(dir.path(), &["-q", "-d", g]);
+        }
+    }
+    // Nothing matched: perf fails ("does not hit any event"), and so does bport; a malformed filter is refused.
+    let perf = oracle::perf(dir.path())
+        .args(["probe", "-d", "probe_pdel_none*"])
+        .output()
+        .unwrap();
+    assert!(!perf.status.success());
+    let ours = probe(dir.path(), &["-d", "probe_pdel_none*"]);
+    assert_eq!(ours.code, Some(2), "{}", ours.transcript());
+    let bad = probe(dir.path(), &["-d", "work|"]);
+    assert_eq!(bad.code, Some(2), "{}", bad.transcript());
+    assert!(
+        bad.stderr.contains("bad event filter `work|`"),
+        "{}",
+        bad.transcript()
+    );
+}

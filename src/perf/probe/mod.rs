@@ -8,6 +8,7 @@
 
 pub mod btf;
 pub mod dwarf;
+pub mod filter;
 pub mod location;
 mod show;
 pub mod spec;
@@ -168,6 +169,14 @@ pub enum Error {
     /// `-d` matched nothing.
     #[error("no probe event matches `{0}`")]
     NoMatch(String),
+    /// A `-d`/`-l` filter that does not parse.
+    #[error("bad event filter `{filter}`: {source}")]
+    Filter {
+        /// The filter as given.
+        filter: String,
+        /// Where it stops parsing.
+        source: filter::ParseError,
+    },
     /// BTF errors.
     #[error(transparent)]
     Btf(#[from] btf::Error),
