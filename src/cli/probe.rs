@@ -136,11 +136,28 @@ pub fn run(args: ProbeArgs, ui: &Ui) -> CliResult {
     let (plan, kind) = match &args.exec {
         Some(x) => {
             let path = absolute(x)?;
-            let di = DebugInfo::open(&path).map_err(CliError::from)?;
-            (
-                probe::plan_user(&di, &path, &specs, &taken).map_err(CliError::from)?,
-                tracefs::Kind::Uprobe,
-            )
+            // Without DWARF (or where it lacks the function) perf probes an entry, offset or return from the
+            // symbol table.
+            let (di, missing) = match DebugInfo::open(&path) {
+                Ok(di) => (Some(di), None),
+                Err(probe::Error::NoDebugInfo {
+                    path,
+                    stripped,
+                    build_id,
+                }) => (None, Some((path, stripped, build_id))),
+                Err(e) => return Err(CliError::from(e)),
+            };
+            let no_dwarf = || {
+                let (p, stripped, build_id) =
+                    missing.clone().unwrap_or((path.clone(), false, None));
+                probe::Error::NoDebugInfo {
+                    path: p,
+                    stripped,
+                    build_id,
+                }
+            };
+            let plan = probe::plan_user_or_symbols(di.as_ref(), &no_dwarf, &path, &specs, &taken);
+            (plan.map_err(CliError::from)?, tracefs::Kind::Uprobe)
         }
         None if args.vmlinux.is_some() => {
             let path = absolute(args.vmlinux.as_ref().expect("checked"))?;

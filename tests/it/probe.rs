@@ -571,16 +571,17 @@ fn bad_input_is_a_clear_error_and_leaves_nothing() {
             "error: variable `nosuch` is not in scope at show (0x".into(),
         ),
         (
-            vec!["-x", nodebug.to_str().unwrap(), "work"],
-            format!(
-                "error: {} has no debug information (.debug_info)\nhint: install the debug symbols: the -dbgsym package on Debian/Ubuntu (apt install PACKAGE-dbgsym), -debuginfo on Fedora/RHEL (dnf debuginfo-install PACKAGE), or rebuild with -g\nhint: bport looked for /usr/lib/debug/.build-id/",
-                nodebug.display()
-            ),
+            vec!["-x", nodebug.to_str().unwrap(), "work a"],
+                format!("error: `work a` needs the variable `a`, which only debug information gives\n  caused by: {} has no debug information (.debug_info)\nhint: install the debug symbols: the -dbgsym package on Debian/Ubuntu (apt install PACKAGE-dbgsym), -debuginfo on Fedora/RHEL (dnf debuginfo-install PACKAGE), or rebuild with -g\nhint: bport looked for /usr/lib/debug/.build-id/", nodebug.display()),
+        ),
+        (
+            vec!["-x", stripped.to_str().unwrap(), "work a"],
+            format!("error: `work a` needs the variable `a`, which only debug information gives\n  caused by: {} has no debug information (.debug_info) and no symbol table: it is stripped\nhint: the binary was stripped; probe the unstripped build, or install its debug file\n", stripped.display()),
         ),
         (
             vec!["-x", stripped.to_str().unwrap(), "work"],
             format!(
-                "error: {} has no debug information (.debug_info) and no symbol table: it is stripped\nhint: the binary was stripped; probe the unstripped build, or install its debug file\n",
+                "error: function `work` is not in the symbol table of {} (it has no debug information)\n",
                 stripped.display()
             ),
         ),
@@ -974,10 +975,10 @@ fn delete_takes_perfs_filters() {
             &[
                 "-x",
                 x,
-                "work",
-                "work%return",
-                "show",
-                "probe_pdel2:main=main",
+                "pdwork=work",
+                "pdwork_ret=work%return",
+                "pdshow=show",
+                "probe_pdel2:pdmain=main",
             ],
         );
         assert_eq!(out.code, Some(0), "{}", out.transcript());
@@ -994,12 +995,12 @@ fn delete_takes_perfs_filters() {
         // The form scripts use: a glob over GROUP:EVENT as one string.
         &["probe_pdel*"],
         &["probe_pdel:*"],
-        &["probe*work"],
-        &["w*"],
-        &["work|nothere"],
-        &["w* & !*return"],
-        &["(main | s*) & !probe_pdel2:*"],
-        &["nothere", "show"],
+        &["probe_pdel*pdwork"],
+        &["pdw*"],
+        &["pdwork|nothere"],
+        &["pdw* & !*ret"],
+        &["(pdmain | pds*) & !probe_pdel2:*"],
+        &["nothere", "pdshow"],
     ];
     for filters in cases {
         let args: Vec<&str> = filters.iter().flat_map(|f| ["-d", f]).collect();
@@ -1048,4 +1049,155 @@ fn delete_takes_perfs_filters() {
         "{}",
         bad.transcript()
     );
+}
+
+/// `perf probe -v -n` definitions ("Writing event" lines) and bport's `-n` lines for one spec, HOME = `dir`.
+fn both_dry_runs(dir: &Path, exe: &Path, spec: &str) -> (Vec<String>, bport::CommandOutput) {
+    let ours = probe(dir, &["-n", "-x", exe.to_str().unwrap(), spec]);
+    (perf_dry_run(dir, exe, spec), ours)
+}
+
+#[test]
+fn probes_from_the_symbol_table_without_debug_information() {
+    let _l = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    if !ready() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    // No -g: only the symbol table names the functions.
+    let nodbg = build(d, "nodbg", &["-O0"]);
+    // Two static functions `foo` (one event, two probes) in two units, and a stripped copy whose unstripped
+    // original is in the build-id cache (where perf, and bport, find its symbols).
+    std::fs::write(
+        d.join("a.c"),
+        "static int __attribute__((noinline)) foo(int x) { return x + 1; }\nint fa(int x) { return foo(x); }\n",
+    )
+    .unwrap();
+    std::fs::write(
+        d.join("b.c"),
+        "static int __attribute__((noinline)) foo(int x) { return x * 3; }\nint fb(int x) { return foo(x); }\n\
+         int fa(int);\nint main(void) { return fa(1) + fb(2); }\n",
+    )
+    .unwrap();
+    let dup = d.join("dup");
+    let out = Command::new("gcc")
+        .args(["-O1", "-Wl,--build-id", "-o"])
+        .arg(&dup)
+        .arg(d.join("a.c"))
+        .arg(d.join("b.c"))
+        .output()
+        .unwrap();
+    oracle::assert_success(&out, "gcc dup");
+    let stripped = d.join("dup_stripped");
+    let out = Command::new("strip")
+        .arg("-o")
+        .arg(&stripped)
+        .arg(&dup)
+        .output()
+        .unwrap();
+    oracle::assert_success(&out, "strip");
+    oracle::perf_ok(d, &["buildid-cache", "-a", dup.to_str().unwrap()]);
+
+    let cases: &[(&Path, &str)] = &[
+        (&nodbg, "work"),
+        (&nodbg, "work%return $retval"),
+        (&nodbg, "work+4"),
+        (&nodbg, "work %di"),
+        (&nodbg, "work a=%di:s32 b=%si:s32"),
+        (&nodbg, "show"),
+        (&dup, "foo"),
+        (&dup, "fa"),
+        (&stripped, "fa"),
+        (&stripped, "foo"),
+    ];
+    for (exe, spec) in cases {
+        let (perf, ours) = both_dry_runs(d, exe, spec);
+        assert!(!perf.is_empty(), "perf places {spec} on {}", exe.display());
+        assert_eq!(ours.code, Some(0), "{spec}: {}", ours.transcript());
+        assert_eq!(
+            ours.stdout.lines().collect::<Vec<_>>(),
+            perf,
+            "{spec} on {}",
+            exe.display()
+        );
+    }
+    // A variable needs DWARF: perf fails, bport says why.
+    let (perf, ours) = both_dry_runs(d, &nodbg, "work a");
+    assert!(perf.is_empty(), "{perf:?}");
+    assert_eq!(ours.code, Some(2), "{}", ours.transcript());
+    assert!(
+        ours.stderr
+            .contains("`work a` needs the variable `a`, which only debug information gives"),
+        "{}",
+        ours.transcript()
+    );
+    let missing = probe(d, &["-n", "-x", nodbg.to_str().unwrap(), "nothere"]);
+    assert_eq!(missing.code, Some(2), "{}", missing.transcript());
+    assert!(
+        missing.stderr.contains("not in the symbol table"),
+        "{}",
+        missing.transcript()
+    );
+
+    // The definition is one the kernel takes, and the recorded argument is the program's own value.
+    let _g = Group("probe_nodbg".into());
+    let out = probe(
+        d,
+        &[
+            "-x",
+            nodbg.to_str().unwrap(),
+            "work a=%di:s32 b=%si:s32",
+            "work%return ret=$retval:s32",
+        ],
+    );
+    assert_eq!(out.code, Some(0), "{}", out.transcript());
+    let (data, stdout) = bport_record(
+        d,
+        &nodbg,
+        &["probe_nodbg:work".into(), "probe_nodbg:work__return".into()],
+    );
+    let samples = script_samples(&bport_script(d, &data), "probe_nodbg");
+    // main calls work(n, 2) with n = 3; the program prints `loop a=3 ...` and `return R`.
+    let a = truth(&stdout, "loop")[0]
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .to_string();
+    assert_eq!(a, "a=3", "{stdout}");
+    assert_eq!(
+        values_of(&samples, "probe_nodbg:work"),
+        [format!("{a} b=2")],
+        "{samples:?}"
+    );
+    assert_eq!(
+        values_of(&samples, "probe_nodbg:work__return"),
+        truth(&stdout, "return")
+            .iter()
+            .map(|r| format!("ret={r}"))
+            .collect::<Vec<_>>(),
+        "{samples:?}"
+    );
+
+    // A real library no one here built: glibc, whose DWARF names malloc `__libc_malloc` (perf then takes the
+    // symbol's address) and whose memcpy is an indirect function with a second, versioned symbol.
+    let libc = Path::new("/lib/x86_64-linux-gnu/libc.so.6");
+    if libc.exists() {
+        for spec in [
+            "malloc",
+            "malloc%return $retval",
+            "malloc size=%di:u64",
+            "memcpy",
+            "free+4",
+        ] {
+            let (perf, ours) = both_dry_runs(d, libc, spec);
+            assert!(!perf.is_empty(), "perf places {spec} in libc");
+            assert_eq!(ours.code, Some(0), "{spec}: {}", ours.transcript());
+            assert_eq!(
+                ours.stdout.lines().collect::<Vec<_>>(),
+                perf,
+                "{spec} in libc"
+            );
+        }
+    }
 }

@@ -277,7 +277,7 @@ pub struct DebugInfo {
 }
 
 /// The file's bytes: mapped, or read where the file system can't map it.
-fn file_bytes(path: &Path) -> Result<SharedBytes, Error> {
+pub(crate) fn file_bytes(path: &Path) -> Result<SharedBytes, Error> {
     let read_err = |source| Error::Read {
         path: path.to_path_buf(),
         source,
