@@ -1201,3 +1201,83 @@ fn probes_from_the_symbol_table_without_debug_information() {
         }
     }
 }
+
+/// Runs `tool args` in `dir` and asserts it succeeded.
+fn tool(dir: &Path, tool: &str, args: &[&str]) {
+    let out = Command::new(tool)
+        .current_dir(dir)
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("spawn {tool}: {e}"));
+    oracle::assert_success(&out, tool);
+}
+
+#[test]
+fn separate_debug_files_found_through_debuglink_and_the_build_id_cache() {
+    let _l = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    if !ready() || !oracle::require("objcopy", "apt-get install binutils") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let full = build(d, "full", &["-g", "-O0", "-Wl,--build-id"]);
+    tool(d, "objcopy", &["--only-keep-debug", "full", "full.debug"]);
+    // `pdlink` finds its DWARF through .gnu_debuglink (perf does too, through libdw); `pdcache` has no link,
+    // and its DWARF is in the build-id cache, where perf 6.1 does not look for DWARF.
+    tool(
+        d,
+        "objcopy",
+        &[
+            "--strip-all",
+            "--add-gnu-debuglink=full.debug",
+            "full",
+            "pdlink",
+        ],
+    );
+    tool(d, "objcopy", &["--strip-all", "full", "pdcache"]);
+    let (link, cache) = (d.join("pdlink"), d.join("pdcache"));
+    for spec in ["work", "work%return $retval", "show"] {
+        let (perf, ours) = both_dry_runs(d, &link, spec);
+        assert!(!perf.is_empty(), "perf places {spec}");
+        assert_eq!(ours.code, Some(0), "{spec}: {}", ours.transcript());
+        assert_eq!(ours.stdout.lines().collect::<Vec<_>>(), perf, "{spec}");
+    }
+    // A variable: the value is the program's own (perf 6.1 fails here with EOPNOTSUPP).
+    let _g = Group("probe_pdlink".into());
+    let out = probe(d, &["-x", link.to_str().unwrap(), "work a b"]);
+    assert_eq!(out.code, Some(0), "{}", out.transcript());
+    let (data, stdout) = bport_record(d, &link, &["probe_pdlink:work".into()]);
+    let samples = script_samples(&bport_script(d, &data), "probe_pdlink");
+    let a = truth(&stdout, "loop")[0]
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .to_string();
+    assert_eq!(
+        values_of(&samples, "probe_pdlink:work"),
+        [format!("{a} b=2")],
+        "{samples:?}"
+    );
+
+    // Without a debuglink the stripped copy has only its .dynsym: perf refuses `work a`; with the unstripped
+    // build in the build-id cache bport takes its DWARF. A fresh HOME: perf probe above cached pdlink (the
+    // same build-id, stripped) in the first one.
+    let home = d.join("home");
+    std::fs::create_dir(&home).unwrap();
+    let before = probe(&home, &["-n", "-x", cache.to_str().unwrap(), "work a"]);
+    assert_eq!(before.code, Some(2), "{}", before.transcript());
+    oracle::perf_ok(&home, &["buildid-cache", "-a", full.to_str().unwrap()]);
+    let (perf, ours) = both_dry_runs(&home, &cache, "work a");
+    assert!(
+        perf.is_empty(),
+        "perf 6.1 reads no DWARF from the cache: {perf:?}"
+    );
+    assert_eq!(ours.code, Some(0), "{}", ours.transcript());
+    let _ = probe(d, &["-q", "-d", "probe_pdlink:*"]);
+    let from_link = probe(d, &["-n", "-x", link.to_str().unwrap(), "work a"]);
+    assert_eq!(
+        ours.stdout.replace("pdcache", "X"),
+        from_link.stdout.replace("pdlink", "X"),
+        "the same definition as from the debuglink's DWARF"
+    );
+}
