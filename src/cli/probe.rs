@@ -57,8 +57,15 @@ pub struct ProbeArgs {
 
     /// Probe definitions: `[[GROUP:]EVENT=]FUNC[@SRC][:RELLINE|+OFFS|%return|;PATTERN] [ARG ...]` or
     /// `SRC:LINE [ARG ...]`; an ARG is `[NAME=]VAR[->MEMBER|.MEMBER]...[:TYPE]`, `$vars`, `$params`, `$retval`.
+    ///
+    /// The words form one definition, as perf reads them (`bport probe -x BIN work a b` probes `work` with `a`
+    /// and `b`); give several probes with -a each.
     #[arg(value_name = "SPEC")]
     pub specs: Vec<String>,
+
+    /// Add a probe: one SPEC per -a, as many as wanted (perf's --add).
+    #[arg(short = 'a', long = "add", value_name = "SPEC")]
+    pub add: Vec<String>,
 }
 
 pub fn run(args: ProbeArgs, ui: &Ui) -> CliResult {
@@ -106,13 +113,17 @@ pub fn run(args: ProbeArgs, ui: &Ui) -> CliResult {
         }
         return Ok(());
     }
-    if args.specs.is_empty() {
+    // perf: every -a is one definition, and the positional words together are one more.
+    let mut texts = args.add.clone();
+    if !args.specs.is_empty() {
+        texts.push(args.specs.join(" "));
+    }
+    if texts.is_empty() {
         return Err(
             CliError::user("no probe given").hint("e.g. bport probe -x ./prog 'work:4 a i acc'")
         );
     }
-    let specs = args
-        .specs
+    let specs = texts
         .iter()
         .map(|s| spec::parse(s))
         .collect::<Result<Vec<_>, _>>()

@@ -370,7 +370,7 @@ fn recorded_values_equal_the_programs_own() {
             "work%return $retval".to_string(),
         ];
         let mut args = vec!["-x", x];
-        args.extend(specs.iter().map(String::as_str));
+        args.extend(specs.iter().flat_map(|s| ["-a", s.as_str()]));
         let out = probe(dir.path(), &args);
         assert_eq!(out.code, Some(0), "{}", out.transcript());
         assert!(defined(&group).len() >= 4, "{:?}", defined(&group));
@@ -493,7 +493,9 @@ fn list_and_delete_including_leftovers() {
         &[
             "-x",
             x,
+            "-a",
             &format!("work:{} a i acc", rel_line("/* LOOP */")),
+            "-a",
             "show name:string",
         ],
     );
@@ -615,7 +617,14 @@ fn bad_input_is_a_clear_error_and_leaves_nothing() {
     // The kernel refuses the second of two events: the first is removed again.
     let half = probe(
         dir.path(),
-        &["-x", x, "first=main", "second=show +0(%nosuchreg)"],
+        &[
+            "-x",
+            x,
+            "-a",
+            "first=main",
+            "-a",
+            "second=show +0(%nosuchreg)",
+        ],
     );
     assert_eq!(half.code, Some(2), "{}", half.transcript());
     assert!(
@@ -663,7 +672,9 @@ fn kernel_arguments_from_btf() {
         dir.path(),
         &[
             "-n",
+            "-a",
             "vfs_read count buf:string ino=file->f_inode->i_ino",
+            "-a",
             "vfs_read%return $retval",
         ],
     );
@@ -714,8 +725,11 @@ fn vmlinux_dwarf_gives_function_offsets() {
             "-n",
             "-k",
             k,
+            "-a",
             &format!("work:{loop_line} a i acc"),
+            "-a",
             "show x=p->next->x name:string",
+            "-a",
             "counter=work counter",
         ],
     );
@@ -729,7 +743,9 @@ fn vmlinux_dwarf_gives_function_offsets() {
             "-n",
             "-x",
             k,
+            "-a",
             &format!("work:{loop_line} a i acc"),
+            "-a",
             "show x=p->next->x name:string",
         ],
     );
@@ -805,7 +821,9 @@ fn record_takes_a_glob_of_probe_events() {
         &[
             "-x",
             exe.to_str().unwrap(),
+            "-a",
             &format!("work:{loop_line} a i acc"),
+            "-a",
             "show x=p->next->x label=p->label:string",
         ],
     );
@@ -975,9 +993,13 @@ fn delete_takes_perfs_filters() {
             &[
                 "-x",
                 x,
+                "-a",
                 "pdwork=work",
+                "-a",
                 "pdwork_ret=work%return",
+                "-a",
                 "pdshow=show",
+                "-a",
                 "probe_pdel2:pdmain=main",
             ],
         );
@@ -1147,7 +1169,9 @@ fn probes_from_the_symbol_table_without_debug_information() {
         &[
             "-x",
             nodbg.to_str().unwrap(),
+            "-a",
             "work a=%di:s32 b=%si:s32",
+            "-a",
             "work%return ret=$retval:s32",
         ],
     );
@@ -1244,7 +1268,8 @@ fn separate_debug_files_found_through_debuglink_and_the_build_id_cache() {
     }
     // A variable: the value is the program's own (perf 6.1 fails here with EOPNOTSUPP).
     let _g = Group("probe_pdlink".into());
-    let out = probe(d, &["-x", link.to_str().unwrap(), "work a b"]);
+    // The unquoted form perf takes: the words are one probe with two arguments.
+    let out = probe(d, &["-x", link.to_str().unwrap(), "work", "a", "b"]);
     assert_eq!(out.code, Some(0), "{}", out.transcript());
     let (data, stdout) = bport_record(d, &link, &["probe_pdlink:work".into()]);
     let samples = script_samples(&bport_script(d, &data), "probe_pdlink");
