@@ -648,6 +648,8 @@ fn assert_same_reports(dir: &Path, file: &Path) {
         &["-k", "contended"],
         &["-k", "wait_max", "-E", "5"],
         &["-E", "3"],
+        // perf adds the sort key's `min wait` column when it is not shown already.
+        &["-t", "-k", "wait_min"],
     ] {
         let theirs = perf_report(dir, file, opts);
         let file_arg = file.to_str().unwrap();
