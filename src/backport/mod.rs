@@ -3,13 +3,17 @@
 //!
 //! Owns: patch lists ([`patchlist`]), already-applied detection ([`matcher`], read-only, also used by `verify`),
 //! the typed plan ([`plan`]), the in-memory pick ([`pick`]), the loop and its stops ([`execute`]) and the state in
-//! `.git/bport/` ([`state`]). Does not own: recorded resolutions (`rerere`, called at a stop), printing (`cli`).
+//! `.git/bport/` ([`state`]), mail series made commits as `git am -3` makes them ([`mbox`]), and the upstream
+//! follow-ups (`Fixes:`, reverts) of what a branch carries ([`fixes`]). Does not own: recorded resolutions
+//! (`rerere`, called at a stop), printing (`cli`).
 //!
 //! Entry points: [`apply`], [`resume`], [`status`], [`patchlist::list_range`].
 
 mod deps;
 pub mod execute;
+pub mod fixes;
 pub mod matcher;
+pub mod mbox;
 pub mod message;
 pub mod oid_hex;
 pub mod patchlist;
@@ -61,6 +65,16 @@ pub enum Error {
         listed: String,
         /// The commit's subject.
         actual: String,
+    },
+    /// A mail of a series cannot be made a commit.
+    #[error("mail {index} ({subject:?}): {reason}")]
+    BadMail {
+        /// 1-based position of the mail in the input.
+        index: usize,
+        /// Its subject as far as it was read.
+        subject: String,
+        /// What is wrong.
+        reason: String,
     },
     /// A revision or range does not parse.
     #[error("bad revision or range {range:?}")]

@@ -12,14 +12,7 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use crate::support::bport::{bport, run};
-use crate::support::oracle;
-
-fn is_root() -> bool {
-    std::fs::read_to_string("/proc/self/status").is_ok_and(|s| {
-        s.lines()
-            .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(2) == Some("0"))
-    })
-}
+use crate::support::{oracle, require};
 
 /// The lock tests run one at a time: each one's workload is contention the others (system-wide) would count.
 static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
@@ -30,18 +23,13 @@ fn serial() -> std::sync::MutexGuard<'static, ()> {
 
 /// Root, cc and a kernel with the contention tracepoints; a loud skip (a failure under CI) otherwise.
 fn ready() -> bool {
-    let ci = std::env::var("CI").is_ok_and(|v| v == "true" || v == "1");
-    if !is_root() {
-        assert!(!ci, "lock tests need root (BPF, tracepoints) under CI");
-        eprintln!("SKIPPED (lock contention needs root)");
-        return false;
-    }
-    if !Path::new("/sys/kernel/tracing/events/lock/contention_begin").exists() {
-        assert!(!ci, "this kernel has no lock:contention_begin tracepoint");
-        eprintln!("SKIPPED (no lock:contention_begin tracepoint: Linux 5.19+)");
-        return false;
-    }
-    oracle::require("cc", "apt-get install gcc libc6-dev")
+    require::require_root("lock contention (BPF, tracepoints)")
+        && require::require(
+            Path::new("/sys/kernel/tracing/events/lock/contention_begin").exists(),
+            "no lock:contention_begin tracepoint",
+            "Linux 5.19+",
+        )
+        && oracle::require("cc", "apt-get install gcc libc6-dev")
 }
 
 /// Builds the contention workload (tests/it/lock_contend.c) into `dir`.
@@ -499,7 +487,7 @@ fn lock_contention_rejects_bad_input_with_clear_errors() {
     }
 
     // BPF refused: the same binary without capabilities (setpriv drops them all, even for root).
-    if is_root() && oracle::require("setpriv", "apt-get install util-linux") {
+    if require::is_root() && oracle::require("setpriv", "apt-get install util-linux") {
         let out = Command::new("setpriv")
             .args(["--inh-caps=-all", "--bounding-set=-all", "--"])
             .arg(env!("CARGO_BIN_EXE_bport"))

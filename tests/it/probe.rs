@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Mutex;
 
-use crate::support::{bport, oracle};
+use crate::support::{bport, oracle, require};
 
 static LOCK: Mutex<()> = Mutex::new(());
 const SOURCE: &str = include_str!("../fixtures/probe/probe.c");
@@ -17,14 +17,12 @@ const UPROBE_EVENTS: &str = "/sys/kernel/tracing/uprobe_events";
 
 /// Whether uprobes, gcc and perf are here; a loud skip otherwise (a failure under CI).
 fn ready() -> bool {
-    if !Path::new(UPROBE_EVENTS).exists() {
-        if std::env::var("CI").is_ok_and(|v| v == "true" || v == "1") {
-            panic!("{UPROBE_EVENTS} is required under CI (root and a kernel with CONFIG_UPROBE_EVENTS)");
-        }
-        eprintln!("SKIPPED (no {UPROBE_EVENTS}: needs root and CONFIG_UPROBE_EVENTS)");
-        return false;
-    }
-    oracle::require("gcc", "apt-get install gcc") && oracle::has_perf()
+    require::require(
+        Path::new(UPROBE_EVENTS).exists(),
+        &format!("no {UPROBE_EVENTS}"),
+        "needs root and a kernel with CONFIG_UPROBE_EVENTS",
+    ) && oracle::require("gcc", "apt-get install gcc")
+        && oracle::has_perf()
 }
 
 /// The program built as `dir/name` with `flags`.
@@ -663,10 +661,11 @@ fn bad_input_is_a_clear_error_and_leaves_nothing() {
 #[test]
 fn kernel_arguments_from_btf() {
     let _l = LOCK.lock().unwrap_or_else(|e| e.into_inner());
-    if !Path::new("/sys/kernel/btf/vmlinux").exists() {
-        eprintln!("SKIPPED (no /sys/kernel/btf/vmlinux)");
-        return;
-    }
+    skip_unless!(require::require(
+        Path::new("/sys/kernel/btf/vmlinux").exists(),
+        "no /sys/kernel/btf/vmlinux",
+        "a kernel with CONFIG_DEBUG_INFO_BTF"
+    ));
     let dir = tempfile::tempdir().unwrap();
     let out = probe(
         dir.path(),

@@ -6,6 +6,7 @@ use super::{io_kind, CliError, Kind};
 use crate::perf::abi::ParseKernelVersionError;
 use crate::perf::data::ReadError;
 use crate::perf::script::session::ScriptError;
+use crate::perf::tools::archive::ArchiveError;
 use crate::perf::{lock, probe, record, trace};
 
 /// A perf.data file that is missing, not perf.data, cut short or damaged is the user's input (exit 2); one the
@@ -27,6 +28,18 @@ impl From<ScriptError> for CliError {
         match error {
             ScriptError::Read(read) => read.into(),
             ScriptError::Io(io) => io.into(),
+        }
+    }
+}
+
+/// A DSO name that would leave `~/.debug` is the recording's fault (exit 2); reading and writing follow
+/// [`ScriptError`] and the I/O error.
+impl From<ArchiveError> for CliError {
+    fn from(error: ArchiveError) -> Self {
+        match error {
+            ArchiveError::Script(script) => script.into(),
+            ArchiveError::Io(io) => io.into(),
+            bad @ ArchiveError::BadName { .. } => CliError::new(Kind::User, bad),
         }
     }
 }
