@@ -149,7 +149,19 @@ impl From<probe::Error> for CliError {
             }
             _ => Kind::User,
         };
-        let hints: Vec<String> = match &e {
+        let hints = probe_hints(match &e {
+            E::NeedsDebugInfo { source, .. } => source,
+            other => other,
+        });
+        let mut err = CliError::new(kind, e);
+        err.hints = hints;
+        err
+    }
+}
+
+fn probe_hints(e: &probe::Error) -> Vec<String> {
+    use probe::Error as E;
+    match e {
         E::NoDebugInfo {
             path,
             stripped,
@@ -174,7 +186,7 @@ impl From<probe::Error> for CliError {
             }
             h
         }
-        E::FunctionNotFound { .. } => vec!["list the functions with `bport probe -x BINARY -F`".into()],
+        E::FunctionNotFound { .. } | E::SymbolNotFound { .. } => vec!["list the functions with `bport probe -x BINARY -F`".into()],
         E::NoCode { .. } => vec!["show the lines that can be probed with `bport probe -x BINARY -L FUNC`".into()],
         E::VariableNotFound { .. } => vec!["show the variables there with `bport probe -x BINARY -V POINT`".into()],
         E::EventExists(_) => vec![
@@ -188,9 +200,5 @@ impl From<probe::Error> for CliError {
                 .into(),
         ],
         _ => Vec::new(),
-    };
-        let mut err = CliError::new(kind, e);
-        err.hints = hints;
-        err
     }
 }
