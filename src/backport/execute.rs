@@ -17,7 +17,7 @@
 //!
 //! [`stop_at_conflict`] is the one place a run stops; rerere hooks in there.
 
-use super::message::picked_message;
+use super::message::{picked_message, Made, MessageRules};
 use super::pick::{self, Conflict, ConflictKind, ConflictStyle, Markers};
 use super::plan::{Action, StepResult};
 use super::state::{self, Phase, State, Writing};
@@ -177,6 +177,7 @@ pub fn run(
         committer.email().unwrap_or_default()
     );
     let style = ConflictStyle::from_config(&work);
+    let rules = MessageRules::from_config(&work);
     // Marker labels carry the abbreviation git would print (longer than 7 digits in big repositories).
     let abbrev = git::abbrev_len(&work);
     let total = st.plan.steps.len();
@@ -257,7 +258,7 @@ pub fn run(
                 } else if picked.tree == tip_tree {
                     StepResult::Empty
                 } else {
-                    let message = pick_message(&commit, st, &sob);
+                    let message = pick_message(&commit, st, &sob, &rules, Made::Clean);
                     let new = cache.add_commit(git::commit_bytes(
                         picked.tree,
                         &[st.tip],
@@ -308,7 +309,8 @@ pub fn run(
     Ok(RunEnd::Done)
 }
 
-/// Creates the commit for a clean pick (or a resolved stop): original author and message, the user as committer.
+/// Creates the commit for a resolved stop: original author and message (cleaned up as `git cherry-pick --continue`
+/// cleans it: comment lines dropped), the user as committer.
 pub fn commit_pick(
     repo: &Repository,
     original: &Commit<'_>,
@@ -321,7 +323,8 @@ pub fn commit_pick(
     let tree = repo
         .find_tree(tree)
         .context_git(|| format!("reading tree {tree}"))?;
-    let message = pick_message(original, st, sob);
+    let rules = MessageRules::from_config(repo);
+    let message = pick_message(original, st, sob, &rules, Made::AfterConflict);
     Ok(repo
         .commit(
             None,
@@ -334,14 +337,23 @@ pub fn commit_pick(
         .context_git(|| format!("committing the pick of {}", original.id()))?)
 }
 
-/// The message of the pick of `original`: its own, with `-x` and `-s` lines as the run's options ask.
-fn pick_message(original: &Commit<'_>, st: &State, sob: &str) -> String {
+/// The message of the pick of `original`: its own, with `-x` and `-s` lines as the run's options ask, cleaned up as
+/// git cleans up a pick made that way.
+fn pick_message(
+    original: &Commit<'_>,
+    st: &State,
+    sob: &str,
+    rules: &MessageRules,
+    made: Made,
+) -> String {
     let message = String::from_utf8_lossy(original.message_raw_bytes());
     picked_message(
         &message,
         &original.id().to_string(),
         st.options.record_origin,
         st.options.signoff.then_some(sob),
+        rules,
+        made,
     )
 }
 
