@@ -655,17 +655,7 @@ fn site_args(
                 fetch: "$retval".into(),
                 ty: ty.clone(),
             }),
-            Arg::Raw { name, text } => {
-                let (fetch, ty) = match text.rsplit_once(':') {
-                    Some((f, t)) if !t.contains(')') => (f.to_string(), Some(t.to_string())),
-                    _ => (text.clone(), None),
-                };
-                out.push(TraceArg {
-                    name: name.clone().unwrap_or_default(),
-                    fetch,
-                    ty,
-                });
-            }
+            Arg::Raw { name, text } => out.push(raw_arg(name, text)),
         }
     }
     Ok(out)
@@ -948,4 +938,18 @@ pub fn plan_kernel(btf: &btf::Btf, specs: &[Spec], taken: &[String]) -> Result<P
         });
     }
     Ok(plan)
+}
+
+/// A fetcharg given as the kernel spells it (`%di`, `+8(%si):u32`): its type is what follows the last `:` outside
+/// a dereference.
+fn raw_arg(name: &Option<String>, text: &str) -> TraceArg {
+    let (fetch, ty) = match text.rsplit_once(':') {
+        Some((f, t)) if !t.contains(')') => (f.to_string(), Some(t.to_string())),
+        _ => (text.to_string(), None),
+    };
+    TraceArg {
+        name: name.clone().unwrap_or_default(),
+        fetch,
+        ty,
+    }
 }

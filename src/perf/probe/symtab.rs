@@ -239,17 +239,7 @@ pub fn plan(
                         ty: ty.clone(),
                     });
                 }
-                Arg::Raw { name, text } => {
-                    let (fetch, ty) = match text.rsplit_once(':') {
-                        Some((f, t)) if !t.contains(')') => (f.to_string(), Some(t.to_string())),
-                        _ => (text.clone(), None),
-                    };
-                    args.push(TraceArg {
-                        name: name.clone().unwrap_or_default(),
-                        fetch,
-                        ty,
-                    });
-                }
+                Arg::Raw { name, text } => args.push(super::raw_arg(name, text)),
                 Arg::Var(_) | Arg::Vars | Arg::Params => unreachable!("needs_dwarf refused it"),
             }
         }
