@@ -4,10 +4,12 @@
 
 mod fast_path;
 mod git_equal;
+mod messages;
 mod prompt;
 mod real_histories;
 mod recovery;
 mod renames;
+mod safety;
 mod skip_rules;
 mod workflow;
 
