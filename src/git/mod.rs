@@ -20,7 +20,7 @@ pub use patch_id::{
     patch_id_of_diff_text, PatchId,
 };
 pub use repo::{
-    abbrev_len, check_clean, check_no_operation, commit_subject, committer, discover,
+    abbrev_len, check_clean, check_no_operation, commit_subject, committer, discover, editor,
     read_objects_as_git_does, short_id, untracked_in_the_way, worktree_change_ignored, Operation,
 };
 pub use trailers::{normalize_subject, origins, Origin, OriginForm};
