@@ -4,6 +4,7 @@
 
 mod fast_path;
 mod git_equal;
+mod merges;
 mod prompt;
 mod real_histories;
 mod recovery;
