@@ -9,6 +9,7 @@ mod prompt;
 mod real_histories;
 mod recovery;
 mod skip_rules;
+mod stop_messages;
 mod workflow;
 
 use crate::support::bport;
