@@ -122,7 +122,11 @@ impl std::fmt::Display for Confirmation {
                 write!(f, "names {}, same patch-id", &origin.to_string()[..7])
             }
             Confirmation::InMerge { merge } => {
-                write!(f, "names merge {}, which brought it in", &merge.to_string()[..7])
+                write!(
+                    f,
+                    "names merge {}, which brought it in",
+                    &merge.to_string()[..7]
+                )
             }
         }
     }
@@ -280,8 +284,12 @@ impl<'r> Branch<'r> {
                     for p in merge.parent_ids().skip(1) {
                         walk.push(p).context_git(|| format!("walking from {p}"))?;
                     }
-                    walk.hide(merge.parent_id(0).context_git(|| format!("reading {oid}"))?)
-                        .context_git(|| format!("hiding the first parent of {oid}"))?;
+                    walk.hide(
+                        merge
+                            .parent_id(0)
+                            .context_git(|| format!("reading {oid}"))?,
+                    )
+                    .context_git(|| format!("hiding the first parent of {oid}"))?;
                     for member in walk {
                         let member = member.context_git(|| format!("walking the merge {oid}"))?;
                         map.entry(member).or_insert((i, oid));

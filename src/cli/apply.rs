@@ -550,7 +550,11 @@ fn render(
             if !info.resolved.is_empty() {
                 msg.push_str(&format!(
                     "Resolved from recorded resolutions ({}): {}\n",
-                    if st.options.autoupdate { "staged" } else { "review them, then `git add`" },
+                    if st.options.autoupdate {
+                        "staged"
+                    } else {
+                        "review them, then `git add`"
+                    },
                     info.resolved.join(", ")
                 ));
             }
@@ -614,7 +618,10 @@ fn prompt(
                 out.flush()?;
             }
             Some(1) => {
-                let Some(editor) = crate::git::editor(repo, &|name| std::env::var(name).ok()) else {
+                let config = repo.config().ok();
+                let Some(editor) =
+                    crate::git::editor(config.as_ref(), &|name| std::env::var(name).ok())
+                else {
                     ui.warn("the terminal is dumb and no editor is set (GIT_EDITOR, core.editor or EDITOR)");
                     continue;
                 };

@@ -15,7 +15,10 @@ fn with_topic_merge() -> TestRepo {
     t.commit("topic: add a file", &[("topic.txt", Some("topic\n"))]);
     t.commit("topic: extend it", &[("topic.txt", Some("topic\nmore\n"))]);
     t.checkout("upstream");
-    git_ok(t.path(), &["merge", "--no-ff", "-m", "Merge topic", "topic"]);
+    git_ok(
+        t.path(),
+        &["merge", "--no-ff", "-m", "Merge topic", "topic"],
+    );
     t.commit("after the merge", &[("after.txt", Some("after\n"))]);
     t.checkout("vendor");
     t
@@ -41,7 +44,10 @@ fn list_no_merges_and_first_parent_equal_git_log() {
         theirs.push("master..upstream");
         let expected = git_ok(t.path(), &theirs);
         assert_eq!(out.stdout, expected, "flags {flags:?}");
-        let merges = expected.lines().filter(|l| l.contains("Merge topic")).count();
+        let merges = expected
+            .lines()
+            .filter(|l| l.contains("Merge topic"))
+            .count();
         let topic = expected.lines().filter(|l| l.contains("topic:")).count();
         match flags {
             [] => assert_eq!((merges, topic), (1, 2)),
@@ -86,13 +92,18 @@ fn merge_line_without_mainline_is_refused_naming_both_fixes() {
         .output()
         .unwrap();
     assert!(!refused.status.success());
-    assert!(String::from_utf8_lossy(&refused.stderr).contains("is a merge but no -m option was given"));
+    assert!(
+        String::from_utf8_lossy(&refused.stderr).contains("is a merge but no -m option was given")
+    );
 
     let listed = bport::run(t.path(), &["list", "--no-merges", "master..upstream"]);
     let (_d2, list) = list_file(&listed.stdout);
     let out = bport::run(t.path(), &["apply", list.to_str().unwrap()]);
     assert_eq!(out.code, Some(0), "{}", out.transcript());
-    let revs = git_ok(g.path(), &["rev-list", "--reverse", "--no-merges", "master..upstream"]);
+    let revs = git_ok(
+        g.path(),
+        &["rev-list", "--reverse", "--no-merges", "master..upstream"],
+    );
     let mut args = vec!["cherry-pick"];
     args.extend(revs.lines());
     git_ok(g.path(), &args);
@@ -115,7 +126,11 @@ fn mainline_beyond_the_parents_is_refused_as_git_does() {
     let before = t.snapshot();
     let out = bport::run(t.path(), &["apply", "-m", "2", list.to_str().unwrap()]);
     assert_eq!(out.code, Some(2), "{}", out.transcript());
-    assert!(out.stderr.contains("does not have parent 2"), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("does not have parent 2"),
+        "{}",
+        out.stderr
+    );
     assert_eq!(t.snapshot(), before);
     let refused = git(g.path())
         .args(["cherry-pick", "-m", "2", &one])
@@ -161,8 +176,15 @@ fn trailer_naming_a_merge_marks_its_commits_applied() {
             out.stdout
         );
     }
-    assert_eq!(out.stdout.lines().filter(|l| l.contains("topic:")).count(), 2);
-    for l in out.stdout.lines().filter(|l| l.contains("after the merge") || l.contains("a: change")) {
+    assert_eq!(
+        out.stdout.lines().filter(|l| l.contains("topic:")).count(),
+        2
+    );
+    for l in out
+        .stdout
+        .lines()
+        .filter(|l| l.contains("after the merge") || l.contains("a: change"))
+    {
         assert!(l.ends_with(": pick"), "{l}");
     }
     // The real run skips them too and picks the rest.

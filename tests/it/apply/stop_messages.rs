@@ -98,7 +98,11 @@ fn a_stop_after_a_partial_replay_names_what_is_left() {
         "{}",
         stop.stderr
     );
-    assert!(stop.stderr.contains("Resolve the conflicts and stage them"), "{}", stop.stderr);
+    assert!(
+        stop.stderr.contains("Resolve the conflicts and stage them"),
+        "{}",
+        stop.stderr
+    );
     assert_eq!(t.read("f1"), f1.replace("one 3", "one three (both)"));
     assert!(t.read("f2").contains("<<<<<<<"));
 }

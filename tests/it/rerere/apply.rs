@@ -68,10 +68,7 @@ fn second_apply_replays_the_recorded_resolution() {
     git_ok(t.path(), &["reset", "-q", "--hard", "HEAD~2"]);
 
     let stop = bport::run(t.path(), &["apply", list.to_str().unwrap()]);
-    assert_eq!(
-        stop.transcript(),
-        replayed_stop_text(&t)
-    );
+    assert_eq!(stop.transcript(), replayed_stop_text(&t));
     assert_eq!(t.read("README"), resolved_readme());
     // Left for review: still unmerged until the user stages it.
     assert_eq!(git_ok(t.path(), &["status", "--porcelain"]), "UU README\n");
@@ -149,10 +146,7 @@ fn resolutions_are_shared_with_git_in_both_directions() {
     );
     git_ok(t.path(), &["reset", "-q", "--hard", "HEAD~1"]);
     let stop = bport::run(t.path(), &["apply", list.to_str().unwrap()]);
-    assert_eq!(
-        stop.transcript(),
-        replayed_stop_text(&t)
-    );
+    assert_eq!(stop.transcript(), replayed_stop_text(&t));
     assert_eq!(t.read("README"), resolved_readme());
 
     // bport records, git replays.
