@@ -597,7 +597,7 @@ fn prompt(
 ) -> CliResult<Option<Resume>> {
     let items = [
         "show diff",
-        "open the editor on the conflicted files (git's: GIT_EDITOR, core.editor, VISUAL, EDITOR)",
+        "open the editor on the conflicted files",
         "stage the conflicted files and continue",
         "skip this patch",
         "abort the run",

@@ -265,10 +265,16 @@ fn every_conflict_kind_is_left_as_git_leaves_it() {
     // rerere records the text resolution and, beyond git, the two modify/delete decisions.
     assert_eq!(
         cont.stderr,
-        "Recorded resolution for 'both-added'.\n\
+        format!("Recorded resolution for 'both-added'.\n\
          Recorded decision for 'gone-here' (delete).\n\
-         Recorded decision for 'gone-upstream' (keep).\n\
-         Done: picked 0, skipped 1 (empty: 1).\n"
+         Recorded decision for 'gone-upstream' (keep).\n{}\
+         Done: picked 0, skipped 1 (empty: 1).\n",
+        // Taking the branch's side everywhere leaves nothing to commit: the patch is dropped, and named.
+        format!(
+            "1/1 {} upstream: three conflicting changes: dropped: the previous cherry-pick is now empty, possibly \
+             due to conflict resolution (git would stop for `--skip` or `git commit --allow-empty`)\n",
+            short(&t, "upstream")
+        ))
     );
 }
 
