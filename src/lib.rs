@@ -26,3 +26,9 @@ pub mod git;
 pub mod perf;
 pub mod rerere;
 pub mod verify;
+
+/// The rule for a test whose precondition is missing (loud skip locally, failure under CI), the same file the
+/// integration tests use.
+#[cfg(test)]
+#[path = "../tests/it/support/require.rs"]
+pub(crate) mod test_require;

@@ -6,13 +6,15 @@
 #![no_main]
 
 use bport::perf::data::{PerfFile, Record};
-use bport::perf::script::{session, Options};
+use bport::perf::script::{write_script_with, Options};
 use bport::perf::symbols::MemLookup;
 use libfuzzer_sys::fuzz_target;
 
 /// No number of a terabyte or more and no 16-digit hex offset in a message meant for people.
 fn assert_plain(msg: &str) {
-    let long_number = msg.split(|c: char| !c.is_ascii_digit()).any(|run| run.len() >= 13);
+    let long_number = msg
+        .split(|c: char| !c.is_ascii_digit())
+        .any(|run| run.len() >= 13);
     let long_hex = msg
         .split(|c: char| !c.is_ascii_hexdigit() && c != 'x')
         .any(|run| run.starts_with("0x") && run.len() > 2 + 12);
@@ -59,11 +61,11 @@ fuzz_target!(|data: &[u8]| {
         }
     }
     let options = Options::default();
-    match session::write_script_with(&file, &options, MemLookup::new(), &mut std::io::sink()) {
+    match write_script_with(&file, &options, MemLookup::new(), &mut std::io::sink()) {
         Ok(outcome) => outcome.warnings.iter().for_each(|w| assert_plain(w)),
         Err(e) => assert_plain(&e.to_string()),
     }
-    if let Err(e) = bport::perf::archive::buildid_list(&file, &options, false) {
+    if let Err(e) = bport::perf::tools::archive::buildid_list(&file, &options, false) {
         assert_plain(&e.to_string());
     }
 });

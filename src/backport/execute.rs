@@ -5,19 +5,24 @@
 //! Crash safety comes from the order of writes:
 //!
 //! ```text
-//!  picks (memory only)  ─▶ pack written ─▶ state {tip, anchor=old HEAD, Running} ─▶ worktree/index ─▶ ref
+//!  picks (memory only) ─▶ pack written ─▶ guard ─▶ state {tip, anchor=old HEAD, Running, writing} ─▶ worktree/index ─▶ ref
 //!        crash here: state still says "from position p at anchor": --continue redoes the picks
-//!                                  crash here: HEAD is at anchor, objects exist: --continue rolls forward to tip
+//!                                            crash here: HEAD is at anchor, objects exist: --continue rolls forward to tip
 //! ```
+//!
+//! The guard ([`Guard`]) is the last look before writing: the branch must still be at the anchor and the index as
+//! the run found it, or the run refuses and writes nothing (a `git commit` or `git add` made meanwhile is the
+//! user's). `writing` names the tree being checked out, so recovery knows the worktree is the run's and which files
+//! it may have created; a state without it means the worktree is the user's and is never reset.
 //!
 //! [`stop_at_conflict`] is the one place a run stops; rerere hooks in there.
 
-use super::message::picked_message;
+use super::message::{picked_message, Made, MessageRules};
 use super::pick::{self, Conflict, ConflictKind, ConflictStyle, Markers};
 use super::plan::{Action, StepResult};
-use super::state::{self, Phase, State};
+use super::state::{self, Phase, State, Writing};
 use super::{Error, Progress};
-use crate::git::{self, Context};
+use crate::git::{self, fault, Context};
 use git2::build::CheckoutBuilder;
 use git2::{Commit, IndexEntry, IndexTime, Oid, Repository, ResetType};
 use std::path::Path;
@@ -77,6 +82,73 @@ pub enum Checkpoint {
     WorktreeUpdated,
 }
 
+/// What HEAD and the index were when the run last looked (its start, or its own last write): a `git commit` or
+/// `git add` made while bport picks in memory must stop it before it writes, never be undone by it.
+#[derive(Clone, Debug)]
+pub struct Guard {
+    /// The index file's bytes (`None`: no index yet). Compared whole, so the usual case parses nothing (parsing
+    /// and hashing a 30,000-entry index costs ~57 ms in a debug build); only when the bytes differ are both read
+    /// as entries, so that a `git status` that refreshed stat data only does not count as a change.
+    index: Option<Vec<u8>>,
+}
+
+impl Guard {
+    /// Notes the index as it is now.
+    pub fn take(repo: &Repository) -> Result<Guard, Error> {
+        Ok(Guard {
+            index: read_index_file(repo)?,
+        })
+    }
+
+    /// Fails when the run's branch no longer points at `st.anchor` or the index entries changed since
+    /// [`Guard::take`].
+    pub fn check(&self, repo: &Repository, st: &State) -> Result<(), Error> {
+        let found = match &st.branch {
+            Some(name) => repo.refname_to_id(name).ok(),
+            None => repo.head().ok().and_then(|h| h.target()),
+        }
+        .unwrap_or(Oid::ZERO_SHA1);
+        if found != st.anchor {
+            return Err(Error::HeadMovedDuringRun {
+                expected: st.anchor,
+                found,
+            });
+        }
+        let now = read_index_file(repo)?;
+        if now == self.index {
+            return Ok(());
+        }
+        let before = match &self.index {
+            None => None,
+            Some(bytes) => {
+                // libgit2 parses an index only from a file: the old bytes go beside the state for the comparison.
+                let path = state::dir(repo.path()).join("index.guard");
+                git::write_atomic(&path, bytes).map_err(|source| Error::Io {
+                    path: path.clone(),
+                    source,
+                })?;
+                let fp = git::index_fingerprint_of(&path);
+                let _ = std::fs::remove_file(&path);
+                Some(fp?)
+            }
+        };
+        if git::index_fingerprint(repo)? != before {
+            return Err(Error::IndexChangedDuringRun);
+        }
+        Ok(())
+    }
+}
+
+/// The worktree's index file, whole (`None` when there is none).
+fn read_index_file(repo: &Repository) -> Result<Option<Vec<u8>>, Error> {
+    let path = repo.path().join("index");
+    match std::fs::read(&path) {
+        Ok(b) => Ok(Some(b)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(source) => Err(Error::Io { path, source }),
+    }
+}
+
 /// Runs the steps from `state.position`, updating `state` and saving it at the points the module doc shows.
 /// With `dry_run`, nothing is written: conflicts are recorded as predictions and the run goes on.
 pub fn run(
@@ -105,6 +177,7 @@ pub fn run(
         committer.email().unwrap_or_default()
     );
     let style = ConflictStyle::from_config(&work);
+    let rules = MessageRules::from_config(&work);
     // Marker labels carry the abbreviation git would print (longer than 7 digits in big repositories).
     let abbrev = git::abbrev_len(&work);
     let total = st.plan.steps.len();
@@ -117,6 +190,7 @@ pub fn run(
     // mempack cannot list its objects, and `git_mempack_dump` walks each commit's whole tree (30,000 entries a
     // commit in the benchmark).
     let mut cache = pick::PickCache::new();
+    let guard = Guard::take(repo)?;
 
     while st.position < total {
         let i = st.position;
@@ -183,14 +257,15 @@ pub fn run(
                         }
                         let flushed = Timings::lap(&mut timings.objects, merged);
                         let conflicts = picked.conflicts;
-                        let rerere = stop_at_conflict(repo, st, picked.tree, &conflicts, progress)?;
+                        let rerere =
+                            stop_at_conflict(repo, st, picked.tree, &conflicts, &guard, progress)?;
                         Timings::lap(&mut timings.materialize, flushed);
                         return Ok(RunEnd::Stopped(conflicts, rerere));
                     }
                 } else if picked.tree == tip_tree {
                     StepResult::Empty
                 } else {
-                    let message = pick_message(&commit, st, &sob);
+                    let message = pick_message(&commit, st, &sob, &rules, Made::Clean);
                     let new = cache.add_commit(git::commit_bytes(
                         picked.tree,
                         &[st.tip],
@@ -223,7 +298,16 @@ pub fn run(
     cache.clear_written();
     let flushed = Timings::lap(&mut timings.objects, started);
     st.phase = Phase::Running;
+    if st.tip != st.anchor {
+        // Last look before writing: from here on the worktree and index are the run's until the branch moves.
+        guard.check(repo, st)?;
+        st.writing = Some(Writing {
+            tree: tip_tree,
+            also: Vec::new(),
+        });
+    }
     state::save(repo.path(), st)?;
+    fault::point("state-saved");
     progress.checkpoint(Checkpoint::StateSaved);
     // The checkout reads the new trees and blobs from the pack just written (blobs of binary merges from the
     // mempack, which still holds them).
@@ -232,7 +316,8 @@ pub fn run(
     Ok(RunEnd::Done)
 }
 
-/// Creates the commit for a clean pick (or a resolved stop): original author and message, the user as committer.
+/// Creates the commit for a resolved stop: original author and message (cleaned up as `git cherry-pick --continue`
+/// cleans it: comment lines dropped), the user as committer.
 pub fn commit_pick(
     repo: &Repository,
     original: &Commit<'_>,
@@ -245,7 +330,8 @@ pub fn commit_pick(
     let tree = repo
         .find_tree(tree)
         .context_git(|| format!("reading tree {tree}"))?;
-    let message = pick_message(original, st, sob);
+    let rules = MessageRules::from_config(repo);
+    let message = pick_message(original, st, sob, &rules, Made::AfterConflict);
     Ok(repo
         .commit(
             None,
@@ -258,14 +344,23 @@ pub fn commit_pick(
         .context_git(|| format!("committing the pick of {}", original.id()))?)
 }
 
-/// The message of the pick of `original`: its own, with `-x` and `-s` lines as the run's options ask.
-fn pick_message(original: &Commit<'_>, st: &State, sob: &str) -> String {
+/// The message of the pick of `original`: its own, with `-x` and `-s` lines as the run's options ask, cleaned up as
+/// git cleans up a pick made that way.
+fn pick_message(
+    original: &Commit<'_>,
+    st: &State,
+    sob: &str,
+    rules: &MessageRules,
+    made: Made,
+) -> String {
     let message = String::from_utf8_lossy(original.message_raw_bytes());
     picked_message(
         &message,
         &original.id().to_string(),
         st.options.record_origin,
         st.options.signoff.then_some(sob),
+        rules,
+        made,
     )
 }
 
@@ -291,6 +386,7 @@ fn flush(
     )?;
     // `work` reads through its own on-disk backends, which must see the new pack before the mempack is emptied.
     source.refresh().context_git(|| "reading the new pack")?;
+    fault::point("pack-written");
     progress.checkpoint(Checkpoint::PackWritten);
     Ok(())
 }
@@ -318,8 +414,12 @@ fn move_to_tip(
         // is the same in both trees, so a full checkout would leave it as it is too.
         let changed = git::tree_changes(objects, Some(&from), Some(&tree))?;
         if !changed.is_empty() {
+            let _note = state::IndexNote::start(repo.path())?;
             let mut checkout = CheckoutBuilder::new();
-            checkout.safe().disable_pathspec_match(true);
+            checkout
+                .safe()
+                .disable_pathspec_match(true)
+                .progress(|_, _, _| fault::point("checkout-file"));
             for c in &changed {
                 checkout.path(c.path.as_str());
             }
@@ -327,9 +427,12 @@ fn move_to_tip(
                 .checkout_tree(tree.as_object(), Some(&mut checkout))
                 .context_git(|| "updating the worktree")?;
         }
+        fault::point("worktree-updated");
         progress.checkpoint(Checkpoint::WorktreeUpdated);
         set_branch(repo, st, st.tip, "bport apply")?;
+        fault::point("branch-moved");
         st.anchor = st.tip;
+        st.writing = None;
     }
     Ok(())
 }
@@ -380,12 +483,10 @@ pub fn stop_at_conflict(
     st: &mut State,
     partial: Oid,
     conflicts: &[Conflict],
+    guard: &Guard,
     progress: &mut dyn Progress,
 ) -> Result<crate::rerere::RerereOutcome, Error> {
     st.phase = Phase::Running;
-    state::save(repo.path(), st)?;
-    progress.checkpoint(Checkpoint::StateSaved);
-
     let tree = repo
         .find_tree(partial)
         .context_git(|| format!("reading tree {partial}"))?;
@@ -396,8 +497,26 @@ pub fn stop_at_conflict(
         .map(|c| c.path.clone())
         .collect();
     check_nothing_in_the_way(repo, st.anchor, &tree, &written)?;
-    repo.checkout_tree(tree.as_object(), Some(CheckoutBuilder::new().safe()))
-        .context_git(|| "updating the worktree")?;
+    // Last look before writing: from here on the worktree and index are the run's until the stop is saved.
+    guard.check(repo, st)?;
+    st.writing = Some(Writing {
+        tree: partial,
+        also: written,
+    });
+    state::save(repo.path(), st)?;
+    fault::point("stop-state-saved");
+    progress.checkpoint(Checkpoint::StateSaved);
+
+    let note = state::IndexNote::start(repo.path())?;
+    repo.checkout_tree(
+        tree.as_object(),
+        Some(
+            CheckoutBuilder::new()
+                .safe()
+                .progress(|_, _, _| fault::point("checkout-file")),
+        ),
+    )
+    .context_git(|| "updating the worktree")?;
     let workdir = repo.workdir().ok_or_else(|| Error::BareRepository {
         path: repo.path().to_path_buf(),
     })?;
@@ -435,11 +554,15 @@ pub fn stop_at_conflict(
         }
     }
     index.write().context_git(|| "writing the index")?;
+    fault::point("stop-index-written");
     progress.checkpoint(Checkpoint::WorktreeUpdated);
     set_branch(repo, st, st.tip, "bport apply: stopped at a conflict")?;
+    fault::point("stop-branch-moved");
     st.anchor = st.tip;
 
     let outcome = rerere_step(repo, st)?;
+    drop(note);
+    fault::point("stop-rerere-done");
     progress.rerere(&outcome);
 
     st.phase = Phase::Stopped {
@@ -449,17 +572,22 @@ pub fn stop_at_conflict(
         paths: conflicts.iter().map(|c| c.path.clone()).collect(),
     });
     state::save(repo.path(), st)?;
+    fault::point("stop-saved");
     Ok(outcome)
 }
 
 /// Records preimages and replays recorded resolutions for the conflicts just written (git's `rerere()` after a
-/// failed pick); with `--autoupdate` the resolved files are staged.
+/// failed pick) unless `rerere.enabled` is false; with `--autoupdate` or `rerere.autoupdate` the resolved files
+/// are staged (only `--autoupdate` goes on without the user).
 fn rerere_step(repo: &Repository, st: &State) -> Result<crate::rerere::RerereOutcome, Error> {
     let rr = crate::rerere::Rerere::open(repo)?;
+    if !rr.enabled {
+        return Ok(crate::rerere::RerereOutcome::default());
+    }
     Ok(crate::rerere::rerere(
         &rr,
         &crate::rerere::RerereOptions {
-            autoupdate: st.options.autoupdate,
+            autoupdate: st.options.autoupdate || rr.autoupdate,
         },
     )?)
 }
@@ -503,8 +631,9 @@ fn set_executable(file: &Path, executable: bool) -> Result<(), Error> {
 }
 
 /// Resets HEAD (and its branch), index and worktree to `to`, and deletes files that only the
-/// index knew about (paths a stopped pick added), which a hard reset would leave behind as untracked.
-pub fn hard_reset(repo: &Repository, to: Oid) -> Result<(), Error> {
+/// index knew about (paths a stopped pick added), which a hard reset would leave behind as untracked, and the
+/// files an interrupted write (`writing`) created that `to` lacks.
+pub fn hard_reset(repo: &Repository, to: Oid, writing: Option<&Writing>) -> Result<(), Error> {
     let target = repo
         .find_commit(to)
         .context_git(|| format!("reading {to}"))?;
@@ -519,20 +648,75 @@ pub fn hard_reset(repo: &Repository, to: Oid) -> Result<(), Error> {
             strays.push(path);
         }
     }
+    let created = match writing {
+        Some(w) => created_by(repo, w, &target_tree)?,
+        None => Vec::new(),
+    };
+    let _note = state::IndexNote::start(repo.path())?;
     // libgit2's hard reset checks out against the *current* HEAD tree (so files the picks added are removed) and
     // only then moves HEAD; moving the branch first would leave those files behind.
     repo.reset(
         target.as_object(),
         ResetType::Hard,
-        Some(CheckoutBuilder::new().force()),
+        Some(
+            CheckoutBuilder::new()
+                .force()
+                .progress(|_, _, _| fault::point("reset-file")),
+        ),
     )
     .context_git(|| format!("resetting to {to}"))?;
+    fault::point("reset-done");
     if let Some(workdir) = repo.workdir() {
         for path in strays {
             let _ = std::fs::remove_file(workdir.join(path));
         }
+        let index = repo.index().context_git(|| "reading the index")?;
+        for (path, blob) in created {
+            if index.get_path(Path::new(&path), 0).is_some() {
+                continue;
+            }
+            let file = workdir.join(&path);
+            let ours = match blob {
+                // Only a file whose content is still what bport wrote: anything else is the user's.
+                Some(blob) => {
+                    std::fs::symlink_metadata(&file).is_ok_and(|m| m.is_file())
+                        && Oid::hash_file(git2::ObjectType::Blob, &file).ok() == Some(blob)
+                }
+                None => true,
+            };
+            if ours {
+                let _ = std::fs::remove_file(&file);
+            }
+        }
     }
     Ok(())
+}
+
+/// The paths an interrupted write may have created that `target` lacks: each with the blob bport wrote there
+/// (`None` for a stop's conflicted file, written with markers).
+fn created_by(
+    repo: &Repository,
+    w: &Writing,
+    target: &git2::Tree<'_>,
+) -> Result<Vec<(String, Option<Oid>)>, Error> {
+    let tree = repo
+        .find_tree(w.tree)
+        .context_git(|| format!("reading tree {}", w.tree))?;
+    let mut out: Vec<(String, Option<Oid>)> = git::tree_changes(repo, Some(target), Some(&tree))?
+        .into_iter()
+        .filter(|c| c.old.is_none())
+        .filter_map(|c| {
+            let new = c.new?;
+            (new.mode & 0o170000 == 0o100000).then_some((c.path, Some(new.oid)))
+        })
+        .collect();
+    out.extend(
+        w.also
+            .iter()
+            .filter(|p| target.get_path(Path::new(p)).is_err())
+            .map(|p| (p.clone(), None)),
+    );
+    Ok(out)
 }
 
 /// Describes a conflict kind as `git status` words it.

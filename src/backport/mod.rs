@@ -3,13 +3,17 @@
 //!
 //! Owns: patch lists ([`patchlist`]), already-applied detection ([`matcher`], read-only, also used by `verify`),
 //! the typed plan ([`plan`]), the in-memory pick ([`pick`]), the loop and its stops ([`execute`]) and the state in
-//! `.git/bport/` ([`state`]). Does not own: recorded resolutions (`rerere`, called at a stop), printing (`cli`).
+//! `.git/bport/` ([`state`]), mail series made commits as `git am -3` makes them ([`mbox`]), and the upstream
+//! follow-ups (`Fixes:`, reverts) of what a branch carries ([`fixes`]). Does not own: recorded resolutions
+//! (`rerere`, called at a stop), printing (`cli`).
 //!
 //! Entry points: [`apply`], [`resume`], [`status`], [`patchlist::list_range`].
 
 mod deps;
 pub mod execute;
+pub mod fixes;
 pub mod matcher;
+pub mod mbox;
 pub mod message;
 pub mod oid_hex;
 pub mod patchlist;
@@ -74,6 +78,16 @@ pub enum Error {
         listed: String,
         /// The commit's subject.
         actual: String,
+    },
+    /// A mail of a series cannot be made a commit.
+    #[error("mail {index} ({subject:?}): {reason}")]
+    BadMail {
+        /// 1-based position of the mail in the input.
+        index: usize,
+        /// Its subject as far as it was read.
+        subject: String,
+        /// What is wrong.
+        reason: String,
     },
     /// A revision or range does not parse.
     #[error("bad revision or range {range:?}")]
@@ -149,6 +163,34 @@ pub enum Error {
         /// Where it is.
         found: Oid,
     },
+    /// `--abort` found HEAD where the run did not leave it: rewinding would drop the commits made since.
+    #[error("HEAD is at {found}, but bport apply left it at {expected}: not rewinding (you seem to have moved HEAD)")]
+    AbortHeadMoved {
+        /// Where bport left it.
+        expected: Oid,
+        /// Where it is.
+        found: Oid,
+    },
+    /// `--abort` of an interrupted run that had not written the worktree: the changes in it are someone else's.
+    #[error("the worktree or index has changes bport did not make: {}; not rewinding", paths.join(", "))]
+    AbortLocalChanges {
+        /// The changed paths (at most a handful).
+        paths: Vec<String>,
+    },
+    /// `--continue`/`--skip` after an `--abort` that was interrupted half-way.
+    #[error("an earlier bport apply --abort was interrupted; the run cannot go on")]
+    AbortInterrupted,
+    /// The branch moved (a `git commit`, `git reset`) while the run picked in memory; nothing was written.
+    #[error("HEAD moved to {found} while bport apply was running (it was at {expected}); stopped before writing anything")]
+    HeadMovedDuringRun {
+        /// Where the run had it.
+        expected: Oid,
+        /// Where it is.
+        found: Oid,
+    },
+    /// The index changed (a `git add`) while the run picked in memory; nothing was written.
+    #[error("the index changed while bport apply was running (a git add or commit?); stopped before writing anything")]
+    IndexChangedDuringRun,
     /// HEAD is on another branch than the run's.
     #[error("the bport apply in progress is on {expected}, but HEAD is elsewhere")]
     BranchSwitched {
@@ -244,6 +286,8 @@ pub enum Outcome {
     DryRun(State),
     /// `--abort` restored the state before the run.
     Aborted(State),
+    /// `--quit` forgot the run; branch, index and worktree are as they were.
+    Quit(State),
     /// The patch list has no entries: nothing was read or touched.
     NothingToDo,
 }
@@ -328,6 +372,8 @@ pub fn apply(
         anchor: head_oid,
         options: opts.pick,
         phase: state::Phase::Running,
+        writing: None,
+        aborting: false,
     };
     if opts.dry_run {
         execute::run(repo, &mut st, progress, true, &mut timings)?;
@@ -347,6 +393,8 @@ pub enum Resume {
     Skip,
     /// Restore branch, index and worktree as they were before the run.
     Abort,
+    /// Forget the run, touching nothing else (`git cherry-pick --quit`).
+    Quit,
 }
 
 /// Resumes a stopped (or interrupted) run.
@@ -380,22 +428,66 @@ pub fn resume(
                 .unwrap_or_else(|| "a detached HEAD".into()),
         });
     }
+    if how == Resume::Quit {
+        // As `git cherry-pick --quit`: the run's state and rerere's record of the current conflicts go, nothing else.
+        let rr = crate::rerere::Rerere::open(repo)?;
+        for path in [rr.merge_rr_path(), rr.decisions_path()] {
+            match std::fs::remove_file(&path) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(source) => return Err(Error::Io { path, source }),
+            }
+        }
+        state::remove(repo.path())?;
+        return Ok(Outcome::Quit(st));
+    }
+    // Where bport may have left HEAD: at the last tip it wrote, or (interrupted before the branch moved) at the
+    // anchor. Anywhere else someone committed or reset since, and rewinding would drop that work.
+    let ours = head == st.tip
+        || (st.phase == state::Phase::Running && head == st.anchor)
+        || (st.aborting && head == st.orig_head);
     if how == Resume::Abort {
+        if !ours {
+            return Err(Error::AbortHeadMoved {
+                expected: st.tip,
+                found: head,
+            });
+        }
+        if st.phase == state::Phase::Running && st.writing.is_none() && !st.aborting {
+            // Interrupted before writing: whatever differs from HEAD was not written by bport.
+            if let Err(git::Error::Dirty { paths }) = git::check_clean(repo) {
+                return Err(Error::AbortLocalChanges { paths });
+            }
+        }
+        if !st.aborting {
+            st.aborting = true;
+            state::save(repo.path(), &st)?;
+            git::fault::point("abort-state-saved");
+        }
         crate::rerere::verbs::clear(&crate::rerere::Rerere::open(repo)?)?;
-        execute::hard_reset(repo, st.orig_head)?;
+        execute::hard_reset(repo, st.orig_head, st.writing.as_ref())?;
         state::remove(repo.path())?;
         return Ok(Outcome::Aborted(st));
     }
+    if st.aborting {
+        return Err(Error::AbortInterrupted);
+    }
     match (st.phase.clone(), how) {
         (state::Phase::Running, _) => {
-            // Interrupted: the worktree belongs to the run. Roll forward to the last written tip, or back to it.
-            if head != st.anchor && head != st.tip {
+            // Interrupted: roll forward to the last written tip, or back to it.
+            if !ours {
                 return Err(Error::HeadMoved {
                     expected: st.tip,
                     found: head,
                 });
             }
-            execute::hard_reset(repo, head)?;
+            if st.writing.is_some() {
+                // The worktree belongs to the run: it was writing when it died.
+                execute::hard_reset(repo, head, st.writing.as_ref())?;
+            } else {
+                // Nothing was written since the run last left things consistent: changes are the user's.
+                git::check_clean(repo)?;
+            }
             if head != st.tip {
                 // A forced reset would overwrite untracked files where the picks add tracked ones.
                 let tip_tree = repo
@@ -409,7 +501,7 @@ pub fn resume(
                     st.tip,
                     "bport apply: recovering an interrupted run",
                 )?;
-                execute::hard_reset(repo, st.tip)?;
+                execute::hard_reset(repo, st.tip, None)?;
             }
             st.anchor = st.tip;
             if how == Resume::Skip {
@@ -433,12 +525,13 @@ pub fn resume(
                     found: head,
                 });
             }
-            execute::hard_reset(repo, st.tip)?;
+            execute::hard_reset(repo, st.tip, st.writing.as_ref())?;
             st.results[st.position] = Some(StepResult::SkippedByUser);
             st.position += 1;
         }
     }
     st.phase = state::Phase::Running;
+    st.writing = None;
     state::save(repo.path(), &st)?;
     finish(repo, st, progress, execute::Timings::default())
 }
@@ -447,6 +540,9 @@ pub fn resume(
 /// so a refused `--continue` records nothing.
 fn record_resolutions(repo: &Repository, progress: &mut dyn Progress) -> Result<(), Error> {
     let rr = crate::rerere::Rerere::open(repo)?;
+    if !rr.enabled {
+        return Ok(());
+    }
     let outcome = crate::rerere::rerere(&rr, &crate::rerere::RerereOptions::default())?;
     progress.rerere(&outcome);
     Ok(())

@@ -83,6 +83,24 @@ pub struct State {
     pub options: PickOptions,
     /// Where the run is.
     pub phase: Phase,
+    /// Set, and saved, just before bport writes worktree and index; a run interrupted with it unset left them as
+    /// the user had them, so recovery must not reset them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub writing: Option<Writing>,
+    /// `--abort` began rewinding (saved before it writes): HEAD may already be back at `orig_head`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub aborting: bool,
+}
+
+/// What bport is writing to the worktree: the tree it checks out and the paths it writes beyond that tree (a
+/// stop's conflicted files the branch lacks), so `--abort` can remove the files it created and only those.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Writing {
+    /// The tree being checked out.
+    #[serde(with = "oid_hex")]
+    pub tree: Oid,
+    /// Further paths written.
+    pub also: Vec<String>,
 }
 
 /// The `.git/bport` directory of a repository.
@@ -156,20 +174,16 @@ pub fn remove(git_dir: &Path) -> Result<(), Error> {
     }
 }
 
-/// An exclusive lock on `.git/bport/lock`, held for the whole command. The file holds the owner's pid; a lock
-/// whose process is gone (a killed run) is stale and taken over, so a crash never blocks `--continue`.
+/// An exclusive lock on `.git/bport/lock`, held for the whole command: an advisory `flock` on the file, which the
+/// kernel releases when the process ends however it ends, so a killed run never leaves a stale lock and there is no
+/// takeover step that two runs could both pass. The file itself stays: deleting it would let a second run lock a
+/// new file while a first still holds the old one.
 #[derive(Debug)]
 pub struct Lock {
-    path: PathBuf,
+    _file: File,
 }
 
-impl Drop for Lock {
-    fn drop(&mut self) {
-        let _ = fs::remove_file(&self.path);
-    }
-}
-
-/// Takes the lock, or fails at once when a live bport holds it.
+/// Takes the lock, or fails at once when another bport holds it.
 pub fn lock(git_dir: &Path) -> Result<Lock, Error> {
     let dir = dir(git_dir);
     fs::create_dir_all(&dir).map_err(|source| Error::Io {
@@ -177,26 +191,75 @@ pub fn lock(git_dir: &Path) -> Result<Lock, Error> {
         source,
     })?;
     let path = dir.join("lock");
-    for _ in 0..2 {
-        match File::options().write(true).create_new(true).open(&path) {
-            Ok(mut f) => {
-                let _ = writeln!(f, "{}", std::process::id());
-                return Ok(Lock { path });
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-                let owner = fs::read_to_string(&path)
-                    .ok()
-                    .and_then(|s| s.trim().parse::<u32>().ok());
-                let alive = owner.is_some_and(|pid| Path::new(&format!("/proc/{pid}")).exists());
-                if alive {
-                    return Err(Error::Locked { path });
-                }
-                let _ = fs::remove_file(&path);
-            }
-            Err(source) => return Err(Error::Io { path, source }),
-        }
+    let mut file = File::options()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(&path)
+        .map_err(|source| Error::Io {
+            path: path.clone(),
+            source,
+        })?;
+    match file.try_lock() {
+        Ok(()) => {}
+        Err(fs::TryLockError::WouldBlock) => return Err(Error::Locked { path }),
+        Err(fs::TryLockError::Error(source)) => return Err(Error::Io { path, source }),
     }
-    Err(Error::Locked { path })
+    clear_dead_index_lock(git_dir, &dir);
+    crate::git::fault::point("lock-taken");
+    // The owner's pid, for people looking at a held lock; nothing reads it back.
+    let _ = file.set_len(0);
+    let _ = writeln!(file, "{}", std::process::id());
+    Ok(Lock { _file: file })
+}
+
+/// The marker bport keeps in its directory while libgit2 may hold `index.lock` on its behalf.
+const INDEX_NOTE: &str = "writing-index";
+
+/// Marks the span in which bport (through libgit2) may hold `.git/index.lock`; the marker goes when dropped. A run
+/// killed inside the span leaves both files, and the next bport, holding the run lock, knows the `index.lock`
+/// was left by that dead run and not by a live git (see [`lock`]).
+#[derive(Debug)]
+pub struct IndexNote {
+    path: PathBuf,
+}
+
+impl IndexNote {
+    /// Starts the span.
+    pub fn start(git_dir: &Path) -> Result<IndexNote, Error> {
+        let path = dir(git_dir).join(INDEX_NOTE);
+        File::create(&path).map_err(|source| Error::Io {
+            path: path.clone(),
+            source,
+        })?;
+        Ok(IndexNote { path })
+    }
+}
+
+impl Drop for IndexNote {
+    fn drop(&mut self) {
+        let _ = fs::remove_file(&self.path);
+    }
+}
+
+/// With the run lock held, a marker left behind means a bport died while libgit2 could hold `index.lock`; an
+/// `index.lock` no older than the marker is that run's (a git command started before it would have made the dead
+/// run's write fail), so it is removed rather than blocking every later command as git's own stale lock does.
+fn clear_dead_index_lock(git_dir: &Path, dir: &Path) {
+    let note = dir.join(INDEX_NOTE);
+    let Ok(marked) = fs::metadata(&note).and_then(|m| m.modified()) else {
+        return;
+    };
+    let index_lock = git_dir.join("index.lock");
+    if fs::metadata(&index_lock)
+        .and_then(|m| m.modified())
+        .is_ok_and(|t| t >= marked)
+    {
+        log::info!("removing {} left by a killed bport", index_lock.display());
+        let _ = fs::remove_file(&index_lock);
+    }
+    let _ = fs::remove_file(&note);
 }
 
 #[cfg(test)]
@@ -218,6 +281,8 @@ mod tests {
             phase: Phase::Stopped {
                 paths: vec!["README".into()],
             },
+            writing: None,
+            aborting: false,
         }
     }
 
@@ -254,9 +319,10 @@ mod tests {
         assert!(matches!(lock(dir.path()), Err(Error::Locked { .. })));
         drop(first);
         let second = lock(dir.path()).unwrap();
-        std::mem::forget(second);
-        // A lock left by a dead process (pid 0 never names a running bport) is stale and taken over.
-        fs::write(super::dir(dir.path()).join("lock"), "0\n").unwrap();
+        assert!(matches!(lock(dir.path()), Err(Error::Locked { .. })));
+        drop(second);
+        // Whatever a file left behind says, only a live holder of the lock counts.
+        fs::write(super::dir(dir.path()).join("lock"), "1\n").unwrap();
         lock(dir.path()).unwrap();
     }
 }

@@ -1,10 +1,12 @@
 //! `bport apply`: cherry-pick a patch list onto the current branch, with `--continue`, `--skip` and `--abort`.
 
 use super::plan_json::Format;
+pub use super::rules::applied_words;
+use super::rules::parse_rules;
 use super::{CliError, CliResult, Kind, Ui};
 use crate::backport::{
-    self, ApplyOptions, Checkpoint, Favor, Outcome, PatchList, PickOptions, Progress, Resume,
-    Rules, Step, StepResult,
+    self, ApplyOptions, Checkpoint, Favor, Outcome, PatchList, PickOptions, Progress, Resume, Step,
+    StepResult,
 };
 use crate::git;
 use std::io::Write;
@@ -20,9 +22,10 @@ use std::process::ExitCode;
 ///
 /// Example: bport list v6.1..perf-fixes > fixes.txt && bport apply -x fixes.txt
 #[derive(Debug, clap::Args)]
-#[command(group(clap::ArgGroup::new("resume").args(["cont", "skip", "abort"])))]
+#[command(group(clap::ArgGroup::new("resume").args(["cont", "skip", "abort", "quit"])))]
 pub struct ApplyArgs {
-    /// The patch list (`<sha> <subject>` lines, as `bport list` writes them); `-` or a pipe on stdin reads stdin.
+    /// The patch list (`<sha> <subject>` lines, as `bport list` writes them), or mail (an mbox, `git
+    /// format-patch` output: each mail is committed as `git am -3` commits it); `-` or a pipe on stdin reads stdin.
     #[arg(conflicts_with = "resume")]
     pub patchlist: Option<PathBuf>,
 
@@ -42,9 +45,20 @@ pub struct ApplyArgs {
     #[arg(short = 'X', long = "strategy-option", value_name = "ours|theirs")]
     pub strategy_option: Option<StrategyOption>,
 
-    /// Print the plan and predicted conflicts; touch nothing.
+    /// Print the plan and predicted conflicts, then the upstream follow-ups (Fixes:, reverts) of the listed
+    /// commits that neither the list nor the branch has; touch nothing.
     #[arg(long, conflicts_with = "resume")]
     pub dry_run: bool,
+
+    /// Add the upstream follow-ups (Fixes:, reverts, transitively) of the listed commits to the plan, each at its
+    /// upstream place.
+    #[arg(long, conflicts_with = "resume")]
+    pub with_fixes: bool,
+
+    /// Where --dry-run and --with-fixes look for follow-ups (repeatable). Default: the branches that contain the
+    /// list's last commit.
+    #[arg(long, value_name = "REF", conflicts_with = "resume")]
+    pub upstream: Vec<String>,
 
     /// Format of the --dry-run plan: text for people, or one JSON document (versioned schema: docs/backport.md).
     #[arg(long, value_enum, default_value_t = Format::Text, requires = "dry_run")]
@@ -76,9 +90,14 @@ pub struct ApplyArgs {
     #[arg(long)]
     pub skip: bool,
 
-    /// Restore branch, HEAD, index and worktree exactly as before the run.
+    /// Restore branch, HEAD, index and worktree exactly as before the run (refused when HEAD is no longer where
+    /// bport left it: that would drop the commits made since).
     #[arg(long)]
     pub abort: bool,
+
+    /// Forget the run in progress and keep branch, index and worktree as they are (as `git cherry-pick --quit`).
+    #[arg(long)]
+    pub quit: bool,
 }
 
 /// What a text that is not a patch list but mail is (`git format-patch` output, an mbox), if it is one.
@@ -138,9 +157,12 @@ pub fn run(args: ApplyArgs, ui: &Ui) -> CliResult<ExitCode> {
         Some(Resume::Skip)
     } else if args.abort {
         Some(Resume::Abort)
+    } else if args.quit {
+        Some(Resume::Quit)
     } else {
         None
     };
+    let mut follow_ups = None;
     let outcome = match how {
         Some(how) => backport::resume(&repo, how, &mut progress)?,
         None => {
@@ -159,22 +181,43 @@ pub fn run(args: ApplyArgs, ui: &Ui) -> CliResult<ExitCode> {
                 std::fs::read_to_string(&path)
                     .map_err(|e| CliError::file_context(e, format!("reading {}", path.display())))?
             };
-            if let Some(what) = mail_format(&text) {
-                return Err(CliError::user(format!(
-                    "{} is {what}, not a patch list",
-                    if path.as_os_str() == "-" {
-                        "stdin".into()
-                    } else {
-                        path.display().to_string()
-                    }
-                ))
-                .hint(
-                    "a patch list names commits, one `<sha> <subject>` line each: write it with \
-                       `bport list A..B > list.txt` in the repository that has them",
-                )
-                .hint("to apply the mails themselves, use `git am` on the file"));
-            }
-            let list = PatchList::parse(&text)?;
+            // Mail (an mbox, `git format-patch` files): each becomes a commit as `git am -3` makes it, and the
+            // series is applied as a list of those commits.
+            let list = if mail_format(&text).is_some() {
+                let head = repo
+                    .head()
+                    .ok()
+                    .and_then(|h| h.target())
+                    .ok_or(backport::Error::UnbornHead)?;
+                let mails = backport::mbox::parse(text.as_bytes())?;
+                let commits = backport::mbox::import(&repo, head, &mails)?;
+                let mut entries = Vec::with_capacity(commits.len());
+                for (m, c) in mails.iter().zip(&commits) {
+                    entries.push(backport::patchlist::Entry {
+                        line: m.index,
+                        sha: c.to_string(),
+                        subject: git::commit_subject(&m.message),
+                    });
+                }
+                PatchList { entries }
+            } else {
+                PatchList::parse(&text)?
+            };
+            let rules = parse_rules(&args.r#match)?;
+            let (list, follow) = if args.with_fixes || args.dry_run {
+                super::fixes::for_apply(
+                    &repo,
+                    list,
+                    &args.upstream,
+                    rules,
+                    args.mainline,
+                    args.with_fixes,
+                    ui,
+                )?
+            } else {
+                (list, None)
+            };
+            follow_ups = follow;
             let opts = ApplyOptions {
                 pick: PickOptions {
                     record_origin: args.record_origin,
@@ -187,12 +230,25 @@ pub fn run(args: ApplyArgs, ui: &Ui) -> CliResult<ExitCode> {
                     },
                     autoupdate: args.autoupdate,
                 },
-                rules: parse_rules(&args.r#match)?,
+                rules,
                 dry_run: args.dry_run,
             };
             backport::apply(&repo, &list, &opts, &mut progress)?
         }
     };
+    if let (Outcome::DryRun(st), Some(follow)) = (&outcome, &follow_ups) {
+        progress.bar.finish_and_clear();
+        let mut out = std::io::stdout().lock();
+        if json {
+            let mut doc = super::plan_json::dry_run(st);
+            doc["follow_ups"] = follow.json.clone();
+            writeln!(out, "{doc:#}")?;
+        } else {
+            writeln!(out, "{}", plan_summary(st))?;
+            out.write_all(follow.text.as_bytes())?;
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
     let mut outcome = outcome;
     loop {
         // Every path that returns an outcome saved the state naming its commits; what is still pending is durable.
@@ -215,27 +271,6 @@ enum Next {
     Resume(Resume),
 }
 
-fn parse_rules(kinds: &str) -> CliResult<Rules> {
-    let mut rules = Rules {
-        trailer: false,
-        subject: false,
-        patch_id: false,
-    };
-    for kind in kinds.split(',').map(str::trim).filter(|k| !k.is_empty()) {
-        match kind {
-            "trailer" => rules.trailer = true,
-            "subject" => rules.subject = true,
-            "patch-id" => rules.patch_id = true,
-            "none" => {}
-            other => {
-                return Err(CliError::user(format!("--match: unknown rule {other:?}"))
-                    .hint("use a comma-separated list of trailer, subject, patch-id (or none)"))
-            }
-        }
-    }
-    Ok(rules)
-}
-
 /// `<sha7> <subject>` of a step.
 pub fn step_title(step: &Step) -> String {
     format!("{} {}", &step.commit.to_string()[..7], step.subject)
@@ -255,14 +290,6 @@ pub fn result_words(result: &StepResult) -> String {
         StepResult::Empty => "skipped (empty)".into(),
         StepResult::SkippedByUser => "skipped (--skip)".into(),
         StepResult::Conflict { paths } => format!("conflict in {}", paths.join(", ")),
-    }
-}
-
-/// The rule of a skip and, for a subject match, what confirmed it: `subject + same files`.
-pub fn applied_words(because: &backport::AppliedBecause) -> String {
-    match because.confirmed {
-        Some(c) => format!("{} + {c}", because.rule),
-        None => because.rule.to_string(),
     }
 }
 
@@ -502,6 +529,17 @@ fn render(
                 "Aborted; {} is back at {}.",
                 st.branch.as_deref().unwrap_or("HEAD"),
                 &st.orig_head.to_string()[..7]
+            ));
+            Ok(Next::Exit(ExitCode::SUCCESS))
+        }
+        Outcome::Quit(st) => {
+            ui.status(format!(
+                "Forgot the bport apply in progress; {} stays at {}, index and worktree untouched.",
+                st.branch.as_deref().unwrap_or("HEAD"),
+                repo.head()
+                    .ok()
+                    .and_then(|h| h.target())
+                    .map_or_else(|| "?".into(), |o| o.to_string()[..7].to_owned())
             ));
             Ok(Next::Exit(ExitCode::SUCCESS))
         }

@@ -25,9 +25,9 @@ pub enum LockCommand {
     ///
     /// Counts contention from the lock:contention_begin/end tracepoints with two small BPF programs (built in
     /// bport: no clang, libbpf or BTF needed), system-wide (-a, the default), for processes (-p), threads
-    /// (--tid) or a command, until the command exits, --duration passes, or Ctrl-C. The report is perf's:
-    /// sorted by total wait, one line per call stack named by its caller (first frame outside the lock
-    /// functions), or per task (-t) or lock address (-l).
+    /// (--tid) or a command, until the command exits, --duration passes, or Ctrl-C or SIGTERM arrives. The
+    /// report is perf's: sorted by total wait, one line per call stack named by its caller (first frame outside
+    /// the lock functions), or per task (-t) or lock address (-l).
     ///
     /// Example: bport lock contention -a --duration 5 -E 10
     Contention(ContentionArgs),
@@ -338,7 +338,7 @@ fn contention(args: ContentionArgs, ui: &Ui) -> CliResult {
         system_wide: args.all_cpus,
         owner: args.lock_owner,
     };
-    let interrupted = crate::perf::record::sys::sigint_flag()?;
+    let interrupted = crate::perf::record::sys::stop_flag()?;
     let until = if !args.command.is_empty() {
         "until the command exits"
     } else if duration.is_some() {

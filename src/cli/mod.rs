@@ -12,6 +12,7 @@ mod buildid_list;
 mod completions;
 mod dump;
 pub mod error;
+mod fixes;
 mod flamegraph;
 mod list;
 mod lock;
@@ -20,6 +21,7 @@ mod probe;
 mod record;
 mod report;
 mod rerere;
+mod rules;
 mod script;
 mod status;
 pub mod ui;
@@ -71,6 +73,14 @@ pub enum Command {
     ///
     /// Example: bport list v6.1..perf-fixes > fixes.txt && bport apply -x fixes.txt
     Apply(apply::ApplyArgs),
+    /// List upstream fixes and reverts a branch lacks for what it carries.
+    ///
+    /// Reads `Fixes: <sha> ("subject")` lines and git's `This reverts commit <sha>` in the upstream range, follows
+    /// them transitively, and leaves out what the branch carries under any id. Each entry follows a `# fixes …`
+    /// line saying why; the output is ready for `bport apply`.
+    ///
+    /// Example: bport fixes --upstream origin/master > follow-ups.txt && bport apply follow-ups.txt
+    Fixes(fixes::FixesArgs),
     /// Show the bport apply run in progress: the plan, the position and the stop.
     ///
     /// Example: bport status
@@ -180,6 +190,7 @@ fn run(command: Command, ui: &Ui) -> CliResult<ExitCode> {
         Command::VerifyGuest(args) => return verify::run_guest(args),
         Command::Apply(args) => return apply::run(args, ui),
         Command::List(args) => list::run(args, ui),
+        Command::Fixes(args) => fixes::run(args, ui),
         Command::Status(args) => status::run(args, ui),
         Command::Completions(args) => completions::run_completions(args),
         Command::Man(args) => completions::run_man(args),

@@ -2,7 +2,7 @@
 
 use super::ui::Ui;
 use super::{CliError, CliResult};
-use crate::perf::probe::{self, btf::Btf, dwarf::DebugInfo, spec, tracefs};
+use crate::perf::probe::{self, btf::Btf, dwarf::DebugInfo, filter::Filter, spec, tracefs};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -57,8 +57,15 @@ pub struct ProbeArgs {
 
     /// Probe definitions: `[[GROUP:]EVENT=]FUNC[@SRC][:RELLINE|+OFFS|%return|;PATTERN] [ARG ...]` or
     /// `SRC:LINE [ARG ...]`; an ARG is `[NAME=]VAR[->MEMBER|.MEMBER]...[:TYPE]`, `$vars`, `$params`, `$retval`.
+    ///
+    /// The words form one definition, as perf reads them (`bport probe -x BIN work a b` probes `work` with `a`
+    /// and `b`); give several probes with -a each.
     #[arg(value_name = "SPEC")]
     pub specs: Vec<String>,
+
+    /// Add a probe: one SPEC per -a, as many as wanted (perf's --add).
+    #[arg(short = 'a', long = "add", value_name = "SPEC")]
+    pub add: Vec<String>,
 }
 
 pub fn run(args: ProbeArgs, ui: &Ui) -> CliResult {
@@ -106,13 +113,17 @@ pub fn run(args: ProbeArgs, ui: &Ui) -> CliResult {
         }
         return Ok(());
     }
-    if args.specs.is_empty() {
+    // perf: every -a is one definition, and the positional words together are one more.
+    let mut texts = args.add.clone();
+    if !args.specs.is_empty() {
+        texts.push(args.specs.join(" "));
+    }
+    if texts.is_empty() {
         return Err(
             CliError::user("no probe given").hint("e.g. bport probe -x ./prog 'work:4 a i acc'")
         );
     }
-    let specs = args
-        .specs
+    let specs = texts
         .iter()
         .map(|s| spec::parse(s))
         .collect::<Result<Vec<_>, _>>()
@@ -136,11 +147,28 @@ pub fn run(args: ProbeArgs, ui: &Ui) -> CliResult {
     let (plan, kind) = match &args.exec {
         Some(x) => {
             let path = absolute(x)?;
-            let di = DebugInfo::open(&path).map_err(CliError::from)?;
-            (
-                probe::plan_user(&di, &path, &specs, &taken).map_err(CliError::from)?,
-                tracefs::Kind::Uprobe,
-            )
+            // Without DWARF (or where it lacks the function) perf probes an entry, offset or return from the
+            // symbol table.
+            let (di, missing) = match DebugInfo::open(&path) {
+                Ok(di) => (Some(di), None),
+                Err(probe::Error::NoDebugInfo {
+                    path,
+                    stripped,
+                    build_id,
+                }) => (None, Some((path, stripped, build_id))),
+                Err(e) => return Err(CliError::from(e)),
+            };
+            let no_dwarf = || {
+                let (p, stripped, build_id) =
+                    missing.clone().unwrap_or((path.clone(), false, None));
+                probe::Error::NoDebugInfo {
+                    path: p,
+                    stripped,
+                    build_id,
+                }
+            };
+            let plan = probe::plan_user_or_symbols(di.as_ref(), &no_dwarf, &path, &specs, &taken);
+            (plan.map_err(CliError::from)?, tracefs::Kind::Uprobe)
         }
         None if args.vmlinux.is_some() => {
             let path = absolute(args.vmlinux.as_ref().expect("checked"))?;
@@ -232,6 +260,7 @@ fn absolute(path: &Path) -> CliResult<PathBuf> {
 }
 
 fn list(pattern: &str) -> CliResult {
+    let filter = parse_filter(&[pattern.to_string()])?;
     let fs = tracefs::Tracefs::open().map_err(CliError::from)?;
     let mut out = std::io::stdout().lock();
     for kind in [tracefs::Kind::Kprobe, tracefs::Kind::Uprobe] {
@@ -239,7 +268,7 @@ fn list(pattern: &str) -> CliResult {
         // perf lists the events sorted by name (an event's several probes stay in their order).
         lines.sort_by_key(|l| l.full_name());
         for line in lines {
-            if !matches_event(pattern, &line) {
+            if !filter.matches_event(&line.group, &line.event) {
                 continue;
             }
             writeln!(
@@ -253,35 +282,46 @@ fn list(pattern: &str) -> CliResult {
     Ok(())
 }
 
-fn matches_event(pattern: &str, line: &tracefs::ProbeLine) -> bool {
-    match pattern.split_once(':') {
-        Some((g, e)) => tracefs::glob_match(g, &line.group) && tracefs::glob_match(e, &line.event),
-        None => tracefs::glob_match(pattern, &line.event),
+/// perf's filter of `-l` and `-d` (globs with `&`, `|`, `!`, parentheses); repeated `-d` are ORed as perf does.
+fn parse_filter(patterns: &[String]) -> CliResult<Filter> {
+    let mut filters = Vec::new();
+    for p in patterns {
+        filters.push(Filter::parse(p).map_err(|source| {
+            CliError::from(probe::Error::Filter {
+                filter: p.clone(),
+                source,
+            })
+            .hint("a filter is globs joined by & (and), | (or) and ! (not), e.g. 'probe_prog:*' or 'work*&!*return'")
+        })?);
     }
+    Filter::any(filters).ok_or_else(|| CliError::user("no event given to -d"))
 }
 
+/// Deletes every event the filters match, kprobes then uprobes, each kind in name order, as perf does; an
+/// error only when nothing at all matched (perf: "does not hit any event").
 fn delete(patterns: &[String], ui: &Ui) -> CliResult {
+    let filter = parse_filter(patterns)?;
     let fs = tracefs::Tracefs::open().map_err(CliError::from)?;
-    for pattern in patterns {
-        let mut found = false;
-        for kind in [tracefs::Kind::Kprobe, tracefs::Kind::Uprobe] {
-            let mut done: Vec<String> = Vec::new();
-            for line in fs.read(kind).map_err(CliError::from)? {
-                if !matches_event(pattern, &line) || done.contains(&line.full_name()) {
-                    continue;
-                }
-                fs.delete(kind, &line.group, &line.event).map_err(|e| {
-                    CliError::from(e).hint("an event that a recording still uses can't be deleted; stop the recording first")
-                })?;
-                ui.status(format!("Removed event: {}", line.full_name()));
-                done.push(line.full_name());
-                found = true;
-            }
+    let mut found = false;
+    for kind in [tracefs::Kind::Kprobe, tracefs::Kind::Uprobe] {
+        let mut names: Vec<(String, String)> = (fs.read(kind).map_err(CliError::from)?)
+            .into_iter()
+            .filter(|l| filter.matches_event(&l.group, &l.event))
+            .map(|l| (l.group, l.event))
+            .collect();
+        names.sort_by_key(|(g, e)| format!("{g}:{e}"));
+        names.dedup();
+        for (group, event) in names {
+            fs.delete(kind, &group, &event).map_err(|e| {
+                CliError::from(e).hint("an event that a recording still uses can't be deleted; stop the recording first")
+            })?;
+            ui.status(format!("Removed event: {group}:{event}"));
+            found = true;
         }
-        if !found {
-            return Err(CliError::from(probe::Error::NoMatch(pattern.clone()))
-                .hint("list the events with `bport probe -l`"));
-        }
+    }
+    if !found {
+        return Err(CliError::from(probe::Error::NoMatch(patterns.join(" | ")))
+            .hint("list the events with `bport probe -l`"));
     }
     Ok(())
 }

@@ -84,6 +84,39 @@ fn open_repo() -> CliResult<git2::Repository> {
     })
 }
 
+/// A cache directory named on the command line: the path the user gave is theirs to follow (resolved once here),
+/// everything inside it is treated as shared content.
+fn untrusted_at(dir: std::path::PathBuf) -> rerere::RrCache {
+    rerere::RrCache::untrusted(std::fs::canonicalize(&dir).unwrap_or(dir))
+}
+
+/// Where a replayed resolution came from: the postimage file (relative to the work tree when inside it) and, for
+/// the shared cache, the commit that added it.
+fn provenance(
+    source: rerere::Source,
+    from: &std::path::Path,
+    added_by: Option<git2::Oid>,
+) -> String {
+    let shown = std::env::current_dir()
+        .ok()
+        .and_then(|cwd| git2::Repository::discover(cwd).ok())
+        .and_then(|r| r.workdir().map(std::path::Path::to_path_buf))
+        .and_then(|w| from.strip_prefix(w).ok().map(std::path::Path::to_path_buf))
+        .unwrap_or_else(|| from.to_path_buf());
+    match (source, added_by) {
+        (rerere::Source::Local, _) => format!("{} (this clone's own cache)", shown.display()),
+        (rerere::Source::Shared, Some(c)) => format!(
+            "{} (shared cache, added by commit {})",
+            shown.display(),
+            &c.to_string()[..12]
+        ),
+        (rerere::Source::Shared, None) => format!(
+            "{} (shared cache, not committed as it is: someone's uncommitted or modified file)",
+            shown.display()
+        ),
+    }
+}
+
 /// Prints rerere's per-path messages in git's words (stderr).
 pub(super) fn report(ui: &Ui, outcome: &RerereOutcome) {
     for w in &outcome.warnings {
@@ -96,12 +129,30 @@ pub(super) fn report(ui: &Ui, outcome: &RerereOutcome) {
                 "Recorded resolution for '{}' did not apply; the file stays conflicted (recorded preimage)",
                 p.path
             )),
-            PathAction::Resolved { staged, reused, .. } => {
+            PathAction::Resolved {
+                staged,
+                reused,
+                source,
+                from,
+                added_by,
+                outside_hunks,
+                ..
+            } => {
                 if *staged {
                     ui.status(format!("Staged '{}' using previous resolution.", p.path));
-                    ui.status(reused.trim_end());
                 } else {
                     ui.status(format!("Resolved '{}' using previous resolution.", p.path));
+                }
+                ui.status(format!("  from {}", provenance(*source, from, *added_by)));
+                if *outside_hunks {
+                    ui.warn(format!(
+                        "the shared resolution of '{}' changes lines outside the conflict; it is not staged: \
+                         review it (git diff -- '{}') before you stage it",
+                        p.path, p.path
+                    ));
+                }
+                if *staged || *outside_hunks || *source == rerere::Source::Shared {
+                    ui.status(reused.trim_end());
                 }
             }
             PathAction::RecordedPostimage => {
@@ -133,11 +184,13 @@ pub fn run(args: RerereArgs, ui: &Ui) -> CliResult<ExitCode> {
     let mut out = std::io::stdout().lock();
     use std::io::Write;
     match args.command {
+        // As `git rerere` with `rerere.enabled=false`: nothing recorded, nothing replayed.
+        None if !rr.enabled => {}
         None => {
             let outcome = rerere::rerere(
                 &rr,
                 &RerereOptions {
-                    autoupdate: args.autoupdate,
+                    autoupdate: args.autoupdate || rr.autoupdate,
                 },
             )?;
             report(ui, &outcome);
@@ -177,12 +230,12 @@ pub fn run(args: RerereArgs, ui: &Ui) -> CliResult<ExitCode> {
             ));
         }
         Some(RerereCommand::Export { to }) => {
-            let dest = to.map_or_else(|| rr.shared.clone(), rerere::RrCache::new);
+            let dest = to.map_or_else(|| rr.shared.clone(), untrusted_at);
             let outcome = share::export(&rr.local, &dest)?;
             report_copy(ui, &outcome, "Exported", dest.dir());
         }
         Some(RerereCommand::Import { from }) => {
-            let src = from.map_or_else(|| rr.shared.clone(), rerere::RrCache::new);
+            let src = from.map_or_else(|| rr.shared.clone(), untrusted_at);
             let outcome = share::copy_resolutions(&src, &rr.local)?;
             report_copy(ui, &outcome, "Imported", rr.local.dir());
         }

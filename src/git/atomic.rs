@@ -21,7 +21,16 @@ pub fn write_atomic(path: &Path, content: &[u8]) -> io::Result<()> {
         .unwrap_or_default();
     let tmp = dir.join(format!(".{name}.tmp{}", std::process::id()));
     let written = (|| {
-        let mut f = File::create(&tmp)?;
+        // Never through whatever sits at the temp name (a leftover, or a link planted in a shared directory):
+        // an exclusive create does not follow links, and a leftover is removed (the link itself, not its target).
+        let create = || File::options().write(true).create_new(true).open(&tmp);
+        let mut f = match create() {
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                fs::remove_file(&tmp)?;
+                create()?
+            }
+            other => other?,
+        };
         f.write_all(content)?;
         f.sync_all()?;
         fs::rename(&tmp, path)

@@ -6,6 +6,7 @@
 //! reimplemented here against git's behaviour and tested against the real `git` in `tests/it/`.
 
 mod atomic;
+pub mod fault;
 mod pack_write;
 mod patch_id;
 mod repo;
@@ -21,7 +22,8 @@ pub use patch_id::{
 };
 pub use repo::{
     abbrev_len, check_clean, check_no_operation, commit_subject, committer, discover, editor,
-    read_objects_as_git_does, short_id, untracked_in_the_way, worktree_change_ignored, Operation,
+    index_fingerprint, index_fingerprint_of, read_objects_as_git_does, short_id,
+    untracked_in_the_way, worktree_change_ignored, Operation,
 };
 pub use trailers::{normalize_subject, origins, Origin, OriginForm};
 pub use tree_build::{commit_bytes, object_id, TreeEdit, TreeStore};

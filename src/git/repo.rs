@@ -320,6 +320,33 @@ pub fn short_id(repo: &Repository, oid: git2::Oid, min_len: usize) -> Result<Str
     Ok(hex[..len].to_owned())
 }
 
+/// What the index says, for noticing that someone else wrote it: SHA-1 over each entry's path, stage, mode and
+/// blob id (stat data left out, so a `git status` that only refreshes stat information does not count as a
+/// change). `None` when the worktree has no index file yet.
+pub fn index_fingerprint(repo: &Repository) -> Result<Option<[u8; 20]>, Error> {
+    let path = repo.path().join("index");
+    if !path.exists() {
+        return Ok(None);
+    }
+    index_fingerprint_of(&path).map(Some)
+}
+
+/// [`index_fingerprint`] of an index file anywhere.
+pub fn index_fingerprint_of(path: &Path) -> Result<[u8; 20], Error> {
+    use sha1::{Digest, Sha1};
+    // A fresh read of the file: the repository's cached index may predate another process's write.
+    let index = git2::Index::open(path).context_git(|| format!("reading {}", path.display()))?;
+    let mut h = Sha1::new();
+    for e in index.iter() {
+        h.update(&e.path);
+        h.update([0]);
+        h.update(((e.flags >> 12) & 3).to_be_bytes());
+        h.update(e.mode.to_be_bytes());
+        h.update(e.id.as_bytes());
+    }
+    Ok(h.finalize().into())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

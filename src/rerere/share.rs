@@ -65,9 +65,16 @@ pub const ATTRIBUTES: &str = "* -text\n";
 
 /// `export`: copies resolutions into `to` and makes sure `to/.gitattributes` keeps them byte-exact in git.
 pub fn export(from: &RrCache, to: &RrCache) -> Result<CopyOutcome, Error> {
+    if let Some(w) = to.refused_link(to.dir()) {
+        return Err(Error::BadCacheEntry {
+            path: w.path,
+            reason: w.reason,
+        });
+    }
     let out = copy_resolutions(from, to)?;
     let attrs = to.dir().join(".gitattributes");
-    if !attrs.exists() && to.dir().is_dir() {
+    let dir_is_real = std::fs::symlink_metadata(to.dir()).is_ok_and(|m| m.is_dir());
+    if std::fs::symlink_metadata(&attrs).is_err() && dir_is_real {
         super::cache::write_atomic(&attrs, ATTRIBUTES.as_bytes())?;
     }
     Ok(out)

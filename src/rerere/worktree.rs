@@ -54,6 +54,11 @@ pub struct Rerere<'r> {
     pub shared: RrCache,
     /// `merge.conflictStyle`, used for replay merges as git does.
     pub style: Style,
+    /// `rerere.enabled` is not `false`: a run records and replays (bport's default is on; git's `false` turns it
+    /// off for bport as for git).
+    pub enabled: bool,
+    /// `rerere.autoupdate`: stage what a replay resolved (git's sequencer still stops for the user).
+    pub autoupdate: bool,
 }
 
 impl<'r> Rerere<'r> {
@@ -79,10 +84,38 @@ impl<'r> Rerere<'r> {
         Ok(Rerere {
             repo,
             local: RrCache::new(repo.commondir().join("rr-cache")),
-            shared: RrCache::new(shared),
+            shared: if shared.starts_with(&workdir) {
+                RrCache::untrusted_within(shared, &workdir)
+            } else {
+                RrCache::untrusted(shared)
+            },
             workdir,
             style,
+            enabled: config.get_bool("rerere.enabled").unwrap_or(true),
+            autoupdate: config.get_bool("rerere.autoupdate").unwrap_or(false),
         })
+    }
+
+    /// The commit on HEAD's first-parent history that added `file` (a path in the work tree) with the content it
+    /// has now: where a shared resolution came from. `None` when the file is outside the work tree, not
+    /// committed, or changed since its last commit.
+    pub fn committed_by(&self, file: &Path) -> Option<Oid> {
+        let rel = file.strip_prefix(&self.workdir).ok()?;
+        let head = self.repo.head().ok()?.peel_to_commit().ok()?;
+        let entry_at = |c: &git2::Commit<'_>| c.tree().ok()?.get_path(rel).ok().map(|e| e.id());
+        let blob = entry_at(&head)?;
+        if Oid::hash_file(git2::ObjectType::Blob, file).ok()? != blob {
+            return None;
+        }
+        let mut at = head;
+        // Bounded: a history deeper than this names the oldest commit looked at, which still has the file.
+        for _ in 0..100_000 {
+            match at.parent(0) {
+                Ok(p) if entry_at(&p) == Some(blob) => at = p,
+                _ => break,
+            }
+        }
+        Some(at.id())
     }
 
     /// The repository.

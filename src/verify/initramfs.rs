@@ -387,14 +387,7 @@ mod tests {
             .arg("--version")
             .output()
             .is_ok();
-        if !have_cpio {
-            // Same policy as tests/it/support/oracle.rs: loud skip locally, failure under CI.
-            assert!(
-                std::env::var("CI").is_err_and(|_| true)
-                    || std::env::var("CI").is_ok_and(|v| v != "true"),
-                "cpio is required under CI (apt-get install cpio); fix .ci/run"
-            );
-            eprintln!("SKIPPED (cpio not found; apt-get install cpio)");
+        if !crate::test_require::require(have_cpio, "cpio not found", "apt-get install cpio") {
             return;
         }
         let mut fs = Initramfs::new();

@@ -227,9 +227,10 @@ fn apply_onto_says_how_to_pick_onto_another_branch() {
     assert_eq!(t.snapshot(), before);
 }
 
-/// A `git format-patch` file or an mbox given as the list is named for what it is, with what to do instead.
+/// A `git format-patch` file or an mbox is read as mail (tests/it/mail.rs); one without a patch is named as such,
+/// whichever form it has, and nothing is touched.
 #[test]
-fn a_mail_file_given_as_the_list_gets_a_hint() {
+fn a_mail_file_without_a_patch_is_named() {
     let t = scenario::foo_bar().repo();
     let before = t.snapshot();
     let sha = t.oid("bar").to_string();
@@ -239,25 +240,22 @@ fn a_mail_file_given_as_the_list_gets_a_hint() {
                 "From {sha} Mon Sep 17 00:00:00 2001\nFrom: A U Thor <a@example.com>\nDate: Thu, 1 Jan 2026 00:00:00 +0000\n\
                  Subject: [PATCH] more bar description\n\n---\n README | 1 +\n"
             ),
-            "`git format-patch` output (mails)",
+            "more bar description",
         ),
         (
             "From someone@example.com Thu Jan  1 00:00:00 2026\nFrom: someone@example.com\nSubject: Re: a fix\n\nbody\n"
                 .to_owned(),
-            "an mbox (mails)",
+            "a fix",
         ),
     ];
-    for (text, what) in cases {
+    for (text, subject) in cases {
         let (_dir, path) = scenario::list_file(&text);
         let out = bport::run(t.path(), &["apply", path.to_str().unwrap()]);
         assert_eq!(
             out.transcript(),
             format!(
-                "------- stderr -------\nerror: {} is {what}, not a patch list\n\
-                 hint: a patch list names commits, one `<sha> <subject>` line each: write it with \
-                 `bport list A..B > list.txt` in the repository that has them\n\
-                 hint: to apply the mails themselves, use `git am` on the file\n[exit status: 2]\n",
-                path.display()
+                "------- stderr -------\nerror: mail 1 ({subject:?}): no patch (`diff --git`) in the mail\n\
+                 hint: fix or drop that mail (git am would stop there too); nothing was applied\n[exit status: 2]\n",
             )
         );
     }

@@ -12,14 +12,7 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use crate::support::bport::{bport, run};
-use crate::support::oracle;
-
-fn is_root() -> bool {
-    std::fs::read_to_string("/proc/self/status").is_ok_and(|s| {
-        s.lines()
-            .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(2) == Some("0"))
-    })
-}
+use crate::support::{oracle, require};
 
 /// The lock tests run one at a time: each one's workload is contention the others (system-wide) would count.
 static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
@@ -30,18 +23,13 @@ fn serial() -> std::sync::MutexGuard<'static, ()> {
 
 /// Root, cc and a kernel with the contention tracepoints; a loud skip (a failure under CI) otherwise.
 fn ready() -> bool {
-    let ci = std::env::var("CI").is_ok_and(|v| v == "true" || v == "1");
-    if !is_root() {
-        assert!(!ci, "lock tests need root (BPF, tracepoints) under CI");
-        eprintln!("SKIPPED (lock contention needs root)");
-        return false;
-    }
-    if !Path::new("/sys/kernel/tracing/events/lock/contention_begin").exists() {
-        assert!(!ci, "this kernel has no lock:contention_begin tracepoint");
-        eprintln!("SKIPPED (no lock:contention_begin tracepoint: Linux 5.19+)");
-        return false;
-    }
-    oracle::require("cc", "apt-get install gcc libc6-dev")
+    require::require_root("lock contention (BPF, tracepoints)")
+        && require::require(
+            Path::new("/sys/kernel/tracing/events/lock/contention_begin").exists(),
+            "no lock:contention_begin tracepoint",
+            "Linux 5.19+",
+        )
+        && oracle::require("cc", "apt-get install gcc libc6-dev")
 }
 
 /// Builds the contention workload (tests/it/lock_contend.c) into `dir`.
@@ -499,7 +487,7 @@ fn lock_contention_rejects_bad_input_with_clear_errors() {
     }
 
     // BPF refused: the same binary without capabilities (setpriv drops them all, even for root).
-    if is_root() && oracle::require("setpriv", "apt-get install util-linux") {
+    if require::is_root() && oracle::require("setpriv", "apt-get install util-linux") {
         let out = Command::new("setpriv")
             .args(["--inh-caps=-all", "--bounding-set=-all", "--"])
             .arg(env!("CARGO_BIN_EXE_bport"))
@@ -648,6 +636,8 @@ fn assert_same_reports(dir: &Path, file: &Path) {
         &["-k", "contended"],
         &["-k", "wait_max", "-E", "5"],
         &["-E", "3"],
+        // perf adds the sort key's `min wait` column when it is not shown already.
+        &["-t", "-k", "wait_min"],
     ] {
         let theirs = perf_report(dir, file, opts);
         let file_arg = file.to_str().unwrap();
@@ -1267,4 +1257,108 @@ fn field_separated_output_has_the_human_reports_fields() {
             assert_eq!(rebuilt, human_fields, "{opts:?}\n{human}\n{sep}");
         }
     }
+}
+
+/// Sends `signal` (a name for kill(1), `TERM`) to `pid`.
+fn send(signal: &str, pid: u32) {
+    let sent = Command::new("kill")
+        .args([&format!("-{signal}"), &pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(sent.success(), "kill -{signal} {pid}");
+}
+
+/// Waits (up to a minute: a condition, not a timing guess) until `path` exists.
+fn wait_for(path: &Path, what: &str) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while !path.exists() {
+        assert!(std::time::Instant::now() < deadline, "{what} never started");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Whether perf's recorder (`perf lock record`, whose handlers `perf lock contention` shares: SIGINT, SIGTERM,
+/// SIGCHLD) ends with a finished file on `signal`: perf creates its output only after installing them.
+fn perf_finishes_on(dir: &Path, signal: &str) -> bool {
+    let file = dir.join(format!("perf-{signal}.data"));
+    let mut child = Command::new("perf")
+        .args(["lock", "record", "-a", "-o"])
+        .arg(&file)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn perf");
+    wait_for(&file, "perf lock record");
+    send(signal, child.id());
+    child.wait().unwrap();
+    Command::new("perf")
+        .args(["report", "--stdio", "-i"])
+        .arg(&file)
+        .output()
+        .unwrap()
+        .status
+        .success()
+}
+
+#[test]
+fn terminating_signals_end_the_run_with_the_report_where_perf_handles_them() {
+    use std::os::unix::process::ExitStatusExt;
+    let _serial = serial();
+    if !ready() || !oracle::require("perf", "apt-get install linux-perf") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let exe = workload(dir.path());
+    let w = Running::start(&exe, "mmap");
+    let header = " contended   total wait     max wait     avg wait         type   caller";
+    for signal in ["TERM", "INT", "HUP"] {
+        let handled = perf_finishes_on(dir.path(), signal);
+
+        // `timeout 5 bport lock contention -a` sends SIGTERM: the report is printed, the exit is 0.
+        let live = Live::start(dir.path(), &["-a", "-E", "3"]);
+        let pid = live.child.id();
+        std::thread::sleep(Duration::from_millis(500));
+        send(signal, pid);
+        let out = live.child.wait_with_output().unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        if handled {
+            assert_eq!(out.status.code(), Some(0), "SIG{signal}: {stdout}");
+            assert_eq!(stdout.lines().next(), Some(header), "SIG{signal}");
+            assert!(!rows(&stdout).is_empty(), "SIG{signal}: {stdout}");
+        } else {
+            // perf keeps the default action of a signal it does not handle; so does bport.
+            assert!(
+                out.status.signal().is_some(),
+                "SIG{signal}: {:?}",
+                out.status
+            );
+            assert!(stdout.is_empty(), "SIG{signal}: {stdout}");
+        }
+
+        // `bport record` likewise finishes its file on the signals perf record handles.
+        let file = dir.path().join(format!("bport-{signal}.data"));
+        let mut rec = bport(dir.path())
+            .args(["record", "-a", "-e", "lock:contention_begin", "-o"])
+            .arg(&file)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn bport record");
+        let partial = dir
+            .path()
+            .join(format!(".bport-{signal}.data.bport-partial-{}", rec.id()));
+        wait_for(&partial, "bport record");
+        send(signal, rec.id());
+        rec.wait().unwrap();
+        let read = Command::new("perf")
+            .args(["report", "--stdio", "-i"])
+            .arg(&file)
+            .output()
+            .unwrap();
+        assert_eq!(read.status.success(), handled, "bport record, SIG{signal}");
+    }
+    // The oracle itself: perf handles SIGTERM and SIGINT, not SIGHUP (so the comparison above covers both kinds).
+    assert!(perf_finishes_on(dir.path(), "TERM"));
+    assert!(!perf_finishes_on(dir.path(), "HUP"));
+    drop(w);
 }

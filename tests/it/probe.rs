@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Mutex;
 
-use crate::support::{bport, oracle};
+use crate::support::{bport, oracle, require};
 
 static LOCK: Mutex<()> = Mutex::new(());
 const SOURCE: &str = include_str!("../fixtures/probe/probe.c");
@@ -17,14 +17,12 @@ const UPROBE_EVENTS: &str = "/sys/kernel/tracing/uprobe_events";
 
 /// Whether uprobes, gcc and perf are here; a loud skip otherwise (a failure under CI).
 fn ready() -> bool {
-    if !Path::new(UPROBE_EVENTS).exists() {
-        if std::env::var("CI").is_ok_and(|v| v == "true" || v == "1") {
-            panic!("{UPROBE_EVENTS} is required under CI (root and a kernel with CONFIG_UPROBE_EVENTS)");
-        }
-        eprintln!("SKIPPED (no {UPROBE_EVENTS}: needs root and CONFIG_UPROBE_EVENTS)");
-        return false;
-    }
-    oracle::require("gcc", "apt-get install gcc") && oracle::has_perf()
+    require::require(
+        Path::new(UPROBE_EVENTS).exists(),
+        &format!("no {UPROBE_EVENTS}"),
+        "needs root and a kernel with CONFIG_UPROBE_EVENTS",
+    ) && oracle::require("gcc", "apt-get install gcc")
+        && oracle::has_perf()
 }
 
 /// The program built as `dir/name` with `flags`.
@@ -370,7 +368,7 @@ fn recorded_values_equal_the_programs_own() {
             "work%return $retval".to_string(),
         ];
         let mut args = vec!["-x", x];
-        args.extend(specs.iter().map(String::as_str));
+        args.extend(specs.iter().flat_map(|s| ["-a", s.as_str()]));
         let out = probe(dir.path(), &args);
         assert_eq!(out.code, Some(0), "{}", out.transcript());
         assert!(defined(&group).len() >= 4, "{:?}", defined(&group));
@@ -493,7 +491,9 @@ fn list_and_delete_including_leftovers() {
         &[
             "-x",
             x,
+            "-a",
             &format!("work:{} a i acc", rel_line("/* LOOP */")),
+            "-a",
             "show name:string",
         ],
     );
@@ -571,16 +571,17 @@ fn bad_input_is_a_clear_error_and_leaves_nothing() {
             "error: variable `nosuch` is not in scope at show (0x".into(),
         ),
         (
-            vec!["-x", nodebug.to_str().unwrap(), "work"],
-            format!(
-                "error: {} has no debug information (.debug_info)\nhint: install the debug symbols: the -dbgsym package on Debian/Ubuntu (apt install PACKAGE-dbgsym), -debuginfo on Fedora/RHEL (dnf debuginfo-install PACKAGE), or rebuild with -g\nhint: bport looked for /usr/lib/debug/.build-id/",
-                nodebug.display()
-            ),
+            vec!["-x", nodebug.to_str().unwrap(), "work a"],
+                format!("error: `work a` needs the variable `a`, which only debug information gives\n  caused by: {} has no debug information (.debug_info)\nhint: install the debug symbols: the -dbgsym package on Debian/Ubuntu (apt install PACKAGE-dbgsym), -debuginfo on Fedora/RHEL (dnf debuginfo-install PACKAGE), or rebuild with -g\nhint: bport looked for /usr/lib/debug/.build-id/", nodebug.display()),
+        ),
+        (
+            vec!["-x", stripped.to_str().unwrap(), "work a"],
+            format!("error: `work a` needs the variable `a`, which only debug information gives\n  caused by: {} has no debug information (.debug_info) and no symbol table: it is stripped\nhint: the binary was stripped; probe the unstripped build, or install its debug file\n", stripped.display()),
         ),
         (
             vec!["-x", stripped.to_str().unwrap(), "work"],
             format!(
-                "error: {} has no debug information (.debug_info) and no symbol table: it is stripped\nhint: the binary was stripped; probe the unstripped build, or install its debug file\n",
+                "error: function `work` is not in the symbol table of {} (it has no debug information)\n",
                 stripped.display()
             ),
         ),
@@ -614,7 +615,14 @@ fn bad_input_is_a_clear_error_and_leaves_nothing() {
     // The kernel refuses the second of two events: the first is removed again.
     let half = probe(
         dir.path(),
-        &["-x", x, "first=main", "second=show +0(%nosuchreg)"],
+        &[
+            "-x",
+            x,
+            "-a",
+            "first=main",
+            "-a",
+            "second=show +0(%nosuchreg)",
+        ],
     );
     assert_eq!(half.code, Some(2), "{}", half.transcript());
     assert!(
@@ -653,16 +661,19 @@ fn bad_input_is_a_clear_error_and_leaves_nothing() {
 #[test]
 fn kernel_arguments_from_btf() {
     let _l = LOCK.lock().unwrap_or_else(|e| e.into_inner());
-    if !Path::new("/sys/kernel/btf/vmlinux").exists() {
-        eprintln!("SKIPPED (no /sys/kernel/btf/vmlinux)");
-        return;
-    }
+    skip_unless!(require::require(
+        Path::new("/sys/kernel/btf/vmlinux").exists(),
+        "no /sys/kernel/btf/vmlinux",
+        "a kernel with CONFIG_DEBUG_INFO_BTF"
+    ));
     let dir = tempfile::tempdir().unwrap();
     let out = probe(
         dir.path(),
         &[
             "-n",
+            "-a",
             "vfs_read count buf:string ino=file->f_inode->i_ino",
+            "-a",
             "vfs_read%return $retval",
         ],
     );
@@ -713,8 +724,11 @@ fn vmlinux_dwarf_gives_function_offsets() {
             "-n",
             "-k",
             k,
+            "-a",
             &format!("work:{loop_line} a i acc"),
+            "-a",
             "show x=p->next->x name:string",
+            "-a",
             "counter=work counter",
         ],
     );
@@ -728,7 +742,9 @@ fn vmlinux_dwarf_gives_function_offsets() {
             "-n",
             "-x",
             k,
+            "-a",
             &format!("work:{loop_line} a i acc"),
+            "-a",
             "show x=p->next->x name:string",
         ],
     );
@@ -804,7 +820,9 @@ fn record_takes_a_glob_of_probe_events() {
         &[
             "-x",
             exe.to_str().unwrap(),
+            "-a",
             &format!("work:{loop_line} a i acc"),
+            "-a",
             "show x=p->next->x label=p->label:string",
         ],
     );
@@ -929,4 +947,361 @@ fn cxx_specification_and_inlined_copies_as_perf_finds_them() {
         let perfs = oracle::perf_ok(dir.path(), &["probe", "-x", x, q[0], q[1]]);
         assert_eq!(ours.stdout, perfs, "{q:?}\n{}", ours.transcript());
     }
+}
+
+/// The events of `group` now defined, `GROUP:EVENT` each, sorted.
+fn events_of(group: &str) -> Vec<String> {
+    let mut names: Vec<String> = defined(group)
+        .iter()
+        .filter_map(|l| {
+            l.split_whitespace()
+                .next()?
+                .get(2..)
+                .map(|n| n.replacen('/', ":", 1))
+        })
+        .collect();
+    names.sort();
+    names.dedup();
+    names
+}
+
+/// The `Removed event: ...` lines of a run, wherever they were printed.
+fn removed(stdout: &str, stderr: &str) -> Vec<String> {
+    stdout
+        .lines()
+        .chain(stderr.lines())
+        .filter(|l| l.starts_with("Removed event: "))
+        .map(String::from)
+        .collect()
+}
+
+#[test]
+fn delete_takes_perfs_filters() {
+    let _l = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    if !ready() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let exe = build(dir.path(), "pdel", &["-g", "-O0"]);
+    let x = exe.to_str().unwrap();
+    let _g = Group("probe_pdel".into());
+    let _h = Group("probe_pdel2".into());
+    let define = || {
+        let out = probe(
+            dir.path(),
+            &[
+                "-x",
+                x,
+                "-a",
+                "pdwork=work",
+                "-a",
+                "pdwork_ret=work%return",
+                "-a",
+                "pdshow=show",
+                "-a",
+                "probe_pdel2:pdmain=main",
+            ],
+        );
+        assert_eq!(out.code, Some(0), "{}", out.transcript());
+        let mut all = events_of("probe_pdel");
+        all.extend(events_of("probe_pdel2"));
+        assert_eq!(all.len(), 4, "{all:?}");
+    };
+    let left = || {
+        let mut all = events_of("probe_pdel");
+        all.extend(events_of("probe_pdel2"));
+        all
+    };
+    let cases: &[&[&str]] = &[
+        // The form scripts use: a glob over GROUP:EVENT as one string.
+        &["probe_pdel*"],
+        &["probe_pdel:*"],
+        &["probe_pdel*pdwork"],
+        &["pdw*"],
+        &["pdwork|nothere"],
+        &["pdw* & !*ret"],
+        &["(pdmain | pds*) & !probe_pdel2:*"],
+        &["nothere", "pdshow"],
+    ];
+    for filters in cases {
+        let args: Vec<&str> = filters.iter().flat_map(|f| ["-d", f]).collect();
+        define();
+        let perf = oracle::perf(dir.path())
+            .arg("probe")
+            .args(&args)
+            .output()
+            .unwrap();
+        assert!(perf.status.success(), "perf probe {args:?}: {perf:?}");
+        let perf_left = left();
+        let perf_removed = removed(
+            &String::from_utf8_lossy(&perf.stdout),
+            &String::from_utf8_lossy(&perf.stderr),
+        );
+        // Put back what perf deleted, then let bport delete.
+        for g in ["probe_pdel:*", "probe_pdel2:*"] {
+            let _ = probe(dir.path(), &["-q", "-d", g]);
+        }
+        define();
+        let ours = probe(dir.path(), &args);
+        assert_eq!(ours.code, Some(0), "{args:?}: {}", ours.transcript());
+        assert_eq!(left(), perf_left, "{args:?}");
+        assert_eq!(
+            removed(&ours.stdout, &ours.stderr),
+            perf_removed,
+            "{args:?}"
+        );
+        assert!(!perf_removed.is_empty(), "{args:?}");
+        for g in ["probe_pdel:*", "probe_pdel2:*"] {
+            let _ = probe(dir.path(), &["-q", "-d", g]);
+        }
+    }
+    // Nothing matched: perf fails ("does not hit any event"), and so does bport; a malformed filter is refused.
+    let perf = oracle::perf(dir.path())
+        .args(["probe", "-d", "probe_pdel_none*"])
+        .output()
+        .unwrap();
+    assert!(!perf.status.success());
+    let ours = probe(dir.path(), &["-d", "probe_pdel_none*"]);
+    assert_eq!(ours.code, Some(2), "{}", ours.transcript());
+    let bad = probe(dir.path(), &["-d", "work|"]);
+    assert_eq!(bad.code, Some(2), "{}", bad.transcript());
+    assert!(
+        bad.stderr.contains("bad event filter `work|`"),
+        "{}",
+        bad.transcript()
+    );
+}
+
+/// `perf probe -v -n` definitions ("Writing event" lines) and bport's `-n` lines for one spec, HOME = `dir`.
+fn both_dry_runs(dir: &Path, exe: &Path, spec: &str) -> (Vec<String>, bport::CommandOutput) {
+    let ours = probe(dir, &["-n", "-x", exe.to_str().unwrap(), spec]);
+    (perf_dry_run(dir, exe, spec), ours)
+}
+
+#[test]
+fn probes_from_the_symbol_table_without_debug_information() {
+    let _l = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    if !ready() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    // No -g: only the symbol table names the functions.
+    let nodbg = build(d, "nodbg", &["-O0"]);
+    // Two static functions `foo` (one event, two probes) in two units, and a stripped copy whose unstripped
+    // original is in the build-id cache (where perf, and bport, find its symbols).
+    std::fs::write(
+        d.join("a.c"),
+        "static int __attribute__((noinline)) foo(int x) { return x + 1; }\nint fa(int x) { return foo(x); }\n",
+    )
+    .unwrap();
+    std::fs::write(
+        d.join("b.c"),
+        "static int __attribute__((noinline)) foo(int x) { return x * 3; }\nint fb(int x) { return foo(x); }\n\
+         int fa(int);\nint main(void) { return fa(1) + fb(2); }\n",
+    )
+    .unwrap();
+    let dup = d.join("dup");
+    let out = Command::new("gcc")
+        .args(["-O1", "-Wl,--build-id", "-o"])
+        .arg(&dup)
+        .arg(d.join("a.c"))
+        .arg(d.join("b.c"))
+        .output()
+        .unwrap();
+    oracle::assert_success(&out, "gcc dup");
+    let stripped = d.join("dup_stripped");
+    let out = Command::new("strip")
+        .arg("-o")
+        .arg(&stripped)
+        .arg(&dup)
+        .output()
+        .unwrap();
+    oracle::assert_success(&out, "strip");
+    oracle::perf_ok(d, &["buildid-cache", "-a", dup.to_str().unwrap()]);
+
+    let cases: &[(&Path, &str)] = &[
+        (&nodbg, "work"),
+        (&nodbg, "work%return $retval"),
+        (&nodbg, "work+4"),
+        (&nodbg, "work %di"),
+        (&nodbg, "work a=%di:s32 b=%si:s32"),
+        (&nodbg, "show"),
+        (&dup, "foo"),
+        (&dup, "fa"),
+        (&stripped, "fa"),
+        (&stripped, "foo"),
+    ];
+    for (exe, spec) in cases {
+        let (perf, ours) = both_dry_runs(d, exe, spec);
+        assert!(!perf.is_empty(), "perf places {spec} on {}", exe.display());
+        assert_eq!(ours.code, Some(0), "{spec}: {}", ours.transcript());
+        assert_eq!(
+            ours.stdout.lines().collect::<Vec<_>>(),
+            perf,
+            "{spec} on {}",
+            exe.display()
+        );
+    }
+    // A variable needs DWARF: perf fails, bport says why.
+    let (perf, ours) = both_dry_runs(d, &nodbg, "work a");
+    assert!(perf.is_empty(), "{perf:?}");
+    assert_eq!(ours.code, Some(2), "{}", ours.transcript());
+    assert!(
+        ours.stderr
+            .contains("`work a` needs the variable `a`, which only debug information gives"),
+        "{}",
+        ours.transcript()
+    );
+    let missing = probe(d, &["-n", "-x", nodbg.to_str().unwrap(), "nothere"]);
+    assert_eq!(missing.code, Some(2), "{}", missing.transcript());
+    assert!(
+        missing.stderr.contains("not in the symbol table"),
+        "{}",
+        missing.transcript()
+    );
+
+    // The definition is one the kernel takes, and the recorded argument is the program's own value.
+    let _g = Group("probe_nodbg".into());
+    let out = probe(
+        d,
+        &[
+            "-x",
+            nodbg.to_str().unwrap(),
+            "-a",
+            "work a=%di:s32 b=%si:s32",
+            "-a",
+            "work%return ret=$retval:s32",
+        ],
+    );
+    assert_eq!(out.code, Some(0), "{}", out.transcript());
+    let (data, stdout) = bport_record(
+        d,
+        &nodbg,
+        &["probe_nodbg:work".into(), "probe_nodbg:work__return".into()],
+    );
+    let samples = script_samples(&bport_script(d, &data), "probe_nodbg");
+    // main calls work(n, 2) with n = 3; the program prints `loop a=3 ...` and `return R`.
+    let a = truth(&stdout, "loop")[0]
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .to_string();
+    assert_eq!(a, "a=3", "{stdout}");
+    assert_eq!(
+        values_of(&samples, "probe_nodbg:work"),
+        [format!("{a} b=2")],
+        "{samples:?}"
+    );
+    assert_eq!(
+        values_of(&samples, "probe_nodbg:work__return"),
+        truth(&stdout, "return")
+            .iter()
+            .map(|r| format!("ret={r}"))
+            .collect::<Vec<_>>(),
+        "{samples:?}"
+    );
+
+    // A real library no one here built: glibc, whose DWARF names malloc `__libc_malloc` (perf then takes the
+    // symbol's address) and whose memcpy is an indirect function with a second, versioned symbol.
+    let libc = Path::new("/lib/x86_64-linux-gnu/libc.so.6");
+    if libc.exists() {
+        for spec in [
+            "malloc",
+            "malloc%return $retval",
+            "malloc size=%di:u64",
+            "memcpy",
+            "free+4",
+        ] {
+            let (perf, ours) = both_dry_runs(d, libc, spec);
+            assert!(!perf.is_empty(), "perf places {spec} in libc");
+            assert_eq!(ours.code, Some(0), "{spec}: {}", ours.transcript());
+            assert_eq!(
+                ours.stdout.lines().collect::<Vec<_>>(),
+                perf,
+                "{spec} in libc"
+            );
+        }
+    }
+}
+
+/// Runs `tool args` in `dir` and asserts it succeeded.
+fn tool(dir: &Path, tool: &str, args: &[&str]) {
+    let out = Command::new(tool)
+        .current_dir(dir)
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("spawn {tool}: {e}"));
+    oracle::assert_success(&out, tool);
+}
+
+#[test]
+fn separate_debug_files_found_through_debuglink_and_the_build_id_cache() {
+    let _l = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    if !ready() || !oracle::require("objcopy", "apt-get install binutils") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let full = build(d, "full", &["-g", "-O0", "-Wl,--build-id"]);
+    tool(d, "objcopy", &["--only-keep-debug", "full", "full.debug"]);
+    // `pdlink` finds its DWARF through .gnu_debuglink (perf does too, through libdw); `pdcache` has no link,
+    // and its DWARF is in the build-id cache, where perf 6.1 does not look for DWARF.
+    tool(
+        d,
+        "objcopy",
+        &[
+            "--strip-all",
+            "--add-gnu-debuglink=full.debug",
+            "full",
+            "pdlink",
+        ],
+    );
+    tool(d, "objcopy", &["--strip-all", "full", "pdcache"]);
+    let (link, cache) = (d.join("pdlink"), d.join("pdcache"));
+    for spec in ["work", "work%return $retval", "show"] {
+        let (perf, ours) = both_dry_runs(d, &link, spec);
+        assert!(!perf.is_empty(), "perf places {spec}");
+        assert_eq!(ours.code, Some(0), "{spec}: {}", ours.transcript());
+        assert_eq!(ours.stdout.lines().collect::<Vec<_>>(), perf, "{spec}");
+    }
+    // A variable: the value is the program's own (perf 6.1 fails here with EOPNOTSUPP).
+    let _g = Group("probe_pdlink".into());
+    // The unquoted form perf takes: the words are one probe with two arguments.
+    let out = probe(d, &["-x", link.to_str().unwrap(), "work", "a", "b"]);
+    assert_eq!(out.code, Some(0), "{}", out.transcript());
+    let (data, stdout) = bport_record(d, &link, &["probe_pdlink:work".into()]);
+    let samples = script_samples(&bport_script(d, &data), "probe_pdlink");
+    let a = truth(&stdout, "loop")[0]
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .to_string();
+    assert_eq!(
+        values_of(&samples, "probe_pdlink:work"),
+        [format!("{a} b=2")],
+        "{samples:?}"
+    );
+
+    // Without a debuglink the stripped copy has only its .dynsym: perf refuses `work a`; with the unstripped
+    // build in the build-id cache bport takes its DWARF. A fresh HOME: perf probe above cached pdlink (the
+    // same build-id, stripped) in the first one.
+    let home = d.join("home");
+    std::fs::create_dir(&home).unwrap();
+    let before = probe(&home, &["-n", "-x", cache.to_str().unwrap(), "work a"]);
+    assert_eq!(before.code, Some(2), "{}", before.transcript());
+    oracle::perf_ok(&home, &["buildid-cache", "-a", full.to_str().unwrap()]);
+    let (perf, ours) = both_dry_runs(&home, &cache, "work a");
+    assert!(
+        perf.is_empty(),
+        "perf 6.1 reads no DWARF from the cache: {perf:?}"
+    );
+    assert_eq!(ours.code, Some(0), "{}", ours.transcript());
+    let _ = probe(d, &["-q", "-d", "probe_pdlink:*"]);
+    let from_link = probe(d, &["-n", "-x", link.to_str().unwrap(), "work a"]);
+    assert_eq!(
+        ours.stdout.replace("pdcache", "X"),
+        from_link.stdout.replace("pdlink", "X"),
+        "the same definition as from the debuglink's DWARF"
+    );
 }

@@ -364,13 +364,140 @@ fn addresses_past_the_last_function_resolve_as_perf_does() {
     }
 }
 
+/// A recording made here, not by perf: a process of `exe`, its executable segments mapped as the kernel maps a
+/// PIE (or an ET_EXEC where it is linked), and one sample at each of `svmas` (addresses as the file numbers them).
+/// Which addresses are sampled is decided here, not left to where a loaded machine's timer happens to fire.
+fn samples_at(dir: &Path, exe: &Path, svmas: &[u64]) -> PathBuf {
+    use ::bport::perf::abi::*;
+    use ::bport::perf::data::{
+        CommRecord, Features, Mmap2Inode, Mmap2Record, PerfEventAttr, PerfFileWriter, Record,
+        RecordMeta, SampleId, SampleRecord, WriterOptions,
+    };
+    use object::read::elf::{FileHeader, ProgramHeader};
+    const PID: u32 = 31337;
+    let bytes = std::fs::read(exe).unwrap();
+    let header = object::elf::FileHeader64::<object::Endianness>::parse(&*bytes).unwrap();
+    let endian = header.endian().unwrap();
+    let base = if header.e_type(endian) == object::elf::ET_DYN {
+        0x5555_5555_4000
+    } else {
+        0
+    };
+    let attr = PerfEventAttr {
+        type_: PERF_TYPE_SOFTWARE,
+        size: PERF_ATTR_SIZE_VER5,
+        config: PERF_COUNT_SW_CPU_CLOCK,
+        sample_period_or_freq: 4000,
+        sample_type: PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_PERIOD,
+        flags: ATTR_FLAG_SAMPLE_ID_ALL
+            | ATTR_FLAG_MMAP
+            | ATTR_FLAG_COMM
+            | ATTR_FLAG_MMAP2
+            | ATTR_FLAG_FREQ,
+        ..Default::default()
+    };
+    let meta = |ty, misc, time| RecordMeta {
+        ty,
+        misc,
+        attr_index: Some(0),
+        sample_id: SampleId {
+            pid: Some(PID),
+            tid: Some(PID),
+            time: Some(time),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let data = dir.join(format!(
+        "{}.synthetic.data",
+        exe.file_name().unwrap().to_string_lossy()
+    ));
+    let mut w = PerfFileWriter::create(&data, WriterOptions::default()).unwrap();
+    w.add_attr(&attr, &[]).unwrap();
+    w.write_record(&Record::Comm(CommRecord {
+        meta: meta(PERF_RECORD_COMM, PERF_RECORD_MISC_COMM_EXEC, 1),
+        pid: PID,
+        tid: PID,
+        comm: b"plt_calls",
+    }))
+    .unwrap();
+    let name = exe.to_str().unwrap().as_bytes();
+    for ph in header.program_headers(endian, &*bytes).unwrap() {
+        if ph.p_type(endian) != object::elf::PT_LOAD
+            || ph.p_flags(endian).0 & object::elf::PF_X.0 == 0
+        {
+            continue;
+        }
+        let (vaddr, offset) = (ph.p_vaddr(endian), ph.p_offset(endian));
+        let start = vaddr & !0xfff;
+        let end = (vaddr + ph.p_memsz(endian) + 0xfff) & !0xfff;
+        w.write_record(&Record::Mmap2(Mmap2Record {
+            meta: meta(PERF_RECORD_MMAP2, PERF_RECORD_MISC_USER, 2),
+            pid: PID,
+            tid: PID,
+            addr: base + start,
+            len: end - start,
+            pgoff: offset & !0xfff,
+            inode: Mmap2Inode::Inode {
+                maj: 0,
+                min: 0,
+                ino: 0,
+                ino_generation: 0,
+            },
+            prot: 5,
+            flags: 2,
+            filename: name,
+        }))
+        .unwrap();
+    }
+    for (i, svma) in svmas.iter().enumerate() {
+        let time = 1_000 + i as u64;
+        w.write_record(&Record::Sample(SampleRecord {
+            meta: meta(PERF_RECORD_SAMPLE, PERF_RECORD_MISC_USER, time),
+            ip: Some(base + svma),
+            pid: Some(PID),
+            tid: Some(PID),
+            time: Some(time),
+            period: Some(250_000),
+            ..Default::default()
+        }))
+        .unwrap();
+    }
+    w.finish(&Features::default()).unwrap();
+    data
+}
+
+/// The first and a middle byte of every 16-byte PLT entry of `exe` (`.plt` past its header, `.plt.sec`,
+/// `.plt.got`).
+fn plt_stub_addresses(exe: &Path) -> Vec<u64> {
+    use object::{Object, ObjectSection};
+    let bytes = std::fs::read(exe).unwrap();
+    let file = object::File::parse(&*bytes).unwrap();
+    let mut addrs = Vec::new();
+    for (name, header) in [(".plt", 16), (".plt.sec", 0), (".plt.got", 0)] {
+        if let Some(section) = file.section_by_name(name) {
+            let mut at = section.address() + header;
+            while at + 16 <= section.address() + section.size() {
+                addrs.extend([at, at + 6]);
+                at += 16;
+            }
+        }
+    }
+    assert!(
+        addrs.len() >= 2 * 8,
+        "{}: fewer PLT entries than plt_calls.c calls",
+        exe.display()
+    );
+    addrs
+}
+
 /// PLT stubs. perf 6.1 adds its `NAME@plt` symbols after stretching the zero-size `_init` over
 /// the PLT, and its lookup returns the first symbol holding the address on its way down its rb-tree: `_init+0x30`
 /// for the first stub of this program, `strlen@plt+0x0` for the others (bport replays the tree,
 /// `symbols::rbtree`). With `-fcf-protection -z ibtplt` the stubs are in `.plt.sec`, which perf 6.1 does not
 /// know (its symbols go at the `.plt` entries, where the lazy-binding code is): a sample there is `_init+0x…`
 /// when the walk meets `_init`, and `[unknown]` here, where the walk passes `_init` by (a one-stub program
-/// gets `_init+0x60`). Lazy and `-z now` binding each.
+/// gets `_init+0x60`). Lazy and `-z now` binding each. The samples are placed at every stub ([`samples_at`]).
 #[test]
 fn plt_stubs_are_named_as_perf_6_1_names_them() {
     if !oracle::has_perf() || !oracle::require("gcc", "apt-get install gcc") {
@@ -392,7 +519,7 @@ fn plt_stubs_are_named_as_perf_6_1_names_them() {
         ),
     ] {
         let exe = build_c(dir.path(), "plt_calls", name, &flags);
-        let data = record(dir.path(), name, &["-g", "-F", "10000"], &exe, "3000000");
+        let data = samples_at(dir.path(), &exe, &plt_stub_addresses(&exe));
         let (perf, ours) = both_scripts(dir.path(), &data);
         let want = want.replace("EXE", exe.to_str().unwrap());
         assert!(
@@ -407,7 +534,9 @@ fn plt_stubs_are_named_as_perf_6_1_names_them() {
 /// `sh_entsize` 0 for `.plt`, and perf 6.1 still synthesizes one `NAME@plt` per relocation, every one at `.plt`'s
 /// start with size 0. They hold that address only, but sit in its tree on the way to the zero-size `_fini`
 /// stretched over `.plt`, so a sample in a stub is `[unknown]`. bport made no PLT symbols there and printed
-/// `_fini+0x80` (32 of this recording's lines; on a system-wide recording, rustc's `_fini+0xf4`).
+/// `_fini+0x80` (32 of this recording's lines; on a system-wide recording, rustc's `_fini+0xf4`). The samples
+/// are placed at every stub ([`samples_at`]); a real recording is compared as well, where whichever stubs it
+/// sampled (perhaps none, on a loaded machine) must print as perf prints them.
 #[test]
 fn plt_stubs_of_an_lld_linked_program_are_named_as_perf_6_1_names_them() {
     if !oracle::has_perf()
@@ -432,31 +561,20 @@ fn plt_stubs_of_an_lld_linked_program_are_named_as_perf_6_1_names_them() {
         &["-fuse-ld=lld", "-B", &gcc_ld],
     );
     let want = format!(" [unknown] ({})", exe.to_str().unwrap());
-    // A stub takes a few instructions of each call: on a loaded machine (the whole suite on two cores) a
-    // recording can miss them all, so a longer one is made, loudly, up to twice more.
-    let mut iterations = 3_000_000u64;
-    let (perf, ours) = loop {
-        let data = record(
-            dir.path(),
-            "lld",
-            &["-g", "-F", "10000"],
-            &exe,
-            &iterations.to_string(),
-        );
-        let (perf, ours) = both_scripts(dir.path(), &data);
-        if perf.contains(&want) || iterations >= 12_000_000 {
-            break (perf, ours);
-        }
-        eprintln!(
-            "no perf sample in a PLT stub in {iterations} iterations; recording again, longer"
-        );
-        iterations *= 2;
-    };
-    assert!(
-        perf.contains(&want) && !perf.contains("_fini+0x"),
-        "no sample in a stub, or perf named one after _fini:\n{perf}"
+    let stubs = plt_stub_addresses(&exe);
+    let data = samples_at(dir.path(), &exe, &stubs);
+    let (perf, ours) = both_scripts(dir.path(), &data);
+    assert_eq!(
+        perf.matches(&want).count(),
+        stubs.len(),
+        "perf names every stub sample [unknown]:\n{perf}"
     );
-    assert_same_lines(&perf, &ours, "lld");
+    assert!(!perf.contains("_fini+0x"), "{perf}");
+    assert_same_lines(&perf, &ours, "lld, samples at every stub");
+
+    let data = record(dir.path(), "lld", &["-g", "-F", "10000"], &exe, "3000000");
+    let (perf, ours) = both_scripts(dir.path(), &data);
+    assert_same_lines(&perf, &ours, "lld, recorded");
 }
 
 /// An event group recorded by perf with callchains (`{cpu-clock,task-clock}`, so GROUP_DESC

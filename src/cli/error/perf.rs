@@ -6,6 +6,7 @@ use super::{io_kind, CliError, Kind};
 use crate::perf::abi::ParseKernelVersionError;
 use crate::perf::data::ReadError;
 use crate::perf::script::session::ScriptError;
+use crate::perf::tools::archive::ArchiveError;
 use crate::perf::{lock, probe, record, trace};
 
 /// A perf.data file that is missing, not perf.data, cut short or damaged is the user's input (exit 2); one the
@@ -27,6 +28,18 @@ impl From<ScriptError> for CliError {
         match error {
             ScriptError::Read(read) => read.into(),
             ScriptError::Io(io) => io.into(),
+        }
+    }
+}
+
+/// A DSO name that would leave `~/.debug` is the recording's fault (exit 2); reading and writing follow
+/// [`ScriptError`] and the I/O error.
+impl From<ArchiveError> for CliError {
+    fn from(error: ArchiveError) -> Self {
+        match error {
+            ArchiveError::Script(script) => script.into(),
+            ArchiveError::Io(io) => io.into(),
+            bad @ ArchiveError::BadName { .. } => CliError::new(Kind::User, bad),
         }
     }
 }
@@ -136,7 +149,19 @@ impl From<probe::Error> for CliError {
             }
             _ => Kind::User,
         };
-        let hints: Vec<String> = match &e {
+        let hints = probe_hints(match &e {
+            E::NeedsDebugInfo { source, .. } => source,
+            other => other,
+        });
+        let mut err = CliError::new(kind, e);
+        err.hints = hints;
+        err
+    }
+}
+
+fn probe_hints(e: &probe::Error) -> Vec<String> {
+    use probe::Error as E;
+    match e {
         E::NoDebugInfo {
             path,
             stripped,
@@ -161,7 +186,7 @@ impl From<probe::Error> for CliError {
             }
             h
         }
-        E::FunctionNotFound { .. } => vec!["list the functions with `bport probe -x BINARY -F`".into()],
+        E::FunctionNotFound { .. } | E::SymbolNotFound { .. } => vec!["list the functions with `bport probe -x BINARY -F`".into()],
         E::NoCode { .. } => vec!["show the lines that can be probed with `bport probe -x BINARY -L FUNC`".into()],
         E::VariableNotFound { .. } => vec!["show the variables there with `bport probe -x BINARY -V POINT`".into()],
         E::EventExists(_) => vec![
@@ -175,9 +200,5 @@ impl From<probe::Error> for CliError {
                 .into(),
         ],
         _ => Vec::new(),
-    };
-        let mut err = CliError::new(kind, e);
-        err.hints = hints;
-        err
     }
 }

@@ -13,6 +13,7 @@ impl From<backport::Error> for CliError {
                 (Kind::User, Some("fix that line of the patch list (`bport list <range>` writes a valid one); nothing was applied"))
             }
             E::MergeWithoutMainline { .. } => (Kind::User, Some("nothing was applied")),
+            E::BadMail { .. } => (Kind::User, Some("fix or drop that mail (git am would stop there too); nothing was applied")),
             E::BadRange { .. } => (Kind::User, Some("give a range such as v6.1..perf-fixes")),
             E::Git(inner) => return inner_git(error_kind_git(inner), error),
             E::Locked { .. } => (Kind::User, Some("wait for the other run to finish")),
@@ -21,7 +22,11 @@ impl From<backport::Error> for CliError {
             E::ConflictsRemain { .. } => (Kind::User, Some("edit the files, `git add` them, then run bport apply --continue")),
             E::UnstagedChanges { .. } => (Kind::User, Some("`git add` the resolution (or `git checkout -- <path>` to drop a change), then --continue")),
             E::BranchSwitched { .. } => (Kind::User, Some("check that branch out again (git switch <branch>), then resume")),
-            E::HeadMoved { .. } => (Kind::User, Some("check out the commit bport left, or run bport apply --abort")),
+            E::AbortHeadMoved { .. } => (Kind::User, Some("check your HEAD; `bport apply --quit` forgets the run and keeps everything as it is")),
+            E::AbortInterrupted => (Kind::User, Some("finish it: bport apply --abort")),
+            E::AbortLocalChanges { .. } => (Kind::User, Some("commit or stash those changes, then --abort again; or `bport apply --quit` to forget the run")),
+            E::HeadMovedDuringRun { .. } | E::IndexChangedDuringRun => (Kind::User, Some("your commit and changes are kept; `bport apply --quit` forgets the run, or put HEAD back and run bport apply --continue")),
+            E::HeadMoved { .. } => (Kind::User, Some("check out the commit bport left and resume, or `bport apply --quit` to forget the run and keep everything")),
             E::StateVersion { .. } => (Kind::Environment, Some("finish the run with the newer bport that started it")),
             E::StateCorrupt { .. } => (Kind::Environment, Some("inspect .git/bport/state.json; `rm -r .git/bport` forgets the run")),
             E::BareRepository { .. } => (Kind::User, Some("run bport apply in a worktree")),

@@ -141,20 +141,9 @@ pub fn attach_raw_tracepoint(tracepoint: &str, prog: &ProgFd) -> Result<Attachme
 mod tests {
     use super::*;
 
-    fn root() -> bool {
-        // SAFETY-free: geteuid via std is not available; /proc/self/status says it.
-        std::fs::read_to_string("/proc/self/status")
-            .map(|s| {
-                s.lines()
-                    .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(2) == Some("0"))
-            })
-            .unwrap_or(false)
-    }
-
     #[test]
     fn a_refused_program_carries_the_verifier_log() {
-        if !root() {
-            eprintln!("SKIPPED (needs root for bpf())");
+        if !crate::test_require::require_root("bpf()") {
             return;
         }
         // Returns R2, which nothing wrote: the verifier must refuse it and say so.
@@ -168,8 +157,7 @@ mod tests {
 
     #[test]
     fn map_elements_round_trip_and_iterate() {
-        if !root() {
-            eprintln!("SKIPPED (needs root for bpf())");
+        if !crate::test_require::require_root("bpf()") {
             return;
         }
         let m = map(MAP_HASH, 4, 8, 16, "t").unwrap();

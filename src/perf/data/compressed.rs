@@ -3,8 +3,8 @@
 //! iterates the decoded records in place of the COMPRESSED record that completed them.
 
 use super::cursor::Cursor;
-use super::raw::{raw_at, warn};
-use super::Warning;
+use super::raw::{kind, raw_at, warn};
+use super::WarningLog;
 use crate::perf::abi::*;
 use object::endian::Endian;
 use std::collections::HashMap;
@@ -18,7 +18,7 @@ pub(super) struct Decompressed {
     /// Offset of a COMPRESSED record → the complete records its frames completed, in `bytes`.
     pub(super) ranges: HashMap<u64, Range<usize>>,
     /// Damaged zstd data, reported by the iterator that triggered the decoding.
-    pub(super) warnings: Vec<Warning>,
+    pub(super) warnings: WarningLog,
 }
 
 /// Decodes every COMPRESSED/COMPRESSED2 payload of the data section as one zstd stream, the way perf's
@@ -35,7 +35,7 @@ pub(super) fn decompress<E: Endian>(
     endian: E,
 ) -> Decompressed {
     use zstd::stream::raw::{Decoder, InBuffer, Operation, OutBuffer};
-    let mut warnings = Vec::new();
+    let mut warnings = WarningLog::new();
     let mut decomp: Vec<u8> = Vec::new();
     let mut ranges: HashMap<u64, Range<usize>> = HashMap::new();
     let mut decoder: Option<Decoder<'static>> = None;
@@ -72,6 +72,7 @@ pub(super) fn decompress<E: Endian>(
                 Err(e) => {
                     warn(
                         &mut warnings,
+                        kind::COMPRESSED,
                         Some(at),
                         format!("no zstd decoder ({e}); the compressed records are skipped"),
                     );
@@ -110,7 +111,7 @@ pub(super) fn decompress<E: Endian>(
             ranges.insert(at, start..event_end);
         }
         if let Some(why) = failed {
-            warn(&mut warnings, Some(at), why);
+            warn(&mut warnings, kind::COMPRESSED, Some(at), why);
             wanted = 0;
             break;
         }
@@ -119,6 +120,7 @@ pub(super) fn decompress<E: Endian>(
     if wanted > BLOCK_HEADER {
         warn(
             &mut warnings,
+            kind::COMPRESSED,
             last_at,
             "zstd data of a COMPRESSED record could not be decompressed (it ends inside a zstd block or frame header); the records in it are skipped",
         );

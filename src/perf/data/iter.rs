@@ -1,13 +1,16 @@
 //! Iterating a file's records: file order, or time order as perf's ordered-events queue delivers them (see the
 //! [`super::reader`] docs for the FINISHED_ROUND rule).
 
-use super::raw::{raw_at, records_lost, type_label, RawRec};
+use super::raw::{kind, raw_at, records_lost, type_label, RawRec};
 use super::records::Record;
 use super::source::RecordSource;
-use super::{ReadError, Warning};
+use super::{ReadError, Warning, WarningLog};
 use crate::perf::abi::*;
 use object::endian::{BigEndian, Endian, Endianness, LittleEndian};
 use std::collections::{BinaryHeap, HashSet, VecDeque};
+
+/// How many distinct unknown record types an iterator remembers (each is warned about once).
+const MAX_UNKNOWN_TYPES: usize = 4096;
 
 /// A queued record's sort key; the record itself waits in `Records::slots` (heap moves stay 24 bytes, not a
 /// whole `Record`).
@@ -60,7 +63,7 @@ pub struct Records<'a> {
     max_time: u64,
     done: bool,
     error: Option<ReadError>,
-    warnings: Vec<Warning>,
+    warnings: WarningLog,
     unknown_types: HashSet<u32>,
     /// Inside a COMPRESSED record: position and end in the file's decompressed records, and the record's file
     /// offset.
@@ -93,7 +96,7 @@ impl<'a> Records<'a> {
             max_time: 0,
             done: false,
             error: None,
-            warnings: Vec::new(),
+            warnings: WarningLog::new(),
             unknown_types: HashSet::new(),
             inner: None,
             decomp_warned: false,
@@ -103,8 +106,14 @@ impl<'a> Records<'a> {
         }
     }
 
-    /// Warnings so far: unknown record types (one each), records skipped because their body was corrupt.
+    /// Warnings so far: unknown record types (one each), records skipped because their body was corrupt; at
+    /// most [`super::WARNING_EXAMPLES`] of each kind, and once the iterator has ended, how many more there were.
     pub fn warnings(&self) -> &[Warning] {
+        self.warnings.as_slice()
+    }
+
+    /// Every warning so far, in a log that counts them by kind.
+    pub fn warning_log(&self) -> &WarningLog {
         &self.warnings
     }
 
@@ -143,7 +152,7 @@ impl<'a> Records<'a> {
                 let data = file.data_start..file.data_end;
                 match records_lost(file.data_bytes(), data, file.stated_data_end, pos, e) {
                     // Text after the records (perf's stderr in the file): nothing of the recording is lost.
-                    Ok(text) => self.warnings.push(text),
+                    Ok(text) => self.warnings.push(kind::TEXT, text),
                     Err(e) => self.error = Some(e),
                 }
                 return;
@@ -162,7 +171,9 @@ impl<'a> Records<'a> {
             let d = file.decompressed(endian);
             if !self.decomp_warned {
                 self.decomp_warned = true;
-                self.warnings.extend(d.warnings.iter().cloned());
+                for w in d.warnings.as_slice() {
+                    self.warnings.push(kind::COMPRESSED, w.clone());
+                }
             }
             if let Some(range) = d.ranges.get(&(pos as u64)) {
                 self.inner = Some((range.start, range.end, pos as u64));
@@ -176,40 +187,55 @@ impl<'a> Records<'a> {
         let record = match file.parse_record(pos, &h, endian) {
             Ok(r) => r,
             Err(e) => {
-                // Inside a record whose frame is intact, a field that runs past its end is a corrupt length,
-                // not a file cut short.
-                let why = match e {
-                    ReadError::Truncated {
-                        what,
-                        needed,
-                        available,
-                        ..
-                    } if needed <= u64::from(u16::MAX) => format!(
-                        "its {what} needs {needed} bytes but the record has only {available} left"
-                    ),
-                    ReadError::Truncated { what, .. } => {
-                        format!("its {what} states a length larger than any record")
+                self.warnings.push_with(kind::SKIPPED, || {
+                    // Inside a record whose frame is intact, a field that runs past its end is a corrupt
+                    // length, not a file cut short.
+                    let why = match e {
+                        ReadError::Truncated {
+                            what,
+                            needed,
+                            available,
+                            ..
+                        } if needed <= u64::from(u16::MAX) => format!(
+                            "its {what} needs {needed} bytes but the record has only {available} left"
+                        ),
+                        ReadError::Truncated { what, .. } => {
+                            format!("its {what} states a length larger than any record")
+                        }
+                        other => other.to_string(),
+                    };
+                    Warning {
+                        offset: Some(pos as u64),
+                        message: format!(
+                            "{} record at byte {pos} skipped: {why}",
+                            type_label(h.ty)
+                        ),
                     }
-                    other => other.to_string(),
-                };
-                self.warnings.push(Warning {
-                    offset: Some(pos as u64),
-                    message: format!("{} record at byte {pos} skipped: {why}", type_label(h.ty)),
                 });
                 return;
             }
         };
         if let Record::Unknown(_) = record {
-            if self.unknown_types.insert(h.ty) {
+            // One warning per type; past a few thousand types (only a hostile file has them) every further
+            // record of a type not yet seen is counted without growing the set.
+            let new = if self.unknown_types.len() < MAX_UNKNOWN_TYPES {
+                self.unknown_types.insert(h.ty)
+            } else {
+                !self.unknown_types.contains(&h.ty)
+            };
+            if new {
                 let who = if h.ty >= PERF_RECORD_USER_TYPE_START {
                     "perf"
                 } else {
                     "kernel"
                 };
-                self.warnings.push(Warning {
-                    offset: Some(pos as u64),
-                    message: format!("unknown record type {} skipped (from a newer {who}?); further records of this type are skipped silently", h.ty),
-                });
+                self.warnings.push(
+                    kind::UNKNOWN,
+                    Warning {
+                        offset: Some(pos as u64),
+                        message: format!("unknown record type {} skipped (from a newer {who}?); further records of this type are skipped silently", h.ty),
+                    },
+                );
             }
         }
         if !self.sorted {
@@ -292,6 +318,7 @@ impl<'a> Iterator for Records<'a> {
                 None => {}
             }
             if self.done {
+                self.warnings.finish();
                 return self.error.take().map(Err);
             }
             match self.file.endian {

@@ -267,6 +267,84 @@ impl std::fmt::Display for Warning {
     }
 }
 
+/// How many warnings of one kind a [`WarningLog`] keeps word for word; the rest are only counted.
+pub const WARNING_EXAMPLES: usize = 10;
+
+/// Warnings, bounded whatever a file holds: a damaged or hostile file can be millions of bad records, and one
+/// message kept per record would cost gigabytes. Each kind (a short plural phrase: "records skipped as unparsable")
+/// keeps its count and its first [`WARNING_EXAMPLES`] warnings; [`WarningLog::finish`] adds one warning per kind
+/// that had more, saying how many were not shown.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct WarningLog {
+    kept: Vec<Warning>,
+    counts: Vec<(&'static str, u64)>,
+    finished: bool,
+}
+
+impl WarningLog {
+    /// An empty log.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Counts a warning of `kind`, and keeps it while the kind has fewer than [`WARNING_EXAMPLES`] kept.
+    pub fn push(&mut self, kind: &'static str, warning: Warning) {
+        self.push_with(kind, || warning);
+    }
+
+    /// [`WarningLog::push`] that makes the warning only when it is kept: formatting millions of messages only
+    /// to drop them would be most of the time a hostile file takes.
+    pub fn push_with(&mut self, kind: &'static str, warning: impl FnOnce() -> Warning) {
+        let n = match self.counts.iter_mut().find(|(k, _)| *k == kind) {
+            Some((_, n)) => n,
+            None => {
+                self.counts.push((kind, 0));
+                &mut self.counts.last_mut().expect("just pushed").1
+            }
+        };
+        *n += 1;
+        if *n <= WARNING_EXAMPLES as u64 {
+            self.kept.push(warning());
+        }
+    }
+
+    /// Adds, once, a warning per kind that had more than [`WARNING_EXAMPLES`]: how many more there were.
+    pub fn finish(&mut self) {
+        if std::mem::replace(&mut self.finished, true) {
+            return;
+        }
+        for &(kind, n) in &self.counts {
+            if n > WARNING_EXAMPLES as u64 {
+                self.kept.push(Warning {
+                    offset: None,
+                    message: format!(
+                        "{} more warnings of {kind} not shown ({n} in all)",
+                        n - WARNING_EXAMPLES as u64
+                    ),
+                });
+            }
+        }
+    }
+
+    /// The warnings kept (and, once finished, the counts of those not kept).
+    pub fn as_slice(&self) -> &[Warning] {
+        &self.kept
+    }
+
+    /// How many warnings of `kind` were pushed, kept or not.
+    pub fn count(&self, kind: &str) -> u64 {
+        self.counts
+            .iter()
+            .find(|(k, _)| *k == kind)
+            .map_or(0, |&(_, n)| n)
+    }
+
+    /// How many warnings were pushed in all.
+    pub fn total(&self) -> u64 {
+        self.counts.iter().map(|&(_, n)| n).sum()
+    }
+}
+
 /// Why a perf.data file could not be written.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]

@@ -7,7 +7,7 @@
 //! what a record's body means ([`super::records`]) nor which attr it belongs to ([`super::source`]).
 
 use super::cursor::{align8, Cursor};
-use super::{ReadError, Warning};
+use super::{ReadError, Warning, WarningLog};
 use crate::perf::abi::*;
 use object::endian::Endian;
 
@@ -19,11 +19,35 @@ pub(super) struct RawRec<'a> {
     pub(super) next: usize,
 }
 
-pub(super) fn warn(warnings: &mut Vec<Warning>, offset: Option<u64>, message: impl Into<String>) {
-    warnings.push(Warning {
-        offset,
-        message: message.into(),
-    });
+/// Kinds of warnings ([`WarningLog`]), as plural phrases for the count of those not shown.
+pub(super) mod kind {
+    /// Header, attrs and data-section bounds.
+    pub(in super::super) const HEADER: &str = "the file's header and attrs";
+    /// Feature sections and HEADER_FEATURE records.
+    pub(in super::super) const FEATURE: &str = "feature sections";
+    /// Records whose body could not be parsed.
+    pub(in super::super) const SKIPPED: &str = "records skipped as unparsable";
+    /// Records of types this reader does not know.
+    pub(in super::super) const UNKNOWN: &str = "records of unknown types";
+    /// COMPRESSED records.
+    pub(in super::super) const COMPRESSED: &str = "compressed records";
+    /// Text after the records.
+    pub(in super::super) const TEXT: &str = "text after the records";
+}
+
+pub(super) fn warn(
+    warnings: &mut WarningLog,
+    kind: &'static str,
+    offset: Option<u64>,
+    message: impl Into<String>,
+) {
+    warnings.push(
+        kind,
+        Warning {
+            offset,
+            message: message.into(),
+        },
+    );
 }
 
 /// Reads the record header at `pos` of `bytes` (data ends at `data_end`); returns the header, the body and

@@ -20,10 +20,10 @@ use super::cursor::Cursor;
 use super::features::{parse_build_id, Features};
 use super::iter::Records;
 use super::map::FileMap;
-use super::raw::{raw_at, type_label, warn, RawRec};
+use super::raw::{kind, raw_at, type_label, warn, RawRec};
 use super::sample::SampleLayout;
 use super::source::{Backing, RecordSource};
-use super::{ReadError, Warning};
+use super::{ReadError, Warning, WarningLog};
 use crate::perf::abi::*;
 use object::endian::{BigEndian, Endian, Endianness, LittleEndian};
 use std::io::Read;
@@ -55,7 +55,7 @@ pub struct PerfFile {
     named_by_event_desc: Option<usize>,
     /// Pipe mode: how many of the build-ids came before the first kernel record (see [`PerfFile::leading_build_ids`]).
     leading_build_ids: usize,
-    warnings: Vec<Warning>,
+    warnings: WarningLog,
 }
 
 impl std::fmt::Debug for PerfFile {
@@ -87,7 +87,7 @@ impl FileHeader {
         bytes: &[u8],
         size: u64,
         endian: E,
-        warnings: &mut Vec<Warning>,
+        warnings: &mut WarningLog,
     ) -> Result<Self, ReadError> {
         let len = bytes.len() as u64;
         // perf itself accepts only 104 (and 72 before features); a larger header from a newer writer keeps the
@@ -108,7 +108,7 @@ impl FileHeader {
             });
         }
         if size != PERF_FILE_HEADER_SIZE && size != 72 {
-            warn(warnings, Some(8), format!("header size {size} is larger than the 104 bytes perf writes; extra bytes ignored"));
+            warn(warnings, kind::HEADER, Some(8), format!("header size {size} is larger than the 104 bytes perf writes; extra bytes ignored"));
         }
         let mut c = Cursor::new(bytes, 0, endian, "perf.data header");
         let _magic_and_size = (c.u64()?, c.u64()?);
@@ -211,13 +211,14 @@ impl PerfFile {
             feature_ids: Vec::new(),
             named_by_event_desc: None,
             leading_build_ids: 0,
-            warnings: Vec::new(),
+            warnings: WarningLog::new(),
         };
         match endian {
             Endianness::Little => file.parse_headers(LittleEndian)?,
             Endianness::Big => file.parse_headers(BigEndian)?,
         }
         file.index_attrs();
+        file.warnings.finish();
         Ok(file)
     }
 
@@ -268,7 +269,7 @@ impl PerfFile {
             );
             let (ids_off, ids_size) = (ids_c.u64()?, ids_c.u64()?);
             if used as u64 + 16 != attr_size {
-                warn(&mut self.warnings,
+                warn(&mut self.warnings, kind::HEADER,
                     Some(at),
                     format!("attr {i} is {used}+16 bytes but the header says entries are {attr_size}; read by the attr's own size"),
                 );
@@ -320,11 +321,12 @@ impl PerfFile {
             && len > data_off
             && !feature_table_fits(&self.src.bytes, data_off, &bitmap, endian);
         if killed {
-            warn(&mut self.warnings, None, "data size is 0 (was 'perf record' properly terminated?); reading records to the end of the file");
+            warn(&mut self.warnings, kind::HEADER, None, "data size is 0 (was 'perf record' properly terminated?); reading records to the end of the file");
             data_end = len;
         } else if data_end > len {
             warn(
                 &mut self.warnings,
+                kind::HEADER,
                 None,
                 if data_size < super::IMPLAUSIBLE {
                     format!(
@@ -380,6 +382,7 @@ impl PerfFile {
                 _ => {
                     warn(
                         &mut self.warnings,
+                        kind::FEATURE,
                         Some(entry_at),
                         "feature section table is truncated; remaining features skipped",
                     );
@@ -392,7 +395,7 @@ impl PerfFile {
                 } else {
                     format!("unknown feature {id} skipped; its section table entry is garbage")
                 };
-                warn(&mut self.warnings, Some(off), what);
+                warn(&mut self.warnings, kind::FEATURE, Some(off), what);
             }
             let bytes = match section(&self.src.bytes, off, size, "feature") {
                 Ok(b) => b,
@@ -409,6 +412,7 @@ impl PerfFile {
                 Err(e) => {
                     warn(
                         &mut self.warnings,
+                        kind::FEATURE,
                         Some(entry_at),
                         format!("feature {} skipped: {e}", feature_label(id)),
                     );
@@ -419,6 +423,7 @@ impl PerfFile {
             if let Err(e) = self.features.parse_section(id, bytes, off, endian) {
                 warn(
                     &mut self.warnings,
+                    kind::FEATURE,
                     Some(off),
                     format!(
                         "feature {} could not be parsed and is skipped: {e}",
@@ -430,6 +435,7 @@ impl PerfFile {
         if !cut_features.is_empty() {
             warn(
                 &mut self.warnings,
+                kind::FEATURE,
                 None,
                 format!(
                     "the file is truncated at byte {len} of {cut_end}: the feature sections {} are missing (the \
@@ -477,6 +483,7 @@ impl PerfFile {
                             if table::feature_name(id).is_none() {
                                 warn(
                                     &mut self.warnings,
+                                    kind::FEATURE,
                                     Some(at),
                                     format!(
                                         "unknown feature {id} skipped; written by a newer perf?"
@@ -530,6 +537,7 @@ impl PerfFile {
             if let Err(e) = r {
                 warn(
                     &mut self.warnings,
+                    kind::SKIPPED,
                     Some(at),
                     format!("{} record skipped: {e}", type_label(h.0)),
                 );
@@ -579,6 +587,7 @@ impl PerfFile {
         if self.attrs.is_empty() {
             warn(
                 &mut self.warnings,
+                kind::HEADER,
                 None,
                 "the file describes no events (no attrs); samples cannot be parsed",
             );
@@ -645,7 +654,7 @@ impl PerfFile {
 
     /// Warnings from opening the file (header, attrs, features). Record warnings are on [`Records`].
     pub fn warnings(&self) -> &[Warning] {
-        &self.warnings
+        self.warnings.as_slice()
     }
 
     /// The records in time order, as perf delivers them (see the module docs).

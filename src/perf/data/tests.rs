@@ -688,12 +688,14 @@ fn target_abi_caps_what_is_written() {
 /// What a damaged file gave: the records (offset, type), the first error and all warnings.
 type Damaged = (Vec<(u64, u32)>, Option<ReadError>, Vec<Warning>);
 
-/// Reads everything `bytes` offers.
+/// Reads everything `bytes` offers, in time and in file order, and checks what holds for any input: both orders
+/// hand out the same number of records (and the same error), file order goes by offset, and every record lies
+/// inside the file.
 fn read_damaged(bytes: Vec<u8>) -> Result<Damaged, ReadError> {
+    let len = bytes.len() as u64;
     let file = PerfFile::from_bytes(bytes)?;
     let mut warnings = file.warnings().to_vec();
-    // Sorted and file order must both survive.
-    let _ = file.records().count();
+    let sorted = file.records().count();
     let mut it = file.records_in_file_order();
     let mut got = Vec::new();
     let mut err = None;
@@ -707,6 +709,13 @@ fn read_damaged(bytes: Vec<u8>) -> Result<Damaged, ReadError> {
         }
     }
     warnings.extend_from_slice(it.warnings());
+    assert_eq!(
+        sorted,
+        got.len() + usize::from(err.is_some()),
+        "time order and file order hand out different records"
+    );
+    assert!(got.windows(2).all(|w| w[0].0 <= w[1].0), "{got:?}");
+    assert!(got.iter().all(|&(offset, _)| offset < len), "{got:?}");
     Ok((got, err, warnings))
 }
 
@@ -931,6 +940,9 @@ impl XorShift {
     }
 }
 
+/// Random bytes and random damage to good files: besides what [`read_damaged`] checks on every input, damage
+/// past the header leaves every record before the first damaged byte as it was: the reader hands out the
+/// undamaged file's records up to there, in order, before any warning or error.
 #[test]
 fn random_bytes_and_random_damage() {
     let mut rng = XorShift(0x9e37_79b9_7f4a_7c15);
@@ -952,16 +964,47 @@ fn random_bytes_and_random_damage() {
     }
     let (good, _) = write_file(Endianness::Little, &all_records());
     let (good_be, _) = write_file(Endianness::Big, &all_records());
+    let mut prefixes_checked = 0;
     for base in [good, good_be] {
+        let data = PerfFile::from_bytes(base.clone()).unwrap().data_range();
+        let (intact, err, _) = read_damaged(base.clone()).unwrap();
+        assert!(err.is_none());
+        // Where each record ends: the next one's start, or the data's end.
+        let ends: Vec<u64> = intact
+            .iter()
+            .skip(1)
+            .map(|&(o, _)| o)
+            .chain([data.end as u64])
+            .collect();
         for _ in 0..1500 {
             let mut b = base.clone();
+            let mut first = usize::MAX;
             for _ in 0..1 + rng.next() % 8 {
                 let at = (rng.next() as usize) % b.len();
                 b[at] = rng.next() as u8;
+                first = first.min(at);
             }
-            let _ = read_damaged(b);
+            let Ok((got, _, _)) = read_damaged(b) else {
+                continue;
+            };
+            if first < data.start {
+                continue;
+            }
+            let before: Vec<(u64, u32)> = intact
+                .iter()
+                .zip(&ends)
+                .filter(|&(_, &end)| end <= first as u64)
+                .map(|(&r, _)| r)
+                .collect();
+            assert!(
+                got.starts_with(&before),
+                "damage at byte {first} changed the records before it: {got:?} vs {before:?}"
+            );
+            prefixes_checked += 1;
         }
     }
+    // Most damage lands in the data section: the check above ran on most inputs.
+    assert!(prefixes_checked > 1500, "{prefixes_checked}");
 }
 
 #[test]
@@ -1462,4 +1505,119 @@ fn a_feature_section_far_outside_the_file_is_called_garbage() {
         "{w:?}"
     );
     assert!(w.iter().all(|m| !m.contains("858993459200")), "{w:?}");
+}
+
+/// `n` SAMPLE records of a bare 8-byte header, each too short for attr0's sample fields: each is skipped
+/// with a warning. Every `stride`-th has a random `misc`, so that zstd compresses them about as much as the
+/// reader's bound on decompressed sizes allows (a hostile file's best).
+fn bad_samples(n: usize, stride: usize) -> Vec<u8> {
+    let mut rng = XorShift(0x5eed);
+    let mut out = Vec::with_capacity(n * 8);
+    for i in 0..n {
+        let misc = if i % stride == 0 {
+            rng.next() as u16
+        } else {
+            0
+        };
+        out.extend_from_slice(&PERF_RECORD_SAMPLE.to_le_bytes());
+        out.extend_from_slice(&misc.to_le_bytes());
+        out.extend_from_slice(&8u16.to_le_bytes());
+    }
+    out
+}
+
+/// Millions of bad records in plain records and in COMPRESSED ones (a `-z` file smaller than one record can
+/// hold them): every one is counted, ten of a kind are kept word for word, and one more line says how many
+/// were not shown.
+#[test]
+fn millions_of_bad_records_keep_a_bounded_warning_log() {
+    const N: usize = 2_000_000;
+    let expect_bounded = |records: &Records<'_>| {
+        let log = records.warning_log();
+        assert_eq!(log.count(raw::kind::SKIPPED), N as u64);
+        assert_eq!(log.total(), N as u64, "{:?}", records.warnings());
+        let shown = records.warnings();
+        assert_eq!(shown.len(), WARNING_EXAMPLES + 1, "{shown:?}");
+        assert!(
+            shown[0].message.starts_with("SAMPLE record at byte"),
+            "{}",
+            shown[0]
+        );
+        assert_eq!(
+            shown[WARNING_EXAMPLES].message,
+            format!(
+                "{} more warnings of records skipped as unparsable not shown ({N} in all)",
+                N - WARNING_EXAMPLES
+            )
+        );
+    };
+
+    // Plain: the records are in the data section.
+    let mut w = PerfFileWriter::new(IoCursor::new(Vec::new()), WriterOptions::default()).unwrap();
+    w.add_attr(&attr0(), &[7]).unwrap();
+    let bad = bad_samples(N, 256);
+    for chunk in bad.chunks(8) {
+        w.write_raw_record(chunk).unwrap();
+    }
+    let (out, _) = w.finish(&Features::default()).unwrap();
+    let file = PerfFile::from_bytes(out.into_inner()).unwrap();
+    for mut records in [file.records(), file.records_in_file_order()] {
+        assert_eq!(records.by_ref().count(), 0);
+        expect_bounded(&records);
+    }
+
+    // Compressed: the same records in one COMPRESSED record of a file smaller than one record can be.
+    let z = zstd::bulk::compress(&bad, 1).unwrap();
+    // Small enough for one record, large enough for the reader to decode every bad record it holds.
+    assert!(
+        z.len() < 64 << 10 && z.len() * 1024 > bad.len(),
+        "{} bytes compressed",
+        z.len()
+    );
+    let mut w = PerfFileWriter::new(IoCursor::new(Vec::new()), WriterOptions::default()).unwrap();
+    w.add_attr(&attr0(), &[7]).unwrap();
+    w.write_record(&Record::User(RawRecord {
+        meta: m(PERF_RECORD_COMPRESSED, 0, None, SampleId::default()),
+        body: &z,
+    }))
+    .unwrap();
+    let (out, _) = w.finish(&Features::default()).unwrap();
+    let out = out.into_inner();
+    assert!(out.len() < 70 << 10, "{} bytes", out.len());
+    let file = PerfFile::from_bytes(out).unwrap();
+    for mut records in [file.records(), file.records_in_file_order()] {
+        // The COMPRESSED record itself is handed out; none of the bad records in it is.
+        assert_eq!(records.by_ref().count(), 1);
+        expect_bounded(&records);
+    }
+}
+
+/// The log itself: counts per kind, examples per kind, one summary per kind with more, added once.
+#[test]
+fn a_warning_log_counts_every_kind_and_keeps_the_first_of_each() {
+    let w = |m: &str| Warning {
+        offset: None,
+        message: m.to_owned(),
+    };
+    let mut log = WarningLog::new();
+    for i in 0..25 {
+        log.push("apples", w(&format!("apple {i}")));
+    }
+    log.push("pears", w("pear"));
+    assert_eq!(log.as_slice().len(), WARNING_EXAMPLES + 1);
+    log.finish();
+    log.finish();
+    let messages: Vec<&str> = log.as_slice().iter().map(|w| w.message.as_str()).collect();
+    assert_eq!(messages.len(), WARNING_EXAMPLES + 2);
+    assert_eq!(messages[0], "apple 0");
+    assert_eq!(messages[WARNING_EXAMPLES - 1], "apple 9");
+    assert_eq!(messages[WARNING_EXAMPLES], "pear");
+    assert_eq!(
+        messages[WARNING_EXAMPLES + 1],
+        "15 more warnings of apples not shown (25 in all)"
+    );
+    assert_eq!(
+        (log.count("apples"), log.count("pears"), log.total()),
+        (25, 1, 26)
+    );
 }

@@ -535,17 +535,9 @@ pub fn runqueues(out: &MapFd, runqueues_btf_id: u32, cpus: u32) -> Result<Vec<In
 mod tests {
     use super::*;
 
-    fn root() -> bool {
-        std::fs::read_to_string("/proc/self/status").is_ok_and(|s| {
-            s.lines()
-                .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(2) == Some("0"))
-        })
-    }
-
     #[test]
     fn every_configuration_passes_the_verifier() {
-        if !root() {
-            eprintln!("SKIPPED (needs root for bpf())");
+        if !crate::test_require::require_root("bpf()") {
             return;
         }
         for aggr in [Aggr::Caller, Aggr::Task, Aggr::Addr] {

@@ -384,6 +384,9 @@ pub fn write(report: &Report, options: &ReportOptions, out: &mut dyn Write) -> i
             "{:>10} {:>12} {:>12} {:>12} ",
             "contended", "total wait", "max wait", "avg wait"
         )?;
+        if min_column(options) {
+            write!(out, "{:>12} ", "min wait")?;
+        }
         match report.aggr {
             Aggr::Caller => writeln!(out, "  {:>10}   caller\n", "type")?,
             Aggr::Task => writeln!(out, "  {:>10}   {}\n", "pid", task_column(options))?,
@@ -399,6 +402,9 @@ pub fn write(report: &Report, options: &ReportOptions, out: &mut dyn Write) -> i
             time(e.max, 12),
             time(e.avg(), 12)
         )?;
+        if min_column(options) {
+            write!(out, "{} ", time(e.min, 12))?;
+        }
         match report.aggr {
             Aggr::Caller => writeln!(out, "  {:>10}   {}", super::type_name(e.flags), e.name)?,
             Aggr::Task => writeln!(out, "  {:>10}   {}", e.tid as i32, task_name(e, options))?,
@@ -411,6 +417,12 @@ pub fn write(report: &Report, options: &ReportOptions, out: &mut dyn Write) -> i
         }
     }
     Ok(())
+}
+
+/// perf puts the sort key among the output fields when it is not one already (`select_key`: "selected key
+/// should be in the output fields"): `-k wait_min` adds a `min wait` column after `avg wait`.
+fn min_column(options: &ReportOptions) -> bool {
+    options.sort == SortKey::Min
 }
 
 /// The task column's title: perf 6.3+ says `owner` with `-o`.
@@ -443,6 +455,9 @@ fn write_csv(
         for h in ["contended", "total wait", "max wait", "avg wait"] {
             write!(out, "{h}{sep} ")?;
         }
+        if min_column(options) {
+            write!(out, "min wait{sep} ")?;
+        }
         match report.aggr {
             Aggr::Caller => {
                 write!(out, "type{sep} caller")?;
@@ -458,6 +473,9 @@ fn write_csv(
     for e in &report.entries {
         for v in [e.count, e.total, e.max, e.avg()] {
             write!(out, "{v}{sep} ")?;
+        }
+        if min_column(options) {
+            write!(out, "{}{sep} ", e.min)?;
         }
         match report.aggr {
             Aggr::Caller => {

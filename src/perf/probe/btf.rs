@@ -392,8 +392,11 @@ mod tests {
 
     fn vmlinux() -> Option<Btf> {
         let p = Path::new("/sys/kernel/btf/vmlinux");
-        if !p.exists() {
-            eprintln!("SKIPPED (no /sys/kernel/btf/vmlinux: kernel without CONFIG_DEBUG_INFO_BTF)");
+        if !crate::test_require::require(
+            p.exists(),
+            "no /sys/kernel/btf/vmlinux",
+            "a kernel with CONFIG_DEBUG_INFO_BTF",
+        ) {
             return None;
         }
         Some(Btf::open(p).expect("the running kernel's BTF parses"))

@@ -277,7 +277,7 @@ pub struct DebugInfo {
 }
 
 /// The file's bytes: mapped, or read where the file system can't map it.
-fn file_bytes(path: &Path) -> Result<SharedBytes, Error> {
+pub(crate) fn file_bytes(path: &Path) -> Result<SharedBytes, Error> {
     let read_err = |source| Error::Read {
         path: path.to_path_buf(),
         source,
@@ -338,19 +338,79 @@ fn has_dwarf(file: &object::File) -> bool {
         .is_some_and(|s| s.size() > 0)
 }
 
-/// The separate debug file the distribution's -dbgsym/-debuginfo package installs, found by build-id.
-fn debug_file_by_build_id(file: &object::File) -> Option<PathBuf> {
-    let id = file.build_id().ok().flatten()?;
-    if id.len() < 2 {
-        return None;
+/// The separate debug files that may hold `binary`'s DWARF, in the order they are tried: the distributions'
+/// (perf's `distro_dwarf_types`: `/usr/lib/debug/PATH.debug`, `/usr/lib/debug/PATH`, `DIR/.debug/NAME`,
+/// `/usr/lib/debug/.build-id/xx/yyyy.debug`), the `.gnu_debuglink` target where libdw looks for it (`DIR/LINK`,
+/// `DIR/.debug/LINK`, `/usr/lib/debug/DIR/LINK`), then the build-id cache (`~/.debug/.build-id/xx/yyyy/debug`
+/// and `elf`, as `bport archive` and `perf buildid-cache` lay it out), which perf 6.1 does not read for DWARF.
+fn debug_file_candidates(binary: &Path, file: &object::File) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let dir = binary.parent().unwrap_or(Path::new("/"));
+    let rel_dir = dir.strip_prefix("/").unwrap_or(dir);
+    let rel = binary.strip_prefix("/").unwrap_or(binary);
+    let usr_debug = Path::new("/usr/lib/debug");
+    let mut fedora = usr_debug.join(rel).into_os_string();
+    fedora.push(".debug");
+    out.push(PathBuf::from(fedora));
+    out.push(usr_debug.join(rel));
+    if let Some(name) = binary.file_name() {
+        out.push(dir.join(".debug").join(name));
     }
-    let hex: String = id.iter().map(|b| format!("{b:02x}")).collect();
-    let p = PathBuf::from(format!(
-        "/usr/lib/debug/.build-id/{}/{}.debug",
-        &hex[..2],
-        &hex[2..]
-    ));
-    p.exists().then_some(p)
+    let hex = file
+        .build_id()
+        .ok()
+        .flatten()
+        .filter(|id| id.len() >= 2)
+        .map(|id| id.iter().map(|b| format!("{b:02x}")).collect::<String>());
+    if let Some(hex) = &hex {
+        out.push(PathBuf::from(format!(
+            "/usr/lib/debug/.build-id/{}/{}.debug",
+            &hex[..2],
+            &hex[2..]
+        )));
+    }
+    if let Ok(Some((name, _crc))) = file.gnu_debuglink() {
+        let name = String::from_utf8_lossy(name).into_owned();
+        out.push(dir.join(&name));
+        out.push(dir.join(".debug").join(&name));
+        out.push(usr_debug.join(rel_dir).join(&name));
+    }
+    if let (Some(hex), Some(home)) = (&hex, std::env::var_os("HOME")) {
+        let link = Path::new(&home)
+            .join(".debug/.build-id")
+            .join(&hex[..2])
+            .join(&hex[2..]);
+        out.push(link.join("debug"));
+        out.push(link.join("elf"));
+    }
+    // The binary itself is never its own debug file (a debuglink naming the binary's own name in its directory).
+    out.retain(|p| p != binary);
+    out
+}
+
+/// The first candidate debug file with DWARF and, when both carry one, the binary's build-id (the debuglink CRC
+/// is not checked: the build-id is).
+fn separate_debug_file(binary: &Path, file: &object::File) -> Option<(PathBuf, SharedBytes)> {
+    let want = file.build_id().ok().flatten().map(<[u8]>::to_vec);
+    for cand in debug_file_candidates(binary, file) {
+        if !cand.is_file() {
+            continue;
+        }
+        let Ok(bytes) = file_bytes(&cand) else {
+            continue;
+        };
+        let Ok(debug) = object::File::parse(&*bytes) else {
+            continue;
+        };
+        let id = debug.build_id().ok().flatten().map(<[u8]>::to_vec);
+        if want.is_some() && id.is_some() && id != want {
+            continue;
+        }
+        if has_dwarf(&debug) {
+            return Some((cand, bytes.clone()));
+        }
+    }
+    None
 }
 
 impl DebugInfo {
@@ -397,8 +457,7 @@ impl DebugInfo {
 
         let dwarf = if has_dwarf(&file) {
             load_dwarf(&file, &bytes, endian)
-        } else if let Some(debug_path) = debug_file_by_build_id(&file) {
-            let debug_bytes = file_bytes(&debug_path)?;
+        } else if let Some((debug_path, debug_bytes)) = separate_debug_file(path, &file) {
             let debug_file = object::File::parse(&*debug_bytes).map_err(|e| Error::NotElf {
                 path: debug_path.clone(),
                 reason: e.to_string(),

@@ -8,9 +8,11 @@
 
 pub mod btf;
 pub mod dwarf;
+pub mod filter;
 pub mod location;
 mod show;
 pub mod spec;
+pub mod symtab;
 pub mod tracefs;
 
 use dwarf::{DebugInfo, Instance};
@@ -79,6 +81,16 @@ pub enum Error {
     /// No such function.
     #[error("function `{function}` is not in the debug information of {path}")]
     FunctionNotFound {
+        /// The function.
+        function: String,
+        /// The binary.
+        path: PathBuf,
+    },
+    /// A binary without DWARF has no function symbol of the name.
+    #[error(
+        "function `{function}` is not in the symbol table of {path} (it has no debug information)"
+    )]
+    SymbolNotFound {
         /// The function.
         function: String,
         /// The binary.
@@ -165,9 +177,27 @@ pub enum Error {
         /// The kernel's error_log entry.
         detail: Option<String>,
     },
+    /// A probe on a binary without debug information asks for what only DWARF gives.
+    #[error("`{spec}` needs {what}, which only debug information gives")]
+    NeedsDebugInfo {
+        /// The SPEC.
+        spec: String,
+        /// What it asks for (a variable, a line, ...).
+        what: String,
+        /// Why there is no debug information.
+        source: Box<Error>,
+    },
     /// `-d` matched nothing.
     #[error("no probe event matches `{0}`")]
     NoMatch(String),
+    /// A `-d`/`-l` filter that does not parse.
+    #[error("bad event filter `{filter}`: {source}")]
+    Filter {
+        /// The filter as given.
+        filter: String,
+        /// Where it stops parsing.
+        source: filter::ParseError,
+    },
     /// BTF errors.
     #[error(transparent)]
     Btf(#[from] btf::Error),
@@ -625,17 +655,7 @@ fn site_args(
                 fetch: "$retval".into(),
                 ty: ty.clone(),
             }),
-            Arg::Raw { name, text } => {
-                let (fetch, ty) = match text.rsplit_once(':') {
-                    Some((f, t)) if !t.contains(')') => (f.to_string(), Some(t.to_string())),
-                    _ => (text.clone(), None),
-                };
-                out.push(TraceArg {
-                    name: name.clone().unwrap_or_default(),
-                    fetch,
-                    ty,
-                });
-            }
+            Arg::Raw { name, text } => out.push(raw_arg(name, text)),
         }
     }
     Ok(out)
@@ -650,6 +670,49 @@ pub fn plan_user(
     taken: &[String],
 ) -> Result<Plan, Error> {
     plan_dwarf(di, Some(binary), specs, taken)
+}
+
+/// Plans uprobes as perf does when the DWARF may not answer: each spec from `di` when there is DWARF and it
+/// finds the function, else, for a spec that needs no DWARF (an entry, offset or return with raw fetchargs or
+/// `$retval`), from the symbol table (perf's "Trying to use symbols", e.g. glibc's `malloc`, which its DWARF
+/// names `__libc_malloc`). `no_dwarf` says why there is no DWARF when `di` is `None`.
+pub fn plan_user_or_symbols(
+    di: Option<&DebugInfo>,
+    no_dwarf: &dyn Fn() -> Error,
+    binary: &Path,
+    specs: &[Spec],
+    taken: &[String],
+) -> Result<Plan, Error> {
+    let mut plan = Plan::default();
+    for spec in specs {
+        let mut taken_now = taken.to_vec();
+        taken_now.extend(plan.events());
+        let one = std::slice::from_ref(spec);
+        let part = match di {
+            Some(di) => match plan_dwarf(di, Some(binary), one, &taken_now) {
+                Err(
+                    e @ (Error::FunctionNotFound { .. }
+                    | Error::Dwarf { .. }
+                    | Error::NoCode { .. }),
+                ) if symtab::needs_dwarf(spec).is_none() => {
+                    // Not in the symbol table either: the DWARF's answer is the one to give.
+                    match symtab::plan(binary, one, &taken_now, symtab::Pick::First, no_dwarf) {
+                        Err(Error::SymbolNotFound { .. }) => Err(e),
+                        other => other,
+                    }
+                }
+                other => other,
+            },
+            None => symtab::plan(binary, one, &taken_now, symtab::Pick::All, no_dwarf),
+        }?;
+        plan.probes.extend(part.probes);
+        for n in part.notes {
+            if !plan.notes.contains(&n) {
+                plan.notes.push(n);
+            }
+        }
+    }
+    Ok(plan)
 }
 
 /// Plans kprobes from a kernel image's DWARF (`-k VMLINUX`): places are `FUNC+OFFSET`, globals `@SYMBOL`, the
@@ -875,4 +938,18 @@ pub fn plan_kernel(btf: &btf::Btf, specs: &[Spec], taken: &[String]) -> Result<P
         });
     }
     Ok(plan)
+}
+
+/// A fetcharg given as the kernel spells it (`%di`, `+8(%si):u32`): its type is what follows the last `:` outside
+/// a dereference.
+fn raw_arg(name: &Option<String>, text: &str) -> TraceArg {
+    let (fetch, ty) = match text.rsplit_once(':') {
+        Some((f, t)) if !t.contains(')') => (f.to_string(), Some(t.to_string())),
+        _ => (text.to_string(), None),
+    };
+    TraceArg {
+        name: name.clone().unwrap_or_default(),
+        fetch,
+        ty,
+    }
 }

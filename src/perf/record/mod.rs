@@ -227,7 +227,7 @@ pub struct Config {
     pub mmap_pages: Option<usize>,
     /// Cap everything to this kernel's ABI (`--kernel`), even on a newer kernel.
     pub kernel: Option<KernelVersion>,
-    /// End on SIGINT (Ctrl-C) by installing a flag-setting handler: for the CLI. Library callers that run a
+    /// End on SIGINT (Ctrl-C) or SIGTERM by installing a flag-setting handler: for the CLI. Library callers that run a
     /// command to completion leave it off.
     pub handle_sigint: bool,
     /// The command line to store in the CMDLINE feature (what the user typed).

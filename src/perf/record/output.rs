@@ -20,7 +20,7 @@ use crate::perf::trace;
 /// Records what `config` says into `config.output` and returns perf's summary numbers.
 ///
 /// This is what `bport record` runs and what `bport verify` calls to record a workload under a kernel ABI cap
-/// (set `config.kernel`). It blocks until the command exits (or the attached task ends, or SIGINT when
+/// (set `config.kernel`). It blocks until the command exits (or the attached task ends, or SIGINT or SIGTERM when
 /// `config.handle_sigint`). An output of [`PIPE_OUTPUT`] is refused here: that stream is the caller's, see
 /// [`record_to_pipe`].
 pub fn record(config: &Config) -> Result<Outcome, Error> {
@@ -261,8 +261,8 @@ fn run_session<W: std::io::Write>(
 }
 
 fn sys_sigint() -> Result<&'static std::sync::atomic::AtomicBool, Error> {
-    super::sys::sigint_flag().map_err(|source| Error::System {
-        what: "installing the SIGINT handler",
+    super::sys::stop_flag().map_err(|source| Error::System {
+        what: "installing the SIGINT and SIGTERM handlers",
         source,
     })
 }

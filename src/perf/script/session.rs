@@ -8,8 +8,8 @@ use super::resolve::{
     choose_mode, FrameRef, Resolver, SampleInput, MISC_KERNEL, PERF_SAMPLE_CALLCHAIN,
 };
 use super::{CallchainMode, Frame, Options, SampleInfo};
-use crate::perf::data::{PerfFile, ReadError, Record};
-use crate::perf::symbols::{FileLookup, FsLookup, Symbolizer};
+use crate::perf::data::{PerfFile, ReadError, Record, Warning, WarningLog};
+use crate::perf::symbols::{DsoProblem, FileLookup, FsLookup, Symbolizer};
 use crate::perf::unwind::lbr;
 use std::collections::BTreeSet;
 use std::rc::Rc;
@@ -208,8 +208,10 @@ pub struct Samples<'f, L: FileLookup = FsLookup> {
     trace_events: crate::perf::trace::FileEvents,
     name_width: usize,
     reported: BTreeSet<String>,
-    /// Warnings gathered so far (DSO problems are added as they are met).
+    /// The file's warnings.
     pub warnings: Vec<String>,
+    /// DSO problems, as they are met (at most a few of each kind word for word).
+    dso_problems: WarningLog,
     /// DSOs a sample's IP fell into (perf's `dso->hit`, what `buildid-list --with-hits` and `archive` use).
     pub hits: std::collections::HashSet<Rc<str>>,
     /// The map id of the last sample's IP (ids start at 1), whose DSO is in `hits` already.
@@ -324,6 +326,7 @@ pub fn samples_with<'f, L: FileLookup>(
         callchain_buf: Vec::new(),
         regs_buf: Vec::new(),
         dsos_seen: 0,
+        dso_problems: WarningLog::new(),
         refs_buf: Vec::new(),
         branches: None,
         warnings: file
@@ -369,13 +372,15 @@ impl<L: FileLookup> Samples<'_, L> {
     }
 
     fn note_problems(&mut self) {
-        // Per sample, so only when a DSO was loaded since the last look.
+        // Per sample, so only when a DSO was loaded since the last look, and only the new ones (a recording can
+        // name millions of DSOs).
         let loaded = self.resolver.symbolizer.loaded_count();
         if loaded == self.dsos_seen {
             return;
         }
+        let new = self.dsos_seen..loaded;
         self.dsos_seen = loaded;
-        for dso in self.resolver.symbolizer.loaded() {
+        for dso in &self.resolver.symbolizer.loaded()[new] {
             // Memory that is not a file (perf's `is_no_dso_memory`): a frame there is `[unknown]`, nothing is
             // missing (a DWARF chain can step onto a bogus return address in the heap, as perf's does).
             let no_file = ["[heap]", "[stack", "[vsyscall]"]
@@ -386,7 +391,19 @@ impl<L: FileLookup> Samples<'_, L> {
             }
             if let Some(p) = &dso.problem {
                 if self.reported.insert(dso.path.clone()) {
-                    self.warnings.push(format!("{}: {p}", dso.path));
+                    let kind = match p {
+                        DsoProblem::NotFound => "DSOs not found",
+                        DsoProblem::BuildIdMismatch { .. } => "DSOs with another build-id",
+                        DsoProblem::NotADso { .. } => "files that are not DSOs",
+                        _ => "unreadable DSOs",
+                    };
+                    self.dso_problems.push(
+                        kind,
+                        Warning {
+                            offset: None,
+                            message: format!("{}: {p}", dso.path),
+                        },
+                    );
                 }
             }
         }
@@ -673,6 +690,9 @@ impl<L: FileLookup> Samples<'_, L> {
     /// The run's outcome after `samples` samples: the warnings gathered and the reader's.
     pub(super) fn outcome(&mut self, samples: u64) -> Outcome {
         let mut warnings = std::mem::take(&mut self.warnings);
+        let mut dso_problems = std::mem::take(&mut self.dso_problems);
+        dso_problems.finish();
+        warnings.extend(dso_problems.as_slice().iter().map(|w| w.to_string()));
         warnings.extend(self.records.warnings().iter().map(|w| w.to_string()));
         Outcome { samples, warnings }
     }

@@ -20,11 +20,13 @@ pub mod demangle;
 pub mod elf;
 pub mod inline;
 pub mod kallsyms;
+pub mod open;
 pub mod perfmap;
 mod rbtree;
 
 use elf::ElfInfo;
 use kallsyms::Kallsyms;
+pub use open::Unread;
 use perfmap::PerfMap;
 use std::cell::OnceCell;
 use std::collections::HashMap;
@@ -40,8 +42,16 @@ pub type FileBytes = Arc<dyn AsRef<[u8]> + Send + Sync>;
 
 /// Reads files by path. Implementations must not fail loudly: a missing file is `None`.
 pub trait FileLookup {
-    /// The bytes of the file at `path`, or `None` when it does not exist or cannot be read.
+    /// The bytes of the file at `path`, or `None` when it does not exist or cannot be read. For files read on
+    /// purpose (`/proc/kallsyms`, `/sys/kernel/notes`, JIT maps, `--kallsyms`).
     fn read(&self, path: &Path) -> Option<FileBytes>;
+
+    /// The bytes of an object file whose name came from a recording (a DSO, a debug file, a build-id cache
+    /// entry), or why it was not read: never a FIFO, a device or a file the kernel generates on read
+    /// ([`open`] says why). The default is [`FileLookup::read`].
+    fn read_object(&self, path: &Path) -> Result<FileBytes, Unread> {
+        self.read(path).ok_or(Unread::Missing)
+    }
 
     /// The first `max` bytes of the file at `path` (fewer when it is shorter), for generated files whose start
     /// is cheap and whose whole is not (`/proc/kallsyms`). The default reads the whole file.
@@ -68,22 +78,20 @@ pub trait FileLookup {
     }
 }
 
-/// The real file system. Regular files are mapped (through [`crate::perf::data::map`], the one place that maps files), not
-/// read: reading copied every byte of large DSOs and debug files, a sixth of `bport script` on fp recordings,
-/// while a run touches few of their pages. Empty and generated files (procfs, sysfs) are read.
+/// The real file system, opened as [`open`] says: only regular files, without blocking; objects are mapped
+/// (through [`crate::perf::data::map`], the one place that maps files), not read: reading copied every byte of
+/// large DSOs and debug files, a sixth of `bport script` on fp recordings, while a run touches few of their pages.
+/// Generated files read on purpose (procfs, sysfs) are read, up to [`open::MAX_GENERATED`].
 #[derive(Clone, Copy, Debug, Default)]
 pub struct FsLookup;
 
 impl FileLookup for FsLookup {
     fn read_head(&self, path: &Path, max: usize) -> Option<Vec<u8>> {
-        use std::io::Read;
-        let mut head = Vec::with_capacity(max);
-        std::fs::File::open(path)
-            .ok()?
-            .take(max as u64)
-            .read_to_end(&mut head)
-            .ok()?;
-        Some(head)
+        open::head(path, max)
+    }
+
+    fn read_object(&self, path: &Path) -> Result<FileBytes, Unread> {
+        open::object(path)
     }
 
     fn background_reader(
@@ -116,21 +124,7 @@ impl FileLookup for FsLookup {
     }
 
     fn read(&self, path: &Path) -> Option<FileBytes> {
-        let file = std::fs::File::open(path).ok()?;
-        let meta = file.metadata().ok()?;
-        if !meta.is_file() {
-            return None;
-        }
-        // procfs and sysfs files (`/proc/kallsyms`, `/sys/kernel/notes`) report no or a made-up size and are
-        // generated on read.
-        if meta.len() == 0 || path.starts_with("/proc") || path.starts_with("/sys") {
-            return std::fs::read(path).ok().map(|v| Arc::new(v) as FileBytes);
-        }
-        match crate::perf::data::map::FileMap::map(&file) {
-            Ok(map) => Some(Arc::new(map) as FileBytes),
-            // Some file systems (procfs-like, FUSE) refuse maps: read those.
-            Err(_) => std::fs::read(path).ok().map(|v| Arc::new(v) as FileBytes),
-        }
+        open::any(path)
     }
 }
 
@@ -138,6 +132,7 @@ impl FileLookup for FsLookup {
 #[derive(Clone, Default)]
 pub struct MemLookup {
     files: HashMap<PathBuf, FileBytes>,
+    unread: HashMap<PathBuf, Unread>,
 }
 
 impl MemLookup {
@@ -154,11 +149,24 @@ impl MemLookup {
     ) {
         self.files.insert(path.into(), Arc::new(bytes));
     }
+
+    /// Adds a path that is there but is no object file (a FIFO, a device, a generated file), as `why` says.
+    pub fn insert_unreadable(&mut self, path: impl Into<PathBuf>, why: Unread) {
+        self.unread.insert(path.into(), why);
+    }
 }
 
 impl FileLookup for MemLookup {
     fn read(&self, path: &Path) -> Option<FileBytes> {
         self.files.get(path).cloned()
+    }
+
+    fn read_object(&self, path: &Path) -> Result<FileBytes, Unread> {
+        match (self.files.get(path), self.unread.get(path)) {
+            (Some(bytes), _) => Ok(bytes.clone()),
+            (None, Some(why)) => Err(why.clone()),
+            (None, None) => Err(Unread::Missing),
+        }
     }
 }
 
@@ -205,6 +213,14 @@ pub enum DsoProblem {
         /// The candidate that was rejected and its build-id (hex, empty when it had none).
         rejected: Vec<(PathBuf, String)>,
     },
+    /// The file the recording names is not one a DSO can be: a FIFO, a device, a generated file. It was not
+    /// opened (or not read); its samples print `[unknown]`, as perf's do.
+    NotADso {
+        /// The file.
+        path: PathBuf,
+        /// What it is.
+        why: Unread,
+    },
     /// A file was found but is not a readable ELF file.
     Unreadable {
         /// The file.
@@ -226,6 +242,7 @@ impl std::fmt::Display for DsoProblem {
                 }
                 write!(f, " (the file changed since recording; unpack a `bport archive` of the recording machine into ~/.debug)")
             }
+            DsoProblem::NotADso { path, why } => write!(f, "{} is {why}", path.display()),
             DsoProblem::Unreadable { path, message } => write!(f, "{}: {message}", path.display()),
         }
     }
@@ -435,6 +452,8 @@ pub struct Symbolizer<L: FileLookup> {
     lookup: L,
     options: SymbolizerOptions,
     dsos: HashMap<(String, Option<Vec<u8>>), Rc<Dso>>,
+    /// The same DSOs in the order they were loaded, so a caller can look at the new ones only.
+    load_order: Vec<Rc<Dso>>,
     kernel: Option<Rc<Kallsyms>>,
     /// The kernel's table being parsed in the background, for this build-id ([`Symbolizer::prefetch_kernel`]).
     kernel_pending: Option<(Option<Vec<u8>>, kallsyms::PendingKallsyms)>,
@@ -448,6 +467,7 @@ impl<L: FileLookup> Symbolizer<L> {
             lookup,
             options,
             dsos: HashMap::new(),
+            load_order: Vec::new(),
             kernel: None,
             kernel_pending: None,
             perf_maps: HashMap::new(),
@@ -459,19 +479,24 @@ impl<L: FileLookup> Symbolizer<L> {
         self.lookup.read(path)
     }
 
+    /// Reads an object file (a DSO, a debug file) through the symbolizer's lookup: never a special file.
+    pub fn read_object(&self, path: &Path) -> Result<FileBytes, Unread> {
+        self.lookup.read_object(path)
+    }
+
     /// The options in force.
     pub fn options(&self) -> &SymbolizerOptions {
         &self.options
     }
 
-    /// Every DSO loaded so far.
-    pub fn loaded(&self) -> impl Iterator<Item = &Rc<Dso>> {
-        self.dsos.values()
+    /// Every DSO loaded so far, in load order.
+    pub fn loaded(&self) -> &[Rc<Dso>] {
+        &self.load_order
     }
 
-    /// How many DSOs [`Symbolizer::loaded`] holds: lets a caller skip re-reading them when nothing was loaded.
+    /// How many DSOs [`Symbolizer::loaded`] holds: a caller that saw the first `n` looks at `loaded()[n..]`.
     pub fn loaded_count(&self) -> usize {
-        self.dsos.len()
+        self.load_order.len()
     }
 
     fn with_symfs(&self, path: &Path) -> PathBuf {
@@ -490,6 +515,7 @@ impl<L: FileLookup> Symbolizer<L> {
         }
         let dso = Rc::new(self.load_dso(path, build_id));
         self.dsos.insert(key, dso.clone());
+        self.load_order.push(dso.clone());
         dso
     }
 
@@ -512,7 +538,8 @@ impl<L: FileLookup> Symbolizer<L> {
             Some(_) => None,
             None => self
                 .lookup
-                .read(&self.with_symfs(Path::new(path)))
+                .read_object(&self.with_symfs(Path::new(path)))
+                .ok()
                 .and_then(|b| elf::build_id((*b).as_ref())),
         };
         if let Some(bid) = build_id.or(own_bid.as_deref()) {
@@ -572,12 +599,20 @@ impl<L: FileLookup> Symbolizer<L> {
                 continue;
             }
             let bytes = if running_vdso && cand == Path::new(RUNNING_VDSO) {
-                self.lookup.running_vdso()
+                self.lookup.running_vdso().ok_or(Unread::Missing)
             } else {
-                self.lookup.read(&cand)
+                self.lookup.read_object(&cand)
             };
-            let Some(bytes) = bytes else {
-                continue;
+            let bytes = match bytes {
+                Ok(bytes) => bytes,
+                Err(Unread::Missing) => continue,
+                Err(why) => {
+                    scan.unreadable.get_or_insert(DsoProblem::NotADso {
+                        path: cand.clone(),
+                        why,
+                    });
+                    continue;
+                }
             };
             scan.found_any = true;
             // The build-id cache's `elf` and the path itself are usually the same file: parse it once (a

@@ -197,12 +197,47 @@ fn cache_place(name: &str, build_id: &str) -> (String, &'static str) {
     (dir, file)
 }
 
-/// Writes a tar of the hit DSOs of `file` in build-id cache layout to `out`.
+/// Why no archive was made.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ArchiveError {
+    /// The recording could not be read.
+    #[error(transparent)]
+    Script(#[from] ScriptError),
+    /// A DSO name of the recording would put a file outside the build-id cache's directory when the archive is
+    /// unpacked (`tar xf … -C ~/.debug`).
+    #[error("the recording names the DSO {name:?}, whose place in the archive would be outside ~/.debug ({why}); no archive was made")]
+    BadName {
+        /// The name as the recording gives it.
+        name: String,
+        /// What is wrong with it.
+        why: &'static str,
+    },
+    /// Writing the archive failed.
+    #[error("cannot write the archive: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// Why `name` cannot be a directory under `~/.debug`: a `..` component (a recording from anywhere must not
+/// place files outside the cache), or nothing left of it.
+fn bad_name(name: &str) -> Option<&'static str> {
+    let rel = name.trim_start_matches('/');
+    if rel.is_empty() {
+        Some("no file name")
+    } else if rel.split('/').any(|c| c == "..") {
+        Some("a `..` component")
+    } else {
+        None
+    }
+}
+
+/// Writes a tar of the hit DSOs of `file` in build-id cache layout to `out`. Every name is checked before
+/// anything is written; the caller makes the output file appear only when this succeeds.
 pub fn archive(
     file: &PerfFile,
     options: &Options,
     out: impl Write,
-) -> Result<ArchiveOutcome, ScriptError> {
+) -> Result<ArchiveOutcome, ArchiveError> {
     archive_with(file, options, FsLookup, out)
 }
 
@@ -212,8 +247,18 @@ pub fn archive_with<L: FileLookup>(
     options: &Options,
     lookup: L,
     out: impl Write,
-) -> Result<ArchiveOutcome, ScriptError> {
+) -> Result<ArchiveOutcome, ArchiveError> {
     let lines = buildid_list(file, options, true)?;
+    if let Some((name, why)) = lines
+        .iter()
+        .filter(|l| parse_hex(&l.build_id).is_some())
+        .find_map(|l| bad_name(&l.name).map(|why| (&l.name, why)))
+    {
+        return Err(ArchiveError::BadName {
+            name: name.clone(),
+            why,
+        });
+    }
     let mut symbolizer = Symbolizer::new(lookup, options.symbolizer.clone());
     let mut tar = tar::Builder::new(out);
     tar.mode(tar::HeaderMode::Deterministic);
@@ -228,7 +273,7 @@ pub fn archive_with<L: FileLookup>(
         } else {
             let dso = symbolizer.dso(&line.name, Some(&bid));
             match (&dso.runtime_file, &dso.problem) {
-                (Some(p), None) => symbolizer.read(p).map(|b| (p.clone(), b)),
+                (Some(p), None) => symbolizer.read_object(p).ok().map(|b| (p.clone(), b)),
                 (_, Some(problem)) => {
                     outcome
                         .missing
@@ -323,6 +368,14 @@ mod tests {
             ("[vdso]/ef".to_owned(), "vdso")
         );
         assert_eq!(parse_hex("0a1b"), Some(vec![0x0a, 0x1b]));
+        assert_eq!(
+            bad_name("/tmp/../../etc/cron.d/x"),
+            Some("a `..` component")
+        );
+        assert_eq!(bad_name(".."), Some("a `..` component"));
+        assert_eq!(bad_name("///"), Some("no file name"));
+        assert_eq!(bad_name("/usr/lib/libc.so.6"), None);
+        assert_eq!(bad_name("/opt/a..b/x"), None);
         assert_eq!(parse_hex("0a1"), None);
     }
 }

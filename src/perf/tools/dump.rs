@@ -44,7 +44,18 @@ pub fn dump(file: &PerfFile, options: &Options, out: &mut impl Write) -> std::io
     for r in records.by_ref() {
         match r {
             Ok(r) => {
-                *counts.entry(r.meta().ty).or_default() += 1;
+                let ty = r.meta().ty;
+                // Types perf names are counted each; unknown ones too up to a few hundred, then together (a
+                // hostile file can have a million types).
+                let key = if counts.len() < MAX_COUNTED_TYPES
+                    || counts.contains_key(&ty)
+                    || table::record_type_name(ty).is_some()
+                {
+                    ty
+                } else {
+                    OTHER_TYPES
+                };
+                *counts.entry(key).or_default() += 1;
                 writeln!(out, "{}", format_record(&r))?;
             }
             Err(e) => failed = Some(e),
@@ -60,7 +71,17 @@ pub fn dump(file: &PerfFile, options: &Options, out: &mut impl Write) -> std::io
     })
 }
 
+/// How many record types the summary counts one by one.
+const MAX_COUNTED_TYPES: usize = 256;
+
+/// The summary's key for the unknown types past [`MAX_COUNTED_TYPES`] (no record type is this large: the
+/// kernel's end below 64, perf's own at 64-100).
+const OTHER_TYPES: u32 = u32::MAX;
+
 fn type_name(ty: u32) -> String {
+    if ty == OTHER_TYPES {
+        return "UNKNOWN(other types)".to_string();
+    }
     table::record_type_name(ty).map_or_else(|| format!("UNKNOWN({ty})"), str::to_string)
 }
 

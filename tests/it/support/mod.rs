@@ -5,7 +5,8 @@
 #![allow(dead_code)]
 
 /// Ends the test here unless `$ready` holds: the guard every test that needs an external tool starts with
-/// (`skip_unless!(oracle::has_perf());`). [`oracle::require`] prints the loud SKIPPED line, or fails under CI.
+/// (`skip_unless!(oracle::has_perf());`). [`require::require`] (and [`oracle::require`] for tools) prints the loud
+/// SKIPPED line, or fails under CI.
 macro_rules! skip_unless {
     ($ready:expr) => {
         if !$ready {
@@ -18,4 +19,5 @@ pub mod bport;
 pub mod compare;
 pub mod oracle;
 pub mod repo;
+pub mod require;
 pub mod scenario;

@@ -14,14 +14,7 @@ pub fn require(tool: &str, install_hint: &str) -> bool {
         .output()
         .map(|o| o.status.success())
         .unwrap_or(false);
-    if found {
-        return true;
-    }
-    if std::env::var("CI").is_ok_and(|v| v == "true" || v == "1") {
-        panic!("{tool} is required under CI but was not found ({install_hint}); fix .ci/run");
-    }
-    eprintln!("SKIPPED ({tool} not found; {install_hint})");
-    false
+    super::require::require(found, &format!("{tool} not found"), install_hint)
 }
 
 /// How to install Linux perf, the profiler's oracle (Debian's package; `.ci/run` installs it).

@@ -1,0 +1,654 @@
+//! Follow-up fixes: the upstream commits that repair or revert what a branch carries (or a patch list is about to
+//! add) and that the branch lacks under any id. This is `bport fixes`, and `bport apply --dry-run`/`--with-fixes`.
+//!
+//! Owns: reading `Fixes:` and revert lines ([`refs`]), finding the commits they name, and the transitive closure
+//! (a fix of a fix). Uses the matcher read-only, through [`matcher::judge`], to decide which upstream commits the
+//! branch carries under another id; so "carried" means what it means for `bport apply`.
+//!
+//! Cost: one walk of the upstream range reading messages only; the matcher (tree diffs, and patch-ids where paths
+//! agree) runs only for upstream commits that some `Fixes:`/revert line names, and for the candidates themselves.
+//! When a named commit is outside the upstream range, one walk of the branch's history (ids only, stopping once
+//! every such commit is found) decides whether the branch has it; a subject that names no commit of the repository
+//! makes that walk read subjects to the root.
+
+pub mod refs;
+
+use super::matcher::{self, AppliedBecause, Rules, Verdict};
+use super::patchlist::{Entry, PatchList, Resolved};
+use super::Error;
+use crate::git::{self, Context};
+use git2::{Oid, Repository, Sort};
+use refs::{CommitRef, RefKind};
+use std::collections::{HashMap, HashSet};
+
+/// Whose commits the follow-ups are for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Seeds {
+    /// What the branch carries (its history, and upstream commits it carries under another id) and the list.
+    BranchAndList,
+    /// Only the list (what `bport apply` will pick); the branch still excludes what it already has.
+    List,
+}
+
+/// What to look for.
+#[derive(Clone, Copy, Debug)]
+pub struct Request<'a> {
+    /// The branch's tip.
+    pub head: Oid,
+    /// The upstream tips; the range searched is what they reach and `head` does not.
+    pub upstream: &'a [Oid],
+    /// A patch list about to be applied (its commits count as carried, and are never reported).
+    pub list: &'a [Resolved],
+    /// The rules that decide "already on the branch", as `bport apply --match`.
+    pub rules: Rules,
+    /// Whose follow-ups.
+    pub seeds: Seeds,
+}
+
+/// How the branch (or the list) has the commit a reason names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TargetIs {
+    /// The commit itself is in the branch's history.
+    OnBranch,
+    /// An upstream commit the branch carries under another id (by the rule the matcher names).
+    Ported(AppliedBecause),
+    /// A commit of the patch list, at this line.
+    Listed {
+        /// 1-based line in the list.
+        line: usize,
+    },
+    /// Another follow-up of this report.
+    FollowUp,
+}
+
+/// Why a commit is a follow-up: it fixes or reverts a commit the branch or list has.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Reason {
+    /// Fixes or reverts.
+    pub kind: RefKind,
+    /// The commit of this repository the line names; `None` when only its subject matched (the id names no commit
+    /// here) and the match is not a single commit.
+    pub target: Option<Oid>,
+    /// The id as the line wrote it (absent when only a subject was written).
+    pub named_as: Option<String>,
+    /// The target's subject: the commit's own when it is in the repository, else as written.
+    pub target_subject: String,
+    /// The id named no commit of this repository (or a short id named one with another subject), and the subject
+    /// decided.
+    pub by_subject: bool,
+    /// How the branch or list has the target.
+    pub target_is: TargetIs,
+}
+
+/// One upstream commit to add.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FollowUp {
+    /// The upstream commit.
+    pub commit: Oid,
+    /// Its subject.
+    pub subject: String,
+    /// Why, in message order.
+    pub reasons: Vec<Reason>,
+}
+
+/// A fix of something carried that the branch already has under another id.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AlreadyCarried {
+    /// The upstream commit.
+    pub commit: Oid,
+    /// Its subject.
+    pub subject: String,
+    /// The rule and branch commit.
+    pub because: AppliedBecause,
+}
+
+/// The answer.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Report {
+    /// Commits to add, in upstream order (as `git log --reverse`).
+    pub follow_ups: Vec<FollowUp>,
+    /// Fixes and reverts of carried commits that the branch already has under another id, in upstream order.
+    pub already_carried: Vec<AlreadyCarried>,
+    /// Commits in the upstream range.
+    pub scanned: usize,
+    /// `Fixes:`/revert lines in the range that named a commit this repository lacks, without a subject that
+    /// matched one.
+    pub unresolved: usize,
+}
+
+/// One commit of the upstream range.
+struct Upstream {
+    oid: Oid,
+    subject: String,
+    refs: Vec<CommitRef>,
+}
+
+/// What a line names, once looked up.
+#[derive(Clone, Debug)]
+enum Target {
+    /// A commit of the upstream range (its index).
+    Up(usize),
+    /// A commit outside the upstream range.
+    Commit(Oid),
+    /// No commit of the repository: the written subject, normalized.
+    Subject(String),
+    /// Nothing.
+    Nothing,
+}
+
+/// The upstream commits that fix or revert what the branch carries (or the list adds), transitively, and that the
+/// branch lacks; see the module header.
+pub fn find(repo: &Repository, req: &Request<'_>) -> Result<Report, Error> {
+    let ups = walk_upstream(repo, req.head, req.upstream)?;
+    let mut pos: HashMap<Oid, usize> = HashMap::with_capacity(ups.len());
+    let mut by_subject: HashMap<String, Vec<usize>> = HashMap::new();
+    for (i, u) in ups.iter().enumerate() {
+        pos.insert(u.oid, i);
+        by_subject
+            .entry(matcher::normalize_subject(&u.subject))
+            .or_default()
+            .push(i);
+    }
+    let listed_line: HashMap<Oid, usize> = req.list.iter().map(|r| (r.oid, r.entry.line)).collect();
+    let mut listed_subject: HashMap<String, usize> = HashMap::new();
+    for r in req.list {
+        listed_subject
+            .entry(matcher::normalize_subject(&r.subject))
+            .or_insert(r.entry.line);
+    }
+    let odb = repo.odb().context_git(|| "opening the object database")?;
+
+    // Look every line's commit up once.
+    let mut targets: Vec<Vec<Target>> = Vec::with_capacity(ups.len());
+    for (i, u) in ups.iter().enumerate() {
+        let mut ts = Vec::with_capacity(u.refs.len());
+        for r in &u.refs {
+            let t = resolve(repo, &odb, r, &pos, &by_subject, &ups);
+            // A commit naming itself (a copy-pasted message) repairs nothing.
+            ts.push(match t {
+                Target::Up(j) if j == i => Target::Nothing,
+                other => other,
+            });
+        }
+        targets.push(ts);
+    }
+
+    // Which named commits outside the range, and which subjects naming nothing in range or list, the branch's
+    // history holds: one walk, only when some line needs it.
+    let mut ancestors: HashSet<Oid> = HashSet::new();
+    let mut ancestor_subjects: HashMap<String, Oid> = HashMap::new();
+    if req.seeds == Seeds::BranchAndList {
+        let mut pending: HashSet<Oid> = HashSet::new();
+        let mut subjects: HashSet<String> = HashSet::new();
+        for t in targets.iter().flatten() {
+            match t {
+                Target::Commit(o) if !listed_line.contains_key(o) => {
+                    pending.insert(*o);
+                }
+                Target::Subject(s) if !listed_subject.contains_key(s) => {
+                    subjects.insert(s.clone());
+                }
+                _ => {}
+            }
+        }
+        if !pending.is_empty() || !subjects.is_empty() {
+            walk_branch(
+                repo,
+                req.head,
+                pending,
+                &subjects,
+                &mut ancestors,
+                &mut ancestor_subjects,
+            )?;
+        }
+    }
+
+    let mut branch = None;
+    let mut verdicts: HashMap<usize, Verdict> = HashMap::new();
+    let mut judge = |i: usize| -> Result<Verdict, Error> {
+        if let Some(v) = verdicts.get(&i) {
+            return Ok(*v);
+        }
+        if branch.is_none() {
+            branch = Some(matcher::Branch::collect(repo, req.head, &[], req.upstream)?);
+        }
+        let b = branch.as_mut().expect("collected above");
+        let u = &ups[i];
+        let resolved = Resolved {
+            entry: Entry {
+                line: 0,
+                sha: u.oid.to_string(),
+                subject: u.subject.clone(),
+            },
+            oid: u.oid,
+            subject: u.subject.clone(),
+        };
+        let v = matcher::judge(b, std::slice::from_ref(&resolved), req.rules)?[0];
+        verdicts.insert(i, v);
+        Ok(v)
+    };
+
+    let mut follow: Vec<bool> = vec![false; ups.len()];
+    let mut decided: Vec<bool> = vec![false; ups.len()];
+    let mut already: HashMap<usize, AppliedBecause> = HashMap::new();
+    // Upstream order puts a fix after what it fixes, so one pass settles almost everything; the loop catches
+    // lines that name a later commit by subject.
+    loop {
+        let mut changed = false;
+        for i in 0..ups.len() {
+            if decided[i] {
+                continue;
+            }
+            let mut any = false;
+            for t in &targets[i] {
+                if target_is(
+                    t,
+                    req,
+                    &ups,
+                    &listed_line,
+                    &listed_subject,
+                    &by_subject,
+                    &ancestors,
+                    &ancestor_subjects,
+                    &follow,
+                    &mut judge,
+                )?
+                .is_some()
+                {
+                    any = true;
+                    break;
+                }
+            }
+            if !any {
+                continue;
+            }
+            decided[i] = true;
+            changed = true;
+            if listed_line.contains_key(&ups[i].oid) {
+                continue;
+            }
+            match judge(i)? {
+                Verdict::Applied(because) => {
+                    already.insert(i, because);
+                }
+                Verdict::Missing { .. } => follow[i] = true,
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
+
+    let mut report = Report {
+        scanned: ups.len(),
+        ..Report::default()
+    };
+    for (i, u) in ups.iter().enumerate() {
+        for (r, t) in u.refs.iter().zip(&targets[i]) {
+            let unresolved = match t {
+                Target::Nothing => r
+                    .hex
+                    .as_deref()
+                    .is_some_and(|h| !u.oid.to_string().starts_with(h)),
+                Target::Subject(s) => {
+                    !by_subject.contains_key(s)
+                        && !listed_subject.contains_key(s)
+                        && !ancestor_subjects.contains_key(s)
+                }
+                _ => false,
+            };
+            if unresolved {
+                report.unresolved += 1;
+            }
+        }
+        if let Some(because) = already.get(&i) {
+            report.already_carried.push(AlreadyCarried {
+                commit: u.oid,
+                subject: u.subject.clone(),
+                because: *because,
+            });
+        }
+        if !follow[i] {
+            continue;
+        }
+        let mut reasons = Vec::new();
+        for (r, t) in u.refs.iter().zip(&targets[i]) {
+            let Some(is) = target_is(
+                t,
+                req,
+                &ups,
+                &listed_line,
+                &listed_subject,
+                &by_subject,
+                &ancestors,
+                &ancestor_subjects,
+                &follow,
+                &mut judge,
+            )?
+            else {
+                continue;
+            };
+            let (target, target_subject, by_subj) = match t {
+                Target::Up(j) => (Some(ups[*j].oid), ups[*j].subject.clone(), false),
+                Target::Commit(o) => (Some(*o), commit_subject(repo, *o), false),
+                Target::Subject(s) => {
+                    let named = subject_commit(s, req, &ups, &by_subject, &ancestor_subjects);
+                    (named, r.subject.clone().unwrap_or_else(|| s.clone()), true)
+                }
+                Target::Nothing => continue,
+            };
+            reasons.push(Reason {
+                kind: r.kind,
+                target,
+                named_as: r.hex.clone(),
+                target_subject,
+                by_subject: by_subj,
+                target_is: is,
+            });
+        }
+        report.follow_ups.push(FollowUp {
+            commit: u.oid,
+            subject: u.subject.clone(),
+            reasons,
+        });
+    }
+    Ok(report)
+}
+
+/// How the branch or list has what `t` names, if it does.
+#[allow(clippy::too_many_arguments)]
+fn target_is(
+    t: &Target,
+    req: &Request<'_>,
+    ups: &[Upstream],
+    listed_line: &HashMap<Oid, usize>,
+    listed_subject: &HashMap<String, usize>,
+    by_subject: &HashMap<String, Vec<usize>>,
+    ancestors: &HashSet<Oid>,
+    ancestor_subjects: &HashMap<String, Oid>,
+    follow: &[bool],
+    judge: &mut dyn FnMut(usize) -> Result<Verdict, Error>,
+) -> Result<Option<TargetIs>, Error> {
+    let up = |j: usize,
+              judge: &mut dyn FnMut(usize) -> Result<Verdict, Error>|
+     -> Result<Option<TargetIs>, Error> {
+        if let Some(&line) = listed_line.get(&ups[j].oid) {
+            return Ok(Some(TargetIs::Listed { line }));
+        }
+        if follow[j] {
+            return Ok(Some(TargetIs::FollowUp));
+        }
+        if req.seeds == Seeds::BranchAndList {
+            if let Verdict::Applied(because) = judge(j)? {
+                return Ok(Some(TargetIs::Ported(because)));
+            }
+        }
+        Ok(None)
+    };
+    match t {
+        Target::Nothing => Ok(None),
+        Target::Up(j) => up(*j, judge),
+        Target::Commit(o) => Ok(if let Some(&line) = listed_line.get(o) {
+            Some(TargetIs::Listed { line })
+        } else if ancestors.contains(o) {
+            Some(TargetIs::OnBranch)
+        } else {
+            None
+        }),
+        Target::Subject(s) => {
+            for &j in by_subject.get(s).map_or(&[][..], Vec::as_slice) {
+                if let Some(is) = up(j, judge)? {
+                    return Ok(Some(is));
+                }
+            }
+            if let Some(&line) = listed_subject.get(s) {
+                return Ok(Some(TargetIs::Listed { line }));
+            }
+            Ok(ancestor_subjects
+                .contains_key(s)
+                .then_some(TargetIs::OnBranch))
+        }
+    }
+}
+
+/// The one commit a subject names, for the report (the first in the range, else the list's, else the branch's).
+fn subject_commit(
+    s: &str,
+    req: &Request<'_>,
+    ups: &[Upstream],
+    by_subject: &HashMap<String, Vec<usize>>,
+    ancestor_subjects: &HashMap<String, Oid>,
+) -> Option<Oid> {
+    if let Some(&j) = by_subject.get(s).and_then(|v| v.first()) {
+        return Some(ups[j].oid);
+    }
+    if let Some(r) = req
+        .list
+        .iter()
+        .find(|r| matcher::normalize_subject(&r.subject) == s)
+    {
+        return Some(r.oid);
+    }
+    ancestor_subjects.get(s).copied()
+}
+
+fn commit_subject(repo: &Repository, oid: Oid) -> String {
+    repo.find_commit(oid)
+        .map(|c| git::commit_subject(&String::from_utf8_lossy(c.message_bytes())))
+        .unwrap_or_default()
+}
+
+/// Looks up the commit a line names: by id, and by the written subject when the id names no commit here (or a
+/// short id names one with another subject: at 7 to 11 digits a large history has other commits with that prefix).
+fn resolve(
+    repo: &Repository,
+    odb: &git2::Odb<'_>,
+    r: &CommitRef,
+    pos: &HashMap<Oid, usize>,
+    by_subject: &HashMap<String, Vec<usize>>,
+    ups: &[Upstream],
+) -> Target {
+    let written = r.subject.as_deref().map(matcher::normalize_subject);
+    let by_id = r.hex.as_deref().and_then(|hex| {
+        let prefix = Oid::from_str(&format!("{hex:0<40}")).ok()?;
+        let oid = match odb.exists_prefix(prefix, hex.len()) {
+            Ok(oid) => oid,
+            Err(e) if e.code() == git2::ErrorCode::Ambiguous => {
+                // Several objects share the prefix: the one commit of the range that has it and the subject.
+                let mut hits = ups.iter().filter(|u| {
+                    u.oid.to_string().starts_with(hex)
+                        && written
+                            .as_deref()
+                            .is_none_or(|w| matcher::normalize_subject(&u.subject) == w)
+                });
+                let first = hits.next()?;
+                if hits.next().is_some() {
+                    return None;
+                }
+                first.oid
+            }
+            Err(_) => return None,
+        };
+        repo.find_commit(oid).ok().map(|c| (oid, c))
+    });
+    match by_id {
+        Some((oid, commit)) => {
+            let short = r.hex.as_deref().is_some_and(|h| h.len() < 12);
+            if let (true, Some(w)) = (short, written.as_deref()) {
+                let own = matcher::normalize_subject(&git::commit_subject(
+                    &String::from_utf8_lossy(commit.message_bytes()),
+                ));
+                if own != w && by_subject.contains_key(w) {
+                    return Target::Subject(w.to_owned());
+                }
+            }
+            match pos.get(&oid) {
+                Some(&j) => Target::Up(j),
+                None => Target::Commit(oid),
+            }
+        }
+        None => match written {
+            Some(w) if !w.is_empty() => Target::Subject(w),
+            _ => Target::Nothing,
+        },
+    }
+}
+
+/// The upstream range, oldest first (`git log --reverse` order), with each commit's subject and the commits its
+/// message names. Merges are left out: they are not picked, and what they merge is in the range on its own.
+fn walk_upstream(repo: &Repository, head: Oid, upstream: &[Oid]) -> Result<Vec<Upstream>, Error> {
+    let mut walk = repo.revwalk().context_git(|| "starting a revision walk")?;
+    walk.set_sorting(Sort::TOPOLOGICAL | Sort::TIME | Sort::REVERSE)
+        .context_git(|| "sorting the walk")?;
+    for &tip in upstream {
+        walk.push(tip)
+            .context_git(|| format!("walking from {tip}"))?;
+    }
+    walk.hide(head).context_git(|| format!("hiding {head}"))?;
+    let mut out = Vec::new();
+    for oid in walk {
+        let oid = oid.context_git(|| "walking the upstream range")?;
+        let commit = repo
+            .find_commit(oid)
+            .context_git(|| format!("reading commit {oid}"))?;
+        if commit.parent_count() > 1 {
+            continue;
+        }
+        let message = String::from_utf8_lossy(commit.message_bytes());
+        out.push(Upstream {
+            oid,
+            subject: git::commit_subject(&message),
+            refs: refs::commit_refs(&message),
+        });
+    }
+    Ok(out)
+}
+
+/// Walks the branch's history from `head`: which of `pending` it holds, and which of `subjects` its commits have.
+/// Stops once every pending commit is found, unless subjects are wanted (they may be anywhere down to the root).
+fn walk_branch(
+    repo: &Repository,
+    head: Oid,
+    mut pending: HashSet<Oid>,
+    subjects: &HashSet<String>,
+    ancestors: &mut HashSet<Oid>,
+    ancestor_subjects: &mut HashMap<String, Oid>,
+) -> Result<(), Error> {
+    let mut walk = repo.revwalk().context_git(|| "starting a revision walk")?;
+    walk.push(head)
+        .context_git(|| format!("walking from {head}"))?;
+    for oid in walk {
+        if pending.is_empty() && ancestor_subjects.len() == subjects.len() {
+            break;
+        }
+        let oid = oid.context_git(|| "walking the branch")?;
+        if pending.remove(&oid) {
+            ancestors.insert(oid);
+        }
+        if !subjects.is_empty() && ancestor_subjects.len() < subjects.len() {
+            let commit = repo
+                .find_commit(oid)
+                .context_git(|| format!("reading commit {oid}"))?;
+            let s = matcher::normalize_subject(&git::commit_subject(&String::from_utf8_lossy(
+                commit.message_bytes(),
+            )));
+            if subjects.contains(&s) {
+                ancestor_subjects.entry(s).or_insert(oid);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The refs (local and remote-tracking branches) that contain `oid`, by name, with their tips: where a patch list
+/// came from when it does not say.
+pub fn branches_containing(repo: &Repository, oid: Oid) -> Result<Vec<(String, Oid)>, Error> {
+    let mut out = Vec::new();
+    let branches = repo.branches(None).context_git(|| "listing branches")?;
+    for b in branches {
+        let (b, _) = b.context_git(|| "listing branches")?;
+        let r = b.get();
+        if r.kind() != Some(git2::ReferenceType::Direct) {
+            continue;
+        }
+        let (Some(tip), Ok(name)) = (r.target(), r.shorthand().map(str::to_owned)) else {
+            continue;
+        };
+        if tip == oid
+            || repo
+                .graph_descendant_of(tip, oid)
+                .context_git(|| format!("checking whether {name} contains {oid}"))?
+        {
+            out.push((name, tip));
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+/// `list` with the follow-ups added at their upstream place: each goes after the last listed commit that precedes
+/// it upstream (after the follow-ups already placed there), so a list in upstream order stays in upstream order.
+/// Added entries have line 0 and the commit's full id.
+pub fn with_follow_ups(
+    repo: &Repository,
+    head: Oid,
+    upstream: &[Oid],
+    list: &PatchList,
+    resolved: &[Resolved],
+    follow_ups: &[FollowUp],
+) -> Result<PatchList, Error> {
+    if follow_ups.is_empty() {
+        return Ok(list.clone());
+    }
+    let order: HashMap<Oid, usize> = walk_upstream_ids(repo, head, upstream)?;
+    // For each follow-up, the index of the list entry it goes after (None: before the first).
+    let mut after: Vec<(Option<usize>, usize, &FollowUp)> = Vec::new();
+    for f in follow_ups {
+        let p = order.get(&f.commit).copied().unwrap_or(usize::MAX);
+        let anchor = resolved
+            .iter()
+            .rposition(|r| order.get(&r.oid).is_some_and(|&q| q < p));
+        after.push((anchor, p, f));
+    }
+    after.sort_by_key(|&(a, p, _)| (a.map_or(0, |a| a + 1), p));
+    let added = |f: &FollowUp| Entry {
+        line: 0,
+        sha: f.commit.to_string(),
+        subject: f.subject.clone(),
+    };
+    let mut entries = Vec::with_capacity(list.entries.len() + follow_ups.len());
+    let mut k = 0;
+    while k < after.len() && after[k].0.is_none() {
+        entries.push(added(after[k].2));
+        k += 1;
+    }
+    for (i, e) in list.entries.iter().enumerate() {
+        entries.push(e.clone());
+        while k < after.len() && after[k].0 == Some(i) {
+            entries.push(added(after[k].2));
+            k += 1;
+        }
+    }
+    Ok(PatchList { entries })
+}
+
+/// Every commit of the upstream range (merges too) and its place in upstream order.
+fn walk_upstream_ids(
+    repo: &Repository,
+    head: Oid,
+    upstream: &[Oid],
+) -> Result<HashMap<Oid, usize>, Error> {
+    let mut walk = repo.revwalk().context_git(|| "starting a revision walk")?;
+    walk.set_sorting(Sort::TOPOLOGICAL | Sort::TIME | Sort::REVERSE)
+        .context_git(|| "sorting the walk")?;
+    for &tip in upstream {
+        walk.push(tip)
+            .context_git(|| format!("walking from {tip}"))?;
+    }
+    walk.hide(head).context_git(|| format!("hiding {head}"))?;
+    let mut out = HashMap::new();
+    for (i, oid) in walk.enumerate() {
+        out.insert(oid.context_git(|| "walking the upstream range")?, i);
+    }
+    Ok(out)
+}
