@@ -234,10 +234,17 @@ pub fn run(
                 let merged = Timings::lap(&mut timings.merge, started);
                 if !picked.conflicts.is_empty() {
                     if dry_run {
-                        // Predict the rest as if the user resolved this stop keeping the branch's side of the
-                        // conflicted files: the clean part of the patch is in. Dropping the whole patch would make a later
-                        // patch that edits its lines look empty (seen on flatpak-1.14.x).
-                        tip_tree = picked.tree;
+                        // Predict the rest as the run would go on if the user resolved this stop by taking the
+                        // picked side of each conflicted path (`git checkout --theirs`, or `git rm` where the
+                        // pick deletes it) and continued: the clean part of the patch is in, and so are the
+                        // lines the next patches of the series build on. Keeping the branch's side instead
+                        // predicted stops at every later patch of the series that touches those lines.
+                        let edits: Vec<crate::git::TreeEdit> = picked
+                            .conflicts
+                            .iter()
+                            .map(|c| (c.path.clone(), c.theirs))
+                            .collect();
+                        tip_tree = cache.edit_tree(&work, picked.tree, &edits)?;
                         StepResult::Conflict {
                             paths: picked.conflicts.iter().map(|c| c.path.clone()).collect(),
                         }

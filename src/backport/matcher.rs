@@ -101,6 +101,14 @@ pub enum Confirmation {
         #[serde(with = "super::oid_hex")]
         origin: Oid,
     },
+    /// For a *trailer* match: the trailer names `merge`, a merge commit that brought the listed commit in (the
+    /// listed commit is reachable from one of its other parents and not from its first): the branch commit is a
+    /// squashed backport of the whole merge, a pull request ported as one commit.
+    InMerge {
+        /// The merge commit the trailer names.
+        #[serde(with = "super::oid_hex")]
+        merge: Oid,
+    },
 }
 
 impl std::fmt::Display for Confirmation {
@@ -112,6 +120,13 @@ impl std::fmt::Display for Confirmation {
             }
             Confirmation::SamePatchAs { origin } => {
                 write!(f, "names {}, same patch-id", &origin.to_string()[..7])
+            }
+            Confirmation::InMerge { merge } => {
+                write!(
+                    f,
+                    "names merge {}, which brought it in",
+                    &merge.to_string()[..7]
+                )
             }
         }
     }
@@ -147,6 +162,9 @@ pub struct Branch<'r> {
     /// Each branch commit's changes (path, old and new blob), filled with `by_paths`.
     changes: HashMap<usize, Vec<git::Change>>,
     patch_ids: HashMap<usize, Option<PatchId>>,
+    /// The commits that merges named by trailers brought in, each with the branch commit naming the merge and the
+    /// merge; filled on first use.
+    merged_in: Option<HashMap<Oid, (usize, Oid)>>,
 }
 
 impl<'r> Branch<'r> {
@@ -182,6 +200,7 @@ impl<'r> Branch<'r> {
             by_paths: None,
             changes: HashMap::new(),
             patch_ids: HashMap::new(),
+            merged_in: None,
         };
         for oid in walk {
             let oid = oid.context_git(|| "walking the branch")?;
@@ -229,6 +248,60 @@ impl<'r> Branch<'r> {
                     && self.commits[*i].origins.iter().any(|o| o.names(full_hex))
             })
             .map(|&(_, i)| i)
+    }
+
+    /// The branch commit whose trailer names a merge that brought `listed` in, and that merge. A merge's commits
+    /// are those reachable from its parents 2..n and not from parent 1, as `git log M^1..M` lists them less the
+    /// merge itself. Trailers are resolved and merges walked once, on the first call.
+    fn by_merge_trailer(&mut self, listed: Oid) -> Result<Option<(usize, Oid)>, Error> {
+        if self.merged_in.is_none() {
+            let odb = self
+                .repo
+                .odb()
+                .context_git(|| "opening the object database")?;
+            let mut map: HashMap<Oid, (usize, Oid)> = HashMap::new();
+            let mut walked = std::collections::HashSet::new();
+            for (i, c) in self.commits.iter().enumerate() {
+                for o in &c.origins {
+                    let Ok(prefix) = Oid::from_str(&format!("{:0<40}", o.hex)) else {
+                        continue;
+                    };
+                    // A trailer naming a commit this repository lacks, or an ambiguous abbreviation, decides
+                    // nothing here.
+                    let Ok(oid) = odb.exists_prefix(prefix, o.hex.len()) else {
+                        continue;
+                    };
+                    let Ok(merge) = self.repo.find_commit(oid) else {
+                        continue;
+                    };
+                    if merge.parent_count() < 2 || !walked.insert(oid) {
+                        continue;
+                    }
+                    let mut walk = self
+                        .repo
+                        .revwalk()
+                        .context_git(|| "starting a revision walk")?;
+                    for p in merge.parent_ids().skip(1) {
+                        walk.push(p).context_git(|| format!("walking from {p}"))?;
+                    }
+                    walk.hide(
+                        merge
+                            .parent_id(0)
+                            .context_git(|| format!("reading {oid}"))?,
+                    )
+                    .context_git(|| format!("hiding the first parent of {oid}"))?;
+                    for member in walk {
+                        let member = member.context_git(|| format!("walking the merge {oid}"))?;
+                        map.entry(member).or_insert((i, oid));
+                    }
+                }
+            }
+            self.merged_in = Some(map);
+        }
+        Ok(self
+            .merged_in
+            .as_ref()
+            .and_then(|m| m.get(&listed).copied()))
     }
 
     /// Branch commits whose normalized subject is `norm`, less those whose trailers name another commit than
@@ -457,6 +530,14 @@ pub fn judge(
         if rules.trailer {
             if let Some(i) = branch.by_trailer(&hex) {
                 out.push(applied(Rule::Trailer, branch.commits[i].oid));
+                continue;
+            }
+            if let Some((i, merge)) = branch.by_merge_trailer(r.oid)? {
+                out.push(Verdict::Applied(AppliedBecause {
+                    rule: Rule::Trailer,
+                    by: branch.commits[i].oid,
+                    confirmed: Some(Confirmation::InMerge { merge }),
+                }));
                 continue;
             }
         }

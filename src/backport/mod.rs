@@ -44,7 +44,7 @@ pub enum Error {
         /// The line.
         text: String,
     },
-    /// A listed sha does not name exactly one commit, or names a merge without `-m`.
+    /// A listed sha does not name exactly one commit, or `-m` names a parent it lacks.
     #[error("patch list line {line}: {sha}: {reason}")]
     BadCommit {
         /// 1-based line.
@@ -53,6 +53,19 @@ pub enum Error {
         sha: String,
         /// What is wrong.
         reason: String,
+    },
+    /// A listed commit is a merge and no `-m N` says which parent to pick it against.
+    #[error(
+        "patch list line {line}: {sha} is a merge commit with {parents} parents; pick it against parent N with \
+         -m N (--mainline N, as git cherry-pick -m N), or list the range without merges: bport list --no-merges"
+    )]
+    MergeWithoutMainline {
+        /// 1-based line.
+        line: usize,
+        /// The sha as listed.
+        sha: String,
+        /// How many parents it has.
+        parents: usize,
     },
     /// The listed subject is not the commit's.
     #[error("patch list line {line}: {sha} is {actual:?}, but the list says {listed:?}")]
@@ -224,6 +237,10 @@ pub trait Progress {
     fn step(&mut self, index: usize, total: usize, step: &Step, result: &StepResult);
     /// A crash-safety checkpoint was reached (used by crash tests).
     fn checkpoint(&mut self, _at: Checkpoint) {}
+    /// `--continue` found the stopped patch empty after its resolution (the index equals the last pick's tree)
+    /// and dropped it; git's `cherry-pick --continue` would stop there ("The previous cherry-pick is now empty,
+    /// possibly due to conflict resolution.") and wait for `--skip` or `git commit --allow-empty`.
+    fn dropped_empty(&mut self, _index: usize, _total: usize, _step: &Step) {}
     /// rerere ran at a stop or at `--continue` (the CLI prints git's per-path messages).
     fn rerere(&mut self, _outcome: &crate::rerere::RerereOutcome) {}
 }
@@ -493,7 +510,12 @@ pub fn resume(
             }
         }
         (state::Phase::Stopped { .. }, Resume::Continue) => {
-            continue_stopped(repo, &mut st, head, progress)?
+            continue_stopped(repo, &mut st, head, progress)?;
+            let i = st.position - 1;
+            let total = st.plan.steps.len();
+            if st.results[i] == Some(StepResult::Empty) {
+                progress.dropped_empty(i, total, &st.plan.steps[i]);
+            }
         }
         (state::Phase::Stopped { .. }, _) => {
             crate::rerere::verbs::clear(&crate::rerere::Rerere::open(repo)?)?;

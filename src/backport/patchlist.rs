@@ -108,10 +108,20 @@ impl PatchList {
                 .find_commit(oid)
                 .map_err(|_| bad("not a commit".into()))?;
             let parents = commit.parent_count();
-            if parents > 1 && mainline.is_none_or(|m| m == 0 || m as usize > parents) {
-                return Err(bad(format!(
-                    "a merge commit with {parents} parents; pass -m <parent-number> to pick it"
-                )));
+            // git's sequencer: a merge needs `-m N` with 1 <= N <= parents; a non-merge takes only `-m 1` (a root
+            // commit any), since its one parent is parent 1.
+            match mainline {
+                None if parents > 1 => {
+                    return Err(Error::MergeWithoutMainline {
+                        line: entry.line,
+                        sha: entry.sha.clone(),
+                        parents,
+                    })
+                }
+                Some(m) if m == 0 || (parents > 0 && m as usize > parents) => {
+                    return Err(bad(format!("the commit does not have parent {m}")))
+                }
+                _ => {}
             }
             let subject = git::commit_subject(&String::from_utf8_lossy(commit.message_bytes()));
             // A list line separates the sha from the subject by whitespace, so a subject's own leading blanks
@@ -134,9 +144,19 @@ impl PatchList {
     }
 }
 
-/// The patch list for a revision range, oldest first, byte-identical to `git log --reverse --oneline <range>`
-/// for `A..B`, `B ^A` and single-revision forms (merges are listed, as git lists them).
-pub fn list_range(repo: &Repository, range: &str) -> Result<PatchList, Error> {
+/// Which commits of a range [`list_range`] lists, as `git log`'s options of the same names choose them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ListOptions {
+    /// `--no-merges`: leave out commits with more than one parent.
+    pub no_merges: bool,
+    /// `--first-parent`: follow only the first parent of each merge.
+    pub first_parent: bool,
+}
+
+/// The patch list for a revision range, oldest first, byte-identical to `git log --reverse --oneline [--no-merges]
+/// [--first-parent] <range>` for `A..B`, `B ^A` and single-revision forms (without `--no-merges`, merges are
+/// listed, as git lists them).
+pub fn list_range(repo: &Repository, range: &str, opts: ListOptions) -> Result<PatchList, Error> {
     let bad = |source: git2::Error| Error::BadRange {
         range: range.to_owned(),
         source,
@@ -144,6 +164,10 @@ pub fn list_range(repo: &Repository, range: &str) -> Result<PatchList, Error> {
     let mut walk = repo.revwalk().context_git(|| "starting a revision walk")?;
     walk.set_sorting(Sort::TOPOLOGICAL | Sort::TIME | Sort::REVERSE)
         .context_git(|| "sorting the walk")?;
+    if opts.first_parent {
+        walk.simplify_first_parent()
+            .context_git(|| "following first parents")?;
+    }
     if range.contains("..") {
         walk.push_range(range).map_err(bad)?;
     } else {
@@ -172,13 +196,16 @@ pub fn list_range(repo: &Repository, range: &str) -> Result<PatchList, Error> {
     }
     let min_len = git::abbrev_len(repo);
     let mut entries = Vec::new();
-    for (i, oid) in walk.enumerate() {
+    for oid in walk {
         let oid = oid.context_git(|| format!("walking {range}"))?;
         let commit = repo
             .find_commit(oid)
             .context_git(|| format!("reading commit {oid}"))?;
+        if opts.no_merges && commit.parent_count() > 1 {
+            continue;
+        }
         entries.push(Entry {
-            line: i + 1,
+            line: entries.len() + 1,
             sha: git::short_id(repo, oid, min_len)?,
             subject: git::commit_subject(&String::from_utf8_lossy(commit.message_bytes())),
         });

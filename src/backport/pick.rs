@@ -202,6 +202,20 @@ impl PickCache {
         &self.created
     }
 
+    /// Applies `edits` to the tree `root` (which may be one this cache holds) and returns the new tree, held here
+    /// like a pick's: a dry run's assumed resolution of a predicted conflict.
+    pub fn edit_tree(
+        &mut self,
+        repo: &Repository,
+        root: Oid,
+        edits: &[crate::git::TreeEdit],
+    ) -> Result<Oid, Error> {
+        let odb = repo.odb().context_git(|| "opening the object database")?;
+        Ok(self
+            .trees
+            .update(&odb, root, edits, &mut self.written, &mut self.created)?)
+    }
+
     /// Keeps a commit the run created, for the pack.
     pub fn add_commit(&mut self, bytes: Vec<u8>) -> Oid {
         let oid = crate::git::object_id("commit", &bytes);

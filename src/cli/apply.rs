@@ -452,6 +452,19 @@ impl Progress for CliProgress<'_> {
         }
     }
 
+    fn dropped_empty(&mut self, index: usize, total: usize, step: &Step) {
+        // Durable already: the state naming the drop is saved before the run goes on.
+        self.pending.push((
+            false,
+            format!(
+                "{}/{total} {}: dropped: the previous cherry-pick is now empty, possibly due to conflict \
+                 resolution (git would stop for `--skip` or `git commit --allow-empty`)",
+                index + 1,
+                step_title(step)
+            ),
+        ));
+    }
+
     fn rerere(&mut self, outcome: &crate::rerere::RerereOutcome) {
         self.bar.suspend(|| super::rerere::report(self.ui, outcome));
     }
@@ -598,13 +611,38 @@ fn render(
             let step = &st.plan.steps[info.step];
             // `Resolved 'PATH' using previous resolution.` lines (info.resolved) were printed by the rerere step,
             // in git's order, through Progress::rerere.
-            let mut msg = format!(
-                "Stopped at {}/{total} {}: conflicts in\n",
-                info.step + 1,
-                step_title(step)
-            );
-            for c in &info.conflicts {
+            // After recorded resolutions replayed, say plainly what they resolved and what is left.
+            let left: Vec<_> = info
+                .conflicts
+                .iter()
+                .filter(|c| !info.resolved.contains(&c.path))
+                .collect();
+            let mut msg = if left.is_empty() {
+                format!(
+                    "Stopped at {}/{total} {}: recorded resolutions resolved every conflict; none is left.\n",
+                    info.step + 1,
+                    step_title(step)
+                )
+            } else {
+                format!(
+                    "Stopped at {}/{total} {}: conflicts in\n",
+                    info.step + 1,
+                    step_title(step)
+                )
+            };
+            for c in &left {
                 msg.push_str(&format!("  {}: {}\n", c.kind, c.path));
+            }
+            if !info.resolved.is_empty() {
+                msg.push_str(&format!(
+                    "Resolved from recorded resolutions ({}): {}\n",
+                    if st.options.autoupdate {
+                        "staged"
+                    } else {
+                        "review them, then `git add`"
+                    },
+                    info.resolved.join(", ")
+                ));
             }
             if !info.missing.is_empty() {
                 msg.push_str("Likely missing dependencies (they added lines this patch relies on, and are neither earlier in the list nor on the branch):\n");
@@ -612,8 +650,13 @@ fn render(
                     msg.push_str(&format!("  {} {subject}\n", &oid.to_string()[..7]));
                 }
             }
+            let todo = if left.is_empty() {
+                "Review the resolved files and stage them with `git add`"
+            } else {
+                "Resolve the conflicts and stage them with `git add`"
+            };
             msg.push_str(&format!(
-                "So far: {}.\nResolve the conflicts and stage them with `git add`, then run one of:\n  \
+                "So far: {}.\n{todo}, then run one of:\n  \
                  bport apply --continue   commit the resolution and go on\n  \
                  bport apply --skip       drop this patch and go on\n  \
                  bport apply --abort      restore the branch as it was before the run",
@@ -640,7 +683,7 @@ fn prompt(
 ) -> CliResult<Option<Resume>> {
     let items = [
         "show diff",
-        "open $EDITOR on the conflicted files",
+        "open the editor on the conflicted files",
         "stage the conflicted files and continue",
         "skip this patch",
         "abort the run",
@@ -661,20 +704,29 @@ fn prompt(
                 out.flush()?;
             }
             Some(1) => {
-                let editor = std::env::var("VISUAL")
-                    .or_else(|_| std::env::var("EDITOR"))
-                    .unwrap_or_else(|_| "vi".into());
-                let mut parts = editor.split_whitespace();
-                let program = parts.next().unwrap_or("vi");
-                let status = std::process::Command::new(program)
-                    .args(parts)
+                let config = repo.config().ok();
+                let Some(editor) =
+                    crate::git::editor(config.as_ref(), &|name| std::env::var(name).ok())
+                else {
+                    ui.warn("the terminal is dumb and no editor is set (GIT_EDITOR, core.editor or EDITOR)");
+                    continue;
+                };
+                if editor == ":" {
+                    // git's "no editor": nothing to run.
+                    continue;
+                }
+                // As git runs it: a shell command line, the files as its arguments.
+                let status = std::process::Command::new("sh")
+                    .arg("-c")
+                    .arg(format!("{editor} \"$@\""))
+                    .arg(&editor)
                     .args(info.conflicts.iter().map(|c| workdir.join(&c.path)))
                     .status();
                 match status {
                     Ok(s) if s.success() => {}
                     Ok(s) => ui.status(format!("{editor} exited with {s}")),
                     Err(e) => ui.warn(format!(
-                        "could not run {editor}: {e} (set EDITOR or VISUAL)"
+                        "could not run {editor}: {e} (set GIT_EDITOR, core.editor or EDITOR)"
                     )),
                 }
             }

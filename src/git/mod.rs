@@ -27,7 +27,7 @@ pub use renames::{
     MAX_SCORE as MAX_RENAME_SCORE,
 };
 pub use repo::{
-    abbrev_len, check_clean, check_no_operation, commit_subject, committer, discover,
+    abbrev_len, check_clean, check_no_operation, commit_subject, committer, discover, editor,
     index_fingerprint, index_fingerprint_of, read_objects_as_git_does, short_id,
     untracked_in_the_way, worktree_change_ignored, Operation,
 };

@@ -240,6 +240,24 @@ pub fn commit_subject(message: &str) -> String {
     out
 }
 
+/// The editor command git would run (`git var GIT_EDITOR`): `GIT_EDITOR`, then `core.editor`, then `VISUAL` (unless
+/// the terminal is dumb), then `EDITOR`, then `vi`; `None` on a dumb terminal with none of them set, where git
+/// refuses too. `config` is the repository's configuration (`core.editor`), `env` reads an environment variable
+/// (the process's, or a test's). The command is a shell
+/// command line: run it as git does, `sh -c '<editor> "$@"' <editor> <files>…`.
+pub fn editor(
+    config: Option<&git2::Config>,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Option<String> {
+    // As git's `git_editor()`: a variable set to the empty string counts as set.
+    let dumb = env("TERM").is_none_or(|t| t == "dumb");
+    env("GIT_EDITOR")
+        .or_else(|| config?.get_string("core.editor").ok())
+        .or_else(|| if dumb { None } else { env("VISUAL") })
+        .or_else(|| env("EDITOR"))
+        .or_else(|| (!dumb).then(|| "vi".to_owned()))
+}
+
 /// The abbreviation length `git log --oneline` starts from with `core.abbrev` unset ("auto"):
 /// half the bits of the packed-object count, rounded up, at least 7 (git's `object-name.c`).
 pub fn abbrev_len(repo: &Repository) -> usize {

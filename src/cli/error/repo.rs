@@ -12,6 +12,7 @@ impl From<backport::Error> for CliError {
             E::MalformedLine { .. } | E::BadCommit { .. } | E::SubjectMismatch { .. } => {
                 (Kind::User, Some("fix that line of the patch list (`bport list <range>` writes a valid one); nothing was applied"))
             }
+            E::MergeWithoutMainline { .. } => (Kind::User, Some("nothing was applied")),
             E::BadMail { .. } => (Kind::User, Some("fix or drop that mail (git am would stop there too); nothing was applied")),
             E::BadRange { .. } => (Kind::User, Some("give a range such as v6.1..perf-fixes")),
             E::Git(inner) => return inner_git(error_kind_git(inner), error),

@@ -3,7 +3,9 @@
 //! here; the conflict scenarios shared with rerere/ in support/scenario.rs. The tests are grouped by concern.
 
 mod fast_path;
+mod git_config;
 mod git_equal;
+mod merges;
 mod messages;
 mod prompt;
 mod real_histories;
@@ -11,6 +13,7 @@ mod recovery;
 mod renames;
 mod safety;
 mod skip_rules;
+mod stop_messages;
 mod workflow;
 
 use crate::support::bport;

@@ -18,7 +18,7 @@ const UP: &str = "\x1b[A";
 /// The prompt's items in order; the default (where the cursor starts) is the last one.
 const ITEMS: [&str; 6] = [
     "show diff",
-    "open $EDITOR on the conflicted files",
+    "open the editor on the conflicted files",
     "stage the conflicted files and continue",
     "skip this patch",
     "abort the run",

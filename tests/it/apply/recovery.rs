@@ -172,7 +172,7 @@ fn bad_inputs_are_refused_and_touch_nothing() {
         (format!("# c\n{bar1} bar description\ndeadbeef1 gone\n"), "patch list line 3: deadbeef1: no such object in this repository (fetch it first?)".into()),
         (format!("{ambiguous} anything\n"), format!("patch list line 1: {ambiguous}: the abbreviation is ambiguous; write more digits")),
         (format!("{bar1} bar: a different subject\n"), format!("patch list line 1: {bar1} is \"bar description\", but the list says \"bar: a different subject\"")),
-        (format!("{} Merge side\n", &merge.to_string()[..7]), format!("patch list line 1: {}: a merge commit with 2 parents; pass -m <parent-number> to pick it", &merge.to_string()[..7])),
+        (format!("{} Merge side\n", &merge.to_string()[..7]), format!("patch list line 1: {} is a merge commit with 2 parents; pick it against parent N with -m N (--mainline N, as git cherry-pick -m N), or list the range without merges: bport list --no-merges", &merge.to_string()[..7])),
     ];
     let before = t.snapshot();
     for (text, message) in &cases {

@@ -263,13 +263,19 @@ fn every_conflict_kind_is_left_as_git_leaves_it() {
     let cont = bport::run(t.path(), &["apply", "--continue"]);
     assert_eq!(cont.code, Some(0), "{}", cont.transcript());
     // rerere records the text resolution and, beyond git, the two modify/delete decisions.
-    assert_eq!(
-        cont.stderr,
+    // Taking the branch's side everywhere leaves nothing to commit: the patch is dropped, and named.
+    let dropped = format!(
+        "1/1 {} upstream: three conflicting changes: dropped: the previous cherry-pick is now empty, possibly \
+         due to conflict resolution (git would stop for `--skip` or `git commit --allow-empty`)\n",
+        short(&t, "upstream")
+    );
+    let expected = format!(
         "Recorded resolution for 'both-added'.\n\
          Recorded decision for 'gone-here' (delete).\n\
-         Recorded decision for 'gone-upstream' (keep).\n\
+         Recorded decision for 'gone-upstream' (keep).\n{dropped}\
          Done: picked 0, skipped 1 (empty: 1).\n"
     );
+    assert_eq!(cont.stderr, expected);
 }
 
 /// The user may commit the resolution with git instead of `--continue`ing: bport takes that commit as the pick.

@@ -27,6 +27,22 @@ fn stop_text(t: &TestRepo, first_line: &str) -> String {
     )
 }
 
+/// The stop after a recorded resolution resolved README: what was resolved, and that nothing is left.
+fn replayed_stop_text(t: &TestRepo) -> String {
+    format!(
+        "------- stderr -------\nResolved 'README' using previous resolution.\n{LOCAL_FROM}\
+         Stopped at 1/2 {} bar description: recorded resolutions resolved every conflict; none is left.\n\
+         Resolved from recorded resolutions (review them, then `git add`): README\n\
+         So far: picked 0, skipped 0.\n\
+         Review the resolved files and stage them with `git add`, then run one of:\n  \
+         bport apply --continue   commit the resolution and go on\n  \
+         bport apply --skip       drop this patch and go on\n  \
+         bport apply --abort      restore the branch as it was before the run\n\
+         [exit status: 1]\n",
+        short(t, "bar~1")
+    )
+}
+
 /// Applies the foo/bar list, resolves README by hand and continues to the end.
 fn resolve_once(t: &TestRepo, list: &Path) {
     let stop = bport::run(t.path(), &["apply", list.to_str().unwrap()]);
@@ -55,13 +71,7 @@ fn second_apply_replays_the_recorded_resolution() {
     git_ok(t.path(), &["reset", "-q", "--hard", "HEAD~2"]);
 
     let stop = bport::run(t.path(), &["apply", list.to_str().unwrap()]);
-    assert_eq!(
-        stop.transcript(),
-        stop_text(
-            &t,
-            &format!("Resolved 'README' using previous resolution.\n{LOCAL_FROM}")
-        )
-    );
+    assert_eq!(stop.transcript(), replayed_stop_text(&t));
     assert_eq!(t.read("README"), resolved_readme());
     // Left for review: still unmerged until the user stages it.
     assert_eq!(git_ok(t.path(), &["status", "--porcelain"]), "UU README\n");
@@ -139,13 +149,7 @@ fn resolutions_are_shared_with_git_in_both_directions() {
     );
     git_ok(t.path(), &["reset", "-q", "--hard", "HEAD~1"]);
     let stop = bport::run(t.path(), &["apply", list.to_str().unwrap()]);
-    assert_eq!(
-        stop.transcript(),
-        stop_text(
-            &t,
-            &format!("Resolved 'README' using previous resolution.\n{LOCAL_FROM}")
-        )
-    );
+    assert_eq!(stop.transcript(), replayed_stop_text(&t));
     assert_eq!(t.read("README"), resolved_readme());
 
     // bport records, git replays.
