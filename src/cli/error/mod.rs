@@ -5,7 +5,7 @@
 //! the cases a user can fix, one file per side of the tool: `repo.rs` (backport, git, rerere), `perf.rs` (perf.data,
 //! tracefs, record, lock, probe), `verify.rs`; this file holds `CliError` itself and the I/O rule all of them use.
 //! Command files only use `?` / `CliError::from` (and `CliError::user` for their own argument checks), adding a
-//! hint where the command knows more (tests/it/architecture.rs holds them to it). Exit codes are an API
+//! hint where the command knows more (tests/it/architecture/ holds them to it). Exit codes are an API
 //! (ARCHITECTURE.md, "Invariants").
 //!
 //! The rule for files: a missing, bad or damaged input the user named is the user's (exit 2); a disk that is full,

@@ -7,7 +7,7 @@
 //! [`crate::perf::abi`], which the writer asks to cap its output to a target's era.
 //!
 //! The files, bottom up; each imports only those above it in this list, so the imports form a tree
-//! (tests/it/architecture.rs fails on a loop):
+//! (tests/it/architecture/ fails on a loop):
 //! - [`map`]: the read-only file map and the release of its pages — every `unsafe` of this module, behind the
 //!   safe [`map::FileMap`] that the symbolizer maps DSOs with too.
 //! - `cursor`: bounds-checked reads of one byte order.

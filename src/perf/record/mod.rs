@@ -4,7 +4,7 @@
 //! perf's summary says) or an [`Error`] whose variants carry what the user needs to fix it (the
 //! `perf_event_paranoid` value, the missing hardware, the kernel version).
 //!
-//! Layers, bottom up: [`sys`] (the crate's only `unsafe`: syscall, mmap, ioctl, head/tail, fork/exec), [`ring`]
+//! Layers, bottom up: [`sys`] (its `unsafe`: syscall, mmap, ioctl, head/tail, fork/exec), [`ring`]
 //! (records borrowed from the mapping), [`attr`] (the attr bytes and ABI negotiation), [`open`] (opening with
 //! fallbacks), [`synth`] (/proc → COMM/FORK/MMAP records), [`dsos`] (build-ids of hit DSOs), [`session`] (the
 //! poll loop), [`host`] (the machine's header features) and [`output`] (the session into a perf.data file). Does

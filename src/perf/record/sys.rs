@@ -543,7 +543,7 @@ pub fn parse_cpu_list(text: &str) -> Option<Vec<u32>> {
 }
 
 /// Mounts tracefs at `target` (`mount -t tracefs nodev TARGET`), for `perf::trace` when no tracefs is mounted;
-/// kept here so that the crate's `unsafe` stays in this module.
+/// kept here so that `trace`'s system call sits with the others and their `unsafe`.
 pub fn mount_tracefs(target: &std::path::Path) -> io::Result<()> {
     use std::os::unix::ffi::OsStrExt;
     let target = CString::new(target.as_os_str().as_bytes())
