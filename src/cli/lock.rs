@@ -338,7 +338,7 @@ fn contention(args: ContentionArgs, ui: &Ui) -> CliResult {
         system_wide: args.all_cpus,
         owner: args.lock_owner,
     };
-    let interrupted = crate::perf::record::sys::stop_flag()?;
+    let interrupted = crate::perf::sys::stop_flag()?;
     let until = if !args.command.is_empty() {
         "until the command exits"
     } else if duration.is_some() {

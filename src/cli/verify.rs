@@ -176,7 +176,7 @@ pub fn run_guest(args: GuestArgs) -> CliResult<ExitCode> {
 }
 
 /// /proc (for /proc/PID/maps synthesis and osrelease) and /sys (PMU capabilities) in the guest, with the
-/// `mount` binary the initramfs carries: no mount(2) call, so no `unsafe`, outside `perf/record/sys.rs`.
+/// `mount` binary the initramfs carries: no mount(2) call, so no `unsafe`, outside `perf/sys/`.
 fn mount_pseudo_filesystems() {
     for (fstype, target) in [("proc", "/proc"), ("sysfs", "/sys"), ("tmpfs", "/tmp")] {
         let _ = std::process::Command::new("/bin/mount")

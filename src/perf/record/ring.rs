@@ -4,7 +4,7 @@
 //!
 //! Owns record framing (the 8-byte `perf_event_header`); not the meaning of records (that is `perf::data`).
 
-use super::sys::RingMap;
+use crate::perf::sys::RingMap;
 
 /// Bytes of one record in the ring, header included.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -191,7 +191,7 @@ mod tests {
         head: u64,
         f: &mut impl FnMut(RawData<'_>),
     ) -> Result<(), FramingError> {
-        let (a, b) = super::super::sys::window(data.len(), tail, head);
+        let (a, b) = crate::perf::sys::window(data.len(), tail, head);
         walk(&data[a], &data[b], tail, f)
     }
 

@@ -4,7 +4,7 @@
 //!
 //! Shared by `record` (`-e SYS:NAME`), `script` (the trace line), `lock` (contention_begin/end fields) and `probe`
 //! (uprobe/kprobe definitions through [`Tracefs::write_control`]). Imports nothing above `perf`; the one system
-//! call it needs (mounting tracefs) lives in `record::sys` with recording's other system calls.
+//! call it needs (mounting tracefs) is `perf::sys`'s.
 //!
 //! Reading a recorded tracepoint sample's fields:
 //!

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 /// One source file of the library.
 pub struct SourceFile {
-    /// The path under `src/`, e.g. `perf/record/sys.rs`.
+    /// The path under `src/`, e.g. `perf/sys/event.rs`.
     pub rel: PathBuf,
     /// Its module path from the crate root: `perf/record/mod.rs` → `[perf, record]`, `perf/abi/consts.rs` →
     /// `[perf, abi, consts]`, `lib.rs` → `[]`.
