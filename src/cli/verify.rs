@@ -3,7 +3,7 @@
 //! Exit 0 only when every required check passes, 3 otherwise (a check failed). The hidden
 //! `bport verify-guest` is the init of the verify VM: it runs the matrix and prints the report on the console.
 
-use super::{CliError, CliResult, Kind, Ui};
+use super::{CliError, CliResult, Ui};
 use crate::verify::{self, qemu, BranchCheck, CellStatus, Environment, Report};
 use clap::{Args, ValueEnum};
 use std::io::{IsTerminal, Write};
@@ -139,11 +139,7 @@ pub fn run(args: VerifyArgs, ui: &Ui) -> CliResult<ExitCode> {
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
         other => other?,
     }
-    Ok(if report.passed() {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(Kind::CheckFailed.exit_code())
-    })
+    Ok(super::error::verdict(&report))
 }
 
 /// Runs the guest side: the report between markers on stdout (the serial console).
@@ -162,7 +158,7 @@ pub fn run_guest(args: GuestArgs) -> CliResult<ExitCode> {
         Err(e) => {
             // The host shows this as a boot failure with the console tail, which includes this line.
             writeln!(out, "bport verify-guest: {e}")?;
-            return Ok(ExitCode::from(Kind::Environment.exit_code()));
+            return Ok(super::error::guest_failed());
         }
     };
     writeln!(

@@ -275,10 +275,20 @@ fn exit_codes_chosen_outside_cli_error_are_caught() {
             "cli/lock.rs",
             "// CliError::new(Kind::User, e)\nlet e = CliError::new(Kind::User, e);\n",
         ),
+        SourceFile::new(
+            "cli/verify.rs",
+            "Ok(ExitCode::SUCCESS)\nif failed { ExitCode::from(3) }\nlet k = Kind::CheckFailed;\n\
+             for kind in [tracefs::Kind::Uprobe] {}\nErrorKind::BrokenPipe\nstd::process::exit(0);\n",
+        ),
     ];
     assert_eq!(
         exit_code_breaches(&files),
-        ["cli/lock.rs:2: let e = CliError::new(Kind::User, e);"]
+        [
+            "cli/lock.rs:2: let e = CliError::new(Kind::User, e);",
+            "cli/verify.rs:2: if failed { ExitCode::from(3) }",
+            "cli/verify.rs:3: let k = Kind::CheckFailed;",
+            "cli/verify.rs:6: std::process::exit(0);",
+        ]
     );
 }
 
