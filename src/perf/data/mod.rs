@@ -78,6 +78,7 @@ mod source;
 pub mod writer;
 
 pub use attr::PerfEventAttr;
+pub(crate) use cursor::{u16_at, u32_at, u64_at};
 pub use features::{BuildIdEntry, EventDesc, Features, GroupDesc, NrCpus};
 pub use iter::Records;
 pub use object::endian::Endianness;
