@@ -11,7 +11,7 @@ mod archive;
 mod buildid_list;
 mod completions;
 mod dump;
-pub mod error;
+pub(crate) mod error;
 mod fixes;
 mod flamegraph;
 mod list;
@@ -24,7 +24,7 @@ mod rerere;
 mod rules;
 mod script;
 mod status;
-pub mod ui;
+pub(crate) mod ui;
 mod verify;
 
 use clap::{Parser, Subcommand};

@@ -21,7 +21,7 @@ pub(crate) mod rbtree;
 pub mod record;
 pub mod script;
 pub mod symbols;
-pub mod sys;
+pub(crate) mod sys;
 pub mod tools;
 pub mod trace;
 pub mod unwind;

@@ -62,20 +62,20 @@
 //! }
 //! ```
 
-pub mod attr;
+pub(crate) mod attr;
 mod codec;
 mod compressed;
 mod cursor;
-pub mod features;
+pub(crate) mod features;
 mod iter;
-pub mod map;
+pub(crate) mod map;
 mod prefetch;
 mod raw;
-pub mod reader;
-pub mod records;
-pub mod sample;
+pub(crate) mod reader;
+pub(crate) mod records;
+pub(crate) mod sample;
 mod source;
-pub mod writer;
+pub(crate) mod writer;
 
 pub use attr::PerfEventAttr;
 pub(crate) use cursor::{u16_at, u32_at, u64_at};

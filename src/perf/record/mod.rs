@@ -26,14 +26,14 @@
 //! # Ok::<(), record::Error>(())
 //! ```
 
-pub mod attr;
-pub mod dsos;
-pub mod host;
-pub mod open;
-pub mod output;
-pub mod ring;
-pub mod session;
-pub mod synth;
+pub(crate) mod attr;
+pub(crate) mod dsos;
+pub(crate) mod host;
+pub(crate) mod open;
+pub(crate) mod output;
+pub(crate) mod ring;
+pub(crate) mod session;
+pub(crate) mod synth;
 
 use std::ffi::OsString;
 use std::io;

@@ -7,22 +7,19 @@
 //! map): every block says why it is sound, and what is exported is safe: an [`EventFd`] owns its descriptor, a
 //! [`RingMap`] its mapping, a [`PausedChild`] its child until it is started or reaped.
 
-pub mod event;
-pub mod fs;
-pub mod process;
-pub mod ring;
-pub mod signal;
+pub(crate) mod event;
+pub(crate) mod fs;
+pub(crate) mod process;
+pub(crate) mod ring;
+pub(crate) mod signal;
 
 use std::io;
 
 pub use event::{perf_event_open, poll, AttrBuf, EventFd};
 pub use fs::{mount_tracefs, online_cpus, parse_cpu_list, set_pipe_size};
-pub use process::{
-    fork_paused, kill, resolve_program, try_wait, wait, ChildExit, Command, CommandError,
-    PausedChild,
-};
-pub use ring::{page_size, window, RingMap};
-pub use signal::{stop_flag, STOP_SIGNALS};
+pub use process::{kill, try_wait, wait, ChildExit, Command, CommandError, PausedChild};
+pub use ring::{page_size, RingMap};
+pub use signal::stop_flag;
 
 /// A libc return code as a result: negative is the thread's errno.
 fn check(rc: libc::c_int) -> io::Result<()> {

@@ -80,11 +80,6 @@ impl RingMap {
         Ok(map)
     }
 
-    /// Size of the data area in bytes (a power of two).
-    pub fn data_size(&self) -> usize {
-        self.data_size
-    }
-
     fn meta_u64(&self, offset: usize) -> u64 {
         // SAFETY: `offset` is one of the fixed 8-aligned field offsets inside the first (metadata) page, which is
         // mapped for the lifetime of self; a volatile read because the kernel may change it at any time.

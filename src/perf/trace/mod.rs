@@ -19,10 +19,10 @@
 //! ```
 
 pub mod decode;
-pub mod format;
-pub mod print;
-pub mod tracefs;
-pub mod tracing_data;
+pub(crate) mod format;
+pub(crate) mod print;
+pub(crate) mod tracefs;
+pub(crate) mod tracing_data;
 
 use std::path::PathBuf;
 
