@@ -3,7 +3,7 @@
 use super::plan_json::Format;
 pub use super::rules::applied_words;
 use super::rules::parse_rules;
-use super::{CliError, CliResult, Kind, Ui};
+use super::{CliError, CliResult, Ui};
 use crate::backport::{
     self, ApplyOptions, Checkpoint, Favor, Outcome, PatchList, PickOptions, Progress, RenameChoice,
     Resume, Step, StepResult,
@@ -669,7 +669,7 @@ fn render(
                     return Ok(Next::Resume(how));
                 }
             }
-            Ok(Next::Exit(ExitCode::from(Kind::Stopped.exit_code())))
+            Ok(Next::Exit(super::error::stopped()))
         }
     }
 }

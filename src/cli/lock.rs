@@ -221,24 +221,10 @@ fn contention(args: ContentionArgs, ui: &Ui) -> CliResult {
         })?;
         types.extend(flags);
     }
-    // Symbols are parsed after the session (a debug build takes seconds over a kernel's table, and counting
-    // should start at once); -L SYM only needs a scan of the text.
-    let mut kallsyms_text = None;
+    let mut kallsyms = lock::kallsyms::RunningKallsyms::default();
     let mut addrs = Vec::new();
     for item in args.lock_filter.iter().flat_map(|t| t.split(',')) {
-        let item = item.trim();
-        let hex = item.strip_prefix("0x").unwrap_or(item);
-        let addr = u64::from_str_radix(hex, 16)
-            .ok()
-            .filter(|&a| a != 0)
-            .or_else(|| {
-                let text = kallsyms_text.get_or_insert_with(|| {
-                    std::fs::read_to_string("/proc/kallsyms").unwrap_or_default()
-                });
-                report::address_of(text, item)
-            })
-            .ok_or_else(|| CliError::from(lock::Error::BadLock { text: item.into() }))?;
-        addrs.push(addr);
+        addrs.push(kallsyms.lock_address(item.trim()).map_err(CliError::from)?);
     }
     if let Some(sep) = &args.field_sep {
         // perf's rule: these already occur inside fields (rwsem:W, sym+0x1f, symbol.isra.0).
@@ -287,10 +273,7 @@ fn contention(args: ContentionArgs, ui: &Ui) -> CliResult {
         let file = crate::perf::data::PerfFile::open(input).map_err(|e| {
             CliError::from(e).hint(format!("is {} a perf.data file?", input.display()))
         })?;
-        let sym = match kallsyms_text {
-            Some(text) => report::Symbolizer::from_text(text),
-            None => report::Symbolizer::running(),
-        };
+        let sym = kallsyms.into_symbolizer();
         let rep = lock::file::from_file(&file, &sym, &ropts, &filters, args.stack_skip)
             .map_err(CliError::from)?;
         let mut out = std::io::stdout().lock();
@@ -338,7 +321,7 @@ fn contention(args: ContentionArgs, ui: &Ui) -> CliResult {
         system_wide: args.all_cpus,
         owner: args.lock_owner,
     };
-    let interrupted = crate::perf::record::sys::stop_flag()?;
+    let interrupted = crate::perf::sys::stop_flag()?;
     let until = if !args.command.is_empty() {
         "until the command exits"
     } else if duration.is_some() {
@@ -350,14 +333,11 @@ fn contention(args: ContentionArgs, ui: &Ui) -> CliResult {
     let outcome = match lock::contention(&options, interrupted, &mut on_attached) {
         Ok(outcome) => outcome,
         Err(lock::Error::BpfDenied { source }) => {
-            return fallback(&options, &ropts, source, kallsyms_text, ui);
+            return fallback(&options, &ropts, source, kallsyms, ui);
         }
         Err(e) => return Err(CliError::from(e)),
     };
-    let sym = match kallsyms_text {
-        Some(text) => report::Symbolizer::from_text(text),
-        None => report::Symbolizer::running(),
-    };
+    let sym = kallsyms.into_symbolizer();
     for note in &outcome.notes {
         ui.status(format!("bport lock: {note}"));
     }
@@ -409,7 +389,7 @@ fn fallback(
     options: &LiveOptions,
     ropts: &ReportOptions,
     bpf_error: crate::perf::bpf::Error,
-    kallsyms_text: Option<String>,
+    kallsyms: lock::kallsyms::RunningKallsyms,
     ui: &Ui,
 ) -> CliResult {
     let denied = |extra: Option<String>| {
@@ -471,10 +451,7 @@ fn fallback(
         recorded.map_err(|e| denied(Some(e.to_string())))?;
         let file =
             crate::perf::data::PerfFile::open(&path).map_err(|e| denied(Some(e.to_string())))?;
-        let sym = match kallsyms_text {
-            Some(text) => report::Symbolizer::from_text(text),
-            None => report::Symbolizer::running(),
-        };
+        let sym = kallsyms.into_symbolizer();
         let filters = lock::file::FileFilters {
             types: options.types.clone(),
             addrs: options.addrs.clone(),

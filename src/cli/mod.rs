@@ -11,7 +11,7 @@ mod archive;
 mod buildid_list;
 mod completions;
 mod dump;
-pub mod error;
+pub(crate) mod error;
 mod fixes;
 mod flamegraph;
 mod list;
@@ -24,7 +24,7 @@ mod rerere;
 mod rules;
 mod script;
 mod status;
-pub mod ui;
+pub(crate) mod ui;
 mod verify;
 
 use clap::{Parser, Subcommand};
@@ -163,7 +163,7 @@ pub enum Command {
 
 /// Parses the command line, runs the command and maps the result to an exit code.
 pub fn main() -> ExitCode {
-    end_quietly_on_a_closed_stdout();
+    error::end_quietly_on_a_closed_stdout();
     let cli = Cli::parse();
     ui::init_logging(cli.verbose);
     let ui = Ui {
@@ -173,12 +173,10 @@ pub fn main() -> ExitCode {
     match run(cli.command, &ui) {
         Ok(code) => code,
         Err(err) => {
-            if is_broken_pipe(&err) {
-                // `bport script | head` is normal use, not an error.
-                return ExitCode::SUCCESS;
+            if !err.is_broken_pipe() {
+                let _ = err.render(&mut std::io::stderr().lock());
             }
-            let _ = err.render(&mut std::io::stderr().lock());
-            ExitCode::from(err.kind.exit_code())
+            err.exit_code()
         }
     }
 }
@@ -205,60 +203,4 @@ fn run(command: Command, ui: &Ui) -> CliResult<ExitCode> {
         Command::Lock(args) => lock::run(args, ui),
     }
     .map(|()| ExitCode::SUCCESS)
-}
-
-/// A closed stdout (`bport … | head -1`) ends the output, for every command: errors that carry a broken pipe are
-/// mapped to success in [`main`], and this hook covers code outside bport that panics on the failed write instead
-/// of returning it (clap_complete's `expect`, `println!` in a dependency). Any other panic goes on to the default
-/// hook, backtrace and all.
-fn end_quietly_on_a_closed_stdout() {
-    let default = std::panic::take_hook();
-    std::panic::set_hook(Box::new(move |info| {
-        let payload = info
-            .payload()
-            .downcast_ref::<String>()
-            .map(String::as_str)
-            .or_else(|| info.payload().downcast_ref::<&str>().copied())
-            .unwrap_or("");
-        if is_closed_stdout_panic(payload) {
-            std::process::exit(0);
-        }
-        default(info);
-    }));
-}
-
-/// Whether a panic message is a failed write to a closed stdout. Only stdout's: a closed stderr must not turn a
-/// stop or an error into success.
-fn is_closed_stdout_panic(payload: &str) -> bool {
-    (payload.contains("Broken pipe") || payload.contains("BrokenPipe"))
-        && !payload.contains("stderr")
-}
-
-fn is_broken_pipe(err: &CliError) -> bool {
-    err.error
-        .chain()
-        .filter_map(|e| e.downcast_ref::<std::io::Error>())
-        .any(|e| e.kind() == std::io::ErrorKind::BrokenPipe)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::is_closed_stdout_panic;
-
-    #[test]
-    fn closed_stdout_panics_are_told_from_others() {
-        // The messages std's print macros and clap_complete panic with.
-        assert!(is_closed_stdout_panic(
-            "failed printing to stdout: Broken pipe (os error 32)"
-        ));
-        assert!(is_closed_stdout_panic(
-            "failed to write completion file: Os { code: 32, kind: BrokenPipe, message: \"Broken pipe\" }"
-        ));
-        assert!(!is_closed_stdout_panic(
-            "failed printing to stderr: Broken pipe (os error 32)"
-        ));
-        assert!(!is_closed_stdout_panic(
-            "index out of bounds: the len is 3 but the index is 7"
-        ));
-    }
 }

@@ -2,7 +2,7 @@
 
 use super::ui::Ui;
 use super::{CliError, CliResult};
-use crate::perf::probe::{self, btf::Btf, dwarf::DebugInfo, filter::Filter, spec, tracefs};
+use crate::perf::probe::{self, dwarf::DebugInfo, filter::Filter, spec, target::Target, tracefs};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -128,13 +128,15 @@ pub fn run(args: ProbeArgs, ui: &Ui) -> CliResult {
         .map(|s| spec::parse(s))
         .collect::<Result<Vec<_>, _>>()
         .map_err(CliError::from)?;
-    let fs = if args.dry_run {
-        tracefs::Tracefs::open().ok()
+    let destination = if args.dry_run {
+        Destination::Print {
+            taken_in: tracefs::Tracefs::open().ok(),
+        }
     } else {
-        Some(tracefs::Tracefs::open().map_err(CliError::from)?)
+        Destination::Tracefs(tracefs::Tracefs::open().map_err(CliError::from)?)
     };
     let mut taken = Vec::new();
-    if let Some(fs) = &fs {
+    if let Some(fs) = destination.tracefs() {
         for kind in [tracefs::Kind::Uprobe, tracefs::Kind::Kprobe] {
             taken.extend(
                 fs.read(kind)
@@ -144,62 +146,32 @@ pub fn run(args: ProbeArgs, ui: &Ui) -> CliResult {
             );
         }
     }
-    let (plan, kind) = match &args.exec {
-        Some(x) => {
-            let path = absolute(x)?;
-            // Without DWARF (or where it lacks the function) perf probes an entry, offset or return from the
-            // symbol table.
-            let (di, missing) = match DebugInfo::open(&path) {
-                Ok(di) => (Some(di), None),
-                Err(probe::Error::NoDebugInfo {
-                    path,
-                    stripped,
-                    build_id,
-                }) => (None, Some((path, stripped, build_id))),
-                Err(e) => return Err(CliError::from(e)),
-            };
-            let no_dwarf = || {
-                let (p, stripped, build_id) =
-                    missing.clone().unwrap_or((path.clone(), false, None));
-                probe::Error::NoDebugInfo {
-                    path: p,
-                    stripped,
-                    build_id,
-                }
-            };
-            let plan = probe::plan_user_or_symbols(di.as_ref(), &no_dwarf, &path, &specs, &taken);
-            (plan.map_err(CliError::from)?, tracefs::Kind::Uprobe)
-        }
-        None if args.vmlinux.is_some() => {
-            let path = absolute(args.vmlinux.as_ref().expect("checked"))?;
-            let di = DebugInfo::open(&path).map_err(CliError::from)?;
-            (
-                probe::plan_vmlinux(&di, &specs, &taken).map_err(CliError::from)?,
-                tracefs::Kind::Kprobe,
-            )
-        }
-        None => {
-            let btf = Btf::open(Path::new("/sys/kernel/btf/vmlinux"))
-                .map_err(|e| CliError::from(probe::Error::from(e)))?;
-            (
-                probe::plan_kernel(&btf, &specs, &taken).map_err(CliError::from)?,
-                tracefs::Kind::Kprobe,
-            )
-        }
+    let exec = args.exec.as_deref().map(absolute).transpose()?;
+    let vmlinux = match exec {
+        Some(_) => None,
+        None => args.vmlinux.as_deref().map(absolute).transpose()?,
     };
+    let target = match (&exec, &vmlinux) {
+        (Some(x), _) => Target::Program(x),
+        (None, Some(k)) => Target::Vmlinux(k),
+        (None, None) => Target::RunningKernel,
+    };
+    let plan = probe::target::plan(target, &specs, &taken).map_err(CliError::from)?;
     for note in &plan.notes {
         ui.warn(note);
     }
     let defs: Vec<String> = plan.probes.iter().map(|p| p.definition()).collect();
-    if args.dry_run {
-        let mut out = std::io::stdout().lock();
-        for d in &defs {
-            writeln!(out, "{d}")?;
+    let fs = match destination {
+        Destination::Print { .. } => {
+            let mut out = std::io::stdout().lock();
+            for d in &defs {
+                writeln!(out, "{d}")?;
+            }
+            return Ok(());
         }
-        return Ok(());
-    }
-    let fs = fs.expect("opened above unless dry run");
-    fs.add(kind, &defs).map_err(CliError::from)?;
+        Destination::Tracefs(fs) => fs,
+    };
+    fs.add(target.kind(), &defs).map_err(CliError::from)?;
     let events = plan.events();
     ui.status(format!(
         "Added new event{}:",
@@ -239,6 +211,23 @@ pub fn run(args: ProbeArgs, ui: &Ui) -> CliResult {
     ui.status("");
     ui.status(format!("\tbport record -e {} -- COMMAND", events[0]));
     Ok(())
+}
+
+/// Where the definitions go.
+enum Destination {
+    /// Printed (`--dry-run`); tracefs, when it opens, only names the events already taken.
+    Print { taken_in: Option<tracefs::Tracefs> },
+    /// Written to tracefs.
+    Tracefs(tracefs::Tracefs),
+}
+
+impl Destination {
+    fn tracefs(&self) -> Option<&tracefs::Tracefs> {
+        match self {
+            Destination::Print { taken_in } => taken_in.as_ref(),
+            Destination::Tracefs(fs) => Some(fs),
+        }
+    }
 }
 
 fn args_path(plan: &probe::Plan, event: &str) -> Option<String> {

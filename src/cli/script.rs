@@ -139,7 +139,7 @@ fn grow_if_pipe(out: &std::fs::File) {
     use std::os::unix::fs::FileTypeExt;
     const PIPE_BYTES: usize = 1 << 20;
     if out.metadata().is_ok_and(|m| m.file_type().is_fifo()) {
-        if let Err(e) = crate::perf::record::sys::set_pipe_size(out.as_fd(), PIPE_BYTES) {
+        if let Err(e) = crate::perf::sys::set_pipe_size(out.as_fd(), PIPE_BYTES) {
             log::debug!("output pipe stays at its size: F_SETPIPE_SZ {PIPE_BYTES}: {e}");
         }
     }

@@ -3,7 +3,7 @@
 //! Exit 0 only when every required check passes, 3 otherwise (a check failed). The hidden
 //! `bport verify-guest` is the init of the verify VM: it runs the matrix and prints the report on the console.
 
-use super::{CliError, CliResult, Kind, Ui};
+use super::{CliError, CliResult, Ui};
 use crate::verify::{self, qemu, BranchCheck, CellStatus, Environment, Report};
 use clap::{Args, ValueEnum};
 use std::io::{IsTerminal, Write};
@@ -139,11 +139,7 @@ pub fn run(args: VerifyArgs, ui: &Ui) -> CliResult<ExitCode> {
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
         other => other?,
     }
-    Ok(if report.passed() {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(Kind::CheckFailed.exit_code())
-    })
+    Ok(super::error::verdict(&report))
 }
 
 /// Runs the guest side: the report between markers on stdout (the serial console).
@@ -162,7 +158,7 @@ pub fn run_guest(args: GuestArgs) -> CliResult<ExitCode> {
         Err(e) => {
             // The host shows this as a boot failure with the console tail, which includes this line.
             writeln!(out, "bport verify-guest: {e}")?;
-            return Ok(ExitCode::from(Kind::Environment.exit_code()));
+            return Ok(super::error::guest_failed());
         }
     };
     writeln!(
@@ -176,7 +172,7 @@ pub fn run_guest(args: GuestArgs) -> CliResult<ExitCode> {
 }
 
 /// /proc (for /proc/PID/maps synthesis and osrelease) and /sys (PMU capabilities) in the guest, with the
-/// `mount` binary the initramfs carries: no mount(2) call, so no `unsafe`, outside `perf/record/sys.rs`.
+/// `mount` binary the initramfs carries: no mount(2) call, so no `unsafe`, outside `perf/sys/`.
 fn mount_pseudo_filesystems() {
     for (fstype, target) in [("proc", "/proc"), ("sysfs", "/sys"), ("tmpfs", "/tmp")] {
         let _ = std::process::Command::new("/bin/mount")

@@ -7,7 +7,7 @@
 //! Follows include/uapi/linux/perf_event.h, perf_event_open(2) and tools/perf/util/header.h; `abi::table` names
 //! the source of each fact.
 
-pub mod consts;
+pub(crate) mod consts;
 pub mod table;
 
 pub use consts::*;

@@ -6,9 +6,11 @@
 //! the ELF file, a `file_offset` a position in the file. A frame is either an instruction pointer (the sampled IP)
 //! or a return address (every caller frame), and only return addresses are looked up at `address - 1`.
 //!
-//! Dependencies point down: `data` uses only `abi`; `record` writes through `data`; `script` reads through `data`
-//! and uses `unwind` and `symbols`; `unwind` and `symbols` never import `record`; `tools` reads through `script`
-//! and `data`, and nothing else here imports it. Nothing here imports `backport`, `rerere` or `git`.
+//! Dependencies point down (ARCHITECTURE.md's table of perf's parts is the rule, and its test): `abi` and `sys`
+//! (the system calls) at the bottom; `data` uses only `abi`; `record` writes through `data`; `script` reads
+//! through `data` and uses `unwind` and `symbols`; `unwind` and `symbols` never import `record`; `tools` reads
+//! through `script` and `data`, and nothing else here imports it. Nothing here imports `backport`, `rerere` or
+//! `git`.
 
 pub mod abi;
 pub mod bpf;
@@ -19,6 +21,7 @@ pub(crate) mod rbtree;
 pub mod record;
 pub mod script;
 pub mod symbols;
+pub(crate) mod sys;
 pub mod tools;
 pub mod trace;
 pub mod unwind;

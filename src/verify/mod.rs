@@ -12,16 +12,16 @@
 //! recording, unwinding, perf.data (those are `perf`'s), or already-applied detection (the backport matcher's,
 //! used read-only).
 
-pub mod branch;
-pub mod checks;
-pub mod initramfs;
-pub mod lock_cell;
+pub(crate) mod branch;
+pub(crate) mod checks;
+pub(crate) mod initramfs;
+pub(crate) mod lock_cell;
 pub mod matrix;
-pub mod perf_check;
+pub(crate) mod perf_check;
 pub mod probe_check;
-pub mod qemu;
-pub mod readability;
-pub mod targets;
+pub(crate) mod qemu;
+pub(crate) mod readability;
+pub(crate) mod targets;
 /// The built-in workloads live with the profiler (its own tests record them); verify runs them.
 pub use crate::perf::workloads;
 

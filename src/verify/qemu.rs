@@ -25,9 +25,6 @@ pub const REPORT_END: &str = "=====BPORT-VERIFY-REPORT-END=====";
 /// The name of the hidden guest subcommand (the guest's init runs `bport verify-guest ...`).
 pub const GUEST_COMMAND: &str = "verify-guest";
 
-/// Where `.ci/fetch-kernels` puts kernel images (`<dir>/<series>/vmlinuz`); tests look here.
-pub const KERNEL_CACHE: &str = "/var/cache/bport-kernels";
-
 /// The qemu binary.
 pub const QEMU: &str = "qemu-system-x86_64";
 

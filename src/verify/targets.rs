@@ -9,7 +9,9 @@
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
 
-/// Where the shipped targets file lives, relative to the bport source tree.
+/// Where the shipped targets file lives, relative to the bport source tree (the tests read it there; the binary
+/// carries its own copy).
+#[cfg(test)]
 pub const DEFAULT_TARGETS: &str = "patchlists/targets.yaml";
 
 /// The directory the built-in targets file and its lists are named under in messages: they are in the binary, so

@@ -4,15 +4,20 @@
 //! exit codes: every `From<…Error> for CliError` lives here and picks the [`Kind`] by variant, attaching hints for
 //! the cases a user can fix, one file per side of the tool: `repo.rs` (backport, git, rerere), `perf.rs` (perf.data,
 //! tracefs, record, lock, probe), `verify.rs`; this file holds `CliError` itself and the I/O rule all of them use.
-//! Command files only use `?` / `CliError::from` (and `CliError::user` for their own argument checks), adding a
-//! hint where the command knows more (tests/it/architecture.rs holds them to it). Exit codes are an API
-//! (ARCHITECTURE.md, "Invariants").
+//! Runs that end without an error but not in success have their status here too: [`stopped`] (a backport stopped
+//! for the user), [`verdict`] (a failed verify check), [`guest_failed`]. Command files only use `?` /
+//! `CliError::from` (and `CliError::user` for their own argument checks), adding a hint where the command knows
+//! more (tests/it/architecture/ holds them to it). Exit codes are an API (ARCHITECTURE.md, "Invariants").
 //!
 //! The rule for files: a missing, bad or damaged input the user named is the user's (exit 2); a disk that is full,
 //! read-only or failing, or a permission the process lacks, is the environment's (exit 4), never the user's.
 
 use std::fmt;
 use std::io::ErrorKind;
+use std::process::ExitCode;
+
+pub use repo::stopped;
+pub use verify::{guest_failed, verdict};
 
 /// What kind of failure this is; decides the exit code.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -39,6 +44,12 @@ impl Kind {
             Kind::Environment => 4,
             Kind::Internal => 70,
         }
+    }
+}
+
+impl From<Kind> for ExitCode {
+    fn from(kind: Kind) -> ExitCode {
+        ExitCode::from(kind.exit_code())
     }
 }
 
@@ -96,6 +107,24 @@ impl CliError {
     pub fn hint(mut self, hint: impl Into<String>) -> Self {
         self.hints.push(hint.into());
         self
+    }
+
+    /// Whether this is only a closed stdout (`bport script | head`): normal use, not an error, so nothing is
+    /// printed and the exit status is success.
+    pub fn is_broken_pipe(&self) -> bool {
+        self.error
+            .chain()
+            .filter_map(|e| e.downcast_ref::<std::io::Error>())
+            .any(|e| e.kind() == ErrorKind::BrokenPipe)
+    }
+
+    /// The process's exit status for this error: its kind's code, or success for a closed stdout.
+    pub fn exit_code(&self) -> ExitCode {
+        if self.is_broken_pipe() {
+            ExitCode::SUCCESS
+        } else {
+            self.kind.into()
+        }
     }
 
     /// Prints the error, its causes and its hints to stderr in one place, so every command looks the same.
@@ -158,6 +187,33 @@ impl From<dialoguer::Error> for CliError {
     fn from(error: dialoguer::Error) -> Self {
         CliError::new(Kind::Internal, error)
     }
+}
+
+/// A closed stdout (`bport … | head -1`) ends the output, for every command: errors that carry a broken pipe end
+/// in success ([`CliError::exit_code`]), and this hook covers code outside bport that panics on the failed write
+/// instead of returning it (clap_complete's `expect`, `println!` in a dependency). Any other panic goes on to the
+/// default hook, backtrace and all.
+pub fn end_quietly_on_a_closed_stdout() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let payload = info
+            .payload()
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| info.payload().downcast_ref::<&str>().copied())
+            .unwrap_or("");
+        if is_closed_stdout_panic(payload) {
+            std::process::exit(0);
+        }
+        default(info);
+    }));
+}
+
+/// Whether a panic message is a failed write to a closed stdout. Only stdout's: a closed stderr must not turn a
+/// stop or an error into success.
+fn is_closed_stdout_panic(payload: &str) -> bool {
+    (payload.contains("Broken pipe") || payload.contains("BrokenPipe"))
+        && !payload.contains("stderr")
 }
 
 mod perf;

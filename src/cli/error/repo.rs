@@ -2,8 +2,15 @@
 //! what it says about the repository (a missing object, an unreadable ref or index is the repository's problem,
 //! exit 4), the rest of the variants by whose move it is.
 
+use std::process::ExitCode;
+
 use super::{io_kind, CliError, Kind};
 use crate::{backport, git, rerere};
+
+/// The status of `bport apply` stopped for the user (a conflict to resolve): 1.
+pub fn stopped() -> ExitCode {
+    Kind::Stopped.into()
+}
 
 impl From<backport::Error> for CliError {
     fn from(error: backport::Error) -> Self {

@@ -118,3 +118,20 @@ fn a_repository_file_bport_cannot_write_is_not_an_internal_error() {
     });
     assert_eq!(err.kind.exit_code(), 4);
 }
+
+#[test]
+fn closed_stdout_panics_are_told_from_others() {
+    // The messages std's print macros and clap_complete panic with.
+    assert!(is_closed_stdout_panic(
+        "failed printing to stdout: Broken pipe (os error 32)"
+    ));
+    assert!(is_closed_stdout_panic(
+        "failed to write completion file: Os { code: 32, kind: BrokenPipe, message: \"Broken pipe\" }"
+    ));
+    assert!(!is_closed_stdout_panic(
+        "failed printing to stderr: Broken pipe (os error 32)"
+    ));
+    assert!(!is_closed_stdout_panic(
+        "index out of bounds: the len is 3 but the index is 7"
+    ));
+}

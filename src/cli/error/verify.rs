@@ -1,8 +1,25 @@
 //! `verify`'s errors to exit codes: a bad version or target list is the user's, a missing qemu, kernel support
 //! or permission the environment's.
 
+use std::process::ExitCode;
+
 use super::{CliError, Kind};
 use crate::verify::{self, qemu};
+
+/// The status of a finished `bport verify`: 0 when every required check passed, 3 when one failed.
+pub fn verdict(report: &verify::Report) -> ExitCode {
+    if report.passed() {
+        ExitCode::SUCCESS
+    } else {
+        Kind::CheckFailed.into()
+    }
+}
+
+/// The guest's status when it could not run the checks (it printed why on the console, which the host shows
+/// with the boot failure): the environment's, 4.
+pub fn guest_failed() -> ExitCode {
+    Kind::Environment.into()
+}
 
 impl From<verify::Error> for CliError {
     fn from(e: verify::Error) -> Self {

@@ -184,6 +184,67 @@ pub const PERF_SAMPLE_CODE_PAGE_SIZE: u64 = 1 << 23;
 /// `PERF_SAMPLE_WEIGHT_STRUCT`.
 pub const PERF_SAMPLE_WEIGHT_STRUCT: u64 = 1 << 24;
 
+// ---- union perf_mem_data_src (PERF_SAMPLE_DATA_SRC), little-endian bit-field layout ----
+
+/// Shift of `mem_op` (`PERF_MEM_OP_*`).
+pub const PERF_MEM_OP_SHIFT: u32 = 0;
+/// Width in bits of `mem_op`.
+pub const PERF_MEM_OP_BITS: u32 = 5;
+/// Shift of `mem_lvl` (`PERF_MEM_LVL_*`).
+pub const PERF_MEM_LVL_SHIFT: u32 = 5;
+/// Width in bits of `mem_lvl`.
+pub const PERF_MEM_LVL_BITS: u32 = 14;
+/// Shift of `mem_snoop` (`PERF_MEM_SNOOP_*`).
+pub const PERF_MEM_SNOOP_SHIFT: u32 = 19;
+/// Width in bits of `mem_snoop`.
+pub const PERF_MEM_SNOOP_BITS: u32 = 5;
+/// Shift of `mem_lock` (`PERF_MEM_LOCK_*`).
+pub const PERF_MEM_LOCK_SHIFT: u32 = 24;
+/// Width in bits of `mem_lock`.
+pub const PERF_MEM_LOCK_BITS: u32 = 2;
+/// Shift of `mem_dtlb` (`PERF_MEM_TLB_*`).
+pub const PERF_MEM_TLB_SHIFT: u32 = 26;
+/// Width in bits of `mem_dtlb`.
+pub const PERF_MEM_TLB_BITS: u32 = 7;
+/// Shift of `mem_lvl_num` (`PERF_MEM_LVLNUM_*`).
+pub const PERF_MEM_LVLNUM_SHIFT: u32 = 33;
+/// Width in bits of `mem_lvl_num`.
+pub const PERF_MEM_LVLNUM_BITS: u32 = 4;
+/// Shift of `mem_remote`.
+pub const PERF_MEM_REMOTE_SHIFT: u32 = 37;
+/// Width in bits of `mem_remote`.
+pub const PERF_MEM_REMOTE_BITS: u32 = 1;
+/// Shift of `mem_snoopx` (`PERF_MEM_SNOOPX_*`).
+pub const PERF_MEM_SNOOPX_SHIFT: u32 = 38;
+/// Width in bits of `mem_snoopx`.
+pub const PERF_MEM_SNOOPX_BITS: u32 = 2;
+/// Shift of `mem_blk` (`PERF_MEM_BLK_*`).
+pub const PERF_MEM_BLK_SHIFT: u32 = 40;
+/// Width in bits of `mem_blk`.
+pub const PERF_MEM_BLK_BITS: u32 = 3;
+/// Shift of `mem_hops` (`PERF_MEM_HOPS_*`).
+pub const PERF_MEM_HOPS_SHIFT: u32 = 43;
+/// Width in bits of `mem_hops`.
+pub const PERF_MEM_HOPS_BITS: u32 = 3;
+/// `PERF_MEM_LVL_HIT`.
+pub const PERF_MEM_LVL_HIT: u64 = 0x02;
+/// `PERF_MEM_LVL_MISS`.
+pub const PERF_MEM_LVL_MISS: u64 = 0x04;
+/// `PERF_MEM_TLB_HIT`.
+pub const PERF_MEM_TLB_HIT: u64 = 0x02;
+/// `PERF_MEM_TLB_MISS`.
+pub const PERF_MEM_TLB_MISS: u64 = 0x04;
+/// `PERF_MEM_LOCK_NA`.
+pub const PERF_MEM_LOCK_NA: u64 = 0x01;
+/// `PERF_MEM_LOCK_LOCKED`.
+pub const PERF_MEM_LOCK_LOCKED: u64 = 0x02;
+/// `PERF_MEM_BLK_NA`.
+pub const PERF_MEM_BLK_NA: u64 = 0x01;
+/// `PERF_MEM_BLK_DATA`.
+pub const PERF_MEM_BLK_DATA: u64 = 0x02;
+/// `PERF_MEM_BLK_ADDR`.
+pub const PERF_MEM_BLK_ADDR: u64 = 0x04;
+
 // ---- read_format ----
 
 /// `PERF_FORMAT_TOTAL_TIME_ENABLED`.

@@ -2,7 +2,7 @@
 //! log), and raw-tracepoint attach. Every descriptor is an owned type that closes on drop, so maps, programs and
 //! attachments are released on every exit path, an error or a Ctrl-C included.
 //!
-//! Like `perf/record/sys.rs`, this is one of the two modules with `unsafe`: each block says why it is sound.
+//! One of the homes of `unsafe` that ARCHITECTURE.md names: each block says why it is sound.
 //! Follows include/uapi/linux/bpf.h (`union bpf_attr`, one anonymous struct per command) and bpf(2). The attr
 //! is passed as a zeroed, 8-aligned 128-byte buffer: a kernel that knows a shorter union accepts trailing zeros
 //! (`bpf_check_uarg_tail_zero`), so one size fits every kernel since 4.x.

@@ -2,7 +2,7 @@
 //! (tools/perf/util/zstd.c). Decoded once, when an iterator first meets a COMPRESSED record; the reader then
 //! iterates the decoded records in place of the COMPRESSED record that completed them.
 
-use super::cursor::Cursor;
+use super::cursor::{u16_at, Cursor};
 use super::raw::{kind, raw_at, warn};
 use super::WarningLog;
 use crate::perf::abi::*;
@@ -100,8 +100,7 @@ pub(super) fn decompress<E: Endian>(
         };
         // The complete records decoded so far belong to this COMPRESSED record.
         let start = event_end;
-        while let Some(size) = decomp.get(event_end + 6..event_end + 8) {
-            let size = usize::from(endian.read_u16(size.try_into().expect("2 bytes")));
+        while let Some(size) = u16_at(&decomp, event_end + 6, endian).map(usize::from) {
             if size < 8 || event_end + size > decomp.len() {
                 break;
             }

@@ -119,6 +119,36 @@ impl<'a, E: Endian> Cursor<'a, E> {
     }
 }
 
+/// The `u16` at `at` in `bytes`, when all of it is there.
+#[inline]
+pub(crate) fn u16_at<E: Endian>(bytes: &[u8], at: usize, endian: E) -> Option<u16> {
+    Some(endian.read_u16(*bytes.get(at..)?.first_chunk()?))
+}
+
+/// The `u32` at `at` in `bytes`, when all of it is there.
+#[inline]
+pub(crate) fn u32_at<E: Endian>(bytes: &[u8], at: usize, endian: E) -> Option<u32> {
+    Some(endian.read_u32(*bytes.get(at..)?.first_chunk()?))
+}
+
+/// The `u64` at `at` in `bytes`, when all of it is there.
+#[inline]
+pub(crate) fn u64_at<E: Endian>(bytes: &[u8], at: usize, endian: E) -> Option<u64> {
+    Some(endian.read_u64(*bytes.get(at..)?.first_chunk()?))
+}
+
+/// The whole `u64`s of `bytes`, in order (a partial word at the end is none).
+pub(crate) fn u64s<'a, E: Endian + 'a>(
+    bytes: &'a [u8],
+    endian: E,
+) -> impl Iterator<Item = u64> + 'a {
+    bytes
+        .as_chunks::<8>()
+        .0
+        .iter()
+        .map(move |w| endian.read_u64(*w))
+}
+
 /// Rounds `n` up to a multiple of 8.
 pub(crate) fn align8(n: u64) -> u64 {
     n.saturating_add(7) & !7

@@ -3,7 +3,7 @@
 //! arrives as a `PERF_RECORD_HEADER_FEATURE` record (`u64 feat_id` + the same payload).
 
 use super::attr::PerfEventAttr;
-use super::cursor::{align8, Cursor};
+use super::cursor::{align8, u64s, Cursor};
 use super::ReadError;
 use crate::perf::abi::*;
 use object::endian::Endian;
@@ -223,10 +223,7 @@ impl Features {
                     let nr_ids = c.u32()?;
                     let name = read_string(&mut c)?;
                     let ids = c.u64s(u64::from(nr_ids))?;
-                    let ids = ids
-                        .chunks_exact(8)
-                        .map(|b| endian.read_u64(b.try_into().expect("8 bytes")))
-                        .collect();
+                    let ids = u64s(ids, endian).collect();
                     v.push(EventDesc { attr, name, ids });
                 }
                 self.event_desc = Some(v);

@@ -280,10 +280,9 @@ impl<'a> Records<'a> {
 /// header was warmed up by the previous call, so reading its size here is cheap; the one after it is warmed up
 /// for the next call.
 fn warm_up<E: Endian>(bytes: &[u8], next: usize, endian: E) {
-    let Some(header) = bytes.get(next..next + 8) else {
+    let Some(size) = super::cursor::u16_at(bytes, next + 6, endian).map(usize::from) else {
         return;
     };
-    let size = usize::from(endian.read_u16(header[6..8].try_into().expect("2 bytes")));
     let end = next + size;
     let mut line = next + 64;
     while line < end.min(next + 512) {

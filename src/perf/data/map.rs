@@ -18,8 +18,8 @@ impl FileMap {
     /// Maps `file` (a regular file) read-only. Files that cannot be mapped (some FUSE and procfs-like file
     /// systems) give the error, for the caller to read them instead.
     pub fn map(file: &std::fs::File) -> std::io::Result<FileMap> {
-        // The `unsafe` of the crate outside perf/record/sys.rs lives here because records borrow from the map
-        // (no copy of gigabyte files) and `data` must not depend on `record`.
+        // This `unsafe` lives here, not with the system calls, because records borrow from the map (no copy of
+        // gigabyte files) and `data` names nothing of `perf` but `abi`.
         // SAFETY: the map is read-only and private to its owner; the only hazard is another process truncating or
         // rewriting the file in place while it is mapped (SIGBUS, changing bytes). perf.data files are written
         // once and then only read; DSOs and build-id cache entries are replaced by rename, not rewritten. Every

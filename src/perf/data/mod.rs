@@ -7,7 +7,7 @@
 //! [`crate::perf::abi`], which the writer asks to cap its output to a target's era.
 //!
 //! The files, bottom up; each imports only those above it in this list, so the imports form a tree
-//! (tests/it/architecture.rs fails on a loop):
+//! (tests/it/architecture/ fails on a loop):
 //! - [`map`]: the read-only file map and the release of its pages — every `unsafe` of this module, behind the
 //!   safe [`map::FileMap`] that the symbolizer maps DSOs with too.
 //! - `cursor`: bounds-checked reads of one byte order.
@@ -62,22 +62,23 @@
 //! }
 //! ```
 
-pub mod attr;
+pub(crate) mod attr;
 mod codec;
 mod compressed;
 mod cursor;
-pub mod features;
+pub(crate) mod features;
 mod iter;
-pub mod map;
+pub(crate) mod map;
 mod prefetch;
 mod raw;
-pub mod reader;
-pub mod records;
-pub mod sample;
+pub(crate) mod reader;
+pub(crate) mod records;
+pub(crate) mod sample;
 mod source;
-pub mod writer;
+pub(crate) mod writer;
 
 pub use attr::PerfEventAttr;
+pub(crate) use cursor::{u16_at, u32_at, u64_at};
 pub use features::{BuildIdEntry, EventDesc, Features, GroupDesc, NrCpus};
 pub use iter::Records;
 pub use object::endian::Endianness;

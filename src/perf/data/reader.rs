@@ -16,7 +16,7 @@
 //! of the data flushes everything.
 
 use super::attr::PerfEventAttr;
-use super::cursor::Cursor;
+use super::cursor::{u64_at, u64s, Cursor};
 use super::features::{parse_build_id, Features};
 use super::iter::Records;
 use super::map::FileMap;
@@ -185,15 +185,14 @@ impl PerfFile {
         if bytes.is_empty() {
             return Err(ReadError::Empty);
         }
-        if bytes.len() < 16 {
+        let Some(&magic) = bytes.first_chunk::<8>().filter(|_| bytes.len() >= 16) else {
             return Err(ReadError::Truncated {
                 what: "perf.data header",
                 offset: 0,
                 needed: 16,
                 available: bytes.len() as u64,
             });
-        }
-        let magic: [u8; 8] = bytes[0..8].try_into().expect("16 bytes checked");
+        };
         let endian = match &magic {
             b"PERFILE2" => Endianness::Little,
             b"2ELIFREP" => Endianness::Big,
@@ -276,10 +275,7 @@ impl PerfFile {
             }
             pos += used + 16;
             let ids_bytes = section(&self.src.bytes, ids_off, ids_size, "attr ids")?;
-            let ids = ids_bytes
-                .chunks_exact(8)
-                .map(|b| endian.read_u64(b.try_into().expect("8 bytes")))
-                .collect();
+            let ids = u64s(ids_bytes, endian).collect();
             self.attrs.push(AttrEntry {
                 attr,
                 ids,
@@ -464,10 +460,7 @@ impl PerfFile {
             let r: Result<(), ReadError> = match h.0 {
                 PERF_RECORD_HEADER_ATTR => {
                     PerfEventAttr::parse(body, at + 8, endian).map(|(attr, used)| {
-                        let ids = body[used..]
-                            .chunks_exact(8)
-                            .map(|b| endian.read_u64(b.try_into().expect("8 bytes")))
-                            .collect();
+                        let ids = u64s(&body[used..], endian).collect();
                         self.attrs.push(AttrEntry {
                             attr,
                             ids,
@@ -731,20 +724,24 @@ fn feature_table_fits<E: Endian>(bytes: &[u8], at: u64, bitmap: &[u64; 4], endia
         return false;
     };
     table.chunks_exact(16).all(|e| {
-        let off = endian.read_u64(e[..8].try_into().expect("8 bytes"));
-        let size = endian.read_u64(e[8..].try_into().expect("8 bytes"));
+        let (Some(off), Some(size)) = (u64_at(e, 0, endian), u64_at(e, 8, endian)) else {
+            return false;
+        };
         off >= at && off.checked_add(size).is_some_and(|end| end <= len)
     })
 }
 
 fn legacy_endian(bytes: &[u8]) -> Result<Endianness, ReadError> {
-    let field = bytes.get(16..24).ok_or(ReadError::Truncated {
-        what: "perf.data header",
-        offset: 16,
-        needed: 8,
-        available: bytes.len().saturating_sub(16) as u64,
-    })?;
-    let arr: [u8; 8] = field.try_into().expect("8 bytes");
+    let arr: [u8; 8] =
+        *bytes
+            .get(16..)
+            .and_then(|b| b.first_chunk())
+            .ok_or(ReadError::Truncated {
+                what: "perf.data header",
+                offset: 16,
+                needed: 8,
+                available: bytes.len().saturating_sub(16) as u64,
+            })?;
     let sizes = [
         PERF_ATTR_SIZE_VER0,
         PERF_ATTR_SIZE_VER1,

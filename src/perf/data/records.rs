@@ -4,7 +4,7 @@
 //! them (and [`super::sample`] the sample body), below which this module sits.
 
 use crate::perf::abi::*;
-use object::endian::{Endian, Endianness};
+use object::endian::Endianness;
 
 /// A run of u64 values inside the file, in the file's byte order; read one by one without copying.
 #[derive(Clone, Copy, Debug, Default)]
@@ -42,16 +42,12 @@ impl<'a> U64s<'a> {
 
     /// Value `i`.
     pub fn get(&self, i: usize) -> Option<u64> {
-        let b = self.bytes.get(i * 8..i * 8 + 8)?;
-        Some(self.endian.read_u64(b.try_into().expect("8 bytes")))
+        super::cursor::u64_at(self.bytes, i.checked_mul(8)?, self.endian)
     }
 
     /// All values in order.
     pub fn iter(&self) -> impl Iterator<Item = u64> + 'a {
-        let endian = self.endian;
-        self.bytes
-            .chunks_exact(8)
-            .map(move |b| endian.read_u64(b.try_into().expect("8 bytes")))
+        super::cursor::u64s(self.bytes, self.endian)
     }
 
     /// Copies the values out.

@@ -100,9 +100,7 @@ impl RecordSource {
         } else {
             self.trailer_id_pos.and_then(|p| body.len().checked_sub(p))
         };
-        let id = pos
-            .and_then(|p| body.get(p..p + 8))
-            .map(|b| self.endian.read_u64(b.try_into().expect("8 bytes")));
+        let id = pos.and_then(|p| super::cursor::u64_at(body, p, self.endian));
         Some(
             id.and_then(|id| self.id_to_attr.get(&id).copied())
                 .unwrap_or(0),

@@ -4,8 +4,7 @@
 //! Every kernel object is an owned descriptor held by this function's locals, so returning early, failing or
 //! being interrupted releases all of them (the kernel frees a map once no descriptor and no program holds it).
 
-use std::ffi::{CString, OsStr, OsString};
-use std::os::unix::ffi::OsStrExt;
+use std::ffi::OsString;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
@@ -14,7 +13,7 @@ use super::progs::{self, Aggr, Maps, ProgConfig};
 use super::Error;
 use crate::perf::abi::KernelVersion;
 use crate::perf::bpf;
-use crate::perf::record::sys;
+use crate::perf::sys;
 
 /// Whose contention is counted.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -153,27 +152,16 @@ fn check_kernel(kernel: Option<&KernelVersion>) -> Result<(), Error> {
 }
 
 fn fork_command(argv: &[OsString]) -> Result<sys::PausedChild, Error> {
-    let Some(program) = argv.first() else {
-        return Err(Error::InvalidOptions("an empty command".into()));
-    };
-    let exec_err = |source| Error::Exec {
-        program: program.clone(),
-        source,
-    };
-    let path = crate::perf::record::session::resolve_program(program)
-        .ok_or_else(|| exec_err(std::io::Error::from_raw_os_error(libc::ENOENT)))?;
+    let command = sys::Command::new(argv).map_err(|e| match e {
+        sys::CommandError::Empty => Error::InvalidOptions("an empty command".into()),
+        sys::CommandError::Exec { program, source } => Error::Exec { program, source },
+    })?;
     // Said before anything is attached (exec would fail only once counting had begun).
-    std::fs::metadata(&path).map_err(exec_err)?;
-    let cstr = |s: &OsStr| {
-        CString::new(s.as_bytes())
-            .map_err(|_| exec_err(std::io::Error::from_raw_os_error(libc::EINVAL)))
-    };
-    let path = cstr(path.as_os_str())?;
-    let args = argv
-        .iter()
-        .map(|a| cstr(a))
-        .collect::<Result<Vec<_>, _>>()?;
-    sys::fork_paused(&path, &args, false).map_err(|source| Error::System {
+    std::fs::metadata(command.path()).map_err(|source| Error::Exec {
+        program: argv[0].clone(),
+        source,
+    })?;
+    command.fork_paused(false).map_err(|source| Error::System {
         what: "fork",
         source,
     })

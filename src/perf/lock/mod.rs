@@ -24,6 +24,7 @@
 //! `backport`, `rerere` or `git`.
 
 pub mod file;
+pub mod kallsyms;
 pub mod layout;
 pub mod live;
 pub mod progs;

@@ -13,6 +13,7 @@ pub mod location;
 mod show;
 pub mod spec;
 pub mod symtab;
+pub mod target;
 pub mod tracefs;
 
 use dwarf::{DebugInfo, Instance};

@@ -97,11 +97,9 @@ impl Tracefs {
     /// Uses `root`, mounting tracefs there when it holds no events.
     pub fn at(root: &Path) -> Result<Tracefs, Error> {
         if !root.join("events").is_dir() {
-            crate::perf::record::sys::mount_tracefs(root).map_err(|e| {
-                Error::TracefsUnavailable {
-                    path: root.into(),
-                    reason: format!("mount -t tracefs failed: {e}"),
-                }
+            crate::perf::sys::mount_tracefs(root).map_err(|e| Error::TracefsUnavailable {
+                path: root.into(),
+                reason: format!("mount -t tracefs failed: {e}"),
             })?;
         }
         Ok(Tracefs {

@@ -12,9 +12,9 @@
 
 use object::endian::NativeEndian;
 
-use super::sys::AttrBuf;
 use crate::perf::abi::{self, KernelAbi};
 use crate::perf::data::PerfEventAttr;
+use crate::perf::sys::AttrBuf;
 
 /// The byte image `perf_event_open` reads: `attr.size` bytes in the kernel's layout and byte order (the bitfield
 /// word too, which is why this goes through [`PerfEventAttr::write`]), the rest of the buffer zero.

@@ -31,11 +31,11 @@ impl HostInfo {
         let cpuinfo = fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
         let count = |p: &str| {
             read(p)
-                .and_then(|l| super::sys::parse_cpu_list(&l))
+                .and_then(|l| crate::perf::sys::parse_cpu_list(&l))
                 .map(|cpus| cpus.into_iter().max().map_or(0, |m| m + 1))
         };
         let online = read("/sys/devices/system/cpu/online")
-            .and_then(|l| super::sys::parse_cpu_list(&l))
+            .and_then(|l| crate::perf::sys::parse_cpu_list(&l))
             .map_or(1, |c| c.len() as u32);
         HostInfo {
             hostname: read("/proc/sys/kernel/hostname"),

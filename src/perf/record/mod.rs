@@ -4,7 +4,7 @@
 //! perf's summary says) or an [`Error`] whose variants carry what the user needs to fix it (the
 //! `perf_event_paranoid` value, the missing hardware, the kernel version).
 //!
-//! Layers, bottom up: [`sys`] (the crate's only `unsafe`: syscall, mmap, ioctl, head/tail, fork/exec), [`ring`]
+//! Layers, bottom up, over `perf::sys` (the system calls: perf_event_open, mmap, fork/exec): [`ring`]
 //! (records borrowed from the mapping), [`attr`] (the attr bytes and ABI negotiation), [`open`] (opening with
 //! fallbacks), [`synth`] (/proc → COMM/FORK/MMAP records), [`dsos`] (build-ids of hit DSOs), [`session`] (the
 //! poll loop), [`host`] (the machine's header features) and [`output`] (the session into a perf.data file). Does
@@ -26,15 +26,14 @@
 //! # Ok::<(), record::Error>(())
 //! ```
 
-pub mod attr;
-pub mod dsos;
-pub mod host;
-pub mod open;
-pub mod output;
-pub mod ring;
-pub mod session;
-pub mod synth;
-pub mod sys;
+pub(crate) mod attr;
+pub(crate) mod dsos;
+pub(crate) mod host;
+pub(crate) mod open;
+pub(crate) mod output;
+pub(crate) mod ring;
+pub(crate) mod session;
+pub(crate) mod synth;
 
 use std::ffi::OsString;
 use std::io;
@@ -255,7 +254,7 @@ impl Config {
 }
 
 /// How a recorded command ended.
-pub use sys::ChildExit;
+pub use crate::perf::sys::ChildExit;
 
 /// What a recording did: the numbers of perf's summary plus what the negotiation changed.
 #[derive(Clone, Debug)]

@@ -6,10 +6,10 @@ use std::io;
 use std::path::Path;
 
 use super::attr::{self, Retry};
-use super::sys::{self, EventFd};
 use super::{CallGraph, Config, Error, Event, Sampling};
 use crate::perf::abi::{self, KernelAbi};
 use crate::perf::data::PerfEventAttr;
+use crate::perf::sys::{self, EventFd};
 
 /// x86-64 user registers perf samples for DWARF unwinding (`PERF_REGS_MASK`): AX..R15 except the segment
 /// registers DS, ES, FS, GS, which the kernel does not provide on x86-64.

@@ -261,7 +261,7 @@ fn run_session<W: std::io::Write>(
 }
 
 fn sys_sigint() -> Result<&'static std::sync::atomic::AtomicBool, Error> {
-    super::sys::stop_flag().map_err(|source| Error::System {
+    crate::perf::sys::stop_flag().map_err(|source| Error::System {
         what: "installing the SIGINT and SIGTERM handlers",
         source,
     })

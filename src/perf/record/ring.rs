@@ -4,7 +4,7 @@
 //!
 //! Owns record framing (the 8-byte `perf_event_header`); not the meaning of records (that is `perf::data`).
 
-use super::sys::RingMap;
+use crate::perf::sys::RingMap;
 
 /// Bytes of one record in the ring, header included.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -22,11 +22,6 @@ impl<'a> RawData<'a> {
             RawData::Single(a) => a.len(),
             RawData::Split(a, b) => a.len() + b.len(),
         }
-    }
-
-    /// Whether there are no bytes (never for a framed record).
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
     }
 
     /// The record as one slice: borrowed when it is in one piece, else copied into `scratch`.
@@ -81,11 +76,6 @@ impl<'a> RawData<'a> {
     pub fn record_type(&self) -> u32 {
         self.u32_at(0).unwrap_or(0)
     }
-
-    /// The header's `misc` field.
-    pub fn misc(&self) -> u16 {
-        self.u32_at(4).map_or(0, |v| (v & 0xffff) as u16)
-    }
 }
 
 /// A framing problem: the kernel never produces one, so it means the mapping was misread; recording stops.
@@ -107,11 +97,6 @@ impl Ring {
     /// Wraps a mapping.
     pub fn new(map: RingMap) -> Ring {
         Ring { map }
-    }
-
-    /// Bytes published but not yet consumed.
-    pub fn pending(&self) -> u64 {
-        self.map.data_head().wrapping_sub(self.map.data_tail())
     }
 
     /// Calls `f` for every record published so far, in order, then releases their space to the kernel.
@@ -191,7 +176,7 @@ mod tests {
         head: u64,
         f: &mut impl FnMut(RawData<'_>),
     ) -> Result<(), FramingError> {
-        let (a, b) = super::super::sys::window(data.len(), tail, head);
+        let (a, b) = crate::perf::sys::ring::window(data.len(), tail, head);
         walk(&data[a], &data[b], tail, f)
     }
 

@@ -7,9 +7,8 @@
 //! than the records before the marker, so they can sort in bounded memory. Rings wake the loop at a quarter full
 //! (watermark); a 100 ms poll timeout bounds the delay when they fill slowly.
 
-use std::ffi::{CString, OsStr, OsString};
-use std::os::unix::ffi::OsStrExt;
-use std::path::{Path, PathBuf};
+use std::ffi::OsString;
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::attr;
@@ -17,10 +16,10 @@ use super::dsos::{self, DsoTracker};
 use super::open;
 use super::ring::{RawData, Ring};
 use super::synth::{self, Framing};
-use super::sys::{self, ChildExit, EventFd, PausedChild};
 use super::{CallGraph, Config, Error, Event, Target};
 use crate::perf::abi::{self, KernelAbi};
 use crate::perf::data::PerfEventAttr;
+use crate::perf::sys::{self, ChildExit, EventFd, PausedChild};
 
 /// Where records go; implemented over the perf.data writer (and by tests over a Vec).
 pub trait Sink {
@@ -550,42 +549,15 @@ fn tgid_of(tid: u32) -> Option<u32> {
 
 /// Resolves `argv[0]` on PATH (before fork: the child may not allocate) and forks it paused.
 fn fork_command(argv: &[OsString], stdout_to_stderr: bool) -> Result<PausedChild, Error> {
-    let Some(program) = argv.first() else {
-        return Err(Error::InvalidConfig("an empty command".into()));
-    };
-    let exec_err = |source| Error::Exec {
-        program: program.clone(),
-        source,
-    };
-    let path = resolve_program(program)
-        .ok_or_else(|| exec_err(std::io::Error::from_raw_os_error(libc::ENOENT)))?;
-    let cstr = |s: &OsStr| {
-        CString::new(s.as_bytes())
-            .map_err(|_| exec_err(std::io::Error::from_raw_os_error(libc::EINVAL)))
-    };
-    let path = cstr(path.as_os_str())?;
-    let args = argv
-        .iter()
-        .map(|a| cstr(a))
-        .collect::<Result<Vec<_>, _>>()?;
-    sys::fork_paused(&path, &args, stdout_to_stderr).map_err(|source| Error::System {
-        what: "fork",
-        source,
-    })
-}
-
-/// `execvp`'s lookup: a name with a slash is used as is, otherwise the first executable file on PATH.
-pub fn resolve_program(program: &OsStr) -> Option<PathBuf> {
-    use std::os::unix::fs::PermissionsExt;
-    if program.as_bytes().contains(&b'/') {
-        return Some(PathBuf::from(program));
-    }
-    let path = std::env::var_os("PATH").unwrap_or_else(|| "/usr/local/bin:/usr/bin:/bin".into());
-    std::env::split_paths(&path)
-        .map(|dir| dir.join(program))
-        .find(|candidate| {
-            std::fs::metadata(candidate)
-                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    let command = sys::Command::new(argv).map_err(|e| match e {
+        sys::CommandError::Empty => Error::InvalidConfig("an empty command".into()),
+        sys::CommandError::Exec { program, source } => Error::Exec { program, source },
+    })?;
+    command
+        .fork_paused(stdout_to_stderr)
+        .map_err(|source| Error::System {
+            what: "fork",
+            source,
         })
 }
 

@@ -142,9 +142,8 @@ impl Fields {
     pub fn for_event(spec: Option<&FieldSpec>, attr_type: u32, sample_type: u64) -> Fields {
         use crate::perf::abi::{
             PERF_SAMPLE_ADDR, PERF_SAMPLE_CPU, PERF_SAMPLE_DATA_SRC, PERF_SAMPLE_TIME,
-            PERF_SAMPLE_WEIGHT, PERF_SAMPLE_WEIGHT_STRUCT,
+            PERF_SAMPLE_WEIGHT, PERF_SAMPLE_WEIGHT_STRUCT, PERF_TYPE_RAW,
         };
-        const PERF_TYPE_RAW: u32 = 4;
         let mut default = [
             Field::Comm,
             Field::Tid,

@@ -4,6 +4,15 @@
 //! `union perf_mem_data_src` in include/uapi/linux/perf_event.h).
 
 use super::fields::{Field, Fields};
+use crate::perf::abi::{
+    PERF_MEM_BLK_ADDR, PERF_MEM_BLK_BITS, PERF_MEM_BLK_DATA, PERF_MEM_BLK_NA, PERF_MEM_BLK_SHIFT,
+    PERF_MEM_HOPS_BITS, PERF_MEM_HOPS_SHIFT, PERF_MEM_LOCK_BITS, PERF_MEM_LOCK_LOCKED,
+    PERF_MEM_LOCK_NA, PERF_MEM_LOCK_SHIFT, PERF_MEM_LVLNUM_BITS, PERF_MEM_LVLNUM_SHIFT,
+    PERF_MEM_LVL_BITS, PERF_MEM_LVL_HIT, PERF_MEM_LVL_MISS, PERF_MEM_LVL_SHIFT, PERF_MEM_OP_BITS,
+    PERF_MEM_OP_SHIFT, PERF_MEM_REMOTE_BITS, PERF_MEM_REMOTE_SHIFT, PERF_MEM_SNOOPX_BITS,
+    PERF_MEM_SNOOPX_SHIFT, PERF_MEM_SNOOP_BITS, PERF_MEM_SNOOP_SHIFT, PERF_MEM_TLB_BITS,
+    PERF_MEM_TLB_HIT, PERF_MEM_TLB_MISS, PERF_MEM_TLB_SHIFT,
+};
 
 /// Column state carried from line to line: perf pads the data source to the longest one printed so far
 /// (a `static int maxlen` in `data_src__fprintf`), so a line's padding depends on the lines before it.
@@ -64,34 +73,34 @@ impl DataSrc {
         (self.0 >> shift) & ((1 << width) - 1)
     }
     fn op(&self) -> u64 {
-        self.bits(0, 5)
+        self.bits(PERF_MEM_OP_SHIFT, PERF_MEM_OP_BITS)
     }
     fn lvl(&self) -> u64 {
-        self.bits(5, 14)
+        self.bits(PERF_MEM_LVL_SHIFT, PERF_MEM_LVL_BITS)
     }
     fn snoop(&self) -> u64 {
-        self.bits(19, 5)
+        self.bits(PERF_MEM_SNOOP_SHIFT, PERF_MEM_SNOOP_BITS)
     }
     fn lock(&self) -> u64 {
-        self.bits(24, 2)
+        self.bits(PERF_MEM_LOCK_SHIFT, PERF_MEM_LOCK_BITS)
     }
     fn dtlb(&self) -> u64 {
-        self.bits(26, 7)
+        self.bits(PERF_MEM_TLB_SHIFT, PERF_MEM_TLB_BITS)
     }
     fn lvl_num(&self) -> u64 {
-        self.bits(33, 4)
+        self.bits(PERF_MEM_LVLNUM_SHIFT, PERF_MEM_LVLNUM_BITS)
     }
     fn remote(&self) -> bool {
-        self.bits(37, 1) != 0
+        self.bits(PERF_MEM_REMOTE_SHIFT, PERF_MEM_REMOTE_BITS) != 0
     }
     fn snoopx(&self) -> u64 {
-        self.bits(38, 2)
+        self.bits(PERF_MEM_SNOOPX_SHIFT, PERF_MEM_SNOOPX_BITS)
     }
     fn blk(&self) -> u64 {
-        self.bits(40, 3)
+        self.bits(PERF_MEM_BLK_SHIFT, PERF_MEM_BLK_BITS)
     }
     fn hops(&self) -> u64 {
-        self.bits(43, 3)
+        self.bits(PERF_MEM_HOPS_SHIFT, PERF_MEM_HOPS_BITS)
     }
 }
 
@@ -111,7 +120,7 @@ pub fn decode(data_src: u64) -> String {
 
 fn op(d: &DataSrc) -> &'static str {
     let op = d.op();
-    // PERF_MEM_OP_NA, LOAD, STORE, PFETCH, EXEC: the first set bit wins.
+    // LOAD, STORE, PFETCH, EXEC: the first set bit wins.
     ["N/A", "LOAD", "STORE", "PFETCH", "EXEC"]
         .iter()
         .enumerate()
@@ -157,8 +166,6 @@ fn lvl(d: &DataSrc) -> String {
         "socket, same board",
         "board",
     ];
-    const PERF_MEM_LVL_HIT: u64 = 1 << 1;
-    const PERF_MEM_LVL_MISS: u64 = 1 << 2;
     let m = d.lvl();
     let mut out = String::new();
     if d.remote() {
@@ -216,8 +223,6 @@ fn snoop(d: &DataSrc) -> String {
 }
 
 fn tlb(d: &DataSrc) -> String {
-    const PERF_MEM_TLB_HIT: u64 = 1 << 1;
-    const PERF_MEM_TLB_MISS: u64 = 1 << 2;
     let m = d.dtlb();
     let mut out = String::new();
     bit_names(
@@ -239,19 +244,18 @@ fn tlb(d: &DataSrc) -> String {
 
 fn lock(d: &DataSrc) -> &'static str {
     match d.lock() {
-        m if m & 1 != 0 => "N/A",
-        m if m & 2 != 0 => "Yes",
+        m if m & PERF_MEM_LOCK_NA != 0 => "N/A",
+        m if m & PERF_MEM_LOCK_LOCKED != 0 => "Yes",
         _ => "No",
     }
 }
 
 fn blk(d: &DataSrc) -> &'static str {
     // Leading spaces as perf prints them (`|BLK  N/A`).
-    // PERF_MEM_BLK_NA 1, DATA 2, ADDR 4.
     match d.blk() {
-        m if m == 0 || m & 1 != 0 => " N/A",
-        6 => " Data Addr",
-        2 => " Data",
+        m if m == 0 || m & PERF_MEM_BLK_NA != 0 => " N/A",
+        m if m == PERF_MEM_BLK_DATA | PERF_MEM_BLK_ADDR => " Data Addr",
+        PERF_MEM_BLK_DATA => " Data",
         _ => " Addr",
     }
 }

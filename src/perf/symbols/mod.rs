@@ -18,10 +18,10 @@
 
 pub mod demangle;
 pub mod elf;
-pub mod inline;
+pub(crate) mod inline;
 pub mod kallsyms;
-pub mod open;
-pub mod perfmap;
+pub(crate) mod open;
+pub(crate) mod perfmap;
 mod rbtree;
 
 use elf::ElfInfo;

@@ -4,7 +4,7 @@
 //! (every record as the reader sees it).
 //!
 //! Each takes a `PerfFile` and options and writes to a writer or returns what it found; the CLI only parses
-//! arguments and renders. Nothing else under `perf` imports these modules (tests/it/architecture.rs): they are the
+//! arguments and renders. Nothing else under `perf` imports these modules (tests/it/architecture/): they are the
 //! top of the profiler, beside `lock` and `probe`, which own their own recording and reporting.
 
 pub mod archive;

@@ -1,7 +1,9 @@
 //! Field values from a sample's `PERF_SAMPLE_RAW` bytes (the tracepoint record: common fields, then the event's
 //! own, then the dynamic area `__data_loc` fields point into), in either byte order.
 
-use object::endian::{Endian, Endianness};
+use object::endian::Endianness;
+
+use crate::perf::data::{u16_at, u32_at, u64_at};
 
 use super::format::Field;
 use super::Error;
@@ -33,9 +35,9 @@ impl Value {
 fn read_uint(bytes: &[u8], size: u32, endian: Endianness) -> Option<u64> {
     Some(match size {
         1 => u64::from(*bytes.first()?),
-        2 => u64::from(endian.read_u16(bytes.get(..2)?.try_into().ok()?)),
-        4 => u64::from(endian.read_u32(bytes.get(..4)?.try_into().ok()?)),
-        8 => endian.read_u64(bytes.get(..8)?.try_into().ok()?),
+        2 => u64::from(u16_at(bytes, 0, endian)?),
+        4 => u64::from(u32_at(bytes, 0, endian)?),
+        8 => u64_at(bytes, 0, endian)?,
         _ => return None,
     })
 }
@@ -56,10 +58,7 @@ pub fn dynamic_range(
     endian: Endianness,
 ) -> Result<(usize, usize), Error> {
     let at = field.offset as usize;
-    let desc = raw
-        .get(at..at + 4)
-        .map(|b| endian.read_u32(b.try_into().expect("4 bytes")))
-        .ok_or_else(|| short(field, raw))?;
+    let desc = u32_at(raw, at, endian).ok_or_else(|| short(field, raw))?;
     let mut offset = (desc & 0xffff) as usize;
     let len = (desc >> 16) as usize;
     if field.rel_loc {
@@ -151,6 +150,7 @@ fn elem_size(type_name: &str) -> u32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use object::endian::Endian;
 
     fn field(decl: &str, offset: u32, size: u32, signed: bool) -> Field {
         let text = format!(

@@ -4,7 +4,7 @@
 //!
 //! Shared by `record` (`-e SYS:NAME`), `script` (the trace line), `lock` (contention_begin/end fields) and `probe`
 //! (uprobe/kprobe definitions through [`Tracefs::write_control`]). Imports nothing above `perf`; the one system
-//! call it needs (mounting tracefs) lives in `record::sys` with the crate's other `unsafe`.
+//! call it needs (mounting tracefs) is `perf::sys`'s.
 //!
 //! Reading a recorded tracepoint sample's fields:
 //!
@@ -19,10 +19,10 @@
 //! ```
 
 pub mod decode;
-pub mod format;
-pub mod print;
-pub mod tracefs;
-pub mod tracing_data;
+pub(crate) mod format;
+pub(crate) mod print;
+pub(crate) mod tracefs;
+pub(crate) mod tracing_data;
 
 use std::path::PathBuf;
 

@@ -71,7 +71,7 @@ impl Tracefs {
             return Ok(t);
         }
         let target = PathBuf::from(CANDIDATES[0]);
-        crate::perf::record::sys::mount_tracefs(&target).map_err(|source| Error::Mount {
+        crate::perf::sys::mount_tracefs(&target).map_err(|source| Error::Mount {
             path: target.clone(),
             source,
         })?;

@@ -76,13 +76,16 @@ impl<'a> Rd<'a> {
         self.pos += n;
         Ok(s)
     }
+    fn array<const N: usize>(&mut self, what: &str) -> Result<[u8; N], Error> {
+        let mut a = [0; N];
+        a.copy_from_slice(self.take(N as u64, what)?);
+        Ok(a)
+    }
     fn u32(&mut self, what: &str) -> Result<u32, Error> {
-        let b = self.take(4, what)?;
-        Ok(self.endian.read_u32(b.try_into().expect("4 bytes")))
+        Ok(self.endian.read_u32(self.array(what)?))
     }
     fn u64(&mut self, what: &str) -> Result<u64, Error> {
-        let b = self.take(8, what)?;
-        Ok(self.endian.read_u64(b.try_into().expect("8 bytes")))
+        Ok(self.endian.read_u64(self.array(what)?))
     }
     fn cstr(&mut self, what: &str) -> Result<String, Error> {
         let rest = &self.b[self.pos..];
