@@ -134,11 +134,22 @@ pub fn likely_missing(
 struct EntryMemo(HashMap<(Oid, usize), Option<pick::Side>>);
 
 impl EntryMemo {
-    fn get(&mut self, tree: &Tree<'_>, path_index: usize, path: &str) -> Option<pick::Side> {
-        *self
-            .0
-            .entry((tree.id(), path_index))
-            .or_insert_with(|| pick::lookup(tree, path))
+    fn get(
+        &mut self,
+        repo: &Repository,
+        tree: Oid,
+        path_index: usize,
+        path: &str,
+    ) -> Result<Option<pick::Side>, Error> {
+        if let Some(side) = self.0.get(&(tree, path_index)) {
+            return Ok(*side);
+        }
+        let side = pick::lookup(
+            &repo.find_tree(tree).context_git(|| "reading a tree")?,
+            path,
+        );
+        self.0.insert((tree, path_index), side);
+        Ok(side)
     }
 }
 
@@ -149,17 +160,17 @@ fn adds_a_relied_line(
     relied: &[(String, HashSet<Vec<u8>>)],
     entries: &mut EntryMemo,
 ) -> Result<bool, Error> {
-    let tree = repo.find_tree(tree).context_git(|| "reading a tree")?;
-    let ptree = parent_tree
-        .map(|t| repo.find_tree(t))
-        .transpose()
-        .context_git(|| "reading a tree")?;
     for (i, (path, lines)) in relied.iter().enumerate() {
-        let before = ptree.as_ref().and_then(|t| entries.get(t, i, path));
-        if entries.get(&tree, i, path) == before {
+        let before = match parent_tree {
+            Some(t) => entries.get(repo, t, i, path)?,
+            None => None,
+        };
+        if entries.get(repo, tree, i, path)? == before {
             continue;
         }
-        let added = hunk_lines(repo, ptree.as_ref(), &tree, path, &['+'])?;
+        let find = |t: Oid| repo.find_tree(t).context_git(|| "reading a tree");
+        let ptree = parent_tree.map(find).transpose()?;
+        let added = hunk_lines(repo, ptree.as_ref(), &find(tree)?, path, &['+'])?;
         if added.iter().any(|l| lines.contains(l)) {
             return Ok(true);
         }
