@@ -559,7 +559,7 @@ fn bad_input_is_a_clear_error_and_leaves_nothing() {
         (
             vec!["-x", x, "nosuch"],
             format!(
-                "error: function `nosuch` is not in the debug information of {x}\nhint: list the functions with `bport probe -x BINARY -F`\n"
+                "error: function `nosuch` is not in the debug information of {x}\nhint: list the functions with `bport probe -x {x} -F`\n"
             ),
         ),
         (
@@ -703,6 +703,18 @@ fn kernel_arguments_from_btf() {
         bad.transcript(),
         "------- stderr -------\nerror: vfs_read:3: lines and source files in the kernel need its DWARF; give -k VMLINUX (from the -dbg/debuginfo package)\n[exit status: 2]\n"
     );
+    // A kernel function is never probed with -x: the hint points at the kernel's own symbols.
+    let bad = probe(dir.path(), &["-n", "no_such_kernel_function_xyz count"]);
+    assert_eq!(bad.code, Some(2), "{}", bad.transcript());
+    assert!(
+        bad.stderr.starts_with(
+            "error: function `no_such_kernel_function_xyz` is not in the debug information of /sys/kernel/btf/vmlinux\n\
+             hint: look the name up in the kernel's symbols: `grep -w no_such_kernel_function_xyz /proc/kallsyms`"
+        ),
+        "{}",
+        bad.transcript()
+    );
+    assert!(!bad.stderr.contains("-x "), "{}", bad.transcript());
 }
 
 /// `-k VMLINUX`: kernel DWARF gives kprobe places as FUNC+OFFSET and globals as @SYMBOL. No kernel image with
