@@ -1317,3 +1317,52 @@ fn separate_debug_files_found_through_debuglink_and_the_build_id_cache() {
         "the same definition as from the debuglink's DWARF"
     );
 }
+
+/// `-F` lists what perf lists: the static symbol table's functions and objects, then the dynamic table's, so a
+/// copy-relocated `stdout` appears under its plain name (from .dynsym) as well as `stdout@GLIBC_2.2.5`, and an
+/// `-rdynamic` binary's exported functions twice.
+#[test]
+fn functions_list_both_symbol_tables_as_perf_does() {
+    let _l = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    if !ready() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("streams.c");
+    std::fs::write(
+        &src,
+        "#include <stdio.h>\nint gvar = 3;\nint work(int a) { fprintf(stderr, \"%d\\n\", a); return a + gvar; }\n\
+         int main(void) { printf(\"%d\\n\", work(1)); fflush(stdout); return 0; }\n",
+    )
+    .unwrap();
+    for (name, flags) in [
+        ("s0", &["-g", "-O0"][..]),
+        ("s2", &["-g", "-O2"]),
+        ("sdyn", &["-g", "-O2", "-rdynamic"]),
+    ] {
+        let exe = dir.path().join(name);
+        let out = Command::new("gcc")
+            .args(flags)
+            .arg("-o")
+            .arg(&exe)
+            .arg(&src)
+            .output()
+            .expect("spawn gcc");
+        oracle::assert_success(&out, "gcc");
+        let x = exe.to_str().unwrap();
+        let ours = probe(dir.path(), &["-x", x, "-F"]);
+        assert_eq!(ours.code, Some(0), "{}", ours.transcript());
+        let perfs = oracle::perf_ok(dir.path(), &["probe", "-x", x, "-F"]);
+        assert_eq!(ours.stdout, perfs, "{flags:?}");
+        let lines: Vec<&str> = ours.stdout.lines().collect();
+        for stream in ["stdout", "stderr"] {
+            assert!(
+                lines.contains(&stream),
+                "{flags:?}: {stream} in\n{}",
+                ours.stdout
+            );
+        }
+        let works = lines.iter().filter(|&&l| l == "work").count();
+        assert_eq!(works, if name == "sdyn" { 2 } else { 1 }, "{}", ours.stdout);
+    }
+}
