@@ -209,6 +209,9 @@ fn definitions_equal_perf_probe_where_perf_is_right() {
         (&o0, "w2=probe.c:27 local".into()),
         (&o0, "work+4".into()),
         (&o0, "show%return".into()),
+        // Line 0, which -L numbers (the declaration), is the function's entry in perf.
+        (&o0, "work:0 a b".into()),
+        (&o2, "work:0 a b".into()),
     ];
     for (exe, spec) in cases {
         let ours = probe(dir.path(), &["-n", "-x", exe.to_str().unwrap(), &spec]);
@@ -1364,5 +1367,40 @@ fn functions_list_both_symbol_tables_as_perf_does() {
         }
         let works = lines.iter().filter(|&&l| l == "work").count();
         assert_eq!(works, if name == "sdyn" { 2 } else { 1 }, "{}", ours.stdout);
+    }
+}
+
+/// Every line `-L FUNC` numbers (perf's mark of a probeable line) is a line `FUNC:N` probes, 0 (the
+/// declaration, perf's entry) included.
+#[test]
+fn lines_that_list_marks_are_lines_that_probe_takes() {
+    let _l = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    if !ready() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    for (opt, name) in [("-O0", "pmarks0"), ("-O2", "pmarks2")] {
+        let exe = build(dir.path(), name, &["-g", opt]);
+        let x = exe.to_str().unwrap();
+        for func in ["work", "show", "main"] {
+            let listed = probe(dir.path(), &["-x", x, "-L", func]);
+            assert_eq!(listed.code, Some(0), "{}", listed.transcript());
+            let marked: Vec<&str> = listed
+                .stdout
+                .lines()
+                .filter_map(|l| l.split_whitespace().next())
+                .filter(|w| w.chars().all(|c| c.is_ascii_digit()))
+                .collect();
+            assert!(
+                marked.contains(&"0") && marked.len() > 2,
+                "{}",
+                listed.stdout
+            );
+            for n in marked {
+                let spec = format!("{func}:{n}");
+                let out = probe(dir.path(), &["-n", "-x", x, &spec]);
+                assert_eq!(out.code, Some(0), "{opt} {spec}: {}", out.transcript());
+            }
+        }
     }
 }
