@@ -191,6 +191,7 @@ pub fn run(
     // commit in the benchmark).
     let mut cache = pick::PickCache::new();
     cache.set_renames(st.options.renames.settings(&work));
+    cache.set_attributes(super::attributes::Attributes::read(&work)?, tip_tree);
     let guard = Guard::take(repo)?;
 
     while st.position < total {
