@@ -187,6 +187,12 @@ impl PickCache {
         self.attributes_tree = Some(worktree_tree);
     }
 
+    /// Takes the attributes the worktree holds for the tree `tree` as they are (a dry run, which cannot move
+    /// the worktree to the tree a pick merges onto).
+    pub fn accept_attributes(&mut self, tree: Oid) {
+        self.attributes_tree = Some(tree);
+    }
+
     /// Keeps a blob that only the index will name (a stage of a rename conflict), for the pack.
     fn keep_blob(&mut self, content: Vec<u8>) -> Oid {
         let (oid, _) = self.written.insert(content);

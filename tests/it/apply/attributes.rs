@@ -388,6 +388,10 @@ fn unsupported_conversions_are_refused_before_writing() {
         assert_eq!(before.head, after.head, "{attr}");
         assert_eq!(before.index, after.index, "{attr}");
         assert_eq!(before.files, after.files, "{attr}");
+        assert!(
+            !t.path().join(".git/bport/state.json").exists(),
+            "{attr}: a refused run leaves nothing to continue or abort"
+        );
     }
 }
 
@@ -406,4 +410,66 @@ fn an_unconfigured_filter_is_ignored_as_git_ignores_it() {
         &[],
     );
     assert!(same_as_git(&t, &[]));
+}
+
+/// An earlier pick of the run adds `merge=union`: git's next pick reads it from the worktree and merges cleanly;
+/// bport catches its worktree up with the picks so far and merges under the new attributes too.
+#[test]
+fn a_pick_that_changes_gitattributes_governs_the_next_pick() {
+    skip_unless!(has_git());
+    let t = TestRepo::new();
+    t.commit(
+        "base",
+        &[("f.txt", Some(&lines("a"))), ("g.txt", Some("g\n"))],
+    );
+    t.branch("upstream", "master");
+    t.branch("vendor", "master");
+    t.checkout("upstream");
+    t.commit(
+        "attributes",
+        &[(".gitattributes", Some("*.txt merge=union\n"))],
+    );
+    t.commit("upstream edit", &[("f.txt", Some(&line5("theirs")))]);
+    t.commit("upstream g", &[("g.txt", Some("g2\n"))]);
+    t.checkout("vendor");
+    t.commit("vendor edit", &[("f.txt", Some(&line5("ours")))]);
+    t.checkout("vendor");
+    let g = t.copy();
+    let git = oracle::git(g.path())
+        .args(["cherry-pick", "master..upstream"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        git.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&git.stderr)
+    );
+    let (_d, list) = list_file(&t.list("master..upstream"));
+    let out = bport::run(t.path(), &["apply", list.to_str().unwrap()]);
+    assert_eq!(out.code, Some(0), "{}", out.transcript());
+    let (ours, theirs) = (t.snapshot(), g.snapshot());
+    assert_eq!(ours.head.1, theirs.head.1, "the commits git makes");
+    assert_eq!(ours.index, theirs.index);
+    assert_eq!(ours.files, theirs.files);
+    assert!(t.read("f.txt").contains("ours line 5\ntheirs line 5\n"));
+    assert!(!t.path().join(".git/bport/state.json").exists());
+}
+
+/// Binary files without attributes: git's binary driver (a conflict keeping the branch's version; `-X theirs`
+/// takes the picked side cleanly; `-X ours` empties the pick, which bport skips where git stops to ask).
+#[test]
+fn binaries_without_attributes_merge_as_git_merges_them() {
+    skip_unless!(has_git());
+    for x in [&[][..], &["-X", "theirs"][..]] {
+        let base = format!("\0{}", lines("a"));
+        let t = fork(
+            &[("f.bin", Some(&base))],
+            "f.bin",
+            &base.replace("a line 2\n", "ours line 2\n"),
+            &base.replace("a line 9\n", "theirs line 9\n"),
+            &[],
+        );
+        assert_eq!(same_as_git(&t, x), x.is_empty(), "{x:?}");
+    }
 }
