@@ -127,6 +127,13 @@ impl Attributes {
             }
         }
         attrs.global = global;
+        // git then runs every version through its checkin conversion before merging; bport merges the blobs.
+        if config.get_bool("merge.renormalize").unwrap_or(false) {
+            return Err(Error::UnsupportedConfig {
+                key: "merge.renormalize".into(),
+                value: "true".into(),
+            });
+        }
         attrs.merge_default = config.get_string("merge.default").ok();
         if let Ok(entries) = config.entries(Some(r"^(merge|filter)\..+\..+$")) {
             entries
@@ -204,9 +211,12 @@ impl Attributes {
             attribute: attribute.to_owned(),
             value: value.trim_start_matches('\u{1}').to_owned(),
         };
-        if let Some(v) = get("filter")? {
-            if self.filters.contains(&v) {
-                return Err(refuse("filter", &v));
+        // git ignores a filter the config does not define; only a defined one changes what git writes.
+        if !self.filters.is_empty() {
+            if let Some(v) = get("filter")? {
+                if self.filters.contains(&v) {
+                    return Err(refuse("filter", &v));
+                }
             }
         }
         if let Some(v) = get("working-tree-encoding")? {

@@ -118,8 +118,16 @@ pub enum Error {
         /// Its value.
         value: String,
     },
+    /// A git setting whose effect on the merge bport does not reproduce; nothing was picked.
+    #[error("the git setting {key}={value} is not supported by bport apply; nothing was picked")]
+    UnsupportedConfig {
+        /// The key.
+        key: String,
+        /// Its value.
+        value: String,
+    },
     /// A pick of the run changed a `.gitattributes` file that a later pick of the same run merges under.
-    #[error("{path}: an earlier pick of this run changed {attributes}, which git would use for this path's merge; nothing was picked")]
+    #[error("{path}: an earlier pick of this run changed {attributes}, which git would use for this path's merge")]
     AttributesChangedInRun {
         /// The path being merged.
         path: String,
@@ -421,6 +429,7 @@ pub fn apply(
     let result = finish(repo, st, progress, timings);
     if let Err(
         Error::UnsupportedAttribute { .. }
+        | Error::UnsupportedConfig { .. }
         | Error::AttributesChangedInRun { .. }
         | Error::MergeDriverWithoutCommand { .. },
     ) = &result

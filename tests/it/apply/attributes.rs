@@ -473,3 +473,56 @@ fn binaries_without_attributes_merge_as_git_merges_them() {
         assert_eq!(same_as_git(&t, x), x.is_empty(), "{x:?}");
     }
 }
+
+/// A cleanly merged file under the same settings: written by libgit2's checkout filter, byte for byte as git's.
+#[test]
+fn clean_merges_are_written_with_git_line_endings() {
+    skip_unless!(has_git());
+    for (key, value, attrs) in [
+        ("core.autocrlf", "true", None),
+        ("core.eol", "crlf", Some("*.txt text\n")),
+        ("core.autocrlf", "false", Some("*.txt eol=crlf\n")),
+        ("core.autocrlf", "input", Some("*.txt text=auto\n")),
+    ] {
+        let mut base = vec![("f.txt", Some(lines("a")))];
+        if let Some(a) = attrs {
+            base.push((".gitattributes", Some(a.to_owned())));
+        }
+        let base: Vec<(&str, Option<&str>)> =
+            base.iter().map(|(p, c)| (*p, c.as_deref())).collect();
+        let t = fork(
+            &base,
+            "f.txt",
+            &lines("a").replace("a line 2\n", "ours line 2\n"),
+            &lines("a").replace("a line 9\n", "theirs line 9\n"),
+            &[(key, value)],
+        );
+        assert!(!same_as_git(&t, &[]), "{key}={value} {attrs:?}");
+    }
+}
+
+/// `merge.renormalize` makes git convert every version before merging: refused, naming the setting.
+#[test]
+fn merge_renormalize_is_refused() {
+    skip_unless!(has_git());
+    let t = fork(
+        &[("f.txt", Some(&lines("a")))],
+        "f.txt",
+        &line5("ours"),
+        &lines("a").replace("a line 9\n", "theirs line 9\n"),
+        &[("merge.renormalize", "true")],
+    );
+    let before = t.snapshot();
+    let (_d, list) = list_file(&t.list("upstream~1..upstream"));
+    let out = bport::run(t.path(), &["apply", list.to_str().unwrap()]);
+    assert_eq!(out.code, Some(2), "{}", out.transcript());
+    assert!(
+        out.stderr.contains("merge.renormalize=true"),
+        "{}",
+        out.stderr
+    );
+    let after = t.snapshot();
+    assert_eq!(before.head, after.head);
+    assert_eq!(before.files, after.files);
+    assert!(!t.path().join(".git/bport/state.json").exists());
+}
