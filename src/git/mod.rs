@@ -14,6 +14,7 @@ mod repo;
 mod trailers;
 mod tree_build;
 mod tree_diff;
+mod worktree_stat;
 
 pub use atomic::write_atomic;
 pub use pack_write::{blob_id, write_pack, MemoryObjects, Written};
@@ -34,6 +35,7 @@ pub use repo::{
 pub use trailers::{normalize_subject, origins, Origin, OriginForm};
 pub use tree_build::{commit_bytes, object_id, TreeEdit, TreeStore};
 pub use tree_diff::{new_objects, tree_changes, Change, Side};
+pub use worktree_stat::unstaged_changes;
 
 use std::path::PathBuf;
 

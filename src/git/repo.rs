@@ -103,7 +103,7 @@ pub fn check_clean(repo: &Repository) -> Result<(), Error> {
 
 /// The index entry flag `git update-index --skip-worktree` and sparse checkout set (`CE_SKIP_WORKTREE`, in the
 /// extended flags).
-const SKIP_WORKTREE: u16 = 1 << 14;
+pub(super) const SKIP_WORKTREE: u16 = 1 << 14;
 
 /// Whether a status entry is only a worktree difference of a path whose index entry says "skip the worktree": git
 /// never looks at such a file (a sparse checkout removes it), so `git status` is clean; libgit2's status does not
