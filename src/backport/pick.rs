@@ -1053,3 +1053,101 @@ pub fn file_mode(mode: u32) -> FileMode {
         _ => FileMode::Blob,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A tree holding `files` (path, content).
+    fn tree(repo: &Repository, files: &[(&str, &str)]) -> Oid {
+        let mut index = git2::Index::new().unwrap();
+        for (path, text) in files {
+            let oid = repo.blob(text.as_bytes()).unwrap();
+            index
+                .add(&git2::IndexEntry {
+                    ctime: git2::IndexTime::new(0, 0),
+                    mtime: git2::IndexTime::new(0, 0),
+                    dev: 0,
+                    ino: 0,
+                    mode: 0o100644,
+                    uid: 0,
+                    gid: 0,
+                    file_size: 0,
+                    id: oid,
+                    flags: 0,
+                    flags_extended: 0,
+                    path: path.as_bytes().to_vec(),
+                })
+                .unwrap();
+        }
+        index.write_tree_to(repo).unwrap()
+    }
+
+    fn commit<'r>(repo: &'r Repository, tree_id: Oid, parents: &[&Commit<'_>]) -> Commit<'r> {
+        let sig = git2::Signature::new("A", "a@example.com", &git2::Time::new(0, 0)).unwrap();
+        let t = repo.find_tree(tree_id).unwrap();
+        let oid = repo.commit(None, &sig, &sig, "c", &t, parents).unwrap();
+        repo.find_commit(oid).unwrap()
+    }
+
+    /// Directory renames are looked for only when a pick adds a path inside a directory the branch no longer
+    /// has: edits, additions into directories the branch has, the commit's own renames and the branch's file
+    /// renames (an edit of a path the branch moved) all leave the counter alone.
+    #[test]
+    fn directory_renames_are_looked_for_only_where_a_directory_is_gone() {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = Repository::init(dir.path()).unwrap();
+        let text: String = (1..=20).map(|i| format!("line {i}\n")).collect();
+        let other: String = (1..=20).map(|i| format!("other {i}\n")).collect();
+        let base_files = [
+            ("old/a.c", text.as_str()),
+            ("old/b.c", other.as_str()),
+            ("keep/k.c", "k\n"),
+        ];
+        let base = commit(&repo, tree(&repo, &base_files), &[]);
+        let tip = tree(
+            &repo,
+            &[
+                ("new/a.c", text.as_str()),
+                ("new/b.c", other.as_str()),
+                ("keep/k.c", "k\n"),
+            ],
+        );
+        let markers = Markers::for_commit("abc", "c", ConflictStyle::Merge);
+        let mut cache = PickCache::new();
+        cache.set_renames(RenameSettings {
+            directories: DirRenames::On,
+            ..RenameSettings::default()
+        });
+        let with = |extra: &[(&'static str, Option<&'static str>)]| {
+            let mut files: Vec<(&str, &str)> = base_files.to_vec();
+            for (path, content) in extra {
+                files.retain(|(p, _)| p != path);
+                if let Some(c) = content {
+                    files.push((path, c));
+                }
+            }
+            tree(&repo, &files)
+        };
+        let quiet = [
+            vec![("keep/k.c", Some("k2\n")), ("keep/z.c", Some("z\n"))],
+            vec![("keep/k.c", None), ("keep/y.c", Some("k\n"))],
+            vec![("old/a.c", Some("line 1 fixed\n"))],
+        ];
+        for extra in &quiet {
+            let c = commit(&repo, with(extra), &[&base]);
+            pick(&repo, tip, &c, None, Favor::None, &markers, &mut cache).unwrap();
+            assert_eq!(cache.dir_rename_scans(), 0, "{extra:?}");
+        }
+        let c = commit(&repo, with(&[("old/n.c", Some("n\n"))]), &[&base]);
+        let picked = pick(&repo, tip, &c, None, Favor::None, &markers, &mut cache).unwrap();
+        assert_eq!(cache.dir_rename_scans(), 1);
+        assert!(picked.conflicts.is_empty());
+        let odb = repo.odb().unwrap();
+        assert!(cache
+            .trees
+            .lookup(&odb, picked.tree, "new/n.c")
+            .unwrap()
+            .is_some());
+    }
+}
