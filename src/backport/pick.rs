@@ -16,7 +16,7 @@ use super::attributes::{Attributes, Driver, ExternalMerge, PathAttributes};
 use super::state::Favor;
 use super::Error;
 use crate::git::Context;
-use crate::git::{Candidate, RenameSettings};
+use crate::git::{Candidate, DirRenames, RenameSettings};
 use git2::{Commit, FileMode, Odb, Oid, Repository, Tree};
 use std::collections::HashMap;
 use std::path::Path;
@@ -164,6 +164,7 @@ pub struct PickCache {
     attributes_tree: Option<Oid>,
     /// The tree the current pick merges onto.
     tip: Option<Oid>,
+    dir_rename_scans: u64,
 }
 
 /// Entries unused for this many picks are dropped, so the cache holds the files the series is editing now.
@@ -191,6 +192,12 @@ impl PickCache {
     /// the worktree to the tree a pick merges onto).
     pub fn accept_attributes(&mut self, tree: Oid) {
         self.attributes_tree = Some(tree);
+    }
+
+    /// How many picks so far looked for directory renames on the branch (a pick does only when it adds a path
+    /// inside a directory the branch no longer has).
+    pub fn dir_rename_scans(&self) -> u64 {
+        self.dir_rename_scans
     }
 
     /// Keeps a blob that only the index will name (a stage of a rename conflict), for the pack.
@@ -332,6 +339,45 @@ pub fn pick(
             continue;
         }
         let path = c.path.as_str();
+        if let Some(target) = renames.dirs.get(&i) {
+            let ours = cache.trees.lookup(&odb, tip, target)?;
+            let labels = markers.with_paths(path, target, path);
+            let outcome = resolve_path(repo, target, (None, ours, c.new), favor, &labels, cache)?;
+            let outcome = match (cache.renames.directories, outcome, c.new) {
+                // git's `conflict` setting: the file is where the rename puts it, staged as the commit's
+                // alone, so the pick stops for the user to confirm the location.
+                (DirRenames::Conflict, PathOutcome::Set(_) | PathOutcome::Unchanged, Some(new)) => {
+                    let text = if new.mode == GITLINK {
+                        None
+                    } else {
+                        Some(content(repo, cache, new.oid)?.bytes().to_vec())
+                    };
+                    PathOutcome::Conflict(Conflict {
+                        path: target.clone(),
+                        kind: ConflictKind::AddedByThem,
+                        base: None,
+                        ours: None,
+                        theirs: Some(new),
+                        worktree: text,
+                        mode: new.mode,
+                    })
+                }
+                (_, outcome, _) => outcome,
+            };
+            match outcome {
+                PathOutcome::Unchanged => {}
+                PathOutcome::Set(s) => {
+                    if ours != s {
+                        updates.push((target.clone(), s));
+                    }
+                }
+                PathOutcome::Conflict(mut k) => {
+                    k.path = target.clone();
+                    conflicts.push(k);
+                }
+            }
+            continue;
+        }
         let theirs_rename = renames.theirs.get(&i).map(|&d| &changes[d]);
         let ours_rename = renames.ours.get(path);
         let outcome = match (theirs_rename, ours_rename) {
@@ -478,6 +524,9 @@ struct Renames {
     theirs_dst: Vec<usize>,
     /// The branch's renames of paths the commit changes: old path → the branch's new path and entry.
     ours: HashMap<String, (String, Side)>,
+    /// Paths the commit adds inside a directory the branch renamed: index in the patch → the path in the
+    /// directory's new name.
+    dirs: HashMap<usize, String>,
 }
 
 /// Blobs for the detector: the run's own first, then the object database.
@@ -558,7 +607,8 @@ fn find_renames(
             found.theirs_dst.push(added[d]);
         }
     }
-    // The branch's side: only when the patch changes a path the branch lacks.
+    // The branch's side: only when the patch changes a path the branch lacks, or adds one inside a directory the
+    // branch no longer has (where a directory rename may move it).
     let Some(base) = base else {
         return Ok(found);
     };
@@ -568,7 +618,32 @@ fn find_renames(
             missing.push(&c.path);
         }
     }
-    if missing.is_empty() {
+    let mut removed = RemovedDirs {
+        base,
+        tip,
+        known: HashMap::new(),
+    };
+    // The paths the commit adds under a directory the branch removed, and the directories they are added
+    // directly into: merge-ort looks for a directory's rename only at and below such a directory.
+    let mut into_removed: Vec<usize> = Vec::new();
+    let mut add_dirs: Vec<&str> = Vec::new();
+    if settings.directories != DirRenames::Off {
+        for &i in &added {
+            if found.theirs_dst.contains(&i) {
+                continue;
+            }
+            for dir in ancestors(&changes[i].path) {
+                if removed.get(odb, cache, dir)? {
+                    into_removed.push(i);
+                    add_dirs.push(split_last(&changes[i].path).0);
+                    break;
+                }
+            }
+        }
+    }
+    let under_add =
+        |dir: &str| add_dirs.contains(&dir) || ancestors(dir).any(|a| add_dirs.contains(&a));
+    if missing.is_empty() && into_removed.is_empty() {
         return Ok(found);
     }
     let branch = cache.trees.changes(odb, base, tip)?;
@@ -592,9 +667,27 @@ fn find_renames(
             .filter(|_| c.old.is_none())
         })
         .collect();
-    let relevant = |c: &Candidate| missing.contains(&c.path.as_str());
-    let mut blobs = PickBlobs { repo, cache };
-    for (s, d) in crate::git::detect_renames(&sources, &dests, &relevant, settings, &mut blobs)? {
+    // A source inside a removed directory counts towards that directory's rename, so merge-ort looks for its
+    // new name even when the commit does not touch it.
+    let mut in_removed = vec![false; sources.len()];
+    if !into_removed.is_empty() {
+        cache.dir_rename_scans += 1;
+        for (k, s) in sources.iter().enumerate() {
+            in_removed[k] = under_add(split_last(&s.path).0);
+        }
+    }
+    let relevant = |c: &Candidate| {
+        missing.contains(&c.path.as_str())
+            || sources
+                .iter()
+                .position(|s| s.path == c.path)
+                .is_some_and(|k| in_removed[k])
+    };
+    let pairs = {
+        let mut blobs = PickBlobs { repo, cache };
+        crate::git::detect_renames(&sources, &dests, &relevant, settings, &mut blobs)?
+    };
+    for &(s, d) in &pairs {
         if missing.contains(&sources[s].path.as_str()) {
             found.ours.insert(
                 sources[s].path.clone(),
@@ -602,7 +695,108 @@ fn find_renames(
             );
         }
     }
+    if into_removed.is_empty() {
+        return Ok(found);
+    }
+
+    // merge-ort's directory renames: each file rename votes for its directory's new name (and for the parents'
+    // while the trailing names agree and the parents are gone too); a removed directory whose votes have a
+    // unique maximum is renamed.
+    let mut votes: HashMap<String, HashMap<String, u32>> = HashMap::new();
+    for &(s, d) in &pairs {
+        let (mut old, mut new) = (sources[s].path.as_str(), dests[d].path.as_str());
+        let mut first = true;
+        loop {
+            let (old_dir, old_name) = split_last(old);
+            let (new_dir, new_name) = split_last(new);
+            if !first && old_name != new_name {
+                break;
+            }
+            // A removed directory counts when a path was added into it or into a directory above it; past the
+            // file's own directory, a level votes only when a path was added directly into it.
+            let gone =
+                !old_dir.is_empty() && removed.get(odb, cache, old_dir)? && under_add(old_dir);
+            if gone && (first || add_dirs.contains(&old_dir)) {
+                *votes
+                    .entry(old_dir.to_owned())
+                    .or_default()
+                    .entry(new_dir.to_owned())
+                    .or_default() += 1;
+            }
+            first = false;
+            if !gone || old_dir.is_empty() || new_dir.is_empty() {
+                break;
+            }
+            (old, new) = (old_dir, new_dir);
+        }
+    }
+    let mut dir_renames: HashMap<&str, &str> = HashMap::new();
+    for (old, counts) in &votes {
+        let max = counts.values().copied().max().unwrap_or(0);
+        let mut best = counts.iter().filter(|(_, &n)| n == max);
+        // Without a majority git stops the pick ("directory rename split") with nothing staged; here the
+        // directory is simply not renamed.
+        if let (Some((new, _)), None) = (best.next(), best.next()) {
+            dir_renames.insert(old, new);
+        }
+    }
+    let mut targets: Vec<(usize, String)> = Vec::new();
+    for &i in &into_removed {
+        let path = &changes[i].path;
+        if let Some((old, new)) = ancestors(path).find_map(|d| Some((d, *dir_renames.get(d)?))) {
+            let rest = &path[old.len() + 1..];
+            let target = if new.is_empty() {
+                rest.to_owned()
+            } else {
+                format!("{new}/{rest}")
+            };
+            targets.push((i, target));
+        }
+    }
+    // Several added paths mapped onto one: git leaves each where it was added (and stops).
+    for (i, target) in &targets {
+        if targets.iter().filter(|(_, t)| t == target).count() == 1 {
+            found.dirs.insert(*i, target.clone());
+        }
+    }
     Ok(found)
+}
+
+/// The parent directories of `path`, nearest first.
+fn ancestors(path: &str) -> impl Iterator<Item = &str> {
+    let mut rest = path;
+    std::iter::from_fn(move || {
+        let cut = rest.rfind('/')?;
+        rest = &rest[..cut];
+        Some(rest)
+    })
+}
+
+/// `path` cut at its last `/`: (directory, name); the directory is empty at the top.
+fn split_last(path: &str) -> (&str, &str) {
+    match path.rfind('/') {
+        Some(cut) => (&path[..cut], &path[cut + 1..]),
+        None => ("", path),
+    }
+}
+
+/// Directories of the base that the branch no longer has, each looked up once.
+struct RemovedDirs {
+    base: Oid,
+    tip: Oid,
+    known: HashMap<String, bool>,
+}
+
+impl RemovedDirs {
+    fn get(&mut self, odb: &Odb<'_>, cache: &mut PickCache, dir: &str) -> Result<bool, Error> {
+        if let Some(&r) = self.known.get(dir) {
+            return Ok(r);
+        }
+        let r = cache.trees.has_dir(odb, self.base, dir)?
+            && !cache.trees.has_dir(odb, self.tip, dir)?;
+        self.known.insert(dir.to_owned(), r);
+        Ok(r)
+    }
 }
 
 /// Both sides renamed the path, to different names (git's rename/rename(1to2)): the content is merged once and
@@ -918,5 +1112,103 @@ fn path_attributes(
         cache.attributes.lookup(repo, path)
     } else {
         cache.attributes.defaults()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A tree holding `files` (path, content).
+    fn tree(repo: &Repository, files: &[(&str, &str)]) -> Oid {
+        let mut index = git2::Index::new().unwrap();
+        for (path, text) in files {
+            let oid = repo.blob(text.as_bytes()).unwrap();
+            index
+                .add(&git2::IndexEntry {
+                    ctime: git2::IndexTime::new(0, 0),
+                    mtime: git2::IndexTime::new(0, 0),
+                    dev: 0,
+                    ino: 0,
+                    mode: 0o100644,
+                    uid: 0,
+                    gid: 0,
+                    file_size: 0,
+                    id: oid,
+                    flags: 0,
+                    flags_extended: 0,
+                    path: path.as_bytes().to_vec(),
+                })
+                .unwrap();
+        }
+        index.write_tree_to(repo).unwrap()
+    }
+
+    fn commit<'r>(repo: &'r Repository, tree_id: Oid, parents: &[&Commit<'_>]) -> Commit<'r> {
+        let sig = git2::Signature::new("A", "a@example.com", &git2::Time::new(0, 0)).unwrap();
+        let t = repo.find_tree(tree_id).unwrap();
+        let oid = repo.commit(None, &sig, &sig, "c", &t, parents).unwrap();
+        repo.find_commit(oid).unwrap()
+    }
+
+    /// Directory renames are looked for only when a pick adds a path inside a directory the branch no longer
+    /// has: edits, additions into directories the branch has, the commit's own renames and the branch's file
+    /// renames (an edit of a path the branch moved) all leave the counter alone.
+    #[test]
+    fn directory_renames_are_looked_for_only_where_a_directory_is_gone() {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = Repository::init(dir.path()).unwrap();
+        let text: String = (1..=20).map(|i| format!("line {i}\n")).collect();
+        let other: String = (1..=20).map(|i| format!("other {i}\n")).collect();
+        let base_files = [
+            ("old/a.c", text.as_str()),
+            ("old/b.c", other.as_str()),
+            ("keep/k.c", "k\n"),
+        ];
+        let base = commit(&repo, tree(&repo, &base_files), &[]);
+        let tip = tree(
+            &repo,
+            &[
+                ("new/a.c", text.as_str()),
+                ("new/b.c", other.as_str()),
+                ("keep/k.c", "k\n"),
+            ],
+        );
+        let markers = Markers::for_commit("abc", "c", ConflictStyle::Merge);
+        let mut cache = PickCache::new();
+        cache.set_renames(RenameSettings {
+            directories: DirRenames::On,
+            ..RenameSettings::default()
+        });
+        let with = |extra: &[(&'static str, Option<&'static str>)]| {
+            let mut files: Vec<(&str, &str)> = base_files.to_vec();
+            for (path, content) in extra {
+                files.retain(|(p, _)| p != path);
+                if let Some(c) = content {
+                    files.push((path, c));
+                }
+            }
+            tree(&repo, &files)
+        };
+        let quiet = [
+            vec![("keep/k.c", Some("k2\n")), ("keep/z.c", Some("z\n"))],
+            vec![("keep/k.c", None), ("keep/y.c", Some("k\n"))],
+            vec![("old/a.c", Some("line 1 fixed\n"))],
+        ];
+        for extra in &quiet {
+            let c = commit(&repo, with(extra), &[&base]);
+            pick(&repo, tip, &c, None, Favor::None, &markers, &mut cache).unwrap();
+            assert_eq!(cache.dir_rename_scans(), 0, "{extra:?}");
+        }
+        let c = commit(&repo, with(&[("old/n.c", Some("n\n"))]), &[&base]);
+        let picked = pick(&repo, tip, &c, None, Favor::None, &markers, &mut cache).unwrap();
+        assert_eq!(cache.dir_rename_scans(), 1);
+        assert!(picked.conflicts.is_empty());
+        let odb = repo.odb().unwrap();
+        assert!(cache
+            .trees
+            .lookup(&odb, picked.tree, "new/n.c")
+            .unwrap()
+            .is_some());
     }
 }

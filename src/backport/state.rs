@@ -61,6 +61,13 @@ impl RenameChoice {
                     ) || v.parse::<i64>().is_ok_and(|n| n != 0);
                 }
             }
+            if let Some(d) = config
+                .get_string("merge.directoryrenames")
+                .ok()
+                .and_then(|v| crate::git::DirRenames::parse(&v))
+            {
+                s.directories = d;
+            }
             for key in ["diff.renamelimit", "merge.renamelimit"] {
                 if let Ok(n) = config.get_i64(key) {
                     s.limit = u64::try_from(n)

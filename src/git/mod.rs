@@ -23,8 +23,8 @@ pub use patch_id::{
     patch_id_of_diff_text, PatchId,
 };
 pub use renames::{
-    detect as detect_renames, parse_score as parse_rename_score, Blobs, Candidate, RenameSettings,
-    DEFAULT_LIMIT as DEFAULT_RENAME_LIMIT, DEFAULT_SCORE as DEFAULT_RENAME_SCORE,
+    detect as detect_renames, parse_score as parse_rename_score, Blobs, Candidate, DirRenames,
+    RenameSettings, DEFAULT_LIMIT as DEFAULT_RENAME_LIMIT, DEFAULT_SCORE as DEFAULT_RENAME_SCORE,
     MAX_SCORE as MAX_RENAME_SCORE,
 };
 pub use repo::{

@@ -30,6 +30,39 @@ pub struct RenameSettings {
     pub min_score: u32,
     /// Inexact detection is skipped when destinations × sources exceeds this squared (`merge.renameLimit`).
     pub limit: u64,
+    /// What a directory the other side renamed does to a path added inside it (`merge.directoryRenames`).
+    pub directories: DirRenames,
+}
+
+/// `merge.directoryRenames`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum DirRenames {
+    /// `false`: a path added into a renamed directory stays where it was added.
+    Off,
+    /// `true`: it moves into the directory's new name.
+    On,
+    /// `conflict` (git's default): it moves, and the pick stops on it so the user confirms the location.
+    #[default]
+    Conflict,
+}
+
+impl DirRenames {
+    /// git's reading of the value: `conflict`, else a boolean (`None` when neither).
+    pub fn parse(value: &str) -> Option<DirRenames> {
+        let v = value.to_ascii_lowercase();
+        match v.as_str() {
+            "conflict" => Some(DirRenames::Conflict),
+            "true" | "yes" | "on" | "" => Some(DirRenames::On),
+            "false" | "no" | "off" => Some(DirRenames::Off),
+            _ => v.parse::<i64>().ok().map(|n| {
+                if n != 0 {
+                    DirRenames::On
+                } else {
+                    DirRenames::Off
+                }
+            }),
+        }
+    }
 }
 
 impl Default for RenameSettings {
@@ -38,6 +71,7 @@ impl Default for RenameSettings {
             enabled: true,
             min_score: DEFAULT_SCORE,
             limit: DEFAULT_LIMIT,
+            directories: DirRenames::Conflict,
         }
     }
 }

@@ -122,6 +122,19 @@ impl TreeStore {
         Ok(None)
     }
 
+    /// Whether `path` names a directory under tree `root`.
+    pub fn has_dir(&mut self, odb: &Odb<'_>, root: Oid, path: &str) -> Result<bool, Error> {
+        let mut tree = root;
+        for part in path.split('/') {
+            let entries = self.load(odb, tree)?;
+            match entries.iter().find(|e| &*e.name == part.as_bytes()) {
+                Some(e) if is_tree(e.mode) => tree = e.oid,
+                _ => return Ok(false),
+            }
+        }
+        Ok(true)
+    }
+
     /// Every non-directory path that differs between trees `old` and `new` (either may be a tree the run
     /// created), descending only into subtrees whose ids differ; sorted by path.
     pub fn changes(

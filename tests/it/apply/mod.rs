@@ -3,6 +3,7 @@
 //! here; the conflict scenarios shared with rerere/ in support/scenario.rs. The tests are grouped by concern.
 
 mod attributes;
+mod dir_renames;
 mod fast_path;
 mod git_config;
 mod git_equal;

@@ -6,7 +6,7 @@ use crate::support::oracle::git_ok;
 use crate::support::repo::TestRepo;
 
 /// Lines `tag 1` … `tag n`: files long enough for similarity to mean something.
-fn lines(tag: &str, n: usize) -> String {
+pub(super) fn lines(tag: &str, n: usize) -> String {
     (1..=n).map(|i| format!("{tag} line {i}\n")).collect()
 }
 
@@ -26,7 +26,7 @@ fn edit(text: &str, i: usize, with: &str) -> String {
 
 /// A repository with `base` on master, branch `upstream` from it (left checked out for the caller), and
 /// `vendor` from it.
-fn fork(base: &[(&str, Option<&str>)]) -> TestRepo {
+pub(super) fn fork(base: &[(&str, Option<&str>)]) -> TestRepo {
     let t = TestRepo::new();
     t.commit("base", base);
     t.branch("upstream", "master");
