@@ -416,17 +416,7 @@ fn move_to_tip(
         let changed = git::tree_changes(objects, Some(&from), Some(&tree))?;
         if !changed.is_empty() {
             let _note = state::IndexNote::start(repo.path())?;
-            let mut checkout = CheckoutBuilder::new();
-            checkout
-                .safe()
-                .disable_pathspec_match(true)
-                .progress(|_, _, _| fault::point("checkout-file"));
-            for c in &changed {
-                checkout.path(c.path.as_str());
-            }
-            objects
-                .checkout_tree(tree.as_object(), Some(&mut checkout))
-                .context_git(|| "updating the worktree")?;
+            write_changes(repo, objects, &tree, changed, &[])?;
         }
         fault::point("worktree-updated");
         progress.checkpoint(Checkpoint::WorktreeUpdated);
@@ -434,6 +424,57 @@ fn move_to_tip(
         fault::point("branch-moved");
         st.anchor = st.tip;
         st.writing = None;
+    }
+    Ok(())
+}
+
+/// Writes the paths `changed` between the index's tree and `tree` (read through `objects`): a safe checkout of
+/// each path the worktree holds, and an index-only update, skip-worktree kept, of each path a sparse checkout
+/// leaves out (`conflicted` paths are written by the caller, as git materialises a conflict outside the cone).
+/// Only the listed paths: without a path list libgit2 walks and stats the whole worktree, and its checkout does
+/// not know skip-worktree (a path absent from a sparse worktree counts as deleted, so "conflicts prevent
+/// checkout").
+fn write_changes(
+    repo: &Repository,
+    objects: &Repository,
+    tree: &git2::Tree<'_>,
+    changed: Vec<git::Change>,
+    conflicted: &[&str],
+) -> Result<(), Error> {
+    let sparse = git::Sparse::load(repo)?;
+    let index = repo.index().context_git(|| "reading the index")?;
+    let (worktree, index_only): (Vec<git::Change>, Vec<git::Change>) =
+        git::split_changes(&index, sparse.as_ref(), changed);
+    let index_only: Vec<git::Change> = index_only
+        .into_iter()
+        .filter(|c| !conflicted.contains(&c.path.as_str()))
+        .collect();
+    drop(index);
+    if !worktree.is_empty() {
+        let mut checkout = CheckoutBuilder::new();
+        checkout
+            .safe()
+            .disable_pathspec_match(true)
+            .progress(|_, _, _| fault::point("checkout-file"));
+        for c in &worktree {
+            checkout.path(c.path.as_str());
+        }
+        objects
+            .checkout_tree(tree.as_object(), Some(&mut checkout))
+            .context_git(|| "updating the worktree")?;
+    }
+    if let Some(sparse) = &sparse {
+        let mut index = repo.index().context_git(|| "reading the index")?;
+        // The checkout may have written the index through another handle.
+        index.read(true).context_git(|| "reading the index")?;
+        git::update_index_only(&mut index, &index_only)?;
+        git::reapply_sparse(repo, &mut index, sparse, conflicted)?;
+        index.write().context_git(|| "writing the index")?;
+    } else if !index_only.is_empty() {
+        let mut index = repo.index().context_git(|| "reading the index")?;
+        index.read(true).context_git(|| "reading the index")?;
+        git::update_index_only(&mut index, &index_only)?;
+        index.write().context_git(|| "writing the index")?;
     }
     Ok(())
 }
@@ -509,15 +550,13 @@ pub fn stop_at_conflict(
     progress.checkpoint(Checkpoint::StateSaved);
 
     let note = state::IndexNote::start(repo.path())?;
-    repo.checkout_tree(
-        tree.as_object(),
-        Some(
-            CheckoutBuilder::new()
-                .safe()
-                .progress(|_, _, _| fault::point("checkout-file")),
-        ),
-    )
-    .context_git(|| "updating the worktree")?;
+    let from = repo
+        .find_commit(st.anchor)
+        .and_then(|c| c.tree())
+        .context_git(|| format!("reading {}", st.anchor))?;
+    let changed = git::tree_changes(repo, Some(&from), Some(&tree))?;
+    let conflicted: Vec<&str> = conflicts.iter().map(|c| c.path.as_str()).collect();
+    write_changes(repo, repo, &tree, changed, &conflicted)?;
     let workdir = repo.workdir().ok_or_else(|| Error::BareRepository {
         path: repo.path().to_path_buf(),
     })?;
@@ -642,6 +681,13 @@ pub fn hard_reset(repo: &Repository, to: Oid, writing: Option<&Writing>) -> Resu
     let head_tree = repo.head().and_then(|h| h.peel_to_tree()).ok();
     let index = repo.index().context_git(|| "reading the index")?;
     let mut strays = Vec::new();
+    // git's reset (`--abort`'s `reset --merge`) leaves a path unmerged before it in the worktree even outside
+    // the sparse patterns.
+    let unmerged: Vec<String> = index
+        .iter()
+        .filter(|e| (e.flags >> 12) & 3 != 0)
+        .map(|e| String::from_utf8_lossy(&e.path).into_owned())
+        .collect();
     for entry in index.iter() {
         let path = String::from_utf8_lossy(&entry.path).into_owned();
         let in_tree = |t: &git2::Tree<'_>| t.get_path(Path::new(&path)).is_ok();
@@ -667,6 +713,15 @@ pub fn hard_reset(repo: &Repository, to: Oid, writing: Option<&Writing>) -> Resu
     )
     .context_git(|| format!("resetting to {to}"))?;
     fault::point("reset-done");
+    if let Some(sparse) = git::Sparse::load(repo)? {
+        // libgit2's reset rebuilds the index without skip-worktree and writes every path; put the sparse
+        // layout back as git's reset leaves it.
+        let mut index = repo.index().context_git(|| "reading the index")?;
+        index.read(true).context_git(|| "reading the index")?;
+        let except: Vec<&str> = unmerged.iter().map(String::as_str).collect();
+        git::reapply_sparse(repo, &mut index, &sparse, &except)?;
+        index.write().context_git(|| "writing the index")?;
+    }
     if let Some(workdir) = repo.workdir() {
         for path in strays {
             let _ = std::fs::remove_file(workdir.join(path));

@@ -11,6 +11,7 @@ mod pack_write;
 mod patch_id;
 mod renames;
 mod repo;
+mod sparse;
 mod trailers;
 mod tree_build;
 mod tree_diff;
@@ -30,6 +31,9 @@ pub use repo::{
     abbrev_len, check_clean, check_no_operation, commit_subject, committer, discover, editor,
     index_fingerprint, index_fingerprint_of, read_objects_as_git_does, short_id,
     untracked_in_the_way, worktree_change_ignored, Operation,
+};
+pub use sparse::{
+    reapply as reapply_sparse, skips_worktree, split_changes, update_index_only, Sparse,
 };
 pub use trailers::{normalize_subject, origins, Origin, OriginForm};
 pub use tree_build::{commit_bytes, object_id, TreeEdit, TreeStore};

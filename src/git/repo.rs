@@ -101,10 +101,6 @@ pub fn check_clean(repo: &Repository) -> Result<(), Error> {
     }
 }
 
-/// The index entry flag `git update-index --skip-worktree` and sparse checkout set (`CE_SKIP_WORKTREE`, in the
-/// extended flags).
-const SKIP_WORKTREE: u16 = 1 << 14;
-
 /// Whether a status entry is only a worktree difference of a path whose index entry says "skip the worktree": git
 /// never looks at such a file (a sparse checkout removes it), so `git status` is clean; libgit2's status does not
 /// know the flag and reports the path as deleted or modified.
@@ -115,7 +111,7 @@ pub fn worktree_change_ignored(index: &git2::Index, status: Status, path: &[u8])
     worktree_only
         && index
             .get_path(Path::new(&*String::from_utf8_lossy(path)), 0)
-            .is_some_and(|e| e.flags_extended & SKIP_WORKTREE != 0)
+            .is_some_and(|e| e.flags_extended & super::sparse::SKIP_WORKTREE != 0)
 }
 
 /// Untracked files that writing `to` over the worktree of `from` (HEAD's tree) would overwrite, plus those at

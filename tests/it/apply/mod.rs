@@ -13,6 +13,7 @@ mod recovery;
 mod renames;
 mod safety;
 mod skip_rules;
+mod sparse;
 mod stop_messages;
 mod workflow;
 
