@@ -28,9 +28,9 @@ pub use renames::{
     MAX_SCORE as MAX_RENAME_SCORE,
 };
 pub use repo::{
-    abbrev_len, check_clean, check_index_clean, check_no_operation, commit_subject, committer,
-    discover, editor, index_fingerprint, index_fingerprint_of, read_objects_as_git_does, short_id,
-    unstaged_changes, untracked_in_the_way, worktree_change_ignored, Operation,
+    abbrev_len, check_index_clean, check_no_operation, commit_subject, committer, discover, editor,
+    index_fingerprint, index_fingerprint_of, read_objects_as_git_does, short_id, unstaged_changes,
+    untracked_in_the_way, worktree_change_ignored, Operation,
 };
 pub use sparse::{
     reapply as reapply_sparse, skips_worktree, split_changes, update_index_only, Sparse,

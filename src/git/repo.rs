@@ -74,35 +74,8 @@ pub fn check_no_operation(repo: &Repository) -> Result<(), Error> {
     })
 }
 
-/// Refuses when tracked files differ from HEAD in the index or worktree (untracked files are fine, as for git).
-pub fn check_clean(repo: &Repository) -> Result<(), Error> {
-    let mut opts = StatusOptions::new();
-    opts.include_untracked(false)
-        .include_ignored(false)
-        .exclude_submodules(true);
-    let statuses = repo
-        .statuses(Some(&mut opts))
-        .context_git(|| "reading the worktree status")?;
-    let index = repo.index().context_git(|| "reading the index")?;
-    let dirty: Vec<String> = statuses
-        .iter()
-        .filter(|e| !e.status().is_empty() && e.status() != Status::IGNORED)
-        .filter(|e| !worktree_change_ignored(&index, e.status(), e.path_bytes()))
-        .map(|e| String::from_utf8_lossy(e.path_bytes()).into_owned())
-        .collect();
-    if dirty.is_empty() {
-        Ok(())
-    } else {
-        let mut paths: Vec<String> = dirty.iter().take(5).cloned().collect();
-        if dirty.len() > 5 {
-            paths.push(format!("and {} more", dirty.len() - 5));
-        }
-        Err(Error::Dirty { paths })
-    }
-}
-
 /// The worktree's changes that git's cherry-pick lets a run keep: tracked paths whose worktree file differs
-/// from the index while the index matches HEAD there (skip-worktree paths aside), sorted. A pick may go on with
+/// from the index (skip-worktree paths aside), sorted. A pick may go on with
 /// these as long as it does not touch them (git's "Your local changes to the following files would be
 /// overwritten by merge").
 pub fn unstaged_changes(repo: &Repository) -> Result<Vec<String>, Error> {
