@@ -9,10 +9,11 @@
 use super::matcher::{self, Rules};
 use super::patchlist::{Entry, Resolved};
 use super::pick::{self, Conflict};
-use super::{Error, State};
+use super::plan::StepResult;
+use super::{state, Error, State};
 use crate::git::{self, Context};
-use git2::{Commit, DiffOptions, Oid, Repository, Tree};
-use std::collections::HashSet;
+use git2::{DiffOptions, Oid, Repository, Tree};
+use std::collections::{HashMap, HashSet};
 
 /// At most this many commits are walked and this many named.
 const WALK_LIMIT: usize = 5000;
@@ -42,7 +43,20 @@ pub fn likely_missing(
         commit.tree().context_git(|| "reading a tree")?,
     );
     for c in conflicts {
-        let lines = hunk_lines(repo, Some(&ptree), &ctree, &c.path, &[' ', '-'])?;
+        let mut lines = hunk_lines(repo, Some(&ptree), &ctree, &c.path, &[' ', '-'])?;
+        // A relied line the branch's file already has is not what makes the patch conflict: whoever added it
+        // upstream is not a missing dependency. Without such lines there is nothing to walk for.
+        if let Some(ours) = c.ours.filter(|s| s.mode & 0o170000 == 0o100000) {
+            let have = repo
+                .find_blob(ours.oid)
+                .context_git(|| format!("reading {}", c.path))?;
+            let have: HashSet<&[u8]> = have
+                .content()
+                .split(|&b| b == b'\n')
+                .map(<[u8]>::trim_ascii_end)
+                .collect();
+            lines.retain(|l| !have.contains(l.as_slice()));
+        }
         if !lines.is_empty() {
             relied.push((c.path.clone(), lines));
         }
@@ -54,20 +68,18 @@ pub fn likely_missing(
         .iter()
         .map(|s| s.commit)
         .collect();
-    let mut walk = repo.revwalk().context_git(|| "walking")?;
-    walk.push(parent.id()).context_git(|| "walking")?;
-    walk.hide(st.tip).context_git(|| "walking")?;
+    let graph = upstream_graph(repo, st)?;
     let mut found = Vec::new();
-    for oid in walk.take(WALK_LIMIT) {
-        let oid = oid.context_git(|| "walking")?;
-        if earlier.contains(&oid) {
+    let mut entries = EntryMemo::default();
+    for (oid, node) in graph.ancestors(parent.id(), WALK_LIMIT) {
+        if earlier.contains(&oid) || node.parents.len() > 1 {
             continue;
         }
-        let c = repo.find_commit(oid).context_git(|| "reading a commit")?;
-        if c.parent_count() > 1 {
-            continue;
-        }
-        if adds_a_relied_line(repo, &c, &relied)? {
+        let parent_tree = match node.parents.first() {
+            Some(p) => Some(graph.tree_of(repo, *p)?),
+            None => None,
+        };
+        if adds_a_relied_line(repo, node.tree, parent_tree, &relied, &mut entries)? {
             found.push(oid);
         }
     }
@@ -90,7 +102,18 @@ pub fn likely_missing(
     if resolved.is_empty() {
         return Ok(Vec::new());
     }
-    let mut branch = matcher::Branch::collect(repo, st.tip, &[step.commit], &[])?;
+    // The branch is what it had of its own when the run was planned plus this run's picks.
+    let mut branch = match state::load_branch_commits(repo.path()) {
+        Some(mut oids) => {
+            let picked = st.results.iter().rev().filter_map(|r| match r {
+                Some(StepResult::Picked { new }) => Some(*new),
+                _ => None,
+            });
+            oids.splice(0..0, picked);
+            matcher::Branch::from_commits(repo, &oids)?
+        }
+        None => matcher::Branch::collect(repo, st.tip, &[step.commit], &[])?,
+    };
     let rules = Rules {
         patch_id: false,
         ..Rules::default()
@@ -105,24 +128,183 @@ pub fn likely_missing(
         .collect())
 }
 
+/// A path's entry per root tree: in a linear stretch of history each root tree is a commit's and its child's
+/// parent tree, so without the memo every tree would be read and searched twice.
+#[derive(Default)]
+struct EntryMemo(HashMap<(Oid, usize), Option<pick::Side>>);
+
+impl EntryMemo {
+    fn get(
+        &mut self,
+        repo: &Repository,
+        tree: Oid,
+        path_index: usize,
+        path: &str,
+    ) -> Result<Option<pick::Side>, Error> {
+        if let Some(side) = self.0.get(&(tree, path_index)) {
+            return Ok(*side);
+        }
+        let side = pick::lookup(
+            &repo.find_tree(tree).context_git(|| "reading a tree")?,
+            path,
+        );
+        self.0.insert((tree, path_index), side);
+        Ok(side)
+    }
+}
+
 fn adds_a_relied_line(
     repo: &Repository,
-    c: &Commit<'_>,
+    tree: Oid,
+    parent_tree: Option<Oid>,
     relied: &[(String, HashSet<Vec<u8>>)],
+    entries: &mut EntryMemo,
 ) -> Result<bool, Error> {
-    let tree = c.tree().context_git(|| "reading a tree")?;
-    let ptree = c.parent(0).ok().and_then(|p| p.tree().ok());
-    for (path, lines) in relied {
-        let before = ptree.as_ref().and_then(|t| pick::lookup(t, path));
-        if pick::lookup(&tree, path) == before {
+    for (i, (path, lines)) in relied.iter().enumerate() {
+        let before = match parent_tree {
+            Some(t) => entries.get(repo, t, i, path)?,
+            None => None,
+        };
+        if entries.get(repo, tree, i, path)? == before {
             continue;
         }
-        let added = hunk_lines(repo, ptree.as_ref(), &tree, path, &['+'])?;
+        let find = |t: Oid| repo.find_tree(t).context_git(|| "reading a tree");
+        let ptree = parent_tree.map(find).transpose()?;
+        let added = hunk_lines(repo, ptree.as_ref(), &find(tree)?, path, &['+'])?;
         if added.iter().any(|l| lines.contains(l)) {
             return Ok(true);
         }
     }
     Ok(false)
+}
+
+/// One commit of the upstream side: its root tree, commit time and parents.
+struct Node {
+    tree: Oid,
+    time: i64,
+    parents: Vec<Oid>,
+}
+
+/// The commits the listed ones stand on that the branch did not have when the run started: every stop's
+/// candidates are among them, since the run's picks are new commits on top of the starting point. Walked once a
+/// run and kept in `.git/bport/`: a walk that hides the branch reads the shared history down to the merge base,
+/// which on a real project costs far more than the few hundred candidates it yields, at every stop.
+struct Graph {
+    nodes: HashMap<Oid, Node>,
+}
+
+impl Graph {
+    /// `from` and its ancestors inside the graph, newest commit first (as a revision walk by date yields them),
+    /// at most `limit` of them.
+    fn ancestors(&self, from: Oid, limit: usize) -> Vec<(Oid, &Node)> {
+        let mut out = Vec::new();
+        let mut seen = HashSet::new();
+        let mut queue = std::collections::BinaryHeap::new();
+        if let Some(node) = self.nodes.get(&from) {
+            seen.insert(from);
+            queue.push((node.time, from));
+        }
+        while let Some((_, oid)) = queue.pop() {
+            if out.len() == limit {
+                break;
+            }
+            let node = &self.nodes[&oid];
+            for p in &node.parents {
+                if let Some(pn) = self.nodes.get(p) {
+                    if seen.insert(*p) {
+                        queue.push((pn.time, *p));
+                    }
+                }
+            }
+            out.push((oid, node));
+        }
+        out
+    }
+
+    /// The root tree of `oid`, from the graph or (a commit the branch has) from the repository.
+    fn tree_of(&self, repo: &Repository, oid: Oid) -> Result<Oid, Error> {
+        match self.nodes.get(&oid) {
+            Some(n) => Ok(n.tree),
+            None => Ok(repo
+                .find_commit(oid)
+                .context_git(|| format!("reading {oid}"))?
+                .tree_id()),
+        }
+    }
+}
+
+const GRAPH_FILE: &str = "upstream-graph";
+
+/// The run's upstream graph: read from `.git/bport/` when an earlier stop kept it, else walked and kept.
+fn upstream_graph(repo: &Repository, st: &State) -> Result<Graph, Error> {
+    let path = state::dir(repo.path()).join(GRAPH_FILE);
+    if let Some(graph) = std::fs::read_to_string(&path)
+        .ok()
+        .and_then(|text| parse_graph(&text))
+    {
+        return Ok(graph);
+    }
+    let mut walk = repo.revwalk().context_git(|| "walking")?;
+    walk.set_sorting(git2::Sort::TIME)
+        .context_git(|| "walking")?;
+    let mut pushed = false;
+    for step in &st.plan.steps {
+        let commit = repo
+            .find_commit(step.commit)
+            .context_git(|| format!("reading {}", step.commit))?;
+        for p in commit.parent_ids() {
+            walk.push(p).context_git(|| "walking")?;
+            pushed = true;
+        }
+    }
+    walk.hide(st.orig_head).context_git(|| "walking")?;
+    let mut nodes = HashMap::new();
+    let mut text = String::new();
+    if pushed {
+        for oid in walk {
+            let oid = oid.context_git(|| "walking")?;
+            let c = repo.find_commit(oid).context_git(|| "reading a commit")?;
+            let node = Node {
+                tree: c.tree_id(),
+                time: c.time().seconds(),
+                parents: c.parent_ids().collect(),
+            };
+            text.push_str(&format!("{oid} {} {}", node.tree, node.time));
+            for p in &node.parents {
+                text.push_str(&format!(" {p}"));
+            }
+            text.push('\n');
+            nodes.insert(oid, node);
+        }
+    }
+    // Only a cache: a failed write costs the next stop a walk, nothing else.
+    if let Err(e) = crate::git::write_atomic(&path, text.as_bytes()) {
+        log::debug!("keeping the upstream graph in {}: {e}", path.display());
+    }
+    Ok(Graph { nodes })
+}
+
+/// Reads a kept graph; `None` when any line does not read (then the graph is walked again).
+fn parse_graph(text: &str) -> Option<Graph> {
+    let mut nodes = HashMap::new();
+    for line in text.lines() {
+        let mut words = line.split(' ');
+        let oid = Oid::from_str(words.next()?).ok()?;
+        let tree = Oid::from_str(words.next()?).ok()?;
+        let time = words.next()?.parse().ok()?;
+        let parents = words
+            .map(|w| Oid::from_str(w).ok())
+            .collect::<Option<Vec<_>>>()?;
+        nodes.insert(
+            oid,
+            Node {
+                tree,
+                time,
+                parents,
+            },
+        );
+    }
+    Some(Graph { nodes })
 }
 
 /// The lines of `path`'s diff between the trees whose origin is one of `origins`, trailing whitespace dropped;

@@ -191,6 +191,17 @@ impl<'r> Branch<'r> {
         for &oid in hide {
             walk.hide(oid).context_git(|| format!("hiding {oid}"))?;
         }
+        let mut oids = Vec::new();
+        for oid in walk {
+            oids.push(oid.context_git(|| "walking the branch")?);
+        }
+        Self::from_commits(repo, &oids)
+    }
+
+    /// The branch made of `oids` (newest first, as a walk yields them), for callers that already know which commits
+    /// the branch has since it diverged: a walk that hides a list's parents reads the whole shared history down to
+    /// the merge base, which costs far more than reading the few commits it yields.
+    pub fn from_commits(repo: &'r Repository, oids: &[Oid]) -> Result<Self, Error> {
         let mut branch = Branch {
             repo,
             commits: Vec::new(),
@@ -202,8 +213,7 @@ impl<'r> Branch<'r> {
             patch_ids: HashMap::new(),
             merged_in: None,
         };
-        for oid in walk {
-            let oid = oid.context_git(|| "walking the branch")?;
+        for &oid in oids {
             let commit = repo
                 .find_commit(oid)
                 .context_git(|| format!("reading commit {oid}"))?;
@@ -225,6 +235,11 @@ impl<'r> Branch<'r> {
             branch.commits.push(BranchCommit { oid, origins });
         }
         Ok(branch)
+    }
+
+    /// The branch's commits since it diverged, newest first.
+    pub fn oids(&self) -> impl Iterator<Item = Oid> + '_ {
+        self.commits.iter().map(|c| c.oid)
     }
 
     /// How many commits the branch has since it diverged.

@@ -222,12 +222,39 @@ pub fn save(git_dir: &Path, state: &State) -> Result<(), Error> {
 
 /// Removes the state at the end of a run.
 pub fn remove(git_dir: &Path) -> Result<(), Error> {
-    let path = state_path(git_dir);
-    match fs::remove_file(&path) {
-        Ok(()) => Ok(()),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-        Err(source) => Err(Error::Io { path, source }),
+    let caches = ["branch-commits", "upstream-graph"].map(|name| dir(git_dir).join(name));
+    for path in caches.into_iter().chain([state_path(git_dir)]) {
+        match fs::remove_file(&path) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(source) => return Err(Error::Io { path, source }),
+        }
     }
+    Ok(())
+}
+
+fn branch_path(git_dir: &Path) -> PathBuf {
+    dir(git_dir).join("branch-commits")
+}
+
+/// Keeps the commits the branch had of its own when the run was planned (one hex id a line, newest first), so that
+/// naming a stop's missing dependencies does not walk the shared history again at every stop. Only a cache: a run
+/// without it walks as before.
+pub fn save_branch_commits(git_dir: &Path, oids: impl Iterator<Item = Oid>) -> Result<(), Error> {
+    let mut text = String::new();
+    for oid in oids {
+        text.push_str(&oid.to_string());
+        text.push('\n');
+    }
+    let path = branch_path(git_dir);
+    crate::git::write_atomic(&path, text.as_bytes()).map_err(|source| Error::Io { path, source })
+}
+
+/// The commits [`save_branch_commits`] kept, or `None` when there is no such file or it does not read as a list of
+/// ids (then the caller walks).
+pub fn load_branch_commits(git_dir: &Path) -> Option<Vec<Oid>> {
+    let text = fs::read_to_string(branch_path(git_dir)).ok()?;
+    text.lines().map(|l| Oid::from_str(l).ok()).collect()
 }
 
 /// An exclusive lock on `.git/bport/lock`, held for the whole command: an advisory `flock` on the file, which the

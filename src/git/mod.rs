@@ -15,6 +15,7 @@ mod sparse;
 mod trailers;
 mod tree_build;
 mod tree_diff;
+mod worktree_stat;
 
 pub use atomic::write_atomic;
 pub use pack_write::{blob_id, write_pack, MemoryObjects, Written};
@@ -29,15 +30,14 @@ pub use renames::{
 };
 pub use repo::{
     abbrev_len, check_index_clean, check_no_operation, commit_subject, committer, discover, editor,
-    index_fingerprint, index_fingerprint_of, read_objects_as_git_does, short_id, unstaged_changes,
+    index_fingerprint, index_fingerprint_of, read_objects_as_git_does, short_id,
     untracked_in_the_way, worktree_change_ignored, Operation,
 };
-pub use sparse::{
-    reapply as reapply_sparse, skips_worktree, split_changes, update_index_only, Sparse,
-};
+pub use sparse::{reapply as reapply_sparse, split_changes, update_index_only, Sparse};
 pub use trailers::{normalize_subject, origins, Origin, OriginForm};
 pub use tree_build::{commit_bytes, object_id, TreeEdit, TreeStore};
 pub use tree_diff::{new_objects, tree_changes, Change, Side};
+pub use worktree_stat::unstaged_changes;
 
 use std::path::PathBuf;
 

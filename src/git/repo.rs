@@ -74,37 +74,12 @@ pub fn check_no_operation(repo: &Repository) -> Result<(), Error> {
     })
 }
 
-/// The worktree's changes that git's cherry-pick lets a run keep: tracked paths whose worktree file differs
-/// from the index (skip-worktree paths aside), sorted. A pick may go on with
-/// these as long as it does not touch them (git's "Your local changes to the following files would be
-/// overwritten by merge").
-pub fn unstaged_changes(repo: &Repository) -> Result<Vec<String>, Error> {
-    let mut opts = StatusOptions::new();
-    opts.include_untracked(false)
-        .include_ignored(false)
-        .exclude_submodules(true);
-    let statuses = repo
-        .statuses(Some(&mut opts))
-        .context_git(|| "reading the worktree status")?;
-    let index = repo.index().context_git(|| "reading the index")?;
-    let mut out: Vec<String> = statuses
-        .iter()
-        .filter(|e| {
-            e.status()
-                .intersects(Status::WT_MODIFIED | Status::WT_DELETED | Status::WT_TYPECHANGE)
-        })
-        .filter(|e| !worktree_change_ignored(&index, e.status(), e.path_bytes()))
-        .map(|e| String::from_utf8_lossy(e.path_bytes()).into_owned())
-        .collect();
-    out.sort();
-    Ok(out)
-}
-
 /// Refuses when the index differs from HEAD (git's cherry-pick refuses too: "your local changes would be
 /// overwritten"); changes in the worktree alone are checked pick by pick against the paths each pick writes.
 pub fn check_index_clean(repo: &Repository) -> Result<(), Error> {
     let mut opts = StatusOptions::new();
-    opts.include_untracked(false)
+    opts.show(git2::StatusShow::Index)
+        .include_untracked(false)
         .include_ignored(false)
         .exclude_submodules(true);
     let statuses = repo

@@ -236,13 +236,6 @@ fn wildmatch(p: &[u8], t: &[u8]) -> bool {
     }
 }
 
-/// Whether the index entry at `path` (stage 0) carries skip-worktree.
-pub fn skips_worktree(index: &git2::Index, path: &str) -> bool {
-    index
-        .get_path(Path::new(path), 0)
-        .is_some_and(|e| e.flags_extended & SKIP_WORKTREE != 0)
-}
-
 /// Splits `changes` into the paths to write to the worktree and those that live only in the index: a path whose
 /// entry has skip-worktree, or an added path outside the sparse patterns.
 pub fn split_changes(

@@ -170,41 +170,8 @@ impl Session {
         let mut attr = open::initial_attr(config, data_bytes);
         open::apply_target(&mut attr, config, abi, &mut notes)?;
 
-        // (pid, cpu) pairs to open, and the command to fork first (its pid is the events' target).
-        let mut child = None;
         let stdout_to_stderr = config.output.as_os_str() == super::PIPE_OUTPUT;
-        let cpus = || {
-            sys::online_cpus().map_err(|source| Error::System {
-                what: "reading the online CPUs",
-                source,
-            })
-        };
-        let places: Vec<(i32, i32)> = match &config.target {
-            Target::Command(argv) => {
-                let c = fork_command(argv, stdout_to_stderr)?;
-                let pid = c.pid;
-                child = Some(c);
-                cpus()?.into_iter().map(|cpu| (pid, cpu as i32)).collect()
-            }
-            Target::SystemWide(command) => {
-                if let Some(argv) = command {
-                    child = Some(fork_command(argv, stdout_to_stderr)?);
-                }
-                cpus()?.into_iter().map(|cpu| (-1, cpu as i32)).collect()
-            }
-            Target::Process(pid) => {
-                let tids =
-                    synth::list_numeric(&Path::new("/proc").join(pid.to_string()).join("task"))
-                        .map_err(|_| Error::NoSuchTask { pid: *pid })?;
-                // Inherited events must be per CPU (the kernel refuses to map an inherited per-task event): one
-                // event per thread and CPU, all of a CPU's events writing into one ring (SET_OUTPUT below).
-                let cpus = cpus()?;
-                tids.into_iter()
-                    .flat_map(|tid| cpus.iter().map(move |&cpu| (tid as i32, cpu as i32)))
-                    .collect()
-            }
-            Target::Thread(tid) => vec![(*tid as i32, -1)],
-        };
+        let (places, child) = places(&config.target, stdout_to_stderr)?;
         let (first_pid, first_cpu) = places[0];
         let (first, attr, event) = open::open_negotiated(
             attr,
@@ -214,45 +181,8 @@ impl Session {
             first_cpu,
             &mut notes,
         )?;
-        let mut fds = vec![first];
-        let mut fd_cpus = vec![first_cpu];
-        for &(pid, cpu) in &places[1..] {
-            let mut buf = attr::encode(&attr);
-            match sys::perf_event_open(&mut buf, pid, cpu) {
-                Ok(fd) => {
-                    fds.push(fd);
-                    fd_cpus.push(cpu);
-                }
-                // A thread of an attached process may exit between listing and opening.
-                Err(e) if e.raw_os_error() == Some(libc::ESRCH) && pid > 0 => {}
-                Err(source) => {
-                    return Err(Error::Open {
-                        event: event.name(),
-                        tried: format!("pid {pid} cpu {cpu} with the negotiated attr"),
-                        source,
-                    })
-                }
-            }
-        }
-        // One ring per CPU: the first event on a CPU owns it, the others redirect into it. Per-task events
-        // (cpu -1) each get their own.
-        let mut rings = Vec::new();
-        let mut owner_of_cpu: std::collections::HashMap<i32, usize> =
-            std::collections::HashMap::new();
-        for (i, fd) in fds.iter().enumerate() {
-            let cpu = fd_cpus[i];
-            if cpu >= 0 {
-                if let Some(&owner) = owner_of_cpu.get(&cpu) {
-                    if fd.set_output(&fds[owner]).is_ok() {
-                        continue;
-                    }
-                }
-            }
-            let map =
-                sys::RingMap::new(fd, pages).map_err(|source| Error::Mmap { pages, source })?;
-            rings.push(Ring::new(map));
-            owner_of_cpu.entry(cpu).or_insert(i);
-        }
+        let (fds, fd_cpus) = open_rest(first, first_cpu, &attr, &event, &places[1..])?;
+        let (rings, owner_of_cpu) = map_rings(&fds, &fd_cpus, pages)?;
         let (extra, extra_fds) = open_extra(config, &attr, &fds, &places, &owner_of_cpu)?;
         // PERF_EVENT_IOC_ID is 3.12+; without ids the reader maps every sample to the only attr, which is right.
         let ids = fds.iter().filter_map(|fd| fd.id().ok()).collect::<Vec<_>>();
@@ -545,6 +475,108 @@ fn tgid_of(tid: u32) -> Option<u32> {
         .lines()
         .find_map(|l| l.strip_prefix("Tgid:"))
         .and_then(|v| v.trim().parse().ok())
+}
+
+/// (pid, cpu) pairs and the forked command, if any.
+type Places = (Vec<(i32, i32)>, Option<PausedChild>);
+
+/// The (pid, cpu) pairs to open events on, and the command forked first when the target runs one (its pid is the
+/// events' target).
+fn places(target: &Target, stdout_to_stderr: bool) -> Result<Places, Error> {
+    let cpus = || {
+        sys::online_cpus().map_err(|source| Error::System {
+            what: "reading the online CPUs",
+            source,
+        })
+    };
+    Ok(match target {
+        Target::Command(argv) => {
+            let c = fork_command(argv, stdout_to_stderr)?;
+            let pid = c.pid;
+            let places = cpus()?.into_iter().map(|cpu| (pid, cpu as i32)).collect();
+            (places, Some(c))
+        }
+        Target::SystemWide(command) => {
+            let child = match command {
+                Some(argv) => Some(fork_command(argv, stdout_to_stderr)?),
+                None => None,
+            };
+            (
+                cpus()?.into_iter().map(|cpu| (-1, cpu as i32)).collect(),
+                child,
+            )
+        }
+        Target::Process(pid) => {
+            let tids = synth::list_numeric(&Path::new("/proc").join(pid.to_string()).join("task"))
+                .map_err(|_| Error::NoSuchTask { pid: *pid })?;
+            // Inherited events must be per CPU (the kernel refuses to map an inherited per-task event): one
+            // event per thread and CPU, all of a CPU's events writing into one ring (SET_OUTPUT in map_rings).
+            let cpus = cpus()?;
+            let places = tids
+                .into_iter()
+                .flat_map(|tid| cpus.iter().map(move |&cpu| (tid as i32, cpu as i32)))
+                .collect();
+            (places, None)
+        }
+        Target::Thread(tid) => (vec![(*tid as i32, -1)], None),
+    })
+}
+
+/// Opens the event at every place after the first with the attr the first negotiated; returns every fd (the
+/// first included) with its CPU.
+fn open_rest(
+    first: EventFd,
+    first_cpu: i32,
+    attr: &PerfEventAttr,
+    event: &Event,
+    rest: &[(i32, i32)],
+) -> Result<(Vec<EventFd>, Vec<i32>), Error> {
+    let mut fds = vec![first];
+    let mut fd_cpus = vec![first_cpu];
+    for &(pid, cpu) in rest {
+        let mut buf = attr::encode(attr);
+        match sys::perf_event_open(&mut buf, pid, cpu) {
+            Ok(fd) => {
+                fds.push(fd);
+                fd_cpus.push(cpu);
+            }
+            // A thread of an attached process may exit between listing and opening.
+            Err(e) if e.raw_os_error() == Some(libc::ESRCH) && pid > 0 => {}
+            Err(source) => {
+                return Err(Error::Open {
+                    event: event.name(),
+                    tried: format!("pid {pid} cpu {cpu} with the negotiated attr"),
+                    source,
+                })
+            }
+        }
+    }
+    Ok((fds, fd_cpus))
+}
+
+/// One ring per CPU: the first event on a CPU owns it, the others redirect into it. Per-task events (cpu -1) each
+/// get their own. Returns the rings and, per CPU, the index of the fd that owns its ring.
+fn map_rings(
+    fds: &[EventFd],
+    fd_cpus: &[i32],
+    pages: usize,
+) -> Result<(Vec<Ring>, std::collections::HashMap<i32, usize>), Error> {
+    let mut rings = Vec::new();
+    let mut owner_of_cpu = std::collections::HashMap::new();
+    for (i, fd) in fds.iter().enumerate() {
+        let cpu = fd_cpus[i];
+        if cpu >= 0 {
+            if let Some(&owner) = owner_of_cpu.get(&cpu) {
+                if fd.set_output(&fds[owner]).is_ok() {
+                    continue;
+                }
+            }
+        }
+        let map = sys::RingMap::new(fd, pages).map_err(|source| Error::Mmap { pages, source })?;
+        rings.push(Ring::new(map));
+        owner_of_cpu.entry(cpu).or_insert(i);
+    }
+    Ok((rings, owner_of_cpu))
 }
 
 /// Resolves `argv[0]` on PATH (before fork: the child may not allocate) and forks it paused.

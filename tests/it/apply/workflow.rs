@@ -202,6 +202,108 @@ fn stop_names_likely_missing_dependencies() {
     );
 }
 
+/// `--continue` commits the index, so a change to a path the stop staged that the user did not stage is refused,
+/// named, whatever stat data it kept (an edit of the same size with its old mtime put back); changes to paths the
+/// pick left alone (an edit with its old mtime, a deleted file) are the user's own and, as with git's
+/// `cherry-pick --continue`, neither block nor get touched.
+#[test]
+fn continue_refuses_unstaged_changes_whatever_their_stat_data() {
+    let t = scenario::foo_bar().repo();
+    t.checkout("foo");
+    t.commit(
+        "add notes",
+        &[("NOTES", Some("one\n")), ("OTHER", Some("two\n"))],
+    );
+    let (_d, list) = list_file(&t.list("master..bar"));
+    let out = bport::run(t.path(), &["apply", list.to_str().unwrap()]);
+    assert_eq!(out.code, Some(1), "{}", out.transcript());
+    let resolved = repo::README.replace("WHAT IS LINUX?\n", "WHAT IS LINUX?\nfoo\nbar\n");
+    std::fs::write(t.path().join("README"), &resolved).unwrap();
+    git_ok(t.path(), &["add", "README"]);
+
+    let same_size_old_mtime = |path: &str, content: &str| {
+        use std::os::unix::fs::MetadataExt;
+        let file = t.path().join(path);
+        let mtime = std::fs::metadata(&file).unwrap().mtime();
+        std::fs::write(&file, content).unwrap();
+        assert!(std::process::Command::new("touch")
+            .args(["-m", "-d", &format!("@{mtime}")])
+            .arg(&file)
+            .status()
+            .unwrap()
+            .success());
+    };
+    same_size_old_mtime("NOTES", "ONE\n");
+    same_size_old_mtime("README", &resolved.replace("foo", "FOO"));
+    std::fs::remove_file(t.path().join("OTHER")).unwrap();
+    let refused = bport::run(t.path(), &["apply", "--continue"]);
+    assert_eq!(refused.code, Some(2), "{}", refused.transcript());
+    assert!(refused.stderr.contains("README"), "{}", refused.stderr);
+    for path in ["NOTES", "OTHER"] {
+        assert!(!refused.stderr.contains(path), "{path}: {}", refused.stderr);
+    }
+    assert_eq!(
+        git_ok(t.path(), &["rev-parse", "HEAD"]),
+        git_ok(t.path(), &["rev-parse", "foo"])
+    );
+
+    std::fs::write(t.path().join("README"), &resolved).unwrap();
+    let cont = bport::run(t.path(), &["apply", "--continue"]);
+    assert_eq!(cont.code, Some(0), "{}", cont.transcript());
+    assert_eq!(
+        git_ok(t.path(), &["status", "--porcelain"]),
+        " M NOTES\n D OTHER\n"
+    );
+    assert_eq!(t.read("NOTES"), "ONE\n");
+}
+
+/// The walk that finds dependencies is kept in `.git/bport/` for the run's later stops; a kept file that does not
+/// read is walked again (same names), and the end of the run removes it.
+#[test]
+fn later_stops_name_dependencies_from_the_kept_walk() {
+    let t = scenario::foo_bar().repo();
+    t.checkout("bar");
+    let readme = t
+        .read("README")
+        .replace("ON WHAT HARDWARE", "ON WHICH HARDWARE");
+    t.commit("README: reword a heading", &[("README", Some(&readme))]);
+    let readme = t.read("README").replace("today Linux", "these days Linux");
+    t.commit("README: needs the reword", &[("README", Some(&readme))]);
+    let readme = t
+        .read("README")
+        .replace("ON WHICH HARDWARE", "ON WHICH HARDWARE (x86)");
+    t.commit(
+        "README: also needs the reword",
+        &[("README", Some(&readme))],
+    );
+    t.checkout("foo");
+    let (_d, list) = list_file(&t.list("bar~2..bar"));
+    let kept = t.path().join(".git/bport/upstream-graph");
+    let out = bport::run(t.path(), &["apply", list.to_str().unwrap()]);
+    assert_eq!(out.code, Some(1), "{}", out.transcript());
+    let named = |stderr: &str| {
+        stderr.contains(&format!(
+            "on the branch):\n  {} README: reword a heading\n",
+            short(&t, "bar~2")
+        ))
+    };
+    assert!(named(&out.stderr), "{}", out.stderr);
+    assert!(kept.exists());
+    for garbage in ["", "not a walk\n"] {
+        if !garbage.is_empty() {
+            std::fs::write(&kept, garbage).unwrap();
+        }
+        let again = bport::run(t.path(), &["apply", "--skip"]);
+        assert_eq!(again.code, Some(1), "{}", again.transcript());
+        assert!(named(&again.stderr), "{}", again.stderr);
+        let out = bport::run(t.path(), &["apply", "--abort"]);
+        assert_eq!(out.code, Some(0), "{}", out.transcript());
+        assert!(!kept.exists() && !t.path().join(".git/bport/branch-commits").exists());
+        let out = bport::run(t.path(), &["apply", list.to_str().unwrap()]);
+        assert_eq!(out.code, Some(1), "{}", out.transcript());
+    }
+}
+
 /// Modify/delete, delete/modify and add/add conflicts leave index stages, worktree files and `git status` as
 /// `git cherry-pick` leaves them.
 #[test]
