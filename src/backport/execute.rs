@@ -193,6 +193,15 @@ pub fn run(
     cache.set_renames(st.options.renames.settings(&work));
     cache.set_attributes(super::attributes::Attributes::read(&work)?, tip_tree);
     let mut guard = Guard::take(repo)?;
+    // Uncommitted changes in the worktree may stay as long as no pick writes their paths (git's cherry-pick
+    // refuses at the first pick that would, with the picks before it committed).
+    let dirty = if dry_run {
+        Vec::new()
+    } else {
+        let index = repo.index().context_git(|| "reading the index")?;
+        git::unstaged_changes(repo, &index)?
+    };
+    let mut blocked: Option<Vec<String>> = None;
 
     while st.position < total {
         let i = st.position;
@@ -262,6 +271,13 @@ pub fn run(
                     }
                 }
                 let merged = Timings::lap(&mut timings.merge, started);
+                if !dirty.is_empty() {
+                    let touched = touched_paths(&work, &mut cache, tip_tree, &picked, &dirty)?;
+                    if !touched.is_empty() {
+                        blocked = Some(touched);
+                        break;
+                    }
+                }
                 if !picked.conflicts.is_empty() {
                     if dry_run {
                         // Predict the rest as the run would go on if the user resolved this stop by taking the
@@ -329,7 +345,12 @@ pub fn run(
     cache.clear_written();
     let flushed = Timings::lap(&mut timings.objects, started);
     st.phase = Phase::Running;
-    if st.tip != st.anchor {
+    if st.tip == st.anchor {
+        if let Some(paths) = blocked {
+            state::save(repo.path(), st)?;
+            return Err(Error::Git(git::Error::LocalChanges { paths }));
+        }
+    } else {
         // Last look before writing: from here on the worktree and index are the run's until the branch moves.
         guard.check(repo, st)?;
         st.writing = Some(Writing {
@@ -344,7 +365,31 @@ pub fn run(
     // mempack, which still holds them).
     move_to_tip(repo, &work, st, progress)?;
     Timings::lap(&mut timings.materialize, flushed);
+    if let Some(paths) = blocked {
+        state::save(repo.path(), st)?;
+        return Err(Error::Git(git::Error::LocalChanges { paths }));
+    }
     Ok(RunEnd::Done)
+}
+
+/// The paths of `dirty` (worktree changes) that the pick `picked` onto `tip` writes: its conflicted paths and
+/// the paths whose entry differs between the two trees (read through `cache`, which holds the run's trees).
+fn touched_paths(
+    repo: &Repository,
+    cache: &mut pick::PickCache,
+    tip: Oid,
+    picked: &pick::Picked,
+    dirty: &[String],
+) -> Result<Vec<String>, Error> {
+    let mut out = Vec::new();
+    for path in dirty {
+        if picked.conflicts.iter().any(|c| &c.path == path)
+            || cache.lookup(repo, tip, path)? != cache.lookup(repo, picked.tree, path)?
+        {
+            out.push(path.clone());
+        }
+    }
+    Ok(out)
 }
 
 /// Moves the worktree, index and branch to the run's tip in the middle of a run (the objects already written),
@@ -470,17 +515,7 @@ fn move_to_tip(
         let changed = git::tree_changes(objects, Some(&from), Some(&tree))?;
         if !changed.is_empty() {
             let _note = state::IndexNote::start(repo.path())?;
-            let mut checkout = CheckoutBuilder::new();
-            checkout
-                .safe()
-                .disable_pathspec_match(true)
-                .progress(|_, _, _| fault::point("checkout-file"));
-            for c in &changed {
-                checkout.path(c.path.as_str());
-            }
-            objects
-                .checkout_tree(tree.as_object(), Some(&mut checkout))
-                .context_git(|| "updating the worktree")?;
+            write_changes(repo, objects, &tree, changed, &[])?;
         }
         fault::point("worktree-updated");
         progress.checkpoint(Checkpoint::WorktreeUpdated);
@@ -488,6 +523,57 @@ fn move_to_tip(
         fault::point("branch-moved");
         st.anchor = st.tip;
         st.writing = None;
+    }
+    Ok(())
+}
+
+/// Writes the paths `changed` between the index's tree and `tree` (read through `objects`): a safe checkout of
+/// each path the worktree holds, and an index-only update, skip-worktree kept, of each path a sparse checkout
+/// leaves out (`conflicted` paths are written by the caller, as git materialises a conflict outside the cone).
+/// Only the listed paths: without a path list libgit2 walks and stats the whole worktree, and its checkout does
+/// not know skip-worktree (a path absent from a sparse worktree counts as deleted, so "conflicts prevent
+/// checkout").
+fn write_changes(
+    repo: &Repository,
+    objects: &Repository,
+    tree: &git2::Tree<'_>,
+    changed: Vec<git::Change>,
+    conflicted: &[&str],
+) -> Result<(), Error> {
+    let sparse = git::Sparse::load(repo)?;
+    let index = repo.index().context_git(|| "reading the index")?;
+    let (worktree, index_only): (Vec<git::Change>, Vec<git::Change>) =
+        git::split_changes(&index, sparse.as_ref(), changed);
+    let index_only: Vec<git::Change> = index_only
+        .into_iter()
+        .filter(|c| !conflicted.contains(&c.path.as_str()))
+        .collect();
+    drop(index);
+    if !worktree.is_empty() {
+        let mut checkout = CheckoutBuilder::new();
+        checkout
+            .safe()
+            .disable_pathspec_match(true)
+            .progress(|_, _, _| fault::point("checkout-file"));
+        for c in &worktree {
+            checkout.path(c.path.as_str());
+        }
+        objects
+            .checkout_tree(tree.as_object(), Some(&mut checkout))
+            .context_git(|| "updating the worktree")?;
+    }
+    if let Some(sparse) = &sparse {
+        let mut index = repo.index().context_git(|| "reading the index")?;
+        // The checkout may have written the index through another handle.
+        index.read(true).context_git(|| "reading the index")?;
+        git::update_index_only(&mut index, &index_only)?;
+        git::reapply_sparse(repo, &mut index, sparse, conflicted)?;
+        index.write().context_git(|| "writing the index")?;
+    } else if !index_only.is_empty() {
+        let mut index = repo.index().context_git(|| "reading the index")?;
+        index.read(true).context_git(|| "reading the index")?;
+        git::update_index_only(&mut index, &index_only)?;
+        index.write().context_git(|| "writing the index")?;
     }
     Ok(())
 }
@@ -570,18 +656,8 @@ pub fn stop_at_conflict(
         .and_then(|c| c.tree())
         .context_git(|| format!("reading {}", st.anchor))?;
     let changed = git::tree_changes(repo, Some(&from), Some(&tree))?;
-    if !changed.is_empty() {
-        let mut checkout = CheckoutBuilder::new();
-        checkout
-            .safe()
-            .disable_pathspec_match(true)
-            .progress(|_, _, _| fault::point("checkout-file"));
-        for c in &changed {
-            checkout.path(c.path.as_str());
-        }
-        repo.checkout_tree(tree.as_object(), Some(&mut checkout))
-            .context_git(|| "updating the worktree")?;
-    }
+    let conflicted: Vec<&str> = conflicts.iter().map(|c| c.path.as_str()).collect();
+    write_changes(repo, repo, &tree, changed, &conflicted)?;
     let workdir = repo.workdir().ok_or_else(|| Error::BareRepository {
         path: repo.path().to_path_buf(),
     })?;
@@ -706,6 +782,13 @@ pub fn hard_reset(repo: &Repository, to: Oid, writing: Option<&Writing>) -> Resu
     let head_tree = repo.head().and_then(|h| h.peel_to_tree()).ok();
     let index = repo.index().context_git(|| "reading the index")?;
     let mut strays = Vec::new();
+    // git's reset (`--abort`'s `reset --merge`) leaves a path unmerged before it in the worktree even outside
+    // the sparse patterns.
+    let unmerged: Vec<String> = index
+        .iter()
+        .filter(|e| (e.flags >> 12) & 3 != 0)
+        .map(|e| String::from_utf8_lossy(&e.path).into_owned())
+        .collect();
     // Only paths the index has and HEAD's tree lacks can be strays: found by one diff, not by looking every
     // entry up from the root (libgit2 does not cache a tree over 4 KiB, so each lookup inflated the root tree
     // again: 84% of a `--skip` on a 4,000-file tree).
@@ -728,20 +811,104 @@ pub fn hard_reset(repo: &Repository, to: Oid, writing: Option<&Writing>) -> Resu
         Some(w) => created_by(repo, w, &target_tree)?,
         None => Vec::new(),
     };
+    // Only the paths the run may have written: those where HEAD, the index or an interrupted write differ from
+    // `to`. Everything else is the same in HEAD, the index and `to`, so a worktree change there is the user's
+    // own (git's `reset --merge` keeps it too) and a hard reset of the whole tree would destroy it.
+    let mut paths: std::collections::BTreeSet<String> = unmerged.iter().cloned().collect();
+    if let Some(head_tree) = &head_tree {
+        for c in git::tree_changes(repo, Some(head_tree), Some(&target_tree))? {
+            paths.insert(c.path);
+        }
+        if let Some(w) = writing {
+            let tree = repo
+                .find_tree(w.tree)
+                .context_git(|| format!("reading tree {}", w.tree))?;
+            for c in git::tree_changes(repo, Some(head_tree), Some(&tree))? {
+                paths.insert(c.path);
+            }
+            paths.extend(w.also.iter().cloned());
+        }
+    } else {
+        paths.extend(
+            index
+                .iter()
+                .map(|e| String::from_utf8_lossy(&e.path).into_owned()),
+        );
+    }
+    let mut sopts = git2::StatusOptions::new();
+    sopts.include_untracked(false).exclude_submodules(true);
+    let staged = git2::Status::INDEX_NEW
+        | git2::Status::INDEX_MODIFIED
+        | git2::Status::INDEX_DELETED
+        | git2::Status::INDEX_RENAMED
+        | git2::Status::INDEX_TYPECHANGE
+        | git2::Status::CONFLICTED;
+    for e in repo
+        .statuses(Some(&mut sopts))
+        .context_git(|| "reading the worktree status")?
+        .iter()
+    {
+        if e.status().intersects(staged) {
+            paths.insert(String::from_utf8_lossy(e.path_bytes()).into_owned());
+        }
+    }
+    drop(index);
     let _note = state::IndexNote::start(repo.path())?;
-    // libgit2's hard reset checks out against the *current* HEAD tree (so files the picks added are removed) and
-    // only then moves HEAD; moving the branch first would leave those files behind.
-    repo.reset(
-        target.as_object(),
-        ResetType::Hard,
-        Some(
-            CheckoutBuilder::new()
-                .force()
-                .progress(|_, _, _| fault::point("reset-file")),
-        ),
-    )
-    .context_git(|| format!("resetting to {to}"))?;
+    // Checked out before HEAD moves: the baseline is the current HEAD tree, so files the picks added go.
+    if !paths.is_empty() {
+        let mut checkout = CheckoutBuilder::new();
+        checkout
+            .force()
+            .disable_pathspec_match(true)
+            .progress(|_, _, _| fault::point("reset-file"));
+        for p in &paths {
+            checkout.path(p.as_str());
+        }
+        repo.checkout_tree(target_tree.as_object(), Some(&mut checkout))
+            .context_git(|| format!("resetting to {to}"))?;
+        let mut index = repo.index().context_git(|| "reading the index")?;
+        index.read(true).context_git(|| "reading the index")?;
+        for p in &paths {
+            let path = Path::new(p);
+            for stage in 1..=3 {
+                let _ = index.remove(path, stage);
+            }
+            match target_tree.get_path(path) {
+                Ok(e) if e.kind() != Some(git2::ObjectType::Tree) => {
+                    let want = (e.id(), e.filemode() as u32);
+                    let have = index.get_path(path, 0).map(|x| (x.id, x.mode));
+                    if have != Some(want) {
+                        let mut entry = stage_entry(
+                            p,
+                            pick::Side {
+                                oid: want.0,
+                                mode: want.1,
+                            },
+                            0,
+                        );
+                        entry.flags = p.len().min(0xfff) as u16;
+                        index.add(&entry).context_git(|| format!("staging {p}"))?;
+                    }
+                }
+                _ => {
+                    let _ = index.remove(path, 0);
+                }
+            }
+        }
+        index.write().context_git(|| "writing the index")?;
+    }
+    repo.reset(target.as_object(), ResetType::Soft, None)
+        .context_git(|| format!("resetting to {to}"))?;
     fault::point("reset-done");
+    if let Some(sparse) = git::Sparse::load(repo)? {
+        // libgit2's reset rebuilds the index without skip-worktree and writes every path; put the sparse
+        // layout back as git's reset leaves it.
+        let mut index = repo.index().context_git(|| "reading the index")?;
+        index.read(true).context_git(|| "reading the index")?;
+        let except: Vec<&str> = unmerged.iter().map(String::as_str).collect();
+        git::reapply_sparse(repo, &mut index, &sparse, &except)?;
+        index.write().context_git(|| "writing the index")?;
+    }
     if let Some(workdir) = repo.workdir() {
         for path in strays {
             let _ = std::fs::remove_file(workdir.join(path));

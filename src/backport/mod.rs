@@ -382,7 +382,7 @@ pub fn apply(
     let started = std::time::Instant::now();
     let resolved = list.resolve(repo, opts.pick.mainline)?;
     if !opts.dry_run {
-        git::check_clean(repo)?;
+        git::check_index_clean(repo)?;
     }
     let listed: Vec<Oid> = resolved.iter().map(|r| r.oid).collect();
     let mut on_branch = matcher::Branch::collect(repo, head_oid, &listed, &[])?;
@@ -515,7 +515,26 @@ pub fn resume(
         }
         if st.phase == state::Phase::Running && st.writing.is_none() && !st.aborting {
             // Interrupted before writing: whatever differs from HEAD was not written by bport.
-            if let Err(git::Error::Dirty { paths }) = git::check_clean(repo) {
+            if let Err(git::Error::Dirty { paths }) = git::check_index_clean(repo) {
+                return Err(Error::AbortLocalChanges { paths });
+            }
+            // Worktree changes the reset would overwrite: on paths the run changed since it started.
+            let at = |oid: Oid| {
+                repo.find_commit(oid)
+                    .and_then(|c| c.tree())
+                    .context_git(|| format!("reading {oid}"))
+            };
+            let changed: Vec<String> =
+                git::tree_changes(repo, Some(&at(head)?), Some(&at(st.orig_head)?))?
+                    .into_iter()
+                    .map(|c| c.path)
+                    .collect();
+            let index = repo.index().context_git(|| "reading the index")?;
+            let paths: Vec<String> = git::unstaged_changes(repo, &index)?
+                .into_iter()
+                .filter(|p| changed.contains(p))
+                .collect();
+            if !paths.is_empty() {
                 return Err(Error::AbortLocalChanges { paths });
             }
         }
@@ -545,8 +564,9 @@ pub fn resume(
                 // The worktree belongs to the run: it was writing when it died.
                 execute::hard_reset(repo, head, st.writing.as_ref())?;
             } else {
-                // Nothing was written since the run last left things consistent: changes are the user's.
-                git::check_clean(repo)?;
+                // Nothing was written since the run last left things consistent: changes are the user's; staged
+                // ones would go into the next commit, worktree ones are checked against each pick's paths.
+                git::check_index_clean(repo)?;
             }
             if head != st.tip {
                 // A forced reset would overwrite untracked files where the picks add tracked ones.
@@ -649,7 +669,28 @@ fn continue_stopped(
         paths.dedup();
         return Err(Error::ConflictsRemain { paths });
     }
-    let unstaged = git::unstaged_changes(repo, &index)?;
+    let head_tree = repo
+        .find_commit(head)
+        .and_then(|c| c.tree())
+        .context_git(|| format!("reading {head}"))?;
+    let stopped_paths = match &st.phase {
+        state::Phase::Stopped { paths } => paths.clone(),
+        state::Phase::Running => Vec::new(),
+    };
+    // A worktree change on a path the pick left alone is the user's own, kept as git keeps it; one on a path the
+    // pick or its resolution staged means the resolution is not all in the index.
+    let unstaged: Vec<String> = git::unstaged_changes(repo, &index)?
+        .into_iter()
+        .filter(|p| {
+            let path = std::path::Path::new(p);
+            let staged = index.get_path(path, 0).map(|x| (x.id, x.mode));
+            let committed = head_tree
+                .get_path(path)
+                .ok()
+                .map(|x| (x.id(), x.filemode() as u32));
+            staged != committed || stopped_paths.contains(p)
+        })
+        .collect();
     if !unstaged.is_empty() {
         return Err(Error::UnstagedChanges { paths: unstaged });
     }

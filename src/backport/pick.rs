@@ -242,6 +242,17 @@ impl PickCache {
             .update(&odb, root, edits, &mut self.written, &mut self.created)?)
     }
 
+    /// The entry at `path` in tree `root` (which may be one this cache holds), if it is not a directory.
+    pub fn lookup(
+        &mut self,
+        repo: &Repository,
+        root: Oid,
+        path: &str,
+    ) -> Result<Option<Side>, Error> {
+        let odb = repo.odb().context_git(|| "opening the object database")?;
+        Ok(self.trees.lookup(&odb, root, path)?)
+    }
+
     /// Keeps a commit the run created, for the pack.
     pub fn add_commit(&mut self, bytes: Vec<u8>) -> Oid {
         let oid = crate::git::object_id("commit", &bytes);

@@ -11,6 +11,7 @@ mod pack_write;
 mod patch_id;
 mod renames;
 mod repo;
+mod sparse;
 mod trailers;
 mod tree_build;
 mod tree_diff;
@@ -28,10 +29,11 @@ pub use renames::{
     MAX_SCORE as MAX_RENAME_SCORE,
 };
 pub use repo::{
-    abbrev_len, check_clean, check_no_operation, commit_subject, committer, discover, editor,
+    abbrev_len, check_index_clean, check_no_operation, commit_subject, committer, discover, editor,
     index_fingerprint, index_fingerprint_of, read_objects_as_git_does, short_id,
     untracked_in_the_way, worktree_change_ignored, Operation,
 };
+pub use sparse::{reapply as reapply_sparse, split_changes, update_index_only, Sparse};
 pub use trailers::{normalize_subject, origins, Origin, OriginForm};
 pub use tree_build::{commit_bytes, object_id, TreeEdit, TreeStore};
 pub use tree_diff::{new_objects, tree_changes, Change, Side};
@@ -63,6 +65,13 @@ pub enum Error {
     #[error("untracked working tree files would be overwritten: {}", paths.join(", "))]
     UntrackedInTheWay {
         /// The untracked paths.
+        paths: Vec<String>,
+    },
+    /// A pick would write paths whose worktree files hold uncommitted changes (git: "Your local changes to the
+    /// following files would be overwritten by merge").
+    #[error("your local changes to the following files would be overwritten by the pick: {}", paths.join(", "))]
+    LocalChanges {
+        /// The changed paths the pick writes.
         paths: Vec<String>,
     },
     /// Another git operation (merge, rebase, cherry-pick, …) is in progress.

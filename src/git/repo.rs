@@ -74,20 +74,26 @@ pub fn check_no_operation(repo: &Repository) -> Result<(), Error> {
     })
 }
 
-/// Refuses when tracked files differ from HEAD in the index or worktree (untracked files are fine, as for git).
-pub fn check_clean(repo: &Repository) -> Result<(), Error> {
+/// Refuses when the index differs from HEAD (git's cherry-pick refuses too: "your local changes would be
+/// overwritten"); changes in the worktree alone are checked pick by pick against the paths each pick writes.
+pub fn check_index_clean(repo: &Repository) -> Result<(), Error> {
     let mut opts = StatusOptions::new();
-    opts.include_untracked(false)
+    opts.show(git2::StatusShow::Index)
+        .include_untracked(false)
         .include_ignored(false)
         .exclude_submodules(true);
     let statuses = repo
         .statuses(Some(&mut opts))
         .context_git(|| "reading the worktree status")?;
-    let index = repo.index().context_git(|| "reading the index")?;
+    let staged = Status::INDEX_NEW
+        | Status::INDEX_MODIFIED
+        | Status::INDEX_DELETED
+        | Status::INDEX_RENAMED
+        | Status::INDEX_TYPECHANGE
+        | Status::CONFLICTED;
     let dirty: Vec<String> = statuses
         .iter()
-        .filter(|e| !e.status().is_empty() && e.status() != Status::IGNORED)
-        .filter(|e| !worktree_change_ignored(&index, e.status(), e.path_bytes()))
+        .filter(|e| e.status().intersects(staged))
         .map(|e| String::from_utf8_lossy(e.path_bytes()).into_owned())
         .collect();
     if dirty.is_empty() {
@@ -101,10 +107,6 @@ pub fn check_clean(repo: &Repository) -> Result<(), Error> {
     }
 }
 
-/// The index entry flag `git update-index --skip-worktree` and sparse checkout set (`CE_SKIP_WORKTREE`, in the
-/// extended flags).
-pub(super) const SKIP_WORKTREE: u16 = 1 << 14;
-
 /// Whether a status entry is only a worktree difference of a path whose index entry says "skip the worktree": git
 /// never looks at such a file (a sparse checkout removes it), so `git status` is clean; libgit2's status does not
 /// know the flag and reports the path as deleted or modified.
@@ -115,7 +117,7 @@ pub fn worktree_change_ignored(index: &git2::Index, status: Status, path: &[u8])
     worktree_only
         && index
             .get_path(Path::new(&*String::from_utf8_lossy(path)), 0)
-            .is_some_and(|e| e.flags_extended & SKIP_WORKTREE != 0)
+            .is_some_and(|e| e.flags_extended & super::sparse::SKIP_WORKTREE != 0)
 }
 
 /// Untracked files that writing `to` over the worktree of `from` (HEAD's tree) would overwrite, plus those at

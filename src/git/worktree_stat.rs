@@ -31,7 +31,7 @@ pub fn unstaged_changes(repo: &Repository, index: &Index) -> Result<Vec<String>,
         let stage = (entry.flags >> 12) & 3;
         if stage != 0
             || entry.mode == GITLINK
-            || entry.flags_extended & super::repo::SKIP_WORKTREE != 0
+            || entry.flags_extended & super::sparse::SKIP_WORKTREE != 0
         {
             continue;
         }

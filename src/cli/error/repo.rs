@@ -70,6 +70,10 @@ fn error_kind_git(e: &git::Error) -> (Kind, Option<String>) {
         ),
         git::Error::NoIdentity { .. } => (Kind::Environment, Some("git config user.name 'Your Name'; git config user.email you@example.com".into())),
         git::Error::Io { .. } => (Kind::Environment, Some("check the free space and write permission of the repository's .git directory".into())),
+        git::Error::LocalChanges { .. } => (
+            Kind::User,
+            Some("commit or stash them (nothing was overwritten; the picks before this one are committed), then run `bport apply --continue`; `bport apply --abort` gives up the run".into()),
+        ),
         git::Error::UntrackedInTheWay { .. } => (
             Kind::User,
             Some("move or remove them (nothing was overwritten; the picks so far are saved), then run `bport apply --continue`; `bport apply --abort` gives up the run".into()),

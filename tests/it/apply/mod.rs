@@ -4,6 +4,7 @@
 
 mod attributes;
 mod dir_renames;
+mod dirty;
 mod fast_path;
 mod git_config;
 mod git_equal;
@@ -15,6 +16,7 @@ mod recovery;
 mod renames;
 mod safety;
 mod skip_rules;
+mod sparse;
 mod stop_messages;
 mod workflow;
 

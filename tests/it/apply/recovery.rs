@@ -188,8 +188,10 @@ fn bad_inputs_are_refused_and_touch_nothing() {
         assert!(!t.path().join(".git/bport/state.json").exists());
     }
     let (_d, list) = list_file(&t.list("master..bar"));
-    // A dirty worktree.
+    // A staged change: git's cherry-pick refuses it whatever the picks touch (a worktree-only change is checked
+    // against each pick's paths, in dirty.rs).
     std::fs::write(t.path().join("README"), "dirty\n").unwrap();
+    oracle::git_ok(t.path(), &["add", "README"]);
     let before = t.snapshot();
     let out = bport::run(t.path(), &["apply", list.to_str().unwrap()]);
     assert_eq!(out.code, Some(2), "{}", out.transcript());

@@ -202,12 +202,12 @@ fn stop_names_likely_missing_dependencies() {
     );
 }
 
-/// `--continue` commits the index, so a change the user made to a tracked file and did not stage is refused, named,
-/// whatever stat data it kept: an edit after `git add`, an edit of the same size with its old mtime put back, a
-/// deleted file. Once each is staged or dropped, the run goes on.
+/// `--continue` commits the index, so a change to a path the stop staged that the user did not stage is refused,
+/// named, whatever stat data it kept (an edit of the same size with its old mtime put back); changes to paths the
+/// pick left alone (an edit with its old mtime, a deleted file) are the user's own and, as with git's
+/// `cherry-pick --continue`, neither block nor get touched.
 #[test]
 fn continue_refuses_unstaged_changes_whatever_their_stat_data() {
-    use std::os::unix::fs::MetadataExt;
     let t = scenario::foo_bar().repo();
     t.checkout("foo");
     t.commit(
@@ -221,33 +221,40 @@ fn continue_refuses_unstaged_changes_whatever_their_stat_data() {
     std::fs::write(t.path().join("README"), &resolved).unwrap();
     git_ok(t.path(), &["add", "README"]);
 
-    let notes = t.path().join("NOTES");
-    let mtime = std::fs::metadata(&notes).unwrap().mtime();
-    std::fs::write(&notes, "ONE\n").unwrap();
-    let stamp = format!("@{mtime}");
-    assert!(std::process::Command::new("touch")
-        .args(["-m", "-d", &stamp])
-        .arg(&notes)
-        .status()
-        .unwrap()
-        .success());
-    std::fs::write(t.path().join("README"), format!("{resolved}late edit\n")).unwrap();
+    let same_size_old_mtime = |path: &str, content: &str| {
+        use std::os::unix::fs::MetadataExt;
+        let file = t.path().join(path);
+        let mtime = std::fs::metadata(&file).unwrap().mtime();
+        std::fs::write(&file, content).unwrap();
+        assert!(std::process::Command::new("touch")
+            .args(["-m", "-d", &format!("@{mtime}")])
+            .arg(&file)
+            .status()
+            .unwrap()
+            .success());
+    };
+    same_size_old_mtime("NOTES", "ONE\n");
+    same_size_old_mtime("README", &resolved.replace("foo", "FOO"));
     std::fs::remove_file(t.path().join("OTHER")).unwrap();
     let refused = bport::run(t.path(), &["apply", "--continue"]);
     assert_eq!(refused.code, Some(2), "{}", refused.transcript());
-    for path in ["NOTES", "OTHER", "README"] {
-        assert!(refused.stderr.contains(path), "{path}: {}", refused.stderr);
+    assert!(refused.stderr.contains("README"), "{}", refused.stderr);
+    for path in ["NOTES", "OTHER"] {
+        assert!(!refused.stderr.contains(path), "{path}: {}", refused.stderr);
     }
     assert_eq!(
         git_ok(t.path(), &["rev-parse", "HEAD"]),
         git_ok(t.path(), &["rev-parse", "foo"])
     );
 
-    git_ok(t.path(), &["checkout", "--", "NOTES", "OTHER"]);
     std::fs::write(t.path().join("README"), &resolved).unwrap();
     let cont = bport::run(t.path(), &["apply", "--continue"]);
     assert_eq!(cont.code, Some(0), "{}", cont.transcript());
-    assert_eq!(git_ok(t.path(), &["status", "--porcelain"]), "");
+    assert_eq!(
+        git_ok(t.path(), &["status", "--porcelain"]),
+        " M NOTES\n D OTHER\n"
+    );
+    assert_eq!(t.read("NOTES"), "ONE\n");
 }
 
 /// The walk that finds dependencies is kept in `.git/bport/` for the run's later stops; a kept file that does not
