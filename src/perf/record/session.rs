@@ -482,10 +482,7 @@ type Places = (Vec<(i32, i32)>, Option<PausedChild>);
 
 /// The (pid, cpu) pairs to open events on, and the command forked first when the target runs one (its pid is the
 /// events' target).
-fn places(
-    target: &Target,
-    stdout_to_stderr: bool,
-) -> Result<Places, Error> {
+fn places(target: &Target, stdout_to_stderr: bool) -> Result<Places, Error> {
     let cpus = || {
         sys::online_cpus().map_err(|source| Error::System {
             what: "reading the online CPUs",
