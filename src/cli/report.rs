@@ -80,6 +80,7 @@ pub fn run(args: ReportArgs) -> CliResult {
     let sort = match args.sort {
         Some(s) => s,
         None if branch => report::BRANCH_SORT.to_vec(),
+        None if modes.tracepoints_only => vec![SortKey::Trace],
         None => vec![SortKey::Comm, SortKey::Dso, SortKey::Sym],
     };
     if let Some(k) = sort
@@ -88,7 +89,7 @@ pub fn run(args: ReportArgs) -> CliResult {
     {
         return Err(super::error::CliError::user(format!(
             "sort key `{}` needs {} (branch mode sorts by comm, dso_from, symbol_from, symbol_to, cycles; \
-             otherwise by comm, pid, dso, sym)",
+             otherwise by comm, pid, dso, sym, trace)",
             k.name(),
             if branch {
                 "the sample mode; this file's report is in branch mode (--no-branch-stack leaves it)"

@@ -196,3 +196,63 @@ fn system_wide_report_of_real_programs_equals_perf_report() {
         assert_reports_equal(d, "sw.data", args);
     }
 }
+
+/// A file whose every event is a tracepoint: perf 6.1 sorts it by `Trace output` (sort.c
+/// `get_default_sort_order`), ties by the line's bytes, and a table of a single sample keeps the header's
+/// width, cutting the line. Recorded here (a shell that forks and sleeps: wakeups of several tasks, one exec) and
+/// read by both tools, with the default keys and with `trace` among others.
+#[test]
+fn tracepoint_only_files_sort_by_trace_output_as_perf_does() {
+    if !oracle::has_perf() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    oracle::perf_ok(
+        d,
+        &[
+            "record",
+            "-q",
+            "-e",
+            "sched:sched_wakeup",
+            "-e",
+            "sched:sched_process_exec",
+            "-o",
+            "tp.data",
+            "--",
+            "sh",
+            "-c",
+            "for i in 1 2 3 4 5 6; do sleep 0.01; done",
+        ],
+    );
+    // One exec, one sample: the single-sample table.
+    oracle::perf_ok(
+        d,
+        &[
+            "record",
+            "-q",
+            "-e",
+            "sched:sched_process_exec",
+            "-o",
+            "one.data",
+            "--",
+            "true",
+        ],
+    );
+    let report = oracle::perf_ok(d, &["report", "--stdio", "-i", "tp.data"]);
+    assert!(
+        report.contains("# Overhead  Trace output") && report.contains("comm="),
+        "perf did not sort the tracepoint file by its trace lines:\n{report}"
+    );
+    for data in ["tp.data", "one.data"] {
+        for args in [&[][..], &["-s", "comm,trace"], &["-s", "trace,comm"]] {
+            assert_reports_equal(d, data, args);
+        }
+    }
+    let one = oracle::perf_ok(d, &["report", "--stdio", "-i", "one.data"]);
+    assert!(
+        one.lines()
+            .any(|l| l.ends_with("%  filename=/us") || l.ends_with("%  filename=/bi")),
+        "the single-sample table is not cut to the header's width:\n{one}"
+    );
+}

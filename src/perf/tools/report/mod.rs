@@ -68,6 +68,9 @@ pub enum SortKey {
     SymTo,
     /// Branch mode: the cycles of the basic block the branch ends (`cycles`; `-` when not sampled).
     Cycles,
+    /// A tracepoint sample's trace line (`trace`: its print fmt rendered, as `perf script` prints it); perf's
+    /// default key when every event of the file is a tracepoint.
+    Trace,
 }
 
 /// perf's sort keys in branch mode (sort.c `default_branch_sort_order`).
@@ -91,6 +94,7 @@ impl SortKey {
             SortKey::SymFrom => "Source Symbol",
             SortKey::SymTo => "Target Symbol",
             SortKey::Cycles => "Basic Block Cycles",
+            SortKey::Trace => "Trace output",
         }
     }
 
@@ -105,6 +109,7 @@ impl SortKey {
             SortKey::SymFrom => "symbol_from",
             SortKey::SymTo => "symbol_to",
             SortKey::Cycles => "cycles",
+            SortKey::Trace => "trace",
         }
     }
 
@@ -129,9 +134,10 @@ impl std::str::FromStr for SortKey {
             "symbol_from" => Ok(SortKey::SymFrom),
             "symbol_to" => Ok(SortKey::SymTo),
             "cycles" => Ok(SortKey::Cycles),
+            "trace" => Ok(SortKey::Trace),
             other => Err(format!(
-                "unknown sort key `{other}` (comm, pid, dso, sym; in branch mode comm, dso_from, symbol_from, \
-                 symbol_to, cycles)"
+                "unknown sort key `{other}` (comm, pid, dso, sym, trace; in branch mode comm, dso_from, \
+                 symbol_from, symbol_to, cycles)"
             )),
         }
     }
@@ -226,6 +232,7 @@ struct EntryKey {
     pid: Option<i32>,
     dso: Option<Rc<str>>,
     sym: Option<SymKey>,
+    trace: Option<Rc<str>>,
 }
 
 /// A symbol as `sort__sym_cmp` tells symbols apart: by name and start (an inline node by its name and mark),
@@ -285,6 +292,7 @@ fn entry_key(
         pid: None,
         dso: None,
         sym: None,
+        trace: None,
     };
     for k in sort {
         match k {
@@ -309,6 +317,7 @@ fn entry_key(
                     None => SymKey::Addr(frame.addr),
                 })
             }
+            SortKey::Trace => key.trace = info.trace.as_deref().map(Rc::from),
             _ => {}
         }
     }
@@ -333,6 +342,7 @@ fn entry_texts(sort: &[SortKey], key: &EntryKey, info: &SampleInfo, kernel: bool
                     Some(SymKey::Addr(a)) => format!("[{level}] {a:#018x}"),
                 }
             }
+            SortKey::Trace => key.trace.as_deref().unwrap_or_default().to_owned(),
             _ => String::new(),
         })
         .collect()
@@ -762,6 +772,8 @@ pub struct FileModes {
     pub branch_data: bool,
     /// Branch mode is perf's default: the file has HEADER_BRANCH_STACK and no event samples user stacks.
     pub branch_default: bool,
+    /// Every event is a tracepoint: perf sorts by `trace` by default (sort.c `get_default_sort_order`).
+    pub tracepoints_only: bool,
 }
 
 impl FileModes {
@@ -782,6 +794,11 @@ impl FileModes {
             branch_data: sample_types & PERF_SAMPLE_BRANCH_STACK != 0,
             branch_default: file.feature_ids().contains(&HEADER_BRANCH_STACK)
                 && sample_types & PERF_SAMPLE_STACK_USER == 0,
+            tracepoints_only: !file.attrs().is_empty()
+                && file
+                    .attrs()
+                    .iter()
+                    .all(|a| a.attr.type_ == crate::perf::abi::PERF_TYPE_TRACEPOINT),
         }
     }
 }

@@ -71,6 +71,11 @@ pub(super) fn hist_cmp(sort: &[SortKey], existing: &EntryKey, new: &EntryKey) ->
                 (None, Some(_)) => Ordering::Less,
                 (Some(_), None) => Ordering::Greater,
             },
+            // sort.c `sort__trace_cmp`: `strcmp(right, left)`; events that are not tracepoints compare equal.
+            SortKey::Trace => match (&existing.trace, &new.trace) {
+                (Some(e), Some(n)) => n.as_bytes().cmp(e.as_bytes()),
+                _ => Ordering::Equal,
+            },
             _ => Ordering::Equal,
         };
         if o.is_ne() {
@@ -168,6 +173,7 @@ mod tests {
             pid: None,
             dso: Some(Rc::from("[unknown]")),
             sym: Some(SymKey::Addr(a)),
+            trace: None,
         }
     }
 

@@ -79,6 +79,11 @@ pub fn write_report<W: Write>(
                             }
                             // Only entries whose source resolved count (hist.c `hists__calc_col_len`).
                             SortKey::DsoFrom => t.dso_width,
+                            // sort.c makes an entry's trace line when it first compares two entries;
+                            // hist.c sizes the column before that, so with a single sample the column
+                            // keeps its header's width and the line is cut to it.
+                            SortKey::Trace if t.samples == 1 => 0,
+                            SortKey::Trace => v.chars().count(),
                         }
                     })
                     .max()
@@ -163,6 +168,9 @@ pub fn write_report<W: Write>(
                         write!(out, "  {pid}{comm:<c$.c$}")?;
                     }
                     SortKey::Dso => write!(out, "  {v:<w$}")?,
+                    // sort.c `hist_entry__trace_snprintf`: `%-.*s`, padded only when a column follows.
+                    SortKey::Trace if last => write!(out, "  {v:.w$}")?,
+                    SortKey::Trace => write!(out, "  {v:<w$.w$}")?,
                 }
             }
             writeln!(out)?;
