@@ -9,6 +9,7 @@
 //!
 //! Entry points: [`apply`], [`resume`], [`status`], [`patchlist::list_range`].
 
+pub mod attributes;
 mod deps;
 pub mod execute;
 pub mod fixes;
@@ -106,6 +107,50 @@ pub enum Error {
         /// What failed.
         #[source]
         source: std::io::Error,
+    },
+    /// A path the run merges has an attribute whose effect bport does not reproduce; nothing was picked.
+    #[error("{path}: the attribute {attribute}={value} is not supported by bport apply (git would convert the file through it); nothing was picked")]
+    UnsupportedAttribute {
+        /// The path.
+        path: String,
+        /// The attribute (`filter`, `working-tree-encoding`, `ident`).
+        attribute: String,
+        /// Its value.
+        value: String,
+    },
+    /// A git setting whose effect on the merge bport does not reproduce; nothing was picked.
+    #[error("the git setting {key}={value} is not supported by bport apply; nothing was picked")]
+    UnsupportedConfig {
+        /// The key.
+        key: String,
+        /// Its value.
+        value: String,
+    },
+    /// A pick of the run changed a `.gitattributes` file that a later pick of the same run merges under.
+    #[error("{path}: an earlier pick of this run changed {attributes}, which git would use for this path's merge")]
+    AttributesChangedInRun {
+        /// The path being merged.
+        path: String,
+        /// The `.gitattributes` file.
+        attributes: String,
+    },
+    /// `merge=<name>` names a `merge.<name>` config section without a `driver` command line.
+    #[error("{path}: custom merge driver {name} lacks a command line (merge.{name}.driver)")]
+    MergeDriverWithoutCommand {
+        /// The path.
+        path: String,
+        /// The driver's name.
+        name: String,
+    },
+    /// A `merge.<name>.driver` command could not run or was killed.
+    #[error("{path}: merge driver {name}: {reason}")]
+    MergeDriverFailed {
+        /// The path.
+        path: String,
+        /// The driver's name.
+        name: String,
+        /// What happened.
+        reason: String,
     },
     /// A git operation failed or the repository is not in a state to start.
     #[error(transparent)]
@@ -382,7 +427,21 @@ pub fn apply(
     }
     state::save(repo.path(), &st)?;
     state::save_branch_commits(repo.path(), on_branch.oids())?;
-    finish(repo, st, progress, timings)
+    let result = finish(repo, st, progress, timings);
+    if let Err(
+        Error::UnsupportedAttribute { .. }
+        | Error::UnsupportedConfig { .. }
+        | Error::AttributesChangedInRun { .. }
+        | Error::MergeDriverWithoutCommand { .. },
+    ) = &result
+    {
+        // Refused while merging in memory: when the branch has not moved, nothing of the run was written, so
+        // there is nothing to continue or abort.
+        if repo.head().ok().and_then(|h| h.target()) == Some(head_oid) {
+            state::remove(repo.path())?;
+        }
+    }
+    result
 }
 
 /// `--continue`, `--skip` or `--abort`.

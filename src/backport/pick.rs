@@ -12,11 +12,12 @@
 //! [`PickCache`] until the run writes its pack (binary merges go through libgit2, into the repository's object
 //! database: a mempack during `apply`). Conflicts are returned as data for the one place that stops a run.
 
+use super::attributes::{Attributes, Driver, ExternalMerge, PathAttributes};
 use super::state::Favor;
 use super::Error;
 use crate::git::Context;
 use crate::git::{Candidate, RenameSettings};
-use git2::{Commit, FileMode, MergeFileInput, MergeFileOptions, Odb, Oid, Repository, Tree};
+use git2::{Commit, FileMode, Odb, Oid, Repository, Tree};
 use std::collections::HashMap;
 use std::path::Path;
 use std::rc::Rc;
@@ -158,6 +159,11 @@ pub struct PickCache {
     trees: crate::git::TreeStore,
     created: Vec<(Oid, Option<Oid>)>,
     renames: RenameSettings,
+    attributes: Attributes,
+    /// The tree the worktree's `.gitattributes` files come from (the branch at the run's start).
+    attributes_tree: Option<Oid>,
+    /// The tree the current pick merges onto.
+    tip: Option<Oid>,
 }
 
 /// Entries unused for this many picks are dropped, so the cache holds the files the series is editing now.
@@ -172,6 +178,19 @@ impl PickCache {
     /// How the run's picks detect renames (git's defaults until set).
     pub fn set_renames(&mut self, renames: RenameSettings) {
         self.renames = renames;
+    }
+
+    /// The config and attribute sources the run's merges follow, and the tree whose `.gitattributes` files the
+    /// worktree holds (libgit2 reads those).
+    pub fn set_attributes(&mut self, attributes: Attributes, worktree_tree: Oid) {
+        self.attributes = attributes;
+        self.attributes_tree = Some(worktree_tree);
+    }
+
+    /// Takes the attributes the worktree holds for the tree `tree` as they are (a dry run, which cannot move
+    /// the worktree to the tree a pick merges onto).
+    pub fn accept_attributes(&mut self, tree: Oid) {
+        self.attributes_tree = Some(tree);
     }
 
     /// Keeps a blob that only the index will name (a stage of a rename conflict), for the pack.
@@ -282,6 +301,7 @@ pub fn pick(
     cache: &mut PickCache,
 ) -> Result<Picked, Error> {
     cache.next_pick();
+    cache.tip = Some(tip);
     let odb = repo.odb().context_git(|| "opening the object database")?;
     let theirs_tree = commit
         .tree()
@@ -416,6 +436,21 @@ pub fn pick(
             PathOutcome::Conflict(mut c) => {
                 c.path = target;
                 conflicts.push(c);
+            }
+        }
+    }
+    // Attributes bport cannot reproduce are refused for every path the pick writes, merged or taken whole.
+    for (path, side) in &updates {
+        if side.is_some() {
+            path_attributes(repo, cache, path)?;
+        }
+    }
+    // The worktree gets a conflicted file as git's checkout writes it (end-of-line conversion).
+    for c in &mut conflicts {
+        if let Some(text) = &c.worktree {
+            let attrs = path_attributes(repo, cache, &c.path)?;
+            if let Some(converted) = cache.attributes.to_worktree(attrs.crlf, text) {
+                c.worktree = Some(converted);
             }
         }
     }
@@ -719,108 +754,83 @@ fn resolve_path(
             let theirs_blob = content(repo, cache, t.oid)?;
             let base_bytes: &[u8] = base_blob.as_ref().map_or(&[], |b| b.bytes());
             let (ours_bytes, theirs_bytes) = (ours_blob.bytes(), theirs_blob.bytes());
+            let attrs = path_attributes(repo, cache, path)?;
+            let marker_size = attrs.marker_size + markers.extra_size;
+            let conflict_kind = if base.is_some() {
+                ConflictKind::Content
+            } else {
+                ConflictKind::AddAdd
+            };
             let binary = [base_bytes, ours_bytes, theirs_bytes]
                 .iter()
                 .any(|b| crate::rerere::resolve::is_binary(b));
-            if !binary {
-                // git's own rendering (histogram diff, xdiff's refinement), so that conflict text and rerere ids
-                // are the ones `git cherry-pick` produces; libgit2 only renders with Myers.
-                let opts = crate::rerere::render::RenderOptions {
-                    style: match markers.style {
-                        ConflictStyle::Merge => crate::rerere::xdiff::merge::Style::Merge,
-                        ConflictStyle::Diff3 => crate::rerere::xdiff::merge::Style::Diff3,
-                        ConflictStyle::Zdiff3 => crate::rerere::xdiff::merge::Style::Zdiff3,
-                    },
-                    // Markers only show in conflicts; the attribute lookup waits for one (below).
-                    marker_size: crate::rerere::conflict_id::DEFAULT_MARKER_SIZE
-                        + markers.extra_size,
-                    ours_label: markers.ours.clone(),
-                    theirs_label: markers.theirs.clone(),
-                    base_label: markers.base.clone(),
-                    favor: match favor {
-                        Favor::None => None,
-                        Favor::Ours => Some(crate::rerere::xdiff::merge::Favor::Ours),
-                        Favor::Theirs => Some(crate::rerere::xdiff::merge::Favor::Theirs),
-                    },
-                };
-                let mut opts = opts;
-                let mut merged =
-                    crate::rerere::render::render(base_bytes, ours_bytes, theirs_bytes, &opts);
-                if merged.conflicts > 0 {
-                    let size = crate::rerere::render::marker_size(repo, path) + markers.extra_size;
-                    if size != opts.marker_size {
-                        opts.marker_size = size;
-                        merged = crate::rerere::render::render(
-                            base_bytes,
-                            ours_bytes,
-                            theirs_bytes,
-                            &opts,
-                        );
+            let union = match &attrs.driver {
+                Driver::External { name, command } => {
+                    let dir = cache
+                        .attributes
+                        .workdir()
+                        .ok_or_else(|| Error::BareRepository {
+                            path: repo.path().to_path_buf(),
+                        })?;
+                    let driver = ExternalMerge {
+                        command,
+                        name,
+                        path,
+                        marker_size,
+                        labels: [&markers.base, &markers.ours, &markers.theirs],
+                    };
+                    let (clean, result) =
+                        driver.run(dir, [base_bytes, ours_bytes, theirs_bytes])?;
+                    if clean {
+                        let (oid, _) = cache.written.insert(result);
+                        return Ok(PathOutcome::Set(Some(Side { oid, mode })));
                     }
+                    return Ok(conflict(conflict_kind, Some(result), mode));
                 }
-                if merged.conflicts == 0 {
-                    // The next commit that edits this file starts from their version and merges into ours.
-                    if let Content::Read(b) = &theirs_blob {
-                        cache.insert(t.oid, Rc::from(b.content()));
-                    }
-                    let (oid, _) = cache.written.insert(merged.content);
-                    return Ok(PathOutcome::Set(Some(Side { oid, mode })));
-                }
-                let kind = if base.is_some() {
-                    ConflictKind::Content
-                } else {
-                    ConflictKind::AddAdd
-                };
-                return Ok(conflict(kind, Some(merged.content), mode));
-            }
-            let input = |bytes: &[u8], mode| {
-                let mut i = MergeFileInput::new();
-                i.path(path).mode(Some(file_mode(mode)));
-                (i, bytes.to_vec())
+                // git's binary driver: no content merge; `-X ours/theirs` take that side, otherwise a conflict
+                // with the branch's version in the worktree.
+                Driver::Binary => None,
+                Driver::Text | Driver::Union if binary => None,
+                Driver::Text => Some(false),
+                Driver::Union => Some(true),
             };
-            let (mut bi, bb) = input(base_bytes, base.map_or(o.mode, |b| b.mode));
-            let (mut oi, ob) = input(ours_bytes, o.mode);
-            let (mut ti, tb) = input(theirs_bytes, t.mode);
-            bi.content(&bb);
-            oi.content(&ob);
-            ti.content(&tb);
-            let mut opts = MergeFileOptions::new();
-            opts.our_label(markers.ours.as_str())
-                .their_label(markers.theirs.as_str())
-                .ancestor_label(markers.base.as_str());
-            match markers.style {
-                ConflictStyle::Merge => {}
-                ConflictStyle::Diff3 => {
-                    opts.style_diff3(true);
+            let Some(union) = union else {
+                return Ok(match favor {
+                    Favor::Ours => PathOutcome::Set(Some(Side { oid: o.oid, mode })),
+                    Favor::Theirs => PathOutcome::Set(Some(Side { oid: t.oid, mode })),
+                    Favor::None => conflict(conflict_kind, Some(ours_bytes.to_vec()), mode),
+                });
+            };
+            // git's own rendering (histogram diff, xdiff's refinement), so that conflict text and rerere ids
+            // are the ones `git cherry-pick` produces; libgit2 only renders with Myers.
+            let opts = crate::rerere::render::RenderOptions {
+                style: match markers.style {
+                    ConflictStyle::Merge => crate::rerere::xdiff::merge::Style::Merge,
+                    ConflictStyle::Diff3 => crate::rerere::xdiff::merge::Style::Diff3,
+                    ConflictStyle::Zdiff3 => crate::rerere::xdiff::merge::Style::Zdiff3,
+                },
+                marker_size,
+                ours_label: markers.ours.clone(),
+                theirs_label: markers.theirs.clone(),
+                base_label: markers.base.clone(),
+                // The union driver overrides `-X ours/theirs`, as git's does.
+                favor: match (union, favor) {
+                    (true, _) => Some(crate::rerere::xdiff::merge::Favor::Union),
+                    (false, Favor::None) => None,
+                    (false, Favor::Ours) => Some(crate::rerere::xdiff::merge::Favor::Ours),
+                    (false, Favor::Theirs) => Some(crate::rerere::xdiff::merge::Favor::Theirs),
+                },
+            };
+            let merged = crate::rerere::render::render(base_bytes, ours_bytes, theirs_bytes, &opts);
+            if merged.conflicts == 0 {
+                // The next commit that edits this file starts from their version and merges into ours.
+                if let Content::Read(b) = &theirs_blob {
+                    cache.insert(t.oid, Rc::from(b.content()));
                 }
-                ConflictStyle::Zdiff3 => {
-                    opts.style_zdiff3(true);
-                }
+                let (oid, _) = cache.written.insert(merged.content);
+                return Ok(PathOutcome::Set(Some(Side { oid, mode })));
             }
-            match favor {
-                Favor::None => {}
-                Favor::Ours => {
-                    opts.favor(git2::FileFavor::Ours);
-                }
-                Favor::Theirs => {
-                    opts.favor(git2::FileFavor::Theirs);
-                }
-            }
-            let merged = git2::merge_file(&bi, &oi, &ti, Some(&mut opts))
-                .context_git(|| format!("merging {path}"))?;
-            if merged.is_automergeable() {
-                let oid = repo
-                    .blob(merged.content())
-                    .context_git(|| format!("writing the merged {path}"))?;
-                Ok(PathOutcome::Set(Some(Side { oid, mode })))
-            } else {
-                let kind = if base.is_some() {
-                    ConflictKind::Content
-                } else {
-                    ConflictKind::AddAdd
-                };
-                Ok(conflict(kind, Some(merged.content().to_vec()), mode))
-            }
+            Ok(conflict(conflict_kind, Some(merged.content), mode))
         }
         (None, None) => Ok(PathOutcome::Unchanged),
     }
@@ -857,5 +867,56 @@ pub fn file_mode(mode: u32) -> FileMode {
         0o160000 => FileMode::Commit,
         0o040000 => FileMode::Tree,
         _ => FileMode::Blob,
+    }
+}
+
+/// The attributes of `path` for the current pick: looked up only when an attributes file can apply to it (a
+/// `.gitattributes` on one of its directories in the branch's tree, or a file outside the trees); otherwise
+/// git's defaults under the config, with no lookup.
+fn path_attributes(
+    repo: &Repository,
+    cache: &mut PickCache,
+    path: &str,
+) -> Result<PathAttributes, Error> {
+    let mut any = cache.attributes.global();
+    if let (Some(tip), Some(start)) = (cache.tip, cache.attributes_tree) {
+        let odb = repo.odb().context_git(|| "opening the object database")?;
+        let mut dir = "";
+        loop {
+            let file = if dir.is_empty() {
+                ".gitattributes".to_owned()
+            } else {
+                format!("{dir}/.gitattributes")
+            };
+            let now = cache.trees.lookup(&odb, tip, &file)?;
+            let then = if tip == start {
+                now
+            } else {
+                cache.trees.lookup(&odb, start, &file)?
+            };
+            if now != then {
+                return Err(Error::AttributesChangedInRun {
+                    path: path.to_owned(),
+                    attributes: file,
+                });
+            }
+            any |= now.is_some();
+            match path[dir.len()..].trim_start_matches('/').split_once('/') {
+                Some((next, _)) => {
+                    let end = if dir.is_empty() {
+                        next.len()
+                    } else {
+                        dir.len() + 1 + next.len()
+                    };
+                    dir = &path[..end];
+                }
+                None => break,
+            }
+        }
+    }
+    if any {
+        cache.attributes.lookup(repo, path)
+    } else {
+        cache.attributes.defaults()
     }
 }

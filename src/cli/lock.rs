@@ -276,6 +276,9 @@ fn contention(args: ContentionArgs, ui: &Ui) -> CliResult {
         let sym = kallsyms.into_symbolizer();
         let rep = lock::file::from_file(&file, &sym, &ropts, &filters, args.stack_skip)
             .map_err(CliError::from)?;
+        if let Some(w) = &rep.warning {
+            eprint!("{w}");
+        }
         let mut out = std::io::stdout().lock();
         report::write(&rep, &ropts, &mut out)?;
         return Ok(());
@@ -459,6 +462,9 @@ fn fallback(
         };
         let rep = lock::file::from_file(&file, &sym, ropts, &filters, ropts.stack_skip)
             .map_err(CliError::from)?;
+        if let Some(w) = &rep.warning {
+            eprint!("{w}");
+        }
         report::write(&rep, ropts, &mut std::io::stdout().lock())?;
         Ok(())
     })();

@@ -1362,3 +1362,113 @@ fn terminating_signals_end_the_run_with_the_report_where_perf_handles_them() {
     assert!(!perf_finishes_on(dir.path(), "HUP"));
     drop(w);
 }
+
+/// `file` with one record (`rtype`, its body, a zeroed sample-id trailer as the first attribute's
+/// `sample_type` shapes it) placed first in the data section, the feature sections moved along. First, so its
+/// zero timestamp comes before every other event in perf's time-ordered reading.
+fn with_record_first(file: &[u8], rtype: u32, body: &[u8]) -> Vec<u8> {
+    let u64_at = |b: &[u8], at: usize| u64::from_le_bytes(b[at..at + 8].try_into().unwrap());
+    assert_eq!(&file[..8], b"PERFILE2", "a little-endian perf.data file");
+    let attrs = u64_at(file, 24) as usize;
+    let (data, data_size) = (u64_at(file, 40) as usize, u64_at(file, 48) as usize);
+    let features: u32 = file[72..104].iter().map(|b| b.count_ones()).sum();
+    let sample_type = u64_at(file, attrs + 24);
+    // sample_id_all's trailer: TID, TIME, ID, STREAM_ID, CPU, IDENTIFIER, 8 bytes each.
+    let trailer = [1u64 << 1, 1 << 2, 1 << 6, 1 << 9, 1 << 7, 1 << 16]
+        .iter()
+        .filter(|&&bit| sample_type & bit != 0)
+        .count()
+        * 8;
+    let size = 8 + body.len() + trailer;
+    let mut rec = Vec::with_capacity(size);
+    rec.extend_from_slice(&rtype.to_le_bytes());
+    rec.extend_from_slice(&0u16.to_le_bytes());
+    rec.extend_from_slice(&(size as u16).to_le_bytes());
+    rec.extend_from_slice(body);
+    rec.resize(size, 0);
+    let mut out = file.to_vec();
+    out[48..56].copy_from_slice(&((data_size + size) as u64).to_le_bytes());
+    let table = data + data_size;
+    for i in 0..features as usize {
+        let at = table + 16 * i;
+        let moved = u64_at(&out, at) + size as u64;
+        out[at..at + 8].copy_from_slice(&moved.to_le_bytes());
+    }
+    out.splice(data..data, rec);
+    out
+}
+
+#[test]
+fn a_file_that_lost_events_warns_as_perf_does() {
+    let _serial = serial();
+    if !ready() || !oracle::has_perf() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let exe = workload(dir.path());
+    let data = dir.path().join("perf.lock.data");
+    let out = oracle::perf(dir.path())
+        .args(["lock", "record", "-a", "-o"])
+        .arg(&data)
+        .arg("--")
+        .arg(&exe)
+        .args(["mmap", "2", "2"])
+        .output()
+        .unwrap();
+    oracle::assert_success(&out, "perf lock record");
+    let recorded = std::fs::read(&data).unwrap();
+    let samples_lost = |n: u64| n.to_le_bytes().to_vec();
+    let chunk_lost = |n: u64| [1u64.to_le_bytes(), n.to_le_bytes()].concat();
+    // PERF_RECORD_LOST (2): one chunk; PERF_RECORD_LOST_SAMPLES (13): far more than the file holds (above
+    // perf's 5%), then none; the recording as it is.
+    type Case<'a> = (&'a str, Option<(u32, Vec<u8>)>, Option<&'a str>);
+    let cases: [Case; 4] = [
+        ("chunk", Some((2, chunk_lost(7))), Some("lost 1 chunks!")),
+        (
+            "samples",
+            Some((13, samples_lost(1_000_000))),
+            Some("samples and lost 9"),
+        ),
+        ("none-lost", Some((13, samples_lost(0))), None),
+        ("as-recorded", None, None),
+    ];
+    for (name, record, says) in cases {
+        let file = dir.path().join(format!("{name}.data"));
+        let bytes = match &record {
+            Some((t, body)) => with_record_first(&recorded, *t, body),
+            None => recorded.clone(),
+        };
+        std::fs::write(&file, bytes).unwrap();
+        let theirs = perf_report(dir.path(), &file, &[]);
+        let ours = run(
+            dir.path(),
+            &[
+                "lock",
+                "contention",
+                "-i",
+                file.to_str().unwrap(),
+                "--stack-skip",
+                "3",
+            ],
+        );
+        assert_eq!(ours.code, Some(0), "{}", ours.transcript());
+        // perf writes warning and report to stderr; bport the warning to stderr, the report to stdout.
+        let warning: String = theirs.split("\n contended").next().unwrap().to_owned();
+        match says {
+            Some(s) => assert!(warning.contains(s), "{name}: perf said:\n{theirs}"),
+            None => assert!(!theirs.contains("Warning"), "{name}: perf said:\n{theirs}"),
+        }
+        let warning = if says.is_some() {
+            format!("{warning}\n")
+        } else {
+            String::new()
+        };
+        assert_eq!(ours.stderr, warning, "{name}\nperf:\n{theirs}");
+        assert_eq!(
+            sorted_lines(&format!("{}{}", ours.stderr, ours.stdout)),
+            sorted_lines(&theirs),
+            "{name}\nours:\n{}\ntheirs:\n{theirs}",
+            ours.transcript()
+        );
+    }
+}

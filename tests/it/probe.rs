@@ -209,6 +209,9 @@ fn definitions_equal_perf_probe_where_perf_is_right() {
         (&o0, "w2=probe.c:27 local".into()),
         (&o0, "work+4".into()),
         (&o0, "show%return".into()),
+        // Line 0, which -L numbers (the declaration), is the function's entry in perf.
+        (&o0, "work:0 a b".into()),
+        (&o2, "work:0 a b".into()),
     ];
     for (exe, spec) in cases {
         let ours = probe(dir.path(), &["-n", "-x", exe.to_str().unwrap(), &spec]);
@@ -559,7 +562,7 @@ fn bad_input_is_a_clear_error_and_leaves_nothing() {
         (
             vec!["-x", x, "nosuch"],
             format!(
-                "error: function `nosuch` is not in the debug information of {x}\nhint: list the functions with `bport probe -x BINARY -F`\n"
+                "error: function `nosuch` is not in the debug information of {x}\nhint: list the functions with `bport probe -x {x} -F`\n"
             ),
         ),
         (
@@ -703,6 +706,18 @@ fn kernel_arguments_from_btf() {
         bad.transcript(),
         "------- stderr -------\nerror: vfs_read:3: lines and source files in the kernel need its DWARF; give -k VMLINUX (from the -dbg/debuginfo package)\n[exit status: 2]\n"
     );
+    // A kernel function is never probed with -x: the hint points at the kernel's own symbols.
+    let bad = probe(dir.path(), &["-n", "no_such_kernel_function_xyz count"]);
+    assert_eq!(bad.code, Some(2), "{}", bad.transcript());
+    assert!(
+        bad.stderr.starts_with(
+            "error: function `no_such_kernel_function_xyz` is not in the debug information of /sys/kernel/btf/vmlinux\n\
+             hint: look the name up in the kernel's symbols: `grep -w no_such_kernel_function_xyz /proc/kallsyms`"
+        ),
+        "{}",
+        bad.transcript()
+    );
+    assert!(!bad.stderr.contains("-x "), "{}", bad.transcript());
 }
 
 /// `-k VMLINUX`: kernel DWARF gives kprobe places as FUNC+OFFSET and globals as @SYMBOL. No kernel image with
@@ -1304,4 +1319,88 @@ fn separate_debug_files_found_through_debuglink_and_the_build_id_cache() {
         from_link.stdout.replace("pdlink", "X"),
         "the same definition as from the debuglink's DWARF"
     );
+}
+
+/// `-F` lists what perf lists: the static symbol table's functions and objects, then the dynamic table's, so a
+/// copy-relocated `stdout` appears under its plain name (from .dynsym) as well as `stdout@GLIBC_2.2.5`, and an
+/// `-rdynamic` binary's exported functions twice.
+#[test]
+fn functions_list_both_symbol_tables_as_perf_does() {
+    let _l = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    if !ready() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("streams.c");
+    std::fs::write(
+        &src,
+        "#include <stdio.h>\nint gvar = 3;\nint work(int a) { fprintf(stderr, \"%d\\n\", a); return a + gvar; }\n\
+         int main(void) { printf(\"%d\\n\", work(1)); fflush(stdout); return 0; }\n",
+    )
+    .unwrap();
+    for (name, flags) in [
+        ("s0", &["-g", "-O0"][..]),
+        ("s2", &["-g", "-O2"]),
+        ("sdyn", &["-g", "-O2", "-rdynamic"]),
+    ] {
+        let exe = dir.path().join(name);
+        let out = Command::new("gcc")
+            .args(flags)
+            .arg("-o")
+            .arg(&exe)
+            .arg(&src)
+            .output()
+            .expect("spawn gcc");
+        oracle::assert_success(&out, "gcc");
+        let x = exe.to_str().unwrap();
+        let ours = probe(dir.path(), &["-x", x, "-F"]);
+        assert_eq!(ours.code, Some(0), "{}", ours.transcript());
+        let perfs = oracle::perf_ok(dir.path(), &["probe", "-x", x, "-F"]);
+        assert_eq!(ours.stdout, perfs, "{flags:?}");
+        let lines: Vec<&str> = ours.stdout.lines().collect();
+        for stream in ["stdout", "stderr"] {
+            assert!(
+                lines.contains(&stream),
+                "{flags:?}: {stream} in\n{}",
+                ours.stdout
+            );
+        }
+        let works = lines.iter().filter(|&&l| l == "work").count();
+        assert_eq!(works, if name == "sdyn" { 2 } else { 1 }, "{}", ours.stdout);
+    }
+}
+
+/// Every line `-L FUNC` numbers (perf's mark of a probeable line) is a line `FUNC:N` probes, 0 (the
+/// declaration, perf's entry) included.
+#[test]
+fn lines_that_list_marks_are_lines_that_probe_takes() {
+    let _l = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    if !ready() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    for (opt, name) in [("-O0", "pmarks0"), ("-O2", "pmarks2")] {
+        let exe = build(dir.path(), name, &["-g", opt]);
+        let x = exe.to_str().unwrap();
+        for func in ["work", "show", "main"] {
+            let listed = probe(dir.path(), &["-x", x, "-L", func]);
+            assert_eq!(listed.code, Some(0), "{}", listed.transcript());
+            let marked: Vec<&str> = listed
+                .stdout
+                .lines()
+                .filter_map(|l| l.split_whitespace().next())
+                .filter(|w| w.chars().all(|c| c.is_ascii_digit()))
+                .collect();
+            assert!(
+                marked.contains(&"0") && marked.len() > 2,
+                "{}",
+                listed.stdout
+            );
+            for n in marked {
+                let spec = format!("{func}:{n}");
+                let out = probe(dir.path(), &["-n", "-x", x, &spec]);
+                assert_eq!(out.code, Some(0), "{opt} {spec}: {}", out.transcript());
+            }
+        }
+    }
 }

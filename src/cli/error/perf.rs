@@ -159,6 +159,32 @@ impl From<probe::Error> for CliError {
     }
 }
 
+/// Where to look for a function's name: the binary's list, or for the kernel (its BTF, a vmlinux) the kernel's
+/// symbols, since a kernel function is never probed with `-x`.
+fn functions_hint(function: &str, path: &std::path::Path) -> String {
+    let kernel_btf = path.starts_with("/sys/kernel/btf");
+    let vmlinux = path
+        .file_name()
+        .is_some_and(|n| n.to_string_lossy().starts_with("vmlinux"));
+    if kernel_btf {
+        format!(
+            "look the name up in the kernel's symbols: `grep -w {function} /proc/kallsyms` (the compiler may have \
+             renamed a static function, e.g. {function}.isra.0, or inlined it everywhere); with a vmlinux, \
+             `bport probe -k VMLINUX -F` lists what can be probed"
+        )
+    } else if vmlinux {
+        format!(
+            "list the kernel's functions with `bport probe -k {} -F`",
+            path.display()
+        )
+    } else {
+        format!(
+            "list the functions with `bport probe -x {} -F`",
+            path.display()
+        )
+    }
+}
+
 fn probe_hints(e: &probe::Error) -> Vec<String> {
     use probe::Error as E;
     match e {
@@ -186,7 +212,9 @@ fn probe_hints(e: &probe::Error) -> Vec<String> {
             }
             h
         }
-        E::FunctionNotFound { .. } | E::SymbolNotFound { .. } => vec!["list the functions with `bport probe -x BINARY -F`".into()],
+        E::FunctionNotFound { function, path } | E::SymbolNotFound { function, path } => {
+            vec![functions_hint(function, path)]
+        }
         E::NoCode { .. } => vec!["show the lines that can be probed with `bport probe -x BINARY -L FUNC`".into()],
         E::VariableNotFound { .. } => vec!["show the variables there with `bport probe -x BINARY -V POINT`".into()],
         E::EventExists(_) => vec![

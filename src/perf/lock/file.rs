@@ -148,8 +148,10 @@ pub fn from_file(
     let mut seqs: HashMap<(u32, u64), State> = HashMap::new();
     let mut threads: HashSet<u32> = HashSet::new();
     let max_stack = options.max_stack.max(1);
+    let mut losses = Losses::default();
     for record in file.records() {
         let record = record.map_err(|e| Error::File(e.to_string()))?;
+        losses.count(&record);
         let s = match record {
             Record::Comm(c) => {
                 comms.insert(
@@ -317,12 +319,101 @@ pub fn from_file(
         // perf prints only entries that waited.
         .filter(|e| e.total > 0)
         .collect();
-    Ok(finish(entries, options))
+    let mut report = finish(entries, options);
+    report.warning = losses.warning();
+    Ok(report)
+}
+
+/// What a file says it lost, counted as perf's session does (util/session.c: every record read counts as an
+/// event, `PERF_RECORD_LOST` records as chunks, `PERF_RECORD_LOST_SAMPLES` by the samples they name).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Losses {
+    /// Records read, of every type.
+    pub events: u64,
+    /// `PERF_RECORD_LOST` records.
+    pub lost_chunks: u64,
+    /// `PERF_RECORD_SAMPLE` records.
+    pub samples: u64,
+    /// The samples `PERF_RECORD_LOST_SAMPLES` records say were dropped.
+    pub lost_samples: u64,
+}
+
+impl Losses {
+    fn count(&mut self, record: &Record<'_>) {
+        self.events += 1;
+        match record {
+            Record::Lost(_) => self.lost_chunks += 1,
+            Record::LostSamples(r) => {
+                self.lost_samples = self.lost_samples.saturating_add(r.fields[0])
+            }
+            Record::Sample(_) => self.samples += 1,
+            _ => {}
+        }
+    }
+
+    /// perf's warnings at the end of a session (`perf_session__warn_about_errors`), same text: any lost chunk;
+    /// dropped samples above 5% of the samples read and dropped.
+    pub fn warning(&self) -> Option<String> {
+        let mut out = String::new();
+        if self.lost_chunks != 0 {
+            // perf prints both counts as C ints.
+            out.push_str(&format!(
+                "Warning:\nProcessed {} events and lost {} chunks!\n\nCheck IO/CPU overload!\n\n",
+                self.events as u32 as i32, self.lost_chunks as u32 as i32
+            ));
+        }
+        let total = self.samples.saturating_add(self.lost_samples);
+        if self.lost_samples != 0 {
+            let rate = self.lost_samples as f64 / total as f64;
+            if rate > 0.05 {
+                out.push_str(&format!(
+                    "Warning:\nProcessed {total} samples and lost {:3.2}%!\n\n",
+                    rate * 100.0
+                ));
+            }
+        }
+        (!out.is_empty()).then_some(out)
+    }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::perf_callchain_id;
+    use super::{perf_callchain_id, Losses};
+
+    #[test]
+    fn losses_warn_in_perfs_words_and_thresholds() {
+        // perf 6.1 on a `perf lock record` file with one PERF_RECORD_LOST record added (348 records in all).
+        let chunks = Losses {
+            events: 348,
+            lost_chunks: 1,
+            samples: 24,
+            lost_samples: 0,
+        };
+        assert_eq!(
+            chunks.warning().as_deref(),
+            Some("Warning:\nProcessed 348 events and lost 1 chunks!\n\nCheck IO/CPU overload!\n\n")
+        );
+        // The same file with a PERF_RECORD_LOST_SAMPLES of 50 instead.
+        let samples = Losses {
+            events: 348,
+            lost_chunks: 0,
+            samples: 24,
+            lost_samples: 50,
+        };
+        assert_eq!(
+            samples.warning().as_deref(),
+            Some("Warning:\nProcessed 74 samples and lost 67.57%!\n\n")
+        );
+        // perf is silent at 5% and below.
+        let few = Losses {
+            events: 300,
+            lost_chunks: 0,
+            samples: 95,
+            lost_samples: 5,
+        };
+        assert_eq!(few.warning(), None);
+        assert_eq!(Losses::default().warning(), None);
+    }
 
     #[test]
     fn perfs_callchain_id_keeps_32_bits_of_each_frame_hash() {

@@ -134,6 +134,8 @@ pub struct Report {
     pub aggr: Aggr,
     /// The entries, sorted.
     pub entries: Vec<Contention>,
+    /// What the input lost, in perf's words (a file read with `-i`); printed before the report, on stderr.
+    pub warning: Option<String>,
 }
 
 /// The address of kernel symbol `name` in kallsyms text (first match; `None` when absent or hidden by
@@ -350,6 +352,7 @@ pub fn finish(mut entries: Vec<Contention>, options: &ReportOptions) -> Report {
     Report {
         aggr: options.aggr,
         entries,
+        warning: None,
     }
 }
 

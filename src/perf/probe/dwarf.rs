@@ -536,15 +536,19 @@ impl DebugInfo {
             .get_or_init(|| line_rows(&self.dwarf, &u.unit, u.comp_dir.as_deref()))
     }
 
-    /// Function and object symbols of the binary, in symbol-table order, one per entry (perf keeps functions,
-    /// objects and labels: visible NOTYPE symbols in text or data sections).
+    /// Function and object symbols of the binary, .symtab's then .dynsym's, in table order, one per entry (perf
+    /// keeps functions, objects and labels: visible NOTYPE symbols in text or data sections).
     pub(crate) fn symbols(&self) -> &[String] {
         self.symbols.get_or_init(|| {
             let Ok(file) = object::File::parse(&*self.elf) else {
                 return Vec::new();
             };
+            // perf reads the dynamic symbol table as well as the static one and lists both, duplicates
+            // included: a copy-relocated `stdout` is in .dynsym under its plain name, `stdout@GLIBC_2.2.5` in
+            // .symtab.
             let symbols: Vec<String> = file
                 .symbols()
+                .chain(file.dynamic_symbols())
                 .filter(|s| {
                     let object::SymbolSection::Section(index) = s.section() else {
                         return false;

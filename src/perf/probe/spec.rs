@@ -247,6 +247,11 @@ fn parse_point(spec: &str, arg: &str) -> Result<Point, Error> {
             _ => unreachable!("split at one of ;:+@%"),
         }
     }
+    // perf keeps the line as a number where 0 means none: FUNC:0 is FUNC's entry (the line `-L FUNC` numbers 0,
+    // the declaration, which has no code of its own).
+    if pp.function.is_some() && pp.line == Some(0) {
+        pp.line = None;
+    }
     if pp.lazy.is_some() && pp.line.is_some() {
         return Err(bad(spec, "a lazy pattern can't be used with a line number"));
     }
@@ -406,6 +411,12 @@ mod tests {
 
     #[test]
     fn points_as_perf_reads_them() {
+        // Line 0 of a function is no line, as in perf: its entry.
+        let s = parse("work:0 a").unwrap();
+        assert_eq!(
+            (s.point.function.as_deref(), s.point.line),
+            (Some("work"), None)
+        );
         let s = parse("work:4 a i acc").unwrap();
         assert_eq!(s.point.function.as_deref(), Some("work"));
         assert_eq!(s.point.line, Some(4));

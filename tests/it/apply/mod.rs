@@ -2,6 +2,7 @@
 //! The skip-rule series and the list of four with a conflict in the middle live
 //! here; the conflict scenarios shared with rerere/ in support/scenario.rs. The tests are grouped by concern.
 
+mod attributes;
 mod fast_path;
 mod git_config;
 mod git_equal;

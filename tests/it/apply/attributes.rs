@@ -1,0 +1,528 @@
+//! `.gitattributes` merge drivers and end-of-line conversion in a pick, with `git cherry-pick` (merge-ort) as the
+//! oracle: the same exit (clean or stopped), the same index (every stage), the same worktree bytes, the same
+//! commit where git commits. Attributes bport cannot reproduce are refused before anything is written.
+
+use super::*;
+use crate::support::oracle::git_ok;
+use crate::support::repo::TestRepo;
+
+/// Ten lines `tag line i`.
+fn lines(tag: &str) -> String {
+    (1..=10).map(|i| format!("{tag} line {i}\n")).collect()
+}
+
+/// A repository with `base` on master, branch `upstream` editing `path` to `theirs`, branch `vendor` editing it
+/// to `ours`; git config `config` (key, value pairs) set before either tool runs. Left on `vendor`.
+fn fork(
+    base: &[(&str, Option<&str>)],
+    path: &str,
+    ours: &str,
+    theirs: &str,
+    config: &[(&str, &str)],
+) -> TestRepo {
+    let t = TestRepo::new();
+    for (k, v) in config {
+        git_ok(t.path(), &["config", k, v]);
+    }
+    t.commit("base", base);
+    t.branch("upstream", "master");
+    t.branch("vendor", "master");
+    t.checkout("upstream");
+    t.commit("upstream edit", &[(path, Some(theirs))]);
+    t.checkout("vendor");
+    t.commit("vendor edit", &[(path, Some(ours))]);
+    t.checkout("vendor");
+    t
+}
+
+/// Picks `upstream` onto `vendor` with bport and, on a copy, with git, and asserts they end the same. Returns
+/// whether the pick stopped.
+fn same_as_git(t: &TestRepo, x: &[&str]) -> bool {
+    let g = t.copy();
+    let mut args = vec!["cherry-pick"];
+    args.extend(x);
+    args.push("upstream");
+    let git = oracle::git(g.path()).args(&args).output().unwrap();
+    let git_code = git.status.code();
+    assert!(
+        matches!(git_code, Some(0 | 1)),
+        "git cherry-pick: {}",
+        String::from_utf8_lossy(&git.stderr)
+    );
+    let (_d, list) = list_file(&t.list("upstream~1..upstream"));
+    let mut args = vec!["apply"];
+    args.extend(x);
+    args.push(list.to_str().unwrap());
+    let out = bport::run(t.path(), &args);
+    assert_eq!(
+        out.code,
+        git_code,
+        "git: {}\n{}",
+        String::from_utf8_lossy(&git.stderr),
+        out.transcript()
+    );
+    let (ours, theirs) = (t.snapshot(), g.snapshot());
+    assert_eq!(ours.index, theirs.index, "index stages");
+    assert_eq!(
+        ours.files.keys().collect::<Vec<_>>(),
+        theirs.files.keys().collect::<Vec<_>>(),
+        "worktree paths"
+    );
+    for (path, bytes) in &theirs.files {
+        assert_eq!(
+            format!("{:?}", String::from_utf8_lossy(&ours.files[path])),
+            format!("{:?}", String::from_utf8_lossy(bytes)),
+            "worktree file {path}"
+        );
+    }
+    assert_eq!(
+        git_ok(t.path(), &["status", "--porcelain"]),
+        git_ok(g.path(), &["status", "--porcelain"]),
+        "git status"
+    );
+    if git_code == Some(0) {
+        assert_eq!(ours.head.1, theirs.head.1, "the commit git makes");
+    }
+    git_code == Some(1)
+}
+
+/// Both sides change line 5: a conflict for the text driver.
+fn line5(tag: &str) -> String {
+    lines("a").replace("a line 5\n", &format!("{tag} line 5\n"))
+}
+
+#[test]
+fn union_merges_where_the_text_driver_conflicts() {
+    skip_unless!(has_git());
+    let base = lines("a");
+    let t = fork(
+        &[
+            ("f.txt", Some(&base)),
+            (".gitattributes", Some("*.txt merge=union\n")),
+        ],
+        "f.txt",
+        &line5("ours"),
+        &line5("theirs"),
+        &[],
+    );
+    assert!(!same_as_git(&t, &[]));
+    assert!(t.read("f.txt").contains("ours line 5\ntheirs line 5\n"));
+}
+
+#[test]
+fn union_also_overrides_favour_options() {
+    skip_unless!(has_git());
+    let t = fork(
+        &[
+            ("f.txt", Some(&lines("a"))),
+            (".gitattributes", Some("f.txt merge=union\n")),
+        ],
+        "f.txt",
+        &line5("ours"),
+        &line5("theirs"),
+        &[],
+    );
+    assert!(!same_as_git(&t, &["-X", "theirs"]));
+}
+
+/// Edits of different lines merge as text, but `merge=binary` and `-merge` refuse to merge content: a conflict
+/// with the branch's version in the worktree and stages 1/2/3, as git leaves it.
+#[test]
+fn binary_and_unset_merge_conflict_and_keep_ours() {
+    skip_unless!(has_git());
+    for attr in ["merge=binary", "-merge", "binary"] {
+        let base = lines("a");
+        let t = fork(
+            &[
+                ("f.txt", Some(&base)),
+                (".gitattributes", Some(&format!("f.txt {attr}\n"))),
+            ],
+            "f.txt",
+            &base.replace("a line 2\n", "ours line 2\n"),
+            &base.replace("a line 9\n", "theirs line 9\n"),
+            &[],
+        );
+        assert!(same_as_git(&t, &[]), "{attr}");
+        assert!(t.read("f.txt").contains("ours line 2"), "{attr}");
+        assert!(!t.read("f.txt").contains("theirs line 9"), "{attr}");
+    }
+}
+
+/// `-X theirs` takes the picked side of a binary merge cleanly.
+#[test]
+fn binary_merge_takes_a_side_with_favour_options() {
+    skip_unless!(has_git());
+    let base = lines("a");
+    let t = fork(
+        &[
+            ("f.txt", Some(&base)),
+            (".gitattributes", Some("f.txt -merge\n")),
+        ],
+        "f.txt",
+        &base.replace("a line 2\n", "ours line 2\n"),
+        &base.replace("a line 9\n", "theirs line 9\n"),
+        &[],
+    );
+    assert!(!same_as_git(&t, &["-X", "theirs"]));
+}
+
+/// A NUL in the first 8000 bytes makes a file binary even under `merge=text`: git does not text-merge it.
+#[test]
+fn merge_text_does_not_merge_binaries() {
+    skip_unless!(has_git());
+    let base = format!("{}\0tail\n", lines("a"));
+    let t = fork(
+        &[
+            ("f.bin", Some(&base)),
+            (".gitattributes", Some("*.bin merge=text\n")),
+        ],
+        "f.bin",
+        &base.replace("a line 2\n", "ours line 2\n"),
+        &base.replace("a line 9\n", "theirs line 9\n"),
+        &[],
+    );
+    assert!(same_as_git(&t, &[]));
+}
+
+/// A NUL after the first 8000 bytes is text to git: merged line by line.
+#[test]
+fn a_nul_past_8000_bytes_is_still_text() {
+    skip_unless!(has_git());
+    let base = format!("{}{}\0tail\n", lines("a"), "x".repeat(9000));
+    let t = fork(
+        &[("f.dat", Some(&base))],
+        "f.dat",
+        &base.replace("a line 2\n", "ours line 2\n"),
+        &base.replace("a line 9\n", "theirs line 9\n"),
+        &[],
+    );
+    assert!(!same_as_git(&t, &[]));
+}
+
+#[test]
+fn conflict_marker_size_sets_the_markers() {
+    skip_unless!(has_git());
+    let t = fork(
+        &[
+            ("doc/f.txt", Some(&lines("a"))),
+            (
+                "doc/.gitattributes",
+                Some("*.txt conflict-marker-size=12\n"),
+            ),
+        ],
+        "doc/f.txt",
+        &line5("ours"),
+        &line5("theirs"),
+        &[("merge.conflictStyle", "diff3")],
+    );
+    assert!(same_as_git(&t, &[]));
+    assert!(t.read("doc/f.txt").contains("<<<<<<<<<<<< HEAD\n"));
+}
+
+/// `merge.default` names the driver for paths without a `merge` attribute.
+#[test]
+fn merge_default_picks_the_driver() {
+    skip_unless!(has_git());
+    let t = fork(
+        &[
+            ("f.txt", Some(&lines("a"))),
+            (".gitattributes", Some("*.c text\n")),
+        ],
+        "f.txt",
+        &line5("ours"),
+        &line5("theirs"),
+        &[("merge.default", "union")],
+    );
+    assert!(!same_as_git(&t, &[]));
+}
+
+/// A `merge.<name>.driver` runs as git runs it: every placeholder expanded the same way (the result records
+/// them, temp-file names aside), exit 0 clean with the result read from %A.
+#[test]
+fn a_custom_driver_runs_as_git_runs_it() {
+    skip_unless!(has_git());
+    let driver = "cat %B > %A.new && mv %A.new %A && echo %P %L %S %X %Y %% %Q >> %A && \
+                  test -f %O && case %O in .merge_file_*) ;; *) exit 3;; esac";
+    let t = fork(
+        &[
+            ("src/f.txt", Some(&lines("a"))),
+            (
+                ".gitattributes",
+                Some("*.txt merge=mine conflict-marker-size=9\n"),
+            ),
+        ],
+        "src/f.txt",
+        &line5("ours"),
+        &line5("theirs"),
+        &[
+            ("merge.mine.driver", driver),
+            ("merge.mine.name", "test driver"),
+        ],
+    );
+    assert!(!same_as_git(&t, &[]));
+    let merged = t.read("src/f.txt");
+    assert!(merged.contains("theirs line 5"), "{merged}");
+    assert!(merged.contains("src/f.txt 9"), "{merged}");
+    assert!(
+        merged.contains("upstream edit") && merged.contains("% %Q"),
+        "{merged}"
+    );
+}
+
+/// A driver that exits 1 leaves a conflict: stages 1/2/3 and %A's content in the worktree.
+#[test]
+fn a_custom_driver_that_fails_stops() {
+    skip_unless!(has_git());
+    let t = fork(
+        &[
+            ("f.txt", Some(&lines("a"))),
+            (".gitattributes", Some("f.txt merge=mine\n")),
+        ],
+        "f.txt",
+        &lines("a").replace("a line 2\n", "ours line 2\n"),
+        &lines("a").replace("a line 9\n", "theirs line 9\n"),
+        &[("merge.mine.driver", "echo driver said no >> %A; exit 1")],
+    );
+    assert!(same_as_git(&t, &[]));
+    assert!(t.read("f.txt").ends_with("driver said no\n"));
+}
+
+/// A conflicted file is written as git's checkout writes it: LF → CRLF under `eol=crlf`; a clean path of the
+/// same pick goes through libgit2's checkout filter.
+#[test]
+fn eol_crlf_converts_the_conflicted_file() {
+    skip_unless!(has_git());
+    let t = TestRepo::new();
+    t.commit(
+        "base",
+        &[
+            ("f.txt", Some(&lines("a"))),
+            ("g.txt", Some(&lines("g"))),
+            (".gitattributes", Some("*.txt text eol=crlf\n")),
+        ],
+    );
+    t.branch("upstream", "master");
+    t.branch("vendor", "master");
+    t.checkout("upstream");
+    t.commit(
+        "upstream edit",
+        &[
+            ("f.txt", Some(&line5("theirs"))),
+            (
+                "g.txt",
+                Some(&lines("g").replace("g line 1\n", "g line one\n")),
+            ),
+        ],
+    );
+    t.checkout("vendor");
+    t.commit("vendor edit", &[("f.txt", Some(&line5("ours")))]);
+    t.checkout("vendor");
+    assert!(same_as_git(&t, &[]));
+    let f = std::fs::read(t.path().join("f.txt")).unwrap();
+    assert!(f.windows(2).any(|w| w == b"\r\n"));
+    let g = std::fs::read(t.path().join("g.txt")).unwrap();
+    assert!(g.starts_with(b"g line one\r\n"));
+}
+
+/// `core.autocrlf=true` without attributes: conflicted text files get CRLF, as git's checkout writes them.
+#[test]
+fn core_autocrlf_converts_the_conflicted_file() {
+    skip_unless!(has_git());
+    for (key, value, attrs) in [
+        ("core.autocrlf", "true", None),
+        ("core.eol", "crlf", Some("*.txt text\n")),
+        ("core.autocrlf", "true", Some("*.txt -text\n")),
+        ("core.autocrlf", "input", Some("*.txt text=auto\n")),
+    ] {
+        let mut base = vec![("f.txt", Some(lines("a")))];
+        if let Some(a) = attrs {
+            base.push((".gitattributes", Some(a.to_owned())));
+        }
+        let base: Vec<(&str, Option<&str>)> =
+            base.iter().map(|(p, c)| (*p, c.as_deref())).collect();
+        let t = fork(
+            &base,
+            "f.txt",
+            &line5("ours"),
+            &line5("theirs"),
+            &[(key, value)],
+        );
+        assert!(same_as_git(&t, &[]), "{key}={value} {attrs:?}");
+    }
+}
+
+/// Attributes that git would apply through a conversion bport does not reproduce: refused, naming the
+/// attribute, with the branch, index and worktree untouched.
+#[test]
+fn unsupported_conversions_are_refused_before_writing() {
+    skip_unless!(has_git());
+    for (attr, config) in [
+        ("filter=lfs", Some(("filter.lfs.smudge", "cat"))),
+        ("working-tree-encoding=UTF-16", None),
+        ("ident", None),
+    ] {
+        let t = fork(
+            &[
+                ("f.txt", Some(&lines("a"))),
+                (".gitattributes", Some(&format!("*.txt {attr}\n"))),
+            ],
+            "f.txt",
+            &line5("ours"),
+            &lines("a").replace("a line 9\n", "theirs line 9\n"),
+            &[],
+        );
+        if let Some((k, v)) = config {
+            git_ok(t.path(), &["config", k, v]);
+        }
+        let before = t.snapshot();
+        let (_d, list) = list_file(&t.list("upstream~1..upstream"));
+        let out = bport::run(t.path(), &["apply", list.to_str().unwrap()]);
+        assert_eq!(out.code, Some(2), "{attr}: {}", out.transcript());
+        let name = attr.split('=').next().unwrap();
+        assert!(
+            out.stderr.contains(&format!("attribute {name}")),
+            "{attr}: {}",
+            out.stderr
+        );
+        let after = t.snapshot();
+        assert_eq!(before.head, after.head, "{attr}");
+        assert_eq!(before.index, after.index, "{attr}");
+        assert_eq!(before.files, after.files, "{attr}");
+        assert!(
+            !t.path().join(".git/bport/state.json").exists(),
+            "{attr}: a refused run leaves nothing to continue or abort"
+        );
+    }
+}
+
+/// A filter git does not know (no `filter.<name>` config) is ignored by git, and so by bport.
+#[test]
+fn an_unconfigured_filter_is_ignored_as_git_ignores_it() {
+    skip_unless!(has_git());
+    let t = fork(
+        &[
+            ("f.txt", Some(&lines("a"))),
+            (".gitattributes", Some("*.txt filter=nothing\n")),
+        ],
+        "f.txt",
+        &line5("ours"),
+        &line5("theirs"),
+        &[],
+    );
+    assert!(same_as_git(&t, &[]));
+}
+
+/// An earlier pick of the run adds `merge=union`: git's next pick reads it from the worktree and merges cleanly;
+/// bport catches its worktree up with the picks so far and merges under the new attributes too.
+#[test]
+fn a_pick_that_changes_gitattributes_governs_the_next_pick() {
+    skip_unless!(has_git());
+    let t = TestRepo::new();
+    t.commit(
+        "base",
+        &[("f.txt", Some(&lines("a"))), ("g.txt", Some("g\n"))],
+    );
+    t.branch("upstream", "master");
+    t.branch("vendor", "master");
+    t.checkout("upstream");
+    t.commit(
+        "attributes",
+        &[(".gitattributes", Some("*.txt merge=union\n"))],
+    );
+    t.commit("upstream edit", &[("f.txt", Some(&line5("theirs")))]);
+    t.commit("upstream g", &[("g.txt", Some("g2\n"))]);
+    t.checkout("vendor");
+    t.commit("vendor edit", &[("f.txt", Some(&line5("ours")))]);
+    t.checkout("vendor");
+    let g = t.copy();
+    let git = oracle::git(g.path())
+        .args(["cherry-pick", "master..upstream"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        git.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&git.stderr)
+    );
+    let (_d, list) = list_file(&t.list("master..upstream"));
+    let out = bport::run(t.path(), &["apply", list.to_str().unwrap()]);
+    assert_eq!(out.code, Some(0), "{}", out.transcript());
+    let (ours, theirs) = (t.snapshot(), g.snapshot());
+    assert_eq!(ours.head.1, theirs.head.1, "the commits git makes");
+    assert_eq!(ours.index, theirs.index);
+    assert_eq!(ours.files, theirs.files);
+    assert!(t.read("f.txt").contains("ours line 5\ntheirs line 5\n"));
+    assert!(!t.path().join(".git/bport/state.json").exists());
+}
+
+/// Binary files without attributes: git's binary driver (a conflict keeping the branch's version; `-X theirs`
+/// takes the picked side cleanly; `-X ours` empties the pick, which bport skips where git stops to ask).
+#[test]
+fn binaries_without_attributes_merge_as_git_merges_them() {
+    skip_unless!(has_git());
+    for x in [&[][..], &["-X", "theirs"][..]] {
+        let base = format!("\0{}", lines("a"));
+        let t = fork(
+            &[("f.bin", Some(&base))],
+            "f.bin",
+            &base.replace("a line 2\n", "ours line 2\n"),
+            &base.replace("a line 9\n", "theirs line 9\n"),
+            &[],
+        );
+        assert_eq!(same_as_git(&t, x), x.is_empty(), "{x:?}");
+    }
+}
+
+/// A cleanly merged file under the same settings: written by libgit2's checkout filter, byte for byte as git's.
+#[test]
+fn clean_merges_are_written_with_git_line_endings() {
+    skip_unless!(has_git());
+    for (key, value, attrs) in [
+        ("core.autocrlf", "true", None),
+        ("core.eol", "crlf", Some("*.txt text\n")),
+        ("core.autocrlf", "false", Some("*.txt eol=crlf\n")),
+        ("core.autocrlf", "input", Some("*.txt text=auto\n")),
+    ] {
+        let mut base = vec![("f.txt", Some(lines("a")))];
+        if let Some(a) = attrs {
+            base.push((".gitattributes", Some(a.to_owned())));
+        }
+        let base: Vec<(&str, Option<&str>)> =
+            base.iter().map(|(p, c)| (*p, c.as_deref())).collect();
+        let t = fork(
+            &base,
+            "f.txt",
+            &lines("a").replace("a line 2\n", "ours line 2\n"),
+            &lines("a").replace("a line 9\n", "theirs line 9\n"),
+            &[(key, value)],
+        );
+        assert!(!same_as_git(&t, &[]), "{key}={value} {attrs:?}");
+    }
+}
+
+/// `merge.renormalize` makes git convert every version before merging: refused, naming the setting.
+#[test]
+fn merge_renormalize_is_refused() {
+    skip_unless!(has_git());
+    let t = fork(
+        &[("f.txt", Some(&lines("a")))],
+        "f.txt",
+        &line5("ours"),
+        &lines("a").replace("a line 9\n", "theirs line 9\n"),
+        &[("merge.renormalize", "true")],
+    );
+    let before = t.snapshot();
+    let (_d, list) = list_file(&t.list("upstream~1..upstream"));
+    let out = bport::run(t.path(), &["apply", list.to_str().unwrap()]);
+    assert_eq!(out.code, Some(2), "{}", out.transcript());
+    assert!(
+        out.stderr.contains("merge.renormalize=true"),
+        "{}",
+        out.stderr
+    );
+    let after = t.snapshot();
+    assert_eq!(before.head, after.head);
+    assert_eq!(before.files, after.files);
+    assert!(!t.path().join(".git/bport/state.json").exists());
+}
