@@ -91,3 +91,56 @@ fn archive_round_trip_symbolizes_a_deleted_binary() {
     let theirs = perf_ok(home.path(), &["script", "-i", d]);
     assert_eq!(theirs, after.stdout);
 }
+
+/// A binary linked with `--build-id=none` (as Go binaries often are) has no entry in the BUILD_ID table, yet
+/// its samples hit it: `perf buildid-list -H` lists it after the table's DSOs with a blank id; bport left it
+/// out.
+#[test]
+fn buildid_list_with_hits_lists_a_dso_without_build_id_as_perf() {
+    skip_unless!(oracle::has_perf() && oracle::require("gcc", "apt-get install gcc"));
+    let dir = tempfile::tempdir().unwrap();
+    let exe = dir.path().join("no_build_id");
+    let src = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/programs/inner_label.c"
+    );
+    crate::support::oracle::tool_ok(
+        "gcc",
+        &[
+            "-O1",
+            "-Wl,--build-id=none",
+            "-o",
+            exe.to_str().unwrap(),
+            src,
+        ],
+        &[],
+        "",
+    );
+    let data = dir.path().join("perf.data");
+    let d = data.to_str().unwrap();
+    perf_ok(
+        dir.path(),
+        &[
+            "record",
+            "-q",
+            "-o",
+            d,
+            "--",
+            exe.to_str().unwrap(),
+            "50000000",
+        ],
+    );
+    for args in [
+        vec!["buildid-list", "-i", d],
+        vec!["buildid-list", "-i", d, "-H"],
+    ] {
+        let ours = bport::run(dir.path(), &args);
+        assert_eq!(ours.code, Some(0), "{}", ours.transcript());
+        assert_eq!(ours.stdout, perf_ok(dir.path(), &args), "{args:?}");
+    }
+    let hits = bport::run(dir.path(), &["buildid-list", "-i", d, "-H"]).stdout;
+    assert!(
+        hits.contains(&format!("{:40} {}\n", "", exe.display())),
+        "the binary without build-id is not listed blank:\n{hits}"
+    );
+}

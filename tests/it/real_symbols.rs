@@ -984,3 +984,68 @@ fn cpp_demangling_equals_cxxfilt_on_the_cpp_functions_of_librustc_driver() {
         differ.join("\n")
     );
 }
+
+/// A label inside a function (a global NOTYPE symbol of size 0, as V8's `construct_stub_create_deopt_addr`
+/// inside `Builtins_JSConstructStubGeneric`): perf stretches it to the next symbol's start, so the code after
+/// it lies in two symbols, and perf names the first one its tree lookup meets on the way down — the function
+/// for some labels, the label for others in the same binary. bport named the nearest start (the label)
+/// everywhere; on this file perf names both kinds, and every line must be perf's.
+#[test]
+fn labels_inside_functions_are_named_as_perf_6_1_names_them() {
+    if !oracle::has_perf() || !oracle::require("gcc", "apt-get install gcc") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let exe = build_c(dir.path(), "inner_label", "inner_label", &[]);
+    let data = record(
+        dir.path(),
+        "inner_label",
+        &["-g", "-F", "2000"],
+        &exe,
+        "100000000",
+    );
+    let (perf, ours) = both_scripts(dir.path(), &data);
+    // The comparison below only proves something if perf named code past a label.
+    let named = |t: &str, label: bool| {
+        t.lines().any(|l| {
+            l.split_whitespace()
+                .nth(1)
+                .is_some_and(|s| s.starts_with("spin_") && s.contains("_label+") == label)
+        })
+    };
+    assert!(
+        named(&perf, true) || named(&perf, false),
+        "perf named no frame in spin_N:\n{perf}"
+    );
+    assert_same_lines(
+        &perf,
+        &ours,
+        "perf script of a binary with labels inside functions",
+    );
+    let flat = perf_ok(
+        dir.path(),
+        &[
+            "script",
+            "-F",
+            "ip,sym,symoff",
+            "-i",
+            data.to_str().unwrap(),
+        ],
+    );
+    let out = bport::run(
+        dir.path(),
+        &[
+            "script",
+            "-F",
+            "ip,sym,symoff",
+            "-i",
+            data.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    assert_same_lines(
+        &flat,
+        &out.stdout,
+        "perf script -F ip,sym,symoff, labels inside functions",
+    );
+}

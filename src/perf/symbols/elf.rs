@@ -525,6 +525,23 @@ impl ElfInfo {
                 }
             }
         }
+        // A label inside a function (node's `construct_stub_create_deopt_addr` inside
+        // `Builtins_JSConstructStubGeneric`, an asm `inner:` inside its C function) overlaps it once its zero
+        // size is stretched to the next start: there too perf answers with the first node on its way down,
+        // which is often the enclosing function, not the nearest start.
+        if stopped.is_none() {
+            let mut outer: Option<(u64, u64)> = None;
+            for s in &info.symbols {
+                match outer {
+                    Some((start, end)) if s.start < end => {
+                        let r = region.get_or_insert(start..end);
+                        *r = r.start.min(start)..r.end.max(end.max(s.end));
+                        outer = Some((start, end.max(s.end)));
+                    }
+                    _ => outer = Some((s.start, s.end)),
+                }
+            }
+        }
         if let Some(region) = region {
             let node = |order: &usize| {
                 inserted

@@ -60,7 +60,7 @@ pub fn buildid_list(
             .collect());
     }
     let mut seen = std::collections::HashSet::new();
-    Ok(file
+    let mut lines: Vec<BuildIdLine> = file
         .build_ids()
         .iter()
         .filter(|e| {
@@ -72,7 +72,30 @@ pub fn buildid_list(
             build_id: hex(&e.build_id),
             name: e.filename.clone(),
         })
-        .collect())
+        .collect();
+    if let Some(hits) = hits {
+        // perf makes the table's DSOs while it reads the header and the others at their first MMAP, then
+        // lists every DSO with a hit: one the table does not name (linked with `--build-id=none`, as Go
+        // binaries often are) follows the table's, with a blank id.
+        let tabled: std::collections::HashSet<&str> = file
+            .build_ids()
+            .iter()
+            .map(|e| e.filename.as_str())
+            .collect();
+        let extra: Vec<BuildIdLine> = dsos_met(file)
+            .into_iter()
+            .filter(|dso| hits.contains(dso.name.as_str()))
+            .filter(|dso| {
+                !tabled.contains(dso.name.as_str()) && !tabled.contains(dso.long_name.as_str())
+            })
+            .map(|dso| BuildIdLine {
+                build_id: dso.build_id.map_or_else(String::new, |b| hex(&b)),
+                name: dso.long_name,
+            })
+            .collect();
+        lines.extend(extra);
+    }
+    Ok(lines)
 }
 
 /// Every DSO the records map, in the order perf's session creates them (`dsos__findnew`): those of build-id
