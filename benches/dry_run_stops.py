@@ -26,36 +26,10 @@ import sys
 import tempfile
 
 from benchlib import git_env, git_runner
+from stops import clone, resolve_taking_theirs
 
 ENV = git_env(GIT_EDITOR="true")
 git = git_runner(ENV)
-
-
-def clone(src, dst, start):
-    subprocess.run(["git", "clone", "-q", "--shared", "--no-checkout", src, dst], env=ENV, check=True)
-    git(dst, "config", "user.name", "Bench Committer")
-    git(dst, "config", "user.email", "bench@example.com")
-    git(dst, "checkout", "-q", "-f", "-B", "port", start)
-    return dst
-
-
-def resolve_taking_theirs(repo):
-    """stops.py's policy: each unmerged path takes stage 3, or goes when the commit deleted it."""
-    stages = {}
-    for line in git(repo, "ls-files", "-u", "-z").split("\0"):
-        if not line:
-            continue
-        meta, path = line.split("\t", 1)
-        stages.setdefault(path, set()).add(meta.split()[2])
-    for path, have in sorted(stages.items()):
-        if "3" in have:
-            git(repo, "checkout", "--theirs", "--", path)
-            git(repo, "add", "--", path)
-        else:
-            git(repo, "rm", "-q", "--cached", "--", path)
-            full = os.path.join(repo, path)
-            if os.path.lexists(full):
-                os.remove(full)
 
 
 def run(argv, cwd):

@@ -35,57 +35,6 @@ fn fork(
     t
 }
 
-/// Picks `upstream` onto `vendor` with bport and, on a copy, with git, and asserts they end the same. Returns
-/// whether the pick stopped.
-fn same_as_git(t: &TestRepo, x: &[&str]) -> bool {
-    let g = t.copy();
-    let mut args = vec!["cherry-pick"];
-    args.extend(x);
-    args.push("upstream");
-    let git = oracle::git(g.path()).args(&args).output().unwrap();
-    let git_code = git.status.code();
-    assert!(
-        matches!(git_code, Some(0 | 1)),
-        "git cherry-pick: {}",
-        String::from_utf8_lossy(&git.stderr)
-    );
-    let (_d, list) = list_file(&t.list("upstream~1..upstream"));
-    let mut args = vec!["apply"];
-    args.extend(x);
-    args.push(list.to_str().unwrap());
-    let out = bport::run(t.path(), &args);
-    assert_eq!(
-        out.code,
-        git_code,
-        "git: {}\n{}",
-        String::from_utf8_lossy(&git.stderr),
-        out.transcript()
-    );
-    let (ours, theirs) = (t.snapshot(), g.snapshot());
-    assert_eq!(ours.index, theirs.index, "index stages");
-    assert_eq!(
-        ours.files.keys().collect::<Vec<_>>(),
-        theirs.files.keys().collect::<Vec<_>>(),
-        "worktree paths"
-    );
-    for (path, bytes) in &theirs.files {
-        assert_eq!(
-            format!("{:?}", String::from_utf8_lossy(&ours.files[path])),
-            format!("{:?}", String::from_utf8_lossy(bytes)),
-            "worktree file {path}"
-        );
-    }
-    assert_eq!(
-        git_ok(t.path(), &["status", "--porcelain"]),
-        git_ok(g.path(), &["status", "--porcelain"]),
-        "git status"
-    );
-    if git_code == Some(0) {
-        assert_eq!(ours.head.1, theirs.head.1, "the commit git makes");
-    }
-    git_code == Some(1)
-}
-
 /// Both sides change line 5: a conflict for the text driver.
 fn line5(tag: &str) -> String {
     lines("a").replace("a line 5\n", &format!("{tag} line 5\n"))
@@ -105,7 +54,7 @@ fn union_merges_where_the_text_driver_conflicts() {
         &line5("theirs"),
         &[],
     );
-    assert!(!same_as_git(&t, &[]));
+    assert!(!same_as_git(&t, &[], &[]));
     assert!(t.read("f.txt").contains("ours line 5\ntheirs line 5\n"));
 }
 
@@ -122,7 +71,7 @@ fn union_also_overrides_favour_options() {
         &line5("theirs"),
         &[],
     );
-    assert!(!same_as_git(&t, &["-X", "theirs"]));
+    assert!(!same_as_git(&t, &["-X", "theirs"], &["-X", "theirs"]));
 }
 
 /// Edits of different lines merge as text, but `merge=binary` and `-merge` refuse to merge content: a conflict
@@ -142,7 +91,7 @@ fn binary_and_unset_merge_conflict_and_keep_ours() {
             &base.replace("a line 9\n", "theirs line 9\n"),
             &[],
         );
-        assert!(same_as_git(&t, &[]), "{attr}");
+        assert!(same_as_git(&t, &[], &[]), "{attr}");
         assert!(t.read("f.txt").contains("ours line 2"), "{attr}");
         assert!(!t.read("f.txt").contains("theirs line 9"), "{attr}");
     }
@@ -163,7 +112,7 @@ fn binary_merge_takes_a_side_with_favour_options() {
         &base.replace("a line 9\n", "theirs line 9\n"),
         &[],
     );
-    assert!(!same_as_git(&t, &["-X", "theirs"]));
+    assert!(!same_as_git(&t, &["-X", "theirs"], &["-X", "theirs"]));
 }
 
 /// A NUL in the first 8000 bytes makes a file binary even under `merge=text`: git does not text-merge it.
@@ -181,7 +130,7 @@ fn merge_text_does_not_merge_binaries() {
         &base.replace("a line 9\n", "theirs line 9\n"),
         &[],
     );
-    assert!(same_as_git(&t, &[]));
+    assert!(same_as_git(&t, &[], &[]));
 }
 
 /// A NUL after the first 8000 bytes is text to git: merged line by line.
@@ -196,7 +145,7 @@ fn a_nul_past_8000_bytes_is_still_text() {
         &base.replace("a line 9\n", "theirs line 9\n"),
         &[],
     );
-    assert!(!same_as_git(&t, &[]));
+    assert!(!same_as_git(&t, &[], &[]));
 }
 
 #[test]
@@ -215,7 +164,7 @@ fn conflict_marker_size_sets_the_markers() {
         &line5("theirs"),
         &[("merge.conflictStyle", "diff3")],
     );
-    assert!(same_as_git(&t, &[]));
+    assert!(same_as_git(&t, &[], &[]));
     assert!(t.read("doc/f.txt").contains("<<<<<<<<<<<< HEAD\n"));
 }
 
@@ -233,7 +182,7 @@ fn merge_default_picks_the_driver() {
         &line5("theirs"),
         &[("merge.default", "union")],
     );
-    assert!(!same_as_git(&t, &[]));
+    assert!(!same_as_git(&t, &[], &[]));
 }
 
 /// A `merge.<name>.driver` runs as git runs it: every placeholder expanded the same way (the result records
@@ -259,7 +208,7 @@ fn a_custom_driver_runs_as_git_runs_it() {
             ("merge.mine.name", "test driver"),
         ],
     );
-    assert!(!same_as_git(&t, &[]));
+    assert!(!same_as_git(&t, &[], &[]));
     let merged = t.read("src/f.txt");
     assert!(merged.contains("theirs line 5"), "{merged}");
     assert!(merged.contains("src/f.txt 9"), "{merged}");
@@ -283,7 +232,7 @@ fn a_custom_driver_that_fails_stops() {
         &lines("a").replace("a line 9\n", "theirs line 9\n"),
         &[("merge.mine.driver", "echo driver said no >> %A; exit 1")],
     );
-    assert!(same_as_git(&t, &[]));
+    assert!(same_as_git(&t, &[], &[]));
     assert!(t.read("f.txt").ends_with("driver said no\n"));
 }
 
@@ -317,7 +266,7 @@ fn eol_crlf_converts_the_conflicted_file() {
     t.checkout("vendor");
     t.commit("vendor edit", &[("f.txt", Some(&line5("ours")))]);
     t.checkout("vendor");
-    assert!(same_as_git(&t, &[]));
+    assert!(same_as_git(&t, &[], &[]));
     let f = std::fs::read(t.path().join("f.txt")).unwrap();
     assert!(f.windows(2).any(|w| w == b"\r\n"));
     let g = std::fs::read(t.path().join("g.txt")).unwrap();
@@ -347,7 +296,7 @@ fn core_autocrlf_converts_the_conflicted_file() {
             &line5("theirs"),
             &[(key, value)],
         );
-        assert!(same_as_git(&t, &[]), "{key}={value} {attrs:?}");
+        assert!(same_as_git(&t, &[], &[]), "{key}={value} {attrs:?}");
     }
 }
 
@@ -409,7 +358,7 @@ fn an_unconfigured_filter_is_ignored_as_git_ignores_it() {
         &line5("theirs"),
         &[],
     );
-    assert!(same_as_git(&t, &[]));
+    assert!(same_as_git(&t, &[], &[]));
 }
 
 /// An earlier pick of the run adds `merge=union`: git's next pick reads it from the worktree and merges cleanly;
@@ -470,7 +419,7 @@ fn binaries_without_attributes_merge_as_git_merges_them() {
             &base.replace("a line 9\n", "theirs line 9\n"),
             &[],
         );
-        assert_eq!(same_as_git(&t, x), x.is_empty(), "{x:?}");
+        assert_eq!(same_as_git(&t, x, x), x.is_empty(), "{x:?}");
     }
 }
 
@@ -497,7 +446,7 @@ fn clean_merges_are_written_with_git_line_endings() {
             &lines("a").replace("a line 9\n", "theirs line 9\n"),
             &[(key, value)],
         );
-        assert!(!same_as_git(&t, &[]), "{key}={value} {attrs:?}");
+        assert!(!same_as_git(&t, &[], &[]), "{key}={value} {attrs:?}");
     }
 }
 

@@ -4,77 +4,7 @@
 
 use super::renames::{fork, lines};
 use super::*;
-use crate::support::oracle::git_ok;
 use crate::support::repo::TestRepo;
-
-/// What a pick left, compared between the two tools.
-struct Ends {
-    bport: Option<i32>,
-    git: Option<i32>,
-    transcript: String,
-}
-
-/// Picks `upstream` onto `vendor` with bport and with git (on a copy, same config) and asserts the same index
-/// stages, worktree and `git status`; the exits are returned for the caller to compare.
-fn pick_both(t: &TestRepo) -> Ends {
-    t.checkout("vendor");
-    let g = t.copy();
-    let git = oracle::git(g.path())
-        .args(["cherry-pick", "upstream"])
-        .output()
-        .unwrap();
-    let git_code = git.status.code();
-    assert!(
-        matches!(git_code, Some(0 | 1)),
-        "git cherry-pick: {}",
-        String::from_utf8_lossy(&git.stderr)
-    );
-    let (_d, list) = list_file(&t.list("upstream~1..upstream"));
-    let out = bport::run(t.path(), &["apply", list.to_str().unwrap()]);
-    let transcript = format!(
-        "git: {}{}\nbport: {}",
-        String::from_utf8_lossy(&git.stdout),
-        String::from_utf8_lossy(&git.stderr),
-        out.transcript()
-    );
-    let (ours, theirs) = (t.snapshot(), g.snapshot());
-    assert_eq!(ours.index, theirs.index, "index stages\n{transcript}");
-    assert_eq!(
-        ours.files.keys().collect::<Vec<_>>(),
-        theirs.files.keys().collect::<Vec<_>>(),
-        "worktree paths\n{transcript}"
-    );
-    for (path, bytes) in &theirs.files {
-        assert_eq!(
-            String::from_utf8_lossy(&ours.files[path]),
-            String::from_utf8_lossy(bytes),
-            "worktree file {path}"
-        );
-    }
-    // A pick one tool commits and the other stops on shows as staged in one `git status` only.
-    if git_code == out.code {
-        assert_eq!(
-            git_ok(t.path(), &["status", "--porcelain"]),
-            git_ok(g.path(), &["status", "--porcelain"]),
-            "git status\n{transcript}"
-        );
-    }
-    if git_code == Some(0) && out.code == Some(0) {
-        assert_eq!(ours.head.1, theirs.head.1, "the commit git makes");
-    }
-    Ends {
-        bport: out.code,
-        git: git_code,
-        transcript,
-    }
-}
-
-/// Asserts the same exit as git's.
-fn same_as_git(t: &TestRepo) -> Ends {
-    let ends = pick_both(t);
-    assert_eq!(ends.bport, ends.git, "{}", ends.transcript);
-    ends
-}
 
 /// `old/` with four files on master; upstream adds `old/n.c`; the branch renames `old/` to `new/` (set up by
 /// `vendor`), with `merge.directoryRenames` set to `setting` when given.
@@ -129,7 +59,7 @@ fn a_file_added_into_a_directory_the_branch_renamed_follows_merge_directory_rena
     ] {
         let mut keep = Vec::new();
         let t = added_upstream(setting, &moved_to("new", &mut keep));
-        let ends = same_as_git(&t);
+        let ends = pick_both_same(&t);
         assert_eq!(
             ends.git == Some(1),
             stops,
@@ -153,7 +83,7 @@ fn nested_directory_renames_move_the_added_path() {
     skip_unless!(has_git());
     let mut keep = Vec::new();
     let t = added_upstream(Some("true"), &moved_to("lib/core", &mut keep));
-    same_as_git(&t);
+    pick_both_same(&t);
     assert_eq!(t.read("lib/core/n.c"), "new file\n");
 
     // A subdirectory renamed inside a directory that stays. The path added in a new subdirectory moves only
@@ -189,7 +119,7 @@ fn nested_directory_renames_move_the_added_path() {
             .unwrap()
             .set_str("merge.directoryRenames", "true")
             .unwrap();
-        same_as_git(&t);
+        pick_both_same(&t);
         assert_eq!(t.read(at), "new file\n");
         if direct {
             assert_eq!(t.read("drivers/bar/m.c"), "direct\n");
@@ -211,7 +141,7 @@ fn a_directory_that_still_exists_on_the_branch_is_not_renamed() {
             ("new/b.c", Some(&b)),
         ],
     );
-    let ends = same_as_git(&t);
+    let ends = pick_both_same(&t);
     assert_eq!(ends.git, Some(0));
     assert_eq!(t.read("old/n.c"), "new file\n");
 }
@@ -241,7 +171,7 @@ fn a_split_directory_is_not_renamed() {
             ("y/d.c", Some(&d)),
         ],
     );
-    let ends = pick_both(&t);
+    let ends = pick_both(&t, &[], &[]);
     assert_eq!(ends.git, Some(1), "{}", ends.transcript);
     assert_eq!(ends.bport, Some(0), "{}", ends.transcript);
     assert_eq!(t.read("old/n.c"), "new file\n");
@@ -259,7 +189,7 @@ fn a_split_directory_is_not_renamed() {
             ("y/d.c", Some(&d)),
         ],
     );
-    same_as_git(&t);
+    pick_both_same(&t);
     assert_eq!(t.read("x/n.c"), "new file\n");
 }
 
@@ -271,7 +201,7 @@ fn a_directory_rename_onto_an_existing_file_is_an_add_add_conflict() {
     for setting in [None, Some("true")] {
         let mut keep = vec![("new/n.c".to_owned(), Some("the branch's own\n".to_owned()))];
         let t = added_upstream(setting, &moved_to("new", &mut keep));
-        let ends = same_as_git(&t);
+        let ends = pick_both_same(&t);
         assert_eq!(ends.git, Some(1));
         assert!(t.read("new/n.c").contains("<<<<<<<"), "{setting:?}");
     }
@@ -318,9 +248,16 @@ fn two_added_paths_mapped_onto_one_stay_where_they_were_added() {
         .unwrap()
         .set_str("merge.directoryRenames", "true")
         .unwrap();
-    let ends = pick_both(&t);
+    let ends = pick_both(&t, &[], &[]);
     assert_eq!(ends.git, Some(1), "{}", ends.transcript);
     assert_eq!(ends.bport, Some(0), "{}", ends.transcript);
     assert_eq!(t.read("one/n.c"), "first\n");
     assert_eq!(t.read("two/n.c"), "second\n");
+}
+
+/// [`pick_both`] with no options, asserting the same exit as git's.
+fn pick_both_same(t: &TestRepo) -> Ends {
+    let ends = pick_both(t, &[], &[]);
+    assert_eq!(ends.bport, ends.git, "{}", ends.transcript);
+    ends
 }

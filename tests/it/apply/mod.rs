@@ -97,3 +97,77 @@ pub(crate) fn conflict_in_the_middle() -> (TestRepo, tempfile::TempDir, PathBuf)
     let (d, p) = list_file(&format!("# notes first, then the conflict\n{notes}{rest}"));
     (t, d, p)
 }
+
+/// What one pick left in each tool, compared by [`pick_both`].
+pub(crate) struct Ends {
+    pub(crate) bport: Option<i32>,
+    pub(crate) git: Option<i32>,
+    pub(crate) transcript: String,
+}
+
+/// Picks `upstream` onto `vendor` with bport (`bport_args`) and, on a copy with the same config, with git
+/// (`git_args`), and asserts the same index stages, worktree bytes, `git status` (when both exit alike) and, where
+/// both commit, the same commit; the exits are returned for the caller to compare.
+pub(crate) fn pick_both(t: &TestRepo, bport_args: &[&str], git_args: &[&str]) -> Ends {
+    t.checkout("vendor");
+    let g = t.copy();
+    let mut args = vec!["cherry-pick"];
+    args.extend(git_args);
+    args.push("upstream");
+    let git = oracle::git(g.path()).args(&args).output().unwrap();
+    let git_code = git.status.code();
+    assert!(
+        matches!(git_code, Some(0 | 1)),
+        "git cherry-pick: {}",
+        String::from_utf8_lossy(&git.stderr)
+    );
+    let (_d, list) = list_file(&t.list("upstream~1..upstream"));
+    let mut args = vec!["apply"];
+    args.extend(bport_args);
+    args.push(list.to_str().unwrap());
+    let out = bport::run(t.path(), &args);
+    let transcript = format!(
+        "git: {}{}\nbport: {}",
+        String::from_utf8_lossy(&git.stdout),
+        String::from_utf8_lossy(&git.stderr),
+        out.transcript()
+    );
+    let (ours, theirs) = (t.snapshot(), g.snapshot());
+    assert_eq!(ours.index, theirs.index, "index stages\n{transcript}");
+    assert_eq!(
+        ours.files.keys().collect::<Vec<_>>(),
+        theirs.files.keys().collect::<Vec<_>>(),
+        "worktree paths\n{transcript}"
+    );
+    for (path, bytes) in &theirs.files {
+        // Debug-quoted, so that line endings show.
+        assert_eq!(
+            format!("{:?}", String::from_utf8_lossy(&ours.files[path])),
+            format!("{:?}", String::from_utf8_lossy(bytes)),
+            "worktree file {path}"
+        );
+    }
+    // A pick one tool commits and the other stops on shows as staged in one `git status` only.
+    if git_code == out.code {
+        assert_eq!(
+            oracle::git_ok(t.path(), &["status", "--porcelain"]),
+            oracle::git_ok(g.path(), &["status", "--porcelain"]),
+            "git status\n{transcript}"
+        );
+    }
+    if git_code == Some(0) && out.code == Some(0) {
+        assert_eq!(ours.head.1, theirs.head.1, "the commit git makes");
+    }
+    Ends {
+        bport: out.code,
+        git: git_code,
+        transcript,
+    }
+}
+
+/// [`pick_both`], asserting the same exit as git's; returns whether the pick stopped.
+pub(crate) fn same_as_git(t: &TestRepo, bport_args: &[&str], git_args: &[&str]) -> bool {
+    let ends = pick_both(t, bport_args, git_args);
+    assert_eq!(ends.bport, ends.git, "{}", ends.transcript);
+    ends.git == Some(1)
+}

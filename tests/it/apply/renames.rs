@@ -35,60 +35,6 @@ pub(super) fn fork(base: &[(&str, Option<&str>)]) -> TestRepo {
     t
 }
 
-/// Picks `upstream~1..upstream` (one commit) onto `vendor` with bport (`bport_args` before the list) and with
-/// git (`git_args` after `cherry-pick`) on a copy, and asserts they end the same. Returns the bport repository
-/// and whether the pick stopped.
-fn same_as_git(t: &TestRepo, bport_args: &[&str], git_args: &[&str]) -> bool {
-    t.checkout("vendor");
-    let g = t.copy();
-    let mut args = vec!["cherry-pick"];
-    args.extend(git_args);
-    args.push("upstream");
-    let git = oracle::git(g.path()).args(&args).output().unwrap();
-    let git_code = git.status.code();
-    assert!(
-        matches!(git_code, Some(0 | 1)),
-        "git cherry-pick: {}",
-        String::from_utf8_lossy(&git.stderr)
-    );
-
-    let (_d, list) = list_file(&t.list("upstream~1..upstream"));
-    let mut args = vec!["apply"];
-    args.extend(bport_args);
-    args.push(list.to_str().unwrap());
-    let out = bport::run(t.path(), &args);
-    assert_eq!(
-        out.code,
-        git_code,
-        "git: {}\n{}",
-        String::from_utf8_lossy(&git.stdout),
-        out.transcript()
-    );
-    let (ours, theirs) = (t.snapshot(), g.snapshot());
-    assert_eq!(ours.index, theirs.index, "index stages");
-    assert_eq!(
-        ours.files.keys().collect::<Vec<_>>(),
-        theirs.files.keys().collect::<Vec<_>>(),
-        "worktree paths"
-    );
-    for (path, bytes) in &theirs.files {
-        assert_eq!(
-            String::from_utf8_lossy(&ours.files[path]),
-            String::from_utf8_lossy(bytes),
-            "worktree file {path}"
-        );
-    }
-    assert_eq!(
-        git_ok(t.path(), &["status", "--porcelain"]),
-        git_ok(g.path(), &["status", "--porcelain"]),
-        "git status"
-    );
-    if git_code == Some(0) {
-        assert_eq!(ours.head.1, theirs.head.1, "the commit git makes");
-    }
-    git_code == Some(1)
-}
-
 /// The branch renamed a.txt to b.txt; the patch edits a.txt: git applies the edit to b.txt.
 #[test]
 fn an_edit_follows_the_branch_rename() {
