@@ -342,3 +342,95 @@ fn system_wide_fp_recording_of_a_cpp_program_equals_perf_script() {
     );
     compare("system-wide -a -g", &a, &b);
 }
+
+/// A Go program (goroutines, reflection, the runtime's assembly): with DWARF callchains perf 6.1 names each
+/// frame as GNU addr2line 2.40 does, which names the innermost function of a Go unit from the symbol table
+/// (bfd's `non_mangled` leaves Go out), so an inlined callee prints as its caller (twice, once per inline level)
+/// and an assembly body as its `.abi0` symbol. Both recordings are read by both tools, line for line.
+const GO: &str = r#"
+package main
+
+import (
+	"fmt"
+	"reflect"
+	"sync"
+)
+
+type T struct {
+	A int
+	B string
+	C []float64
+}
+
+func work(n int) int {
+	s := 0
+	for i := 0; i < n; i++ {
+		t := reflect.TypeOf(T{})
+		for j := 0; j < t.NumField(); j++ {
+			s += len(t.Field(j).Name)
+		}
+	}
+	return s
+}
+
+func main() {
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	total := 0
+	for g := 0; g < 4; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := work(200000)
+			mu.Lock()
+			total += r
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	fmt.Println(total)
+}
+"#;
+
+#[test]
+fn go_program_equals_perf_script_fp_and_dwarf() {
+    let go = std::process::Command::new("go").arg("version").output();
+    if !oracle::has_perf()
+        || !crate::support::require::require(
+            go.is_ok_and(|o| o.status.success()),
+            "go not found",
+            "apt-get install golang-go",
+        )
+    {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("main.go"), GO).unwrap();
+    std::fs::write(d.join("go.mod"), "module gowork\n\ngo 1.19\n").unwrap();
+    run_ok(
+        std::process::Command::new("go")
+            .current_dir(d)
+            .env("HOME", d)
+            .env("GOCACHE", d.join("cache"))
+            .env("GOPATH", d.join("gopath"))
+            .env("GOFLAGS", "-buildvcs=false")
+            .env("GOTOOLCHAIN", "local")
+            .args(["build", "-o", "gowork", "."]),
+        "go build",
+    );
+    let exe = d.join("gowork");
+    let exe = exe.to_str().unwrap();
+    perf_record(d, "fp.data", &["-g"], &[exe]);
+    perf_record(
+        d,
+        "dwarf.data",
+        &["--call-graph", "dwarf", "-F", "499"],
+        &[exe],
+    );
+    for data in ["fp.data", "dwarf.data"] {
+        let (theirs, ours) = scripts(d, data);
+        assert!(theirs.contains("main.work"), "no Go frame in perf's {data}");
+        compare(&format!("Go program, {data}"), &theirs, &ours);
+    }
+}

@@ -73,7 +73,7 @@ impl InlineInfo {
             if names.is_empty() {
                 let linkage = match (function, &name) {
                     (Some(f), Some(n)) => {
-                        n.starts_with("_Z") || n.starts_with("_R") || !mangled_language(f.language)
+                        n.starts_with("_Z") || n.starts_with("_R") || non_mangled(f.language)
                     }
                     _ => true,
                 };
@@ -132,20 +132,29 @@ impl InlineInfo {
     }
 }
 
-/// Whether names of `language` are mangled, so that a `DW_AT_name` is not a linkage name (bfd's
-/// `mangle_style`: C++, D, Rust).
-fn mangled_language(language: Option<gimli::DwLang>) -> bool {
+/// Whether `language` does not mangle names, so that its `DW_AT_name` is a linkage name: bfd's `non_mangled`
+/// (C, Ada, COBOL, Fortran 77, Pascal, PL/I, UPC, MIPS assembler). Every other language, Go and a unit without
+/// `DW_AT_language` included, has its innermost function named from the symbol table: addr2line 2.40 names an
+/// address of `reflect.name.readVarint` inlined into `reflect.name.name` (a Go binary) `reflect.name.name`, and
+/// `runtime.usleep`'s body `runtime.usleep.abi0`, as perf 6.1 prints them.
+fn non_mangled(language: Option<gimli::DwLang>) -> bool {
     use gimli::constants as c;
     matches!(
         language,
         Some(
-            c::DW_LANG_C_plus_plus
-                | c::DW_LANG_C_plus_plus_03
-                | c::DW_LANG_C_plus_plus_11
-                | c::DW_LANG_C_plus_plus_14
-                | c::DW_LANG_ObjC_plus_plus
-                | c::DW_LANG_D
-                | c::DW_LANG_Rust
+            c::DW_LANG_C89
+                | c::DW_LANG_C
+                | c::DW_LANG_Ada83
+                | c::DW_LANG_Cobol74
+                | c::DW_LANG_Cobol85
+                | c::DW_LANG_Fortran77
+                | c::DW_LANG_Pascal83
+                | c::DW_LANG_C99
+                | c::DW_LANG_Ada95
+                | c::DW_LANG_PLI
+                | c::DW_LANG_UPC
+                | c::DW_LANG_C11
+                | c::DW_LANG_Mips_Assembler
         )
     )
 }
