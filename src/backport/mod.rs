@@ -421,13 +421,13 @@ pub fn apply(
         aborting: false,
     };
     if opts.dry_run {
-        execute::run(repo, &mut st, progress, true, &mut timings)?;
+        execute::run(repo, &mut st, progress, true, &mut timings, None)?;
         timings.log();
         return Ok(Outcome::DryRun(st));
     }
     state::save(repo.path(), &st)?;
     state::save_branch_commits(repo.path(), on_branch.oids())?;
-    let result = finish(repo, st, progress, timings);
+    let result = finish(repo, st, progress, timings, None);
     if let Err(
         Error::UnsupportedAttribute { .. }
         | Error::UnsupportedConfig { .. }
@@ -551,6 +551,8 @@ pub fn resume(
     if st.aborting {
         return Err(Error::AbortInterrupted);
     }
+    // The worktree's changed paths when `--continue` already looked (the run's own check would look again).
+    let mut changed = None;
     match (st.phase.clone(), how) {
         (state::Phase::Running, _) => {
             // Interrupted: roll forward to the last written tip, or back to it.
@@ -590,7 +592,7 @@ pub fn resume(
             }
         }
         (state::Phase::Stopped { .. }, Resume::Continue) => {
-            continue_stopped(repo, &mut st, head, progress)?;
+            changed = continue_stopped(repo, &mut st, head, progress)?;
             let i = st.position - 1;
             let total = st.plan.steps.len();
             if st.results[i] == Some(StepResult::Empty) {
@@ -613,7 +615,7 @@ pub fn resume(
     st.phase = state::Phase::Running;
     st.writing = None;
     state::save(repo.path(), &st)?;
-    finish(repo, st, progress, execute::Timings::default())
+    finish(repo, st, progress, execute::Timings::default(), changed)
 }
 
 /// Records the user's resolutions as postimages (git's rerere at commit time); only once nothing is conflicted,
@@ -628,13 +630,14 @@ fn record_resolutions(repo: &Repository, progress: &mut dyn Progress) -> Result<
     Ok(())
 }
 
-/// Commits the user's resolution of the stopped step.
+/// Commits the user's resolution of the stopped step. Returns the tracked paths the worktree changes against the
+/// index, when it looked at them: committing the index changes neither, so the run that follows reuses the list.
 fn continue_stopped(
     repo: &Repository,
     st: &mut State,
     head: Oid,
     progress: &mut dyn Progress,
-) -> Result<(), Error> {
+) -> Result<Option<Vec<String>>, Error> {
     let step = st.plan.steps[st.position].clone();
     let original = repo
         .find_commit(step.commit)
@@ -655,7 +658,7 @@ fn continue_stopped(
         st.tip = head;
         st.anchor = head;
         st.position += 1;
-        return Ok(());
+        return Ok(None);
     }
     let mut index = repo.index().context_git(|| "reading the index")?;
     if index.has_conflicts() {
@@ -679,8 +682,9 @@ fn continue_stopped(
     };
     // A worktree change on a path the pick left alone is the user's own, kept as git keeps it; one on a path the
     // pick or its resolution staged means the resolution is not all in the index.
-    let unstaged: Vec<String> = git::unstaged_changes(repo, &index)?
-        .into_iter()
+    let changed = git::unstaged_changes(repo, &index)?;
+    let unstaged: Vec<String> = changed
+        .iter()
         .filter(|p| {
             let path = std::path::Path::new(p);
             let staged = index.get_path(path, 0).map(|x| (x.id, x.mode));
@@ -690,6 +694,7 @@ fn continue_stopped(
                 .map(|x| (x.id(), x.filemode() as u32));
             staged != committed || stopped_paths.contains(p)
         })
+        .cloned()
         .collect();
     if !unstaged.is_empty() {
         return Err(Error::UnstagedChanges { paths: unstaged });
@@ -726,7 +731,7 @@ fn continue_stopped(
     };
     st.results[st.position] = Some(result);
     st.position += 1;
-    Ok(())
+    Ok(Some(changed))
 }
 
 /// Runs the remaining steps and turns the end into an outcome; removes the state when done.
@@ -735,9 +740,10 @@ fn finish(
     mut st: State,
     progress: &mut dyn Progress,
     mut timings: execute::Timings,
+    mut changed: Option<Vec<String>>,
 ) -> Result<Outcome, Error> {
     loop {
-        let end = execute::run(repo, &mut st, progress, false, &mut timings)?;
+        let end = execute::run(repo, &mut st, progress, false, &mut timings, changed.take())?;
         timings.log();
         match end {
             execute::RunEnd::Done => {
@@ -750,7 +756,7 @@ fn finish(
                 // Every conflict was resolved from recorded resolutions and staged: unlike git's sequencer, go on
                 // as the user would (docs/shared-resolutions.md).
                 let head = st.tip;
-                continue_stopped(repo, &mut st, head, progress)?;
+                changed = continue_stopped(repo, &mut st, head, progress)?;
                 progress.step(
                     st.position - 1,
                     st.plan.steps.len(),

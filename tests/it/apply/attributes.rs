@@ -35,6 +35,16 @@ fn fork(
     t
 }
 
+/// `f.txt` forked as [`fork`] forks it, with `key=value` in the config and, when given, a `.gitattributes`.
+fn eol_fork(key: &str, value: &str, attrs: Option<&str>, ours: &str, theirs: &str) -> TestRepo {
+    let text = lines("a");
+    let mut base = vec![("f.txt", Some(text.as_str()))];
+    if let Some(a) = attrs {
+        base.push((".gitattributes", Some(a)));
+    }
+    fork(&base, "f.txt", ours, theirs, &[(key, value)])
+}
+
 /// Both sides change line 5: a conflict for the text driver.
 fn line5(tag: &str) -> String {
     lines("a").replace("a line 5\n", &format!("{tag} line 5\n"))
@@ -283,19 +293,7 @@ fn core_autocrlf_converts_the_conflicted_file() {
         ("core.autocrlf", "true", Some("*.txt -text\n")),
         ("core.autocrlf", "input", Some("*.txt text=auto\n")),
     ] {
-        let mut base = vec![("f.txt", Some(lines("a")))];
-        if let Some(a) = attrs {
-            base.push((".gitattributes", Some(a.to_owned())));
-        }
-        let base: Vec<(&str, Option<&str>)> =
-            base.iter().map(|(p, c)| (*p, c.as_deref())).collect();
-        let t = fork(
-            &base,
-            "f.txt",
-            &line5("ours"),
-            &line5("theirs"),
-            &[(key, value)],
-        );
+        let t = eol_fork(key, value, attrs, &line5("ours"), &line5("theirs"));
         assert!(same_as_git(&t, &[], &[]), "{key}={value} {attrs:?}");
     }
 }
@@ -433,18 +431,12 @@ fn clean_merges_are_written_with_git_line_endings() {
         ("core.autocrlf", "false", Some("*.txt eol=crlf\n")),
         ("core.autocrlf", "input", Some("*.txt text=auto\n")),
     ] {
-        let mut base = vec![("f.txt", Some(lines("a")))];
-        if let Some(a) = attrs {
-            base.push((".gitattributes", Some(a.to_owned())));
-        }
-        let base: Vec<(&str, Option<&str>)> =
-            base.iter().map(|(p, c)| (*p, c.as_deref())).collect();
-        let t = fork(
-            &base,
-            "f.txt",
+        let t = eol_fork(
+            key,
+            value,
+            attrs,
             &lines("a").replace("a line 2\n", "ours line 2\n"),
             &lines("a").replace("a line 9\n", "theirs line 9\n"),
-            &[(key, value)],
         );
         assert!(!same_as_git(&t, &[], &[]), "{key}={value} {attrs:?}");
     }
