@@ -430,7 +430,9 @@ fn go_program_equals_perf_script_fp_and_dwarf() {
     );
     for data in ["fp.data", "dwarf.data"] {
         let (theirs, ours) = scripts(d, data);
-        assert!(theirs.contains("main.work"), "no Go frame in perf's {data}");
+        // Which functions the samples land in is the scheduler's business (under load the chains may not reach
+        // `main.work`); the program's own binary is in every user frame, and the comparison is the test.
+        assert!(theirs.contains("/gowork)"), "no frame of the Go binary in perf's {data}");
         compare(&format!("Go program, {data}"), &theirs, &ours);
     }
 }
