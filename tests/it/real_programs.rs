@@ -432,7 +432,10 @@ fn go_program_equals_perf_script_fp_and_dwarf() {
         let (theirs, ours) = scripts(d, data);
         // Which functions the samples land in is the scheduler's business (under load the chains may not reach
         // `main.work`); the program's own binary is in every user frame, and the comparison is the test.
-        assert!(theirs.contains("/gowork)"), "no frame of the Go binary in perf's {data}");
+        assert!(
+            theirs.contains("/gowork)"),
+            "no frame of the Go binary in perf's {data}"
+        );
         compare(&format!("Go program, {data}"), &theirs, &ours);
     }
 }
