@@ -51,6 +51,7 @@ pub(super) fn hist_cmp(sort: &[SortKey], existing: &EntryKey, new: &EntryKey) ->
                 (Some(SymKey::Addr(e)), Some(SymKey::Addr(n))) => {
                     (n.wrapping_sub(*e) as i64).cmp(&0)
                 }
+                _ if sym_dsos(existing, new).is_ne() => sym_dsos(existing, new),
                 (Some(SymKey::Addr(_)), _) => Ordering::Less,
                 (_, Some(SymKey::Addr(_))) => Ordering::Greater,
                 (Some(SymKey::Name(en, ei, es)), Some(SymKey::Name(nn, ni, ns))) => {
@@ -83,6 +84,18 @@ pub(super) fn hist_cmp(sort: &[SortKey], existing: &EntryKey, new: &EntryKey) ->
         }
     }
     Ordering::Equal
+}
+
+/// perf 6.1's `sort__sym_cmp` compares the DSOs (`sort__dso_cmp`: short names, a map-less entry last) before
+/// the symbols whenever one of them is resolved.
+fn sym_dsos(existing: &EntryKey, new: &EntryKey) -> Ordering {
+    match (&existing.sym_dso, &new.sym_dso) {
+        (Some(e), Some(n)) if Rc::ptr_eq(e, n) => Ordering::Equal,
+        (e, n) => {
+            let null = |d: &Option<Rc<str>>| d.as_deref().is_none_or(no_dso);
+            null(n).cmp(&null(e)).then_with(|| n.cmp(e))
+        }
+    }
 }
 
 /// Looks `key` up in a tree of entries as perf's `hists__findnew_entry` does, descending by [`hist_cmp`]. A
