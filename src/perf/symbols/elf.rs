@@ -835,15 +835,7 @@ fn select_candidates<'a>(
 ) -> Vec<Candidate<'a>> {
     // Among equal starts the insertion order decides the last tie, as perf's rb-tree insertion does.
     if !candidates.is_sorted_by_key(|c| (c.start, c.order)) {
-        // Sorting the small keys and moving each candidate once is cheaper than sorting the candidates.
-        let mut keys: Vec<(u64, usize, u32)> = (candidates.iter().enumerate())
-            .map(|(i, c)| (c.start, c.order, i as u32))
-            .collect();
-        keys.sort_unstable();
-        let mut slots: Vec<Option<Candidate>> = candidates.into_iter().map(Some).collect();
-        candidates = (keys.iter())
-            .map(|k| slots[k.2 as usize].take().expect("each key once"))
-            .collect();
+        sort_by_start(&mut candidates);
     }
     for i in 0..candidates.len() {
         let last_at_start = candidates
@@ -852,42 +844,9 @@ fn select_candidates<'a>(
         let c = &mut candidates[i];
         c.sized = c.end.is_some() || c.size > 0 || last_at_start;
     }
-    let shown = |name: &str| {
-        if demangle {
-            super::demangle::demangle(name)
-        } else {
-            name.to_owned()
-        }
-    };
-    let mut kept: Vec<Candidate> = Vec::with_capacity(candidates.len());
-    let mut rest = candidates.into_iter().peekable();
-    while let Some(mut best) = rest.next() {
-        // Names are demangled only when the cheaper rules leave the choice to them.
-        while let Some(mut c) = rest.next_if(|c| c.start == best.start) {
-            let keep = match decided_without_names(&best, &c) {
-                Some(decided) => decided,
-                // A `.dynsym` copy of the `.symtab` symbol kept, or g++'s constructor twins: the same text.
-                None if best.name == c.name || same_demangled_text(&best.name, &c.name) => true,
-                None => {
-                    if c.shown.is_none() {
-                        c.shown = Some(shown(&c.name));
-                    }
-                    if best.shown.is_none() {
-                        best.shown = Some(shown(&best.name));
-                    }
-                    let a_name = best.shown.as_deref().unwrap_or_default();
-                    a_is_better(&best, a_name, &c, c.shown.as_deref().unwrap_or_default())
-                }
-            };
-            if keep {
-                erased.push(c.order);
-            } else {
-                erased.push(best.order);
-                best = c;
-            }
-        }
-        kept.push(best);
-    }
+    let kept_len = choose_aliases(&mut candidates, demangle, erased);
+    candidates.truncate(kept_len);
+    let mut kept = candidates;
     for i in 0..kept.len() {
         if kept[i].end.is_some() {
             continue;
@@ -902,6 +861,78 @@ fn select_candidates<'a>(
             c.start.next_multiple_of(0x1000).saturating_add(0x1000)
         };
         kept[i].end = Some(end);
+    }
+    kept
+}
+
+/// Sorts `candidates` by (start, order). The small keys are sorted and the permutation applied in place, by
+/// cycles: sorting the candidates themselves moved each of them many times, and gathering them into new vectors
+/// touched two more copies of a large table (librustc_driver: 200,000 candidates), each a fresh allocation the
+/// kernel had to fault in and zero.
+fn sort_by_start(candidates: &mut [Candidate]) {
+    let mut keys: Vec<(u64, usize, u32)> = (candidates.iter().enumerate())
+        .map(|(i, c)| (c.start, c.order, i as u32))
+        .collect();
+    keys.sort_unstable();
+    // Position `i` takes the candidate now at `keys[i].2`.
+    let mut from: Vec<u32> = keys.into_iter().map(|k| k.2).collect();
+    for i in 0..candidates.len() {
+        let mut at = i;
+        while from[at] as usize != i {
+            let src = from[at] as usize;
+            candidates.swap(at, src);
+            from[at] = at as u32;
+            at = src;
+        }
+        from[at] = at as u32;
+    }
+}
+
+/// perf's `symbols__fixup_duplicate` over candidates sorted by (start, order): the best of each group of
+/// aliases is moved to the front, in order, and their count returned; the `order` of each alias dropped is
+/// pushed onto `erased`, in the order perf erases them. Names are demangled only when the cheaper rules leave
+/// the choice to them.
+fn choose_aliases(candidates: &mut [Candidate], demangle: bool, erased: &mut Vec<usize>) -> usize {
+    let shown = |name: &str| {
+        if demangle {
+            super::demangle::demangle(name)
+        } else {
+            name.to_owned()
+        }
+    };
+    let mut kept = 0;
+    let mut i = 0;
+    while i < candidates.len() {
+        let mut best = i;
+        let mut j = i + 1;
+        while j < candidates.len() && candidates[j].start == candidates[i].start {
+            let (b, c) = (&candidates[best], &candidates[j]);
+            let keep = match decided_without_names(b, c) {
+                Some(decided) => decided,
+                // A `.dynsym` copy of the `.symtab` symbol kept, or g++'s constructor twins: the same text.
+                None if b.name == c.name || same_demangled_text(&b.name, &c.name) => true,
+                None => {
+                    for k in [best, j] {
+                        if candidates[k].shown.is_none() {
+                            candidates[k].shown = Some(shown(&candidates[k].name));
+                        }
+                    }
+                    let (b, c) = (&candidates[best], &candidates[j]);
+                    let b_name = b.shown.as_deref().unwrap_or_default();
+                    a_is_better(b, b_name, c, c.shown.as_deref().unwrap_or_default())
+                }
+            };
+            if keep {
+                erased.push(candidates[j].order);
+            } else {
+                erased.push(candidates[best].order);
+                best = j;
+            }
+            j += 1;
+        }
+        candidates.swap(kept, best);
+        kept += 1;
+        i = j;
     }
     kept
 }
