@@ -101,7 +101,7 @@ pub fn run(args: ProbeArgs, ui: &Ui) -> CliResult {
         let spec = spec::parse(point).map_err(CliError::from)?;
         let sites = probe::available_vars(&di, &spec, args.externs).map_err(CliError::from)?;
         let mut out = std::io::stdout().lock();
-        writeln!(out, "Available variables at {point}")?;
+        writeln!(out, "Available variables at {}", probe::point_text(&spec))?;
         for (at, vars) in sites {
             writeln!(out, "\t@<{at}>")?;
             if vars.is_empty() {

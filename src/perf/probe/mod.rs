@@ -19,7 +19,8 @@ pub mod tracefs;
 use dwarf::{DebugInfo, Instance};
 use location::{Space, TraceArg, VarDie};
 pub use show::{
-    available_vars, describe, functions, line_range, write_line_range, AvailableVar, LineRange,
+    available_vars, describe, functions, line_range, point_text, write_line_range, AvailableVar,
+    LineRange,
 };
 use spec::{Arg, Spec};
 use std::path::{Path, PathBuf};
@@ -109,15 +110,19 @@ pub enum Error {
     },
     /// All the line's rows are another line's too.
     #[error(
-        "{place}: every address of line {line} also starts another line; try {suggestion} instead"
+        "{place}: every address of line {line} also starts another line; {}",
+        match suggestion {
+            Some(s) => format!("try {s} instead"),
+            None => "no place holds code of this line alone (see the lines that can be probed with -L)".into(),
+        }
     )]
     SharedLine {
         /// The place as given.
         place: String,
         /// The absolute line.
         line: u64,
-        /// A place that does map to its address.
-        suggestion: String,
+        /// A place, different from the one typed, that maps to its address and can be probed.
+        suggestion: Option<String>,
     },
     /// A variable not visible at the probe.
     #[error("variable `{var}` is not in scope at {place} ({address:#x})")]
@@ -289,6 +294,9 @@ pub(crate) struct Site {
     /// variables of that scope first (its `call_probe_finder(sp_die)`), not those of a copy inlined at the
     /// same address.
     pub entry_of: Option<usize>,
+    /// perf's scope DIE (`sc_die`) of the site: the function or inlined copy whose variables (and those of the
+    /// scopes inside it holding the address) the site sees, and whose name a `SRC:LINE` event takes.
+    pub scope: usize,
 }
 
 impl Site {
@@ -324,6 +332,17 @@ pub(crate) fn sites(
     spec: &Spec,
     user: bool,
 ) -> Result<(Vec<Site>, Option<String>), Error> {
+    sites_with(di, spec, user, true)
+}
+
+/// `sites`; `suggest` says whether a refused line looks for another place to suggest (not when checking that
+/// a suggestion itself works).
+fn sites_with(
+    di: &DebugInfo,
+    spec: &Spec,
+    user: bool,
+    suggest: bool,
+) -> Result<(Vec<Site>, Option<String>), Error> {
     let pp = &spec.point;
     let place = place_text(spec);
     let has_var_args = spec
@@ -347,11 +366,20 @@ pub(crate) fn sites(
             let file = di
                 .file_attr(inst.unit, inst.die, gimli::DW_AT_decl_file)
                 .unwrap_or_default();
-            return line_sites(di, &[inst.unit], &file, decl + rel, &place)
-                .map(|s| (s, Some(func.clone())));
+            return line_sites(
+                di,
+                &[inst.unit],
+                &file,
+                decl + rel,
+                &place,
+                Some(func),
+                suggest,
+            )
+            .map(|s| (s, Some(func.clone())));
         }
         if let Some(pattern) = &pp.lazy {
-            return lazy_sites(di, &instances, pattern, &place).map(|s| (s, Some(func.clone())));
+            return lazy_sites(di, &instances, pattern, &place, func)
+                .map(|s| (s, Some(func.clone())));
         }
         let mut out = Vec::new();
         for inst in &instances {
@@ -376,6 +404,17 @@ pub(crate) fn sites(
                 address = di.skip_prologue(inst.unit, inst.die, entry);
             }
             address += pp.offset.unwrap_or(0);
+            if pp.offset.is_some_and(|o| o > 0) && !di.contains(inst.unit, inst.die, address) {
+                // perf: "Specified offset is out of FUNC".
+                let size: u64 = di
+                    .ranges(inst.unit, inst.die)
+                    .iter()
+                    .map(|r| r.1 - r.0)
+                    .sum();
+                return Err(Error::Unsupported(format!(
+                    "{place}: the offset is out of `{func}` (its code is {size} bytes)"
+                )));
+            }
             let function = if inst.inlined {
                 di.real_function_at(inst.unit, address).unwrap_or(inst.die)
             } else {
@@ -386,6 +425,7 @@ pub(crate) fn sites(
                 function,
                 address,
                 entry_of: pp.offset.is_none().then_some(inst.die),
+                scope: inst.die,
             });
         }
         if out.is_empty() {
@@ -413,7 +453,10 @@ pub(crate) fn sites(
             di.path.display()
         )));
     }
-    Ok((line_sites(di, &units, &file, line, &place)?, None))
+    Ok((
+        line_sites(di, &units, &file, line, &place, None, suggest)?,
+        None,
+    ))
 }
 
 fn line_sites(
@@ -422,9 +465,11 @@ fn line_sites(
     file: &str,
     line: u64,
     place: &str,
+    function: Option<&str>,
+    suggest: bool,
 ) -> Result<Vec<Site>, Error> {
     let mut out: Vec<Site> = Vec::new();
-    let mut shared = None;
+    let mut shared = Vec::new();
     for &u in units {
         for row in di.rows(u) {
             if !row.is_stmt
@@ -440,30 +485,36 @@ fn line_sites(
             // perf's verify_representive_line: an address that maps back to another line is that line's.
             match di.line_at(u, row.address) {
                 Some((f, l)) if l == line && *f == *row.file => {}
-                other => {
-                    shared.get_or_insert((u, row.address, other));
+                _ => {
+                    if !shared.contains(&(u, row.address)) {
+                        shared.push((u, row.address));
+                    }
                     continue;
                 }
             }
-            let Some(function) = di.real_function_at(u, row.address) else {
+            let Some(real) = di.real_function_at(u, row.address) else {
                 continue;
             };
+            let scope = best_scope(di, u, real, row.address, function, &row.file, line);
             out.push(Site {
                 unit: u,
-                function,
+                function: real,
                 address: row.address,
                 entry_of: None,
+                scope,
             });
         }
     }
     if out.is_empty() {
-        if let Some((u, addr, _)) = shared {
+        if !shared.is_empty() {
             return Err(Error::SharedLine {
                 place: place.into(),
                 line,
-                suggestion: show::point_of(di, u, addr)
-                    .map(|p| p.split('@').next().unwrap_or_default().to_string())
-                    .unwrap_or_else(|| format!("{addr:#x}")),
+                suggestion: if suggest {
+                    suggestion(di, &shared, place)
+                } else {
+                    None
+                },
             });
         }
         return Err(Error::NoCode {
@@ -475,11 +526,94 @@ fn line_sites(
     Ok(out)
 }
 
+/// A place to suggest for a line whose addresses all belong to other lines: the first of those addresses'
+/// own points (`FUNC:LINE`, or `FUNC+OFFS`) that differs from what was typed and that bport then takes.
+fn suggestion(di: &DebugInfo, shared: &[(usize, u64)], place: &str) -> Option<String> {
+    let mut tried: Vec<String> = Vec::new();
+    for &(u, addr) in shared {
+        let mut candidates = Vec::new();
+        if let Some(p) = show::point_of(di, u, addr) {
+            candidates.push(p.split('@').next().unwrap_or_default().to_string());
+        }
+        // The same address by offset: always its own place.
+        if let Some(f) = di.real_function_at(u, addr) {
+            if let (Some(name), Some(entry)) = (di.name(u, f), di.entry_pc(u, f)) {
+                candidates.push(match addr - entry {
+                    0 => name,
+                    off => format!("{name}+{off}"),
+                });
+            }
+        }
+        for c in candidates {
+            if c == place || tried.contains(&c) {
+                continue;
+            }
+            tried.push(c.clone());
+            let Ok(spec) = spec::parse(&c) else { continue };
+            if sites_with(di, &spec, true, false).is_ok() {
+                return Some(c);
+            }
+        }
+    }
+    None
+}
+
+/// perf's find_best_scope: among the function and the inlined copies holding `addr` (outer first), the first
+/// named `function` when a function was given; else the one declared in `file` nearest above `line`; else the
+/// innermost.
+fn best_scope(
+    di: &DebugInfo,
+    unit: usize,
+    real: usize,
+    addr: u64,
+    function: Option<&str>,
+    file: &str,
+    line: u64,
+) -> usize {
+    let instances: Vec<usize> = di
+        .scopes_at(unit, real, addr)
+        .into_iter()
+        .filter(|&s| {
+            matches!(
+                di.dies(unit)[s].tag,
+                gimli::DW_TAG_subprogram | gimli::DW_TAG_inlined_subroutine
+            )
+        })
+        .collect();
+    let mut best = None;
+    let mut diff = u64::MAX;
+    for &s in &instances {
+        if di.file_attr(unit, s, gimli::DW_AT_decl_file).as_deref() != Some(file) {
+            continue;
+        }
+        match function {
+            Some(f) => {
+                // perf's die_match_name: the name, or the name with a suffix such as `.isra.0`.
+                if di.name(unit, s).is_some_and(|n| {
+                    n == f || n.strip_prefix(f).is_some_and(|r| r.starts_with('.'))
+                }) {
+                    return s;
+                }
+            }
+            None => {
+                if let Some(d) = di.decl_line(unit, s).filter(|&d| d < line) {
+                    if line - d < diff {
+                        diff = line - d;
+                        best = Some(s);
+                    }
+                }
+            }
+        }
+    }
+    best.or(instances.last().copied()).unwrap_or(real)
+}
+
 fn lazy_sites(
     di: &DebugInfo,
     instances: &[Instance],
     pattern: &str,
     place: &str,
+    function: &str,
 ) -> Result<Vec<Site>, Error> {
     let mut out: Vec<Site> = Vec::new();
     let pat: String = pattern.chars().filter(|c| !c.is_whitespace()).collect();
@@ -510,6 +644,15 @@ fn lazy_sites(
                     function: inst.die,
                     address: row.address,
                     entry_of: None,
+                    scope: best_scope(
+                        di,
+                        inst.unit,
+                        inst.die,
+                        row.address,
+                        Some(function),
+                        &file,
+                        row.line,
+                    ),
                 });
             }
         }
@@ -551,24 +694,19 @@ fn find_var(di: &DebugInfo, unit: usize, order: &[usize], name: &str) -> Option<
     declared
 }
 
-/// Variables and parameters visible at a site, in DIE order (perf's `copy_variables_cb` walk): from the
-/// innermost function or inlined copy, into nested scopes that contain the address.
+/// Variables and parameters visible at a site, in DIE order (perf's `copy_variables_cb` and
+/// `collect_variables_cb` walk): the children of the site's scope, and of every DIE inside it whose code holds
+/// the address (lexical blocks, inlined copies), depth first.
 pub(crate) fn visible_vars(di: &DebugInfo, site: Site, params_only: bool) -> Vec<VarDie> {
-    let chain = di.scopes_at(site.unit, site.function, site.address);
-    let start = site
-        .entry_of
-        .filter(|s| chain.contains(s))
-        .into_iter()
-        .chain(chain.iter().rev().copied())
-        .find(|&s| {
-            matches!(
-                di.dies(site.unit)[s].tag,
-                gimli::DW_TAG_subprogram | gimli::DW_TAG_inlined_subroutine
-            )
-        })
-        .unwrap_or(site.function);
     let mut out = Vec::new();
-    walk_vars(di, site.unit, start, &chain, params_only, &mut out);
+    walk_vars(
+        di,
+        site.unit,
+        site.scope,
+        site.address,
+        params_only,
+        &mut out,
+    );
     out
 }
 
@@ -576,7 +714,7 @@ fn walk_vars(
     di: &DebugInfo,
     unit: usize,
     scope: usize,
-    chain: &[usize],
+    address: u64,
     params_only: bool,
     out: &mut Vec<VarDie>,
 ) {
@@ -585,8 +723,8 @@ fn walk_vars(
         if tag == gimli::DW_TAG_formal_parameter || (tag == gimli::DW_TAG_variable && !params_only)
         {
             out.push(VarDie { unit, die: c });
-        } else if tag == gimli::DW_TAG_lexical_block && chain.contains(&c) {
-            walk_vars(di, unit, c, chain, params_only, out);
+        } else if di.contains(unit, c, address) {
+            walk_vars(di, unit, c, address, params_only, out);
         }
     }
 }
@@ -627,10 +765,17 @@ fn site_args(
                 } else {
                     "$params"
                 };
+                let mut seen: Vec<String> = Vec::new();
                 for var in visible_vars(di, site, matches!(arg, Arg::Params)) {
                     let Some(name) = di.name(var.unit, var.die) else {
                         continue;
                     };
+                    // An inlined copy's parameter can share a name with the caller's: one fetcharg per name (the
+                    // kernel refuses two of the same name).
+                    if seen.contains(&name) {
+                        continue;
+                    }
+                    seen.push(name.clone());
                     let va = spec::VarArg {
                         name: None,
                         var: name,
@@ -752,8 +897,10 @@ fn plan_dwarf(
                 }
                 _ => f.clone(),
             },
+            // perf names a SRC:LINE probe after its scope: an inlined function's own name inside its copies.
             (None, None) => di
-                .name(sites[0].unit, sites[0].function)
+                .name(sites[0].unit, sites[0].scope)
+                .or_else(|| di.name(sites[0].unit, sites[0].function))
                 .unwrap_or_else(|| "probe".into()),
         };
         // `foo.isra.0` → `foo`, as perf cuts a symbol's suffixes off event names.

@@ -92,14 +92,15 @@ pub fn available_vars(
             let Some(name) = di.name(var.unit, var.die) else {
                 continue;
             };
-            let fetchable = location::translate_location(
-                di,
-                var,
-                Some((site.unit, site.function)),
-                site.address,
-                Space::User,
-            )
-            .is_ok();
+            let fetchable = perf_lists(di, var, site.scope, site.address)
+                && location::translate_location(
+                    di,
+                    var,
+                    Some((site.unit, site.function)),
+                    site.address,
+                    Space::User,
+                )
+                .is_ok();
             if fetchable {
                 vars.push(AvailableVar {
                     type_name: location::type_name(
@@ -117,6 +118,68 @@ pub fn available_vars(
         out.push((format!("{fname}+{}", site.address - entry), vars));
     }
     Ok(out)
+}
+
+/// A probe point as perf prints it back (synthesize_perf_probe_point): `FUNC[+OFFS|:LINE|%return][@FILE]` or
+/// `@FILE:LINE`, a file longer than 30 bytes cut to its last 30 at a `/`; a lazy pattern is not printed.
+pub fn point_text(spec: &Spec) -> String {
+    let pp = &spec.point;
+    let mut s = String::new();
+    if let Some(f) = &pp.function {
+        s.push_str(f);
+        match (pp.offset, pp.line) {
+            (Some(o), _) if o > 0 => s.push_str(&format!("+{o}")),
+            (_, Some(l)) if l > 0 => s.push_str(&format!(":{l}")),
+            _ if pp.retprobe => s.push_str("%return"),
+            _ => {}
+        }
+    }
+    if let Some(file) = &pp.file {
+        let mut tail = file.as_str();
+        if file.len() > 30 {
+            let cut = file.len() - 30;
+            tail = match file
+                .get(cut..)
+                .and_then(|t| t.find('/').map(|p| &t[p + 1..]))
+            {
+                Some(t) => t,
+                None => file.get(cut..).unwrap_or(file),
+            };
+        }
+        s.push('@');
+        s.push_str(tail);
+        if pp.function.is_none() {
+            if let Some(l) = pp.line.filter(|&l| l > 0) {
+                s.push_str(&format!(":{l}"));
+            }
+        }
+    }
+    s
+}
+
+/// perf's rule for listing a variable under `-V` (convert_variable_location without a target): a constant, or
+/// a location at the address whose first operation names a register, a register plus offset, a global's
+/// address, or the frame base of a scope that has one. bport lists only those it can also fetch, so a computed
+/// value (a register then arithmetic, which perf lists and reads as memory) is left out.
+fn perf_lists(di: &DebugInfo, var: VarDie, scope: usize, addr: u64) -> bool {
+    use gimli::Operation;
+    let e = di.entry(var.unit, var.die);
+    if e.attr_value(gimli::DW_AT_const_value).is_some() {
+        return true;
+    }
+    let Ok(Some(expr)) = location::location_at(di, var, addr) else {
+        return false;
+    };
+    let first = expr.operations(di.unit(var.unit).encoding()).next();
+    match first {
+        Ok(Some(Operation::Register { .. } | Operation::RegisterOffset { .. })) => true,
+        Ok(Some(Operation::Address { .. })) => true,
+        Ok(Some(Operation::FrameOffset { .. })) => di
+            .entry(var.unit, scope)
+            .attr_value(gimli::DW_AT_frame_base)
+            .is_some(),
+        _ => false,
+    }
 }
 
 /// `-L`: the source lines of a function, and which of them can be probed (perf's line_range).
