@@ -20,7 +20,7 @@ use dwarf::{DebugInfo, Instance};
 use location::{Space, TraceArg, VarDie};
 pub use show::{
     available_vars, describe, functions, line_range, point_text, write_line_range, AvailableVar,
-    LineRange,
+    LineRange, Mark, DEFAULT_VAR_FILTER,
 };
 use spec::{Arg, Spec};
 use std::path::{Path, PathBuf};
@@ -143,6 +143,16 @@ pub enum Error {
         place: String,
         /// Why, with the DWARF location.
         reason: String,
+    },
+    /// More places than `--max-probes` allows.
+    #[error("{place}: {found} places found, more than the {limit} allowed (--max-probes)")]
+    TooManyPlaces {
+        /// The place as given.
+        place: String,
+        /// How many places it has.
+        found: usize,
+        /// The limit.
+        limit: usize,
     },
     /// Not supported (yet), said plainly.
     #[error("{0}")]
@@ -269,6 +279,37 @@ impl Plan {
     }
 }
 
+/// `--force`: every event of the plan whose `GROUP:EVENT` is taken gets perf's numbered name instead
+/// (get_new_event_name: `NAME_1`, `NAME_2`, ... with `__return` dropped, the first not taken), the probes of one
+/// event keeping one name.
+pub fn force_names(plan: &mut Plan, taken: &[String]) {
+    let mut used: Vec<String> = taken.to_vec();
+    let mut renamed: Vec<(String, String)> = Vec::new();
+    for event in plan.events() {
+        let Some((group, name)) = event.split_once(':') else {
+            continue;
+        };
+        if !used.contains(&event) {
+            used.push(event.clone());
+            continue;
+        }
+        let stem = name.strip_suffix("__return").unwrap_or(name);
+        let mut i = 1;
+        while used.contains(&format!("{group}:{stem}_{i}")) {
+            i += 1;
+        }
+        let new = format!("{stem}_{i}");
+        used.push(format!("{group}:{new}"));
+        renamed.push((event.clone(), new));
+    }
+    for p in &mut plan.probes {
+        let full = format!("{}:{}", p.group, p.event);
+        if let Some((_, new)) = renamed.iter().find(|(old, _)| *old == full) {
+            p.event = new.clone();
+        }
+    }
+}
+
 /// perf's group for a binary's uprobes: `probe_` and the file name up to its first character that is not
 /// alphanumeric or `_` (`libc.so.6` → `probe_libc`).
 pub fn user_group(binary: &Path) -> String {
@@ -343,6 +384,27 @@ fn sites_with(
     user: bool,
     suggest: bool,
 ) -> Result<(Vec<Site>, Option<String>), Error> {
+    let found = sites_of(di, spec, user, suggest)?;
+    let limit = spec.point.max_probes.unwrap_or(MAX_PROBES);
+    if found.0.len() > limit {
+        return Err(Error::TooManyPlaces {
+            place: place_text(spec),
+            found: found.0.len(),
+            limit,
+        });
+    }
+    Ok(found)
+}
+
+/// perf's MAX_PROBES: the default of `--max-probes`.
+pub const MAX_PROBES: usize = 128;
+
+fn sites_of(
+    di: &DebugInfo,
+    spec: &Spec,
+    user: bool,
+    suggest: bool,
+) -> Result<(Vec<Site>, Option<String>), Error> {
     let pp = &spec.point;
     let place = place_text(spec);
     let has_var_args = spec
@@ -350,7 +412,15 @@ fn sites_with(
         .iter()
         .any(|a| !matches!(a, Arg::Raw { .. } | Arg::Retval { .. }));
     if let Some(func) = &pp.function {
-        let instances = di.instances(func, pp.file.as_deref());
+        let mut instances = di.instances(func, pp.file.as_deref());
+        if pp.no_inlines && !instances.is_empty() {
+            instances.retain(|i| !i.inlined);
+            if instances.is_empty() {
+                return Err(Error::Unsupported(format!(
+                    "`{func}` exists only inlined, and --no-inlines leaves its inlined copies out"
+                )));
+            }
+        }
         if instances.is_empty() {
             return Err(Error::FunctionNotFound {
                 function: func.clone(),
