@@ -132,7 +132,7 @@ fn refused(args: &ProbeArgs) -> Option<CliError> {
     let (opt, why, instead) = if args.symfs.is_some() {
         (
             "--symfs",
-            "bport reads a binary and its debug files where they are, not under another root",
+            "bport reads a binary and its debug files where they are, not under another root (perf 6.1 does not look under it for -x either)",
             "give the binary itself to -x; its debug file is found through .gnu_debuglink, /usr/lib/debug and the build-id cache (~/.debug)",
         )
     } else if args.module.is_some() {

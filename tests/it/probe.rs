@@ -1754,6 +1754,45 @@ fn perf_options_as_perf_answers_them() {
         "{}",
         again.transcript()
     );
+    // --no-demangle on C++: the symbol table's names, as perf prints them.
+    if oracle::require("g++", "apt-get install g++") {
+        let src = dir.path().join("cx.cc");
+        std::fs::write(
+            &src,
+            "#include <cstdio>\nnamespace ns { struct S { int v; int get(int k) const { return v * k; } };\n\
+             int twice(int x) { return 2 * x; } }\ntemplate <typename T> T add(T a, T b) { return a + b; }\n\
+             int main(int argc, char **) { ns::S s{argc}; std::printf(\"%d %d %g\\n\", s.get(3), ns::twice(argc),\n\
+             add(1.5, 2.0)); return add(argc, 1) - 2; }\n",
+        )
+        .unwrap();
+        let cx = dir.path().join("cx");
+        let out = Command::new("g++")
+            .args(["-g", "-O0", "-o"])
+            .arg(&cx)
+            .arg(&src)
+            .output()
+            .expect("spawn g++");
+        oracle::assert_success(&out, "g++");
+        let cx = cx.to_str().unwrap();
+        for args in [
+            vec!["-x", cx, "-F"],
+            vec!["-x", cx, "-F", "--no-demangle"],
+            vec!["-x", cx, "--no-demangle", "-F", "_Z*"],
+        ] {
+            let ours = probe(dir.path(), &args);
+            assert_eq!(ours.code, Some(0), "{args:?}: {}", ours.transcript());
+            let mut pargs = vec!["probe"];
+            pargs.extend_from_slice(&args);
+            assert_eq!(ours.stdout, oracle::perf_ok(dir.path(), &pargs), "{args:?}");
+            // Demangled `ns::twice(int)`, or mangled `_ZN2ns5twiceEi` (which `!_*` drops).
+            assert_eq!(
+                ours.stdout.contains("twice"),
+                args[3..] != ["--no-demangle"],
+                "{args:?}: {}",
+                ours.stdout
+            );
+        }
+    }
     for args in [
         vec!["--symfs", "/", "-D", "walk"],
         vec!["-m", "ext4", "vfs_read"],

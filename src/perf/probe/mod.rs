@@ -1171,3 +1171,66 @@ fn raw_arg(name: &Option<String>, text: &str) -> TraceArg {
         ty,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn probe(event: &str, retprobe: bool) -> Probe {
+        Probe {
+            retprobe,
+            group: "probe_x".into(),
+            event: event.into(),
+            place: "/x:0x10".into(),
+            args: Vec::new(),
+            address: 0x10,
+            kind: tracefs::Kind::Uprobe,
+        }
+    }
+
+    #[test]
+    fn force_numbers_taken_names_as_perf_does() {
+        let mut plan = Plan {
+            probes: vec![
+                probe("walk", false),
+                probe("walk", false),
+                probe("walk__return", true),
+                probe("free", false),
+            ],
+            notes: Vec::new(),
+        };
+        let taken = [
+            "probe_x:walk",
+            "probe_x:walk_1",
+            "probe_x:walk__return",
+            "probe_y:free",
+        ];
+        force_names(&mut plan, &taken.map(String::from));
+        let events: Vec<&str> = plan.probes.iter().map(|p| p.event.as_str()).collect();
+        // One event's probes keep one name; `__return` is dropped from the numbered name, as perf's
+        // get_new_event_name does; a name taken in another group is free here.
+        assert_eq!(events, ["walk_2", "walk_2", "walk_3", "free"]);
+    }
+
+    #[test]
+    fn points_print_back_as_perf_synthesizes_them() {
+        let cases = [
+            ("walk", "walk"),
+            ("walk+0", "walk"),
+            ("walk+12", "walk+12"),
+            ("walk:4", "walk:4"),
+            ("walk%return", "walk%return"),
+            ("walk@inl.c", "walk@inl.c"),
+            ("inl.c:9", "@inl.c:9"),
+            ("walk;printf*", "walk"),
+            (
+                "/very/long/directory/name/for/the/source/inl.c:9",
+                "@name/for/the/source/inl.c:9",
+            ),
+        ];
+        for (text, perf) in cases {
+            let spec = spec::parse(text).unwrap();
+            assert_eq!(point_text(&spec), perf, "{text}");
+        }
+    }
+}
