@@ -124,12 +124,13 @@ pub fn available_vars(
             .unwrap_or(site.address);
         let mut vars = Vec::new();
         let type_name = |var: VarDie| {
-            location::type_name(di, var.unit, location::type_of(di, var.unit, var.die))
+            perf_type_name(di, var.unit, var.die).unwrap_or_else(|| "(unknown_type)".into())
         };
         for var in visible_vars(di, site, false) {
-            let Some(name) = di.name(var.unit, var.die) else {
-                continue;
-            };
+            // perf prints an unnamed parameter (C++'s `char **`) with glibc's "(null)" for its name.
+            let name = di
+                .name(var.unit, var.die)
+                .unwrap_or_else(|| "(null)".into());
             let Some(state) = perf_state(di, var, site.function, site.address, range) else {
                 continue;
             };
@@ -192,6 +193,43 @@ pub fn available_vars(
         out.push((format!("{fname}+{}", site.address - entry), vars));
     }
     Ok(out)
+}
+
+/// The type of `die` as perf's `die_get_typename` spells it: const/volatile/restrict skipped (a typedef kept by
+/// its name), `*` after the element of an array as after a pointee, `(function_type)` for a function, `void*`
+/// for a pointer to nothing or to an unnamed type; `None` (perf's "(unknown_type)") for an unnamed type
+/// itself, such as an anonymous struct or a C++ reference.
+fn perf_type_name(di: &DebugInfo, unit: usize, die: usize) -> Option<String> {
+    let mut t = location::type_of(di, unit, die)?;
+    while matches!(
+        di.dies(unit)[t].tag,
+        gimli::DW_TAG_const_type
+            | gimli::DW_TAG_volatile_type
+            | gimli::DW_TAG_restrict_type
+            | gimli::DW_TAG_shared_type
+    ) {
+        t = location::type_of(di, unit, t)?;
+    }
+    let tag = di.dies(unit)[t].tag;
+    match tag {
+        gimli::DW_TAG_array_type | gimli::DW_TAG_pointer_type => {
+            match perf_type_name(di, unit, t) {
+                Some(inner) => Some(format!("{inner}*")),
+                None if tag == gimli::DW_TAG_pointer_type => Some("void*".into()),
+                None => None,
+            }
+        }
+        gimli::DW_TAG_subroutine_type => Some("(function_type)".into()),
+        _ => {
+            let name = di.name(unit, t)?;
+            Some(match tag {
+                gimli::DW_TAG_union_type => format!("union {name}"),
+                gimli::DW_TAG_structure_type => format!("struct {name}"),
+                gimli::DW_TAG_enumeration_type => format!("enum {name}"),
+                _ => name,
+            })
+        }
+    }
 }
 
 /// perf's `die_get_var_range`: `@<FUNC+[START-END,...]>`, the variable's location-list ranges relative to the
