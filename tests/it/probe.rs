@@ -1688,6 +1688,25 @@ fn vars_list_what_perf_lists_in_zstds_suffix_sorter() {
         exact > 60 && exact + deviating > 100,
         "{exact} outputs equal perf's, {deviating} not"
     );
+    // Every SRC:LINE perf takes gives perf's definitions: the places, and each place's event named after its
+    // own scope (the inlined helper's name in its copies, the caller's where the line is the helper's
+    // declaration). Measured: 229 of 229 lines in 250..1000.
+    let mut lines = 0;
+    for n in (250..1000).step_by(2) {
+        let spec = format!("divsufsort.c:{n}");
+        let perf = oracle::perf(dir.path())
+            .args(["probe", "-x", x, "-D", &spec])
+            .output()
+            .unwrap();
+        if !perf.status.success() {
+            continue;
+        }
+        let ours = probe(dir.path(), &["-x", x, "-D", &spec]);
+        assert_eq!(ours.code, Some(0), "{spec}: {}", ours.transcript());
+        assert_eq!(ours.stdout, String::from_utf8_lossy(&perf.stdout), "{spec}");
+        lines += 1;
+    }
+    assert!(lines > 80, "{lines} lines");
 }
 
 /// A `SRC:LINE` inside an inlined function gives perf's events: named after the inlined function, one probe

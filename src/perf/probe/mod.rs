@@ -630,7 +630,7 @@ fn suggestion(di: &DebugInfo, shared: &[(usize, u64)], place: &str) -> Option<St
 
 /// perf's find_best_scope: among the function and the inlined copies holding `addr` (outer first), the first
 /// named `function` when a function was given; else the one declared in `file` nearest above `line`; else the
-/// innermost.
+/// out-of-line function (perf's fallback stops at the first scope of its walk).
 fn best_scope(
     di: &DebugInfo,
     unit: usize,
@@ -675,7 +675,8 @@ fn best_scope(
             }
         }
     }
-    best.or(instances.last().copied()).unwrap_or(real)
+    // perf's fallback (find_inner_scope_cb) takes the first scope its walk visits: the outermost.
+    best.unwrap_or(real)
 }
 
 fn lazy_sites(
@@ -959,30 +960,36 @@ fn plan_dwarf(
             Some(b) => user_group(b),
             None => "probe".into(),
         });
-        let base = match (&spec.event, &function) {
-            (Some(e), _) => e.clone(),
-            (None, Some(f)) => match spec.point.line {
-                Some(l) if spec.point.lazy.is_none() && spec.point.offset.is_none() => {
-                    format!("{f}_L{l}")
-                }
-                _ => f.clone(),
-            },
-            // perf names a SRC:LINE probe after its scope: an inlined function's own name inside its copies.
-            (None, None) => di
-                .name(sites[0].unit, sites[0].scope)
-                .or_else(|| di.name(sites[0].unit, sites[0].function))
-                .unwrap_or_else(|| "probe".into()),
+        // perf names a SRC:LINE probe after each address's own scope (tev->point.realname): an inlined
+        // function's name inside its copies, the caller's elsewhere.
+        let base_of = |site: &Site| {
+            let base = match (&spec.event, &function) {
+                (Some(e), _) => e.clone(),
+                (None, Some(f)) => match spec.point.line {
+                    Some(l) if spec.point.lazy.is_none() && spec.point.offset.is_none() => {
+                        format!("{f}_L{l}")
+                    }
+                    _ => f.clone(),
+                },
+                (None, None) => di
+                    .name(site.unit, site.scope)
+                    .or_else(|| di.name(site.unit, site.function))
+                    .unwrap_or_else(|| "probe".into()),
+            };
+            // `foo.isra.0` → `foo`, as perf cuts a symbol's suffixes off event names.
+            let mut base = match base.find(['.', '@']) {
+                Some(p) if p > 0 => base[..p].to_string(),
+                _ => base,
+            };
+            if spec.point.retprobe {
+                base.push_str("__return");
+            }
+            base
         };
-        // `foo.isra.0` → `foo`, as perf cuts a symbol's suffixes off event names.
-        let mut base = match base.find(['.', '@']) {
-            Some(p) if p > 0 => base[..p].to_string(),
-            _ => base,
-        };
-        if spec.point.retprobe {
-            base.push_str("__return");
-        }
-        let mut signatures: Vec<(Vec<TraceArg>, String)> = Vec::new();
-        for site in sites {
+        let mut signatures: Vec<(String, Vec<TraceArg>, String)> = Vec::new();
+        for (i, site) in sites.iter().enumerate() {
+            let site = *site;
+            let base = base_of(&site);
             let args = site_args(di, spec, site, &place, space, &mut plan.notes)?;
             let probe_place = if binary.is_some() {
                 let offset = di.file_offset(site.address).ok_or_else(|| {
@@ -1005,33 +1012,35 @@ fn plan_dwarf(
                 .iter()
                 .map(|a| (a.name.clone(), a.ty.clone()))
                 .collect();
-            let event = match signatures.iter().find(|(a, _)| {
-                a.iter()
-                    .map(|a| (a.name.clone(), a.ty.clone()))
-                    .collect::<Vec<_>>()
-                    == key
+            let event = match signatures.iter().find(|(b, a, _)| {
+                *b == base
+                    && a.iter()
+                        .map(|a| (a.name.clone(), a.ty.clone()))
+                        .collect::<Vec<_>>()
+                        == key
             }) {
-                Some((_, e)) => e.clone(),
+                Some((_, _, e)) => e.clone(),
                 None => {
                     let is_taken = |name: &str| {
                         let full = format!("{group}:{name}");
                         taken.contains(&full) || plan.events().contains(&full)
                     };
                     let mut name = base.clone();
-                    if signatures.is_empty() {
+                    let same_base = signatures.iter().filter(|(b, _, _)| *b == base).count();
+                    if i == 0 {
                         // perf adds no suffix to a name of the user's or its own first choice: it refuses.
                         if is_taken(&name) {
                             return Err(Error::EventExists(format!("{group}:{name}")));
                         }
-                    } else {
-                        let mut n = signatures.len();
+                    } else if same_base > 0 || is_taken(&name) {
+                        let mut n = same_base.max(1);
                         name = format!("{base}_{n}");
                         while is_taken(&name) {
                             n += 1;
                             name = format!("{base}_{n}");
                         }
                     }
-                    signatures.push((args.clone(), name.clone()));
+                    signatures.push((base.clone(), args.clone(), name.clone()));
                     name
                 }
             };
