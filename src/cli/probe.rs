@@ -61,8 +61,8 @@ pub struct ProbeArgs {
     #[arg(long = "filter", value_name = "FILTER")]
     pub filter: Vec<String>,
 
-    /// With -V: every variable of the scope, `[VAL]` where it can be fetched at the point and `[INV]` where not,
-    /// with the address ranges where it has a location.
+    /// With -V: also the variables located only elsewhere in the function; each marked `[VAL]` (can be fetched
+    /// at the point) or `[INV]` (can't), with the address ranges of its locations.
     #[arg(long)]
     pub range: bool,
 
