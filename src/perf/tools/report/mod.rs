@@ -336,10 +336,8 @@ fn entry_key(
     for k in sort {
         match k {
             SortKey::Comm => key.comm = Some(info.comm.clone()),
-            SortKey::Pid => {
-                key.pid = Some(info.pid);
-                key.comm = Some(info.comm.clone());
-            }
+            // sort.c `sort__thread_cmp`: the thread, by tid; its comm is printed as it is at the end.
+            SortKey::Pid => key.pid = Some(info.tid),
             SortKey::Dso => key.dso = Some(names.get(frame, kernel)),
             SortKey::Sym => {
                 if !sort.contains(&SortKey::Dso) {
@@ -371,7 +369,8 @@ fn entry_texts(sort: &[SortKey], key: &EntryKey, info: &SampleInfo, kernel: bool
     sort.iter()
         .map(|k| match k {
             SortKey::Comm => info.comm.to_string(),
-            SortKey::Pid => format!("{:>7}:{}", info.pid, info.comm),
+            // Replaced by the thread's last comm once every sample is read.
+            SortKey::Pid => String::new(),
             SortKey::Dso => key.dso.as_deref().unwrap_or_default().to_owned(),
             SortKey::Sym => {
                 let level = if kernel { 'k' } else { '.' };
@@ -673,6 +672,15 @@ pub fn report(file: &PerfFile, options: &ReportOptions) -> Result<Vec<EventTable
             let rows = order
                 .into_iter()
                 .filter_map(|i| slots[i].take())
+                .map(|mut e| {
+                    // sort.c `hist_entry__thread_snprintf`: the thread's comm when the report is printed.
+                    for (k, text) in sort.iter().zip(e.keys.iter_mut()) {
+                        if *k == SortKey::Pid {
+                            *text = format!("{:>7}:{}", e.tid, it.thread_comm(e.tid));
+                        }
+                    }
+                    e
+                })
                 .map(|e| StagedRow {
                     row: Row {
                         graph: if options.graph {
@@ -714,7 +722,7 @@ pub fn report(file: &PerfFile, options: &ReportOptions) -> Result<Vec<EventTable
     for g in event_groups(file) {
         staged = group_tables(staged, &g, sort, |i| it.event_name(i));
     }
-    let by_depth = options.graph && options.children && sort.contains(&SortKey::Sym);
+    let by_depth = options.graph && options.children;
     let lost_samples = it.lost_samples;
     Ok(staged
         .into_iter()
