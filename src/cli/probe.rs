@@ -138,8 +138,8 @@ fn refused(args: &ProbeArgs) -> Option<CliError> {
     } else if args.module.is_some() {
         (
             "-m/--module",
-            "kernel modules are not probed (their kprobes need the module's DWARF and relocation)",
-            "probe the module's exported functions by name without -m, or use perf probe -m",
+            "a module's DWARF is not read (its lines and locals need the module's debug file and relocation)",
+            "probe a module function's entry by name without -m (e.g. `bport probe 'ext4_file_read_iter %di'`), its arguments as raw fetchargs",
         )
     } else if args.target_ns.is_some() {
         (
