@@ -74,6 +74,8 @@ pub struct ProgConfig {
     pub filter_type: bool,
     /// Count only the lock addresses in the address filter map.
     pub filter_addr: bool,
+    /// Count only contentions that begin on the CPUs in the CPU filter map (`-C`, perf's `cpu_filter`).
+    pub filter_cpu: bool,
     /// With [`Aggr::Task`]: key by the lock's owner (perf's `-o`), read at `contention_begin`.
     pub owner: bool,
     /// Kernel struct offsets (from BTF): what is unknown is left out of the programs.
@@ -113,6 +115,8 @@ pub struct Maps {
     pub type_filter: MapFd,
     /// Lock-address filter.
     pub addr_filter: MapFd,
+    /// CPU filter.
+    pub cpu_filter: MapFd,
     /// Each CPU's `struct rq` as the end program saw it (`-l`): run-queue locks without kernel symbols.
     pub rq_seen: MapFd,
 }
@@ -137,6 +141,7 @@ impl Maps {
             tgid_filter: bpf::map(bpf::MAP_HASH, 4, 1, 1024, "lock_tgid_filter")?,
             type_filter: bpf::map(bpf::MAP_HASH, 4, 1, 64, "lock_type_filter")?,
             addr_filter: bpf::map(bpf::MAP_HASH, 8, 1, 1024, "lock_addr_filter")?,
+            cpu_filter: bpf::map(bpf::MAP_HASH, 4, 1, config.cpus.max(1), "lock_cpu_filter")?,
             rq_seen: bpf::map(bpf::MAP_ARRAY, 4, 8, config.cpus.max(1), "lock_rq_seen")?,
         })
     }
@@ -180,6 +185,12 @@ pub fn begin(maps: &Maps, config: &ProgConfig) -> Result<Vec<Insn>, Error> {
         a.ldx(Size::DW, Reg::R1, Reg::R6, 0)
             .stx(Size::DW, FP, -8, Reg::R1);
         lookup(&mut a, &maps.addr_filter, -8, out);
+    }
+    // As perf's `can_record`: the CPU where the wait begins decides; the end is matched wherever it runs.
+    if config.filter_cpu {
+        a.call(Helper::GetSmpProcessorId)
+            .stx(Size::W, FP, -8, Reg::R0);
+        lookup(&mut a, &maps.cpu_filter, -8, out);
     }
     // R7 = flags; spinning locks (SPIN without MUTEX) use the per-CPU slot.
     a.ldx(Size::DW, Reg::R7, Reg::R6, 8)
@@ -541,7 +552,7 @@ mod tests {
             return;
         }
         for aggr in [Aggr::Caller, Aggr::Task, Aggr::Addr] {
-            for bits in 0..32u32 {
+            for bits in 0..64u32 {
                 let config = ProgConfig {
                     aggr,
                     callstack: aggr == Aggr::Caller || bits & 1 != 0,
@@ -552,6 +563,7 @@ mod tests {
                     filter_tgid: bits & 4 != 0,
                     filter_type: bits & 8 != 0,
                     filter_addr: bits & 16 != 0,
+                    filter_cpu: bits & 32 != 0,
                     owner: aggr == Aggr::Task && bits & 1 != 0,
                     layout: if bits & 2 != 0 {
                         Layout::default()

@@ -43,6 +43,47 @@ impl SortKey {
             _ => return None,
         })
     }
+
+    /// The column's title and width (perf's `contention_keys`).
+    fn column(self) -> (&'static str, usize) {
+        match self {
+            SortKey::Contended => ("contended", 10),
+            SortKey::Total => ("total wait", 12),
+            SortKey::Max => ("max wait", 12),
+            SortKey::Min => ("min wait", 12),
+            SortKey::Avg => ("avg wait", 12),
+        }
+    }
+}
+
+/// perf's default output fields: `contended,wait_total,wait_max,avg_wait`.
+pub const DEFAULT_FIELDS: [SortKey; 4] = [
+    SortKey::Contended,
+    SortKey::Total,
+    SortKey::Max,
+    SortKey::Avg,
+];
+
+/// The columns for `-F LIST` and sort key `sort`, as perf's `setup_output_field` and `select_key` make them:
+/// the fields in the order given, each once, then the sort key when it is not among them. `Err` names the first
+/// field perf does not know (an empty one included, as perf splits `a,` into `a` and ``).
+pub fn output_fields(spec: Option<&str>, sort: SortKey) -> Result<Vec<SortKey>, String> {
+    let mut fields = Vec::new();
+    match spec {
+        None => fields.extend(DEFAULT_FIELDS),
+        Some(spec) => {
+            for name in spec.split(',') {
+                let f = SortKey::parse(name).ok_or_else(|| name.to_string())?;
+                if !fields.contains(&f) {
+                    fields.push(f);
+                }
+            }
+        }
+    }
+    if !fields.contains(&sort) {
+        fields.push(sort);
+    }
+    Ok(fields)
 }
 
 /// How to name and print.
@@ -67,6 +108,8 @@ pub struct ReportOptions {
     pub quiet: bool,
     /// The tasks are lock owners (`-o`): the name column is `owner`, a missing owner `Unknown`.
     pub owner: bool,
+    /// The value columns, in order (`-F`, see [`output_fields`]).
+    pub fields: Vec<SortKey>,
 }
 
 impl Default for ReportOptions {
@@ -81,6 +124,7 @@ impl Default for ReportOptions {
             field_sep: None,
             quiet: false,
             owner: false,
+            fields: DEFAULT_FIELDS.to_vec(),
         }
     }
 }
@@ -116,11 +160,14 @@ impl Contention {
         self.total.checked_div(self.acquired).unwrap_or(0)
     }
 
-    fn key(&self, sort: SortKey) -> u64 {
+    /// The value of a column or sort key.
+    pub fn key(&self, sort: SortKey) -> u64 {
         match sort {
             SortKey::Contended => self.count,
             SortKey::Total => self.total,
             SortKey::Max => self.max,
+            // perf's "never waited" marker (ULLONG_MAX) sorts and prints as 0.
+            SortKey::Min if self.min == u64::MAX => 0,
             SortKey::Min => self.min,
             SortKey::Avg => self.avg(),
         }
@@ -382,13 +429,9 @@ pub fn write(report: &Report, options: &ReportOptions, out: &mut dyn Write) -> i
         return write_csv(report, options, sep, out);
     }
     if !options.quiet {
-        write!(
-            out,
-            "{:>10} {:>12} {:>12} {:>12} ",
-            "contended", "total wait", "max wait", "avg wait"
-        )?;
-        if min_column(options) {
-            write!(out, "{:>12} ", "min wait")?;
+        for f in &options.fields {
+            let (title, width) = f.column();
+            write!(out, "{title:>width$} ")?;
         }
         match report.aggr {
             Aggr::Caller => writeln!(out, "  {:>10}   caller\n", "type")?,
@@ -397,16 +440,11 @@ pub fn write(report: &Report, options: &ReportOptions, out: &mut dyn Write) -> i
         }
     }
     for e in &report.entries {
-        write!(
-            out,
-            "{:>10} {} {} {} ",
-            e.count,
-            time(e.total, 12),
-            time(e.max, 12),
-            time(e.avg(), 12)
-        )?;
-        if min_column(options) {
-            write!(out, "{} ", time(e.min, 12))?;
+        for &f in &options.fields {
+            match f {
+                SortKey::Contended => write!(out, "{:>10} ", e.count)?,
+                _ => write!(out, "{} ", time(e.key(f), f.column().1))?,
+            }
         }
         match report.aggr {
             Aggr::Caller => writeln!(out, "  {:>10}   {}", super::type_name(e.flags), e.name)?,
@@ -420,12 +458,6 @@ pub fn write(report: &Report, options: &ReportOptions, out: &mut dyn Write) -> i
         }
     }
     Ok(())
-}
-
-/// perf puts the sort key among the output fields when it is not one already (`select_key`: "selected key
-/// should be in the output fields"): `-k wait_min` adds a `min wait` column after `avg wait`.
-fn min_column(options: &ReportOptions) -> bool {
-    options.sort == SortKey::Min
 }
 
 /// The task column's title: perf 6.3+ says `owner` with `-o`.
@@ -455,11 +487,8 @@ fn write_csv(
 ) -> io::Result<()> {
     if !options.quiet {
         write!(out, "# output: ")?;
-        for h in ["contended", "total wait", "max wait", "avg wait"] {
-            write!(out, "{h}{sep} ")?;
-        }
-        if min_column(options) {
-            write!(out, "min wait{sep} ")?;
+        for f in &options.fields {
+            write!(out, "{}{sep} ", f.column().0)?;
         }
         match report.aggr {
             Aggr::Caller => {
@@ -474,11 +503,8 @@ fn write_csv(
         }
     }
     for e in &report.entries {
-        for v in [e.count, e.total, e.max, e.avg()] {
-            write!(out, "{v}{sep} ")?;
-        }
-        if min_column(options) {
-            write!(out, "{}{sep} ", e.min)?;
+        for &f in &options.fields {
+            write!(out, "{}{sep} ", e.key(f))?;
         }
         match report.aggr {
             Aggr::Caller => {
