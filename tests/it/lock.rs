@@ -638,6 +638,16 @@ fn assert_same_reports(dir: &Path, file: &Path) {
         &["-E", "3"],
         // perf adds the sort key's `min wait` column when it is not shown already.
         &["-t", "-k", "wait_min"],
+        // -F: the columns in the order given, each once, the sort key added last when not among them.
+        &["-F", "contended,wait_min"],
+        &["-F", "wait_max,contended,wait_max", "-k", "avg_wait"],
+        &["-t", "-F", "wait_total", "-k", "contended"],
+        &[
+            "-F",
+            "avg_wait,wait_min,wait_max,wait_total,contended",
+            "-E",
+            "4",
+        ],
     ] {
         let theirs = perf_report(dir, file, opts);
         let file_arg = file.to_str().unwrap();
@@ -645,17 +655,102 @@ fn assert_same_reports(dir: &Path, file: &Path) {
             dir,
             &[&["-i", file_arg, "--stack-skip", "3"], opts].concat(),
         );
-        // Entries with equal keys come out in perf's hash-table order: compare as sets, and the order by key.
-        // Exact for every aggregation: bport keys callers by perf's 32-bit `callchain_id` (perf's
+        // Line for line, ties included: bport keys callers by perf's 32-bit `callchain_id` (perf's
         // `hash_64_generic` returns u32; with a 64-bit XOR a 1-2 contention entry of a system-wide recording
-        // stood apart where perf folded it into another, 3 runs in ~10).
+        // stood apart where perf folded it into another, 3 runs in ~10), and prints equal values in the order
+        // of perf's lock hash table.
+        let differ: Vec<(usize, &str, &str)> = ours
+            .lines()
+            .zip(theirs.lines())
+            .enumerate()
+            .filter(|(_, (o, t))| o != t)
+            .map(|(i, (o, t))| (i, o, t))
+            .collect();
+        assert!(
+            differ.is_empty() && ours.lines().count() == theirs.lines().count(),
+            "{opts:?}: lines (index, ours, perf's) differ: {differ:#?}"
+        );
         assert_eq!(
             sorted_lines(&ours),
             sorted_lines(&theirs),
             "{opts:?}\nours:\n{ours}\ntheirs:\n{theirs}"
         );
-        assert!(rows(&ours).len() >= 3, "{ours}");
+        let entries = ours
+            .lines()
+            .filter(|l| l.trim_start().starts_with(|c: char| c.is_ascii_digit()))
+            .count();
+        assert!(entries >= 3, "{ours}");
     }
+    // The order of equal values was exercised: a system-wide recording has many callers and threads that
+    // contended the same number of times.
+    for opts in [&["-k", "contended"][..], &["-t", "-k", "contended"]] {
+        let counts: Vec<u64> = rows(&perf_report(dir, file, opts))
+            .iter()
+            .map(|r| r.count)
+            .collect();
+        assert!(
+            counts.windows(2).any(|w| w[0] == w[1]),
+            "no tie to order in {opts:?}: {counts:?}"
+        );
+    }
+}
+
+/// Per-lock total waits (ns) of `bport lock contention -i FILE -l -x , ARGS`.
+fn totals_by_lock(
+    dir: &Path,
+    file: &Path,
+    args: &[&str],
+) -> std::collections::BTreeMap<String, u64> {
+    let out = session(
+        dir,
+        &[&["-i", file.to_str().unwrap(), "-l", "-x", ","], args].concat(),
+    );
+    csv(&out)
+        .into_iter()
+        .map(|r| (r[4].clone(), r[1].parse::<u64>().unwrap()))
+        .collect()
+}
+
+/// `-C` on a file: contentions that began on the listed CPUs. perf 6.1 accepts -C with -i and ignores it.
+fn assert_cpu_filter(dir: &Path, file: &Path) {
+    let cpus = std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap();
+    let last: u32 = cpus
+        .trim()
+        .rsplit(['-', ','])
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let all = totals_by_lock(dir, file, &[]);
+    assert!(all.len() >= 3, "{all:?}");
+    assert_eq!(
+        totals_by_lock(dir, file, &["-C", &format!("0-{last}")]),
+        all,
+        "every CPU listed is no filter"
+    );
+    // Each contention's wait is counted under the CPU its begin was recorded on, so the per-CPU reports add
+    // up to the whole, lock by lock.
+    let mut sum: std::collections::BTreeMap<String, u64> = Default::default();
+    let mut nonempty = 0;
+    for cpu in 0..=last {
+        let one = totals_by_lock(dir, file, &["-C", &cpu.to_string()]);
+        nonempty += usize::from(!one.is_empty());
+        for (lock, total) in one {
+            *sum.entry(lock).or_default() += total;
+        }
+    }
+    assert_eq!(sum, all);
+    assert!(
+        nonempty >= 2.min(last as usize + 1),
+        "one CPU held every contention"
+    );
+    // A CPU the recording has no sample from: nothing.
+    assert!(totals_by_lock(dir, file, &["-C", "4095"]).is_empty());
+    // perf's -C with -i: the same report as without.
+    assert_eq!(
+        perf_report(dir, file, &["-C", "0"]),
+        perf_report(dir, file, &[])
+    );
 }
 
 #[test]
@@ -697,6 +792,7 @@ fn lock_contention_reads_perf_lock_record_files_as_perf_does() {
         );
     }
     assert_same_reports(dir.path(), &data);
+    assert_cpu_filter(dir.path(), &data);
 
     // bport's own naming: the first frame that is neither tracepoint glue nor a lock function, taken from the
     // call stacks perf prints (-v). perf groups samples by its own key (frames after the three it skips), so
@@ -1085,6 +1181,32 @@ fn lock_addr_names_run_queue_locks_from_the_tasks_run_queue() {
     let mut distinct = rq.clone();
     distinct.dedup();
     assert_eq!(distinct.len(), rq.len(), "{out}");
+    // The same locks filtered with -L keep their name: a CPU's run queue is learnt from any contention that
+    // ends on it, not only from the entries kept (its own rq lock's waiters mostly run on the other CPUs).
+    let mut named = 0;
+    for addr in &rq {
+        let only = session(
+            dir.path(),
+            &[
+                "-l",
+                "-x",
+                ",",
+                "-L",
+                &format!("{addr:#x}"),
+                "--",
+                exe.to_str().unwrap(),
+                "mmap",
+                "1",
+                "4",
+            ],
+        );
+        for r in csv(&only) {
+            assert_eq!(r[4], format!("{addr:x}"), "{only}");
+            assert_eq!(r[5], "rq_lock", "-L {addr:#x}:\n{only}");
+            named += 1;
+        }
+    }
+    assert!(named > 0, "no run-queue lock contended again under -L");
 }
 
 #[test]

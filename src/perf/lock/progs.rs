@@ -292,9 +292,11 @@ pub fn end(maps: &Maps, config: &ProgConfig) -> Result<Vec<Insn>, Error> {
     let new = a.label();
     let clear = a.label();
     let no_max = a.label();
-    a.mov(Reg::R6, Reg::R1)
-        .mov_imm(Reg::R9, 0)
-        .st_imm(Size::W, FP, -16, 0);
+    a.mov(Reg::R6, Reg::R1);
+    if config.aggr == Aggr::Addr {
+        learn_rq(&mut a, maps, &config.layout);
+    }
+    a.mov_imm(Reg::R9, 0).st_imm(Size::W, FP, -16, 0);
     lookup(&mut a, &maps.tstamp_cpu, -16, task);
     a.ldx(Size::DW, Reg::R1, Reg::R0, 8)
         .jmp_imm(Cond::Eq, Reg::R1, 0, task)
@@ -367,7 +369,6 @@ pub fn end(maps: &Maps, config: &ProgConfig) -> Result<Vec<Insn>, Error> {
         .stx(Size::W, FP, -36, Reg::R1);
     if config.aggr == Aggr::Addr {
         lock_class(&mut a, &config.layout);
-        learn_rq(&mut a, maps, &config.layout);
     }
     a.ld_map_fd(Reg::R1, maps.stat.raw())
         .mov(Reg::R2, FP)
@@ -495,15 +496,22 @@ fn lock_class(a: &mut Asm, layout: &Layout) {
     a.bind(done);
 }
 
-/// `end` with `-l`, for a new entry: notes this CPU's `struct rq` (`current->se.cfs_rq->rq`) in `rq_seen`, so
-/// run-queue locks can be named on kernels where `runqueues` has no kallsyms address (perf's
-/// `collect_lock_syms` fails there). A CPU that never ends a contention stays unknown. Uses fp-72..fp-80.
+/// `end` with `-l`, at every contention end (whatever the filters): notes this CPU's `struct rq`
+/// (`current->se.cfs_rq->rq`) in `rq_seen` while its slot is empty, so run-queue locks can be named on kernels
+/// where `runqueues` has no kallsyms address (perf's `collect_lock_syms` fails there). Every end counts, not
+/// only the entries kept: with `-L` one rq lock's contentions may all end on other CPUs than its own. A CPU
+/// that never ends a contention stays unknown. Uses fp-72..fp-80; clobbers R0-R5.
 fn learn_rq(a: &mut Asm, maps: &Maps, layout: &Layout) {
     let Some((task_cfs_rq, cfs_rq_rq)) = layout.task_rq() else {
         return;
     };
     let done = a.label();
-    a.call(Helper::GetCurrentTask)
+    a.call(Helper::GetSmpProcessorId)
+        .stx(Size::W, FP, -76, Reg::R0);
+    lookup(a, &maps.rq_seen, -76, done);
+    a.ldx(Size::DW, Reg::R1, Reg::R0, 0)
+        .jmp_imm(Cond::Ne, Reg::R1, 0, done)
+        .call(Helper::GetCurrentTask)
         .mov(Reg::R3, Reg::R0)
         .alu_imm(Alu::Add, Reg::R3, task_cfs_rq as i32);
     probe_read(a, -72, 8);
