@@ -145,6 +145,11 @@ pub struct ContentionArgs {
     #[arg(short = 'L', long = "lock-filter", value_name = "ADDR|SYM[,..]")]
     pub lock_filter: Option<String>,
 
+    /// Only contentions whose call stack (the first --max-stack frames) has a kernel function whose name
+    /// contains one of NAMES (comma- or space-separated), as perf 6.2+ does.
+    #[arg(short = 'S', long = "callstack-filter", value_name = "NAMES")]
+    pub callstack_filter: Option<String>,
+
     /// Frames of each call stack kept.
     #[arg(long = "max-stack", value_name = "N", default_value_t = 8)]
     pub max_stack: u32,
@@ -291,6 +296,13 @@ fn contention(args: ContentionArgs, ui: &Ui) -> CliResult {
         quiet: ui.quiet,
         owner: args.lock_owner,
         fields,
+        callstack_filter: args
+            .callstack_filter
+            .iter()
+            .flat_map(|t| t.split([',', ' ']))
+            .filter(|t| !t.is_empty())
+            .map(str::to_owned)
+            .collect(),
     };
     if let Some(input) = &args.input {
         let filters = lock::file::FileFilters {
@@ -360,7 +372,8 @@ fn contention(args: ContentionArgs, ui: &Ui) -> CliResult {
         target: target.clone(),
         duration,
         aggr,
-        callstack,
+        // -S looks at each entry's stack.
+        callstack: callstack || !ropts.callstack_filter.is_empty(),
         max_stack: args.max_stack,
         map_entries: args.map_nr_entries,
         types,

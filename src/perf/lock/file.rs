@@ -271,6 +271,7 @@ pub fn from_file(
                     || (!filters.addrs.is_empty() && !filters.addrs.contains(&addr))
                     || (!filters.cpus.is_empty()
                         && !s.cpu.is_some_and(|c| filters.cpus.contains(&c)))
+                    || !sym.callstack_matches(&frames, max_stack, &options.callstack_filter)
                 {
                     continue;
                 }
@@ -407,7 +408,7 @@ impl Losses {
 
 #[cfg(test)]
 mod tests {
-    use super::{perf_callchain_id, Losses};
+    use super::{perf_bucket, perf_callchain_id, perf_table_key, Key, Losses};
 
     #[test]
     fn losses_warn_in_perfs_words_and_thresholds() {
@@ -442,6 +443,19 @@ mod tests {
         };
         assert_eq!(few.warning(), None);
         assert_eq!(Losses::default().warning(), None);
+    }
+
+    #[test]
+    fn perfs_lock_hash_buckets_are_the_top_12_bits_of_the_golden_ratio_product() {
+        // hash_long(key, 12): (key * 0x61c8864680b583eb) >> 52.
+        assert_eq!(perf_bucket(0), 0);
+        assert_eq!(perf_bucket(1), 0x61c);
+        assert_eq!(perf_bucket(2), 0xc39);
+        // Keys print in bucket order, whatever their value: tid 2 (bucket 0xc39) after tid 3 (0x255).
+        assert_eq!(perf_bucket(3), 0x255);
+        assert_eq!(perf_table_key(&Key::Task(3)), Some(3));
+        assert_eq!(perf_table_key(&Key::PerfHash(7)), Some(7));
+        assert_eq!(perf_table_key(&Key::Stack(vec![1], 0)), None);
     }
 
     #[test]

@@ -110,6 +110,8 @@ pub struct ReportOptions {
     pub owner: bool,
     /// The value columns, in order (`-F`, see [`output_fields`]).
     pub fields: Vec<SortKey>,
+    /// Only contentions whose call stack has a function whose name contains one of these (`-S`).
+    pub callstack_filter: Vec<String>,
 }
 
 impl Default for ReportOptions {
@@ -125,6 +127,7 @@ impl Default for ReportOptions {
             quiet: false,
             owner: false,
             fields: DEFAULT_FIELDS.to_vec(),
+            callstack_filter: Vec::new(),
         }
     }
 }
@@ -325,6 +328,18 @@ impl Symbolizer {
             .map_or_else(|| "Unknown".to_string(), |&ip| self.name(ip))
     }
 
+    /// perf's `match_callstack_filter` (`-S`): whether a function of the first `max_stack` frames (up to a zero
+    /// frame; frames without a kernel symbol pass over) has a name containing one of `filters`. No filter: true.
+    pub fn callstack_matches(&self, stack: &[u64], max_stack: usize, filters: &[String]) -> bool {
+        filters.is_empty()
+            || stack
+                .iter()
+                .take(max_stack)
+                .take_while(|&&ip| ip != 0)
+                .filter_map(|&ip| self.kallsyms.lookup_start(ip))
+                .any(|(name, _)| filters.iter().any(|f| name.contains(f.as_str())))
+    }
+
     /// A frame's `sym+0xoff`, empty without a kernel symbol (perf's `get_symbol_name_offset`).
     pub fn frame_name(&self, addr: u64) -> String {
         match self.kallsyms.lookup_start(addr) {
@@ -357,13 +372,19 @@ pub fn from_live(
     options: &ReportOptions,
     rq_locks: &[u64],
 ) -> Report {
-    let entries = stats
+    let stack_of = |s: &RawStat| -> Vec<u64> {
+        match options.stack_skip {
+            Some(n) => s.stack[n.min(s.stack.len())..].to_vec(),
+            None => sym.strip_glue(&s.stack).to_vec(),
+        }
+    };
+    let mut entries: Vec<Contention> = stats
         .iter()
+        .filter(|s| {
+            sym.callstack_matches(&stack_of(s), options.max_stack, &options.callstack_filter)
+        })
         .map(|s| {
-            let stack = match options.stack_skip {
-                Some(n) => &s.stack[n.min(s.stack.len())..],
-                None => sym.strip_glue(&s.stack),
-            };
+            let stack = &stack_of(s)[..];
             let name = match options.aggr {
                 Aggr::Caller => sym.caller(stack, options.max_stack),
                 Aggr::Task => s.comm.clone().unwrap_or_default(),
@@ -387,7 +408,34 @@ pub fn from_live(
             }
         })
         .collect();
+    if options.aggr != Aggr::Caller && !options.callstack && !options.callstack_filter.is_empty() {
+        // The stacks were collected for -S alone, which split a task's or a lock's contentions by stack.
+        entries = merge_split(entries, options.aggr);
+    }
     finish(entries, options)
+}
+
+/// One entry per task (`-t`) or lock (`-l`) of entries split by call stack, in first-seen order.
+fn merge_split(entries: Vec<Contention>, aggr: Aggr) -> Vec<Contention> {
+    let mut out: Vec<Contention> = Vec::new();
+    for e in entries {
+        let same = |o: &&mut Contention| match aggr {
+            Aggr::Task => o.tid == e.tid,
+            _ => o.lock == e.lock,
+        };
+        match out.iter_mut().find(|o| same(o)) {
+            Some(o) => {
+                o.count += e.count;
+                o.total += e.total;
+                o.acquired += e.acquired;
+                o.max = o.max.max(e.max);
+                o.min = o.min.min(e.min);
+                o.callstack.clear();
+            }
+            None => out.push(e),
+        }
+    }
+    out
 }
 
 /// Sorts (descending by the key, ties in input order, as perf's rb-tree insertion keeps them) and cuts.
