@@ -163,6 +163,24 @@ pub struct ContentionArgs {
     #[arg(short = 'i', long = "input", value_name = "FILE", conflicts_with_all = ["command", "duration", "all_cpus"])]
     pub input: Option<std::path::PathBuf>,
 
+    /// Kernel symbols from FILE (a copy of the recording machine's /proc/kallsyms) instead of this kernel's:
+    /// callers, lock symbols and -L SYM are named from it.
+    #[arg(long = "kallsyms", value_name = "FILE")]
+    pub kallsyms: Option<std::path::PathBuf>,
+
+    /// Accepted for perf's scripts: perf refuses a file another user owns without it; bport reads any file it
+    /// can open.
+    #[arg(short = 'f', long = "force")]
+    pub force: bool,
+
+    /// Refused (perf's raw event dump): `bport dump FILE` prints a file's records.
+    #[arg(short = 'D', long = "dump-raw-trace", hide = true)]
+    pub dump_raw_trace: bool,
+
+    /// Refused: bport names kernel frames from kallsyms (use --kallsyms).
+    #[arg(long = "vmlinux", value_name = "FILE", hide = true)]
+    pub vmlinux: Option<std::path::PathBuf>,
+
     /// Print each entry's call stack (also with -v).
     #[arg(long = "callstack")]
     pub callstack: bool,
@@ -264,7 +282,29 @@ fn contention(args: ContentionArgs, ui: &Ui) -> CliResult {
         })?;
         types.extend(flags);
     }
-    let mut kallsyms = lock::kallsyms::RunningKallsyms::default();
+    if args.dump_raw_trace {
+        return Err(CliError::user(
+            "-D/--dump-raw-trace is perf's raw event dump, not a lock report; bport has it as a command of its own",
+        )
+        .hint(match &args.input {
+            Some(f) => format!("bport dump {}", f.display()),
+            None => "bport dump FILE (for a recording made with `bport lock record`)".into(),
+        }));
+    }
+    if args.vmlinux.is_some() {
+        return Err(CliError::user(
+            "--vmlinux is not supported: bport names kernel frames and locks from a kallsyms table, which a \
+             vmlinux's symbol table would have to be relocated into (KASLR)",
+        )
+        .hint(
+            "copy /proc/kallsyms from the machine that recorded (as root, kptr_restrict permitting) and pass \
+             --kallsyms FILE",
+        ));
+    }
+    let mut kallsyms = match &args.kallsyms {
+        Some(path) => lock::kallsyms::RunningKallsyms::from_file(path).map_err(CliError::from)?,
+        None => lock::kallsyms::RunningKallsyms::default(),
+    };
     let mut addrs = Vec::new();
     for item in args.lock_filter.iter().flat_map(|t| t.split(',')) {
         addrs.push(kallsyms.lock_address(item.trim()).map_err(CliError::from)?);

@@ -547,7 +547,13 @@ fn lock_contention_options_change_the_report_as_specified() {
 fn lock_contention_rejects_bad_input_with_clear_errors() {
     let _serial = serial();
     let dir = tempfile::tempdir().unwrap();
-    let cases: [(&[&str], i32, &str); 8] = [
+    let cases: [(&[&str], i32, &str); 14] = [
+        (&["-F", "contended,slowest"], 2, "error: unknown output field \"slowest\" in -F"),
+        (&["-C", "3-1"], 2, "error: invalid CPU list \"3-1\""),
+        (&["-C", "0-99999"], 2, "error: invalid CPU list \"0-99999\""),
+        (&["-i", "x.data", "-D"], 2, "error: -D/--dump-raw-trace is perf's raw event dump"),
+        (&["-i", "x.data", "--vmlinux", "vmlinux"], 2, "error: --vmlinux is not supported: bport names kernel"),
+        (&["-i", "x.data", "--kallsyms", "/nonexistent"], 2, "error: cannot use /nonexistent as kallsyms"),
         (&["-i", "/nonexistent/lock.data"], 2, "error: cannot read /nonexistent/lock.data"),
         (&["-i", "/etc/passwd"], 2, "error: not a perf.data file"),
         (&["-Y", "spinlok"], 2, "error: unknown lock type \"spinlok\": use one of semaphore, spinlock,"),
@@ -812,6 +818,51 @@ fn assert_callstack_filter(dir: &Path, file: &Path) {
     }
 }
 
+/// `--kallsyms FILE`: symbols from that table, as perf 6.1 takes them (a copy of this kernel's with two
+/// functions renamed, so a report from it cannot come from /proc/kallsyms).
+fn assert_kallsyms_file(dir: &Path, file: &Path) {
+    let table = std::fs::read_to_string("/proc/kallsyms").unwrap();
+    let renamed: String = table
+        .lines()
+        .map(|l| match l.rsplit_once(' ') {
+            Some((head, "__x64_sys_munmap")) => format!("{head} renamed_sys_munmap\n"),
+            Some((head, "do_syscall_64")) => format!("{head} renamed_do_syscall_64\n"),
+            _ => format!("{l}\n"),
+        })
+        .collect();
+    let ks = dir.join("kallsyms.copy");
+    std::fs::write(&ks, renamed).unwrap();
+    let ks_arg = ks.to_str().unwrap();
+    let theirs = perf_report(dir, file, &["--kallsyms", ks_arg]);
+    assert!(theirs.contains("renamed_"), "{theirs}");
+    let ours = session(
+        dir,
+        &[
+            "-i",
+            file.to_str().unwrap(),
+            "--stack-skip",
+            "3",
+            "--kallsyms",
+            ks_arg,
+        ],
+    );
+    assert_eq!(ours, theirs);
+    // -f is perf's "read another user's file": accepted, the same report.
+    let forced = session(
+        dir,
+        &[
+            "-i",
+            file.to_str().unwrap(),
+            "--stack-skip",
+            "3",
+            "--kallsyms",
+            ks_arg,
+            "-f",
+        ],
+    );
+    assert_eq!(forced, ours);
+}
+
 /// Per-lock total waits (ns) of `bport lock contention -i FILE -l -x , ARGS`.
 fn totals_by_lock(
     dir: &Path,
@@ -910,6 +961,7 @@ fn lock_contention_reads_perf_lock_record_files_as_perf_does() {
     }
     assert_same_reports(dir.path(), &data);
     assert_cpu_filter(dir.path(), &data);
+    assert_kallsyms_file(dir.path(), &data);
     assert_callstack_filter(dir.path(), &data);
 
     // bport's own naming: the first frame that is neither tracepoint glue nor a lock function, taken from the
