@@ -131,7 +131,8 @@ fn assert_reports_equal(d: &Path, data: &str, args: &[&str]) {
 /// order than bport's (bport sorted them as signed numbers; perf's entry trees descend by the sign of a
 /// wrapped difference and keep the shape that gives); under `--sort sym` and `--sort comm,sym` tied rows
 /// came out in another order (perf compares DSOs inside its symbol comparison, and collapses its entries only
-/// for `comm`).
+/// for `comm`); `--sort dso` rows ignored "caller above callee"; `--sort pid` keyed by pid and the sample's
+/// comm where perf keys by thread and prints its last comm (the `sh` that ran `exec` is one row).
 #[cfg(target_arch = "x86_64")]
 #[test]
 fn system_wide_report_of_real_programs_equals_perf_report() {
@@ -205,6 +206,8 @@ fn system_wide_report_of_real_programs_equals_perf_report() {
         &["--sort", "sym,dso"],
         &["--sort", "dso"],
         &["--sort", "sym", "--no-children"],
+        &["--sort", "pid"],
+        &["--sort", "pid,sym"],
     ] {
         assert_reports_equal(d, "sw.data", args);
     }
