@@ -1016,6 +1016,35 @@ mod tests {
     }
 
     #[test]
+    fn sorting_in_place_gives_the_order_of_start_then_table_order() {
+        // Cycles of several lengths, fixed points and equal starts (ordered by table order).
+        let starts = [0x50, 0x10, 0x30, 0x10, 0x70, 0x20, 0x30, 0x60, 0x10, 0x40];
+        let mut v = numbered(
+            starts
+                .iter()
+                .map(|&start| Candidate {
+                    start,
+                    size: 1,
+                    end: None,
+                    sized: false,
+                    order: 0,
+                    at: None,
+                    name: Cow::Owned(format!("s{start:x}")),
+                    shown: None,
+                    binding: STB_GLOBAL,
+                })
+                .collect(),
+        );
+        let mut want: Vec<(u64, usize)> = v.iter().map(|c| (c.start, c.order)).collect();
+        want.sort_unstable();
+        sort_by_start(&mut v);
+        let got: Vec<(u64, usize)> = v.iter().map(|c| (c.start, c.order)).collect();
+        assert_eq!(got, want);
+        // Each candidate moved whole: its name still matches its start.
+        assert!(v.iter().all(|c| c.name == format!("s{:x}", c.start)));
+    }
+
+    #[test]
     fn the_last_zero_size_alias_wins_as_its_end_was_fixed_first() {
         // perf fixes ends before it drops aliases: the last zero-size symbol at 0x60 already ends at 0x70,
         // so it beats the longer name before it; the final one runs a page past its start, rounded up.
