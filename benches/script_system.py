@@ -16,7 +16,8 @@ and sorting vectors. Whatever else runs on the machine is recorded too, so the D
 Each tool reads each file once untimed (its output kept for the comparison), then RUNS timed runs, interleaved,
 (a file perf script needs more than BPORT_BENCH_SLOW seconds for is timed by that first run alone),
 writing into a pipe this script drains. CPU is user + system time of the tool's process (all its threads, and
-the children it waited for: perf's addr2line), taken from wait4. The table gives min / median / max of the per-run ratios perf / bport. Any differing line fails the
+the children it waited for), taken from wait4: perf's addr2line helpers, where most of its wall time on a
+system-wide DWARF file goes, are not counted there, so compare wall times for that file. The table gives min / median / max of the per-run ratios perf / bport. Any differing line fails the
 bench (exit 1) after the table, with the count of differing lines (those `diff` marks `<` or `>`) and the first
 difference.
 
