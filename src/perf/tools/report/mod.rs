@@ -226,13 +226,51 @@ pub struct GraphNode {
 
 /// What perf's sort keys compare for one entry (sort.c's `cmp`/`collapse` callbacks), built per frame without
 /// allocating: names are shared with the frames.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug)]
 struct EntryKey {
     comm: Option<Rc<str>>,
     pid: Option<i32>,
     dso: Option<Rc<str>>,
     sym: Option<SymKey>,
+    /// The frame's short DSO name under the `sym` key when `dso` is not a key of its own: perf's
+    /// `sort__sym_cmp` then compares DSOs before symbols whenever one side is resolved, so one symbol name in
+    /// two DSOs is two entries, and resolved symbols order by DSO first. Two unresolved addresses compare by
+    /// address alone: this is not part of their identity.
+    sym_dso: Option<Rc<str>>,
     trace: Option<Rc<str>>,
+}
+
+impl EntryKey {
+    fn identity_dso(&self) -> Option<&Rc<str>> {
+        match self.sym {
+            Some(SymKey::Addr(_)) => None,
+            _ => self.sym_dso.as_ref(),
+        }
+    }
+}
+
+impl PartialEq for EntryKey {
+    fn eq(&self, other: &Self) -> bool {
+        self.comm == other.comm
+            && self.pid == other.pid
+            && self.dso == other.dso
+            && self.sym == other.sym
+            && self.identity_dso() == other.identity_dso()
+            && self.trace == other.trace
+    }
+}
+
+impl Eq for EntryKey {}
+
+impl std::hash::Hash for EntryKey {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.comm.hash(state);
+        self.pid.hash(state);
+        self.dso.hash(state);
+        self.sym.hash(state);
+        self.identity_dso().hash(state);
+        self.trace.hash(state);
+    }
 }
 
 /// A symbol as `sort__sym_cmp` tells symbols apart: by name and start (an inline node by its name and mark),
@@ -292,17 +330,19 @@ fn entry_key(
         pid: None,
         dso: None,
         sym: None,
+        sym_dso: None,
         trace: None,
     };
     for k in sort {
         match k {
             SortKey::Comm => key.comm = Some(info.comm.clone()),
-            SortKey::Pid => {
-                key.pid = Some(info.pid);
-                key.comm = Some(info.comm.clone());
-            }
+            // sort.c `sort__thread_cmp`: the thread, by tid; its comm is printed as it is at the end.
+            SortKey::Pid => key.pid = Some(info.tid),
             SortKey::Dso => key.dso = Some(names.get(frame, kernel)),
             SortKey::Sym => {
+                if !sort.contains(&SortKey::Dso) {
+                    key.sym_dso = Some(names.get(frame, kernel));
+                }
                 key.sym = Some(match &frame.sym {
                     // The start tells apart symbols that print alike (`f` and its `f [clone .warm]`).
                     Some(s) => SymKey::Name(
@@ -329,7 +369,8 @@ fn entry_texts(sort: &[SortKey], key: &EntryKey, info: &SampleInfo, kernel: bool
     sort.iter()
         .map(|k| match k {
             SortKey::Comm => info.comm.to_string(),
-            SortKey::Pid => format!("{:>7}:{}", info.pid, info.comm),
+            // Replaced by the thread's last comm once every sample is read.
+            SortKey::Pid => String::new(),
             SortKey::Dso => key.dso.as_deref().unwrap_or_default().to_owned(),
             SortKey::Sym => {
                 let level = if kernel { 'k' } else { '.' };
@@ -392,8 +433,8 @@ struct Acc {
     /// perf's `hists->entries_in`: every entry, node id = entry index, in perf's shape (see `hist_cmp`).
     tree: RbTree<()>,
     /// The least and greatest unresolved address (as i64) among the entries and the keys looked up: while
-    /// they are less than 2^63 apart, `hist_cmp` orders them and the hash is exact; after, unresolved keys
-    /// are looked up by searching `tree` as perf does (a search that can miss an equal entry: seen on live
+    /// they are less than 2^63 apart, `hist_cmp` orders them and the hash is exact; after, every key is
+    /// looked up by searching `tree` as perf does (a search that can miss an equal entry: seen on live
     /// files as a `[k]` and a `[.]` entry for one address, merged when perf collapses them).
     addr_span: Option<(i64, i64)>,
     graphs: Graphs,
@@ -408,22 +449,30 @@ impl Acc {
         frame: &Frame,
         kernel: bool,
     ) -> &mut EntryAcc {
-        let found = match key.sym {
-            Some(SymKey::Addr(a)) => {
-                let a = a as i64;
-                let (lo, hi) = self.addr_span.unwrap_or((a, a));
-                let (lo, hi) = (lo.min(a), hi.max(a));
-                self.addr_span = Some((lo, hi));
-                if i128::from(hi) - i128::from(lo) < 1 << 63 {
-                    self.index.get(key).copied()
-                } else {
-                    tree_find(&self.tree, sort, |n| &self.entries[n].key, key)
-                }
-            }
-            _ => self.index.get(key).copied(),
+        if let Some(SymKey::Addr(a)) = key.sym {
+            let a = a as i64;
+            let (lo, hi) = self.addr_span.unwrap_or((a, a));
+            self.addr_span = Some((lo.min(a), hi.max(a)));
+        }
+        // Once the comparison is no order, a resolved symbol's search can miss too: under `--sort sym` its
+        // DSO is compared with unresolved entries' DSOs on the way down.
+        let ordered = self
+            .addr_span
+            .is_none_or(|(lo, hi)| i128::from(hi) - i128::from(lo) < 1 << 63);
+        let found = if ordered {
+            self.index.get(key).copied()
+        } else {
+            tree_find(&self.tree, sort, |n| &self.entries[n].key, key)
         };
         let i = match found {
-            Some(i) => i,
+            Some(i) => {
+                // hist.c `hists__findnew_entry` moves an existing entry to the new sample's map: an unresolved
+                // address's DSO (compared under the `sym` key) is its latest sample's.
+                if matches!(key.sym, Some(SymKey::Addr(_))) {
+                    self.entries[i].key.sym_dso = key.sym_dso.clone();
+                }
+                i
+            }
             None => {
                 let root = self.graphs.new_node(NONE);
                 self.entries.push(EntryAcc {
@@ -733,6 +782,15 @@ fn stage(mut t: Acc, options: &ReportOptions, comm: impl Fn(i32) -> Rc<str>) -> 
     let rows = order
         .into_iter()
         .filter_map(|i| slots[i].take())
+        .map(|mut e| {
+            // sort.c `hist_entry__thread_snprintf`: the thread's comm when the report is printed.
+            for (k, text) in options.sort.iter().zip(e.keys.iter_mut()) {
+                if *k == SortKey::Pid {
+                    *text = format!("{:>7}:{}", e.tid, comm(e.tid));
+                }
+            }
+            e
+        })
         .map(|e| StagedRow {
             row: Row {
                 graph: if options.graph {
@@ -772,7 +830,7 @@ fn stage(mut t: Acc, options: &ReportOptions, comm: impl Fn(i32) -> Rc<str>) -> 
 /// A staged table (an event's or a group's) with its rows in perf's output order and its column widths.
 fn output_table(st: Staged, options: &ReportOptions, lost_samples: u64) -> EventTable {
     let sort = &options.sort[..];
-    let by_depth = options.graph && options.children && sort.contains(&SortKey::Sym);
+    let by_depth = options.graph && options.children;
     let mut table = st.table;
     table.lost_samples = lost_samples;
     let mut rows = st.rows;
@@ -806,14 +864,18 @@ fn output_table(st: Staged, options: &ReportOptions, lost_samples: u64) -> Event
     table
 }
 
-/// hist.c's `hists__collapse_resort`: the entries, in the order of perf's `entries_in` tree, inserted into its
+/// hist.c's `hists__collapse_resort` (when a sort key needs it): the entries, in the order of perf's `entries_in` tree, inserted into its
 /// collapsed tree by the same comparison; an entry equal to one there (a second entry made when a search
 /// missed the first, see `tree_find`) is merged into it, which keeps its thread and its callchain root's
 /// `max_depth`. Returns the surviving entries in the collapsed tree's order.
 fn collapse(t: &mut Acc, sort: &[SortKey]) -> Vec<usize> {
     let entries_in = t.tree.in_order();
-    if t.addr_span
-        .is_none_or(|(lo, hi)| i128::from(hi) - i128::from(lo) < 1 << 63)
+    // Only a key with a collapse callback (`comm`, sort.c's `se_collapse`) sets `need_collapse`; without one
+    // perf prints from `entries_in` as it is, duplicates and all.
+    let need_collapse = sort.contains(&SortKey::Comm);
+    if !need_collapse
+        || t.addr_span
+            .is_none_or(|(lo, hi)| i128::from(hi) - i128::from(lo) < 1 << 63)
     {
         // The comparison orders these entries: no duplicates, and both trees have one order.
         return entries_in;
