@@ -40,15 +40,19 @@ class Clock:
         self.cpu = 0.0
         self.wall = 0.0
         self.calls = 0
+        self.per_call = []
 
     def run(self, argv, cwd):
         r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
         t0 = time.perf_counter()
         p = subprocess.run(argv, cwd=cwd, env=ENV, capture_output=True, text=True)
-        self.wall += time.perf_counter() - t0
+        wall = time.perf_counter() - t0
         r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
-        self.cpu += (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
+        cpu = (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
+        self.wall += wall
+        self.cpu += cpu
         self.calls += 1
+        self.per_call.append((cpu, wall))
         return p
 
 
