@@ -30,7 +30,7 @@ pub enum LockCommand {
     /// the lock functions), or per task (-t) or lock address (-l).
     ///
     /// Example: bport lock contention -a --duration 5 -E 10
-    Contention(ContentionArgs),
+    Contention(Box<ContentionArgs>),
     /// Record lock:contention_begin/end with kernel callchains into perf.data, for `lock contention -i`.
     ///
     /// The file is what `perf lock record` writes on Linux 5.19+ (the same events, sampled at every hit, with
@@ -93,6 +93,12 @@ pub struct ContentionArgs {
     #[arg(long = "tid", value_name = "TID[,TID]")]
     pub tid: Option<String>,
 
+    /// Only contentions that begin on these CPUs (perf's list syntax: 0-2,4). Live: every task on those CPUs
+    /// (system-wide there; with a command, while it runs). With -i: the samples recorded on those CPUs (perf 6.1
+    /// ignores -C with -i and reports every CPU).
+    #[arg(short = 'C', long = "cpu", value_name = "CPU_LIST", conflicts_with_all = ["pid", "tid"])]
+    pub cpu: Option<String>,
+
     /// Use BPF (accepted for perf's muscle memory: live mode always does).
     #[arg(short = 'b', long = "use-bpf")]
     pub use_bpf: bool,
@@ -109,6 +115,11 @@ pub struct ContentionArgs {
         default_value = "wait_total"
     )]
     pub key: String,
+
+    /// The value columns, in this order: contended, wait_total, wait_max, wait_min, avg_wait (comma-separated;
+    /// the default is contended,wait_total,wait_max,avg_wait). A sort key (-k) not listed is added last.
+    #[arg(short = 'F', long = "field", value_name = "FIELD[,FIELD]")]
+    pub field: Option<String>,
 
     /// One line per waiting task (pid and comm).
     #[arg(short = 't', long = "threads", conflicts_with = "lock_addr")]
@@ -134,6 +145,11 @@ pub struct ContentionArgs {
     #[arg(short = 'L', long = "lock-filter", value_name = "ADDR|SYM[,..]")]
     pub lock_filter: Option<String>,
 
+    /// Only contentions whose call stack (the first --max-stack frames) has a kernel function whose name
+    /// contains one of NAMES (comma- or space-separated), as perf 6.2+ does.
+    #[arg(short = 'S', long = "callstack-filter", value_name = "NAMES")]
+    pub callstack_filter: Option<String>,
+
     /// Frames of each call stack kept.
     #[arg(long = "max-stack", value_name = "N", default_value_t = 8)]
     pub max_stack: u32,
@@ -146,6 +162,24 @@ pub struct ContentionArgs {
     /// Report from a recording (`bport lock record` or `perf lock record`) instead of counting live.
     #[arg(short = 'i', long = "input", value_name = "FILE", conflicts_with_all = ["command", "duration", "all_cpus"])]
     pub input: Option<std::path::PathBuf>,
+
+    /// Kernel symbols from FILE (a copy of the recording machine's /proc/kallsyms) instead of this kernel's:
+    /// callers, lock symbols and -L SYM are named from it.
+    #[arg(long = "kallsyms", value_name = "FILE")]
+    pub kallsyms: Option<std::path::PathBuf>,
+
+    /// Accepted for perf's scripts: perf refuses a file another user owns without it; bport reads any file it
+    /// can open.
+    #[arg(short = 'f', long = "force")]
+    pub force: bool,
+
+    /// Refused (perf's raw event dump): `bport dump FILE` prints a file's records.
+    #[arg(short = 'D', long = "dump-raw-trace", hide = true)]
+    pub dump_raw_trace: bool,
+
+    /// Refused: bport names kernel frames from kallsyms (use --kallsyms).
+    #[arg(long = "vmlinux", value_name = "FILE", hide = true)]
+    pub vmlinux: Option<std::path::PathBuf>,
 
     /// Print each entry's call stack (also with -v).
     #[arg(long = "callstack")]
@@ -179,7 +213,7 @@ pub struct ContentionArgs {
 /// Runs `bport lock`.
 pub fn run(args: LockArgs, ui: &Ui) -> CliResult {
     match args.command {
-        LockCommand::Contention(a) => contention(a, ui),
+        LockCommand::Contention(a) => contention(*a, ui),
         LockCommand::Record(a) => record(a, ui),
     }
 }
@@ -198,11 +232,38 @@ fn ids(text: &str, what: &str) -> CliResult<Vec<i32>> {
         .collect()
 }
 
+/// The largest CPU number `-C` takes (perf's MAX_NR_CPUS is 4096 on x86-64 builds).
+const MAX_CPU: u32 = 4095;
+
+/// perf's CPU list (`0-2,4`), each CPU once, in order.
+fn cpu_list(text: &str) -> CliResult<Vec<u32>> {
+    let bad = || {
+        CliError::user(format!(
+            "invalid CPU list {text:?}: expected CPU numbers and ranges up to {MAX_CPU}, e.g. 0-2,4"
+        ))
+    };
+    let numbers_ok = text
+        .split([',', '-'])
+        .all(|n| n.parse::<u32>().is_ok_and(|n| n <= MAX_CPU));
+    if text.is_empty() || !numbers_ok {
+        return Err(bad());
+    }
+    let mut cpus = crate::perf::sys::fs::parse_cpu_list(text).ok_or_else(bad)?;
+    cpus.sort_unstable();
+    cpus.dedup();
+    Ok(cpus)
+}
+
 fn contention(args: ContentionArgs, ui: &Ui) -> CliResult {
     let sort = SortKey::parse(&args.key).ok_or_else(|| {
         CliError::user(format!(
             "unknown sort key {:?}: use contended, wait_total, wait_max, wait_min or avg_wait",
             args.key
+        ))
+    })?;
+    let fields = report::output_fields(args.field.as_deref(), sort).map_err(|name| {
+        CliError::user(format!(
+            "unknown output field {name:?} in -F: use contended, wait_total, wait_max, wait_min or avg_wait"
         ))
     })?;
     let aggr = if args.threads || args.lock_owner {
@@ -221,7 +282,29 @@ fn contention(args: ContentionArgs, ui: &Ui) -> CliResult {
         })?;
         types.extend(flags);
     }
-    let mut kallsyms = lock::kallsyms::RunningKallsyms::default();
+    if args.dump_raw_trace {
+        return Err(CliError::user(
+            "-D/--dump-raw-trace is perf's raw event dump, not a lock report; bport has it as a command of its own",
+        )
+        .hint(match &args.input {
+            Some(f) => format!("bport dump {}", f.display()),
+            None => "bport dump FILE (for a recording made with `bport lock record`)".into(),
+        }));
+    }
+    if args.vmlinux.is_some() {
+        return Err(CliError::user(
+            "--vmlinux is not supported: bport names kernel frames and locks from a kallsyms table, which a \
+             vmlinux's symbol table would have to be relocated into (KASLR)",
+        )
+        .hint(
+            "copy /proc/kallsyms from the machine that recorded (as root, kptr_restrict permitting) and pass \
+             --kallsyms FILE",
+        ));
+    }
+    let mut kallsyms = match &args.kallsyms {
+        Some(path) => lock::kallsyms::RunningKallsyms::from_file(path).map_err(CliError::from)?,
+        None => lock::kallsyms::RunningKallsyms::default(),
+    };
     let mut addrs = Vec::new();
     for item in args.lock_filter.iter().flat_map(|t| t.split(',')) {
         addrs.push(kallsyms.lock_address(item.trim()).map_err(CliError::from)?);
@@ -235,6 +318,12 @@ fn contention(args: ContentionArgs, ui: &Ui) -> CliResult {
             )));
         }
     }
+    let cpus = args
+        .cpu
+        .as_deref()
+        .map(cpu_list)
+        .transpose()?
+        .unwrap_or_default();
     let callstack = args.callstack || ui.verbose > 0;
     let ropts = ReportOptions {
         aggr,
@@ -246,6 +335,14 @@ fn contention(args: ContentionArgs, ui: &Ui) -> CliResult {
         field_sep: args.field_sep.clone(),
         quiet: ui.quiet,
         owner: args.lock_owner,
+        fields,
+        callstack_filter: args
+            .callstack_filter
+            .iter()
+            .flat_map(|t| t.split([',', ' ']))
+            .filter(|t| !t.is_empty())
+            .map(str::to_owned)
+            .collect(),
     };
     if let Some(input) = &args.input {
         let filters = lock::file::FileFilters {
@@ -269,6 +366,7 @@ fn contention(args: ContentionArgs, ui: &Ui) -> CliResult {
                 .into_iter()
                 .map(|t| t as u32)
                 .collect(),
+            cpus,
         };
         let file = crate::perf::data::PerfFile::open(input).map_err(|e| {
             CliError::from(e).hint(format!("is {} a perf.data file?", input.display()))
@@ -314,14 +412,16 @@ fn contention(args: ContentionArgs, ui: &Ui) -> CliResult {
         target: target.clone(),
         duration,
         aggr,
-        callstack,
+        // -S looks at each entry's stack.
+        callstack: callstack || !ropts.callstack_filter.is_empty(),
         max_stack: args.max_stack,
         map_entries: args.map_nr_entries,
         types,
         addrs,
+        cpus: cpus.clone(),
         kernel,
-        // `-a -- CMD`: system-wide while the command runs (perf's behaviour).
-        system_wide: args.all_cpus,
+        // `-a -- CMD`: system-wide while the command runs (perf's behaviour); `-C` is system-wide on its CPUs.
+        system_wide: args.all_cpus || !cpus.is_empty(),
         owner: args.lock_owner,
     };
     let interrupted = crate::perf::sys::stop_flag()?;
@@ -458,6 +558,7 @@ fn fallback(
         let filters = lock::file::FileFilters {
             types: options.types.clone(),
             addrs: options.addrs.clone(),
+            cpus: options.cpus.clone(),
             ..Default::default()
         };
         let rep = lock::file::from_file(&file, &sym, ropts, &filters, ropts.stack_skip)

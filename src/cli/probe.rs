@@ -51,9 +51,68 @@ pub struct ProbeArgs {
     #[arg(long)]
     pub externs: bool,
 
-    /// List the functions (and data symbols) of the binary that can be probed.
-    #[arg(short = 'F', long = "funcs")]
-    pub funcs: bool,
+    /// List the functions (and data symbols) of the binary that can be probed; FILTER (perf's globs with &, |,
+    /// !) picks the names, `!_*` when none is given.
+    #[arg(short = 'F', long = "funcs", value_name = "FILTER", num_args = 0..=1, default_missing_value = "!_*")]
+    pub funcs: Option<String>,
+
+    /// With -F or -V: the names to show (perf's filter: globs joined by &, |, !); ORed with -F's own FILTER.
+    /// -V's default is `!__k???tab_* & !__crc_*`.
+    #[arg(long = "filter", value_name = "FILTER")]
+    pub filter: Vec<String>,
+
+    /// With -V: also the variables located only elsewhere in the function; each marked `[VAL]` (can be fetched
+    /// at the point) or `[INV]` (can't), with the address ranges of its locations.
+    #[arg(long)]
+    pub range: bool,
+
+    /// Print the tracefs definitions of SPEC (as -a SPEC -n does).
+    #[arg(short = 'D', long = "definition", value_name = "SPEC")]
+    pub definition: Vec<String>,
+
+    /// An event name already taken gets a numbered name (NAME_1, NAME_2, ...) instead of an error.
+    #[arg(short = 'f', long = "force")]
+    pub force: bool,
+
+    /// Probe a function's out-of-line bodies only, not its inlined copies.
+    #[arg(long = "no-inlines")]
+    pub no_inlines: bool,
+
+    /// Refuse a probe point that has more than N places (perf's default: 128).
+    #[arg(long = "max-probes", value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_probes: Option<u64>,
+
+    /// Demangle C++ and Rust names in -F (the default).
+    #[arg(long = "demangle", overrides_with = "no_demangle")]
+    pub demangle: bool,
+
+    /// Print -F's names as the symbol table has them.
+    #[arg(long = "no-demangle", overrides_with = "demangle")]
+    pub no_demangle: bool,
+
+    /// Refused: see the error for what to use instead.
+    #[arg(long = "symfs", value_name = "DIR", hide = true)]
+    pub symfs: Option<String>,
+
+    /// Refused: see the error for what to use instead.
+    #[arg(short = 'm', long = "module", value_name = "MODULE", hide = true)]
+    pub module: Option<String>,
+
+    /// Refused: see the error for what to use instead.
+    #[arg(long = "target-ns", value_name = "PID", hide = true)]
+    pub target_ns: Option<String>,
+
+    /// Refused: see the error for what to use instead.
+    #[arg(long = "cache", hide = true)]
+    pub cache: bool,
+
+    /// Refused: see the error for what to use instead.
+    #[arg(long = "bootconfig", hide = true)]
+    pub bootconfig: bool,
+
+    /// Refused: see the error for what to use instead.
+    #[arg(long = "demangle-kernel", hide = true)]
+    pub demangle_kernel: bool,
 
     /// Probe definitions: `[[GROUP:]EVENT=]FUNC[@SRC][:RELLINE|+OFFS|%return|;PATTERN] [ARG ...]` or
     /// `SRC:LINE [ARG ...]`; an ARG is `[NAME=]VAR[->MEMBER|.MEMBER]...[:TYPE]`, `$vars`, `$params`, `$retval`.
@@ -68,7 +127,54 @@ pub struct ProbeArgs {
     pub add: Vec<String>,
 }
 
+/// perf 6.1's options bport does not take, each with why and what to use instead.
+fn refused(args: &ProbeArgs) -> Option<CliError> {
+    let (opt, why, instead) = if args.symfs.is_some() {
+        (
+            "--symfs",
+            "bport reads a binary and its debug files where they are, not under another root (perf 6.1 does not look under it for -x either)",
+            "give the binary itself to -x; its debug file is found through .gnu_debuglink, /usr/lib/debug and the build-id cache (~/.debug)",
+        )
+    } else if args.module.is_some() {
+        (
+            "-m/--module",
+            "a module's DWARF is not read (its lines and locals need the module's debug file and relocation)",
+            "probe a module function's entry by name without -m (e.g. `bport probe 'ext4_file_read_iter %di'`), its arguments as raw fetchargs",
+        )
+    } else if args.target_ns.is_some() {
+        (
+            "--target-ns",
+            "binaries are not looked up in another mount namespace",
+            "give -x the binary's path as this namespace sees it (/proc/PID/root/PATH)",
+        )
+    } else if args.cache {
+        (
+            "--cache",
+            "bport keeps no probe cache (perf's ~/.debug/*/probes)",
+            "keep the SPECs in a script and run bport probe -a SPEC again",
+        )
+    } else if args.bootconfig {
+        (
+            "--bootconfig",
+            "bootconfig output (ftrace.event.* keys) is not written",
+            "use -D SPEC for the tracefs definitions and translate them",
+        )
+    } else if args.demangle_kernel {
+        (
+            "--demangle-kernel",
+            "kernel symbols are probed by their plain names (Rust kernel symbols are not demangled)",
+            "give the mangled kernel symbol",
+        )
+    } else {
+        return None;
+    };
+    Some(CliError::user(format!("{opt} is not supported: {why}")).hint(instead))
+}
+
 pub fn run(args: ProbeArgs, ui: &Ui) -> CliResult {
+    if let Some(e) = refused(&args) {
+        return Err(e);
+    }
     if let Some(pattern) = &args.list {
         return list(pattern);
     }
@@ -83,11 +189,15 @@ pub fn run(args: ProbeArgs, ui: &Ui) -> CliResult {
         };
         DebugInfo::open(&absolute(x)?).map_err(CliError::from)
     };
-    if args.funcs {
+    if let Some(own) = &args.funcs {
+        // perf ORs -F's FILTER (or its default) with every --filter.
+        let mut texts = vec![own.clone()];
+        texts.extend(args.filter.iter().cloned());
+        let filter = parse_names_filter(&texts)?;
         let di = debuginfo()?;
         // Tens of thousands of lines on a big binary: one write per buffer, not per line.
         let mut out = std::io::BufWriter::new(std::io::stdout().lock());
-        for f in probe::functions(&di) {
+        for f in probe::functions(&di, &filter, !args.no_demangle) {
             writeln!(out, "{f}")?;
         }
         out.flush()?;
@@ -98,23 +208,37 @@ pub fn run(args: ProbeArgs, ui: &Ui) -> CliResult {
     }
     if let Some(point) = &args.vars {
         let di = debuginfo()?;
-        let spec = spec::parse(point).map_err(CliError::from)?;
-        let sites = probe::available_vars(&di, &spec, args.externs).map_err(CliError::from)?;
+        let mut spec = spec::parse(point).map_err(CliError::from)?;
+        spec.point.no_inlines = args.no_inlines;
+        spec.point.max_probes = args.max_probes.map(|n| n as usize);
+        let filter = if args.filter.is_empty() {
+            parse_names_filter(&[probe::DEFAULT_VAR_FILTER.to_string()])?
+        } else {
+            parse_names_filter(&args.filter)?
+        };
+        let sites =
+            probe::available_vars(&di, &spec, args.externs, args.range).map_err(CliError::from)?;
         let mut out = std::io::stdout().lock();
-        writeln!(out, "Available variables at {point}")?;
+        writeln!(out, "Available variables at {}", probe::point_text(&spec))?;
         for (at, vars) in sites {
             writeln!(out, "\t@<{at}>")?;
-            if vars.is_empty() {
+            let shown: Vec<String> = vars
+                .iter()
+                .filter(|v| filter.matches(&v.filter_text()))
+                .map(|v| v.text())
+                .collect();
+            if shown.is_empty() {
                 writeln!(out, "\t\t(No matched variables)")?;
             }
-            for v in vars {
-                writeln!(out, "\t\t{}\t{}", v.type_name, v.name)?;
+            for v in shown {
+                writeln!(out, "\t\t{v}")?;
             }
         }
         return Ok(());
     }
     // perf: every -a is one definition, and the positional words together are one more.
     let mut texts = args.add.clone();
+    texts.extend(args.definition.iter().cloned());
     if !args.specs.is_empty() {
         texts.push(args.specs.join(" "));
     }
@@ -123,12 +247,16 @@ pub fn run(args: ProbeArgs, ui: &Ui) -> CliResult {
             CliError::user("no probe given").hint("e.g. bport probe -x ./prog 'work:4 a i acc'")
         );
     }
-    let specs = texts
+    let mut specs = texts
         .iter()
         .map(|s| spec::parse(s))
         .collect::<Result<Vec<_>, _>>()
         .map_err(CliError::from)?;
-    let destination = if args.dry_run {
+    for s in &mut specs {
+        s.point.no_inlines = args.no_inlines;
+        s.point.max_probes = args.max_probes.map(|n| n as usize);
+    }
+    let destination = if args.dry_run || !args.definition.is_empty() {
         Destination::Print {
             taken_in: tracefs::Tracefs::open().ok(),
         }
@@ -156,7 +284,20 @@ pub fn run(args: ProbeArgs, ui: &Ui) -> CliResult {
         (None, Some(k)) => Target::Vmlinux(k),
         (None, None) => Target::RunningKernel,
     };
-    let plan = probe::target::plan(target, &specs, &taken).map_err(CliError::from)?;
+    // With --force the plan is made as if nothing were taken, then the taken names are numbered as perf does.
+    let mut plan = probe::target::plan(target, &specs, if args.force { &[] } else { &taken })
+        .map_err(|e| {
+            let exists = matches!(e, probe::Error::EventExists(_));
+            let err = CliError::from(e);
+            if exists {
+                err.hint("or let -f/--force number the new name (NAME_1, NAME_2, ...) as perf does")
+            } else {
+                err
+            }
+        })?;
+    if args.force {
+        probe::force_names(&mut plan, &taken);
+    }
     for note in &plan.notes {
         ui.warn(note);
     }
@@ -269,6 +410,21 @@ fn list(pattern: &str) -> CliResult {
         }
     }
     Ok(())
+}
+
+/// perf's name filter of `-F` and `-V`: several are ORed, as perf's strfilter__or does.
+fn parse_names_filter(texts: &[String]) -> CliResult<Filter> {
+    let mut filters = Vec::new();
+    for t in texts {
+        filters.push(Filter::parse(t).map_err(|source| {
+            CliError::from(probe::Error::Filter {
+                filter: t.clone(),
+                source,
+            })
+            .hint("a filter is globs joined by & (and), | (or) and ! (not), e.g. 'work*|show' or '!_*'")
+        })?);
+    }
+    Filter::any(filters).ok_or_else(|| CliError::user("an empty filter"))
 }
 
 /// perf's filter of `-l` and `-d` (globs with `&`, `|`, `!`, parentheses); repeated `-d` are ORed as perf does.

@@ -440,6 +440,38 @@ fn lock_contention_options_change_the_report_as_specified() {
         "{out}"
     );
 
+    // -S: only entries whose stack has a function of that name (the workload's writers: __vm_munmap).
+    let out = p(&["-S", "munmap", "--callstack"]);
+    assert!(!rows(&out).is_empty(), "{out}");
+    let mut entry_has = None;
+    for line in out.lines().skip(2) {
+        if line.starts_with('\t') {
+            *entry_has.as_mut().unwrap() |= line.contains("munmap");
+        } else {
+            assert_ne!(entry_has, Some(false), "{out}");
+            entry_has = Some(false);
+        }
+    }
+    assert_eq!(entry_has, Some(true), "{out}");
+    // ... also per task: one line per thread (the stacks collected for -S do not split it).
+    let out = p(&["-t", "-S", "munmap"]);
+    let pids: Vec<String> = out
+        .lines()
+        .skip(2)
+        .map(|l| l.split_whitespace().nth(7).unwrap().to_string())
+        .collect();
+    let mut distinct = pids.clone();
+    distinct.sort();
+    distinct.dedup();
+    assert!(!pids.is_empty() && distinct.len() == pids.len(), "{out}");
+
+    // -F: those columns in that order.
+    let out = p(&["-F", "wait_max,contended", "-x", ","]);
+    assert_eq!(
+        out.lines().next(),
+        Some("# output: max wait, contended, total wait, type, caller")
+    );
+
     // -q: no header.
     let out = run(
         dir.path(),
@@ -458,13 +490,70 @@ fn lock_contention_options_change_the_report_as_specified() {
     assert_eq!(out.code, Some(0));
     assert_eq!(out.stdout.lines().count(), 1, "{}", out.stdout);
     assert_eq!(out.stderr, "");
+
+    // -C: only contentions that begin on those CPUs (system-wide there, so the background workload is ended
+    // first); the workload pinned to the last CPU begins none on CPU 0.
+    drop(w);
+    let online = std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap();
+    let last = online.trim().rsplit(['-', ',']).next().unwrap().to_string();
+    if last != "0" {
+        let pinned = |cpus: &str| {
+            session(
+                dir.path(),
+                &[
+                    "-C",
+                    cpus,
+                    "-Y",
+                    "rwsem:W",
+                    "--",
+                    "taskset",
+                    "-c",
+                    &last,
+                    exe.to_str().unwrap(),
+                    "mmap",
+                    "1",
+                    "4",
+                ],
+            )
+        };
+        let out = pinned("0");
+        assert!(
+            !rows(&out)
+                .iter()
+                .any(|r| r.name.starts_with("__vm_munmap") || r.name.starts_with("vm_mmap_pgoff")),
+            "{out}"
+        );
+        let out = pinned(&format!("0-{last}"));
+        assert!(
+            rows(&out)
+                .iter()
+                .any(|r| r.name.starts_with("__vm_munmap") || r.name.starts_with("vm_mmap_pgoff")),
+            "{out}"
+        );
+    }
+    let out = run(
+        dir.path(),
+        &["lock", "contention", "-C", "4095", "--duration", "1"],
+    );
+    assert_eq!(out.code, Some(2), "{}", out.transcript());
+    assert!(
+        out.stderr.contains("CPU 4095 does not exist"),
+        "{}",
+        out.transcript()
+    );
 }
 
 #[test]
 fn lock_contention_rejects_bad_input_with_clear_errors() {
     let _serial = serial();
     let dir = tempfile::tempdir().unwrap();
-    let cases: [(&[&str], i32, &str); 8] = [
+    let cases: [(&[&str], i32, &str); 14] = [
+        (&["-F", "contended,slowest"], 2, "error: unknown output field \"slowest\" in -F"),
+        (&["-C", "3-1"], 2, "error: invalid CPU list \"3-1\""),
+        (&["-C", "0-99999"], 2, "error: invalid CPU list \"0-99999\""),
+        (&["-i", "x.data", "-D"], 2, "error: -D/--dump-raw-trace is perf's raw event dump"),
+        (&["-i", "x.data", "--vmlinux", "vmlinux"], 2, "error: --vmlinux is not supported: bport names kernel"),
+        (&["-i", "x.data", "--kallsyms", "/nonexistent"], 2, "error: cannot use /nonexistent as kallsyms"),
         (&["-i", "/nonexistent/lock.data"], 2, "error: cannot read /nonexistent/lock.data"),
         (&["-i", "/etc/passwd"], 2, "error: not a perf.data file"),
         (&["-Y", "spinlok"], 2, "error: unknown lock type \"spinlok\": use one of semaphore, spinlock,"),
@@ -638,6 +727,16 @@ fn assert_same_reports(dir: &Path, file: &Path) {
         &["-E", "3"],
         // perf adds the sort key's `min wait` column when it is not shown already.
         &["-t", "-k", "wait_min"],
+        // -F: the columns in the order given, each once, the sort key added last when not among them.
+        &["-F", "contended,wait_min"],
+        &["-F", "wait_max,contended,wait_max", "-k", "avg_wait"],
+        &["-t", "-F", "wait_total", "-k", "contended"],
+        &[
+            "-F",
+            "avg_wait,wait_min,wait_max,wait_total,contended",
+            "-E",
+            "4",
+        ],
     ] {
         let theirs = perf_report(dir, file, opts);
         let file_arg = file.to_str().unwrap();
@@ -645,17 +744,181 @@ fn assert_same_reports(dir: &Path, file: &Path) {
             dir,
             &[&["-i", file_arg, "--stack-skip", "3"], opts].concat(),
         );
-        // Entries with equal keys come out in perf's hash-table order: compare as sets, and the order by key.
-        // Exact for every aggregation: bport keys callers by perf's 32-bit `callchain_id` (perf's
+        // Line for line, ties included: bport keys callers by perf's 32-bit `callchain_id` (perf's
         // `hash_64_generic` returns u32; with a 64-bit XOR a 1-2 contention entry of a system-wide recording
-        // stood apart where perf folded it into another, 3 runs in ~10).
+        // stood apart where perf folded it into another, 3 runs in ~10), and prints equal values in the order
+        // of perf's lock hash table.
+        let differ: Vec<(usize, &str, &str)> = ours
+            .lines()
+            .zip(theirs.lines())
+            .enumerate()
+            .filter(|(_, (o, t))| o != t)
+            .map(|(i, (o, t))| (i, o, t))
+            .collect();
+        assert!(
+            differ.is_empty() && ours.lines().count() == theirs.lines().count(),
+            "{opts:?}: lines (index, ours, perf's) differ: {differ:#?}"
+        );
         assert_eq!(
             sorted_lines(&ours),
             sorted_lines(&theirs),
             "{opts:?}\nours:\n{ours}\ntheirs:\n{theirs}"
         );
-        assert!(rows(&ours).len() >= 3, "{ours}");
+        let entries = ours
+            .lines()
+            .filter(|l| l.trim_start().starts_with(|c: char| c.is_ascii_digit()))
+            .count();
+        assert!(entries >= 3, "{ours}");
     }
+    // The order of equal values was exercised: a system-wide recording has many callers that contended once
+    // (threads may all differ: only callers are required to tie).
+    let counts: Vec<u64> = rows(&perf_report(dir, file, &["-k", "contended"]))
+        .iter()
+        .map(|r| r.count)
+        .collect();
+    assert!(
+        counts.windows(2).any(|w| w[0] == w[1]),
+        "no tie to order in -k contended: {counts:?}"
+    );
+}
+
+/// `-S NAMES` on a file (perf 6.2+; perf 6.1 has no -S): the entries of the whole report whose stack (as `-v`
+/// prints it: the frames perf's filter reads) has a function whose name contains one of NAMES, in the same
+/// order. bport's default keys are the frames outside the lock functions, which the names below never match,
+/// so an entry is kept or dropped whole (with perf's keys an indirect call among the skipped frames could
+/// split one).
+fn assert_callstack_filter(dir: &Path, file: &Path) {
+    let file_arg = file.to_str().unwrap();
+    let full = session(dir, &["-i", file_arg, "-v"]);
+    for names in ["munmap", "page_fault,vm_mmap"] {
+        let wanted: Vec<&str> = names.split(',').collect();
+        let mut expected: Vec<String> = Vec::new();
+        let mut entry: Option<(String, bool)> = None;
+        for line in full.lines().skip(2) {
+            if let Some(frame) = line.strip_prefix("\t\t\t") {
+                let name = frame.split_once("  ").map_or("", |(_, n)| n);
+                let function = name.split('+').next().unwrap_or("");
+                if let Some((_, hit)) = entry.as_mut() {
+                    *hit |= !function.is_empty() && wanted.iter().any(|w| function.contains(w));
+                }
+            } else {
+                if let Some((line, true)) = entry.take() {
+                    expected.push(line);
+                }
+                entry = Some((line.to_string(), false));
+            }
+        }
+        if let Some((line, true)) = entry {
+            expected.push(line);
+        }
+        assert!(!expected.is_empty(), "no {names} in any stack:\n{full}");
+        let ours = session(dir, &["-i", file_arg, "-S", names]);
+        let got: Vec<&str> = ours.lines().skip(2).collect();
+        assert_eq!(got, expected, "-S {names}");
+    }
+}
+
+/// `--kallsyms FILE`: symbols from that table, as perf 6.1 takes them (a copy of this kernel's with two
+/// functions renamed, so a report from it cannot come from /proc/kallsyms).
+fn assert_kallsyms_file(dir: &Path, file: &Path) {
+    let table = std::fs::read_to_string("/proc/kallsyms").unwrap();
+    let renamed: String = table
+        .lines()
+        .map(|l| match l.rsplit_once(' ') {
+            Some((head, "__x64_sys_munmap")) => format!("{head} renamed_sys_munmap\n"),
+            Some((head, "do_syscall_64")) => format!("{head} renamed_do_syscall_64\n"),
+            _ => format!("{l}\n"),
+        })
+        .collect();
+    let ks = dir.join("kallsyms.copy");
+    std::fs::write(&ks, renamed).unwrap();
+    let ks_arg = ks.to_str().unwrap();
+    let theirs = perf_report(dir, file, &["--kallsyms", ks_arg]);
+    assert!(theirs.contains("renamed_"), "{theirs}");
+    let ours = session(
+        dir,
+        &[
+            "-i",
+            file.to_str().unwrap(),
+            "--stack-skip",
+            "3",
+            "--kallsyms",
+            ks_arg,
+        ],
+    );
+    assert_eq!(ours, theirs);
+    // -f is perf's "read another user's file": accepted, the same report.
+    let forced = session(
+        dir,
+        &[
+            "-i",
+            file.to_str().unwrap(),
+            "--stack-skip",
+            "3",
+            "--kallsyms",
+            ks_arg,
+            "-f",
+        ],
+    );
+    assert_eq!(forced, ours);
+}
+
+/// Per-lock total waits (ns) of `bport lock contention -i FILE -l -x , ARGS`.
+fn totals_by_lock(
+    dir: &Path,
+    file: &Path,
+    args: &[&str],
+) -> std::collections::BTreeMap<String, u64> {
+    let out = session(
+        dir,
+        &[&["-i", file.to_str().unwrap(), "-l", "-x", ","], args].concat(),
+    );
+    csv(&out)
+        .into_iter()
+        .map(|r| (r[4].clone(), r[1].parse::<u64>().unwrap()))
+        .collect()
+}
+
+/// `-C` on a file: contentions that began on the listed CPUs. perf 6.1 accepts -C with -i and ignores it.
+fn assert_cpu_filter(dir: &Path, file: &Path) {
+    let cpus = std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap();
+    let last: u32 = cpus
+        .trim()
+        .rsplit(['-', ','])
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let all = totals_by_lock(dir, file, &[]);
+    assert!(all.len() >= 3, "{all:?}");
+    assert_eq!(
+        totals_by_lock(dir, file, &["-C", &format!("0-{last}")]),
+        all,
+        "every CPU listed is no filter"
+    );
+    // Each contention's wait is counted under the CPU its begin was recorded on, so the per-CPU reports add
+    // up to the whole, lock by lock.
+    let mut sum: std::collections::BTreeMap<String, u64> = Default::default();
+    let mut nonempty = 0;
+    for cpu in 0..=last {
+        let one = totals_by_lock(dir, file, &["-C", &cpu.to_string()]);
+        nonempty += usize::from(!one.is_empty());
+        for (lock, total) in one {
+            *sum.entry(lock).or_default() += total;
+        }
+    }
+    assert_eq!(sum, all);
+    assert!(
+        nonempty >= 2.min(last as usize + 1),
+        "one CPU held every contention"
+    );
+    // A CPU the recording has no sample from: nothing.
+    assert!(totals_by_lock(dir, file, &["-C", "4095"]).is_empty());
+    // perf's -C with -i: the same report as without.
+    assert_eq!(
+        perf_report(dir, file, &["-C", "0"]),
+        perf_report(dir, file, &[])
+    );
 }
 
 #[test]
@@ -697,6 +960,9 @@ fn lock_contention_reads_perf_lock_record_files_as_perf_does() {
         );
     }
     assert_same_reports(dir.path(), &data);
+    assert_cpu_filter(dir.path(), &data);
+    assert_kallsyms_file(dir.path(), &data);
+    assert_callstack_filter(dir.path(), &data);
 
     // bport's own naming: the first frame that is neither tracepoint glue nor a lock function, taken from the
     // call stacks perf prints (-v). perf groups samples by its own key (frames after the three it skips), so
@@ -1085,6 +1351,32 @@ fn lock_addr_names_run_queue_locks_from_the_tasks_run_queue() {
     let mut distinct = rq.clone();
     distinct.dedup();
     assert_eq!(distinct.len(), rq.len(), "{out}");
+    // The same locks filtered with -L keep their name: a CPU's run queue is learnt from any contention that
+    // ends on it, not only from the entries kept (its own rq lock's waiters mostly run on the other CPUs).
+    let mut named = 0;
+    for addr in &rq {
+        let only = session(
+            dir.path(),
+            &[
+                "-l",
+                "-x",
+                ",",
+                "-L",
+                &format!("{addr:#x}"),
+                "--",
+                exe.to_str().unwrap(),
+                "mmap",
+                "1",
+                "4",
+            ],
+        );
+        for r in csv(&only) {
+            assert_eq!(r[4], format!("{addr:x}"), "{only}");
+            assert_eq!(r[5], "rq_lock", "-L {addr:#x}:\n{only}");
+            named += 1;
+        }
+    }
+    assert!(named > 0, "no run-queue lock contended again under -L");
 }
 
 #[test]

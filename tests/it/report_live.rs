@@ -129,7 +129,10 @@ fn assert_reports_equal(d: &Path, data: &str, args: &[&str]) {
 
 /// Why: perf's rows on equal Children/Self among unresolved stack-garbage addresses came out in another
 /// order than bport's (bport sorted them as signed numbers; perf's entry trees descend by the sign of a
-/// wrapped difference and keep the shape that gives).
+/// wrapped difference and keep the shape that gives); under `--sort sym` and `--sort comm,sym` tied rows
+/// came out in another order (perf compares DSOs inside its symbol comparison, and collapses its entries only
+/// for `comm`); `--sort dso` rows ignored "caller above callee"; `--sort pid` keyed by pid and the sample's
+/// comm where perf keys by thread and prints its last comm (the `sh` that ran `exec` is one row).
 #[cfg(target_arch = "x86_64")]
 #[test]
 fn system_wide_report_of_real_programs_equals_perf_report() {
@@ -192,7 +195,20 @@ fn system_wide_report_of_real_programs_equals_perf_report() {
         garbage > 10,
         "the chain program left {garbage} frames at or above 2^63 in the chains"
     );
-    for args in [&[][..], &["--no-children"], &["-g", "none"]] {
+    // The sort orders: without `comm` perf does not collapse its entries (the tree of a file with stack
+    // garbage keeps its shape), and without `dso` its symbol comparison looks at the DSO first.
+    for args in [
+        &[][..],
+        &["--no-children"],
+        &["-g", "none"],
+        &["--sort", "sym"],
+        &["--sort", "comm,sym"],
+        &["--sort", "sym,dso"],
+        &["--sort", "dso"],
+        &["--sort", "sym", "--no-children"],
+        &["--sort", "pid"],
+        &["--sort", "pid,sym"],
+    ] {
         assert_reports_equal(d, "sw.data", args);
     }
 }

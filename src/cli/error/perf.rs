@@ -126,7 +126,8 @@ impl From<lock::Error> for CliError {
         | E::NoSuchTask { .. }
         | E::InvalidOptions(_)
         | E::NoLockEvents
-        | E::File(_) => {
+        | E::File(_)
+        | E::Kallsyms { .. } => {
             CliError::new(Kind::User, err)
         }
         E::Exec { .. } => CliError::new(Kind::User, err).hint("check the command name and that it is executable"),

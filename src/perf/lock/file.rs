@@ -38,6 +38,8 @@ pub struct FileFilters {
     pub pids: Vec<u32>,
     /// Only these threads (`--tid`).
     pub tids: Vec<u32>,
+    /// Only contentions that begin on these CPUs (`-C`; a sample without a CPU never matches).
+    pub cpus: Vec<u32>,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -85,6 +87,23 @@ struct Stat {
 /// (a garbage frame 0x3030310000000000 against 0, seen in a system-wide recording) are one entry in perf.
 fn perf_callchain_id(frames: impl Iterator<Item = u64>) -> u32 {
     frames.fold(0, |h, ip| h ^ ip.wrapping_mul(0x61c8_8646_80b5_83eb) as u32)
+}
+
+/// The key perf files an entry under in its lock hash table (`lock_stat_findnew`): the caller's `callchain_id`,
+/// the thread id or the lock address.
+fn perf_table_key(key: &Key) -> Option<u64> {
+    match *key {
+        Key::PerfHash(h) => Some(u64::from(h)),
+        Key::Task(tid) => Some(u64::from(tid)),
+        Key::Addr(addr) => Some(addr),
+        Key::Stack(..) => None,
+    }
+}
+
+/// The bucket of perf's lock hash table for a key: `hash_long(key, LOCKHASH_BITS)` with 12 bits, the top bits
+/// of the product with GOLDEN_RATIO_64.
+fn perf_bucket(key: u64) -> u64 {
+    key.wrapping_mul(0x61c8_8646_80b5_83eb) >> 52
 }
 
 /// The lock events of a file: each attr index's kind and fields.
@@ -250,6 +269,9 @@ pub fn from_file(
                 }
                 if (!filters.types.is_empty() && !filters.types.contains(&flags))
                     || (!filters.addrs.is_empty() && !filters.addrs.contains(&addr))
+                    || (!filters.cpus.is_empty()
+                        && !s.cpu.is_some_and(|c| filters.cpus.contains(&c)))
+                    || !sym.callstack_matches(&frames, max_stack, &options.callstack_filter)
                 {
                     continue;
                 }
@@ -301,9 +323,17 @@ pub fn from_file(
             }
         }
     }
+    let mut order: Vec<(usize, Key)> = order.into_iter().enumerate().collect();
+    // Equal values print in perf's order: `sort_result` walks its lock hash table bucket by bucket, each bucket
+    // newest first (`hlist_add_head`), and the result tree keeps equal entries in that order. bport's own
+    // stack keys have no perf counterpart: those keep the order they first appeared in.
+    order.sort_by_key(|(at, key)| match perf_table_key(key) {
+        Some(k) => (perf_bucket(k), std::cmp::Reverse(*at)),
+        None => (0, std::cmp::Reverse(usize::MAX - *at)),
+    });
     let entries = order
         .into_iter()
-        .filter_map(|k| stats.remove(&k))
+        .filter_map(|(_, k)| stats.remove(&k))
         .map(|s| {
             let mut e = s.entry;
             if options.aggr == Aggr::Task {
@@ -378,7 +408,7 @@ impl Losses {
 
 #[cfg(test)]
 mod tests {
-    use super::{perf_callchain_id, Losses};
+    use super::{perf_bucket, perf_callchain_id, perf_table_key, Key, Losses};
 
     #[test]
     fn losses_warn_in_perfs_words_and_thresholds() {
@@ -413,6 +443,19 @@ mod tests {
         };
         assert_eq!(few.warning(), None);
         assert_eq!(Losses::default().warning(), None);
+    }
+
+    #[test]
+    fn perfs_lock_hash_buckets_are_the_top_12_bits_of_the_golden_ratio_product() {
+        // hash_long(key, 12): (key * 0x61c8864680b583eb) >> 52.
+        assert_eq!(perf_bucket(0), 0);
+        assert_eq!(perf_bucket(1), 0x61c);
+        assert_eq!(perf_bucket(2), 0xc39);
+        // Keys print in bucket order, whatever their value: tid 2 (bucket 0xc39) after tid 3 (0x255).
+        assert_eq!(perf_bucket(3), 0x255);
+        assert_eq!(perf_table_key(&Key::Task(3)), Some(3));
+        assert_eq!(perf_table_key(&Key::PerfHash(7)), Some(7));
+        assert_eq!(perf_table_key(&Key::Stack(vec![1], 0)), None);
     }
 
     #[test]

@@ -12,6 +12,30 @@ pub struct RunningKallsyms {
 }
 
 impl RunningKallsyms {
+    /// A kallsyms table from a file (perf's `--kallsyms`: a copy of the recording machine's /proc/kallsyms),
+    /// for the report and `-L SYM` alike.
+    pub fn from_file(path: &std::path::Path) -> Result<Self, Error> {
+        let text = std::fs::read_to_string(path).map_err(|source| Error::Kallsyms {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        if !text.lines().any(|l| {
+            let mut f = l.split_whitespace();
+            f.next().is_some_and(|a| u64::from_str_radix(a, 16).is_ok())
+                && f.next().is_some()
+                && f.next().is_some()
+        }) {
+            return Err(Error::Kallsyms {
+                path: path.to_path_buf(),
+                source: std::io::Error::new(
+                    std::io::ErrorKind::InvalidData,
+                    "no `ADDRESS TYPE NAME` line, as /proc/kallsyms has",
+                ),
+            });
+        }
+        Ok(RunningKallsyms { text: Some(text) })
+    }
+
     /// The address a `-L` item names: a non-zero hex address (`0x` optional) or a kernel symbol.
     pub fn lock_address(&mut self, item: &str) -> Result<u64, Error> {
         let hex = item.strip_prefix("0x").unwrap_or(item);
@@ -40,6 +64,25 @@ impl RunningKallsyms {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_kallsyms_file_must_look_like_kallsyms() {
+        let dir = tempfile::tempdir().unwrap();
+        let good = dir.path().join("good");
+        std::fs::write(&good, "ffffffff82a01234 D jiffies_lock\n").unwrap();
+        let mut k = RunningKallsyms::from_file(&good).unwrap();
+        assert_eq!(k.lock_address("jiffies_lock").unwrap(), 0xffffffff82a01234);
+        let bad = dir.path().join("bad");
+        std::fs::write(&bad, "hello\n").unwrap();
+        assert!(matches!(
+            RunningKallsyms::from_file(&bad),
+            Err(Error::Kallsyms { .. })
+        ));
+        assert!(matches!(
+            RunningKallsyms::from_file(&dir.path().join("missing")),
+            Err(Error::Kallsyms { .. })
+        ));
+    }
 
     #[test]
     fn a_lock_filter_is_an_address_or_a_kernel_symbol() {

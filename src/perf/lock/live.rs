@@ -47,6 +47,8 @@ pub struct LiveOptions {
     pub types: Vec<u32>,
     /// Only these lock addresses (`-L`), empty for all.
     pub addrs: Vec<u64>,
+    /// Only contentions that begin on these CPUs (`-C`), empty for all.
+    pub cpus: Vec<u32>,
     /// The kernel to assume (`--kernel`), `None` for the running one.
     pub kernel: Option<KernelVersion>,
     /// With a command: count every task while it runs (`-a -- CMD`), not only the command's.
@@ -66,6 +68,7 @@ impl Default for LiveOptions {
             map_entries: 16384,
             types: Vec::new(),
             addrs: Vec::new(),
+            cpus: Vec::new(),
             kernel: None,
             system_wide: false,
             owner: false,
@@ -197,6 +200,16 @@ pub fn contention(
         Target::Tids(t) => t.iter().try_for_each(|&id| check_task("thread", id))?,
         Target::All | Target::Command(_) => {}
     }
+    if let Some(&cpu) = options
+        .cpus
+        .iter()
+        .find(|&&c| c >= possible_cpus().unwrap_or(1))
+    {
+        return Err(Error::InvalidOptions(format!(
+            "CPU {cpu} does not exist here (/sys/devices/system/cpu/possible lists {} CPUs)",
+            possible_cpus().unwrap_or(1)
+        )));
+    }
     let mut config = ProgConfig {
         aggr: options.aggr,
         callstack: options.aggr == Aggr::Caller || options.callstack,
@@ -211,6 +224,7 @@ pub fn contention(
         },
         filter_type: !options.types.is_empty(),
         filter_addr: !options.addrs.is_empty(),
+        filter_cpu: !options.cpus.is_empty(),
         owner: options.owner && options.aggr == Aggr::Task,
         layout: Layout::default(),
         cpus: possible_cpus().unwrap_or(1).min(MAX_CPUS),
@@ -268,6 +282,11 @@ pub fn contention(
         maps.addr_filter
             .update(&addr.to_ne_bytes(), &yes)
             .map_err(map_err("lock_addr_filter"))?;
+    }
+    for &cpu in &options.cpus {
+        maps.cpu_filter
+            .update(&cpu.to_ne_bytes(), &yes)
+            .map_err(map_err("lock_cpu_filter"))?;
     }
     let begin =
         bpf::load_raw_tracepoint("lock_begin", &progs::begin(&maps, &config)?).map_err(deny_or)?;

@@ -169,6 +169,14 @@ pub enum Error {
     /// The file could not be read.
     #[error("cannot read the recording: {0}")]
     File(String),
+    /// `--kallsyms FILE` could not be read or is not a kallsyms table.
+    #[error("cannot use {} as kallsyms", path.display())]
+    Kallsyms {
+        /// The file given.
+        path: std::path::PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
     /// A system call failed.
     #[error("{what} failed")]
     System {

@@ -74,6 +74,8 @@ pub struct ProgConfig {
     pub filter_type: bool,
     /// Count only the lock addresses in the address filter map.
     pub filter_addr: bool,
+    /// Count only contentions that begin on the CPUs in the CPU filter map (`-C`, perf's `cpu_filter`).
+    pub filter_cpu: bool,
     /// With [`Aggr::Task`]: key by the lock's owner (perf's `-o`), read at `contention_begin`.
     pub owner: bool,
     /// Kernel struct offsets (from BTF): what is unknown is left out of the programs.
@@ -113,6 +115,8 @@ pub struct Maps {
     pub type_filter: MapFd,
     /// Lock-address filter.
     pub addr_filter: MapFd,
+    /// CPU filter.
+    pub cpu_filter: MapFd,
     /// Each CPU's `struct rq` as the end program saw it (`-l`): run-queue locks without kernel symbols.
     pub rq_seen: MapFd,
 }
@@ -137,6 +141,7 @@ impl Maps {
             tgid_filter: bpf::map(bpf::MAP_HASH, 4, 1, 1024, "lock_tgid_filter")?,
             type_filter: bpf::map(bpf::MAP_HASH, 4, 1, 64, "lock_type_filter")?,
             addr_filter: bpf::map(bpf::MAP_HASH, 8, 1, 1024, "lock_addr_filter")?,
+            cpu_filter: bpf::map(bpf::MAP_HASH, 4, 1, config.cpus.max(1), "lock_cpu_filter")?,
             rq_seen: bpf::map(bpf::MAP_ARRAY, 4, 8, config.cpus.max(1), "lock_rq_seen")?,
         })
     }
@@ -180,6 +185,12 @@ pub fn begin(maps: &Maps, config: &ProgConfig) -> Result<Vec<Insn>, Error> {
         a.ldx(Size::DW, Reg::R1, Reg::R6, 0)
             .stx(Size::DW, FP, -8, Reg::R1);
         lookup(&mut a, &maps.addr_filter, -8, out);
+    }
+    // As perf's `can_record`: the CPU where the wait begins decides; the end is matched wherever it runs.
+    if config.filter_cpu {
+        a.call(Helper::GetSmpProcessorId)
+            .stx(Size::W, FP, -8, Reg::R0);
+        lookup(&mut a, &maps.cpu_filter, -8, out);
     }
     // R7 = flags; spinning locks (SPIN without MUTEX) use the per-CPU slot.
     a.ldx(Size::DW, Reg::R7, Reg::R6, 8)
@@ -281,9 +292,11 @@ pub fn end(maps: &Maps, config: &ProgConfig) -> Result<Vec<Insn>, Error> {
     let new = a.label();
     let clear = a.label();
     let no_max = a.label();
-    a.mov(Reg::R6, Reg::R1)
-        .mov_imm(Reg::R9, 0)
-        .st_imm(Size::W, FP, -16, 0);
+    a.mov(Reg::R6, Reg::R1);
+    if config.aggr == Aggr::Addr {
+        learn_rq(&mut a, maps, &config.layout);
+    }
+    a.mov_imm(Reg::R9, 0).st_imm(Size::W, FP, -16, 0);
     lookup(&mut a, &maps.tstamp_cpu, -16, task);
     a.ldx(Size::DW, Reg::R1, Reg::R0, 8)
         .jmp_imm(Cond::Eq, Reg::R1, 0, task)
@@ -356,7 +369,6 @@ pub fn end(maps: &Maps, config: &ProgConfig) -> Result<Vec<Insn>, Error> {
         .stx(Size::W, FP, -36, Reg::R1);
     if config.aggr == Aggr::Addr {
         lock_class(&mut a, &config.layout);
-        learn_rq(&mut a, maps, &config.layout);
     }
     a.ld_map_fd(Reg::R1, maps.stat.raw())
         .mov(Reg::R2, FP)
@@ -484,15 +496,22 @@ fn lock_class(a: &mut Asm, layout: &Layout) {
     a.bind(done);
 }
 
-/// `end` with `-l`, for a new entry: notes this CPU's `struct rq` (`current->se.cfs_rq->rq`) in `rq_seen`, so
-/// run-queue locks can be named on kernels where `runqueues` has no kallsyms address (perf's
-/// `collect_lock_syms` fails there). A CPU that never ends a contention stays unknown. Uses fp-72..fp-80.
+/// `end` with `-l`, at every contention end (whatever the filters): notes this CPU's `struct rq`
+/// (`current->se.cfs_rq->rq`) in `rq_seen` while its slot is empty, so run-queue locks can be named on kernels
+/// where `runqueues` has no kallsyms address (perf's `collect_lock_syms` fails there). Every end counts, not
+/// only the entries kept: with `-L` one rq lock's contentions may all end on other CPUs than its own. A CPU
+/// that never ends a contention stays unknown. Uses fp-72..fp-80; clobbers R0-R5.
 fn learn_rq(a: &mut Asm, maps: &Maps, layout: &Layout) {
     let Some((task_cfs_rq, cfs_rq_rq)) = layout.task_rq() else {
         return;
     };
     let done = a.label();
-    a.call(Helper::GetCurrentTask)
+    a.call(Helper::GetSmpProcessorId)
+        .stx(Size::W, FP, -76, Reg::R0);
+    lookup(a, &maps.rq_seen, -76, done);
+    a.ldx(Size::DW, Reg::R1, Reg::R0, 0)
+        .jmp_imm(Cond::Ne, Reg::R1, 0, done)
+        .call(Helper::GetCurrentTask)
         .mov(Reg::R3, Reg::R0)
         .alu_imm(Alu::Add, Reg::R3, task_cfs_rq as i32);
     probe_read(a, -72, 8);
@@ -541,7 +560,7 @@ mod tests {
             return;
         }
         for aggr in [Aggr::Caller, Aggr::Task, Aggr::Addr] {
-            for bits in 0..32u32 {
+            for bits in 0..64u32 {
                 let config = ProgConfig {
                     aggr,
                     callstack: aggr == Aggr::Caller || bits & 1 != 0,
@@ -552,6 +571,7 @@ mod tests {
                     filter_tgid: bits & 4 != 0,
                     filter_type: bits & 8 != 0,
                     filter_addr: bits & 16 != 0,
+                    filter_cpu: bits & 32 != 0,
                     owner: aggr == Aggr::Task && bits & 1 != 0,
                     layout: if bits & 2 != 0 {
                         Layout::default()

@@ -43,6 +43,47 @@ impl SortKey {
             _ => return None,
         })
     }
+
+    /// The column's title and width (perf's `contention_keys`).
+    fn column(self) -> (&'static str, usize) {
+        match self {
+            SortKey::Contended => ("contended", 10),
+            SortKey::Total => ("total wait", 12),
+            SortKey::Max => ("max wait", 12),
+            SortKey::Min => ("min wait", 12),
+            SortKey::Avg => ("avg wait", 12),
+        }
+    }
+}
+
+/// perf's default output fields: `contended,wait_total,wait_max,avg_wait`.
+pub const DEFAULT_FIELDS: [SortKey; 4] = [
+    SortKey::Contended,
+    SortKey::Total,
+    SortKey::Max,
+    SortKey::Avg,
+];
+
+/// The columns for `-F LIST` and sort key `sort`, as perf's `setup_output_field` and `select_key` make them:
+/// the fields in the order given, each once, then the sort key when it is not among them. `Err` names the first
+/// field perf does not know (an empty one included, as perf splits `a,` into `a` and ``).
+pub fn output_fields(spec: Option<&str>, sort: SortKey) -> Result<Vec<SortKey>, String> {
+    let mut fields = Vec::new();
+    match spec {
+        None => fields.extend(DEFAULT_FIELDS),
+        Some(spec) => {
+            for name in spec.split(',') {
+                let f = SortKey::parse(name).ok_or_else(|| name.to_string())?;
+                if !fields.contains(&f) {
+                    fields.push(f);
+                }
+            }
+        }
+    }
+    if !fields.contains(&sort) {
+        fields.push(sort);
+    }
+    Ok(fields)
 }
 
 /// How to name and print.
@@ -67,6 +108,10 @@ pub struct ReportOptions {
     pub quiet: bool,
     /// The tasks are lock owners (`-o`): the name column is `owner`, a missing owner `Unknown`.
     pub owner: bool,
+    /// The value columns, in order (`-F`, see [`output_fields`]).
+    pub fields: Vec<SortKey>,
+    /// Only contentions whose call stack has a function whose name contains one of these (`-S`).
+    pub callstack_filter: Vec<String>,
 }
 
 impl Default for ReportOptions {
@@ -81,6 +126,8 @@ impl Default for ReportOptions {
             field_sep: None,
             quiet: false,
             owner: false,
+            fields: DEFAULT_FIELDS.to_vec(),
+            callstack_filter: Vec::new(),
         }
     }
 }
@@ -116,11 +163,14 @@ impl Contention {
         self.total.checked_div(self.acquired).unwrap_or(0)
     }
 
-    fn key(&self, sort: SortKey) -> u64 {
+    /// The value of a column or sort key.
+    pub fn key(&self, sort: SortKey) -> u64 {
         match sort {
             SortKey::Contended => self.count,
             SortKey::Total => self.total,
             SortKey::Max => self.max,
+            // perf's "never waited" marker (ULLONG_MAX) sorts and prints as 0.
+            SortKey::Min if self.min == u64::MAX => 0,
             SortKey::Min => self.min,
             SortKey::Avg => self.avg(),
         }
@@ -278,6 +328,18 @@ impl Symbolizer {
             .map_or_else(|| "Unknown".to_string(), |&ip| self.name(ip))
     }
 
+    /// perf's `match_callstack_filter` (`-S`): whether a function of the first `max_stack` frames (up to a zero
+    /// frame; frames without a kernel symbol pass over) has a name containing one of `filters`. No filter: true.
+    pub fn callstack_matches(&self, stack: &[u64], max_stack: usize, filters: &[String]) -> bool {
+        filters.is_empty()
+            || stack
+                .iter()
+                .take(max_stack)
+                .take_while(|&&ip| ip != 0)
+                .filter_map(|&ip| self.kallsyms.lookup_start(ip))
+                .any(|(name, _)| filters.iter().any(|f| name.contains(f.as_str())))
+    }
+
     /// A frame's `sym+0xoff`, empty without a kernel symbol (perf's `get_symbol_name_offset`).
     pub fn frame_name(&self, addr: u64) -> String {
         match self.kallsyms.lookup_start(addr) {
@@ -310,13 +372,19 @@ pub fn from_live(
     options: &ReportOptions,
     rq_locks: &[u64],
 ) -> Report {
-    let entries = stats
+    let stack_of = |s: &RawStat| -> Vec<u64> {
+        match options.stack_skip {
+            Some(n) => s.stack[n.min(s.stack.len())..].to_vec(),
+            None => sym.strip_glue(&s.stack).to_vec(),
+        }
+    };
+    let mut entries: Vec<Contention> = stats
         .iter()
+        .filter(|s| {
+            sym.callstack_matches(&stack_of(s), options.max_stack, &options.callstack_filter)
+        })
         .map(|s| {
-            let stack = match options.stack_skip {
-                Some(n) => &s.stack[n.min(s.stack.len())..],
-                None => sym.strip_glue(&s.stack),
-            };
+            let stack = &stack_of(s)[..];
             let name = match options.aggr {
                 Aggr::Caller => sym.caller(stack, options.max_stack),
                 Aggr::Task => s.comm.clone().unwrap_or_default(),
@@ -340,7 +408,34 @@ pub fn from_live(
             }
         })
         .collect();
+    if options.aggr != Aggr::Caller && !options.callstack && !options.callstack_filter.is_empty() {
+        // The stacks were collected for -S alone, which split a task's or a lock's contentions by stack.
+        entries = merge_split(entries, options.aggr);
+    }
     finish(entries, options)
+}
+
+/// One entry per task (`-t`) or lock (`-l`) of entries split by call stack, in first-seen order.
+fn merge_split(entries: Vec<Contention>, aggr: Aggr) -> Vec<Contention> {
+    let mut out: Vec<Contention> = Vec::new();
+    for e in entries {
+        let same = |o: &&mut Contention| match aggr {
+            Aggr::Task => o.tid == e.tid,
+            _ => o.lock == e.lock,
+        };
+        match out.iter_mut().find(|o| same(o)) {
+            Some(o) => {
+                o.count += e.count;
+                o.total += e.total;
+                o.acquired += e.acquired;
+                o.max = o.max.max(e.max);
+                o.min = o.min.min(e.min);
+                o.callstack.clear();
+            }
+            None => out.push(e),
+        }
+    }
+    out
 }
 
 /// Sorts (descending by the key, ties in input order, as perf's rb-tree insertion keeps them) and cuts.
@@ -382,13 +477,9 @@ pub fn write(report: &Report, options: &ReportOptions, out: &mut dyn Write) -> i
         return write_csv(report, options, sep, out);
     }
     if !options.quiet {
-        write!(
-            out,
-            "{:>10} {:>12} {:>12} {:>12} ",
-            "contended", "total wait", "max wait", "avg wait"
-        )?;
-        if min_column(options) {
-            write!(out, "{:>12} ", "min wait")?;
+        for f in &options.fields {
+            let (title, width) = f.column();
+            write!(out, "{title:>width$} ")?;
         }
         match report.aggr {
             Aggr::Caller => writeln!(out, "  {:>10}   caller\n", "type")?,
@@ -397,16 +488,11 @@ pub fn write(report: &Report, options: &ReportOptions, out: &mut dyn Write) -> i
         }
     }
     for e in &report.entries {
-        write!(
-            out,
-            "{:>10} {} {} {} ",
-            e.count,
-            time(e.total, 12),
-            time(e.max, 12),
-            time(e.avg(), 12)
-        )?;
-        if min_column(options) {
-            write!(out, "{} ", time(e.min, 12))?;
+        for &f in &options.fields {
+            match f {
+                SortKey::Contended => write!(out, "{:>10} ", e.count)?,
+                _ => write!(out, "{} ", time(e.key(f), f.column().1))?,
+            }
         }
         match report.aggr {
             Aggr::Caller => writeln!(out, "  {:>10}   {}", super::type_name(e.flags), e.name)?,
@@ -420,12 +506,6 @@ pub fn write(report: &Report, options: &ReportOptions, out: &mut dyn Write) -> i
         }
     }
     Ok(())
-}
-
-/// perf puts the sort key among the output fields when it is not one already (`select_key`: "selected key
-/// should be in the output fields"): `-k wait_min` adds a `min wait` column after `avg wait`.
-fn min_column(options: &ReportOptions) -> bool {
-    options.sort == SortKey::Min
 }
 
 /// The task column's title: perf 6.3+ says `owner` with `-o`.
@@ -455,11 +535,8 @@ fn write_csv(
 ) -> io::Result<()> {
     if !options.quiet {
         write!(out, "# output: ")?;
-        for h in ["contended", "total wait", "max wait", "avg wait"] {
-            write!(out, "{h}{sep} ")?;
-        }
-        if min_column(options) {
-            write!(out, "min wait{sep} ")?;
+        for f in &options.fields {
+            write!(out, "{}{sep} ", f.column().0)?;
         }
         match report.aggr {
             Aggr::Caller => {
@@ -474,11 +551,8 @@ fn write_csv(
         }
     }
     for e in &report.entries {
-        for v in [e.count, e.total, e.max, e.avg()] {
-            write!(out, "{v}{sep} ")?;
-        }
-        if min_column(options) {
-            write!(out, "{}{sep} ", e.min)?;
+        for &f in &options.fields {
+            write!(out, "{}{sep} ", e.key(f))?;
         }
         match report.aggr {
             Aggr::Caller => {

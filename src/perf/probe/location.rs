@@ -194,6 +194,63 @@ pub(crate) fn location_at(
     }
 }
 
+/// The entries of a variable's location list (`[begin, end)` and the expression), or `None` for a single
+/// location (an exprloc) or none at all.
+pub(crate) fn location_list(
+    di: &DebugInfo,
+    var: VarDie,
+) -> Option<Vec<(u64, u64, gimli::Expression<R>)>> {
+    let e = di.entry(var.unit, var.die);
+    let attr = e.attr_value(gimli::DW_AT_location)?;
+    if matches!(attr, AttributeValue::Exprloc(_)) {
+        return None;
+    }
+    let unit = di.unit(var.unit);
+    let mut it = di.dwarf.attr_locations(unit, attr).ok()??;
+    // Raw entries, so that an empty range stays in the list as libdw (and so perf's --range) shows it;
+    // gimli's own conversion drops them.
+    let addr = |i| di.dwarf.address(unit, i).ok();
+    let mut base = unit.low_pc;
+    let mut out = Vec::new();
+    while let Ok(Some(raw)) = it.next_raw() {
+        use gimli::RawLocListEntry as E;
+        let (begin, end, data) = match raw {
+            E::BaseAddress { addr } => {
+                base = addr;
+                continue;
+            }
+            E::BaseAddressx { addr: i } => {
+                base = addr(i)?;
+                continue;
+            }
+            E::StartxEndx { begin, end, data } => (addr(begin)?, addr(end)?, data),
+            E::StartxLength {
+                begin,
+                length,
+                data,
+            } => {
+                let b = addr(begin)?;
+                (b, b.wrapping_add(length), data)
+            }
+            E::AddressOrOffsetPair { begin, end, data } | E::OffsetPair { begin, end, data } => {
+                (base.wrapping_add(begin), base.wrapping_add(end), data)
+            }
+            E::StartEnd { begin, end, data } => (begin, end, data),
+            E::StartLength {
+                begin,
+                length,
+                data,
+            } => (begin, begin.wrapping_add(length), data),
+            E::DefaultLocation { data } => (0, u64::MAX, data),
+        };
+        if begin > end || begin == 0 && end == 0 {
+            continue;
+        }
+        out.push((begin, end, data));
+    }
+    Some(out)
+}
+
 /// Why a location can't be fetched, or the fetch of the variable's value.
 pub(crate) fn translate_location(
     di: &DebugInfo,

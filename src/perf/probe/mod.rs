@@ -19,7 +19,8 @@ pub mod tracefs;
 use dwarf::{DebugInfo, Instance};
 use location::{Space, TraceArg, VarDie};
 pub use show::{
-    available_vars, describe, functions, line_range, write_line_range, AvailableVar, LineRange,
+    available_vars, describe, functions, line_range, point_text, write_line_range, AvailableVar,
+    LineRange, Mark, DEFAULT_VAR_FILTER,
 };
 use spec::{Arg, Spec};
 use std::path::{Path, PathBuf};
@@ -109,15 +110,19 @@ pub enum Error {
     },
     /// All the line's rows are another line's too.
     #[error(
-        "{place}: every address of line {line} also starts another line; try {suggestion} instead"
+        "{place}: every address of line {line} also starts another line; {}",
+        match suggestion {
+            Some(s) => format!("try {s} instead"),
+            None => "no place holds code of this line alone (see the lines that can be probed with -L)".into(),
+        }
     )]
     SharedLine {
         /// The place as given.
         place: String,
         /// The absolute line.
         line: u64,
-        /// A place that does map to its address.
-        suggestion: String,
+        /// A place, different from the one typed, that maps to its address and can be probed.
+        suggestion: Option<String>,
     },
     /// A variable not visible at the probe.
     #[error("variable `{var}` is not in scope at {place} ({address:#x})")]
@@ -138,6 +143,16 @@ pub enum Error {
         place: String,
         /// Why, with the DWARF location.
         reason: String,
+    },
+    /// More places than `--max-probes` allows.
+    #[error("{place}: {found} places found, more than the {limit} allowed (--max-probes)")]
+    TooManyPlaces {
+        /// The place as given.
+        place: String,
+        /// How many places it has.
+        found: usize,
+        /// The limit.
+        limit: usize,
     },
     /// Not supported (yet), said plainly.
     #[error("{0}")]
@@ -264,6 +279,37 @@ impl Plan {
     }
 }
 
+/// `--force`: every event of the plan whose `GROUP:EVENT` is taken gets perf's numbered name instead
+/// (get_new_event_name: `NAME_1`, `NAME_2`, ... with `__return` dropped, the first not taken), the probes of one
+/// event keeping one name.
+pub fn force_names(plan: &mut Plan, taken: &[String]) {
+    let mut used: Vec<String> = taken.to_vec();
+    let mut renamed: Vec<(String, String)> = Vec::new();
+    for event in plan.events() {
+        let Some((group, name)) = event.split_once(':') else {
+            continue;
+        };
+        if !used.contains(&event) {
+            used.push(event.clone());
+            continue;
+        }
+        let stem = name.strip_suffix("__return").unwrap_or(name);
+        let mut i = 1;
+        while used.contains(&format!("{group}:{stem}_{i}")) {
+            i += 1;
+        }
+        let new = format!("{stem}_{i}");
+        used.push(format!("{group}:{new}"));
+        renamed.push((event.clone(), new));
+    }
+    for p in &mut plan.probes {
+        let full = format!("{}:{}", p.group, p.event);
+        if let Some((_, new)) = renamed.iter().find(|(old, _)| *old == full) {
+            p.event = new.clone();
+        }
+    }
+}
+
 /// perf's group for a binary's uprobes: `probe_` and the file name up to its first character that is not
 /// alphanumeric or `_` (`libc.so.6` → `probe_libc`).
 pub fn user_group(binary: &Path) -> String {
@@ -289,6 +335,9 @@ pub(crate) struct Site {
     /// variables of that scope first (its `call_probe_finder(sp_die)`), not those of a copy inlined at the
     /// same address.
     pub entry_of: Option<usize>,
+    /// perf's scope DIE (`sc_die`) of the site: the function or inlined copy whose variables (and those of the
+    /// scopes inside it holding the address) the site sees, and whose name a `SRC:LINE` event takes.
+    pub scope: usize,
 }
 
 impl Site {
@@ -324,6 +373,38 @@ pub(crate) fn sites(
     spec: &Spec,
     user: bool,
 ) -> Result<(Vec<Site>, Option<String>), Error> {
+    sites_with(di, spec, user, true)
+}
+
+/// `sites`; `suggest` says whether a refused line looks for another place to suggest (not when checking that
+/// a suggestion itself works).
+fn sites_with(
+    di: &DebugInfo,
+    spec: &Spec,
+    user: bool,
+    suggest: bool,
+) -> Result<(Vec<Site>, Option<String>), Error> {
+    let found = sites_of(di, spec, user, suggest)?;
+    let limit = spec.point.max_probes.unwrap_or(MAX_PROBES);
+    if found.0.len() > limit {
+        return Err(Error::TooManyPlaces {
+            place: place_text(spec),
+            found: found.0.len(),
+            limit,
+        });
+    }
+    Ok(found)
+}
+
+/// perf's MAX_PROBES: the default of `--max-probes`.
+pub const MAX_PROBES: usize = 128;
+
+fn sites_of(
+    di: &DebugInfo,
+    spec: &Spec,
+    user: bool,
+    suggest: bool,
+) -> Result<(Vec<Site>, Option<String>), Error> {
     let pp = &spec.point;
     let place = place_text(spec);
     let has_var_args = spec
@@ -331,7 +412,15 @@ pub(crate) fn sites(
         .iter()
         .any(|a| !matches!(a, Arg::Raw { .. } | Arg::Retval { .. }));
     if let Some(func) = &pp.function {
-        let instances = di.instances(func, pp.file.as_deref());
+        let mut instances = di.instances(func, pp.file.as_deref());
+        if pp.no_inlines && !instances.is_empty() {
+            instances.retain(|i| !i.inlined);
+            if instances.is_empty() {
+                return Err(Error::Unsupported(format!(
+                    "`{func}` exists only inlined, and --no-inlines leaves its inlined copies out"
+                )));
+            }
+        }
         if instances.is_empty() {
             return Err(Error::FunctionNotFound {
                 function: func.clone(),
@@ -347,11 +436,20 @@ pub(crate) fn sites(
             let file = di
                 .file_attr(inst.unit, inst.die, gimli::DW_AT_decl_file)
                 .unwrap_or_default();
-            return line_sites(di, &[inst.unit], &file, decl + rel, &place)
-                .map(|s| (s, Some(func.clone())));
+            return line_sites(
+                di,
+                &[inst.unit],
+                &file,
+                decl + rel,
+                &place,
+                Some(func),
+                suggest,
+            )
+            .map(|s| (s, Some(func.clone())));
         }
         if let Some(pattern) = &pp.lazy {
-            return lazy_sites(di, &instances, pattern, &place).map(|s| (s, Some(func.clone())));
+            return lazy_sites(di, &instances, pattern, &place, func)
+                .map(|s| (s, Some(func.clone())));
         }
         let mut out = Vec::new();
         for inst in &instances {
@@ -376,6 +474,17 @@ pub(crate) fn sites(
                 address = di.skip_prologue(inst.unit, inst.die, entry);
             }
             address += pp.offset.unwrap_or(0);
+            if pp.offset.is_some_and(|o| o > 0) && !di.contains(inst.unit, inst.die, address) {
+                // perf: "Specified offset is out of FUNC".
+                let size: u64 = di
+                    .ranges(inst.unit, inst.die)
+                    .iter()
+                    .map(|r| r.1 - r.0)
+                    .sum();
+                return Err(Error::Unsupported(format!(
+                    "{place}: the offset is out of `{func}` (its code is {size} bytes)"
+                )));
+            }
             let function = if inst.inlined {
                 di.real_function_at(inst.unit, address).unwrap_or(inst.die)
             } else {
@@ -386,6 +495,7 @@ pub(crate) fn sites(
                 function,
                 address,
                 entry_of: pp.offset.is_none().then_some(inst.die),
+                scope: inst.die,
             });
         }
         if out.is_empty() {
@@ -413,7 +523,10 @@ pub(crate) fn sites(
             di.path.display()
         )));
     }
-    Ok((line_sites(di, &units, &file, line, &place)?, None))
+    Ok((
+        line_sites(di, &units, &file, line, &place, None, suggest)?,
+        None,
+    ))
 }
 
 fn line_sites(
@@ -422,9 +535,11 @@ fn line_sites(
     file: &str,
     line: u64,
     place: &str,
+    function: Option<&str>,
+    suggest: bool,
 ) -> Result<Vec<Site>, Error> {
     let mut out: Vec<Site> = Vec::new();
-    let mut shared = None;
+    let mut shared = Vec::new();
     for &u in units {
         for row in di.rows(u) {
             if !row.is_stmt
@@ -440,30 +555,36 @@ fn line_sites(
             // perf's verify_representive_line: an address that maps back to another line is that line's.
             match di.line_at(u, row.address) {
                 Some((f, l)) if l == line && *f == *row.file => {}
-                other => {
-                    shared.get_or_insert((u, row.address, other));
+                _ => {
+                    if !shared.contains(&(u, row.address)) {
+                        shared.push((u, row.address));
+                    }
                     continue;
                 }
             }
-            let Some(function) = di.real_function_at(u, row.address) else {
+            let Some(real) = di.real_function_at(u, row.address) else {
                 continue;
             };
+            let scope = best_scope(di, u, real, row.address, function, &row.file, line);
             out.push(Site {
                 unit: u,
-                function,
+                function: real,
                 address: row.address,
                 entry_of: None,
+                scope,
             });
         }
     }
     if out.is_empty() {
-        if let Some((u, addr, _)) = shared {
+        if !shared.is_empty() {
             return Err(Error::SharedLine {
                 place: place.into(),
                 line,
-                suggestion: show::point_of(di, u, addr)
-                    .map(|p| p.split('@').next().unwrap_or_default().to_string())
-                    .unwrap_or_else(|| format!("{addr:#x}")),
+                suggestion: if suggest {
+                    suggestion(di, &shared, place)
+                } else {
+                    None
+                },
             });
         }
         return Err(Error::NoCode {
@@ -475,11 +596,95 @@ fn line_sites(
     Ok(out)
 }
 
+/// A place to suggest for a line whose addresses all belong to other lines: the first of those addresses'
+/// own points (`FUNC:LINE`, or `FUNC+OFFS`) that differs from what was typed and that bport then takes.
+fn suggestion(di: &DebugInfo, shared: &[(usize, u64)], place: &str) -> Option<String> {
+    let mut tried: Vec<String> = Vec::new();
+    for &(u, addr) in shared {
+        let mut candidates = Vec::new();
+        if let Some(p) = show::point_of(di, u, addr) {
+            candidates.push(p.split('@').next().unwrap_or_default().to_string());
+        }
+        // The same address by offset: always its own place.
+        if let Some(f) = di.real_function_at(u, addr) {
+            if let (Some(name), Some(entry)) = (di.name(u, f), di.entry_pc(u, f)) {
+                candidates.push(match addr - entry {
+                    0 => name,
+                    off => format!("{name}+{off}"),
+                });
+            }
+        }
+        for c in candidates {
+            if c == place || tried.contains(&c) {
+                continue;
+            }
+            tried.push(c.clone());
+            let Ok(spec) = spec::parse(&c) else { continue };
+            if sites_with(di, &spec, true, false).is_ok() {
+                return Some(c);
+            }
+        }
+    }
+    None
+}
+
+/// perf's find_best_scope: among the function and the inlined copies holding `addr` (outer first), the first
+/// named `function` when a function was given; else the one declared in `file` nearest above `line`; else the
+/// out-of-line function (perf's fallback stops at the first scope of its walk).
+fn best_scope(
+    di: &DebugInfo,
+    unit: usize,
+    real: usize,
+    addr: u64,
+    function: Option<&str>,
+    file: &str,
+    line: u64,
+) -> usize {
+    let instances: Vec<usize> = di
+        .scopes_at(unit, real, addr)
+        .into_iter()
+        .filter(|&s| {
+            matches!(
+                di.dies(unit)[s].tag,
+                gimli::DW_TAG_subprogram | gimli::DW_TAG_inlined_subroutine
+            )
+        })
+        .collect();
+    let mut best = None;
+    let mut diff = u64::MAX;
+    for &s in &instances {
+        if di.file_attr(unit, s, gimli::DW_AT_decl_file).as_deref() != Some(file) {
+            continue;
+        }
+        match function {
+            Some(f) => {
+                // perf's die_match_name: the name, or the name with a suffix such as `.isra.0`.
+                if di.name(unit, s).is_some_and(|n| {
+                    n == f || n.strip_prefix(f).is_some_and(|r| r.starts_with('.'))
+                }) {
+                    return s;
+                }
+            }
+            None => {
+                if let Some(d) = di.decl_line(unit, s).filter(|&d| d < line) {
+                    if line - d < diff {
+                        diff = line - d;
+                        best = Some(s);
+                    }
+                }
+            }
+        }
+    }
+    // perf's fallback (find_inner_scope_cb) takes the first scope its walk visits: the outermost.
+    best.unwrap_or(real)
+}
+
 fn lazy_sites(
     di: &DebugInfo,
     instances: &[Instance],
     pattern: &str,
     place: &str,
+    function: &str,
 ) -> Result<Vec<Site>, Error> {
     let mut out: Vec<Site> = Vec::new();
     let pat: String = pattern.chars().filter(|c| !c.is_whitespace()).collect();
@@ -510,6 +715,15 @@ fn lazy_sites(
                     function: inst.die,
                     address: row.address,
                     entry_of: None,
+                    scope: best_scope(
+                        di,
+                        inst.unit,
+                        inst.die,
+                        row.address,
+                        Some(function),
+                        &file,
+                        row.line,
+                    ),
                 });
             }
         }
@@ -551,24 +765,19 @@ fn find_var(di: &DebugInfo, unit: usize, order: &[usize], name: &str) -> Option<
     declared
 }
 
-/// Variables and parameters visible at a site, in DIE order (perf's `copy_variables_cb` walk): from the
-/// innermost function or inlined copy, into nested scopes that contain the address.
+/// Variables and parameters visible at a site, in DIE order (perf's `copy_variables_cb` and
+/// `collect_variables_cb` walk): the children of the site's scope, and of every DIE inside it whose code holds
+/// the address (lexical blocks, inlined copies), depth first.
 pub(crate) fn visible_vars(di: &DebugInfo, site: Site, params_only: bool) -> Vec<VarDie> {
-    let chain = di.scopes_at(site.unit, site.function, site.address);
-    let start = site
-        .entry_of
-        .filter(|s| chain.contains(s))
-        .into_iter()
-        .chain(chain.iter().rev().copied())
-        .find(|&s| {
-            matches!(
-                di.dies(site.unit)[s].tag,
-                gimli::DW_TAG_subprogram | gimli::DW_TAG_inlined_subroutine
-            )
-        })
-        .unwrap_or(site.function);
     let mut out = Vec::new();
-    walk_vars(di, site.unit, start, &chain, params_only, &mut out);
+    walk_vars(
+        di,
+        site.unit,
+        site.scope,
+        site.address,
+        params_only,
+        &mut out,
+    );
     out
 }
 
@@ -576,7 +785,7 @@ fn walk_vars(
     di: &DebugInfo,
     unit: usize,
     scope: usize,
-    chain: &[usize],
+    address: u64,
     params_only: bool,
     out: &mut Vec<VarDie>,
 ) {
@@ -585,8 +794,8 @@ fn walk_vars(
         if tag == gimli::DW_TAG_formal_parameter || (tag == gimli::DW_TAG_variable && !params_only)
         {
             out.push(VarDie { unit, die: c });
-        } else if tag == gimli::DW_TAG_lexical_block && chain.contains(&c) {
-            walk_vars(di, unit, c, chain, params_only, out);
+        } else if di.contains(unit, c, address) {
+            walk_vars(di, unit, c, address, params_only, out);
         }
     }
 }
@@ -627,10 +836,17 @@ fn site_args(
                 } else {
                     "$params"
                 };
+                let mut seen: Vec<String> = Vec::new();
                 for var in visible_vars(di, site, matches!(arg, Arg::Params)) {
                     let Some(name) = di.name(var.unit, var.die) else {
                         continue;
                     };
+                    // An inlined copy's parameter can share a name with the caller's: one fetcharg per name (the
+                    // kernel refuses two of the same name).
+                    if seen.contains(&name) {
+                        continue;
+                    }
+                    seen.push(name.clone());
                     let va = spec::VarArg {
                         name: None,
                         var: name,
@@ -744,28 +960,36 @@ fn plan_dwarf(
             Some(b) => user_group(b),
             None => "probe".into(),
         });
-        let base = match (&spec.event, &function) {
-            (Some(e), _) => e.clone(),
-            (None, Some(f)) => match spec.point.line {
-                Some(l) if spec.point.lazy.is_none() && spec.point.offset.is_none() => {
-                    format!("{f}_L{l}")
-                }
-                _ => f.clone(),
-            },
-            (None, None) => di
-                .name(sites[0].unit, sites[0].function)
-                .unwrap_or_else(|| "probe".into()),
+        // perf names a SRC:LINE probe after each address's own scope (tev->point.realname): an inlined
+        // function's name inside its copies, the caller's elsewhere.
+        let base_of = |site: &Site| {
+            let base = match (&spec.event, &function) {
+                (Some(e), _) => e.clone(),
+                (None, Some(f)) => match spec.point.line {
+                    Some(l) if spec.point.lazy.is_none() && spec.point.offset.is_none() => {
+                        format!("{f}_L{l}")
+                    }
+                    _ => f.clone(),
+                },
+                (None, None) => di
+                    .name(site.unit, site.scope)
+                    .or_else(|| di.name(site.unit, site.function))
+                    .unwrap_or_else(|| "probe".into()),
+            };
+            // `foo.isra.0` → `foo`, as perf cuts a symbol's suffixes off event names.
+            let mut base = match base.find(['.', '@']) {
+                Some(p) if p > 0 => base[..p].to_string(),
+                _ => base,
+            };
+            if spec.point.retprobe {
+                base.push_str("__return");
+            }
+            base
         };
-        // `foo.isra.0` → `foo`, as perf cuts a symbol's suffixes off event names.
-        let mut base = match base.find(['.', '@']) {
-            Some(p) if p > 0 => base[..p].to_string(),
-            _ => base,
-        };
-        if spec.point.retprobe {
-            base.push_str("__return");
-        }
-        let mut signatures: Vec<(Vec<TraceArg>, String)> = Vec::new();
-        for site in sites {
+        let mut signatures: Vec<(String, Vec<TraceArg>, String)> = Vec::new();
+        for (i, site) in sites.iter().enumerate() {
+            let site = *site;
+            let base = base_of(&site);
             let args = site_args(di, spec, site, &place, space, &mut plan.notes)?;
             let probe_place = if binary.is_some() {
                 let offset = di.file_offset(site.address).ok_or_else(|| {
@@ -788,33 +1012,35 @@ fn plan_dwarf(
                 .iter()
                 .map(|a| (a.name.clone(), a.ty.clone()))
                 .collect();
-            let event = match signatures.iter().find(|(a, _)| {
-                a.iter()
-                    .map(|a| (a.name.clone(), a.ty.clone()))
-                    .collect::<Vec<_>>()
-                    == key
+            let event = match signatures.iter().find(|(b, a, _)| {
+                *b == base
+                    && a.iter()
+                        .map(|a| (a.name.clone(), a.ty.clone()))
+                        .collect::<Vec<_>>()
+                        == key
             }) {
-                Some((_, e)) => e.clone(),
+                Some((_, _, e)) => e.clone(),
                 None => {
                     let is_taken = |name: &str| {
                         let full = format!("{group}:{name}");
                         taken.contains(&full) || plan.events().contains(&full)
                     };
                     let mut name = base.clone();
-                    if signatures.is_empty() {
+                    let same_base = signatures.iter().filter(|(b, _, _)| *b == base).count();
+                    if i == 0 {
                         // perf adds no suffix to a name of the user's or its own first choice: it refuses.
                         if is_taken(&name) {
                             return Err(Error::EventExists(format!("{group}:{name}")));
                         }
-                    } else {
-                        let mut n = signatures.len();
+                    } else if same_base > 0 || is_taken(&name) {
+                        let mut n = same_base.max(1);
                         name = format!("{base}_{n}");
                         while is_taken(&name) {
                             n += 1;
                             name = format!("{base}_{n}");
                         }
                     }
-                    signatures.push((args.clone(), name.clone()));
+                    signatures.push((base.clone(), args.clone(), name.clone()));
                     name
                 }
             };
@@ -952,5 +1178,68 @@ fn raw_arg(name: &Option<String>, text: &str) -> TraceArg {
         name: name.clone().unwrap_or_default(),
         fetch,
         ty,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn probe(event: &str, retprobe: bool) -> Probe {
+        Probe {
+            retprobe,
+            group: "probe_x".into(),
+            event: event.into(),
+            place: "/x:0x10".into(),
+            args: Vec::new(),
+            address: 0x10,
+            kind: tracefs::Kind::Uprobe,
+        }
+    }
+
+    #[test]
+    fn force_numbers_taken_names_as_perf_does() {
+        let mut plan = Plan {
+            probes: vec![
+                probe("walk", false),
+                probe("walk", false),
+                probe("walk__return", true),
+                probe("free", false),
+            ],
+            notes: Vec::new(),
+        };
+        let taken = [
+            "probe_x:walk",
+            "probe_x:walk_1",
+            "probe_x:walk__return",
+            "probe_y:free",
+        ];
+        force_names(&mut plan, &taken.map(String::from));
+        let events: Vec<&str> = plan.probes.iter().map(|p| p.event.as_str()).collect();
+        // One event's probes keep one name; `__return` is dropped from the numbered name, as perf's
+        // get_new_event_name does; a name taken in another group is free here.
+        assert_eq!(events, ["walk_2", "walk_2", "walk_3", "free"]);
+    }
+
+    #[test]
+    fn points_print_back_as_perf_synthesizes_them() {
+        let cases = [
+            ("walk", "walk"),
+            ("walk+0", "walk"),
+            ("walk+12", "walk+12"),
+            ("walk:4", "walk:4"),
+            ("walk%return", "walk%return"),
+            ("walk@inl.c", "walk@inl.c"),
+            ("inl.c:9", "@inl.c:9"),
+            ("walk;printf*", "walk"),
+            (
+                "/very/long/directory/name/for/the/source/inl.c:9",
+                "@name/for/the/source/inl.c:9",
+            ),
+        ];
+        for (text, perf) in cases {
+            let spec = spec::parse(text).unwrap();
+            assert_eq!(point_text(&spec), perf, "{text}");
+        }
     }
 }

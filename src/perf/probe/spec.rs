@@ -26,6 +26,10 @@ pub struct Point {
     pub lazy: Option<String>,
     /// `%return`.
     pub retprobe: bool,
+    /// `--no-inlines`: the function's inlined copies are left out (perf's probe_conf.no_inlines).
+    pub no_inlines: bool,
+    /// `--max-probes N`: more places than this is an error (perf's default is 128).
+    pub max_probes: Option<usize>,
 }
 
 /// One argument of a probe.

@@ -358,52 +358,12 @@ impl PrintFmt {
                 i += 1;
                 continue;
             }
-            let mut spec = Spec::default();
-            while let Some(&c) = f.get(i) {
-                match c {
-                    b'-' => spec.left = true,
-                    b'0' => spec.zero = true,
-                    b'+' => spec.plus = true,
-                    b' ' => spec.space = true,
-                    b'#' => spec.alt = true,
-                    _ => break,
-                }
-                i += 1;
-            }
             let mut star = || -> Result<usize, String> {
                 let a = args.next().ok_or("too few arguments for `*`")?;
                 Ok(ctx.eval(a)?.num() as usize)
             };
-            if f.get(i) == Some(&b'*') {
-                spec.width = star()?;
-                i += 1;
-            }
-            while let Some(d) = f.get(i).filter(|c| c.is_ascii_digit()) {
-                spec.width = spec.width * 10 + usize::from(d - b'0');
-                i += 1;
-            }
-            if f.get(i) == Some(&b'.') {
-                i += 1;
-                let mut p = 0;
-                if f.get(i) == Some(&b'*') {
-                    p = star()?;
-                    i += 1;
-                }
-                while let Some(d) = f.get(i).filter(|c| c.is_ascii_digit()) {
-                    p = p * 10 + usize::from(d - b'0');
-                    i += 1;
-                }
-                spec.precision = Some(p);
-            }
-            let mut bits = 32;
-            while let Some(&c) = f.get(i) {
-                match c {
-                    b'h' => bits = if bits == 16 { 8 } else { 16 },
-                    b'l' | b'L' | b'z' | b'j' | b't' | b'q' => bits = 64,
-                    _ => break,
-                }
-                i += 1;
-            }
+            let spec = Spec::parse(f, &mut i, &mut star)?;
+            let bits = length_bits(f, &mut i);
             let conv = *f.get(i).ok_or("format ends inside a conversion")?;
             i += 1;
             if conv == b'p' && f.get(i).is_some_and(|c| c.is_ascii_alphanumeric()) {
@@ -411,57 +371,7 @@ impl PrintFmt {
             }
             let arg = args.next().ok_or("too few arguments")?;
             let v = ctx.eval(arg)?;
-            let text = match conv {
-                b's' => match v {
-                    V::Str(s) => spec
-                        .precision
-                        .map_or(s.clone(), |p| s[..p.min(s.len())].to_vec()),
-                    V::Int(..) => return Err("%s of a number".into()),
-                },
-                b'c' => vec![v.num() as u8],
-                b'd' | b'i' => {
-                    let n = truncate(v.num(), bits, true) as i64;
-                    let mut digits = n.unsigned_abs().to_string().into_bytes();
-                    pad_digits(&mut digits, spec.precision);
-                    let sign: &[u8] = if n < 0 {
-                        b"-"
-                    } else if spec.plus {
-                        b"+"
-                    } else if spec.space {
-                        b" "
-                    } else {
-                        b""
-                    };
-                    out.extend(spec.pad(sign, &digits));
-                    continue;
-                }
-                b'u' | b'x' | b'X' | b'o' | b'p' => {
-                    let n = if conv == b'p' {
-                        v.num()
-                    } else {
-                        truncate(v.num(), bits, false)
-                    };
-                    let mut digits = match conv {
-                        b'u' => n.to_string(),
-                        b'x' | b'p' => format!("{n:x}"),
-                        b'X' => format!("{n:X}"),
-                        _ => format!("{n:o}"),
-                    }
-                    .into_bytes();
-                    pad_digits(&mut digits, spec.precision);
-                    // libtraceevent turns %p into 0x%lx (glibc would print (nil) for 0).
-                    let prefix: &[u8] = match conv {
-                        b'p' => b"0x",
-                        b'x' if spec.alt && n != 0 => b"0x",
-                        b'X' if spec.alt && n != 0 => b"0X",
-                        _ => b"",
-                    };
-                    out.extend(spec.pad(prefix, &digits));
-                    continue;
-                }
-                c => return Err(format!("unsupported conversion %{}", c as char)),
-            };
-            out.extend(spec.pad(b"", &text));
+            out.extend(spec.convert(conv, bits, &v)?);
         }
         Ok(String::from_utf8_lossy(&out).into_owned())
     }
@@ -489,6 +399,102 @@ struct Spec {
 }
 
 impl Spec {
+    /// Reads a conversion's flags, width and precision from `f` at `*i` (after the `%`), moving `*i` past
+    /// them; `star` takes the next argument as a `*` width or precision.
+    fn parse(
+        f: &[u8],
+        i: &mut usize,
+        star: &mut dyn FnMut() -> Result<usize, String>,
+    ) -> Result<Spec, String> {
+        let mut spec = Spec::default();
+        while let Some(&c) = f.get(*i) {
+            match c {
+                b'-' => spec.left = true,
+                b'0' => spec.zero = true,
+                b'+' => spec.plus = true,
+                b' ' => spec.space = true,
+                b'#' => spec.alt = true,
+                _ => break,
+            }
+            *i += 1;
+        }
+        if f.get(*i) == Some(&b'*') {
+            spec.width = star()?;
+            *i += 1;
+        }
+        while let Some(d) = f.get(*i).filter(|c| c.is_ascii_digit()) {
+            spec.width = spec.width * 10 + usize::from(d - b'0');
+            *i += 1;
+        }
+        if f.get(*i) == Some(&b'.') {
+            *i += 1;
+            let mut p = 0;
+            if f.get(*i) == Some(&b'*') {
+                p = star()?;
+                *i += 1;
+            }
+            while let Some(d) = f.get(*i).filter(|c| c.is_ascii_digit()) {
+                p = p * 10 + usize::from(d - b'0');
+                *i += 1;
+            }
+            spec.precision = Some(p);
+        }
+        Ok(spec)
+    }
+
+    /// The text of conversion `conv` of a value `bits` wide (its length modifier's) under this spec, padded.
+    fn convert(&self, conv: u8, bits: u32, v: &V) -> Result<Vec<u8>, String> {
+        let text = match conv {
+            b's' => match v {
+                V::Str(s) => self
+                    .precision
+                    .map_or(s.clone(), |p| s[..p.min(s.len())].to_vec()),
+                V::Int(..) => return Err("%s of a number".into()),
+            },
+            b'c' => vec![v.num() as u8],
+            b'd' | b'i' => {
+                let n = truncate(v.num(), bits, true) as i64;
+                let mut digits = n.unsigned_abs().to_string().into_bytes();
+                pad_digits(&mut digits, self.precision);
+                let sign: &[u8] = if n < 0 {
+                    b"-"
+                } else if self.plus {
+                    b"+"
+                } else if self.space {
+                    b" "
+                } else {
+                    b""
+                };
+                return Ok(self.pad(sign, &digits));
+            }
+            b'u' | b'x' | b'X' | b'o' | b'p' => {
+                let n = if conv == b'p' {
+                    v.num()
+                } else {
+                    truncate(v.num(), bits, false)
+                };
+                let mut digits = match conv {
+                    b'u' => n.to_string(),
+                    b'x' | b'p' => format!("{n:x}"),
+                    b'X' => format!("{n:X}"),
+                    _ => format!("{n:o}"),
+                }
+                .into_bytes();
+                pad_digits(&mut digits, self.precision);
+                // libtraceevent turns %p into 0x%lx (glibc would print (nil) for 0).
+                let prefix: &[u8] = match conv {
+                    b'p' => b"0x",
+                    b'x' if self.alt && n != 0 => b"0x",
+                    b'X' if self.alt && n != 0 => b"0X",
+                    _ => b"",
+                };
+                return Ok(self.pad(prefix, &digits));
+            }
+            c => return Err(format!("unsupported conversion %{}", c as char)),
+        };
+        Ok(self.pad(b"", &text))
+    }
+
     fn pad(&self, prefix: &[u8], body: &[u8]) -> Vec<u8> {
         let len = prefix.len() + body.len();
         let fill = self.width.saturating_sub(len);
@@ -508,6 +514,21 @@ impl Spec {
         }
         v
     }
+}
+
+/// The width in bits a conversion's length modifier (`h`, `hh`, `l`, `ll`, `z`, ...) gives its argument, read
+/// from `f` at `*i`, moving `*i` past it; 32 without one.
+fn length_bits(f: &[u8], i: &mut usize) -> u32 {
+    let mut bits = 32;
+    while let Some(&c) = f.get(*i) {
+        match c {
+            b'h' => bits = if bits == 16 { 8 } else { 16 },
+            b'l' | b'L' | b'z' | b'j' | b't' | b'q' => bits = 64,
+            _ => break,
+        }
+        *i += 1;
+    }
+    bits
 }
 
 fn truncate(v: u64, bits: u32, signed: bool) -> u64 {

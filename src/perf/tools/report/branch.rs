@@ -7,8 +7,8 @@
 use super::order::rb_order;
 use super::{EventTable, ReportOptions, Row, ShortNames, SortKey};
 use crate::perf::data::PerfFile;
-use crate::perf::script::session::{samples, ScriptError};
-use crate::perf::script::Frame;
+use crate::perf::script::session::{samples, Samples, ScriptError};
+use crate::perf::script::{Frame, SampleInfo};
 use std::collections::HashMap;
 use std::rc::Rc;
 
@@ -41,6 +41,122 @@ struct BranchEntryAcc {
     to_order: (bool, u64),
 }
 
+/// One event's branch-mode table being summed.
+struct BranchTable {
+    attr_index: usize,
+    event: String,
+    samples: u64,
+    entries: Vec<BranchEntryAcc>,
+    index: HashMap<BranchKey, usize>,
+    /// Widest source DSO among entries whose source resolved, 16 if one did not (`hists__calc_col_len`).
+    dso_width: usize,
+}
+
+/// One branch-stack entry with its ends resolved.
+struct Branch {
+    /// The raw source and target addresses.
+    from: u64,
+    to: u64,
+    /// The cycles field of its flags.
+    cycles: u64,
+    /// The source's frame and level (`k` or `.`).
+    src: Frame,
+    src_level: char,
+    /// The target's frame and level.
+    dst: Frame,
+    dst_level: char,
+}
+
+impl Branch {
+    /// Resolves an entry `(from, to, flags)` of a sample's branch stack.
+    fn resolve(
+        it: &mut Samples<'_>,
+        info: &SampleInfo,
+        (from, to, flags): (u64, u64, u64),
+    ) -> Self {
+        let (mut src, src_level) = it.branch_frame(info, from);
+        let (mut dst, dst_level) = it.branch_frame(info, to);
+        // `al_addr` is map-relative: in a module, from the module's start.
+        for (fr, level) in [(&mut src, src_level), (&mut dst, dst_level)] {
+            if level == 'k' && fr.sym.is_none() {
+                fr.addr = it.kernel_report_address(fr.addr);
+            }
+        }
+        Branch {
+            from,
+            to,
+            // struct perf_branch_entry: mispred, predicted, in_tx, abort (1 bit each), then cycles:16.
+            cycles: (flags >> 4) & 0xffff,
+            src,
+            src_level,
+            dst,
+            dst_level,
+        }
+    }
+
+    /// What the branch keys of `sort` compare; `dso_from` is the source's short DSO name.
+    fn key(&self, sort: &[SortKey], info: &SampleInfo, dso_from: &Rc<str>) -> BranchKey {
+        let end = |fr: &Frame, raw: u64| match &fr.sym {
+            Some(s) => BranchEnd::Sym(s.clone(), fr.inlined),
+            None => BranchEnd::Addr(raw),
+        };
+        BranchKey {
+            comm: sort.contains(&SortKey::Comm).then(|| info.comm.clone()),
+            // A source no map holds has perf's NULL DSO (printed `[unknown]`).
+            dso_from: (sort.contains(&SortKey::DsoFrom) && self.src.dso.is_some())
+                .then(|| dso_from.clone()),
+            from: sort
+                .contains(&SortKey::SymFrom)
+                .then(|| end(&self.src, self.from)),
+            to: sort
+                .contains(&SortKey::SymTo)
+                .then(|| end(&self.dst, self.to)),
+            cycles: sort.contains(&SortKey::Cycles).then_some(self.cycles),
+        }
+    }
+
+    /// A new entry for this branch: its row texts and where `_sort__sym_cmp` puts its ends.
+    fn entry(
+        &self,
+        sort: &[SortKey],
+        info: &SampleInfo,
+        dso_from: &Rc<str>,
+        key: BranchKey,
+    ) -> BranchEntryAcc {
+        let sym_text = |fr: &Frame, level: char| match &fr.sym {
+            Some(s) if fr.inlined => format!("[{level}] {s} (inlined)"),
+            Some(s) => format!("[{level}] {s}"),
+            None if fr.addr == 0 => format!("[{level}] {:016x}", 0),
+            None => format!("[{level}] {:#018x}", fr.addr),
+        };
+        let keys = sort
+            .iter()
+            .map(|k| match k {
+                SortKey::Comm => info.comm.to_string(),
+                SortKey::DsoFrom => dso_from.to_string(),
+                SortKey::SymFrom => sym_text(&self.src, self.src_level),
+                SortKey::SymTo => sym_text(&self.dst, self.dst_level),
+                SortKey::Cycles if self.cycles == 0 => "-".to_owned(),
+                // `%-*hd`: the 16 bits as a signed short.
+                SortKey::Cycles => (self.cycles as u16 as i16).to_string(),
+                _ => String::new(),
+            })
+            .collect();
+        let order = |fr: &Frame, raw: u64| match fr.sym {
+            Some(_) => (false, fr.addr.wrapping_sub(fr.offset)),
+            None => (true, raw),
+        };
+        BranchEntryAcc {
+            keys,
+            period: 0,
+            tid: info.tid,
+            key,
+            from_order: order(&self.src, self.from),
+            to_order: order(&self.dst, self.to),
+        }
+    }
+}
+
 /// Branch mode (builtin-report.c with `sort__mode == SORT_MODE__BRANCH`, hist.c `hist_iter_branch`): every
 /// entry of a sample's branch stack counts as a sample of period 1 (the report shows the share of branches, not
 /// of events), its ends resolved kernel first, then in the process; samples without a branch stack are left
@@ -49,20 +165,11 @@ pub(super) fn report_branches(
     file: &PerfFile,
     options: &ReportOptions,
 ) -> Result<Vec<EventTable>, ScriptError> {
-    struct Table {
-        attr_index: usize,
-        event: String,
-        samples: u64,
-        entries: Vec<BranchEntryAcc>,
-        index: HashMap<BranchKey, usize>,
-        /// Widest source DSO among entries whose source resolved, 16 if one did not (`hists__calc_col_len`).
-        dso_width: usize,
-    }
     let sort = &options.sort[..];
     let mut it = samples(file, &options.script);
     it.track_branches();
     let mut names = ShortNames::default();
-    let mut tables: Vec<Table> = Vec::new();
+    let mut tables: Vec<BranchTable> = Vec::new();
     let mut branches: Vec<(u64, u64, u64)> = Vec::new();
     while let Some(item) = it.next_sample() {
         let (info, _) = item?;
@@ -74,7 +181,7 @@ pub(super) fn report_branches(
         let index = match tables.iter().position(|t| t.attr_index == info.attr_index) {
             Some(i) => i,
             None => {
-                tables.push(Table {
+                tables.push(BranchTable {
                     attr_index: info.attr_index,
                     event: info.event.to_string(),
                     samples: 0,
@@ -85,34 +192,13 @@ pub(super) fn report_branches(
                 tables.len() - 1
             }
         };
-        for &(from, to, flags) in &branches {
-            let (mut f, f_level) = it.branch_frame(&info, from);
-            let (mut t_frame, t_level) = it.branch_frame(&info, to);
-            // `al_addr` is map-relative: in a module, from the module's start.
-            for (fr, level) in [(&mut f, f_level), (&mut t_frame, t_level)] {
-                if level == 'k' && fr.sym.is_none() {
-                    fr.addr = it.kernel_report_address(fr.addr);
-                }
-            }
-            // struct perf_branch_entry: mispred, predicted, in_tx, abort (1 bit each), then cycles:16.
-            let cycles = (flags >> 4) & 0xffff;
-            let end = |fr: &Frame, raw: u64| match &fr.sym {
-                Some(s) => BranchEnd::Sym(s.clone(), fr.inlined),
-                None => BranchEnd::Addr(raw),
-            };
-            let dso_from = names.get(&f, f_level == 'k');
-            let key = BranchKey {
-                comm: sort.contains(&SortKey::Comm).then(|| info.comm.clone()),
-                // A source no map holds has perf's NULL DSO (printed `[unknown]`).
-                dso_from: (sort.contains(&SortKey::DsoFrom) && f.dso.is_some())
-                    .then(|| dso_from.clone()),
-                from: sort.contains(&SortKey::SymFrom).then(|| end(&f, from)),
-                to: sort.contains(&SortKey::SymTo).then(|| end(&t_frame, to)),
-                cycles: sort.contains(&SortKey::Cycles).then_some(cycles),
-            };
+        for &entry in &branches {
+            let branch = Branch::resolve(&mut it, &info, entry);
+            let dso_from = names.get(&branch.src, branch.src_level == 'k');
+            let key = branch.key(sort, &info, &dso_from);
             let tb = &mut tables[index];
             tb.samples += 1;
-            tb.dso_width = tb.dso_width.max(if f.sym.is_some() {
+            tb.dso_width = tb.dso_width.max(if branch.src.sym.is_some() {
                 dso_from.chars().count()
             } else if options.dsos.is_none() {
                 16
@@ -122,37 +208,8 @@ pub(super) fn report_branches(
             let i = match tb.index.get(&key) {
                 Some(&i) => i,
                 None => {
-                    let sym_text = |fr: &Frame, level: char| match &fr.sym {
-                        Some(s) if fr.inlined => format!("[{level}] {s} (inlined)"),
-                        Some(s) => format!("[{level}] {s}"),
-                        None if fr.addr == 0 => format!("[{level}] {:016x}", 0),
-                        None => format!("[{level}] {:#018x}", fr.addr),
-                    };
-                    let keys = sort
-                        .iter()
-                        .map(|k| match k {
-                            SortKey::Comm => info.comm.to_string(),
-                            SortKey::DsoFrom => dso_from.to_string(),
-                            SortKey::SymFrom => sym_text(&f, f_level),
-                            SortKey::SymTo => sym_text(&t_frame, t_level),
-                            SortKey::Cycles if cycles == 0 => "-".to_owned(),
-                            // `%-*hd`: the 16 bits as a signed short.
-                            SortKey::Cycles => (cycles as u16 as i16).to_string(),
-                            _ => String::new(),
-                        })
-                        .collect();
-                    let order = |fr: &Frame, raw: u64| match fr.sym {
-                        Some(_) => (false, fr.addr.wrapping_sub(fr.offset)),
-                        None => (true, raw),
-                    };
-                    tb.entries.push(BranchEntryAcc {
-                        keys,
-                        period: 0,
-                        tid: info.tid,
-                        key: key.clone(),
-                        from_order: order(&f, from),
-                        to_order: order(&t_frame, to),
-                    });
+                    tb.entries
+                        .push(branch.entry(sort, &info, &dso_from, key.clone()));
                     tb.index.insert(key, tb.entries.len() - 1);
                     tb.entries.len() - 1
                 }
@@ -164,41 +221,49 @@ pub(super) fn report_branches(
     let lost_samples = it.lost_samples;
     Ok(tables
         .into_iter()
-        .map(|mut t| {
-            let comm_width = t
-                .entries
-                .iter()
-                .map(|e| it.thread_comm(e.tid).chars().count())
-                .max()
-                .unwrap_or(0);
-            // Entries reach perf's output sort in the order of its collapsed tree, and equal ones keep it.
-            t.entries
-                .sort_by(|a, b| branch_cmp(sort, a, b, true).reverse());
-            let order = rb_order(t.entries.len(), |new, old| {
-                branch_cmp(sort, &t.entries[new], &t.entries[old], false)
-            });
-            let mut slots: Vec<Option<BranchEntryAcc>> = t.entries.into_iter().map(Some).collect();
-            let rows = order
-                .into_iter()
-                .filter_map(|i| slots[i].take())
-                .map(|e| Row {
-                    keys: e.keys,
-                    period: e.period,
-                    ..Row::default()
-                })
-                .collect();
-            EventTable {
-                event: t.event,
-                samples: t.samples,
-                total_period: t.samples,
-                rows,
-                comm_width,
-                dso_width: t.dso_width,
-                lost_samples,
-                ..EventTable::default()
-            }
-        })
+        .map(|t| output_table(t, sort, |tid| it.thread_comm(tid), lost_samples))
         .collect())
+}
+
+/// A summed table with its rows in perf's output order; `comm` gives a thread's comm at the end of the file.
+fn output_table(
+    mut t: BranchTable,
+    sort: &[SortKey],
+    comm: impl Fn(i32) -> Rc<str>,
+    lost_samples: u64,
+) -> EventTable {
+    let comm_width = t
+        .entries
+        .iter()
+        .map(|e| comm(e.tid).chars().count())
+        .max()
+        .unwrap_or(0);
+    // Entries reach perf's output sort in the order of its collapsed tree, and equal ones keep it.
+    t.entries
+        .sort_by(|a, b| branch_cmp(sort, a, b, true).reverse());
+    let order = rb_order(t.entries.len(), |new, old| {
+        branch_cmp(sort, &t.entries[new], &t.entries[old], false)
+    });
+    let mut slots: Vec<Option<BranchEntryAcc>> = t.entries.into_iter().map(Some).collect();
+    let rows = order
+        .into_iter()
+        .filter_map(|i| slots[i].take())
+        .map(|e| Row {
+            keys: e.keys,
+            period: e.period,
+            ..Row::default()
+        })
+        .collect();
+    EventTable {
+        event: t.event,
+        samples: t.samples,
+        total_period: t.samples,
+        rows,
+        comm_width,
+        dso_width: t.dso_width,
+        lost_samples,
+        ..EventTable::default()
+    }
 }
 
 /// Branch mode's order, `Greater` when `a` goes first: with `collapse`, the order of perf's collapsed tree

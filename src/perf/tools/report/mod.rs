@@ -226,13 +226,51 @@ pub struct GraphNode {
 
 /// What perf's sort keys compare for one entry (sort.c's `cmp`/`collapse` callbacks), built per frame without
 /// allocating: names are shared with the frames.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug)]
 struct EntryKey {
     comm: Option<Rc<str>>,
     pid: Option<i32>,
     dso: Option<Rc<str>>,
     sym: Option<SymKey>,
+    /// The frame's short DSO name under the `sym` key when `dso` is not a key of its own: perf's
+    /// `sort__sym_cmp` then compares DSOs before symbols whenever one side is resolved, so one symbol name in
+    /// two DSOs is two entries, and resolved symbols order by DSO first. Two unresolved addresses compare by
+    /// address alone: this is not part of their identity.
+    sym_dso: Option<Rc<str>>,
     trace: Option<Rc<str>>,
+}
+
+impl EntryKey {
+    fn identity_dso(&self) -> Option<&Rc<str>> {
+        match self.sym {
+            Some(SymKey::Addr(_)) => None,
+            _ => self.sym_dso.as_ref(),
+        }
+    }
+}
+
+impl PartialEq for EntryKey {
+    fn eq(&self, other: &Self) -> bool {
+        self.comm == other.comm
+            && self.pid == other.pid
+            && self.dso == other.dso
+            && self.sym == other.sym
+            && self.identity_dso() == other.identity_dso()
+            && self.trace == other.trace
+    }
+}
+
+impl Eq for EntryKey {}
+
+impl std::hash::Hash for EntryKey {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.comm.hash(state);
+        self.pid.hash(state);
+        self.dso.hash(state);
+        self.sym.hash(state);
+        self.identity_dso().hash(state);
+        self.trace.hash(state);
+    }
 }
 
 /// A symbol as `sort__sym_cmp` tells symbols apart: by name and start (an inline node by its name and mark),
@@ -292,17 +330,19 @@ fn entry_key(
         pid: None,
         dso: None,
         sym: None,
+        sym_dso: None,
         trace: None,
     };
     for k in sort {
         match k {
             SortKey::Comm => key.comm = Some(info.comm.clone()),
-            SortKey::Pid => {
-                key.pid = Some(info.pid);
-                key.comm = Some(info.comm.clone());
-            }
+            // sort.c `sort__thread_cmp`: the thread, by tid; its comm is printed as it is at the end.
+            SortKey::Pid => key.pid = Some(info.tid),
             SortKey::Dso => key.dso = Some(names.get(frame, kernel)),
             SortKey::Sym => {
+                if !sort.contains(&SortKey::Dso) {
+                    key.sym_dso = Some(names.get(frame, kernel));
+                }
                 key.sym = Some(match &frame.sym {
                     // The start tells apart symbols that print alike (`f` and its `f [clone .warm]`).
                     Some(s) => SymKey::Name(
@@ -329,7 +369,8 @@ fn entry_texts(sort: &[SortKey], key: &EntryKey, info: &SampleInfo, kernel: bool
     sort.iter()
         .map(|k| match k {
             SortKey::Comm => info.comm.to_string(),
-            SortKey::Pid => format!("{:>7}:{}", info.pid, info.comm),
+            // Replaced by the thread's last comm once every sample is read.
+            SortKey::Pid => String::new(),
             SortKey::Dso => key.dso.as_deref().unwrap_or_default().to_owned(),
             SortKey::Sym => {
                 let level = if kernel { 'k' } else { '.' };
@@ -392,8 +433,8 @@ struct Acc {
     /// perf's `hists->entries_in`: every entry, node id = entry index, in perf's shape (see `hist_cmp`).
     tree: RbTree<()>,
     /// The least and greatest unresolved address (as i64) among the entries and the keys looked up: while
-    /// they are less than 2^63 apart, `hist_cmp` orders them and the hash is exact; after, unresolved keys
-    /// are looked up by searching `tree` as perf does (a search that can miss an equal entry: seen on live
+    /// they are less than 2^63 apart, `hist_cmp` orders them and the hash is exact; after, every key is
+    /// looked up by searching `tree` as perf does (a search that can miss an equal entry: seen on live
     /// files as a `[k]` and a `[.]` entry for one address, merged when perf collapses them).
     addr_span: Option<(i64, i64)>,
     graphs: Graphs,
@@ -408,22 +449,30 @@ impl Acc {
         frame: &Frame,
         kernel: bool,
     ) -> &mut EntryAcc {
-        let found = match key.sym {
-            Some(SymKey::Addr(a)) => {
-                let a = a as i64;
-                let (lo, hi) = self.addr_span.unwrap_or((a, a));
-                let (lo, hi) = (lo.min(a), hi.max(a));
-                self.addr_span = Some((lo, hi));
-                if i128::from(hi) - i128::from(lo) < 1 << 63 {
-                    self.index.get(key).copied()
-                } else {
-                    tree_find(&self.tree, sort, |n| &self.entries[n].key, key)
-                }
-            }
-            _ => self.index.get(key).copied(),
+        if let Some(SymKey::Addr(a)) = key.sym {
+            let a = a as i64;
+            let (lo, hi) = self.addr_span.unwrap_or((a, a));
+            self.addr_span = Some((lo.min(a), hi.max(a)));
+        }
+        // Once the comparison is no order, a resolved symbol's search can miss too: under `--sort sym` its
+        // DSO is compared with unresolved entries' DSOs on the way down.
+        let ordered = self
+            .addr_span
+            .is_none_or(|(lo, hi)| i128::from(hi) - i128::from(lo) < 1 << 63);
+        let found = if ordered {
+            self.index.get(key).copied()
+        } else {
+            tree_find(&self.tree, sort, |n| &self.entries[n].key, key)
         };
         let i = match found {
-            Some(i) => i,
+            Some(i) => {
+                // hist.c `hists__findnew_entry` moves an existing entry to the new sample's map: an unresolved
+                // address's DSO (compared under the `sym` key) is its latest sample's.
+                if matches!(key.sym, Some(SymKey::Addr(_))) {
+                    self.entries[i].key.sym_dso = key.sym_dso.clone();
+                }
+                i
+            }
             None => {
                 let root = self.graphs.new_node(NONE);
                 self.entries.push(EntryAcc {
@@ -463,7 +512,139 @@ pub fn report(file: &PerfFile, options: &ReportOptions) -> Result<Vec<EventTable
     let mut it = samples(file, &script);
     let sort = &options.sort[..];
     let mut tables: Vec<Acc> = Vec::new();
-    let wanted = |frame: &Frame| match &options.dsos {
+    let mut scratch = Scratch::new(file);
+    if options.children || options.graph {
+        it.track_frame_addresses();
+    }
+    while let Some(item) = it.next_sample() {
+        let (info, mut frames) = item?;
+        scratch.addrs.clear();
+        scratch.addrs.extend_from_slice(it.frame_addresses());
+        cut_chain(&mut frames, &mut scratch.addrs, max_stack, options.caller);
+        let mut frame = it.ip_frame(&info);
+        if frame.sym.is_none() && info.cpumode == MISC_KERNEL {
+            frame.addr = it.kernel_report_address(frame.addr);
+        }
+        let sample = Sample {
+            period: sample_period(file, &info),
+            info: &info,
+            frames: &frames,
+            ip: &frame,
+        };
+        let t = table_for(&mut tables, &info);
+        add_sample(t, &mut scratch, options, &sample);
+    }
+    tables.sort_by_key(|t| t.attr_index);
+    let mut staged: Vec<Staged> = tables
+        .into_iter()
+        .map(|t| stage(t, options, |tid| it.thread_comm(tid)))
+        .collect();
+    // perf 6.1 shows a file's event groups as groups (header.c sets `symbol_conf.event_group` when GROUP_DESC
+    // has one): one table per group, a column per member.
+    for g in event_groups(file) {
+        staged = group_tables(staged, &g, sort, |i| it.event_name(i));
+    }
+    let lost_samples = it.lost_samples;
+    Ok(staged
+        .into_iter()
+        .map(|st| output_table(st, options, lost_samples))
+        .collect())
+}
+
+/// What `report` keeps from one sample to the next: short names, DSO ranks and buffers reused per sample.
+struct Scratch {
+    names: ShortNames,
+    /// perf orders graph siblings of different DSOs by the address of their `struct dso`, that is by when
+    /// perf made it: those of the build-id table first, in its order, as it reads the header; the others as
+    /// met. A frame without a map has a NULL DSO, below every other.
+    dso_rank: HashMap<Option<Rc<str>>, usize>,
+    /// The entries a sample's chain has counted its period in already.
+    seen: Vec<EntryKey>,
+    /// The sample's chain as graph frame ids, outermost caller first (perf's caller order).
+    chain: Vec<u32>,
+    /// The address perf's callchain cursor holds for each frame (`node->ip`): what names an unresolved entry.
+    addrs: Vec<u64>,
+}
+
+impl Scratch {
+    fn new(file: &PerfFile) -> Scratch {
+        let mut dso_rank: HashMap<Option<Rc<str>>, usize> = HashMap::new();
+        dso_rank.insert(None, 0);
+        for entry in file.build_ids() {
+            let next = dso_rank.len();
+            dso_rank
+                .entry(Some(Rc::from(entry.filename.as_str())))
+                .or_insert(next);
+        }
+        Scratch {
+            names: ShortNames::default(),
+            dso_rank,
+            seen: Vec::new(),
+            chain: Vec::new(),
+            addrs: Vec::new(),
+        }
+    }
+}
+
+/// Cuts a sample's chain (and its cursor addresses) to `max_stack` frames as perf does: the outermost callers
+/// stay in caller order, the innermost frames in callee order.
+fn cut_chain(frames: &mut Vec<Frame>, addrs: &mut Vec<u64>, max_stack: usize, caller: bool) {
+    if frames.len() > max_stack {
+        if caller {
+            frames.drain(..frames.len() - max_stack);
+            if addrs.len() > max_stack {
+                addrs.drain(..addrs.len() - max_stack);
+            }
+        } else {
+            frames.truncate(max_stack);
+            addrs.truncate(max_stack);
+        }
+    }
+}
+
+/// The address perf's callchain cursor holds for frame `i`, or the frame's own when none was tracked.
+fn cursor_addr(addrs: &[u64], i: usize, f: &Frame) -> u64 {
+    addrs.get(i).copied().unwrap_or(f.addr)
+}
+
+/// The period a sample stands for: its PERIOD field, or without one the attr's fixed period (perf's
+/// `evsel__parse_sample` sets `data->period = evsel->core.attr.sample_period`).
+fn sample_period(file: &PerfFile, info: &SampleInfo) -> u64 {
+    info.period.unwrap_or_else(|| {
+        file.attrs()
+            .get(info.attr_index)
+            .map(|a| &a.attr)
+            .filter(|a| a.flags & crate::perf::abi::ATTR_FLAG_FREQ == 0)
+            .map_or(1, |a| a.sample_period_or_freq.max(1))
+    })
+}
+
+/// The table of the sample's event, made empty when it is the event's first sample (even one the DSO filter
+/// then drops).
+fn table_for<'t>(tables: &'t mut Vec<Acc>, info: &SampleInfo) -> &'t mut Acc {
+    let index = match tables.iter().position(|t| t.attr_index == info.attr_index) {
+        Some(i) => i,
+        None => {
+            tables.push(Acc {
+                attr_index: info.attr_index,
+                event: info.event.to_string(),
+                samples: 0,
+                total_period: 0,
+                entries: Vec::new(),
+                index: HashMap::new(),
+                tree: RbTree::default(),
+                addr_span: None,
+                graphs: Graphs::default(),
+            });
+            tables.len() - 1
+        }
+    };
+    &mut tables[index]
+}
+
+/// Whether `--dsos` keeps a frame: by its long name, short name or module name.
+fn dso_wanted(dsos: Option<&[String]>, frame: &Frame) -> bool {
+    match dsos {
         None => true,
         Some(list) => {
             let long = frame.dso_name();
@@ -472,246 +653,229 @@ pub fn report(file: &PerfFile, options: &ReportOptions) -> Result<Vec<EventTable
             list.iter()
                 .any(|d| d == long || d == short || module.as_deref() == Some(d.as_str()))
         }
-    };
-    let mut names = ShortNames::default();
-    // perf orders graph siblings of different DSOs by the address of their `struct dso`, that is by when
-    // perf made it: those of the build-id table first, in its order, as it reads the header; the others as
-    // met. A frame without a map has a NULL DSO, below every other.
-    let mut dso_rank: HashMap<Option<Rc<str>>, usize> = HashMap::new();
-    dso_rank.insert(None, 0);
-    for entry in file.build_ids() {
-        let next = dso_rank.len();
-        dso_rank
-            .entry(Some(Rc::from(entry.filename.as_str())))
-            .or_insert(next);
     }
-    let mut seen: Vec<EntryKey> = Vec::new();
-    // The sample's chain as graph frame ids, outermost caller first (perf's caller order).
-    let mut chain: Vec<u32> = Vec::new();
-    // The address perf's callchain cursor holds for each frame (`node->ip`): what names an unresolved entry.
-    let mut addrs: Vec<u64> = Vec::new();
-    if options.children || options.graph {
-        it.track_frame_addresses();
-    }
-    while let Some(item) = it.next_sample() {
-        let (info, mut frames) = item?;
-        addrs.clear();
-        addrs.extend_from_slice(it.frame_addresses());
-        if frames.len() > max_stack {
-            if options.caller {
-                frames.drain(..frames.len() - max_stack);
-                if addrs.len() > max_stack {
-                    addrs.drain(..addrs.len() - max_stack);
-                }
-            } else {
-                frames.truncate(max_stack);
-                addrs.truncate(max_stack);
-            }
-        }
-        let raw = |i: usize, f: &Frame| addrs.get(i).copied().unwrap_or(f.addr);
-        let mut frame = it.ip_frame(&info);
-        if frame.sym.is_none() && info.cpumode == MISC_KERNEL {
-            frame.addr = it.kernel_report_address(frame.addr);
-        }
-        // Without a PERIOD field every sample stands for the attr's fixed period (perf's
-        // `evsel__parse_sample` sets `data->period = evsel->core.attr.sample_period`).
-        let period = info.period.unwrap_or_else(|| {
-            file.attrs()
-                .get(info.attr_index)
-                .map(|a| &a.attr)
-                .filter(|a| a.flags & crate::perf::abi::ATTR_FLAG_FREQ == 0)
-                .map_or(1, |a| a.sample_period_or_freq.max(1))
-        });
-        let index = match tables.iter().position(|t| t.attr_index == info.attr_index) {
-            Some(i) => i,
-            None => {
-                tables.push(Acc {
-                    attr_index: info.attr_index,
-                    event: info.event.to_string(),
-                    samples: 0,
-                    total_period: 0,
-                    entries: Vec::new(),
-                    index: HashMap::new(),
-                    tree: RbTree::default(),
-                    addr_span: None,
-                    graphs: Graphs::default(),
-                });
-                tables.len() - 1
-            }
-        };
-        let t = &mut tables[index];
-        let kernel = info.cpumode == MISC_KERNEL;
-        let key = entry_key(sort, &mut names, &info, &frame, kernel);
-        let self_wanted = wanted(&frame);
-        if !options.children && !self_wanted {
-            continue;
-        }
-        t.samples += 1;
-        t.total_period += period;
-        let graph = options.graph && info.has_callchain;
-        if graph {
-            chain.clear();
-            for (i, f) in frames.iter().enumerate().rev() {
-                chain.push(t.graphs.frame_id(f, raw(i, f), &mut dso_rank));
-            }
-        }
-        if self_wanted {
-            let e = t.entry(sort, &key, &info, &frame, kernel);
-            e.period += period;
-            if options.children {
-                e.children += period;
-            }
-            let root = e.root;
-            if graph {
-                e.max_depth = e.max_depth.max(chain.len());
-            }
-            if graph && options.caller {
-                t.graphs.append(root, chain.iter().copied(), period);
-            } else if graph {
-                t.graphs.append(root, chain.iter().rev().copied(), period);
-            }
-        }
-        if options.children && info.has_callchain {
-            seen.clear();
-            seen.push(key);
-            let mut kernel = kernel;
-            for (at, (i, f)) in frames.iter().enumerate().rev().enumerate() {
-                kernel = frame_level(f, kernel);
-                // fill_callchain_info: an unresolved entry is named by the cursor's address (`al->addr =
-                // node->ip`), not map-relative as the sample's own IP is.
-                let shown;
-                let f = if f.sym.is_none() {
-                    shown = Frame {
-                        addr: raw(i, f),
-                        ..f.clone()
-                    };
-                    &shown
-                } else {
-                    f
-                };
-                let key = entry_key(sort, &mut names, &info, f, kernel);
-                if seen.contains(&key) || !wanted(f) {
-                    continue;
-                }
-                let e = t.entry(sort, &key, &info, f, kernel);
-                e.children += period;
-                let root = e.root;
-                if graph {
-                    e.max_depth = e.max_depth.max(chain.len() - at);
-                    t.graphs.append(root, chain[at..].iter().copied(), period);
-                }
-                seen.push(key);
-            }
-        }
-    }
-    tables.sort_by_key(|t| t.attr_index);
-    let mut staged: Vec<Staged> = tables
-        .into_iter()
-        .map(|mut t| {
-            let order = collapse(&mut t, sort);
-            // hist.c's `output_resort`: a graph node needs `min_percent` (0.5) of the event's callchain
-            // period, as perf computes it in doubles and truncates.
-            let min_hit = (t.total_period as f64 * (0.5 / 100.0)) as u64;
-            let graphs = &t.graphs;
-            let comm_width = t
-                .entries
-                .iter()
-                .map(|e| it.thread_comm(e.tid).chars().count())
-                .max()
-                .unwrap_or(0);
-            let mut slots: Vec<Option<EntryAcc>> = t.entries.into_iter().map(Some).collect();
-            let rows = order
-                .into_iter()
-                .filter_map(|i| slots[i].take())
-                .map(|e| StagedRow {
-                    row: Row {
-                        graph: if options.graph {
-                            graphs.sorted(e.root, min_hit)
-                        } else {
-                            Vec::new()
-                        },
-                        keys: e.keys,
-                        children: e.children,
-                        period: e.period,
-                        members: Vec::new(),
-                        members_children: Vec::new(),
-                    },
-                    tid: e.tid,
-                    depth: e.max_depth,
-                    key: e.key,
-                    unresolved: e.unresolved,
-                })
-                .collect();
-            Staged {
-                attr_index: t.attr_index,
-                table: EventTable {
-                    event: t.event,
-                    samples: t.samples,
-                    total_period: t.total_period,
-                    rows: Vec::new(),
-                    children: options.children,
-                    comm_width,
-                    dso_width: 0,
-                    group_totals: Vec::new(),
-                    lost_samples: 0,
-                },
-                rows,
-            }
-        })
-        .collect();
-    // perf 6.1 shows a file's event groups as groups (header.c sets `symbol_conf.event_group` when GROUP_DESC
-    // has one): one table per group, a column per member.
-    for g in event_groups(file) {
-        staged = group_tables(staged, &g, sort, |i| it.event_name(i));
-    }
-    let by_depth = options.graph && options.children && sort.contains(&SortKey::Sym);
-    let lost_samples = it.lost_samples;
-    Ok(staged
-        .into_iter()
-        .map(|st| {
-            let mut table = st.table;
-            table.lost_samples = lost_samples;
-            let mut rows = st.rows;
-            table.dso_width = if options.dsos.is_none() && rows.iter().any(|r| r.unresolved) {
-                16
-            } else {
-                0
-            };
-            // perf's output order comes from inserting the entries, in the order of its collapsed tree, into
-            // a red-black tree by `hist_entry__sort`, which is not a total order (see `output_cmp`): the same
-            // insertions into the same tree give the same rows. A group's members joined the leader's
-            // collapsed tree (hist.c `hists__link` inserts them by `hist_entry__collapse`).
-            if !table.group_totals.is_empty() {
-                let order = rb_order(rows.len(), |new, old| {
-                    hist_cmp(sort, &rows[old].key, &rows[new].key).reverse()
-                });
-                let mut slots: Vec<Option<StagedRow>> = rows.into_iter().map(Some).collect();
-                rows = order.into_iter().filter_map(|i| slots[i].take()).collect();
-            }
-            let order = rb_order(rows.len(), |new, old| {
-                let (a, b) = (&rows[new], &rows[old]);
-                output_cmp(
-                    sort,
-                    by_depth,
-                    (&a.row, a.tid, a.depth),
-                    (&b.row, b.tid, b.depth),
-                )
-            });
-            let mut slots: Vec<Option<Row>> = rows.into_iter().map(|r| Some(r.row)).collect();
-            table.rows = order.into_iter().filter_map(|i| slots[i].take()).collect();
-            table
-        })
-        .collect())
 }
 
-/// hist.c's `hists__collapse_resort`: the entries, in the order of perf's `entries_in` tree, inserted into its
+/// One sample as `report` sums it.
+struct Sample<'a> {
+    info: &'a SampleInfo,
+    /// Its chain, innermost frame first, cut to `max_stack`.
+    frames: &'a [Frame],
+    /// The frame of its IP.
+    ip: &'a Frame,
+    period: u64,
+}
+
+/// Sums one sample into its event's table: Self (and Children) of its IP's entry, the Children of every
+/// other entry of its chain, and the chain into the call graphs of those entries.
+fn add_sample(t: &mut Acc, s: &mut Scratch, options: &ReportOptions, sample: &Sample) {
+    let Sample {
+        info,
+        frames,
+        ip: frame,
+        period,
+    } = *sample;
+    let sort = &options.sort[..];
+    let kernel = info.cpumode == MISC_KERNEL;
+    let key = entry_key(sort, &mut s.names, info, frame, kernel);
+    let self_wanted = dso_wanted(options.dsos.as_deref(), frame);
+    if !options.children && !self_wanted {
+        return;
+    }
+    t.samples += 1;
+    t.total_period += period;
+    let graph = options.graph && info.has_callchain;
+    if graph {
+        s.chain.clear();
+        for (i, f) in frames.iter().enumerate().rev() {
+            s.chain.push(
+                t.graphs
+                    .frame_id(f, cursor_addr(&s.addrs, i, f), &mut s.dso_rank),
+            );
+        }
+    }
+    if self_wanted {
+        let e = t.entry(sort, &key, info, frame, kernel);
+        e.period += period;
+        if options.children {
+            e.children += period;
+        }
+        let root = e.root;
+        if graph {
+            e.max_depth = e.max_depth.max(s.chain.len());
+        }
+        if graph && options.caller {
+            t.graphs.append(root, s.chain.iter().copied(), period);
+        } else if graph {
+            t.graphs.append(root, s.chain.iter().rev().copied(), period);
+        }
+    }
+    if options.children && info.has_callchain {
+        add_callers(t, s, options, sample, key, graph);
+    }
+}
+
+/// Children mode: adds the sample's period to the entry of every frame of its chain, once an entry (the IP's
+/// `key` counted already), with the chain from that frame down into the entry's graph.
+fn add_callers(
+    t: &mut Acc,
+    s: &mut Scratch,
+    options: &ReportOptions,
+    sample: &Sample,
+    key: EntryKey,
+    graph: bool,
+) {
+    let Sample {
+        info,
+        frames,
+        period,
+        ..
+    } = *sample;
+    let sort = &options.sort[..];
+    let mut kernel = info.cpumode == MISC_KERNEL;
+    s.seen.clear();
+    s.seen.push(key);
+    for (at, (i, f)) in frames.iter().enumerate().rev().enumerate() {
+        kernel = frame_level(f, kernel);
+        // fill_callchain_info: an unresolved entry is named by the cursor's address (`al->addr =
+        // node->ip`), not map-relative as the sample's own IP is.
+        let shown;
+        let f = if f.sym.is_none() {
+            shown = Frame {
+                addr: cursor_addr(&s.addrs, i, f),
+                ..f.clone()
+            };
+            &shown
+        } else {
+            f
+        };
+        let key = entry_key(sort, &mut s.names, info, f, kernel);
+        if s.seen.contains(&key) || !dso_wanted(options.dsos.as_deref(), f) {
+            continue;
+        }
+        let e = t.entry(sort, &key, info, f, kernel);
+        e.children += period;
+        let root = e.root;
+        if graph {
+            e.max_depth = e.max_depth.max(s.chain.len() - at);
+            t.graphs.append(root, s.chain[at..].iter().copied(), period);
+        }
+        s.seen.push(key);
+    }
+}
+
+/// One event's summed table as rows in the order of perf's collapsed tree, each with its sorted call graph;
+/// `comm` gives a thread's comm at the end of the file.
+fn stage(mut t: Acc, options: &ReportOptions, comm: impl Fn(i32) -> Rc<str>) -> Staged {
+    let order = collapse(&mut t, &options.sort);
+    // hist.c's `output_resort`: a graph node needs `min_percent` (0.5) of the event's callchain
+    // period, as perf computes it in doubles and truncates.
+    let min_hit = (t.total_period as f64 * (0.5 / 100.0)) as u64;
+    let graphs = &t.graphs;
+    let comm_width = t
+        .entries
+        .iter()
+        .map(|e| comm(e.tid).chars().count())
+        .max()
+        .unwrap_or(0);
+    let mut slots: Vec<Option<EntryAcc>> = t.entries.into_iter().map(Some).collect();
+    let rows = order
+        .into_iter()
+        .filter_map(|i| slots[i].take())
+        .map(|mut e| {
+            // sort.c `hist_entry__thread_snprintf`: the thread's comm when the report is printed.
+            for (k, text) in options.sort.iter().zip(e.keys.iter_mut()) {
+                if *k == SortKey::Pid {
+                    *text = format!("{:>7}:{}", e.tid, comm(e.tid));
+                }
+            }
+            e
+        })
+        .map(|e| StagedRow {
+            row: Row {
+                graph: if options.graph {
+                    graphs.sorted(e.root, min_hit)
+                } else {
+                    Vec::new()
+                },
+                keys: e.keys,
+                children: e.children,
+                period: e.period,
+                members: Vec::new(),
+                members_children: Vec::new(),
+            },
+            tid: e.tid,
+            depth: e.max_depth,
+            key: e.key,
+            unresolved: e.unresolved,
+        })
+        .collect();
+    Staged {
+        attr_index: t.attr_index,
+        table: EventTable {
+            event: t.event,
+            samples: t.samples,
+            total_period: t.total_period,
+            rows: Vec::new(),
+            children: options.children,
+            comm_width,
+            dso_width: 0,
+            group_totals: Vec::new(),
+            lost_samples: 0,
+        },
+        rows,
+    }
+}
+
+/// A staged table (an event's or a group's) with its rows in perf's output order and its column widths.
+fn output_table(st: Staged, options: &ReportOptions, lost_samples: u64) -> EventTable {
+    let sort = &options.sort[..];
+    let by_depth = options.graph && options.children;
+    let mut table = st.table;
+    table.lost_samples = lost_samples;
+    let mut rows = st.rows;
+    table.dso_width = if options.dsos.is_none() && rows.iter().any(|r| r.unresolved) {
+        16
+    } else {
+        0
+    };
+    // perf's output order comes from inserting the entries, in the order of its collapsed tree, into
+    // a red-black tree by `hist_entry__sort`, which is not a total order (see `output_cmp`): the same
+    // insertions into the same tree give the same rows. A group's members joined the leader's
+    // collapsed tree (hist.c `hists__link` inserts them by `hist_entry__collapse`).
+    if !table.group_totals.is_empty() {
+        let order = rb_order(rows.len(), |new, old| {
+            hist_cmp(sort, &rows[old].key, &rows[new].key).reverse()
+        });
+        let mut slots: Vec<Option<StagedRow>> = rows.into_iter().map(Some).collect();
+        rows = order.into_iter().filter_map(|i| slots[i].take()).collect();
+    }
+    let order = rb_order(rows.len(), |new, old| {
+        let (a, b) = (&rows[new], &rows[old]);
+        output_cmp(
+            sort,
+            by_depth,
+            (&a.row, a.tid, a.depth),
+            (&b.row, b.tid, b.depth),
+        )
+    });
+    let mut slots: Vec<Option<Row>> = rows.into_iter().map(|r| Some(r.row)).collect();
+    table.rows = order.into_iter().filter_map(|i| slots[i].take()).collect();
+    table
+}
+
+/// hist.c's `hists__collapse_resort` (when a sort key needs it): the entries, in the order of perf's `entries_in` tree, inserted into its
 /// collapsed tree by the same comparison; an entry equal to one there (a second entry made when a search
 /// missed the first, see `tree_find`) is merged into it, which keeps its thread and its callchain root's
 /// `max_depth`. Returns the surviving entries in the collapsed tree's order.
 fn collapse(t: &mut Acc, sort: &[SortKey]) -> Vec<usize> {
     let entries_in = t.tree.in_order();
-    if t.addr_span
-        .is_none_or(|(lo, hi)| i128::from(hi) - i128::from(lo) < 1 << 63)
+    // Only a key with a collapse callback (`comm`, sort.c's `se_collapse`) sets `need_collapse`; without one
+    // perf prints from `entries_in` as it is, duplicates and all.
+    let need_collapse = sort.contains(&SortKey::Comm);
+    if !need_collapse
+        || t.addr_span
+            .is_none_or(|(lo, hi)| i128::from(hi) - i128::from(lo) < 1 << 63)
     {
         // The comparison orders these entries: no duplicates, and both trees have one order.
         return entries_in;

@@ -51,6 +51,7 @@ pub(super) fn hist_cmp(sort: &[SortKey], existing: &EntryKey, new: &EntryKey) ->
                 (Some(SymKey::Addr(e)), Some(SymKey::Addr(n))) => {
                     (n.wrapping_sub(*e) as i64).cmp(&0)
                 }
+                _ if sym_dsos(existing, new).is_ne() => sym_dsos(existing, new),
                 (Some(SymKey::Addr(_)), _) => Ordering::Less,
                 (_, Some(SymKey::Addr(_))) => Ordering::Greater,
                 (Some(SymKey::Name(en, ei, es)), Some(SymKey::Name(nn, ni, ns))) => {
@@ -83,6 +84,18 @@ pub(super) fn hist_cmp(sort: &[SortKey], existing: &EntryKey, new: &EntryKey) ->
         }
     }
     Ordering::Equal
+}
+
+/// perf 6.1's `sort__sym_cmp` compares the DSOs (`sort__dso_cmp`: short names, a map-less entry last) before
+/// the symbols whenever one of them is resolved.
+fn sym_dsos(existing: &EntryKey, new: &EntryKey) -> Ordering {
+    match (&existing.sym_dso, &new.sym_dso) {
+        (Some(e), Some(n)) if Rc::ptr_eq(e, n) => Ordering::Equal,
+        (e, n) => {
+            let null = |d: &Option<Rc<str>>| d.as_deref().is_none_or(no_dso);
+            null(n).cmp(&null(e)).then_with(|| n.cmp(e))
+        }
+    }
 }
 
 /// Looks `key` up in a tree of entries as perf's `hists__findnew_entry` does, descending by [`hist_cmp`]. A
@@ -173,8 +186,52 @@ mod tests {
             pid: None,
             dso: Some(Rc::from("[unknown]")),
             sym: Some(SymKey::Addr(a)),
+            sym_dso: None,
             trace: None,
         }
+    }
+
+    /// Under `--sort sym` (no `dso` key) perf's `sort__sym_cmp` compares DSOs first: `libz`'s symbol at a
+    /// low start and `libc`'s at a high one order by DSO name, against their starts; two unresolved
+    /// addresses still compare by address alone, whatever their DSOs.
+    #[test]
+    fn symbols_compare_their_dsos_first_without_a_dso_key() {
+        let sort = [SortKey::Sym];
+        let named = |dso: &str, name: &str, start: u64| EntryKey {
+            comm: None,
+            pid: None,
+            dso: None,
+            sym: Some(SymKey::Name(Rc::from(name), false, start)),
+            sym_dso: Some(Rc::from(dso)),
+            trace: None,
+        };
+        let (libc, libz) = (
+            named("libc.so.6", "f", 0x9000),
+            named("libz.so.1", "f", 0x1000),
+        );
+        // `new` libz against `existing` libc: strcmp("libz", "libc") > 0, though its start is lower.
+        assert_eq!(hist_cmp(&sort, &libc, &libz), Ordering::Greater);
+        assert_eq!(hist_cmp(&sort, &libz, &libc), Ordering::Less);
+        assert_ne!(libc, libz);
+        let unresolved = |dso: &str| EntryKey {
+            sym: Some(SymKey::Addr(0x40)),
+            ..named(dso, "", 0)
+        };
+        assert_eq!(
+            hist_cmp(&sort, &unresolved("a"), &unresolved("b")),
+            Ordering::Equal
+        );
+        assert_eq!(unresolved("a"), unresolved("b"));
+        // A resolved symbol against an unresolved address: the DSOs decide before `cmp_null`.
+        assert_eq!(
+            hist_cmp(&sort, &unresolved("libc.so.6"), &libz),
+            Ordering::Greater
+        );
+        // One DSO: `cmp_null` puts the unresolved (`existing`, NULL symbol) side first.
+        assert_eq!(
+            hist_cmp(&sort, &unresolved("libz.so.1"), &libz),
+            Ordering::Less
+        );
     }
 
     /// Three stack-garbage addresses 2^62 apart form a cycle under perf's `_sort__addr_cmp`, so where each

@@ -7,7 +7,7 @@
 
 use super::graph::write_graph;
 use super::order::unresolved_sym;
-use super::{EventTable, SortKey};
+use super::{EventTable, Row, SortKey};
 use std::io::{self, Write};
 
 /// perf's sample count shorthand (`"%lu%c"` with a unit char): `1K`, `12M`, and `202 ` (a space for no unit).
@@ -51,128 +51,12 @@ pub fn write_report<W: Write>(
         let widths: Vec<usize> = sort
             .iter()
             .enumerate()
-            .map(|(i, k)| {
-                t.rows
-                    .iter()
-                    // hist.c sizes the symbol column by the name alone (`namelen + 4`), without the
-                    // ` (inlined)` mark it then prints.
-                    .map(|r| {
-                        let v = &r.keys[i];
-                        let v = match k {
-                            SortKey::Sym => v.strip_suffix(" (inlined)").unwrap_or(v),
-                            _ => v,
-                        };
-                        match k {
-                            SortKey::Comm => t.comm_width,
-                            // `%7d:` and the comm (sort.c `hist_entry__thread_snprintf`).
-                            SortKey::Pid => t.comm_width + 8,
-                            SortKey::Dso => v.chars().count().max(t.dso_width),
-                            // An unresolved symbol counts as `[k] 0x` and 16 digits, also `0` (printed
-                            // without `0x`).
-                            SortKey::Sym | SortKey::SymFrom | SortKey::SymTo
-                                if unresolved_sym(v) =>
-                            {
-                                22
-                            }
-                            SortKey::Sym | SortKey::SymFrom | SortKey::SymTo | SortKey::Cycles => {
-                                v.chars().count()
-                            }
-                            // Only entries whose source resolved count (hist.c `hists__calc_col_len`).
-                            SortKey::DsoFrom => t.dso_width,
-                            // sort.c makes an entry's trace line when it first compares two entries;
-                            // hist.c sizes the column before that, so with a single sample the column
-                            // keeps its header's width and the line is cut to it.
-                            SortKey::Trace if t.samples == 1 => 0,
-                            SortKey::Trace => v.chars().count(),
-                        }
-                    })
-                    .max()
-                    .unwrap_or(0)
-                    .max(k.header().len())
-            })
+            .map(|(i, &k)| column_width(t, i, k))
             .collect();
-        // A group's columns hold a value per member, 8 wide each (hist.c `hpp__width_fn`).
-        let overhead = 8 * t.group_totals.len().max(1);
-        if t.children {
-            write!(out, "# {:>overhead$}  {:>overhead$}", "Children", "Self")?;
-        } else {
-            write!(out, "# {:>overhead$}", "Overhead")?;
-        }
-        for (k, &w) in sort.iter().zip(&widths) {
-            write!(out, "  {:<w$}", k.header())?;
-        }
-        writeln!(out)?;
-        write!(out, "# {}", ".".repeat(overhead))?;
-        if t.children {
-            write!(out, "  {}", ".".repeat(overhead))?;
-        }
-        for w in &widths {
-            write!(out, "  {}", ".".repeat(*w))?;
-        }
-        writeln!(out)?;
-        writeln!(out, "#")?;
-        let pct = |v: u64| {
-            if t.total_period == 0 {
-                0.0
-            } else {
-                v as f64 * 100.0 / t.total_period as f64
-            }
-        };
-        // `" %*.2f%%"` per member, after the row's leading two spaces (hist.c `__hpp__fmt`).
-        let group_values = |out: &mut W, first: u64, rest: &[u64]| -> io::Result<()> {
-            for (v, total) in std::iter::once(&first).chain(rest).zip(&t.group_totals) {
-                let p = if *total == 0 {
-                    0.0
-                } else {
-                    *v as f64 * 100.0 / *total as f64
-                };
-                write!(out, " {p:>6.2}%")?;
-            }
-            Ok(())
-        };
+        write_column_headers(out, t, sort, &widths)?;
         for row in &t.rows {
-            if !t.group_totals.is_empty() {
-                write!(out, "  ")?;
-                if t.children {
-                    group_values(out, row.children, &row.members_children)?;
-                    write!(out, "  ")?;
-                }
-                group_values(out, row.period, &row.members)?;
-            } else if t.children {
-                write!(
-                    out,
-                    "{:>9.2}%  {:>7.2}%",
-                    pct(row.children),
-                    pct(row.period)
-                )?;
-            } else {
-                write!(out, "{:>9.2}%", pct(row.period))?;
-            }
-            for (i, ((v, &w), k)) in row.keys.iter().zip(&widths).zip(sort).enumerate() {
-                // sort.c pads every column with `%-*.*s` except a symbol, printed with `%-.*s`, which hist.c
-                // pads only when a column follows (`hist_entry__snprintf_alignment`). The comm columns cut a
-                // longer comm: `%-*.*s`.
-                let last = i + 1 == sort.len();
-                match k {
-                    SortKey::Sym | SortKey::SymFrom | SortKey::SymTo if last => {
-                        write!(out, "  {v}")?
-                    }
-                    SortKey::Sym | SortKey::SymFrom | SortKey::SymTo => write!(out, "  {v:<w$}")?,
-                    // sort.c `_hist_entry__dso_snprintf`: `%-*.*s`, a longer name cut.
-                    SortKey::DsoFrom => write!(out, "  {v:<w$.w$}")?,
-                    SortKey::Cycles => write!(out, "  {v:<w$}")?,
-                    SortKey::Comm => write!(out, "  {v:<w$.w$}")?,
-                    SortKey::Pid => {
-                        let (pid, comm) = v.split_at(v.find(':').map_or(0, |i| i + 1));
-                        let c = w.saturating_sub(8);
-                        write!(out, "  {pid}{comm:<c$.c$}")?;
-                    }
-                    SortKey::Dso => write!(out, "  {v:<w$}")?,
-                    // sort.c `hist_entry__trace_snprintf`: `%-.*s`, padded only when a column follows.
-                    SortKey::Trace if last => write!(out, "  {v:.w$}")?,
-                    SortKey::Trace => write!(out, "  {v:<w$.w$}")?,
-                }
-            }
+            write_overheads(out, t, row)?;
+            write_keys(out, sort, &widths, row)?;
             writeln!(out)?;
             if !row.graph.is_empty() {
                 let parent = if t.children { row.children } else { row.period };
@@ -189,9 +73,148 @@ pub fn write_report<W: Write>(
     Ok(())
 }
 
+/// The width of column `i` (sort key `k`): its widest value as hist.c measures it, at least its header.
+fn column_width(t: &EventTable, i: usize, k: SortKey) -> usize {
+    t.rows
+        .iter()
+        // hist.c sizes the symbol column by the name alone (`namelen + 4`), without the
+        // ` (inlined)` mark it then prints.
+        .map(|r| {
+            let v = &r.keys[i];
+            let v = match k {
+                SortKey::Sym => v.strip_suffix(" (inlined)").unwrap_or(v),
+                _ => v,
+            };
+            match k {
+                SortKey::Comm => t.comm_width,
+                // `%7d:` and the comm (sort.c `hist_entry__thread_snprintf`).
+                SortKey::Pid => t.comm_width + 8,
+                SortKey::Dso => v.chars().count().max(t.dso_width),
+                // An unresolved symbol counts as `[k] 0x` and 16 digits, also `0` (printed
+                // without `0x`).
+                SortKey::Sym | SortKey::SymFrom | SortKey::SymTo if unresolved_sym(v) => 22,
+                SortKey::Sym | SortKey::SymFrom | SortKey::SymTo | SortKey::Cycles => {
+                    v.chars().count()
+                }
+                // Only entries whose source resolved count (hist.c `hists__calc_col_len`).
+                SortKey::DsoFrom => t.dso_width,
+                // sort.c makes an entry's trace line when it first compares two entries;
+                // hist.c sizes the column before that, so with a single sample the column
+                // keeps its header's width and the line is cut to it.
+                SortKey::Trace if t.samples == 1 => 0,
+                SortKey::Trace => v.chars().count(),
+            }
+        })
+        .max()
+        .unwrap_or(0)
+        .max(k.header().len())
+}
+
+/// The column headers and the dotted rule under them.
+fn write_column_headers<W: Write>(
+    out: &mut W,
+    t: &EventTable,
+    sort: &[SortKey],
+    widths: &[usize],
+) -> io::Result<()> {
+    // A group's columns hold a value per member, 8 wide each (hist.c `hpp__width_fn`).
+    let overhead = 8 * t.group_totals.len().max(1);
+    if t.children {
+        write!(out, "# {:>overhead$}  {:>overhead$}", "Children", "Self")?;
+    } else {
+        write!(out, "# {:>overhead$}", "Overhead")?;
+    }
+    for (k, &w) in sort.iter().zip(widths) {
+        write!(out, "  {:<w$}", k.header())?;
+    }
+    writeln!(out)?;
+    write!(out, "# {}", ".".repeat(overhead))?;
+    if t.children {
+        write!(out, "  {}", ".".repeat(overhead))?;
+    }
+    for w in widths {
+        write!(out, "  {}", ".".repeat(*w))?;
+    }
+    writeln!(out)?;
+    writeln!(out, "#")
+}
+
+/// A row's percentages: Children and Self, or Overhead; a value per member in a group's table.
+fn write_overheads<W: Write>(out: &mut W, t: &EventTable, row: &Row) -> io::Result<()> {
+    let pct = |v: u64| {
+        if t.total_period == 0 {
+            0.0
+        } else {
+            v as f64 * 100.0 / t.total_period as f64
+        }
+    };
+    // `" %*.2f%%"` per member, after the row's leading two spaces (hist.c `__hpp__fmt`).
+    let group_values = |out: &mut W, first: u64, rest: &[u64]| -> io::Result<()> {
+        for (v, total) in std::iter::once(&first).chain(rest).zip(&t.group_totals) {
+            let p = if *total == 0 {
+                0.0
+            } else {
+                *v as f64 * 100.0 / *total as f64
+            };
+            write!(out, " {p:>6.2}%")?;
+        }
+        Ok(())
+    };
+    if !t.group_totals.is_empty() {
+        write!(out, "  ")?;
+        if t.children {
+            group_values(out, row.children, &row.members_children)?;
+            write!(out, "  ")?;
+        }
+        group_values(out, row.period, &row.members)?;
+    } else if t.children {
+        write!(
+            out,
+            "{:>9.2}%  {:>7.2}%",
+            pct(row.children),
+            pct(row.period)
+        )?;
+    } else {
+        write!(out, "{:>9.2}%", pct(row.period))?;
+    }
+    Ok(())
+}
+
+/// A row's sort-key columns, each padded or cut as sort.c prints it.
+fn write_keys<W: Write>(
+    out: &mut W,
+    sort: &[SortKey],
+    widths: &[usize],
+    row: &Row,
+) -> io::Result<()> {
+    for (i, ((v, &w), k)) in row.keys.iter().zip(widths).zip(sort).enumerate() {
+        // sort.c pads every column with `%-*.*s` except a symbol, printed with `%-.*s`, which hist.c
+        // pads only when a column follows (`hist_entry__snprintf_alignment`). The comm columns cut a
+        // longer comm: `%-*.*s`.
+        let last = i + 1 == sort.len();
+        match k {
+            SortKey::Sym | SortKey::SymFrom | SortKey::SymTo if last => write!(out, "  {v}")?,
+            SortKey::Sym | SortKey::SymFrom | SortKey::SymTo => write!(out, "  {v:<w$}")?,
+            // sort.c `_hist_entry__dso_snprintf`: `%-*.*s`, a longer name cut.
+            SortKey::DsoFrom => write!(out, "  {v:<w$.w$}")?,
+            SortKey::Cycles => write!(out, "  {v:<w$}")?,
+            SortKey::Comm => write!(out, "  {v:<w$.w$}")?,
+            SortKey::Pid => {
+                let (pid, comm) = v.split_at(v.find(':').map_or(0, |i| i + 1));
+                let c = w.saturating_sub(8);
+                write!(out, "  {pid}{comm:<c$.c$}")?;
+            }
+            SortKey::Dso => write!(out, "  {v:<w$}")?,
+            // sort.c `hist_entry__trace_snprintf`: `%-.*s`, padded only when a column follows.
+            SortKey::Trace if last => write!(out, "  {v:.w$}")?,
+            SortKey::Trace => write!(out, "  {v:<w$.w$}")?,
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
-    use super::super::Row;
     use super::*;
 
     #[test]
