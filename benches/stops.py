@@ -189,6 +189,14 @@ def main():
     cont = [c for c in rows["bport"]]
     print(f"  bport: {statistics.median(c.cpu for c in cont) * 1000 / max(1, len(commits)):.2f} ms CPU a pick, "
           f"{cont[0].calls} calls")
+    # Each resumed call, its picks included (the first call, which plans, left out): all runs together.
+    for tool, clocks in rows.items():
+        per = sorted(cpu for c in clocks for cpu, _ in c.per_call[1:])
+        walls = sorted(wall for c in clocks for _, wall in c.per_call[1:])
+        if per:
+            print(f"  {tool} per resumed call, ms: CPU min {per[0] * 1000:.0f} / median "
+                  f"{statistics.median(per) * 1000:.0f} / max {per[-1] * 1000:.0f}; wall median "
+                  f"{statistics.median(walls) * 1000:.0f}")
 
 
 if __name__ == "__main__":

@@ -206,7 +206,7 @@ impl ChangedPaths {
             }
             bytes.push(0);
         }
-        if let Err(e) = crate::git::write_atomic(&path, &bytes) {
+        if let Err(e) = crate::git::write_cache(&path, &bytes) {
             log::debug!("keeping the changed paths in {}: {e}", path.display());
         }
     }
@@ -363,7 +363,7 @@ fn upstream_graph(repo: &Repository, st: &State) -> Result<Graph, Error> {
         }
     }
     // Only a cache: a failed write costs the next stop a walk, nothing else.
-    if let Err(e) = crate::git::write_atomic(&path, text.as_bytes()) {
+    if let Err(e) = crate::git::write_cache(&path, text.as_bytes()) {
         log::debug!("keeping the upstream graph in {}: {e}", path.display());
     }
     Ok(Graph { nodes })
@@ -371,15 +371,18 @@ fn upstream_graph(repo: &Repository, st: &State) -> Result<Graph, Error> {
 
 /// Reads a kept graph; `None` when any line does not read (then the graph is walked again).
 fn parse_graph(text: &str) -> Option<Graph> {
+    // Kept without an fsync: a file cut short by a crash must not read as a smaller graph.
+    if !text.is_empty() && !text.ends_with('\n') {
+        return None;
+    }
+    let id = |w: &str| (w.len() == 40).then(|| Oid::from_str(w).ok()).flatten();
     let mut nodes = HashMap::new();
     for line in text.lines() {
         let mut words = line.split(' ');
-        let oid = Oid::from_str(words.next()?).ok()?;
-        let tree = Oid::from_str(words.next()?).ok()?;
+        let oid = id(words.next()?)?;
+        let tree = id(words.next()?)?;
         let time = words.next()?.parse().ok()?;
-        let parents = words
-            .map(|w| Oid::from_str(w).ok())
-            .collect::<Option<Vec<_>>>()?;
+        let parents = words.map(id).collect::<Option<Vec<_>>>()?;
         nodes.insert(
             oid,
             Node {
@@ -468,5 +471,27 @@ mod tests {
             }
         }
         assert_eq!(parse_changed_paths(b"").map(|m| m.len()), Some(0));
+    }
+
+    #[test]
+    fn a_kept_graph_cut_short_does_not_read() {
+        let text = format!(
+            "{} {} 5 {}\n{} {} 4\n",
+            oid(1),
+            oid(9),
+            oid(2),
+            oid(2),
+            oid(8)
+        );
+        let graph = parse_graph(&text).unwrap();
+        assert_eq!(graph.nodes[&oid(1)].parents, vec![oid(2)]);
+        assert!(graph.nodes[&oid(2)].parents.is_empty());
+        for cut in 1..text.len() {
+            if let Some(part) = parse_graph(&text[..cut]) {
+                // Only a cut between lines reads, as the whole lines before it.
+                assert!(text[..cut].ends_with('\n'), "cut at {cut} read back");
+                assert_eq!(part.nodes.len(), 1);
+            }
+        }
     }
 }

@@ -17,7 +17,7 @@ mod tree_build;
 mod tree_diff;
 mod worktree_stat;
 
-pub use atomic::write_atomic;
+pub use atomic::{write_atomic, write_cache};
 pub use pack_write::{blob_id, write_pack, MemoryObjects, Written};
 pub use patch_id::{
     changed_lines, changed_paths, commit_changes, has_changed_lines, patch_id_of_commit,
