@@ -70,26 +70,7 @@ fn header_name(line: &str) -> Option<&str> {
 }
 
 fn parse_one(index: usize, lines: &[&str]) -> Result<Mail, Error> {
-    // Headers, unfolded.
-    let mut headers: Vec<(String, String)> = Vec::new();
-    let mut i = 0;
-    while i < lines.len() {
-        let l = lines[i].trim_end_matches(['\n', '\r']);
-        i += 1;
-        if l.is_empty() {
-            break;
-        }
-        if l.starts_with([' ', '\t']) {
-            if let Some(last) = headers.last_mut() {
-                last.1.push(' ');
-                last.1.push_str(l.trim());
-            }
-            continue;
-        }
-        if let Some((name, value)) = l.split_once(':') {
-            headers.push((name.trim().to_ascii_lowercase(), value.trim().to_owned()));
-        }
-    }
+    let (headers, body_start) = read_headers(lines);
     let get = |n: &str| {
         headers
             .iter()
@@ -98,77 +79,32 @@ fn parse_one(index: usize, lines: &[&str]) -> Result<Mail, Error> {
     };
     let raw_subject = clean_subject(get("subject").unwrap_or(""));
     let raw_subject = raw_subject.as_str();
-    for (name, value) in &headers {
-        if !value.is_ascii() || value.contains('\u{fffd}') {
-            return Err(bad(
-                index,
-                raw_subject,
-                format!("8-bit text in the {name} header (mail headers must be RFC 2047 encoded)"),
-            ));
-        }
-    }
-    if get("content-type").is_some_and(|c| c.to_ascii_lowercase().starts_with("multipart/")) {
-        return Err(bad(
-            index,
-            raw_subject,
-            "a multipart mail (send the patch inline)",
-        ));
-    }
-    let mut subject = decode_words(raw_subject);
-    let mut from = decode_words(get("from").unwrap_or(""));
-    let mut date = get("date").unwrap_or("").to_owned();
-    let mut body: String = lines[i..].concat();
-    match get("content-transfer-encoding")
-        .map(str::to_ascii_lowercase)
-        .as_deref()
-    {
-        Some("quoted-printable") => body = decode_qp(&body),
-        Some("base64") => {
-            return Err(bad(
-                index,
-                &subject,
-                "a base64-encoded body is not supported",
-            ))
-        }
-        _ => {}
-    }
-    // In-body headers (`From:`, `Subject:`, `Date:` at the top of the body) override the mail's.
+    check_headers(index, raw_subject, &headers, get("content-type"))?;
+    let mut fields = Fields {
+        subject: decode_words(raw_subject),
+        from: decode_words(get("from").unwrap_or("")),
+        date: get("date").unwrap_or("").to_owned(),
+    };
+    let body = decode_body(
+        index,
+        &fields.subject,
+        lines[body_start..].concat(),
+        get("content-transfer-encoding"),
+    )?;
     let mut body_lines: Vec<&str> = body.split_inclusive('\n').collect();
-    let mut k = 0;
-    let mut saw = false;
-    while k < body_lines.len() {
-        let l = body_lines[k].trim_end();
-        if let Some(v) = l.strip_prefix("From: ") {
-            from = decode_words(v.trim());
-        } else if let Some(v) = l.strip_prefix("Subject: ") {
-            subject = decode_words(v.trim());
-        } else if let Some(v) = l.strip_prefix("Date: ") {
-            date = v.trim().to_owned();
-        } else {
-            break;
-        }
-        saw = true;
-        k += 1;
-    }
-    if saw {
-        while k < body_lines.len() && body_lines[k].trim().is_empty() {
-            k += 1;
-        }
-        body_lines.drain(..k);
-    }
+    take_in_body_headers(&mut body_lines, &mut fields);
+    let Fields {
+        subject,
+        from,
+        date,
+    } = fields;
     let subject = clean_subject(&subject);
     // The message ends at the `---` line (or where the diff starts); the patch starts at `diff --git`.
-    let mut msg = Vec::new();
-    let mut j = 0;
-    while j < body_lines.len() {
-        let l = body_lines[j];
-        let t = l.trim_end();
-        if t == "---" || l.starts_with("diff -") || l.starts_with("Index: ") {
-            break;
-        }
-        msg.push(t);
-        j += 1;
-    }
+    let j = body_lines
+        .iter()
+        .position(|l| l.trim_end() == "---" || l.starts_with("diff -") || l.starts_with("Index: "))
+        .unwrap_or(body_lines.len());
+    let mut msg: Vec<&str> = body_lines[..j].iter().map(|l| l.trim_end()).collect();
     let rest = &body_lines[j..];
     let Some(d) = rest.iter().position(|l| l.starts_with("diff --git ")) else {
         return Err(bad(index, &subject, "no patch (`diff --git`) in the mail"));
@@ -219,6 +155,108 @@ fn parse_one(index: usize, lines: &[&str]) -> Result<Mail, Error> {
         patch,
         base,
     })
+}
+
+/// The author, subject and date a mail gives, from its headers or the top of its body.
+struct Fields {
+    subject: String,
+    from: String,
+    date: String,
+}
+
+/// The mail's headers (names lower-cased, folded lines unfolded) and the index of the first body line.
+fn read_headers(lines: &[&str]) -> (Vec<(String, String)>, usize) {
+    let mut headers: Vec<(String, String)> = Vec::new();
+    let mut i = 0;
+    while i < lines.len() {
+        let l = lines[i].trim_end_matches(['\n', '\r']);
+        i += 1;
+        if l.is_empty() {
+            break;
+        }
+        if l.starts_with([' ', '\t']) {
+            if let Some(last) = headers.last_mut() {
+                last.1.push(' ');
+                last.1.push_str(l.trim());
+            }
+            continue;
+        }
+        if let Some((name, value)) = l.split_once(':') {
+            headers.push((name.trim().to_ascii_lowercase(), value.trim().to_owned()));
+        }
+    }
+    (headers, i)
+}
+
+/// Refuses what is not read: 8-bit header text and multipart mails.
+fn check_headers(
+    index: usize,
+    raw_subject: &str,
+    headers: &[(String, String)],
+    content_type: Option<&str>,
+) -> Result<(), Error> {
+    for (name, value) in headers {
+        if !value.is_ascii() || value.contains('\u{fffd}') {
+            return Err(bad(
+                index,
+                raw_subject,
+                format!("8-bit text in the {name} header (mail headers must be RFC 2047 encoded)"),
+            ));
+        }
+    }
+    if content_type.is_some_and(|c| c.to_ascii_lowercase().starts_with("multipart/")) {
+        return Err(bad(
+            index,
+            raw_subject,
+            "a multipart mail (send the patch inline)",
+        ));
+    }
+    Ok(())
+}
+
+/// The body with its transfer encoding undone (quoted-printable; base64 is refused).
+fn decode_body(
+    index: usize,
+    subject: &str,
+    body: String,
+    encoding: Option<&str>,
+) -> Result<String, Error> {
+    match encoding.map(str::to_ascii_lowercase).as_deref() {
+        Some("quoted-printable") => Ok(decode_qp(&body)),
+        Some("base64") => Err(bad(
+            index,
+            subject,
+            "a base64-encoded body is not supported",
+        )),
+        _ => Ok(body),
+    }
+}
+
+/// In-body headers (`From:`, `Subject:`, `Date:` at the top of the body) override the mail's; they and the
+/// blank lines after them leave the body.
+fn take_in_body_headers(body_lines: &mut Vec<&str>, fields: &mut Fields) {
+    let mut k = 0;
+    let mut saw = false;
+    while k < body_lines.len() {
+        let l = body_lines[k].trim_end();
+        if let Some(v) = l.strip_prefix("From: ") {
+            fields.from = decode_words(v.trim());
+        } else if let Some(v) = l.strip_prefix("Subject: ") {
+            fields.subject = decode_words(v.trim());
+        } else if let Some(v) = l.strip_prefix("Date: ") {
+            fields.date = v.trim().to_owned();
+        } else {
+            break;
+        }
+        saw = true;
+        k += 1;
+    }
+    if saw {
+        while k < body_lines.len() && body_lines[k].trim().is_empty() {
+            k += 1;
+        }
+        body_lines.drain(..k);
+    }
 }
 
 /// `git mailinfo`'s subject: `Re:` and leading `[…]` groups removed, whitespace trimmed.

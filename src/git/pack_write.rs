@@ -143,24 +143,11 @@ pub fn write_pack(
     pack_dir: &Path,
     objects: &[(Oid, Option<Oid>)],
 ) -> Result<Written, Error> {
-    let mut seen = HashSet::with_capacity(objects.len());
-    let mut todo: Vec<(Oid, Option<Oid>)> = objects
-        .iter()
-        .copied()
-        .filter(|(oid, _)| seen.insert(*oid))
-        .collect();
-    // One refresh, then lookups that do not rescan objects/pack on every miss (most of these are misses).
-    disk.refresh()
-        .context_git(|| "reading the object database")?;
-    todo.retain(|(oid, _)| !disk.exists_ext(*oid, git2::OdbLookupFlags::NO_REFRESH));
+    let todo = new_objects(disk, objects)?;
     if todo.is_empty() {
         return Ok(Written::default());
     }
 
-    let io = |path: &Path| {
-        let path = path.to_path_buf();
-        move |source| Error::Io { path, source }
-    };
     let tmp_pack = pack_dir.join(format!("tmp_pack_bport_{}", std::process::id()));
     let tmp_idx = pack_dir.join(format!("tmp_idx_bport_{}", std::process::id()));
     // On any error the temp files go; after the renames below there is nothing left to remove.
@@ -171,35 +158,107 @@ pub fn write_pack(
     pack.write(&(todo.len() as u32).to_be_bytes())
         .map_err(io(&tmp_pack))?;
 
-    // (oid, offset, crc32) per object; sorted by id for the index at the end.
-    let mut entries: Vec<(Oid, u64, u32)> = Vec::with_capacity(todo.len());
-    // Offset and delta depth of what is already in this pack, for delta bases.
-    let mut placed: HashMap<Oid, (u64, u32)> = HashMap::with_capacity(todo.len());
-    let mut deflated = Vec::new();
-    // One compressor for the whole pack, reset per object: a fresh one allocates and zeroes its window and hash
-    // tables each time, which is most of the write time for thousands of small trees.
-    let mut z = flate2::Compress::new(flate2::Compression::fast(), true);
-    let mut deltas = 0;
+    let mut packing = Packing::new(todo.len());
     for &(oid, base) in &todo {
+        packing.add(&mut pack, &tmp_pack, source, memory, oid, base)?;
+    }
+    let Packing {
+        mut entries,
+        deltas,
+        ..
+    } = packing;
+    entries.sort_unstable_by_key(|e| e.0);
+    let checksum = pack.finish().map_err(io(&tmp_pack))?;
+    let pack_path = install(pack_dir, &tmp_pack, &tmp_idx, &entries, &checksum)?;
+    disk.refresh()
+        .context_git(|| format!("reading the new pack {}", pack_path.display()))?;
+    Ok(Written {
+        objects: entries.len(),
+        deltas,
+        pack: Some(pack_path),
+    })
+}
+
+/// An I/O error at `path`, as this module's error.
+fn io(path: &Path) -> impl FnOnce(std::io::Error) -> Error {
+    let path = path.to_path_buf();
+    move |source| Error::Io { path, source }
+}
+
+/// The objects of `objects` that `disk` lacks, each once, in first-seen order.
+fn new_objects(
+    disk: &Odb<'_>,
+    objects: &[(Oid, Option<Oid>)],
+) -> Result<Vec<(Oid, Option<Oid>)>, Error> {
+    let mut seen = HashSet::with_capacity(objects.len());
+    let mut todo: Vec<(Oid, Option<Oid>)> = objects
+        .iter()
+        .copied()
+        .filter(|(oid, _)| seen.insert(*oid))
+        .collect();
+    // One refresh, then lookups that do not rescan objects/pack on every miss (most of these are misses).
+    disk.refresh()
+        .context_git(|| "reading the object database")?;
+    todo.retain(|(oid, _)| !disk.exists_ext(*oid, git2::OdbLookupFlags::NO_REFRESH));
+    Ok(todo)
+}
+
+/// The pack's type number of an object (commit 1, tree 2, blob 3, tag 4).
+fn type_code(oid: Oid, kind: ObjectType) -> Result<u8, Error> {
+    match kind {
+        ObjectType::Commit => Ok(1),
+        ObjectType::Tree => Ok(2),
+        ObjectType::Blob => Ok(3),
+        ObjectType::Tag => Ok(4),
+        other => Err(Error::Git {
+            context: format!("packing {oid}"),
+            source: git2::Error::from_str(&format!("unexpected object type {other:?}")),
+        }),
+    }
+}
+
+/// The pack's entries as they are written.
+struct Packing {
+    /// (oid, offset, crc32) per object; sorted by id for the index at the end.
+    entries: Vec<(Oid, u64, u32)>,
+    /// Offset and delta depth of what is already in this pack, for delta bases.
+    placed: HashMap<Oid, (u64, u32)>,
+    deflated: Vec<u8>,
+    /// One compressor for the whole pack, reset per object: a fresh one allocates and zeroes its window and hash
+    /// tables each time, which is most of the write time for thousands of small trees.
+    z: flate2::Compress,
+    deltas: usize,
+}
+
+impl Packing {
+    fn new(objects: usize) -> Packing {
+        Packing {
+            entries: Vec::with_capacity(objects),
+            placed: HashMap::with_capacity(objects),
+            deflated: Vec::new(),
+            z: flate2::Compress::new(flate2::Compression::fast(), true),
+            deltas: 0,
+        }
+    }
+
+    /// Appends object `oid` to the pack (at `path`), as a delta against `base` when that is in the pack.
+    fn add(
+        &mut self,
+        pack: &mut PackFile,
+        path: &Path,
+        source: &Odb<'_>,
+        memory: &MemoryObjects,
+        oid: Oid,
+        base: Option<Oid>,
+    ) -> Result<(), Error> {
         let object = Object::read(source, memory, oid, "the new object")?;
-        let kind = match object.kind() {
-            ObjectType::Commit => 1u8,
-            ObjectType::Tree => 2,
-            ObjectType::Blob => 3,
-            ObjectType::Tag => 4,
-            other => {
-                return Err(Error::Git {
-                    context: format!("packing {oid}"),
-                    source: git2::Error::from_str(&format!("unexpected object type {other:?}")),
-                })
-            }
-        };
+        let kind = type_code(oid, object.kind())?;
         let data = object.data();
         let offset = pack.len;
         // A delta against the version this object replaced, when that is in the pack already and the two share
         // most of their bytes (a pick changes a few lines of a big file): deflating whole merged files is the
         // largest cost of writing, and their deltas are a few hundred bytes.
-        let delta = match base.and_then(|b| Some((b, *placed.get(&b)?))) {
+        let delta = match base.and_then(|b| Some((b, *self.placed.get(&b)?))) {
             Some((b, (base_offset, depth))) if depth < MAX_DEPTH => {
                 let base_object = Object::read(source, memory, b, "the delta base")?;
                 // A delta takes its base's type.
@@ -212,7 +271,7 @@ pub fn write_pack(
         };
         let (header, body, depth) = match &delta {
             Some((d, distance, depth)) => {
-                deltas += 1;
+                self.deltas += 1;
                 let mut h = entry_header(OFS_DELTA, d.len() as u64);
                 h.extend_from_slice(&ofs_distance(*distance));
                 (h, &d[..], *depth)
@@ -223,38 +282,41 @@ pub fn write_pack(
         // compressor reset zeroes its hash table whatever the input size, which cost more than compressing
         // (8% of a real-history run's instructions), for a few hundred bytes saved an object.
         if body.len() < STORED_BELOW {
-            stored(body, &mut deflated);
+            stored(body, &mut self.deflated);
         } else {
-            deflate(&mut z, body, &mut deflated).map_err(io(&tmp_pack))?;
+            deflate(&mut self.z, body, &mut self.deflated).map_err(io(path))?;
         }
         let mut crc = flate2::Crc::new();
         crc.update(&header);
-        crc.update(&deflated);
-        pack.write(&header).map_err(io(&tmp_pack))?;
-        pack.write(&deflated).map_err(io(&tmp_pack))?;
-        entries.push((oid, offset, crc.sum()));
-        placed.insert(oid, (offset, depth));
+        crc.update(&self.deflated);
+        pack.write(&header).map_err(io(path))?;
+        pack.write(&self.deflated).map_err(io(path))?;
+        self.entries.push((oid, offset, crc.sum()));
+        self.placed.insert(oid, (offset, depth));
+        Ok(())
     }
-    entries.sort_unstable_by_key(|e| e.0);
-    let checksum = pack.finish().map_err(io(&tmp_pack))?;
-    let name = hex(&checksum);
+}
 
-    let index = index_bytes(&entries, &checksum);
-    write_synced(&tmp_idx, &index).map_err(io(&tmp_idx))?;
+/// Writes the index of the finished pack and renames both into place under their checksum's name; returns the
+/// pack's path.
+fn install(
+    pack_dir: &Path,
+    tmp_pack: &Path,
+    tmp_idx: &Path,
+    entries: &[(Oid, u64, u32)],
+    checksum: &[u8; 20],
+) -> Result<PathBuf, Error> {
+    let name = hex(checksum);
+    let index = index_bytes(entries, checksum);
+    write_synced(tmp_idx, &index).map_err(io(tmp_idx))?;
 
     // The pack first: an index is what makes a pack visible, and it must never name a missing pack.
     let pack_path = pack_dir.join(format!("pack-{name}.pack"));
     let idx_path = pack_dir.join(format!("pack-{name}.idx"));
-    std::fs::rename(&tmp_pack, &pack_path).map_err(io(&pack_path))?;
-    std::fs::rename(&tmp_idx, &idx_path).map_err(io(&idx_path))?;
+    std::fs::rename(tmp_pack, &pack_path).map_err(io(&pack_path))?;
+    std::fs::rename(tmp_idx, &idx_path).map_err(io(&idx_path))?;
     sync_dir(pack_dir).map_err(io(pack_dir))?;
-    disk.refresh()
-        .context_git(|| format!("reading the new pack {}", pack_path.display()))?;
-    Ok(Written {
-        objects: entries.len(),
-        deltas,
-        pack: Some(pack_path),
-    })
+    Ok(pack_path)
 }
 
 /// Deflates `body` whole into `out` (cleared first) as one zlib stream, and resets `z` for the next object.

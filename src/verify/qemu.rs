@@ -219,12 +219,51 @@ pub fn kernel_cmdline(guest_args: &[String]) -> String {
     cmdline
 }
 
+/// Boots the kernel with `initrd` under `accel` and collects the console until the guest's report, a timeout
+/// (`first_output`: how long to wait for any output at all), or qemu's exit.
 fn run_vm(
     options: &BootOptions,
     initrd: &Path,
     accel: Accel,
     first_output: Option<Duration>,
 ) -> Result<Boot, Error> {
+    let mut child = qemu_command(options, initrd, accel)
+        .spawn()
+        .map_err(Error::NoQemu)?;
+    let stdout = child.stdout.take().expect("stdout is piped");
+    let stderr = child.stderr.take().expect("stderr is piped");
+    let (tx, rx) = mpsc::channel::<Vec<u8>>();
+    let reader = std::thread::spawn(move || pump(stdout, tx));
+    let err_reader = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = std::io::BufReader::new(stderr).read_to_string(&mut s);
+        s
+    });
+
+    let (mut console, mut failure) = watch_console(&rx, options, accel, first_output);
+    let status = stop(&mut child);
+    let _ = reader.join();
+    let qemu_stderr = err_reader.join().unwrap_or_default();
+    // Whatever arrived after the loop stopped (the VM may exit right after the report).
+    while let Ok(chunk) = rx.try_recv() {
+        console.extend_from_slice(&chunk);
+    }
+    let console = String::from_utf8_lossy(&console).replace("\r\n", "\n");
+    let report = extract_report(&console).map(str::to_owned);
+    if report.is_none() && failure.is_none() {
+        failure = Some(exit_failure(accel, status, &qemu_stderr));
+    }
+    Ok(Boot {
+        accel,
+        failure: if report.is_some() { None } else { failure },
+        report,
+        console,
+    })
+}
+
+/// qemu's command line: no devices but the serial console on stdio, the kernel and initramfs, and a CPU with
+/// every feature the accelerator offers.
+fn qemu_command(options: &BootOptions, initrd: &Path, accel: Accel) -> Command {
     let mut cmd = Command::new(QEMU);
     cmd.args([
         "-nodefaults",
@@ -250,20 +289,18 @@ fn run_vm(
         // `max` gives the guest every feature TCG emulates (e.g. for the perf PMU probe), like `host` under KVM.
         cmd.args(["-cpu", "max"]);
     }
-    let mut child = cmd.spawn().map_err(Error::NoQemu)?;
-    let stdout = child.stdout.take().expect("stdout is piped");
-    let stderr = child.stderr.take().expect("stderr is piped");
-    let (tx, rx) = mpsc::channel::<Vec<u8>>();
-    let reader = std::thread::spawn(move || pump(stdout, tx));
-    let err_reader = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = std::io::BufReader::new(stderr).read_to_string(&mut s);
-        s
-    });
+    cmd
+}
 
+/// Collects console output until it holds a report, qemu's output ends, or a time limit passes (then says which).
+fn watch_console(
+    rx: &mpsc::Receiver<Vec<u8>>,
+    options: &BootOptions,
+    accel: Accel,
+    first_output: Option<Duration>,
+) -> (Vec<u8>, Option<String>) {
     let start = Instant::now();
     let mut console = Vec::new();
-    let mut failure = None;
     loop {
         match rx.recv_timeout(Duration::from_millis(200)) {
             Ok(chunk) => console.extend_from_slice(&chunk),
@@ -276,52 +313,44 @@ fn run_vm(
         let elapsed = start.elapsed();
         if let Some(limit) = first_output {
             if console.is_empty() && elapsed > limit {
-                failure = Some(format!(
+                let failure = format!(
                     "no console output from the {} VM within {} s",
                     accel.name(),
                     limit.as_secs()
-                ));
-                break;
+                );
+                return (console, Some(failure));
             }
         }
         if elapsed > options.timeout {
-            failure = Some(format!(
+            let failure = format!(
                 "no report from the {} VM within {} s",
                 accel.name(),
                 options.timeout.as_secs()
-            ));
-            break;
+            );
+            return (console, Some(failure));
         }
     }
-    let status = stop(&mut child);
-    let _ = reader.join();
-    let qemu_stderr = err_reader.join().unwrap_or_default();
-    // Whatever arrived after the loop stopped (the VM may exit right after the report).
-    while let Ok(chunk) = rx.try_recv() {
-        console.extend_from_slice(&chunk);
+    (console, None)
+}
+
+/// Why qemu ended without a report: its exit status and what it wrote on stderr.
+fn exit_failure(
+    accel: Accel,
+    status: Option<std::process::ExitStatus>,
+    qemu_stderr: &str,
+) -> String {
+    match status {
+        Some(s) => format!(
+            "qemu ({}) exited ({s}) before the guest reported{}",
+            accel.name(),
+            if qemu_stderr.trim().is_empty() {
+                String::new()
+            } else {
+                format!(": {}", qemu_stderr.trim())
+            }
+        ),
+        None => format!("qemu ({}) ended before the guest reported", accel.name()),
     }
-    let console = String::from_utf8_lossy(&console).replace("\r\n", "\n");
-    let report = extract_report(&console).map(str::to_owned);
-    if report.is_none() && failure.is_none() {
-        failure = Some(match status {
-            Some(s) => format!(
-                "qemu ({}) exited ({s}) before the guest reported{}",
-                accel.name(),
-                if qemu_stderr.trim().is_empty() {
-                    String::new()
-                } else {
-                    format!(": {}", qemu_stderr.trim())
-                }
-            ),
-            None => format!("qemu ({}) ended before the guest reported", accel.name()),
-        });
-    }
-    Ok(Boot {
-        accel,
-        failure: if report.is_some() { None } else { failure },
-        report,
-        console,
-    })
 }
 
 fn pump(mut from: impl Read, tx: mpsc::Sender<Vec<u8>>) {

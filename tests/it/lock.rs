@@ -492,44 +492,29 @@ fn lock_contention_options_change_the_report_as_specified() {
     assert_eq!(out.stderr, "");
 
     // -C: only contentions that begin on those CPUs (system-wide there, so the background workload is ended
-    // first); the workload pinned to the last CPU begins none on CPU 0.
+    // first); the workload pinned to the last CPU begins none on CPU 0. The positive half runs the workload
+    // unpinned: four threads pinned to one CPU contend only when one is preempted holding the lock, which a
+    // loaded machine may not do in a second, while unpinned they contend at once (as every check above relies on).
     drop(w);
     let online = std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap();
     let last = online.trim().rsplit(['-', ',']).next().unwrap().to_string();
     if last != "0" {
-        let pinned = |cpus: &str| {
+        let on_cpus = |cpus: &str, pin: &[&str]| {
+            let workload = [exe.to_str().unwrap(), "mmap", "1", "4"];
             session(
                 dir.path(),
-                &[
-                    "-C",
-                    cpus,
-                    "-Y",
-                    "rwsem:W",
-                    "--",
-                    "taskset",
-                    "-c",
-                    &last,
-                    exe.to_str().unwrap(),
-                    "mmap",
-                    "1",
-                    "4",
-                ],
+                &[&["-C", cpus, "-Y", "rwsem:W", "--"][..], pin, &workload].concat(),
             )
         };
-        let out = pinned("0");
-        assert!(
-            !rows(&out)
+        let workloads_callers = |out: &str| {
+            rows(out)
                 .iter()
-                .any(|r| r.name.starts_with("__vm_munmap") || r.name.starts_with("vm_mmap_pgoff")),
-            "{out}"
-        );
-        let out = pinned(&format!("0-{last}"));
-        assert!(
-            rows(&out)
-                .iter()
-                .any(|r| r.name.starts_with("__vm_munmap") || r.name.starts_with("vm_mmap_pgoff")),
-            "{out}"
-        );
+                .any(|r| r.name.starts_with("__vm_munmap") || r.name.starts_with("vm_mmap_pgoff"))
+        };
+        let out = on_cpus("0", &["taskset", "-c", &last]);
+        assert!(!workloads_callers(&out), "{out}");
+        let out = on_cpus(&format!("0-{last}"), &[]);
+        assert!(workloads_callers(&out), "{out}");
     }
     let out = run(
         dir.path(),

@@ -140,80 +140,72 @@ enum Target {
 /// branch lacks; see the module header.
 pub fn find(repo: &Repository, req: &Request<'_>) -> Result<Report, Error> {
     let ups = walk_upstream(repo, req.head, req.upstream)?;
-    let mut pos: HashMap<Oid, usize> = HashMap::with_capacity(ups.len());
-    let mut by_subject: HashMap<String, Vec<usize>> = HashMap::new();
-    for (i, u) in ups.iter().enumerate() {
-        pos.insert(u.oid, i);
-        by_subject
-            .entry(matcher::normalize_subject(&u.subject))
-            .or_default()
-            .push(i);
-    }
-    let listed_line: HashMap<Oid, usize> = req.list.iter().map(|r| (r.oid, r.entry.line)).collect();
-    let mut listed_subject: HashMap<String, usize> = HashMap::new();
-    for r in req.list {
-        listed_subject
-            .entry(matcher::normalize_subject(&r.subject))
-            .or_insert(r.entry.line);
-    }
-    let odb = repo.odb().context_git(|| "opening the object database")?;
+    let mut scan = Scan::index(req, &ups);
+    scan.look_up_targets(repo)?;
+    scan.walk_branch_if_needed(repo)?;
+    let mut judge = Judge {
+        repo,
+        req,
+        ups: &ups,
+        branch: None,
+        verdicts: HashMap::new(),
+    };
+    let decided = scan.decide(&mut judge)?;
+    scan.report(repo, &decided, &mut judge)
+}
 
-    // Look every line's commit up once.
-    let mut targets: Vec<Vec<Target>> = Vec::with_capacity(ups.len());
-    for (i, u) in ups.iter().enumerate() {
-        let mut ts = Vec::with_capacity(u.refs.len());
-        for r in &u.refs {
-            let t = resolve(repo, &odb, r, &pos, &by_subject, &ups);
-            // A commit naming itself (a copy-pasted message) repairs nothing.
-            ts.push(match t {
-                Target::Up(j) if j == i => Target::Nothing,
-                other => other,
-            });
-        }
-        targets.push(ts);
-    }
+/// The upstream range and what its lines are matched against: the list, the range's own subjects and, when
+/// needed, the branch's history.
+struct Scan<'a> {
+    req: &'a Request<'a>,
+    ups: &'a [Upstream],
+    /// Each upstream commit's index.
+    pos: HashMap<Oid, usize>,
+    /// The range's commits by normalized subject.
+    by_subject: HashMap<String, Vec<usize>>,
+    /// The list's commits and their lines.
+    listed_line: HashMap<Oid, usize>,
+    /// The list's normalized subjects and the first line with each.
+    listed_subject: HashMap<String, usize>,
+    /// What each `Fixes:`/revert line of each upstream commit names.
+    targets: Vec<Vec<Target>>,
+    /// Named commits outside the range that the branch's history holds.
+    ancestors: HashSet<Oid>,
+    /// Subjects naming nothing in range or list that the branch's history holds, with the commit.
+    ancestor_subjects: HashMap<String, Oid>,
+}
 
-    // Which named commits outside the range, and which subjects naming nothing in range or list, the branch's
-    // history holds: one walk, only when some line needs it.
-    let mut ancestors: HashSet<Oid> = HashSet::new();
-    let mut ancestor_subjects: HashMap<String, Oid> = HashMap::new();
-    if req.seeds == Seeds::BranchAndList {
-        let mut pending: HashSet<Oid> = HashSet::new();
-        let mut subjects: HashSet<String> = HashSet::new();
-        for t in targets.iter().flatten() {
-            match t {
-                Target::Commit(o) if !listed_line.contains_key(o) => {
-                    pending.insert(*o);
-                }
-                Target::Subject(s) if !listed_subject.contains_key(s) => {
-                    subjects.insert(s.clone());
-                }
-                _ => {}
-            }
-        }
-        if !pending.is_empty() || !subjects.is_empty() {
-            walk_branch(
-                repo,
-                req.head,
-                pending,
-                &subjects,
-                &mut ancestors,
-                &mut ancestor_subjects,
-            )?;
-        }
-    }
+/// Which upstream commits are follow-ups, and which the branch already carries under another id.
+struct Decided {
+    follow: Vec<bool>,
+    already: HashMap<usize, AppliedBecause>,
+}
 
-    let mut branch = None;
-    let mut verdicts: HashMap<usize, Verdict> = HashMap::new();
-    let mut judge = |i: usize| -> Result<Verdict, Error> {
-        if let Some(v) = verdicts.get(&i) {
+/// The matcher's verdict on upstream commits, asked lazily: the branch is collected at the first question and
+/// each answer kept.
+struct Judge<'a> {
+    repo: &'a Repository,
+    req: &'a Request<'a>,
+    ups: &'a [Upstream],
+    branch: Option<matcher::Branch<'a>>,
+    verdicts: HashMap<usize, Verdict>,
+}
+
+impl Judge<'_> {
+    fn verdict(&mut self, i: usize) -> Result<Verdict, Error> {
+        if let Some(v) = self.verdicts.get(&i) {
             return Ok(*v);
         }
-        if branch.is_none() {
-            branch = Some(matcher::Branch::collect(repo, req.head, &[], req.upstream)?);
+        if self.branch.is_none() {
+            self.branch = Some(matcher::Branch::collect(
+                self.repo,
+                self.req.head,
+                &[],
+                self.req.upstream,
+            )?);
         }
-        let b = branch.as_mut().expect("collected above");
-        let u = &ups[i];
+        let b = self.branch.as_mut().expect("collected above");
+        let u = &self.ups[i];
         let resolved = Resolved {
             entry: Entry {
                 line: 0,
@@ -223,116 +215,218 @@ pub fn find(repo: &Repository, req: &Request<'_>) -> Result<Report, Error> {
             oid: u.oid,
             subject: u.subject.clone(),
         };
-        let v = matcher::judge(b, std::slice::from_ref(&resolved), req.rules)?[0];
-        verdicts.insert(i, v);
+        let v = matcher::judge(b, std::slice::from_ref(&resolved), self.req.rules)?[0];
+        self.verdicts.insert(i, v);
         Ok(v)
-    };
+    }
+}
 
-    let mut follow: Vec<bool> = vec![false; ups.len()];
-    let mut decided: Vec<bool> = vec![false; ups.len()];
-    let mut already: HashMap<usize, AppliedBecause> = HashMap::new();
-    // Upstream order puts a fix after what it fixes, so one pass settles almost everything; the loop catches
-    // lines that name a later commit by subject.
-    loop {
-        let mut changed = false;
-        for i in 0..ups.len() {
-            if decided[i] {
-                continue;
-            }
-            let mut any = false;
-            for t in &targets[i] {
-                if target_is(
-                    t,
-                    req,
-                    &ups,
-                    &listed_line,
-                    &listed_subject,
-                    &by_subject,
-                    &ancestors,
-                    &ancestor_subjects,
-                    &follow,
-                    &mut judge,
-                )?
-                .is_some()
-                {
-                    any = true;
-                    break;
-                }
-            }
-            if !any {
-                continue;
-            }
-            decided[i] = true;
-            changed = true;
-            if listed_line.contains_key(&ups[i].oid) {
-                continue;
-            }
-            match judge(i)? {
-                Verdict::Applied(because) => {
-                    already.insert(i, because);
-                }
-                Verdict::Missing { .. } => follow[i] = true,
-            }
+impl<'a> Scan<'a> {
+    /// Indexes the range by id and subject, and the list by id and subject.
+    fn index(req: &'a Request<'a>, ups: &'a [Upstream]) -> Self {
+        let mut pos: HashMap<Oid, usize> = HashMap::with_capacity(ups.len());
+        let mut by_subject: HashMap<String, Vec<usize>> = HashMap::new();
+        for (i, u) in ups.iter().enumerate() {
+            pos.insert(u.oid, i);
+            by_subject
+                .entry(matcher::normalize_subject(&u.subject))
+                .or_default()
+                .push(i);
         }
-        if !changed {
-            break;
+        let listed_line: HashMap<Oid, usize> =
+            req.list.iter().map(|r| (r.oid, r.entry.line)).collect();
+        let mut listed_subject: HashMap<String, usize> = HashMap::new();
+        for r in req.list {
+            listed_subject
+                .entry(matcher::normalize_subject(&r.subject))
+                .or_insert(r.entry.line);
+        }
+        Scan {
+            req,
+            ups,
+            pos,
+            by_subject,
+            listed_line,
+            listed_subject,
+            targets: Vec::new(),
+            ancestors: HashSet::new(),
+            ancestor_subjects: HashMap::new(),
         }
     }
 
-    let mut report = Report {
-        scanned: ups.len(),
-        ..Report::default()
-    };
-    for (i, u) in ups.iter().enumerate() {
-        for (r, t) in u.refs.iter().zip(&targets[i]) {
-            let unresolved = match t {
+    /// Looks every line's commit up once.
+    fn look_up_targets(&mut self, repo: &Repository) -> Result<(), Error> {
+        let odb = repo.odb().context_git(|| "opening the object database")?;
+        let mut targets: Vec<Vec<Target>> = Vec::with_capacity(self.ups.len());
+        for (i, u) in self.ups.iter().enumerate() {
+            let mut ts = Vec::with_capacity(u.refs.len());
+            for r in &u.refs {
+                let t = resolve(repo, &odb, r, &self.pos, &self.by_subject, self.ups);
+                // A commit naming itself (a copy-pasted message) repairs nothing.
+                ts.push(match t {
+                    Target::Up(j) if j == i => Target::Nothing,
+                    other => other,
+                });
+            }
+            targets.push(ts);
+        }
+        self.targets = targets;
+        Ok(())
+    }
+
+    /// Which named commits outside the range, and which subjects naming nothing in range or list, the branch's
+    /// history holds: one walk, only when some line needs it.
+    fn walk_branch_if_needed(&mut self, repo: &Repository) -> Result<(), Error> {
+        if self.req.seeds != Seeds::BranchAndList {
+            return Ok(());
+        }
+        let mut pending: HashSet<Oid> = HashSet::new();
+        let mut subjects: HashSet<String> = HashSet::new();
+        for t in self.targets.iter().flatten() {
+            match t {
+                Target::Commit(o) if !self.listed_line.contains_key(o) => {
+                    pending.insert(*o);
+                }
+                Target::Subject(s) if !self.listed_subject.contains_key(s) => {
+                    subjects.insert(s.clone());
+                }
+                _ => {}
+            }
+        }
+        if !pending.is_empty() || !subjects.is_empty() {
+            walk_branch(
+                repo,
+                self.req.head,
+                pending,
+                &subjects,
+                &mut self.ancestors,
+                &mut self.ancestor_subjects,
+            )?;
+        }
+        Ok(())
+    }
+
+    /// Settles every upstream commit with a line naming something the branch or list has: a follow-up when the
+    /// branch lacks it, already carried when the matcher finds it there (listed commits are neither).
+    fn decide(&self, judge: &mut Judge<'_>) -> Result<Decided, Error> {
+        let n = self.ups.len();
+        let mut d = Decided {
+            follow: vec![false; n],
+            already: HashMap::new(),
+        };
+        let mut decided: Vec<bool> = vec![false; n];
+        // Upstream order puts a fix after what it fixes, so one pass settles almost everything; the loop catches
+        // lines that name a later commit by subject.
+        loop {
+            let mut changed = false;
+            for (i, done) in decided.iter_mut().enumerate() {
+                if *done {
+                    continue;
+                }
+                let mut any = false;
+                for t in &self.targets[i] {
+                    if self.target_is(t, &d.follow, judge)?.is_some() {
+                        any = true;
+                        break;
+                    }
+                }
+                if !any {
+                    continue;
+                }
+                *done = true;
+                changed = true;
+                if self.listed_line.contains_key(&self.ups[i].oid) {
+                    continue;
+                }
+                match judge.verdict(i)? {
+                    Verdict::Applied(because) => {
+                        d.already.insert(i, because);
+                    }
+                    Verdict::Missing { .. } => d.follow[i] = true,
+                }
+            }
+            if !changed {
+                break;
+            }
+        }
+        Ok(d)
+    }
+
+    /// The report: unresolved lines counted, the already carried, and each follow-up with its reasons.
+    fn report(
+        &self,
+        repo: &Repository,
+        d: &Decided,
+        judge: &mut Judge<'_>,
+    ) -> Result<Report, Error> {
+        let mut report = Report {
+            scanned: self.ups.len(),
+            ..Report::default()
+        };
+        for (i, u) in self.ups.iter().enumerate() {
+            report.unresolved += self.unresolved_lines(i);
+            if let Some(because) = d.already.get(&i) {
+                report.already_carried.push(AlreadyCarried {
+                    commit: u.oid,
+                    subject: u.subject.clone(),
+                    because: *because,
+                });
+            }
+            if !d.follow[i] {
+                continue;
+            }
+            let reasons = self.reasons(repo, i, &d.follow, judge)?;
+            report.follow_ups.push(FollowUp {
+                commit: u.oid,
+                subject: u.subject.clone(),
+                reasons,
+            });
+        }
+        Ok(report)
+    }
+
+    /// How many lines of upstream commit `i` name a commit this repository lacks, without a subject that
+    /// matched one.
+    fn unresolved_lines(&self, i: usize) -> usize {
+        let u = &self.ups[i];
+        u.refs
+            .iter()
+            .zip(&self.targets[i])
+            .filter(|(r, t)| match t {
                 Target::Nothing => r
                     .hex
                     .as_deref()
                     .is_some_and(|h| !u.oid.to_string().starts_with(h)),
                 Target::Subject(s) => {
-                    !by_subject.contains_key(s)
-                        && !listed_subject.contains_key(s)
-                        && !ancestor_subjects.contains_key(s)
+                    !self.by_subject.contains_key(s)
+                        && !self.listed_subject.contains_key(s)
+                        && !self.ancestor_subjects.contains_key(s)
                 }
                 _ => false,
-            };
-            if unresolved {
-                report.unresolved += 1;
-            }
-        }
-        if let Some(because) = already.get(&i) {
-            report.already_carried.push(AlreadyCarried {
-                commit: u.oid,
-                subject: u.subject.clone(),
-                because: *because,
-            });
-        }
-        if !follow[i] {
-            continue;
-        }
+            })
+            .count()
+    }
+
+    /// Why follow-up `i` is one: each of its lines naming something the branch or list has, in message order.
+    fn reasons(
+        &self,
+        repo: &Repository,
+        i: usize,
+        follow: &[bool],
+        judge: &mut Judge<'_>,
+    ) -> Result<Vec<Reason>, Error> {
+        let ups = self.ups;
         let mut reasons = Vec::new();
-        for (r, t) in u.refs.iter().zip(&targets[i]) {
-            let Some(is) = target_is(
-                t,
-                req,
-                &ups,
-                &listed_line,
-                &listed_subject,
-                &by_subject,
-                &ancestors,
-                &ancestor_subjects,
-                &follow,
-                &mut judge,
-            )?
-            else {
+        for (r, t) in ups[i].refs.iter().zip(&self.targets[i]) {
+            let Some(is) = self.target_is(t, follow, judge)? else {
                 continue;
             };
             let (target, target_subject, by_subj) = match t {
                 Target::Up(j) => (Some(ups[*j].oid), ups[*j].subject.clone(), false),
                 Target::Commit(o) => (Some(*o), commit_subject(repo, *o), false),
                 Target::Subject(s) => {
-                    let named = subject_commit(s, req, &ups, &by_subject, &ancestor_subjects);
+                    let named =
+                        subject_commit(s, self.req, ups, &self.by_subject, &self.ancestor_subjects);
                     (named, r.subject.clone().unwrap_or_else(|| s.clone()), true)
                 }
                 Target::Nothing => continue,
@@ -346,67 +440,54 @@ pub fn find(repo: &Repository, req: &Request<'_>) -> Result<Report, Error> {
                 target_is: is,
             });
         }
-        report.follow_ups.push(FollowUp {
-            commit: u.oid,
-            subject: u.subject.clone(),
-            reasons,
-        });
+        Ok(reasons)
     }
-    Ok(report)
-}
 
-/// How the branch or list has what `t` names, if it does.
-#[allow(clippy::too_many_arguments)]
-fn target_is(
-    t: &Target,
-    req: &Request<'_>,
-    ups: &[Upstream],
-    listed_line: &HashMap<Oid, usize>,
-    listed_subject: &HashMap<String, usize>,
-    by_subject: &HashMap<String, Vec<usize>>,
-    ancestors: &HashSet<Oid>,
-    ancestor_subjects: &HashMap<String, Oid>,
-    follow: &[bool],
-    judge: &mut dyn FnMut(usize) -> Result<Verdict, Error>,
-) -> Result<Option<TargetIs>, Error> {
-    let up = |j: usize,
-              judge: &mut dyn FnMut(usize) -> Result<Verdict, Error>|
-     -> Result<Option<TargetIs>, Error> {
-        if let Some(&line) = listed_line.get(&ups[j].oid) {
-            return Ok(Some(TargetIs::Listed { line }));
-        }
-        if follow[j] {
-            return Ok(Some(TargetIs::FollowUp));
-        }
-        if req.seeds == Seeds::BranchAndList {
-            if let Verdict::Applied(because) = judge(j)? {
-                return Ok(Some(TargetIs::Ported(because)));
-            }
-        }
-        Ok(None)
-    };
-    match t {
-        Target::Nothing => Ok(None),
-        Target::Up(j) => up(*j, judge),
-        Target::Commit(o) => Ok(if let Some(&line) = listed_line.get(o) {
-            Some(TargetIs::Listed { line })
-        } else if ancestors.contains(o) {
-            Some(TargetIs::OnBranch)
-        } else {
-            None
-        }),
-        Target::Subject(s) => {
-            for &j in by_subject.get(s).map_or(&[][..], Vec::as_slice) {
-                if let Some(is) = up(j, judge)? {
-                    return Ok(Some(is));
-                }
-            }
-            if let Some(&line) = listed_subject.get(s) {
+    /// How the branch or list has what `t` names, if it does.
+    fn target_is(
+        &self,
+        t: &Target,
+        follow: &[bool],
+        judge: &mut Judge<'_>,
+    ) -> Result<Option<TargetIs>, Error> {
+        let up = |j: usize, judge: &mut Judge<'_>| -> Result<Option<TargetIs>, Error> {
+            if let Some(&line) = self.listed_line.get(&self.ups[j].oid) {
                 return Ok(Some(TargetIs::Listed { line }));
             }
-            Ok(ancestor_subjects
-                .contains_key(s)
-                .then_some(TargetIs::OnBranch))
+            if follow[j] {
+                return Ok(Some(TargetIs::FollowUp));
+            }
+            if self.req.seeds == Seeds::BranchAndList {
+                if let Verdict::Applied(because) = judge.verdict(j)? {
+                    return Ok(Some(TargetIs::Ported(because)));
+                }
+            }
+            Ok(None)
+        };
+        match t {
+            Target::Nothing => Ok(None),
+            Target::Up(j) => up(*j, judge),
+            Target::Commit(o) => Ok(if let Some(&line) = self.listed_line.get(o) {
+                Some(TargetIs::Listed { line })
+            } else if self.ancestors.contains(o) {
+                Some(TargetIs::OnBranch)
+            } else {
+                None
+            }),
+            Target::Subject(s) => {
+                for &j in self.by_subject.get(s).map_or(&[][..], Vec::as_slice) {
+                    if let Some(is) = up(j, judge)? {
+                        return Ok(Some(is));
+                    }
+                }
+                if let Some(&line) = self.listed_subject.get(s) {
+                    return Ok(Some(TargetIs::Listed { line }));
+                }
+                Ok(self
+                    .ancestor_subjects
+                    .contains_key(s)
+                    .then_some(TargetIs::OnBranch))
+            }
         }
     }
 }

@@ -205,7 +205,9 @@ fn append(hunks: &mut Vec<Hunk>, h: Hunk) {
     hunks.push(h);
 }
 
-/// The main walk of xdl_do_merge over both edit scripts.
+/// The main walk of xdl_do_merge over both edit scripts: a change of one side that ends before the other
+/// side's next starts is taken as it is; overlapping ones make a conflict unless they are identical (and the
+/// level is above minimal); what is left of either script after the other ends is taken.
 fn combine(
     s1: &[Change],
     s2: &[Change],
@@ -221,34 +223,12 @@ fn combine(
         let c1 = SChange::from(s1[x1]);
         let c2 = SChange::from(s2[x2]);
         if c1.i1 + c1.chg1 < c2.i1 {
-            append(
-                &mut hunks,
-                Hunk {
-                    mode: 1,
-                    i0: c1.i1,
-                    chg0: c1.chg1,
-                    i1: c1.i2,
-                    chg1: c1.chg2,
-                    i2: c2.i2 - c2.i1 + c1.i1,
-                    chg2: c1.chg1,
-                },
-            );
+            append(&mut hunks, Hunk::ours(c1, c2.i2 - c2.i1 + c1.i1));
             x1 += 1;
             continue;
         }
         if c2.i1 + c2.chg1 < c1.i1 {
-            append(
-                &mut hunks,
-                Hunk {
-                    mode: 2,
-                    i0: c2.i1,
-                    chg0: c2.chg1,
-                    i1: c1.i2 - c1.i1 + c2.i1,
-                    chg1: c2.chg1,
-                    i2: c2.i2,
-                    chg2: c2.chg2,
-                },
-            );
+            append(&mut hunks, Hunk::theirs(c2, c1.i2 - c1.i1 + c2.i1));
             x2 += 1;
             continue;
         }
@@ -257,36 +237,7 @@ fn combine(
             && c1.chg2 == c2.chg2
             && range(l1, c1.i2, c1.chg2) == range(l2, c2.i2, c2.chg2);
         if level == Level::Minimal || !identical {
-            let off = c1.i1 - c2.i1;
-            let ffo = off + c1.chg1 - c2.chg1;
-            let (mut i0, mut i1, mut i2) = (c1.i1, c1.i2, c2.i2);
-            if off > 0 {
-                i0 -= off;
-                i1 -= off;
-            } else {
-                i2 += off;
-            }
-            let mut chg0 = c1.i1 + c1.chg1 - i0;
-            let mut chg1 = c1.i2 + c1.chg2 - i1;
-            let mut chg2 = c2.i2 + c2.chg2 - i2;
-            if ffo < 0 {
-                chg0 -= ffo;
-                chg1 -= ffo;
-            } else {
-                chg2 += ffo;
-            }
-            append(
-                &mut hunks,
-                Hunk {
-                    mode: 0,
-                    i0,
-                    chg0,
-                    i1,
-                    chg1,
-                    i2,
-                    chg2,
-                },
-            );
+            append(&mut hunks, Hunk::conflict(c1, c2));
         }
         let e1 = c1.i1 + c1.chg1;
         let e2 = c2.i1 + c2.chg1;
@@ -299,35 +250,73 @@ fn combine(
     }
     for &c1 in &s1[x1..] {
         let c1 = SChange::from(c1);
-        append(
-            &mut hunks,
-            Hunk {
-                mode: 1,
-                i0: c1.i1,
-                chg0: c1.chg1,
-                i1: c1.i2,
-                chg1: c1.chg2,
-                i2: c1.i1 + n2 - n0,
-                chg2: c1.chg1,
-            },
-        );
+        append(&mut hunks, Hunk::ours(c1, c1.i1 + n2 - n0));
     }
     for &c2 in &s2[x2..] {
         let c2 = SChange::from(c2);
-        append(
-            &mut hunks,
-            Hunk {
-                mode: 2,
-                i0: c2.i1,
-                chg0: c2.chg1,
-                i1: c2.i1 + n1 - n0,
-                chg1: c2.chg1,
-                i2: c2.i2,
-                chg2: c2.chg2,
-            },
-        );
+        append(&mut hunks, Hunk::theirs(c2, c2.i1 + n1 - n0));
     }
     hunks
+}
+
+impl Hunk {
+    /// Our change `c` (base→ours) alone, at line `i2` of theirs.
+    fn ours(c: SChange, i2: isize) -> Hunk {
+        Hunk {
+            mode: 1,
+            i0: c.i1,
+            chg0: c.chg1,
+            i1: c.i2,
+            chg1: c.chg2,
+            i2,
+            chg2: c.chg1,
+        }
+    }
+
+    /// Their change `c` (base→theirs) alone, at line `i1` of ours.
+    fn theirs(c: SChange, i1: isize) -> Hunk {
+        Hunk {
+            mode: 2,
+            i0: c.i1,
+            chg0: c.chg1,
+            i1,
+            chg1: c.chg1,
+            i2: c.i2,
+            chg2: c.chg2,
+        }
+    }
+
+    /// The conflict of two overlapping changes: each side's range widened by what the other change covers of
+    /// the base beyond it, at either end.
+    fn conflict(c1: SChange, c2: SChange) -> Hunk {
+        let off = c1.i1 - c2.i1;
+        let ffo = off + c1.chg1 - c2.chg1;
+        let (mut i0, mut i1, mut i2) = (c1.i1, c1.i2, c2.i2);
+        if off > 0 {
+            i0 -= off;
+            i1 -= off;
+        } else {
+            i2 += off;
+        }
+        let mut chg0 = c1.i1 + c1.chg1 - i0;
+        let mut chg1 = c1.i2 + c1.chg2 - i1;
+        let mut chg2 = c2.i2 + c2.chg2 - i2;
+        if ffo < 0 {
+            chg0 -= ffo;
+            chg1 -= ffo;
+        } else {
+            chg2 += ffo;
+        }
+        Hunk {
+            mode: 0,
+            i0,
+            chg0,
+            i1,
+            chg1,
+            i2,
+            chg2,
+        }
+    }
 }
 
 /// Line `i`, or `None` outside the file.

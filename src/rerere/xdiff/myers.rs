@@ -2,6 +2,7 @@
 //! divide and conquer with `xdl_split`, including its cost heuristics, so hunks split where git's do.
 
 use super::{Changed, Classified};
+use std::ops::ControlFlow;
 
 const MAX_COST_MIN: i64 = 256;
 const HEUR_MIN_COST: i64 = 256;
@@ -139,6 +140,30 @@ fn clean_mmatch(dis: &[u8], i: i64, mut s: i64, mut e: i64) -> bool {
     rpdis1 * KPDIS_RUN < rpdis1 + rdis1
 }
 
+/// The box `split` searches: lines `off1..lim1` of file 1 against `off2..lim2` of file 2.
+#[derive(Clone, Copy)]
+struct Bounds {
+    off1: i64,
+    lim1: i64,
+    off2: i64,
+    lim2: i64,
+}
+
+/// The diagonals `split`'s searches span: forward `fmin..=fmax` around `fmid`, backward `bmin..=bmax` around
+/// `bmid`, both within `dmin..=dmax`; `odd` when the two middles differ by an odd number, so the forward
+/// search is the one that can meet the other.
+struct Reach {
+    dmin: i64,
+    dmax: i64,
+    fmid: i64,
+    bmid: i64,
+    odd: bool,
+    fmin: i64,
+    fmax: i64,
+    bmin: i64,
+    bmax: i64,
+}
+
 struct Split {
     i1: i64,
     i2: i64,
@@ -212,101 +237,43 @@ impl Env<'_> {
         }
     }
 
-    /// xdl_split: the middle snake of the box, or a heuristic cut when the edit cost grows too large.
+    /// xdl_split: the middle snake of the box, or a heuristic cut when the edit cost grows too large. Each
+    /// round moves the forward and the backward search one edit further; when they have not met, a cut is
+    /// taken after a long snake (`snake_cut_*`) or once the cost reaches `mxcost` (`cost_cut`).
     fn split(&mut self, off1: i64, lim1: i64, off2: i64, lim2: i64, need_min: bool) -> Split {
-        let dmin = off1 - lim2;
-        let dmax = lim1 - off2;
+        let bx = Bounds {
+            off1,
+            lim1,
+            off2,
+            lim2,
+        };
         let fmid = off1 - off2;
         let bmid = lim1 - lim2;
-        let odd = (fmid - bmid) & 1 != 0;
-        let (mut fmin, mut fmax) = (fmid, fmid);
-        let (mut bmin, mut bmax) = (bmid, bmid);
+        let mut r = Reach {
+            dmin: off1 - lim2,
+            dmax: lim1 - off2,
+            fmid,
+            bmid,
+            odd: (fmid - bmid) & 1 != 0,
+            fmin: fmid,
+            fmax: fmid,
+            bmin: bmid,
+            bmax: bmid,
+        };
 
         self.set_f(fmid, off1);
         self.set_b(bmid, lim1);
 
         let mut ec: i64 = 1;
         loop {
-            let mut got_snake = false;
-            if fmin > dmin {
-                fmin -= 1;
-                self.set_f(fmin - 1, -1);
-            } else {
-                fmin += 1;
-            }
-            if fmax < dmax {
-                fmax += 1;
-                self.set_f(fmax + 1, -1);
-            } else {
-                fmax -= 1;
-            }
-            let mut d = fmax;
-            while d >= fmin {
-                let mut i1 = if self.f(d - 1) >= self.f(d + 1) {
-                    self.f(d - 1) + 1
-                } else {
-                    self.f(d + 1)
-                };
-                let prev1 = i1;
-                let mut i2 = i1 - d;
-                while i1 < lim1 && i2 < lim2 && self.h1(i1) == self.h2(i2) {
-                    i1 += 1;
-                    i2 += 1;
-                }
-                if i1 - prev1 > SNAKE_CNT {
-                    got_snake = true;
-                }
-                self.set_f(d, i1);
-                if odd && bmin <= d && d <= bmax && self.b(d) <= i1 {
-                    return Split {
-                        i1,
-                        i2,
-                        min_lo: true,
-                        min_hi: true,
-                    };
-                }
-                d -= 2;
-            }
-
-            if bmin > dmin {
-                bmin -= 1;
-                self.set_b(bmin - 1, LINE_MAX);
-            } else {
-                bmin += 1;
-            }
-            if bmax < dmax {
-                bmax += 1;
-                self.set_b(bmax + 1, LINE_MAX);
-            } else {
-                bmax -= 1;
-            }
-            d = bmax;
-            while d >= bmin {
-                let mut i1 = if self.b(d - 1) < self.b(d + 1) {
-                    self.b(d - 1)
-                } else {
-                    self.b(d + 1) - 1
-                };
-                let prev1 = i1;
-                let mut i2 = i1 - d;
-                while i1 > off1 && i2 > off2 && self.h1(i1 - 1) == self.h2(i2 - 1) {
-                    i1 -= 1;
-                    i2 -= 1;
-                }
-                if prev1 - i1 > SNAKE_CNT {
-                    got_snake = true;
-                }
-                self.set_b(d, i1);
-                if !odd && fmin <= d && d <= fmax && i1 <= self.f(d) {
-                    return Split {
-                        i1,
-                        i2,
-                        min_lo: true,
-                        min_hi: true,
-                    };
-                }
-                d -= 2;
-            }
+            let got_snake = match self.forward(&mut r, bx) {
+                ControlFlow::Break(spl) => return spl,
+                ControlFlow::Continue(snake) => snake,
+            };
+            let got_snake = match self.backward(&mut r, bx) {
+                ControlFlow::Break(spl) => return spl,
+                ControlFlow::Continue(snake) => got_snake || snake,
+            };
 
             if need_min {
                 ec += 1;
@@ -314,128 +281,254 @@ impl Env<'_> {
             }
 
             if got_snake && ec > HEUR_MIN_COST {
-                let mut best = 0;
-                let mut spl = Split {
-                    i1: 0,
-                    i2: 0,
-                    min_lo: true,
-                    min_hi: false,
-                };
-                d = fmax;
-                while d >= fmin {
-                    let dd = if d > fmid { d - fmid } else { fmid - d };
-                    let i1 = self.f(d);
-                    let i2 = i1 - d;
-                    let v = (i1 - off1) + (i2 - off2) - dd;
-                    if v > K_HEUR * ec
-                        && v > best
-                        && off1 + SNAKE_CNT <= i1
-                        && i1 < lim1
-                        && off2 + SNAKE_CNT <= i2
-                        && i2 < lim2
-                    {
-                        let mut k = 1;
-                        while self.h1(i1 - k) == self.h2(i2 - k) {
-                            if k == SNAKE_CNT {
-                                best = v;
-                                spl.i1 = i1;
-                                spl.i2 = i2;
-                                break;
-                            }
-                            k += 1;
-                        }
-                    }
-                    d -= 2;
-                }
-                if best > 0 {
+                if let Some(spl) = self.snake_cut_forward(&r, bx, ec) {
                     return spl;
                 }
-                best = 0;
-                let mut spl = Split {
-                    i1: 0,
-                    i2: 0,
-                    min_lo: false,
-                    min_hi: true,
-                };
-                d = bmax;
-                while d >= bmin {
-                    let dd = if d > bmid { d - bmid } else { bmid - d };
-                    let i1 = self.b(d);
-                    let i2 = i1 - d;
-                    let v = (lim1 - i1) + (lim2 - i2) - dd;
-                    if v > K_HEUR * ec
-                        && v > best
-                        && off1 < i1
-                        && i1 <= lim1 - SNAKE_CNT
-                        && off2 < i2
-                        && i2 <= lim2 - SNAKE_CNT
-                    {
-                        let mut k = 0;
-                        while self.h1(i1 + k) == self.h2(i2 + k) {
-                            if k == SNAKE_CNT - 1 {
-                                best = v;
-                                spl.i1 = i1;
-                                spl.i2 = i2;
-                                break;
-                            }
-                            k += 1;
-                        }
-                    }
-                    d -= 2;
-                }
-                if best > 0 {
+                if let Some(spl) = self.snake_cut_backward(&r, bx, ec) {
                     return spl;
                 }
             }
 
             if ec >= self.mxcost {
-                let (mut fbest, mut fbest1) = (-1i64, -1i64);
-                d = fmax;
-                while d >= fmin {
-                    let mut i1 = self.f(d).min(lim1);
-                    let mut i2 = i1 - d;
-                    if lim2 < i2 {
-                        i1 = lim2 + d;
-                        i2 = lim2;
-                    }
-                    if fbest < i1 + i2 {
-                        fbest = i1 + i2;
-                        fbest1 = i1;
-                    }
-                    d -= 2;
-                }
-                let (mut bbest, mut bbest1) = (LINE_MAX, LINE_MAX);
-                d = bmax;
-                while d >= bmin {
-                    let mut i1 = off1.max(self.b(d));
-                    let mut i2 = i1 - d;
-                    if i2 < off2 {
-                        i1 = off2 + d;
-                        i2 = off2;
-                    }
-                    if i1 + i2 < bbest {
-                        bbest = i1 + i2;
-                        bbest1 = i1;
-                    }
-                    d -= 2;
-                }
-                return if (lim1 + lim2) - bbest < fbest - (off1 + off2) {
-                    Split {
-                        i1: fbest1,
-                        i2: fbest - fbest1,
-                        min_lo: true,
-                        min_hi: false,
-                    }
-                } else {
-                    Split {
-                        i1: bbest1,
-                        i2: bbest - bbest1,
-                        min_lo: false,
-                        min_hi: true,
-                    }
-                };
+                return self.cost_cut(&r, bx);
             }
             ec += 1;
+        }
+    }
+
+    /// One forward round: widens fmin..fmax and follows each diagonal's furthest path and its snake; breaks
+    /// with the split where it overlaps the backward search (odd delta), else says whether a snake was long.
+    fn forward(&mut self, r: &mut Reach, bx: Bounds) -> ControlFlow<Split, bool> {
+        let mut got_snake = false;
+        if r.fmin > r.dmin {
+            r.fmin -= 1;
+            self.set_f(r.fmin - 1, -1);
+        } else {
+            r.fmin += 1;
+        }
+        if r.fmax < r.dmax {
+            r.fmax += 1;
+            self.set_f(r.fmax + 1, -1);
+        } else {
+            r.fmax -= 1;
+        }
+        let mut d = r.fmax;
+        while d >= r.fmin {
+            let mut i1 = if self.f(d - 1) >= self.f(d + 1) {
+                self.f(d - 1) + 1
+            } else {
+                self.f(d + 1)
+            };
+            let prev1 = i1;
+            let mut i2 = i1 - d;
+            while i1 < bx.lim1 && i2 < bx.lim2 && self.h1(i1) == self.h2(i2) {
+                i1 += 1;
+                i2 += 1;
+            }
+            if i1 - prev1 > SNAKE_CNT {
+                got_snake = true;
+            }
+            self.set_f(d, i1);
+            if r.odd && r.bmin <= d && d <= r.bmax && self.b(d) <= i1 {
+                return ControlFlow::Break(Split {
+                    i1,
+                    i2,
+                    min_lo: true,
+                    min_hi: true,
+                });
+            }
+            d -= 2;
+        }
+        ControlFlow::Continue(got_snake)
+    }
+
+    /// One backward round, the mirror of `forward` (meeting it on an even delta).
+    fn backward(&mut self, r: &mut Reach, bx: Bounds) -> ControlFlow<Split, bool> {
+        let mut got_snake = false;
+        if r.bmin > r.dmin {
+            r.bmin -= 1;
+            self.set_b(r.bmin - 1, LINE_MAX);
+        } else {
+            r.bmin += 1;
+        }
+        if r.bmax < r.dmax {
+            r.bmax += 1;
+            self.set_b(r.bmax + 1, LINE_MAX);
+        } else {
+            r.bmax -= 1;
+        }
+        let mut d = r.bmax;
+        while d >= r.bmin {
+            let mut i1 = if self.b(d - 1) < self.b(d + 1) {
+                self.b(d - 1)
+            } else {
+                self.b(d + 1) - 1
+            };
+            let prev1 = i1;
+            let mut i2 = i1 - d;
+            while i1 > bx.off1 && i2 > bx.off2 && self.h1(i1 - 1) == self.h2(i2 - 1) {
+                i1 -= 1;
+                i2 -= 1;
+            }
+            if prev1 - i1 > SNAKE_CNT {
+                got_snake = true;
+            }
+            self.set_b(d, i1);
+            if !r.odd && r.fmin <= d && d <= r.fmax && i1 <= self.f(d) {
+                return ControlFlow::Break(Split {
+                    i1,
+                    i2,
+                    min_lo: true,
+                    min_hi: true,
+                });
+            }
+            d -= 2;
+        }
+        ControlFlow::Continue(got_snake)
+    }
+
+    /// xdl_split's heuristic on the forward paths: the furthest-reaching one (for its cost) that ends in a
+    /// snake of SNAKE_CNT lines, if any.
+    fn snake_cut_forward(&self, r: &Reach, bx: Bounds, ec: i64) -> Option<Split> {
+        let Bounds {
+            off1,
+            lim1,
+            off2,
+            lim2,
+        } = bx;
+        let mut best = 0;
+        let mut spl = Split {
+            i1: 0,
+            i2: 0,
+            min_lo: true,
+            min_hi: false,
+        };
+        let mut d = r.fmax;
+        while d >= r.fmin {
+            let dd = if d > r.fmid { d - r.fmid } else { r.fmid - d };
+            let i1 = self.f(d);
+            let i2 = i1 - d;
+            let v = (i1 - off1) + (i2 - off2) - dd;
+            if v > K_HEUR * ec
+                && v > best
+                && off1 + SNAKE_CNT <= i1
+                && i1 < lim1
+                && off2 + SNAKE_CNT <= i2
+                && i2 < lim2
+            {
+                let mut k = 1;
+                while self.h1(i1 - k) == self.h2(i2 - k) {
+                    if k == SNAKE_CNT {
+                        best = v;
+                        spl.i1 = i1;
+                        spl.i2 = i2;
+                        break;
+                    }
+                    k += 1;
+                }
+            }
+            d -= 2;
+        }
+        (best > 0).then_some(spl)
+    }
+
+    /// The same heuristic on the backward paths: one that starts with a snake of SNAKE_CNT lines.
+    fn snake_cut_backward(&self, r: &Reach, bx: Bounds, ec: i64) -> Option<Split> {
+        let Bounds {
+            off1,
+            lim1,
+            off2,
+            lim2,
+        } = bx;
+        let mut best = 0;
+        let mut spl = Split {
+            i1: 0,
+            i2: 0,
+            min_lo: false,
+            min_hi: true,
+        };
+        let mut d = r.bmax;
+        while d >= r.bmin {
+            let dd = if d > r.bmid { d - r.bmid } else { r.bmid - d };
+            let i1 = self.b(d);
+            let i2 = i1 - d;
+            let v = (lim1 - i1) + (lim2 - i2) - dd;
+            if v > K_HEUR * ec
+                && v > best
+                && off1 < i1
+                && i1 <= lim1 - SNAKE_CNT
+                && off2 < i2
+                && i2 <= lim2 - SNAKE_CNT
+            {
+                let mut k = 0;
+                while self.h1(i1 + k) == self.h2(i2 + k) {
+                    if k == SNAKE_CNT - 1 {
+                        best = v;
+                        spl.i1 = i1;
+                        spl.i2 = i2;
+                        break;
+                    }
+                    k += 1;
+                }
+            }
+            d -= 2;
+        }
+        (best > 0).then_some(spl)
+    }
+
+    /// The cut once the cost reaches `mxcost`: the furthest forward or backward path, whichever got further
+    /// into the box.
+    fn cost_cut(&self, r: &Reach, bx: Bounds) -> Split {
+        let Bounds {
+            off1,
+            lim1,
+            off2,
+            lim2,
+        } = bx;
+        let (mut fbest, mut fbest1) = (-1i64, -1i64);
+        let mut d = r.fmax;
+        while d >= r.fmin {
+            let mut i1 = self.f(d).min(lim1);
+            let mut i2 = i1 - d;
+            if lim2 < i2 {
+                i1 = lim2 + d;
+                i2 = lim2;
+            }
+            if fbest < i1 + i2 {
+                fbest = i1 + i2;
+                fbest1 = i1;
+            }
+            d -= 2;
+        }
+        let (mut bbest, mut bbest1) = (LINE_MAX, LINE_MAX);
+        d = r.bmax;
+        while d >= r.bmin {
+            let mut i1 = off1.max(self.b(d));
+            let mut i2 = i1 - d;
+            if i2 < off2 {
+                i1 = off2 + d;
+                i2 = off2;
+            }
+            if i1 + i2 < bbest {
+                bbest = i1 + i2;
+                bbest1 = i1;
+            }
+            d -= 2;
+        }
+        if (lim1 + lim2) - bbest < fbest - (off1 + off2) {
+            Split {
+                i1: fbest1,
+                i2: fbest - fbest1,
+                min_lo: true,
+                min_hi: false,
+            }
+        } else {
+            Split {
+                i1: bbest1,
+                i2: bbest - bbest1,
+                min_lo: false,
+                min_hi: true,
+            }
         }
     }
 }

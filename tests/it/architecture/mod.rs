@@ -7,6 +7,7 @@
 //! `planted.rs` can feed it files with each kind of breach and see it caught.
 
 mod graph;
+mod long_fns;
 mod planted;
 mod scan;
 

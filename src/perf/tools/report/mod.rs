@@ -864,10 +864,10 @@ fn output_table(st: Staged, options: &ReportOptions, lost_samples: u64) -> Event
     table
 }
 
-/// hist.c's `hists__collapse_resort` (when a sort key needs it): the entries, in the order of perf's `entries_in` tree, inserted into its
-/// collapsed tree by the same comparison; an entry equal to one there (a second entry made when a search
-/// missed the first, see `tree_find`) is merged into it, which keeps its thread and its callchain root's
-/// `max_depth`. Returns the surviving entries in the collapsed tree's order.
+/// hist.c's `hists__collapse_resort` (when a sort key needs it): the entries, in the order of perf's
+/// `entries_in` tree, inserted into its collapsed tree by the same comparison; an entry equal to one there (a
+/// second entry made when a search missed the first, see `tree_find`) is merged into it, which keeps its thread
+/// and its callchain root's `max_depth`. Returns the surviving entries in the collapsed tree's order.
 fn collapse(t: &mut Acc, sort: &[SortKey]) -> Vec<usize> {
     let entries_in = t.tree.in_order();
     // Only a key with a collapse callback (`comm`, sort.c's `se_collapse`) sets `need_collapse`; without one
