@@ -40,15 +40,19 @@ class Clock:
         self.cpu = 0.0
         self.wall = 0.0
         self.calls = 0
+        self.per_call = []
 
     def run(self, argv, cwd):
         r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
         t0 = time.perf_counter()
         p = subprocess.run(argv, cwd=cwd, env=ENV, capture_output=True, text=True)
-        self.wall += time.perf_counter() - t0
+        wall = time.perf_counter() - t0
         r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
-        self.cpu += (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
+        cpu = (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
+        self.wall += wall
+        self.cpu += cpu
         self.calls += 1
+        self.per_call.append((cpu, wall))
         return p
 
 
@@ -185,6 +189,14 @@ def main():
     cont = [c for c in rows["bport"]]
     print(f"  bport: {statistics.median(c.cpu for c in cont) * 1000 / max(1, len(commits)):.2f} ms CPU a pick, "
           f"{cont[0].calls} calls")
+    # Each resumed call, its picks included (the first call, which plans, left out): all runs together.
+    for tool, clocks in rows.items():
+        per = sorted(cpu for c in clocks for cpu, _ in c.per_call[1:])
+        walls = sorted(wall for c in clocks for _, wall in c.per_call[1:])
+        if per:
+            print(f"  {tool} per resumed call, ms: CPU min {per[0] * 1000:.0f} / median "
+                  f"{statistics.median(per) * 1000:.0f} / max {per[-1] * 1000:.0f}; wall median "
+                  f"{statistics.median(walls) * 1000:.0f}")
 
 
 if __name__ == "__main__":

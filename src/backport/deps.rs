@@ -69,20 +69,7 @@ pub fn likely_missing(
         .map(|s| s.commit)
         .collect();
     let graph = upstream_graph(repo, st)?;
-    let mut found = Vec::new();
-    let mut entries = EntryMemo::default();
-    for (oid, node) in graph.ancestors(parent.id(), WALK_LIMIT) {
-        if earlier.contains(&oid) || node.parents.len() > 1 {
-            continue;
-        }
-        let parent_tree = match node.parents.first() {
-            Some(p) => Some(graph.tree_of(repo, *p)?),
-            None => None,
-        };
-        if adds_a_relied_line(repo, node.tree, parent_tree, &relied, &mut entries)? {
-            found.push(oid);
-        }
-    }
+    let found = candidates(repo, &graph, parent.id(), &earlier, &relied)?;
     let resolved: Vec<Resolved> = found
         .iter()
         .filter_map(|&oid| {
@@ -128,44 +115,142 @@ pub fn likely_missing(
         .collect())
 }
 
-/// A path's entry per root tree: in a linear stretch of history each root tree is a commit's and its child's
-/// parent tree, so without the memo every tree would be read and searched twice.
-#[derive(Default)]
-struct EntryMemo(HashMap<(Oid, usize), Option<pick::Side>>);
+/// The commits of `graph` from `from` down (newest first, merges and `earlier` steps left out) that added a line
+/// of `relied` to its path.
+fn candidates(
+    repo: &Repository,
+    graph: &Graph,
+    from: Oid,
+    earlier: &HashSet<Oid>,
+    relied: &[(String, HashSet<Vec<u8>>)],
+) -> Result<Vec<Oid>, Error> {
+    let mut changed = ChangedPaths::load(repo);
+    let mut found = Vec::new();
+    for (oid, node) in graph.ancestors(from, WALK_LIMIT) {
+        if earlier.contains(&oid) || node.parents.len() > 1 {
+            continue;
+        }
+        let parent_tree = match node.parents.first() {
+            Some(p) => Some(graph.tree_of(repo, *p)?),
+            None => None,
+        };
+        let paths = changed.of(repo, oid, node.tree, parent_tree)?;
+        if adds_a_relied_line(repo, node.tree, parent_tree, relied, paths)? {
+            found.push(oid);
+        }
+    }
+    changed.keep(repo);
+    Ok(found)
+}
 
-impl EntryMemo {
-    fn get(
+/// The paths each commit of the upstream graph changes against its first parent, kept in `.git/bport/` across the
+/// stops of a run. Every stop walks the same upstream history for candidates; looking each conflicted path up in
+/// every commit's root tree (and its parent's) read two big trees per commit at every stop, while a commit's
+/// changed paths are found once, by one tree diff that skips equal subtrees, and reused by all later stops.
+struct ChangedPaths {
+    known: HashMap<Oid, Vec<String>>,
+    /// Entries found by this stop, kept for the next ones.
+    fresh: usize,
+}
+
+const PATHS_FILE: &str = "upstream-paths";
+
+impl ChangedPaths {
+    fn load(repo: &Repository) -> ChangedPaths {
+        let path = state::dir(repo.path()).join(PATHS_FILE);
+        let known = std::fs::read(path)
+            .ok()
+            .and_then(|bytes| parse_changed_paths(&bytes))
+            .unwrap_or_default();
+        ChangedPaths { known, fresh: 0 }
+    }
+
+    /// The paths `commit` (root tree `tree`) changes against the root tree `parent` (sorted).
+    fn of(
         &mut self,
         repo: &Repository,
+        commit: Oid,
         tree: Oid,
-        path_index: usize,
-        path: &str,
-    ) -> Result<Option<pick::Side>, Error> {
-        if let Some(side) = self.0.get(&(tree, path_index)) {
-            return Ok(*side);
+        parent: Option<Oid>,
+    ) -> Result<&[String], Error> {
+        let paths = match self.known.entry(commit) {
+            std::collections::hash_map::Entry::Occupied(known) => known.into_mut(),
+            std::collections::hash_map::Entry::Vacant(slot) => {
+                let find = |t: Oid| repo.find_tree(t).context_git(|| "reading a tree");
+                let old = parent.map(find).transpose()?;
+                let paths = git::tree_changes(repo, old.as_ref(), Some(&find(tree)?))?
+                    .into_iter()
+                    .map(|c| c.path)
+                    .collect();
+                self.fresh += 1;
+                slot.insert(paths)
+            }
+        };
+        Ok(paths)
+    }
+
+    /// Writes the memo back when this stop added to it. Only a cache: a failed write costs the next stop the
+    /// diffs, nothing else.
+    fn keep(&self, repo: &Repository) {
+        if self.fresh == 0 {
+            return;
         }
-        let side = pick::lookup(
-            &repo.find_tree(tree).context_git(|| "reading a tree")?,
-            path,
-        );
-        self.0.insert((tree, path_index), side);
-        Ok(side)
+        let path = state::dir(repo.path()).join(PATHS_FILE);
+        let mut bytes = Vec::new();
+        for (oid, paths) in &self.known {
+            bytes.extend_from_slice(oid.to_string().as_bytes());
+            bytes.push(0);
+            for p in paths {
+                bytes.extend_from_slice(p.as_bytes());
+                bytes.push(0);
+            }
+            bytes.push(0);
+        }
+        if let Err(e) = crate::git::write_cache(&path, &bytes) {
+            log::debug!("keeping the changed paths in {}: {e}", path.display());
+        }
     }
 }
 
+/// Reads a kept memo: per commit its hex id, then each path, each ended by a NUL, and an empty word after the
+/// last path. `None` when anything does not read (then the paths are found again).
+fn parse_changed_paths(bytes: &[u8]) -> Option<HashMap<Oid, Vec<String>>> {
+    let mut out = HashMap::new();
+    let mut words = bytes.split(|&b| b == 0);
+    loop {
+        let id = words.next()?;
+        if id.is_empty() {
+            // The split's final word, after the last record's terminator; a record cut short has none.
+            return words.next().is_none().then_some(out);
+        }
+        if id.len() != 40 {
+            return None;
+        }
+        let oid = Oid::from_str(std::str::from_utf8(id).ok()?).ok()?;
+        let mut paths = Vec::new();
+        loop {
+            let word = words.next()?;
+            if word.is_empty() {
+                break;
+            }
+            paths.push(String::from_utf8(word.to_vec()).ok()?);
+        }
+        // Searched by bisection: sorted whatever the file holds.
+        paths.sort();
+        out.insert(oid, paths);
+    }
+}
+
+/// Whether the commit (root tree `tree` against `parent_tree`, which change `changed`) added a relied line.
 fn adds_a_relied_line(
     repo: &Repository,
     tree: Oid,
     parent_tree: Option<Oid>,
     relied: &[(String, HashSet<Vec<u8>>)],
-    entries: &mut EntryMemo,
+    changed: &[String],
 ) -> Result<bool, Error> {
-    for (i, (path, lines)) in relied.iter().enumerate() {
-        let before = match parent_tree {
-            Some(t) => entries.get(repo, t, i, path)?,
-            None => None,
-        };
-        if entries.get(repo, tree, i, path)? == before {
+    for (path, lines) in relied {
+        if changed.binary_search(path).is_err() {
             continue;
         }
         let find = |t: Oid| repo.find_tree(t).context_git(|| "reading a tree");
@@ -278,7 +363,7 @@ fn upstream_graph(repo: &Repository, st: &State) -> Result<Graph, Error> {
         }
     }
     // Only a cache: a failed write costs the next stop a walk, nothing else.
-    if let Err(e) = crate::git::write_atomic(&path, text.as_bytes()) {
+    if let Err(e) = crate::git::write_cache(&path, text.as_bytes()) {
         log::debug!("keeping the upstream graph in {}: {e}", path.display());
     }
     Ok(Graph { nodes })
@@ -286,15 +371,18 @@ fn upstream_graph(repo: &Repository, st: &State) -> Result<Graph, Error> {
 
 /// Reads a kept graph; `None` when any line does not read (then the graph is walked again).
 fn parse_graph(text: &str) -> Option<Graph> {
+    // Kept without an fsync: a file cut short by a crash must not read as a smaller graph.
+    if !text.is_empty() && !text.ends_with('\n') {
+        return None;
+    }
+    let id = |w: &str| (w.len() == 40).then(|| Oid::from_str(w).ok()).flatten();
     let mut nodes = HashMap::new();
     for line in text.lines() {
         let mut words = line.split(' ');
-        let oid = Oid::from_str(words.next()?).ok()?;
-        let tree = Oid::from_str(words.next()?).ok()?;
+        let oid = id(words.next()?)?;
+        let tree = id(words.next()?)?;
         let time = words.next()?.parse().ok()?;
-        let parents = words
-            .map(|w| Oid::from_str(w).ok())
-            .collect::<Option<Vec<_>>>()?;
+        let parents = words.map(id).collect::<Option<Vec<_>>>()?;
         nodes.insert(
             oid,
             Node {
@@ -349,4 +437,61 @@ fn hunk_lines(
         }
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn oid(n: u8) -> Oid {
+        Oid::from_bytes(&[n; 20]).unwrap()
+    }
+
+    #[test]
+    fn a_kept_memo_reads_back_and_a_cut_one_does_not() {
+        let mut bytes = Vec::new();
+        for (id, paths) in [(oid(1), &["a/b", "c"][..]), (oid(2), &[][..])] {
+            bytes.extend_from_slice(id.to_string().as_bytes());
+            bytes.push(0);
+            for p in paths {
+                bytes.extend_from_slice(p.as_bytes());
+                bytes.push(0);
+            }
+            bytes.push(0);
+        }
+        let memo = parse_changed_paths(&bytes).unwrap();
+        assert_eq!(memo[&oid(1)], vec!["a/b".to_string(), "c".to_string()]);
+        assert!(memo[&oid(2)].is_empty());
+        // A file cut short reads as nothing, or (cut between records) as the whole records before the cut.
+        for cut in 1..bytes.len() {
+            if let Some(part) = parse_changed_paths(&bytes[..cut]) {
+                assert_eq!(cut, 48, "cut at {cut} read back");
+                assert_eq!(part.len(), 1);
+                assert_eq!(part[&oid(1)], memo[&oid(1)]);
+            }
+        }
+        assert_eq!(parse_changed_paths(b"").map(|m| m.len()), Some(0));
+    }
+
+    #[test]
+    fn a_kept_graph_cut_short_does_not_read() {
+        let text = format!(
+            "{} {} 5 {}\n{} {} 4\n",
+            oid(1),
+            oid(9),
+            oid(2),
+            oid(2),
+            oid(8)
+        );
+        let graph = parse_graph(&text).unwrap();
+        assert_eq!(graph.nodes[&oid(1)].parents, vec![oid(2)]);
+        assert!(graph.nodes[&oid(2)].parents.is_empty());
+        for cut in 1..text.len() {
+            if let Some(part) = parse_graph(&text[..cut]) {
+                // Only a cut between lines reads, as the whole lines before it.
+                assert!(text[..cut].ends_with('\n'), "cut at {cut} read back");
+                assert_eq!(part.nodes.len(), 1);
+            }
+        }
+    }
 }

@@ -229,7 +229,8 @@ pub fn save(git_dir: &Path, state: &State) -> Result<(), Error> {
 
 /// Removes the state at the end of a run.
 pub fn remove(git_dir: &Path) -> Result<(), Error> {
-    let caches = ["branch-commits", "upstream-graph"].map(|name| dir(git_dir).join(name));
+    let caches =
+        ["branch-commits", "upstream-graph", "upstream-paths"].map(|name| dir(git_dir).join(name));
     for path in caches.into_iter().chain([state_path(git_dir)]) {
         match fs::remove_file(&path) {
             Ok(()) => {}

@@ -17,7 +17,7 @@ mod tree_build;
 mod tree_diff;
 mod worktree_stat;
 
-pub use atomic::write_atomic;
+pub use atomic::{write_atomic, write_cache};
 pub use pack_write::{blob_id, write_pack, MemoryObjects, Written};
 pub use patch_id::{
     changed_lines, changed_paths, commit_changes, has_changed_lines, patch_id_of_commit,
@@ -37,7 +37,7 @@ pub use sparse::{reapply as reapply_sparse, split_changes, update_index_only, Sp
 pub use trailers::{normalize_subject, origins, Origin, OriginForm};
 pub use tree_build::{commit_bytes, object_id, TreeEdit, TreeStore};
 pub use tree_diff::{new_objects, tree_changes, Change, Side};
-pub use worktree_stat::unstaged_changes;
+pub use worktree_stat::{unstaged_changes, unstaged_changes_among, INTENT_TO_ADD};
 
 use std::path::PathBuf;
 

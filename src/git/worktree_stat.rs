@@ -12,7 +12,7 @@ use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
 /// `CE_INTENT_TO_ADD`, in the extended flags (`git add -N`).
-const INTENT_TO_ADD: u16 = 1 << 13;
+pub const INTENT_TO_ADD: u16 = 1 << 13;
 const GITLINK: u32 = 0o160000;
 
 /// The tracked paths whose worktree file is modified, deleted or changed type against its stage-0 index entry, as
@@ -21,27 +21,73 @@ pub fn unstaged_changes(repo: &Repository, index: &Index) -> Result<Vec<String>,
     let Some(workdir) = repo.workdir() else {
         return Ok(Vec::new());
     };
-    // An entry whose file changed in the same instant the index was written may look unchanged by its stat data
-    // (git's "racy" entries): it is read, whatever its stat says.
-    let index_mtime = std::fs::metadata(repo.path().join("index"))
-        .map(|m| (m.mtime(), m.mtime_nsec()))
-        .ok();
-    let mut suspects = Vec::new();
-    for entry in index.iter() {
-        let stage = (entry.flags >> 12) & 3;
-        if stage != 0
-            || entry.mode == GITLINK
-            || entry.flags_extended & super::sparse::SKIP_WORKTREE != 0
-        {
+    let index_mtime = index_mtime(repo);
+    let suspects = index
+        .iter()
+        .filter(|entry| suspect(workdir, entry, index_mtime))
+        .map(|entry| String::from_utf8_lossy(&entry.path).into_owned())
+        .collect();
+    confirm(repo, index, suspects)
+}
+
+/// Of `paths`, those [`unstaged_changes`] lists, looking only at them: one `lstat` per path instead of one per
+/// index entry, for a caller that knows which paths matter (the paths a pick writes, the paths a resolution
+/// stages). Returned in `paths`' order, each once.
+pub fn unstaged_changes_among<'p>(
+    repo: &Repository,
+    index: &Index,
+    paths: impl IntoIterator<Item = &'p str>,
+) -> Result<Vec<String>, Error> {
+    let Some(workdir) = repo.workdir() else {
+        return Ok(Vec::new());
+    };
+    let index_mtime = index_mtime(repo);
+    let mut seen = std::collections::HashSet::new();
+    let mut suspects: Vec<String> = Vec::new();
+    for path in paths {
+        if !seen.insert(path) {
             continue;
         }
-        let path = String::from_utf8_lossy(&entry.path).into_owned();
-        if entry.flags_extended & INTENT_TO_ADD != 0
-            || !stat_matches(workdir, &path, &entry, index_mtime)
-        {
-            suspects.push(path);
+        if let Some(entry) = index.get_path(Path::new(path), 0) {
+            if suspect(workdir, &entry, index_mtime) {
+                suspects.push(path.to_owned());
+            }
         }
     }
+    let confirmed: std::collections::HashSet<String> = confirm(repo, index, suspects.clone())?
+        .into_iter()
+        .collect();
+    Ok(suspects
+        .into_iter()
+        .filter(|p| confirmed.contains(p))
+        .collect())
+}
+
+/// The index file's modification time: an entry whose file changed in the same instant the index was written may
+/// look unchanged by its stat data (git's "racy" entries) and is read, whatever its stat says.
+fn index_mtime(repo: &Repository) -> Option<(i64, i64)> {
+    std::fs::metadata(repo.path().join("index"))
+        .map(|m| (m.mtime(), m.mtime_nsec()))
+        .ok()
+}
+
+/// Whether the worktree file of `entry` may differ from it (then libgit2 decides). Conflict stages, gitlinks and
+/// skip-worktree entries are never suspects.
+fn suspect(workdir: &Path, entry: &git2::IndexEntry, index_mtime: Option<(i64, i64)>) -> bool {
+    let stage = (entry.flags >> 12) & 3;
+    if stage != 0
+        || entry.mode == GITLINK
+        || entry.flags_extended & super::sparse::SKIP_WORKTREE != 0
+    {
+        return false;
+    }
+    let path = String::from_utf8_lossy(&entry.path);
+    entry.flags_extended & INTENT_TO_ADD != 0 || !stat_matches(workdir, &path, entry, index_mtime)
+}
+
+/// The suspects libgit2's status finds modified, deleted or changed in type (its answer decides: filters, racy
+/// entries, type changes).
+fn confirm(repo: &Repository, index: &Index, suspects: Vec<String>) -> Result<Vec<String>, Error> {
     if suspects.is_empty() {
         return Ok(suspects);
     }

@@ -257,8 +257,9 @@ fn continue_refuses_unstaged_changes_whatever_their_stat_data() {
     assert_eq!(t.read("NOTES"), "ONE\n");
 }
 
-/// The walk that finds dependencies is kept in `.git/bport/` for the run's later stops; a kept file that does not
-/// read is walked again (same names), and the end of the run removes it.
+/// The walk that finds dependencies and the paths each upstream commit changes are kept in `.git/bport/` for the
+/// run's later stops; a kept file that does not read is walked again (same names), and the end of the run removes
+/// them.
 #[test]
 fn later_stops_name_dependencies_from_the_kept_walk() {
     let t = scenario::foo_bar().repo();
@@ -288,17 +289,32 @@ fn later_stops_name_dependencies_from_the_kept_walk() {
         ))
     };
     assert!(named(&out.stderr), "{}", out.stderr);
-    assert!(kept.exists());
-    for garbage in ["", "not a walk\n"] {
-        if !garbage.is_empty() {
-            std::fs::write(&kept, garbage).unwrap();
+    let paths = t.path().join(".git/bport/upstream-paths");
+    assert!(kept.exists() && paths.exists());
+    // A file cut short or not a memo at all is found again, not trusted.
+    let whole = std::fs::read(&paths).unwrap();
+    let cut = &whole[..whole.len() - 1];
+    for (graph, memo) in [
+        (b"".as_slice(), b"".as_slice()),
+        (b"not a walk\n", b"not a walk\n"),
+        (b"", cut),
+    ] {
+        if !graph.is_empty() {
+            std::fs::write(&kept, graph).unwrap();
+        }
+        if !memo.is_empty() {
+            std::fs::write(&paths, memo).unwrap();
         }
         let again = bport::run(t.path(), &["apply", "--skip"]);
         assert_eq!(again.code, Some(1), "{}", again.transcript());
         assert!(named(&again.stderr), "{}", again.stderr);
         let out = bport::run(t.path(), &["apply", "--abort"]);
         assert_eq!(out.code, Some(0), "{}", out.transcript());
-        assert!(!kept.exists() && !t.path().join(".git/bport/branch-commits").exists());
+        assert!(
+            !kept.exists()
+                && !paths.exists()
+                && !t.path().join(".git/bport/branch-commits").exists()
+        );
         let out = bport::run(t.path(), &["apply", list.to_str().unwrap()]);
         assert_eq!(out.code, Some(1), "{}", out.transcript());
     }

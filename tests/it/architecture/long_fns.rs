@@ -53,8 +53,6 @@ const ALLOWED: &[(&str, &str, &str)] = &[
     ("backport/execute.rs", "hard_reset", NOT_SPLIT_YET),
     ("backport/mod.rs", "resume", NOT_SPLIT_YET),
     ("backport/mod.rs", "apply", NOT_SPLIT_YET),
-    ("backport/mod.rs", "continue_stopped", NOT_SPLIT_YET),
-    ("backport/deps.rs", "likely_missing", NOT_SPLIT_YET),
     ("cli/lock.rs", "contention", NOT_SPLIT_YET),
     ("cli/probe.rs", "run", NOT_SPLIT_YET),
     ("cli/apply.rs", "run", NOT_SPLIT_YET),
