@@ -27,8 +27,13 @@ fn ready() -> bool {
 
 /// The program built as `dir/name` with `flags`.
 fn build(dir: &Path, name: &str, flags: &[&str]) -> PathBuf {
-    let src = dir.join("probe.c");
-    std::fs::write(&src, SOURCE).unwrap();
+    build_c(dir, "probe.c", SOURCE, name, flags)
+}
+
+/// `source` written to `dir/file` and built as `dir/name` with `flags`.
+fn build_c(dir: &Path, file: &str, source: &str, name: &str, flags: &[&str]) -> PathBuf {
+    let src = dir.join(file);
+    std::fs::write(&src, source).unwrap();
     let exe = dir.join(name);
     let out = Command::new("gcc")
         .args(flags)
@@ -1448,18 +1453,7 @@ int main(int argc, char **argv)
 
 /// `INLINED` built as `dir/name` with `flags` (the source is `dir/inl.c`).
 fn build_inlined(dir: &Path, name: &str, flags: &[&str]) -> PathBuf {
-    let src = dir.join("inl.c");
-    std::fs::write(&src, INLINED).unwrap();
-    let exe = dir.join(name);
-    let out = Command::new("gcc")
-        .args(flags)
-        .arg("-o")
-        .arg(&exe)
-        .arg(&src)
-        .output()
-        .expect("spawn gcc");
-    oracle::assert_success(&out, "gcc");
-    exe
+    build_c(dir, "inl.c", INLINED, name, flags)
 }
 
 /// The absolute line of `INLINED` holding `marker`.

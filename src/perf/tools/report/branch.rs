@@ -232,12 +232,7 @@ fn output_table(
     comm: impl Fn(i32) -> Rc<str>,
     lost_samples: u64,
 ) -> EventTable {
-    let comm_width = t
-        .entries
-        .iter()
-        .map(|e| comm(e.tid).chars().count())
-        .max()
-        .unwrap_or(0);
+    let comm_width = super::comm_width(t.entries.iter().map(|e| e.tid), comm);
     // Entries reach perf's output sort in the order of its collapsed tree, and equal ones keep it.
     t.entries
         .sort_by(|a, b| branch_cmp(sort, a, b, true).reverse());

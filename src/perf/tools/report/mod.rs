@@ -764,6 +764,11 @@ fn add_callers(
     }
 }
 
+/// The Command column's width: the longest last comm of the entries' threads.
+pub(super) fn comm_width(tids: impl Iterator<Item = i32>, comm: impl Fn(i32) -> Rc<str>) -> usize {
+    tids.map(|tid| comm(tid).chars().count()).max().unwrap_or(0)
+}
+
 /// One event's summed table as rows in the order of perf's collapsed tree, each with its sorted call graph;
 /// `comm` gives a thread's comm at the end of the file.
 fn stage(mut t: Acc, options: &ReportOptions, comm: impl Fn(i32) -> Rc<str>) -> Staged {
@@ -772,12 +777,7 @@ fn stage(mut t: Acc, options: &ReportOptions, comm: impl Fn(i32) -> Rc<str>) -> 
     // period, as perf computes it in doubles and truncates.
     let min_hit = (t.total_period as f64 * (0.5 / 100.0)) as u64;
     let graphs = &t.graphs;
-    let comm_width = t
-        .entries
-        .iter()
-        .map(|e| comm(e.tid).chars().count())
-        .max()
-        .unwrap_or(0);
+    let comm_width = comm_width(t.entries.iter().map(|e| e.tid), &comm);
     let mut slots: Vec<Option<EntryAcc>> = t.entries.into_iter().map(Some).collect();
     let rows = order
         .into_iter()
