@@ -196,15 +196,15 @@ impl Judge<'_> {
         if let Some(v) = self.verdicts.get(&i) {
             return Ok(*v);
         }
-        if self.branch.is_none() {
-            self.branch = Some(matcher::Branch::collect(
+        let b = match &mut self.branch {
+            Some(b) => b,
+            empty => empty.insert(matcher::Branch::collect(
                 self.repo,
                 self.req.head,
                 &[],
                 self.req.upstream,
-            )?);
-        }
-        let b = self.branch.as_mut().expect("collected above");
+            )?),
+        };
         let u = &self.ups[i];
         let resolved = Resolved {
             entry: Entry {
