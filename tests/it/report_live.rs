@@ -214,9 +214,12 @@ fn system_wide_report_of_real_programs_equals_perf_report() {
 }
 
 /// A file whose every event is a tracepoint: perf 6.1 sorts it by `Trace output` (sort.c
-/// `get_default_sort_order`), ties by the line's bytes, and a table of a single sample keeps the header's
-/// width, cutting the line. Recorded here (a shell that forks and sleeps: wakeups of several tasks, one exec) and
-/// read by both tools, with the default keys and with `trace` among others.
+/// `get_default_sort_order`), ties by the line's bytes. perf renders an entry's line only when a comparison
+/// reaches the `trace` key and sizes the column by the lines rendered when each entry enters its output tree:
+/// a table of a single sample keeps the header's width, and under `-s comm,trace` the line of a command seen
+/// once never widens it. Recorded here (a shell that forks and sleeps: wakeups of several tasks; execs of
+/// commands with one and with two samples, the longest line a lone command's) and read by both tools, with
+/// the default keys and with `trace` among others.
 #[test]
 fn tracepoint_only_files_sort_by_trace_output_as_perf_does() {
     if !oracle::has_perf() {
@@ -255,12 +258,43 @@ fn tracepoint_only_files_sort_by_trace_output_as_perf_does() {
             "true",
         ],
     );
+    // Three execs: `true` twice by two paths (compared, so rendered), and once under a long path and a name
+    // of its own (never compared under `-s comm,trace`).
+    let long = d.join("a-directory-name-long-enough-to-be-the-longest-line");
+    std::fs::create_dir(&long).unwrap();
+    std::os::unix::fs::symlink("/usr/bin/true", long.join("lone-true")).unwrap();
+    let script = format!("{}/lone-true; /bin/true; /usr/bin/true", long.display());
+    oracle::perf_ok(
+        d,
+        &[
+            "record",
+            "-q",
+            "-e",
+            "sched:sched_process_exec",
+            "-o",
+            "exec.data",
+            "--",
+            "sh",
+            "-c",
+            &script,
+        ],
+    );
+    let execs = oracle::perf_ok(
+        d,
+        &["report", "--stdio", "-i", "exec.data", "-s", "comm,trace"],
+    );
+    assert!(
+        execs
+            .lines()
+            .any(|l| l.contains("  lone-true  filename=") && !l.contains("old_pid=")),
+        "perf sized the trace column by a line it had not rendered:\n{execs}"
+    );
     let report = oracle::perf_ok(d, &["report", "--stdio", "-i", "tp.data"]);
     assert!(
         report.contains("# Overhead  Trace output") && report.contains("comm="),
         "perf did not sort the tracepoint file by its trace lines:\n{report}"
     );
-    for data in ["tp.data", "one.data"] {
+    for data in ["tp.data", "one.data", "exec.data"] {
         for args in [&[][..], &["-s", "comm,trace"], &["-s", "trace,comm"]] {
             assert_reports_equal(d, data, args);
         }

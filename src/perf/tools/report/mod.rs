@@ -32,6 +32,7 @@ use crate::perf::script::machine::module_short_name;
 use crate::perf::script::resolve::MISC_KERNEL;
 use crate::perf::script::session::{samples, ScriptError};
 use crate::perf::script::{Frame, Options, SampleInfo};
+use std::cell::Cell;
 use std::collections::HashMap;
 use std::rc::Rc;
 
@@ -46,7 +47,7 @@ use branch::report_branches;
 use graph::{Graphs, NONE};
 use group::group_tables;
 pub use group::{event_groups, EventGroup};
-use order::{hist_cmp, output_cmp, rb_order, tree_find};
+use order::{hist_cmp, output_cmp, rb_order, rb_order_then, reaches_trace, tree_find};
 pub use stdio::write_report;
 
 /// A sort key.
@@ -191,6 +192,9 @@ pub struct EventTable {
     /// The lost counts of the file's PERF_RECORD_LOST_SAMPLES records: perf's evlist-wide `Total Lost
     /// Samples`, printed once above the first table (the same in every table of a report).
     pub lost_samples: u64,
+    /// The longest trace line perf had rendered when it sized the `Trace output` column (at least the
+    /// header's width is printed).
+    pub trace_width: usize,
 }
 
 /// One row of a table.
@@ -418,6 +422,8 @@ struct EntryAcc {
     key: EntryKey,
     /// Its first frame has no symbol (perf's `he->ms.sym` is NULL), whether or not symbols are a sort key.
     unresolved: bool,
+    /// perf has rendered its trace line (see `reaches_trace`).
+    trace_made: bool,
 }
 
 /// One event's table being summed.
@@ -459,10 +465,27 @@ impl Acc {
         let ordered = self
             .addr_span
             .is_none_or(|(lo, hi)| i128::from(hi) - i128::from(lo) < 1 << 63);
-        let found = if ordered {
+        let mut trace_made = false;
+        let found = if ordered && !sort.contains(&SortKey::Trace) {
             self.index.get(key).copied()
         } else {
-            tree_find(&self.tree, sort, |n| &self.entries[n].key, key)
+            // Under the `trace` key the search's path decides which entries have their lines rendered.
+            let mut path = Vec::new();
+            let found = tree_find(
+                &self.tree,
+                sort,
+                |n| &self.entries[n].key,
+                key,
+                |n| path.push(n),
+            );
+            for n in path {
+                let e = &mut self.entries[n];
+                if reaches_trace(sort, |before| hist_cmp(before, &e.key, key).is_eq()) {
+                    e.trace_made = true;
+                    trace_made = true;
+                }
+            }
+            found
         };
         let i = match found {
             Some(i) => {
@@ -484,6 +507,8 @@ impl Acc {
                     max_depth: 0,
                     unresolved: frame.sym.is_none(),
                     key: key.clone(),
+                    // hist.c's `hist_entry__new` copies the searched template, its rendered line with it.
+                    trace_made,
                 });
                 let entries = &self.entries;
                 let id = self.tree.insert_by((), |n, _| {
@@ -808,6 +833,7 @@ fn stage(mut t: Acc, options: &ReportOptions, comm: impl Fn(i32) -> Rc<str>) -> 
             depth: e.max_depth,
             key: e.key,
             unresolved: e.unresolved,
+            trace_made: Cell::new(e.trace_made),
         })
         .collect();
     Staged {
@@ -822,6 +848,7 @@ fn stage(mut t: Acc, options: &ReportOptions, comm: impl Fn(i32) -> Rc<str>) -> 
             dso_width: 0,
             group_totals: Vec::new(),
             lost_samples: 0,
+            trace_width: 0,
         },
         rows,
     }
@@ -850,15 +877,32 @@ fn output_table(st: Staged, options: &ReportOptions, lost_samples: u64) -> Event
         let mut slots: Vec<Option<StagedRow>> = rows.into_iter().map(Some).collect();
         rows = order.into_iter().filter_map(|i| slots[i].take()).collect();
     }
-    let order = rb_order(rows.len(), |new, old| {
-        let (a, b) = (&rows[new], &rows[old]);
+    let cmp = |sort: &[SortKey], a: &StagedRow, b: &StagedRow| {
         output_cmp(
             sort,
             by_depth,
             (&a.row, a.tid, a.depth),
             (&b.row, b.tid, b.depth),
         )
-    });
+    };
+    let trace_at = sort.iter().position(|k| *k == SortKey::Trace);
+    let order = rb_order_then(
+        rows.len(),
+        |new, old| {
+            let (a, b) = (&rows[new], &rows[old]);
+            if reaches_trace(sort, |before| cmp(before, a, b).is_eq()) {
+                a.trace_made.set(true);
+                b.trace_made.set(true);
+            }
+            cmp(sort, a, b)
+        },
+        // hist.c's `output_resort` sizes the columns by each entry right after inserting it.
+        |n| {
+            if let (Some(at), true) = (trace_at, rows[n].trace_made.get()) {
+                table.trace_width = table.trace_width.max(rows[n].row.keys[at].chars().count());
+            }
+        },
+    );
     let mut slots: Vec<Option<Row>> = rows.into_iter().map(|r| Some(r.row)).collect();
     table.rows = order.into_iter().filter_map(|i| slots[i].take()).collect();
     table
@@ -874,17 +918,36 @@ fn collapse(t: &mut Acc, sort: &[SortKey]) -> Vec<usize> {
     // perf prints from `entries_in` as it is, duplicates and all.
     let need_collapse = sort.contains(&SortKey::Comm);
     if !need_collapse
-        || t.addr_span
-            .is_none_or(|(lo, hi)| i128::from(hi) - i128::from(lo) < 1 << 63)
+        || !sort.contains(&SortKey::Trace)
+            && t.addr_span
+                .is_none_or(|(lo, hi)| i128::from(hi) - i128::from(lo) < 1 << 63)
     {
-        // The comparison orders these entries: no duplicates, and both trees have one order.
+        // The comparison orders these entries: no duplicates, and both trees have one order (under the
+        // `trace` key the insertions' paths still render trace lines).
         return entries_in;
     }
     let mut tree = RbTree::<()>::default();
     let mut ids: Vec<usize> = Vec::new();
     for e in entries_in {
         let key = &t.entries[e].key;
-        if let Some(n) = tree_find(&tree, sort, |n| &t.entries[ids[n]].key, key) {
+        let mut path = Vec::new();
+        let found = tree_find(
+            &tree,
+            sort,
+            |n| &t.entries[ids[n]].key,
+            key,
+            |n| path.push(ids[n]),
+        );
+        for n in path {
+            if reaches_trace(sort, |before| {
+                hist_cmp(before, &t.entries[n].key, &t.entries[e].key).is_eq()
+            }) {
+                t.entries[n].trace_made = true;
+                t.entries[e].trace_made = true;
+            }
+        }
+        let key = &t.entries[e].key;
+        if let Some(n) = found {
             let into = ids[n];
             let (period, children, root) = {
                 let from = &t.entries[e];
@@ -920,6 +983,8 @@ struct StagedRow {
     depth: usize,
     key: EntryKey,
     unresolved: bool,
+    /// perf has rendered its trace line (see `reaches_trace`); set while the output tree is built.
+    trace_made: Cell<bool>,
 }
 
 /// What a file's events sample, as perf's report decides its modes from it.

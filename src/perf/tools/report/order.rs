@@ -101,14 +101,17 @@ fn sym_dsos(existing: &EntryKey, new: &EntryKey) -> Ordering {
 /// Looks `key` up in a tree of entries as perf's `hists__findnew_entry` does, descending by [`hist_cmp`]. A
 /// search that missed an equal entry in a tree not built by an order would make perf add a second one
 /// (merged later, in `hists__collapse_resort`); searching the way perf does keeps that case perf's too.
+/// `visit` sees every node the search compares `key` with.
 pub(super) fn tree_find<'a>(
     tree: &RbTree<()>,
     sort: &[SortKey],
     key_of: impl Fn(usize) -> &'a EntryKey,
     key: &EntryKey,
+    mut visit: impl FnMut(usize),
 ) -> Option<usize> {
     let mut at = tree.root();
     while let Some(n) = at {
+        visit(n);
         at = match hist_cmp(sort, key_of(n), key) {
             Ordering::Equal => return Some(n),
             Ordering::Less => tree.left(n),
@@ -169,11 +172,30 @@ pub(super) fn output_cmp(
 /// inserting `0..n` in turn, a node going left of an existing one when `cmp(new, existing)` is `Greater`.
 /// With a comparator that is not a total order the result depends on the tree's shape, so the shape is kept.
 pub(super) fn rb_order(n: usize, cmp: impl Fn(usize, usize) -> std::cmp::Ordering) -> Vec<usize> {
+    rb_order_then(n, cmp, |_| {})
+}
+
+/// [`rb_order`], calling `inserted` with each node right after its insertion (where perf sizes its columns).
+pub(super) fn rb_order_then(
+    n: usize,
+    cmp: impl Fn(usize, usize) -> std::cmp::Ordering,
+    mut inserted: impl FnMut(usize),
+) -> Vec<usize> {
     let mut tree = crate::perf::rbtree::RbTree::<()>::default();
     for new in 0..n {
         tree.insert_by((), |old, _| cmp(new, old) == std::cmp::Ordering::Greater);
+        inserted(new);
     }
     tree.in_order()
+}
+
+/// Whether comparing two entries by `sort` reaches the `trace` key, given whether the keys before it compare
+/// equal: sort.c's `sort__trace_cmp` renders both entries' trace lines then (`he->trace_output`), and only an
+/// entry whose line is rendered when hist.c sizes its columns widens the `Trace output` column.
+pub(super) fn reaches_trace(sort: &[SortKey], before_equal: impl Fn(&[SortKey]) -> bool) -> bool {
+    sort.iter()
+        .position(|k| *k == SortKey::Trace)
+        .is_some_and(|at| before_equal(&sort[..at]))
 }
 
 #[cfg(test)]
@@ -259,9 +281,12 @@ mod tests {
         }
         assert_eq!(tree.in_order(), [1, 0, 2]);
         for (i, k) in keys.iter().enumerate() {
-            assert_eq!(tree_find(&tree, &sort, |n| &keys[n], k), Some(i));
+            assert_eq!(tree_find(&tree, &sort, |n| &keys[n], k, |_| {}), Some(i));
         }
-        assert_eq!(tree_find(&tree, &sort, |n| &keys[n], &addr(0x20)), None);
+        assert_eq!(
+            tree_find(&tree, &sort, |n| &keys[n], &addr(0x20), |_| {}),
+            None
+        );
     }
 
     #[test]

@@ -98,11 +98,9 @@ fn column_width(t: &EventTable, i: usize, k: SortKey) -> usize {
                 }
                 // Only entries whose source resolved count (hist.c `hists__calc_col_len`).
                 SortKey::DsoFrom => t.dso_width,
-                // sort.c makes an entry's trace line when it first compares two entries;
-                // hist.c sizes the column before that, so with a single sample the column
-                // keeps its header's width and the line is cut to it.
-                SortKey::Trace if t.samples == 1 => 0,
-                SortKey::Trace => v.chars().count(),
+                // Only lines perf had rendered when it sized the column count: a lone entry is never
+                // compared, so its column keeps the header's width and the line is cut to it.
+                SortKey::Trace => t.trace_width,
             }
         })
         .max()
