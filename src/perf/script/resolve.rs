@@ -780,7 +780,7 @@ impl<L: FileLookup> Resolver<L> {
                             // GNU addr2line answers from DWARF when it covers the address, else from symbols.
                             let from_symbols = || {
                                 info.and_then(|i| i.addr2line_function(svma))
-                                    .map(str::to_owned)
+                                    .map(std::borrow::Cow::into_owned)
                             };
                             let raw: Option<Vec<String>> = match dso.inline_names(svma) {
                                 Some(names) => Some(

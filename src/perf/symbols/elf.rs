@@ -15,6 +15,9 @@ use object::{Endianness, Object, SectionIndex};
 use std::borrow::Cow;
 use std::cell::OnceCell;
 use std::rc::Rc;
+use std::sync::Arc;
+
+use super::FileBytes;
 
 /// One symbol: `[start, end)` in svma space. Its name is [`ElfInfo::symbol_name`].
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -23,8 +26,8 @@ pub struct Symbol {
     pub start: u64,
     /// One past the last address.
     pub end: u64,
-    /// The raw name's place in [`ElfInfo`]'s name arena.
-    raw: (u32, u32),
+    /// Where the raw name is.
+    raw: NameRef,
     /// The name as printed (demangled when the info demangles), made on the first hit: a large C++ or Rust
     /// DSO has 10⁴–10⁵ symbols and a run hits few of them, and demangling them all up front would be most of
     /// `bport script`'s time on system-wide recordings. Shared, since every frame that hits
@@ -68,10 +71,16 @@ pub struct ElfInfo {
     pub elf_type: u16,
     /// Whether the file carries `.debug_info` (addr2line then answers from DWARF, not from symbols).
     pub has_debug_info: bool,
-    /// Symbols as GNU addr2line sees them, sorted by (address, table order).
-    bfd_symbols: Vec<BfdSymbol>,
-    /// Every raw symbol name, back to back: one allocation instead of one per symbol.
+    /// Symbols as GNU addr2line sees them, sorted by (address, table order), read on the first question: only
+    /// DWARF-unwound frames ask.
+    bfd_symbols: OnceCell<Vec<BfdSymbol>>,
+    /// The names not in the file (`NAME@plt`), back to back.
     names: String,
+    /// The file the symbols were read from: their names are read from its string tables on use.
+    image: Image,
+    /// The string tables of the symbol tables read (`.symtab`'s then `.dynsym`'s, or `.dynsym`'s): (file offset,
+    /// size).
+    strtabs: [(usize, usize); 2],
     /// Whether [`ElfInfo::symbol_name`] demangles.
     demangle: bool,
     /// `SHF_ALLOC` sections: (index, start, end), in section order.
@@ -92,8 +101,9 @@ pub struct ElfInfo {
 /// whichever of them its walk meets first, not by the longest name.
 #[derive(Clone, Debug)]
 struct PerfTree {
-    /// The addresses whose answer the tree gives.
-    region: std::ops::Range<u64>,
+    /// The addresses whose answer the tree gives: sorted, disjoint ranges. Only where symbols overlap: a
+    /// large DSO's tree costs a tenth of a short run to replay, and most runs never look there.
+    regions: Vec<std::ops::Range<u64>>,
     ops: Vec<TreeOp>,
     /// What each node id stands for.
     nodes: Vec<TreeNode>,
@@ -123,6 +133,11 @@ enum TreeNode {
 }
 
 impl PerfTree {
+    fn covers(&self, svma: u64) -> bool {
+        let i = self.regions.partition_point(|r| r.start <= svma);
+        i > 0 && self.regions[i - 1].contains(&svma)
+    }
+
     fn build(&self, info: &ElfInfo) -> SymbolTree {
         let mut tree = SymbolTree::with_capacity(self.nodes.len());
         for op in &self.ops {
@@ -152,8 +167,7 @@ struct BfdSymbol {
     notype: bool,
     section: usize,
     order: usize,
-    /// Place in the name arena.
-    name: (u32, u32),
+    name: NameRef,
 }
 
 /// Why an ELF file could not be read.
@@ -165,7 +179,7 @@ pub enum ElfError {
     Parse(#[from] object::Error),
 }
 
-struct Candidate<'a> {
+struct Candidate {
     start: u64,
     size: u64,
     /// The end an earlier table's fix-up gave it (a `.symtab` symbol among `.dynsym`'s).
@@ -176,9 +190,7 @@ struct Candidate<'a> {
     sized: bool,
     /// Place in the symbol table (ties among equal starts go by it, as perf's rb-tree insertion does).
     order: usize,
-    /// The name's place in the arena when it is there already.
-    at: Option<(u32, u32)>,
-    name: Cow<'a, str>,
+    name: NameRef,
     /// The name as perf compares it, once an alias choice made it.
     shown: Option<String>,
     binding: object::elf::SymbolBind,
@@ -189,6 +201,306 @@ fn intern(names: &mut String, name: &str) -> (u32, u32) {
     let at = names.len() as u32;
     names.push_str(name);
     (at, name.len() as u32)
+}
+
+/// Where a symbol's name is: in the string table of the file (looked up on use: most symbols of a large DSO
+/// are never hit) or in [`ElfInfo`]'s arena (synthesized names).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum NameRef {
+    /// (place, length) in the arena.
+    Arena(u32, u32),
+    /// NUL-terminated at this offset of the string table of symbol table 0 (the first read) or 1.
+    Table(u8, u32),
+}
+
+/// The file an [`ElfInfo`] was read from, kept for the names and the addr2line view read on demand.
+#[derive(Clone)]
+struct Image(FileBytes);
+
+impl Image {
+    fn bytes(&self) -> &[u8] {
+        (*self.0).as_ref()
+    }
+}
+
+impl Default for Image {
+    fn default() -> Self {
+        Image(Arc::new(Vec::<u8>::new()))
+    }
+}
+
+impl std::fmt::Debug for Image {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Image({} bytes)", self.bytes().len())
+    }
+}
+
+/// A synthesized `NAME@plt` symbol.
+pub(super) struct PltEntry {
+    start: u64,
+    size: u64,
+    name: String,
+}
+
+/// What [`read_candidates`] found: perf's symbols of each table read, in table order.
+struct Read {
+    passes: Vec<Vec<Candidate>>,
+    /// The first order past the first table's symbols (`.dynsym`'s, when it follows `.symtab`).
+    base_dynsym: usize,
+    /// The table whose read stopped early, if one did (see [`PerfTree`]).
+    stopped: Option<usize>,
+}
+
+/// The orders (places in the tables) of the aliases each table's pass dropped, in the order perf erases them.
+#[derive(Default)]
+struct Erased {
+    symtab: Vec<usize>,
+    dynsym: Vec<usize>,
+}
+
+/// How the symbols kept map to perf's tree nodes.
+struct TreeOrders<'a> {
+    /// (start, order) of every symbol inserted, in insertion order.
+    inserted: &'a [(u64, usize)],
+    base_dynsym: usize,
+    stopped: Option<usize>,
+    /// The orders of [`ElfInfo::symbols`] and of [`ElfInfo::extra_symbols`].
+    kept: &'a [usize],
+    extra: &'a [usize],
+}
+
+/// The tables perf 6.1 reads, in order: `.symtab`, then `.dynsym`, into the same tree (`dso__load_sym`, both
+/// since 5.15's "perf symbol-elf: Decode dynsym even if symtab exists"), fixing ends and dropping aliases after
+/// each; `.dynsym` alone when there is no `.symtab`.
+fn symbol_tables<'d, H: FileHeader<Endian = Endianness>>(
+    file: &ElfFile<'d, H>,
+) -> Vec<object::read::elf::SymbolTable<'d, H>> {
+    let symtab = file.elf_symbol_table();
+    let dynsym = file.elf_dynamic_symbol_table();
+    if symtab.is_empty() {
+        vec![*dynsym]
+    } else {
+        vec![*symtab, *dynsym]
+    }
+}
+
+/// The place in `data` of `table`'s string table, as object's `StringTable` reads it (the section's file range,
+/// whatever its type; nothing when it is not in the file).
+fn string_range<H: FileHeader<Endian = Endianness>>(
+    data: &[u8],
+    file: &ElfFile<'_, H>,
+    table: &object::read::elf::SymbolTable<'_, H>,
+) -> (usize, usize) {
+    let endian = file.endian();
+    let Ok(section) = file.elf_section_table().section(table.string_section()) else {
+        return (0, 0);
+    };
+    if table.string_section().0 == 0 {
+        return (0, 0);
+    }
+    let (at, len): (u64, u64) = (
+        section.sh_offset(endian).into(),
+        section.sh_size(endian).into(),
+    );
+    let (Ok(at), Ok(len)) = (usize::try_from(at), usize::try_from(len)) else {
+        return (0, 0);
+    };
+    match at.checked_add(len) {
+        Some(end) if end <= data.len() => (at, len),
+        _ => (0, 0),
+    }
+}
+
+/// Whether a symbol's name at `off` of `strings` can be read (in range and NUL-terminated, as object's
+/// `StringTable::get` wants), and its first byte. `terminated`: `strings` ends in a NUL, so every offset in
+/// range is.
+fn name_head(strings: &[u8], off: u32, terminated: bool) -> Option<u8> {
+    let tail = strings.get(off as usize..)?;
+    let first = *tail.first()?;
+    (terminated || memchr::memchr(0, tail).is_some()).then_some(first)
+}
+
+/// Whether perf (`elf_sec__filter`) keeps a symbol of `index`: symbols of allocated sections only, labels only
+/// in sections whose name holds "text" or "data". `etext`, a label at the end of `.fini`, is not a symbol for
+/// perf, so an address past `_fini` belongs to `_fini` up to the next object (`_IO_stdin_used` in `.rodata`).
+fn perf_keeps<H: FileHeader<Endian = Endianness>>(
+    file: &ElfFile<'_, H>,
+    index: SectionIndex,
+    label: bool,
+) -> bool {
+    let endian = file.endian();
+    let sections = file.elf_section_table();
+    sections.section(index).is_ok_and(|s| {
+        if s.sh_flags(endian).0 & object::elf::SHF_ALLOC.0 == 0 {
+            return false;
+        }
+        if !label {
+            return true;
+        }
+        let name = sections.section_name(endian, s).unwrap_or(b"");
+        let has = |w: &[u8]| name.windows(w.len()).any(|x| x == w);
+        has(b"text") || has(b"data")
+    })
+}
+
+/// Whether perf reads a symbol of type `kind` and visibility `vis`: functions, objects, and labels not hidden.
+fn perf_kind(kind: object::elf::SymbolType, vis: object::elf::SymbolVisibility) -> bool {
+    kind == STT_FUNC
+        || kind == STT_GNU_IFUNC
+        || kind == object::elf::STT_OBJECT
+        || (kind == STT_NOTYPE
+            && !matches!(vis, object::elf::STV_HIDDEN | object::elf::STV_INTERNAL))
+}
+
+/// Whether perf's load stops at a symbol it reads: perf's `elf_getscn` fails on a section index past the
+/// table (librustc_driver's `.dynsym` names a removed section 48 for `rust_metadata_rustc_driver_…`) and
+/// `dso__load_sym` gives up there: what the tree holds stays, without the fix-ups.
+fn stops_load<S: Sym>(sym: &S, endian: S::Endian, shnum: usize) -> bool {
+    let shndx = sym.st_shndx(endian);
+    sym.st_name(endian) != 0
+        && shndx != object::elf::SHN_UNDEF
+        && shndx != object::elf::SHN_ABS
+        && usize::from(shndx.0) >= shnum
+}
+
+/// perf's symbols of each table, in table order, names left in the file. Only the first byte of a name is
+/// read here (unnamed entries and ARM/AArch64 mapping symbols, `$x`, `$d`, are no symbols for perf).
+fn read_candidates<H: FileHeader<Endian = Endianness>>(
+    file: &ElfFile<'_, H>,
+    tables: &[object::read::elf::SymbolTable<'_, H>],
+    strtabs: &[(usize, usize); 2],
+) -> Read {
+    let endian = file.endian();
+    let data = file.data();
+    let shnum = file.elf_section_table().len();
+    let mut read = Read {
+        passes: Vec::with_capacity(tables.len()),
+        base_dynsym: tables.first().map_or(0, |t| t.len()),
+        stopped: None,
+    };
+    let mut base = 0;
+    for (pass, table) in tables.iter().enumerate() {
+        let (at, len) = strtabs[pass];
+        let strings = data.get(at..at + len).unwrap_or_default();
+        let terminated = strings.last() == Some(&0);
+        let mut candidates = Vec::with_capacity(table.len());
+        for (i, (index, sym)) in table.enumerate().enumerate() {
+            let kind = sym.st_type();
+            if !perf_kind(kind, sym.st_visibility()) {
+                continue;
+            }
+            if stops_load(sym, endian, shnum) {
+                read.stopped = Some(pass);
+                break;
+            }
+            let Ok(Some(section)) = table.symbol_section(endian, sym, index) else {
+                continue; // undefined, absolute or common
+            };
+            let off = sym.st_name(endian);
+            let Some(head) = name_head(strings, off, terminated) else {
+                continue;
+            };
+            if head == 0 || head == b'$' || !perf_keeps(file, section, kind == STT_NOTYPE) {
+                continue;
+            }
+            candidates.push(Candidate {
+                start: sym.st_value(endian).into(),
+                size: sym.st_size(endian).into(),
+                end: None,
+                sized: false,
+                // Orders run on across the tables: a `.dynsym` symbol sorts after the `.symtab` ones at its
+                // address, as its later insertion puts it in perf's tree.
+                order: base + i,
+                name: NameRef::Table(pass as u8, off),
+                shown: None,
+                binding: sym.st_bind(),
+            });
+        }
+        base += table.len();
+        read.passes.push(candidates);
+        if read.stopped.is_some() {
+            break;
+        }
+    }
+    read
+}
+
+/// GNU addr2line's view of `data`'s symbols (bfd `maybe_function_sym`): every symbol but files, sections,
+/// objects and TLS, in any section, in table order; bfd reads one table, `.symtab` when there is one, and stops
+/// where perf's read of it stops. Sorted by (start, table order).
+fn bfd_symbols_of(data: &[u8]) -> Vec<BfdSymbol> {
+    match object::FileKind::parse(data) {
+        Ok(object::FileKind::Elf32) => {
+            bfd_symbols_as::<object::elf::FileHeader32<Endianness>>(data)
+        }
+        Ok(object::FileKind::Elf64) => {
+            bfd_symbols_as::<object::elf::FileHeader64<Endianness>>(data)
+        }
+        _ => Vec::new(),
+    }
+}
+
+fn bfd_symbols_as<H: FileHeader<Endian = Endianness>>(data: &[u8]) -> Vec<BfdSymbol> {
+    let Ok(file) = ElfFile::<H>::parse(data) else {
+        return Vec::new();
+    };
+    let endian = file.endian();
+    let shnum = file.elf_section_table().len();
+    let tables = symbol_tables(&file);
+    let Some(table) = tables.first() else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for (order, (index, sym)) in table.enumerate().enumerate() {
+        let kind = sym.st_type();
+        if perf_kind(kind, sym.st_visibility()) && stops_load(sym, endian, shnum) {
+            break;
+        }
+        if matches!(
+            kind,
+            object::elf::STT_FILE
+                | object::elf::STT_SECTION
+                | object::elf::STT_OBJECT
+                | object::elf::STT_TLS
+        ) {
+            continue;
+        }
+        let Ok(Some(section)) = table.symbol_section(endian, sym, index) else {
+            continue;
+        };
+        if sym.name(endian, table.strings()).is_err() {
+            continue;
+        }
+        let size: u64 = sym.st_size(endian).into();
+        out.push(BfdSymbol {
+            start: sym.st_value(endian).into(),
+            size: size.max(1),
+            function: kind == STT_FUNC || kind == STT_GNU_IFUNC,
+            notype: kind == STT_NOTYPE,
+            section: section.0,
+            order,
+            name: NameRef::Table(0, sym.st_name(endian)),
+        });
+    }
+    // (start, order) is unique, so the unstable sort gives the stable order.
+    out.sort_unstable_by_key(|b| (b.start, b.order));
+    out
+}
+
+/// Merges `.dynsym`'s candidates into the kept `.symtab` ones (sorted): linear, where sorting the whole again
+/// cost a large DSO's load a tenth more.
+fn merge_sorted(kept: Vec<Candidate>, mut second: Vec<Candidate>) -> Vec<Candidate> {
+    second.sort_unstable_by_key(|c| (c.start, c.order));
+    let mut merged = Vec::with_capacity(kept.len() + second.len());
+    let mut b = second.into_iter().peekable();
+    for a in kept {
+        while let Some(d) = b.next_if(|d| (d.start, d.order) < (a.start, a.order)) {
+            merged.push(d);
+        }
+        merged.push(a);
+    }
+    merged.extend(b);
+    merged
 }
 
 /// The `PT_LOAD` segments of an ELF image, without parsing its symbols.
@@ -228,62 +540,73 @@ pub fn build_id(data: &[u8]) -> Option<Vec<u8>> {
 }
 
 impl ElfInfo {
-    /// Parses an ELF image (32 or 64 bit, either byte order).
+    /// Parses an ELF image (32 or 64 bit, either byte order), from a copy of `data`.
     pub fn parse(data: &[u8]) -> Result<Self, ElfError> {
         Self::parse_with(data, false)
     }
 
-    /// Parses an ELF image, demangling names first when `demangle` is set: perf demangles before it chooses
-    /// among aliases (the longer *demangled* name wins), so the choice depends on it.
+    /// Parses an ELF image from a copy of `data`, demangling names first when `demangle` is set: perf demangles
+    /// before it chooses among aliases (the longer *demangled* name wins), so the choice depends on it.
     pub fn parse_with(data: &[u8], demangle: bool) -> Result<Self, ElfError> {
-        Self::parse_full(data, demangle, None)
+        Self::parse_full(Arc::new(data.to_vec()), demangle, None)
     }
 
-    /// Like [`ElfInfo::parse_with`], taking the `NAME@plt` symbols from `plt_from` (the runtime image) instead
-    /// of `data`: a separate debug file has no usable `.plt`, and perf synthesizes them from the runtime file
+    /// Parses the ELF image `data`, which the info keeps: symbol names are read from it on use. The
+    /// `NAME@plt` symbols come from `plt_from` (the runtime image) instead of `data` when given: a separate
+    /// debug file has no usable `.plt`, and perf synthesizes them from the runtime file
     /// (`dso__synthesize_plt_symbols(dso, runtime_ss)`).
     pub fn parse_full(
-        data: &[u8],
+        data: FileBytes,
         demangle: bool,
         plt_from: Option<&[u8]>,
     ) -> Result<Self, ElfError> {
-        let mut plt = Vec::new();
-        if let Some(rt) = plt_from {
-            if let Ok(file) = ElfFile::<object::elf::FileHeader64<Endianness>>::parse(rt) {
-                synthesize_plt(&file, file.endian(), &mut plt);
+        let plt = plt_from.map(|rt| {
+            ElfFile::<object::elf::FileHeader64<Endianness>>::parse(rt)
+                .map(|file| synthesize_plt(&file, file.endian()))
+                .unwrap_or_default()
+        });
+        let image = Image(data);
+        match object::FileKind::parse(image.bytes())? {
+            object::FileKind::Elf32 => {
+                Self::parse_as::<object::elf::FileHeader32<Endianness>>(image, demangle, plt)
             }
-        }
-        match object::FileKind::parse(data)? {
-            object::FileKind::Elf32 => Self::parse_as::<object::elf::FileHeader32<Endianness>>(
-                data,
-                demangle,
-                plt_from.map(|_| plt),
-            ),
-            _ => Self::parse_as::<object::elf::FileHeader64<Endianness>>(
-                data,
-                demangle,
-                plt_from.map(|_| plt),
-            ),
+            _ => Self::parse_as::<object::elf::FileHeader64<Endianness>>(image, demangle, plt),
         }
     }
 
     fn parse_as<H: FileHeader<Endian = Endianness>>(
-        data: &[u8],
+        image: Image,
         demangle: bool,
-        plt: Option<Vec<Candidate<'static>>>,
+        plt: Option<Vec<PltEntry>>,
     ) -> Result<Self, ElfError> {
+        let data = image.bytes();
         let file = ElfFile::<H>::parse(data)?;
         let endian = file.endian();
-        let header = file.elf_header();
         let mut info = ElfInfo {
             build_id: file.build_id().ok().flatten().map(<[u8]>::to_vec),
-            elf_type: header.e_type(endian).0,
+            elf_type: file.elf_header().e_type(endian).0,
             demangle,
             ..Default::default()
         };
+        info.read_layout(&file);
+        let tables = symbol_tables(&file);
+        info.has_symtab = tables.len() == 2;
+        for (t, table) in tables.iter().enumerate() {
+            info.strtabs[t] = string_range(data, &file, table);
+        }
+        let read = read_candidates(&file, &tables, &info.strtabs);
+        let plt = plt.unwrap_or_else(|| synthesize_plt::<H>(&file, endian));
+        info.image = image;
+        info.place_symbols(read, plt);
+        Ok(info)
+    }
+
+    /// Segments, debug link, `.debug_info` presence and the allocated sections.
+    fn read_layout<H: FileHeader<Endian = Endianness>>(&mut self, file: &ElfFile<'_, H>) {
+        let endian = file.endian();
         for ph in file.elf_program_headers() {
             if ph.p_type(endian) == PT_LOAD {
-                info.segments.push(Segment {
+                self.segments.push(Segment {
                     offset: ph.p_offset(endian).into(),
                     file_size: ph.p_filesz(endian).into(),
                     vaddr: ph.p_vaddr(endian).into(),
@@ -291,158 +614,53 @@ impl ElfInfo {
             }
         }
         if let Ok(Some((name, _crc))) = file.gnu_debuglink() {
-            info.debuglink = Some(String::from_utf8_lossy(name).into_owned());
+            self.debuglink = Some(String::from_utf8_lossy(name).into_owned());
         }
         let sections = file.elf_section_table();
-        let symtab = file.elf_symbol_table();
-        let dynsym = file.elf_dynamic_symbol_table();
-        info.has_symtab = !symtab.is_empty();
-        // perf 6.1 reads `.symtab`, then `.dynsym` into the same tree (`dso__load_sym`, both since 5.15's
-        // "perf symbol-elf: Decode dynsym even if symtab exists"), fixing ends and dropping aliases after each.
-        let tables = if info.has_symtab {
-            vec![symtab, dynsym]
-        } else {
-            vec![dynsym]
-        };
-        let shnum = sections.len();
-        // perf keeps symbols of allocated sections only, and labels only in "text" or "data" sections
-        // (`elf_sec__filter`): `etext`, a label at the end of `.fini`, is not a symbol for perf, so an address
-        // past `_fini` belongs to `_fini` up to the next object (`_IO_stdin_used` in `.rodata`).
-        let keeps = |index: SectionIndex, label: bool| -> bool {
-            sections.section(index).is_ok_and(|s| {
-                if s.sh_flags(endian).0 & object::elf::SHF_ALLOC.0 == 0 {
-                    return false;
-                }
-                if !label {
-                    return true;
-                }
-                let name = sections.section_name(endian, s).unwrap_or(b"");
-                let has = |w: &[u8]| name.windows(w.len()).any(|x| x == w);
-                has(b"text") || has(b"data")
-            })
-        };
-        // Every name is read, checked as UTF-8 and copied into the arena once (a stripped C++ executable has
-        // 30,000 dynamic symbols, librustc_driver 200,000): both views below share the copy.
-        if let Ok(strings) = sections.section(tables[0].string_section()) {
-            let size: u64 = strings.sh_size(endian).into();
-            info.names.reserve(usize::try_from(size).unwrap_or(0));
-        }
-        let mut passes: Vec<Vec<Candidate>> = Vec::with_capacity(tables.len());
-        // The first order past the first table's symbols (`.dynsym`'s, when it follows `.symtab`).
-        let base_dynsym = tables[0].len();
-        let mut stopped = None;
-        let mut base = 0;
-        info.bfd_symbols.reserve(tables[0].len());
-        for (pass, table) in tables.iter().enumerate() {
-            let mut candidates = Vec::with_capacity(table.len());
-            for (i, (index, sym)) in table.enumerate().enumerate() {
-                // Orders run on across the tables: a `.dynsym` symbol sorts after the `.symtab` ones at its
-                // address, as its later insertion puts it in perf's tree.
-                let order = base + i;
-                let kind = sym.st_type();
-                // GNU addr2line's view (bfd `maybe_function_sym`): every symbol but files, sections, objects
-                // and TLS, in any section, in table order; bfd reads one table, `.symtab` when there is one.
-                let bfd = pass == 0
-                    && !matches!(
-                        kind,
-                        object::elf::STT_FILE
-                            | object::elf::STT_SECTION
-                            | object::elf::STT_OBJECT
-                            | object::elf::STT_TLS
-                    );
-                let label = kind == STT_NOTYPE;
-                let perf = kind == STT_FUNC
-                    || kind == STT_GNU_IFUNC
-                    || kind == object::elf::STT_OBJECT
-                    || (label
-                        && !matches!(
-                            sym.st_visibility(),
-                            object::elf::STV_HIDDEN | object::elf::STV_INTERNAL
-                        ));
-                if !bfd && !perf {
-                    continue;
-                }
-                let shndx = sym.st_shndx(endian);
-                if perf
-                    && sym.st_name(endian) != 0
-                    && shndx != object::elf::SHN_UNDEF
-                    && shndx != object::elf::SHN_ABS
-                    && usize::from(shndx.0) >= shnum
-                {
-                    // perf's `elf_getscn` fails on a section index past the table (librustc_driver's
-                    // `.dynsym` names a removed section 48 for `rust_metadata_rustc_driver_…`) and
-                    // `dso__load_sym` gives up there: what the tree holds stays, without the fix-ups.
-                    stopped = Some(pass);
-                    break;
-                }
-                let Ok(Some(section)) = table.symbol_section(endian, sym, index) else {
-                    continue; // undefined, absolute or common
-                };
-                let Ok(name) = sym.name(endian, table.strings()) else {
-                    continue;
-                };
-                let start: u64 = sym.st_value(endian).into();
-                let size: u64 = sym.st_size(endian).into();
-                // ARM/AArch64 mapping symbols ($x, $d) and unnamed entries are no symbols for perf.
-                let perf =
-                    perf && !name.is_empty() && !name.starts_with(b"$") && keeps(section, label);
-                if !bfd && !perf {
-                    continue;
-                }
-                // `from_utf8` first: its check is several times faster than `from_utf8_lossy`'s on valid
-                // names.
-                let text = match std::str::from_utf8(name) {
-                    Ok(t) => Cow::Borrowed(t),
-                    Err(_) => String::from_utf8_lossy(name),
-                };
-                // A later table's names are interned only for the symbols kept: most are copies of
-                // `.symtab`'s.
-                let at = (pass == 0).then(|| intern(&mut info.names, &text));
-                if let Some(at) = at.filter(|_| bfd) {
-                    info.bfd_symbols.push(BfdSymbol {
-                        start,
-                        size: size.max(1),
-                        function: kind == STT_FUNC || kind == STT_GNU_IFUNC,
-                        notype: label,
-                        section: section.0,
-                        order,
-                        name: at,
-                    });
-                }
-                if perf {
-                    candidates.push(Candidate {
-                        start,
-                        size,
-                        end: None,
-                        sized: false,
-                        order,
-                        at,
-                        name: text,
-                        shown: None,
-                        binding: sym.st_bind(),
-                    });
-                }
-            }
-            base += table.len();
-            passes.push(candidates);
-            if stopped.is_some() {
-                break;
-            }
-        }
-        // (start, order) is unique, so the unstable sort gives the stable order.
-        info.bfd_symbols
-            .sort_unstable_by_key(|b| (b.start, b.order));
-        info.has_debug_info = sections
+        self.has_debug_info = sections
             .section_by_name(endian, b".debug_info")
             .is_some_and(|(_, s)| s.sh_type(endian) != object::elf::SHT_NOBITS);
         for (index, section) in sections.enumerate() {
             if section.sh_flags(endian).0 & object::elf::SHF_ALLOC.0 != 0 {
                 let start: u64 = section.sh_addr(endian).into();
                 let size: u64 = section.sh_size(endian).into();
-                info.alloc_sections
+                self.alloc_sections
                     .push((index.0, start, start.saturating_add(size)));
             }
         }
+    }
+
+    /// The name `name` refers to, as the symbol table has it (invalid UTF-8 replaced, as perf's printing
+    /// shows it).
+    fn name_text(&self, name: NameRef) -> Cow<'_, str> {
+        match name {
+            NameRef::Arena(at, len) => Cow::Borrowed(self.arena((at, len))),
+            NameRef::Table(t, off) => {
+                let (start, len) = self.strtabs[usize::from(t) & 1];
+                let strings = self
+                    .image
+                    .bytes()
+                    .get(start..start + len)
+                    .unwrap_or_default();
+                let tail = strings.get(off as usize..).unwrap_or_default();
+                let end = memchr::memchr(0, tail).unwrap_or(tail.len());
+                // `from_utf8` first: its check is several times faster than `from_utf8_lossy`'s on valid names.
+                match std::str::from_utf8(&tail[..end]) {
+                    Ok(t) => Cow::Borrowed(t),
+                    Err(_) => String::from_utf8_lossy(&tail[..end]),
+                }
+            }
+        }
+    }
+
+    /// perf's symbol selection over what [`read_candidates`] read: per table, ends fixed and aliases dropped;
+    /// then the `NAME@plt` symbols, and perf's tree where its shape decides a lookup.
+    fn place_symbols(&mut self, read: Read, plt: Vec<PltEntry>) {
+        let Read {
+            passes,
+            base_dynsym,
+            stopped,
+        } = read;
         // perf's tree as it was built: node ids are the symbols in insertion order (`.symtab`'s, then
         // `.dynsym`'s); only made into a replayable tree when a lookup will need it.
         let inserted: Vec<(u64, usize)> = passes
@@ -453,136 +671,155 @@ impl ElfInfo {
         let mut passes = passes.into_iter();
         let first = passes.next().unwrap_or_default();
         let second = passes.next().unwrap_or_default();
-        let raw = |c: &Candidate, names: &mut String| Symbol {
+        let demangle = self.demangle;
+        let raw = |c: &Candidate| Symbol {
             start: c.start,
             end: c.start.saturating_add(c.size),
-            raw: c.at.unwrap_or_else(|| intern(names, &c.name)),
+            raw: c.name,
             name: OnceCell::new(),
         };
-        // Each table's erasures in perf's order (the first table's, `.dynsym`'s after `.symtab`); the orders of
-        // `symbols` and `extra_symbols`.
-        let (mut erased_symtab, mut erased_dynsym) = (Vec::new(), Vec::new());
+        let mut erased = Erased::default();
         let (kept_orders, extra_orders): (Vec<usize>, Vec<usize>);
+        let names = |n: NameRef| self.name_text(n);
+        let (symbols, extra_symbols);
         if stopped == Some(0) {
             // perf's tree holds the `.symtab` symbols read so far, aliases and zero sizes as they are; no
             // `.dynsym`, no PLT symbols (`dso__load` synthesizes them only after a successful load).
-            info.extra_symbols = first.iter().map(|c| raw(c, &mut info.names)).collect();
+            extra_symbols = first.iter().map(raw).collect();
             extra_orders = first.iter().map(|c| c.order).collect();
-            let kept = select_candidates(first, demangle, &mut Vec::new());
+            let kept = select_candidates(first, demangle, &mut Vec::new(), &names);
             kept_orders = Vec::new();
-            info.symbols = to_symbols(kept, &mut info.names);
+            symbols = to_symbols(kept);
         } else {
-            let mut kept = select_candidates(first, demangle, &mut erased_symtab);
+            let mut kept = select_candidates(first, demangle, &mut erased.symtab, &names);
             if stopped == Some(1) {
                 // The `.symtab` pass finished (ends fixed, aliases dropped); the `.dynsym` symbols read before
                 // the stop sit in the tree beside them, aliases of table symbols included, found by the walk.
-                info.extra_symbols = second.iter().map(|c| raw(c, &mut info.names)).collect();
+                extra_symbols = second.iter().map(raw).collect();
                 extra_orders = second.iter().map(|c| c.order).collect();
             } else {
+                extra_symbols = Vec::new();
                 extra_orders = Vec::new();
                 if !second.is_empty() {
-                    // `kept` is sorted: merging the sorted `.dynsym` symbols in is linear, where sorting the
-                    // whole again cost a large DSO's load a tenth more.
-                    let mut second = second;
-                    second.sort_unstable_by_key(|c| (c.start, c.order));
-                    let mut merged = Vec::with_capacity(kept.len() + second.len());
-                    let mut b = second.into_iter().peekable();
-                    for a in kept {
-                        while let Some(d) = b.next_if(|d| (d.start, d.order) < (a.start, a.order)) {
-                            merged.push(d);
-                        }
-                        merged.push(a);
-                    }
-                    merged.extend(b);
-                    kept = select_candidates(merged, demangle, &mut erased_dynsym);
+                    let merged = merge_sorted(kept, second);
+                    kept = select_candidates(merged, demangle, &mut erased.dynsym, &names);
                 }
             }
             kept_orders = kept.iter().map(|c| c.order).collect();
-            info.symbols = to_symbols(kept, &mut info.names);
+            symbols = to_symbols(kept);
         }
-        let mut region = None;
-        if stopped.is_some() {
-            region = Some(0..u64::MAX);
+        self.symbols = symbols;
+        self.extra_symbols = extra_symbols;
+        let regions = if stopped.is_some() {
+            std::iter::once(0..u64::MAX).collect()
         } else {
-            let plt = plt.unwrap_or_else(|| {
-                let mut plt = Vec::new();
-                synthesize_plt::<H>(&file, endian, &mut plt);
-                plt
-            });
-            for c in plt {
-                info.plt_symbols.push(Symbol {
-                    start: c.start,
-                    end: c.start.saturating_add(c.size),
-                    raw: intern(&mut info.names, &c.name),
+            for p in plt {
+                let raw = self.intern(&p.name);
+                self.plt_symbols.push(Symbol {
+                    start: p.start,
+                    end: p.start.saturating_add(p.size),
+                    raw,
                     name: OnceCell::new(),
                 });
             }
-            // Where a table symbol's range holds PLT symbols, perf's answer is the first node on its way down.
-            for p in &info.plt_symbols {
-                if let Some(c) = Self::lookup_in(&info.symbols, p.start) {
-                    let r = region.get_or_insert(c.start..c.end);
-                    *r = r.start.min(c.start)..r.end.max(c.end);
-                }
-            }
-        }
-        // A label inside a function (node's `construct_stub_create_deopt_addr` inside
-        // `Builtins_JSConstructStubGeneric`, an asm `inner:` inside its C function) overlaps it once its zero
-        // size is stretched to the next start: there too perf answers with the first node on its way down,
-        // which is often the enclosing function, not the nearest start.
-        if stopped.is_none() {
-            let mut outer: Option<(u64, u64)> = None;
-            for s in &info.symbols {
-                match outer {
-                    Some((start, end)) if s.start < end => {
-                        let r = region.get_or_insert(start..end);
-                        *r = r.start.min(start)..r.end.max(end.max(s.end));
-                        outer = Some((start, end.max(s.end)));
-                    }
-                    _ => outer = Some((s.start, s.end)),
-                }
-            }
-        }
-        if let Some(region) = region {
-            let node = |order: &usize| {
-                inserted
-                    .binary_search_by_key(order, |&(_, o)| o)
-                    .expect("a candidate's order")
+            self.overlap_region()
+        };
+        if !regions.is_empty() {
+            let orders = TreeOrders {
+                inserted: &inserted,
+                base_dynsym,
+                stopped,
+                kept: &kept_orders,
+                extra: &extra_orders,
             };
-            let first_len = inserted.partition_point(|&(_, o)| o < base_dynsym);
-            let mut ops: Vec<TreeOp> = inserted[..first_len]
-                .iter()
-                .map(|&(start, _)| TreeOp::Insert(start))
-                .collect();
-            if stopped != Some(0) {
-                ops.extend(erased_symtab.iter().map(|o| TreeOp::Erase(node(o))));
-            }
-            ops.extend(
-                inserted[first_len..]
-                    .iter()
-                    .map(|&(start, _)| TreeOp::Insert(start)),
-            );
-            ops.extend(erased_dynsym.iter().map(|o| TreeOp::Erase(node(o))));
-            let mut nodes = vec![TreeNode::Gone; inserted.len()];
-            for (k, o) in kept_orders.iter().enumerate() {
-                nodes[node(o)] = TreeNode::Table(k as u32);
-            }
-            for (k, o) in extra_orders.iter().enumerate() {
-                nodes[node(o)] = TreeNode::Extra(k as u32);
-            }
-            for (k, p) in info.plt_symbols.iter().enumerate() {
-                ops.push(TreeOp::Insert(p.start));
-                nodes.push(TreeNode::Plt(k as u32));
-            }
-            info.tree = Some(Box::new(PerfTree {
-                region,
-                ops,
-                nodes,
-                tree: OnceCell::new(),
-            }));
+            self.tree = Some(Box::new(self.perf_tree(regions, &orders, &erased)));
         }
-        debug_assert!(info.plt_symbols.is_sorted_by_key(|s| s.start));
-        info.names.shrink_to_fit();
-        Ok(info)
+        debug_assert!(self.plt_symbols.is_sorted_by_key(|s| s.start));
+        self.names.shrink_to_fit();
+    }
+
+    fn intern(&mut self, name: &str) -> NameRef {
+        let (at, len) = intern(&mut self.names, name);
+        NameRef::Arena(at, len)
+    }
+
+    /// Where perf's tree, not the sorted symbols, tells the answer. A table symbol whose range holds PLT
+    /// symbols: perf's answer is the first node on its way down. And a label inside a function (node's
+    /// `construct_stub_create_deopt_addr` inside `Builtins_JSConstructStubGeneric`, an asm `inner:` inside
+    /// its C function) overlaps it once its zero size is stretched to the next start: there too perf answers
+    /// with the first node on its way down, which is often the enclosing function, not the nearest start.
+    fn overlap_region(&self) -> Vec<std::ops::Range<u64>> {
+        let mut ranges: Vec<std::ops::Range<u64>> = Vec::new();
+        for p in &self.plt_symbols {
+            if let Some(c) = Self::lookup_in(&self.symbols, p.start) {
+                ranges.push(c.start..c.end.max(p.end));
+            }
+        }
+        let mut outer: Option<(u64, u64)> = None;
+        for s in &self.symbols {
+            match outer {
+                Some((start, end)) if s.start < end => {
+                    ranges.push(start..end.max(s.end));
+                    outer = Some((start, end.max(s.end)));
+                }
+                _ => outer = Some((s.start, s.end)),
+            }
+        }
+        ranges.sort_unstable_by_key(|r| r.start);
+        let mut merged: Vec<std::ops::Range<u64>> = Vec::with_capacity(ranges.len());
+        for r in ranges {
+            match merged.last_mut() {
+                Some(last) if r.start <= last.end => last.end = last.end.max(r.end),
+                _ => merged.push(r),
+            }
+        }
+        merged
+    }
+
+    /// perf's tree over `regions` as the inserts and erases that built it.
+    fn perf_tree(
+        &self,
+        regions: Vec<std::ops::Range<u64>>,
+        o: &TreeOrders,
+        erased: &Erased,
+    ) -> PerfTree {
+        let inserted = o.inserted;
+        let node = |order: &usize| {
+            inserted
+                .binary_search_by_key(order, |&(_, o)| o)
+                .expect("a candidate's order")
+        };
+        let first_len = inserted.partition_point(|&(_, ord)| ord < o.base_dynsym);
+        let mut ops: Vec<TreeOp> = inserted[..first_len]
+            .iter()
+            .map(|&(start, _)| TreeOp::Insert(start))
+            .collect();
+        if o.stopped != Some(0) {
+            ops.extend(erased.symtab.iter().map(|o| TreeOp::Erase(node(o))));
+        }
+        ops.extend(
+            inserted[first_len..]
+                .iter()
+                .map(|&(start, _)| TreeOp::Insert(start)),
+        );
+        ops.extend(erased.dynsym.iter().map(|o| TreeOp::Erase(node(o))));
+        let mut nodes = vec![TreeNode::Gone; inserted.len()];
+        for (k, ord) in o.kept.iter().enumerate() {
+            nodes[node(ord)] = TreeNode::Table(k as u32);
+        }
+        for (k, ord) in o.extra.iter().enumerate() {
+            nodes[node(ord)] = TreeNode::Extra(k as u32);
+        }
+        for (k, p) in self.plt_symbols.iter().enumerate() {
+            ops.push(TreeOp::Insert(p.start));
+            nodes.push(TreeNode::Plt(k as u32));
+        }
+        PerfTree {
+            regions,
+            ops,
+            nodes,
+            tree: OnceCell::new(),
+        }
     }
 
     /// The name of `sym` (one of [`ElfInfo::symbols`]) as perf prints it: demangled when the info was parsed
@@ -591,16 +828,16 @@ impl ElfInfo {
         sym.name.get_or_init(|| {
             let raw = self.raw_name(sym);
             if self.demangle {
-                Rc::from(super::demangle::demangle(raw))
+                Rc::from(super::demangle::demangle(&raw))
             } else {
-                Rc::from(raw)
+                Rc::from(&*raw)
             }
         })
     }
 
     /// The name of `sym` as the symbol table has it.
-    pub fn raw_name(&self, sym: &Symbol) -> &str {
-        self.arena(sym.raw)
+    pub fn raw_name(&self, sym: &Symbol) -> Cow<'_, str> {
+        self.name_text(sym.raw)
     }
 
     fn arena(&self, (at, len): (u32, u32)) -> &str {
@@ -612,25 +849,28 @@ impl ElfInfo {
     /// (covers the address, function over non-function, typed over untyped, smaller size, else first in
     /// table order). perf 6.1 built without libbfd asks addr2line for inline frames of every DWARF-unwound
     /// frame and shows this name as an `(inlined)` frame when it differs from its own symbol's name.
-    pub fn addr2line_function(&self, svma: u64) -> Option<&str> {
+    pub fn addr2line_function(&self, svma: u64) -> Option<Cow<'_, str>> {
         self.addr2line_symbol(svma).map(|(name, _)| name)
     }
 
     /// [`ElfInfo::addr2line_function`] with the chosen symbol's address.
-    pub fn addr2line_symbol(&self, svma: u64) -> Option<(&str, u64)> {
+    pub fn addr2line_symbol(&self, svma: u64) -> Option<(Cow<'_, str>, u64)> {
         let section = self
             .alloc_sections
             .iter()
             .find(|(_, start, end)| (*start..*end).contains(&svma))?
             .0;
-        let end = self.bfd_symbols.partition_point(|b| b.start <= svma);
-        let group_start = self.bfd_symbols[..end]
+        let bfd = self
+            .bfd_symbols
+            .get_or_init(|| bfd_symbols_of(self.image.bytes()));
+        let end = bfd.partition_point(|b| b.start <= svma);
+        let group_start = bfd[..end]
             .iter()
             .rev()
             .find(|b| b.section == section)?
             .start;
         let mut best: Option<&BfdSymbol> = None;
-        for b in self.bfd_symbols[..end]
+        for b in bfd[..end]
             .iter()
             .filter(|b| b.start == group_start && b.section == section)
         {
@@ -653,13 +893,13 @@ impl ElfInfo {
                 best = Some(b);
             }
         }
-        best.map(|b| (self.arena(b.name), b.start))
+        best.map(|b| (self.name_text(b.name), b.start))
     }
 
     /// The symbol containing `svma` as perf 6.1 finds it: where PLT and table symbols overlap (`.plt` under the
     /// stretched `_init`), the first of them on the way down perf's tree; elsewhere the only one.
     pub fn lookup(&self, svma: u64) -> Option<&Symbol> {
-        if let Some(t) = self.tree.as_deref().filter(|t| t.region.contains(&svma)) {
+        if let Some(t) = self.tree.as_deref().filter(|t| t.covers(svma)) {
             let tree = t.tree.get_or_init(|| t.build(self));
             return self.node_symbol(t.nodes[tree.find(svma)?]);
         }
@@ -723,18 +963,18 @@ impl ElfInfo {
 fn synthesize_plt<H: FileHeader<Endian = Endianness>>(
     file: &ElfFile<'_, H>,
     endian: Endianness,
-    out: &mut Vec<Candidate<'_>>,
-) {
+) -> Vec<PltEntry> {
+    let mut out = Vec::new();
     use object::read::elf::Rela;
     let sections = file.elf_section_table();
     let Some((_, rela_plt)) = sections.section_by_name(endian, b".rela.plt") else {
-        return;
+        return out;
     };
     let Ok(Some((relocs, _))) = rela_plt.rela(endian, file.data()) else {
-        return;
+        return out;
     };
     let Some((_, plt)) = sections.section_by_name(endian, b".plt") else {
-        return;
+        return out;
     };
     let entry: u64 = plt.sh_entsize(endian).into();
     let base: u64 = plt.sh_addr(endian).into() + entry;
@@ -746,18 +986,13 @@ fn synthesize_plt<H: FileHeader<Endian = Endianness>>(
             .ok()
             .and_then(|sym| sym.name(endian, dynsym.strings()).ok())
             .unwrap_or(b"");
-        out.push(Candidate {
+        out.push(PltEntry {
             start: base + i as u64 * entry,
             size: entry,
-            end: None,
-            sized: true,
-            order: i,
-            at: None,
-            name: Cow::Owned(format!("{}@plt", String::from_utf8_lossy(name))),
-            shown: None,
-            binding: STB_GLOBAL,
+            name: format!("{}@plt", String::from_utf8_lossy(name)),
         });
     }
+    out
 }
 
 fn leading_underscores(name: &str) -> usize {
@@ -818,21 +1053,28 @@ fn same_demangled_text(a: &str, b: &str) -> bool {
 /// One symbol per address, the best of each group of aliases, with its raw name in `names`. Only aliases are
 /// demangled here (perf compares their demangled names); every other name waits for its first hit.
 #[cfg(test)]
-fn select_symbols(candidates: Vec<Candidate>, demangle: bool, names: &mut String) -> Vec<Symbol> {
-    to_symbols(
-        select_candidates(candidates, demangle, &mut Vec::new()),
-        names,
-    )
+fn select_symbols(candidates: Vec<Candidate>, demangle: bool, names: &str) -> Vec<Symbol> {
+    let name = |n: NameRef| match n {
+        NameRef::Arena(at, len) => Cow::Borrowed(&names[at as usize..(at + len) as usize]),
+        NameRef::Table(..) => Cow::Borrowed(""),
+    };
+    to_symbols(select_candidates(
+        candidates,
+        demangle,
+        &mut Vec::new(),
+        &name,
+    ))
 }
 
 /// perf's `symbols__fixup_end` then `symbols__fixup_duplicate` over one table's symbols (and those an earlier
 /// table left, which come first at their address): the best of each group of aliases, its end set, sorted by
 /// start. Pushes the `order` of each alias dropped onto `erased`, in the order perf erases them.
-fn select_candidates<'a>(
-    mut candidates: Vec<Candidate<'a>>,
+fn select_candidates<'n>(
+    mut candidates: Vec<Candidate>,
     demangle: bool,
     erased: &mut Vec<usize>,
-) -> Vec<Candidate<'a>> {
+    names: &dyn Fn(NameRef) -> Cow<'n, str>,
+) -> Vec<Candidate> {
     // Among equal starts the insertion order decides the last tie, as perf's rb-tree insertion does.
     if !candidates.is_sorted_by_key(|c| (c.start, c.order)) {
         sort_by_start(&mut candidates);
@@ -844,7 +1086,7 @@ fn select_candidates<'a>(
         let c = &mut candidates[i];
         c.sized = c.end.is_some() || c.size > 0 || last_at_start;
     }
-    let kept_len = choose_aliases(&mut candidates, demangle, erased);
+    let kept_len = choose_aliases(&mut candidates, demangle, erased, names);
     candidates.truncate(kept_len);
     let mut kept = candidates;
     for i in 0..kept.len() {
@@ -892,13 +1134,26 @@ fn sort_by_start(candidates: &mut [Candidate]) {
 /// aliases is moved to the front, in order, and their count returned; the `order` of each alias dropped is
 /// pushed onto `erased`, in the order perf erases them. Names are demangled only when the cheaper rules leave
 /// the choice to them.
-fn choose_aliases(candidates: &mut [Candidate], demangle: bool, erased: &mut Vec<usize>) -> usize {
-    let shown = |name: &str| {
+fn choose_aliases<'n>(
+    candidates: &mut [Candidate],
+    demangle: bool,
+    erased: &mut Vec<usize>,
+    names: &dyn Fn(NameRef) -> Cow<'n, str>,
+) -> usize {
+    let shown = |name: NameRef| {
+        let name = names(name);
         if demangle {
-            super::demangle::demangle(name)
+            super::demangle::demangle(&name)
         } else {
-            name.to_owned()
+            name.into_owned()
         }
+    };
+    let same_text = |a: NameRef, b: NameRef| {
+        if a == b {
+            return true;
+        }
+        let (a, b) = (names(a), names(b));
+        a == b || same_demangled_text(&a, &b)
     };
     let mut kept = 0;
     let mut i = 0;
@@ -910,11 +1165,11 @@ fn choose_aliases(candidates: &mut [Candidate], demangle: bool, erased: &mut Vec
             let keep = match decided_without_names(b, c) {
                 Some(decided) => decided,
                 // A `.dynsym` copy of the `.symtab` symbol kept, or g++'s constructor twins: the same text.
-                None if b.name == c.name || same_demangled_text(&b.name, &c.name) => true,
+                None if same_text(b.name, c.name) => true,
                 None => {
                     for k in [best, j] {
                         if candidates[k].shown.is_none() {
-                            candidates[k].shown = Some(shown(&candidates[k].name));
+                            candidates[k].shown = Some(shown(candidates[k].name));
                         }
                     }
                     let (b, c) = (&candidates[best], &candidates[j]);
@@ -937,8 +1192,8 @@ fn choose_aliases(candidates: &mut [Candidate], demangle: bool, erased: &mut Vec
     kept
 }
 
-/// The chosen candidates as symbols, raw names in `names`.
-fn to_symbols(kept: Vec<Candidate>, names: &mut String) -> Vec<Symbol> {
+/// The chosen candidates as symbols.
+fn to_symbols(kept: Vec<Candidate>) -> Vec<Symbol> {
     kept.into_iter()
         .map(|c| {
             let name = OnceCell::new();
@@ -948,7 +1203,7 @@ fn to_symbols(kept: Vec<Candidate>, names: &mut String) -> Vec<Symbol> {
             Symbol {
                 start: c.start,
                 end: c.end.expect("select_candidates sets every end"),
-                raw: c.at.unwrap_or_else(|| intern(names, &c.name)),
+                raw: c.name,
                 name,
             }
         })
@@ -994,21 +1249,21 @@ mod tests {
                 .unwrap();
             assert_eq!(
                 info.addr2line_function(cg.start + 0x11),
-                Some("clock_gettime")
+                Some("clock_gettime".into())
             );
             let c = info
                 .symbols
                 .iter()
                 .find(|s| info.raw_name(s) == "chain_c")
                 .unwrap();
-            assert_eq!(info.addr2line_function(c.start + 4), Some("chain_c"));
+            assert_eq!(info.addr2line_function(c.start + 4), Some("chain_c".into()));
             // The static executable maps its text at file offset 0x1000 → svma 0x401000.
             assert_eq!(info.file_offset_to_svma(0x1000), Some(0x40_1000));
         }
     }
 
     /// Candidates in symbol-table order.
-    fn numbered(mut v: Vec<Candidate<'static>>) -> Vec<Candidate<'static>> {
+    fn numbered(mut v: Vec<Candidate>) -> Vec<Candidate> {
         for (i, c) in v.iter_mut().enumerate() {
             c.order = i;
         }
@@ -1028,8 +1283,7 @@ mod tests {
                     end: None,
                     sized: false,
                     order: 0,
-                    at: None,
-                    name: Cow::Owned(format!("s{start:x}")),
+                    name: NameRef::Arena(start as u32, 0),
                     shown: None,
                     binding: STB_GLOBAL,
                 })
@@ -1041,33 +1295,52 @@ mod tests {
         let got: Vec<(u64, usize)> = v.iter().map(|c| (c.start, c.order)).collect();
         assert_eq!(got, want);
         // Each candidate moved whole: its name still matches its start.
-        assert!(v.iter().all(|c| c.name == format!("s{:x}", c.start)));
+        assert!(v
+            .iter()
+            .all(|c| c.name == NameRef::Arena(c.start as u32, 0)));
+    }
+
+    impl Candidate {
+        /// The candidate with its name, to be interned by [`select_named`].
+        fn named(self, name: &str) -> (Candidate, String) {
+            (self, name.to_owned())
+        }
+    }
+
+    /// [`select_symbols`] over candidates in table order, their names interned in `info`'s arena.
+    fn select_named(info: &mut ElfInfo, v: Vec<(Candidate, String)>, demangle: bool) {
+        let v = v
+            .into_iter()
+            .map(|(mut c, name)| {
+                c.name = info.intern(&name);
+                c
+            })
+            .collect();
+        info.symbols = select_symbols(numbered(v), demangle, &info.names);
     }
 
     #[test]
     fn the_last_zero_size_alias_wins_as_its_end_was_fixed_first() {
         // perf fixes ends before it drops aliases: the last zero-size symbol at 0x60 already ends at 0x70,
         // so it beats the longer name before it; the final one runs a page past its start, rounded up.
-        let c = |start, name: &str| Candidate {
-            start,
-            size: 0,
-            end: None,
-            sized: false,
-            order: 0,
-            at: None,
-            name: Cow::Owned(name.to_owned()),
-            shown: None,
-            binding: STB_GLOBAL,
+        let c = |start, name: &str| {
+            Candidate {
+                start,
+                size: 0,
+                end: None,
+                sized: false,
+                order: 0,
+                name: NameRef::Arena(0, 0),
+                shown: None,
+                binding: STB_GLOBAL,
+            }
+            .named(name)
         };
         let mut info = ElfInfo::default();
-        info.symbols = select_symbols(
-            numbered(vec![
-                c(0x60, "a_longer_name"),
-                c(0x60, "b"),
-                c(0x1070, "last"),
-            ]),
+        select_named(
+            &mut info,
+            vec![c(0x60, "a_longer_name"), c(0x60, "b"), c(0x1070, "last")],
             false,
-            &mut info.names,
         );
         let got: Vec<(u64, u64, &str)> = info
             .symbols
@@ -1079,28 +1352,30 @@ mod tests {
 
     #[test]
     fn alias_choice_follows_perf() {
-        let c = |start, size: u64, name: &str, binding| Candidate {
-            start,
-            size,
-            end: None,
-            sized: size > 0,
-            order: 0,
-            at: None,
-            name: Cow::Owned(name.to_owned()),
-            shown: None,
-            binding,
+        let c = |start, size: u64, name: &str, binding| {
+            Candidate {
+                start,
+                size,
+                end: None,
+                sized: size > 0,
+                order: 0,
+                name: NameRef::Arena(0, 0),
+                shown: None,
+                binding,
+            }
+            .named(name)
         };
         let mut info = ElfInfo::default();
-        info.symbols = select_symbols(
-            numbered(vec![
+        select_named(
+            &mut info,
+            vec![
                 c(0x10, 0x10, "__libc_start_main_impl", STB_GLOBAL),
                 c(0x10, 0x10, "__libc_start_main", STB_WEAK),
                 c(0x20, 0, "label", object::elf::STB_LOCAL),
                 c(0x30, 0x8, "_x", STB_GLOBAL),
                 c(0x30, 0x8, "__y", STB_GLOBAL),
-            ]),
+            ],
             false,
-            &mut info.names,
         );
         let got: Vec<(u64, u64, &str)> = info
             .symbols
@@ -1122,14 +1397,14 @@ mod tests {
                 demangle,
                 ..Default::default()
             };
-            info.symbols = select_symbols(
-                numbered(vec![
+            select_named(
+                &mut info,
+                vec![
                     c(0x40, 0x8, "_ZN9long_name3fooEv", STB_GLOBAL),
                     c(0x40, 0x8, "short", STB_GLOBAL),
                     c(0x50, 0x8, "_ZN4lazy4nameEv", STB_GLOBAL),
-                ]),
+                ],
                 demangle,
-                &mut info.names,
             );
             assert_eq!(&**info.symbol_name(&info.symbols[0]), want);
             // Not an alias: demangled on its first use only.
@@ -1150,13 +1425,13 @@ mod tests {
             demangle: true,
             ..Default::default()
         };
-        info.symbols = select_symbols(
-            numbered(vec![
+        select_named(
+            &mut info,
+            vec![
                 c(0x60, 0x8, "_ZN3FooC2Ev", STB_GLOBAL),
                 c(0x60, 0x8, "_ZN3FooC1Ev", STB_GLOBAL),
-            ]),
+            ],
             true,
-            &mut info.names,
         );
         assert_eq!(info.symbols[0].name.get(), None);
         assert_eq!(info.raw_name(&info.symbols[0]), "_ZN3FooC2Ev");

@@ -319,7 +319,7 @@ impl Dso {
         let info = self.info.as_ref();
         let symbol = |a: u64| {
             info.and_then(|i| i.addr2line_symbol(a))
-                .map(|(n, s)| (n.to_owned(), s))
+                .map(|(n, s)| (n.into_owned(), s))
         };
         self.dwarf
             .get_or_init(|| {
@@ -396,7 +396,7 @@ impl Scan {
         {
             if sf != rf {
                 if let Ok(reparsed) =
-                    ElfInfo::parse_full((**sb).as_ref(), demangle, Some((**rt).as_ref()))
+                    ElfInfo::parse_full(sb.clone(), demangle, Some((**rt).as_ref()))
                 {
                     info = Some(reparsed);
                 }
@@ -433,6 +433,15 @@ impl Scan {
             dwarf_source,
             dwarf: OnceCell::new(),
         }
+    }
+}
+
+/// The hex of `found` when it is not the `expected` build-id: such a file is rejected before its symbols are
+/// read, as a rebuilt binary's table can be large and nothing of it is used.
+fn other_build_id(expected: Option<&[u8]>, found: Option<&[u8]>) -> Option<String> {
+    match (expected, found) {
+        (Some(expected), Some(found)) => (found != expected).then(|| hex(found)),
+        _ => None,
     }
 }
 
@@ -621,8 +630,13 @@ impl<L: FileLookup> Symbolizer<L> {
             if identity.1.is_some() && parsed.contains(&identity) {
                 continue;
             }
+            let mismatch = other_build_id(build_id, identity.1.as_deref());
             parsed.push(identity);
-            let info = match ElfInfo::parse_with((*bytes).as_ref(), self.options.demangle) {
+            if let Some(found) = mismatch {
+                scan.rejected.push((cand.clone(), found));
+                continue;
+            }
+            let info = match ElfInfo::parse_full(bytes.clone(), self.options.demangle, None) {
                 Ok(info) => info,
                 Err(e) => {
                     scan.unreadable.get_or_insert(DsoProblem::Unreadable {
