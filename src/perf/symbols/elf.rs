@@ -242,7 +242,7 @@ pub(super) struct PltEntry {
     name: String,
 }
 
-/// What [`read_candidates`] found: perf's symbols of each table read, in table order.
+/// What [`read_candidates`] found: perf's symbols of each table read, each sorted by (start, table order).
 struct Read {
     passes: Vec<Vec<Candidate>>,
     /// The first order past the first table's symbols (`.dynsym`'s, when it follows `.symtab`).
@@ -363,7 +363,7 @@ fn stops_load<S: Sym>(sym: &S, endian: S::Endian, shnum: usize) -> bool {
         && usize::from(shndx.0) >= shnum
 }
 
-/// perf's symbols of each table, in table order, names left in the file. Only the first byte of a name is
+/// perf's symbols of each table, sorted by (start, table order), names left in the file. Only the first byte of a name is
 /// read here (unnamed entries and ARM/AArch64 mapping symbols, `$x`, `$d`, are no symbols for perf).
 fn read_candidates<H: FileHeader<Endian = Endianness>>(
     file: &ElfFile<'_, H>,
@@ -383,7 +383,10 @@ fn read_candidates<H: FileHeader<Endian = Endianness>>(
         let (at, len) = strtabs[pass];
         let strings = data.get(at..at + len).unwrap_or_default();
         let terminated = strings.last() == Some(&0);
-        let mut candidates = Vec::with_capacity(table.len());
+        // (start, place in the table) of the symbols kept: sorting these small keys and reading each symbol
+        // again in their order is far cheaper than sorting the candidates (a large table's cycles of swaps
+        // were a tenth of a short run).
+        let mut keys: Vec<(u64, usize)> = Vec::with_capacity(table.len());
         for (i, (index, sym)) in table.enumerate().enumerate() {
             let kind = sym.st_type();
             if !perf_kind(kind, sym.st_visibility()) {
@@ -403,19 +406,27 @@ fn read_candidates<H: FileHeader<Endian = Endianness>>(
             if head == 0 || head == b'$' || !perf_keeps(file, section, kind == STT_NOTYPE) {
                 continue;
             }
-            candidates.push(Candidate {
-                start: sym.st_value(endian).into(),
-                size: sym.st_size(endian).into(),
-                end: None,
-                sized: false,
-                // Orders run on across the tables: a `.dynsym` symbol sorts after the `.symtab` ones at its
-                // address, as its later insertion puts it in perf's tree.
-                order: base + i,
-                name: NameRef::Table(pass as u8, off),
-                shown: None,
-                binding: sym.st_bind(),
-            });
+            keys.push((sym.st_value(endian).into(), i));
         }
+        keys.sort_unstable();
+        let candidates = keys
+            .into_iter()
+            .filter_map(|(start, i)| {
+                let sym = table.symbol(object::SymbolIndex(i)).ok()?;
+                Some(Candidate {
+                    start,
+                    size: sym.st_size(endian).into(),
+                    end: None,
+                    sized: false,
+                    // Orders run on across the tables: a `.dynsym` symbol sorts after the `.symtab` ones at
+                    // its address, as its later insertion puts it in perf's tree.
+                    order: base + i,
+                    name: NameRef::Table(pass as u8, sym.st_name(endian)),
+                    shown: None,
+                    binding: sym.st_bind(),
+                })
+            })
+            .collect();
         base += table.len();
         read.passes.push(candidates);
         if read.stopped.is_some() {
@@ -663,7 +674,7 @@ impl ElfInfo {
         } = read;
         // perf's tree as it was built: node ids are the symbols in insertion order (`.symtab`'s, then
         // `.dynsym`'s); only made into a replayable tree when a lookup will need it.
-        let inserted: Vec<(u64, usize)> = passes
+        let mut inserted: Vec<(u64, usize)> = passes
             .iter()
             .flatten()
             .map(|c| (c.start, c.order))
@@ -725,6 +736,7 @@ impl ElfInfo {
             self.overlap_region()
         };
         if !regions.is_empty() {
+            inserted.sort_unstable_by_key(|&(_, order)| order);
             let orders = TreeOrders {
                 inserted: &inserted,
                 base_dynsym,
