@@ -71,9 +71,7 @@ const ALLOWED: &[(&str, &str, &str)] = &[
     ("perf/probe/mod.rs", "plan_dwarf", NOT_SPLIT_YET),
     ("perf/probe/mod.rs", "plan_kernel", NOT_SPLIT_YET),
     ("perf/probe/mod.rs", "sites_of", NOT_SPLIT_YET),
-    ("perf/symbols/demangle.rs", "libiberty_style", NOT_SPLIT_YET),
     ("git/patch_id.rs", "file_diff_text", NOT_SPLIT_YET),
-    ("perf/data/compressed.rs", "decompress", NOT_SPLIT_YET),
 ];
 
 /// A function of the library and its length.
