@@ -191,9 +191,13 @@ pub fn plan(
             arch: format!("{:?}", file.architecture()),
         });
     }
-    let symbols = load_symbols(binary, &file, pick);
-    let segments = segments(&file);
-    let binary_text = binary.to_string_lossy().into_owned();
+    let image = Image {
+        binary,
+        text: binary.to_string_lossy().into_owned(),
+        symbols: load_symbols(binary, &file, pick),
+        segments: segments(&file),
+        pick,
+    };
     let mut plan = Plan::default();
     for spec in specs {
         if let Some(what) = needs_dwarf(spec) {
@@ -203,59 +207,39 @@ pub fn plan(
                 source: Box::new(no_dwarf()),
             });
         }
+        image.plan_spec(spec, taken, &mut plan)?;
+    }
+    Ok(plan)
+}
+
+/// A binary as its symbol table and program headers describe it.
+struct Image<'a> {
+    binary: &'a Path,
+    /// The binary's path, as the probe places name it.
+    text: String,
+    symbols: Vec<FuncSym>,
+    segments: Vec<Segment>,
+    pick: Pick,
+}
+
+impl Image<'_> {
+    /// Adds a spec's probes to `plan`: one per address of its function, as one event.
+    fn plan_spec(&self, spec: &Spec, taken: &[String], plan: &mut Plan) -> Result<(), Error> {
         let func = spec.point.function.as_deref().unwrap_or_default();
         let offset = spec.point.offset.unwrap_or(0);
-        let mut found: Vec<&FuncSym> = symbols.iter().filter(|s| s.name == func).collect();
-        if pick == Pick::First {
-            found.truncate(1);
-        }
-        found.sort_by_key(|s| s.address);
-        found.dedup_by_key(|s| s.address);
-        if found.is_empty() {
-            return Err(Error::SymbolNotFound {
-                function: func.to_string(),
-                path: binary.to_path_buf(),
-            });
-        }
+        let found = self.functions(func)?;
         if spec.point.retprobe && offset != 0 {
             return Err(Error::Spec {
                 spec: spec.text.clone(),
                 reason: "%return takes no offset".into(),
             });
         }
-        let mut args = Vec::new();
-        for a in &spec.args {
-            match a {
-                Arg::Retval { name, ty } => {
-                    if !spec.point.retprobe {
-                        return Err(Error::Spec {
-                            spec: spec.text.clone(),
-                            reason: "$retval is only on a return probe (FUNC%return)".into(),
-                        });
-                    }
-                    args.push(TraceArg {
-                        name: name.clone().unwrap_or_default(),
-                        fetch: "$retval".into(),
-                        ty: ty.clone(),
-                    });
-                }
-                Arg::Raw { name, text } => args.push(super::raw_arg(name, text)),
-                Arg::Var(_) | Arg::Vars | Arg::Params => unreachable!("needs_dwarf refused it"),
-            }
-        }
-        let group = spec.group.clone().unwrap_or_else(|| user_group(binary));
-        let base = spec.event.clone().unwrap_or_else(|| {
-            // `foo.isra.0` → `foo`, as perf cuts a symbol's suffixes off event names.
-            match func.find(['.', '@']) {
-                Some(p) if p > 0 => func[..p].to_string(),
-                _ => func.to_string(),
-            }
-        });
-        let base = if spec.point.retprobe {
-            format!("{base}__return")
-        } else {
-            base
-        };
+        let args = symbol_args(spec)?;
+        let group = spec
+            .group
+            .clone()
+            .unwrap_or_else(|| user_group(self.binary));
+        let base = event_base(spec, func);
         for (i, sym) in found.iter().enumerate() {
             if sym.size != 0 && offset >= sym.size {
                 return Err(Error::Spec {
@@ -264,15 +248,7 @@ pub fn plan(
                 });
             }
             let svma = sym.address + offset;
-            let file_offset = segments
-                .iter()
-                .find(|s| s.exec && svma >= s.vaddr && svma < s.vaddr + s.memsz)
-                .map(|s| svma - s.vaddr + s.offset)
-                .ok_or_else(|| {
-                    Error::Unsupported(format!(
-                        "{func}: address {svma:#x} is in no executable segment of {binary_text}"
-                    ))
-                })?;
+            let file_offset = self.file_offset(func, svma)?;
             // Every address has the same arguments, so the kernel takes them as one event with several probes
             // (as the DWARF planner does for a function's copies).
             if i == 0 {
@@ -287,12 +263,85 @@ pub fn plan(
                 retprobe: spec.point.retprobe,
                 group: group.clone(),
                 event,
-                place: format!("{binary_text}:{file_offset:#x}"),
+                place: format!("{}:{file_offset:#x}", self.text),
                 args: args.clone(),
                 address: svma,
                 kind: tracefs::Kind::Uprobe,
             });
         }
+        Ok(())
     }
-    Ok(plan)
+
+    /// The symbols of `func` probed, by address, each address once.
+    fn functions(&self, func: &str) -> Result<Vec<&FuncSym>, Error> {
+        let mut found: Vec<&FuncSym> = self.symbols.iter().filter(|s| s.name == func).collect();
+        if self.pick == Pick::First {
+            found.truncate(1);
+        }
+        found.sort_by_key(|s| s.address);
+        found.dedup_by_key(|s| s.address);
+        if found.is_empty() {
+            return Err(Error::SymbolNotFound {
+                function: func.to_string(),
+                path: self.binary.to_path_buf(),
+            });
+        }
+        Ok(found)
+    }
+
+    /// The file offset of `svma` (in `func`), which an executable segment must hold.
+    fn file_offset(&self, func: &str, svma: u64) -> Result<u64, Error> {
+        self.segments
+            .iter()
+            .find(|s| s.exec && svma >= s.vaddr && svma < s.vaddr + s.memsz)
+            .map(|s| svma - s.vaddr + s.offset)
+            .ok_or_else(|| {
+                Error::Unsupported(format!(
+                    "{func}: address {svma:#x} is in no executable segment of {}",
+                    self.text
+                ))
+            })
+    }
+}
+
+/// The fetchargs of a spec that [`needs_dwarf`] let through: `$retval` (on a return probe) and raw ones.
+fn symbol_args(spec: &Spec) -> Result<Vec<TraceArg>, Error> {
+    let mut args = Vec::new();
+    for a in &spec.args {
+        match a {
+            Arg::Retval { name, ty } => {
+                if !spec.point.retprobe {
+                    return Err(Error::Spec {
+                        spec: spec.text.clone(),
+                        reason: "$retval is only on a return probe (FUNC%return)".into(),
+                    });
+                }
+                args.push(TraceArg {
+                    name: name.clone().unwrap_or_default(),
+                    fetch: "$retval".into(),
+                    ty: ty.clone(),
+                });
+            }
+            Arg::Raw { name, text } => args.push(super::raw_arg(name, text)),
+            Arg::Var(_) | Arg::Vars | Arg::Params => unreachable!("needs_dwarf refused it"),
+        }
+    }
+    Ok(args)
+}
+
+/// The event's name: the user's, else the function's without its suffixes; `__return` added for a return
+/// probe.
+fn event_base(spec: &Spec, func: &str) -> String {
+    let base = spec.event.clone().unwrap_or_else(|| {
+        // `foo.isra.0` → `foo`, as perf cuts a symbol's suffixes off event names.
+        match func.find(['.', '@']) {
+            Some(p) if p > 0 => func[..p].to_string(),
+            _ => func.to_string(),
+        }
+    });
+    if spec.point.retprobe {
+        format!("{base}__return")
+    } else {
+        base
+    }
 }

@@ -51,7 +51,6 @@ const ALLOWED: &[(&str, &str, &str)] = &[
     ("backport/execute.rs", "hard_reset", NOT_SPLIT_YET),
     ("backport/mod.rs", "resume", NOT_SPLIT_YET),
     ("backport/mod.rs", "apply", NOT_SPLIT_YET),
-    ("cli/probe.rs", "run", NOT_SPLIT_YET),
     ("cli/apply.rs", "run", NOT_SPLIT_YET),
     ("cli/apply.rs", "render", NOT_SPLIT_YET),
     ("perf/script/output.rs", "resolve_samples", NOT_SPLIT_YET),
@@ -60,17 +59,11 @@ const ALLOWED: &[(&str, &str, &str)] = &[
     ("perf/script/session.rs", "samples_with", NOT_SPLIT_YET),
     ("perf/script/resolve.rs", "unwind_user", NOT_SPLIT_YET),
     ("perf/script/resolve.rs", "frame_refs_into", NOT_SPLIT_YET),
-    ("perf/probe/location.rs", "translate_arg", NOT_SPLIT_YET),
     (
         "perf/probe/location.rs",
         "translate_location",
         NOT_SPLIT_YET,
     ),
-    ("perf/probe/symtab.rs", "plan", NOT_SPLIT_YET),
-    ("perf/probe/dwarf.rs", "find_in", NOT_SPLIT_YET),
-    ("perf/probe/mod.rs", "plan_dwarf", NOT_SPLIT_YET),
-    ("perf/probe/mod.rs", "plan_kernel", NOT_SPLIT_YET),
-    ("perf/probe/mod.rs", "sites_of", NOT_SPLIT_YET),
     ("git/patch_id.rs", "file_diff_text", NOT_SPLIT_YET),
 ];
 
