@@ -1223,17 +1223,7 @@ fn kernel_args(
                 fetch: "$retval".into(),
                 ty: ty.clone(),
             }),
-            Arg::Raw { name, text } => {
-                let (fetch, ty) = match text.rsplit_once(':') {
-                    Some((f, t)) if !t.contains(')') => (f.to_string(), Some(t.to_string())),
-                    _ => (text.clone(), None),
-                };
-                args.push(TraceArg {
-                    name: name.clone().unwrap_or_default(),
-                    fetch,
-                    ty,
-                });
-            }
+            Arg::Raw { name, text } => args.push(raw_arg(name, text)),
         }
     }
     Ok(args)
