@@ -153,22 +153,38 @@ fn segments(file: &object::File) -> Vec<Segment> {
 /// What a spec asks that only DWARF answers, as the refusal's words (perf's `perf_probe_event_need_dwarf`:
 /// a file, a line, a lazy pattern, a variable, `$vars` or `$params`; raw fetchargs and `$retval` are not).
 pub(crate) fn needs_dwarf(spec: &Spec) -> Option<String> {
+    symbol_table_args(spec).err()
+}
+
+/// An argument the symbol table can take.
+enum SymbolArg<'a> {
+    /// `$retval`, with its name and type.
+    Retval(&'a Option<String>, &'a Option<String>),
+    /// A raw fetcharg, with its name.
+    Raw(&'a Option<String>, &'a str),
+}
+
+/// A spec's arguments, when the symbol table can place the spec; else what only DWARF answers (see
+/// [`needs_dwarf`]).
+fn symbol_table_args(spec: &Spec) -> Result<Vec<SymbolArg<'_>>, String> {
     let p = &spec.point;
     if p.function.is_none() || p.file.is_some() {
-        return Some("a source file".into());
+        return Err("a source file".into());
     }
     if p.line.is_some() || p.lazy.is_some() {
-        return Some("a source line".into());
+        return Err("a source line".into());
     }
+    let mut args = Vec::new();
     for a in &spec.args {
         match a {
-            Arg::Var(v) => return Some(format!("the variable `{}`", v.var)),
-            Arg::Vars => return Some("`$vars`".into()),
-            Arg::Params => return Some("`$params`".into()),
-            Arg::Retval { .. } | Arg::Raw { .. } => {}
+            Arg::Var(v) => return Err(format!("the variable `{}`", v.var)),
+            Arg::Vars => return Err("`$vars`".into()),
+            Arg::Params => return Err("`$params`".into()),
+            Arg::Retval { name, ty } => args.push(SymbolArg::Retval(name, ty)),
+            Arg::Raw { name, text } => args.push(SymbolArg::Raw(name, text)),
         }
     }
-    None
+    Ok(args)
 }
 
 /// Plans uprobes on `binary` from its symbol table. `no_dwarf` is the error that says the binary has no debug
@@ -200,14 +216,12 @@ pub fn plan(
     };
     let mut plan = Plan::default();
     for spec in specs {
-        if let Some(what) = needs_dwarf(spec) {
-            return Err(Error::NeedsDebugInfo {
-                spec: spec.text.clone(),
-                what,
-                source: Box::new(no_dwarf()),
-            });
-        }
-        image.plan_spec(spec, taken, &mut plan)?;
+        let args = symbol_table_args(spec).map_err(|what| Error::NeedsDebugInfo {
+            spec: spec.text.clone(),
+            what,
+            source: Box::new(no_dwarf()),
+        })?;
+        image.plan_spec(spec, &args, taken, &mut plan)?;
     }
     Ok(plan)
 }
@@ -224,7 +238,13 @@ struct Image<'a> {
 
 impl Image<'_> {
     /// Adds a spec's probes to `plan`: one per address of its function, as one event.
-    fn plan_spec(&self, spec: &Spec, taken: &[String], plan: &mut Plan) -> Result<(), Error> {
+    fn plan_spec(
+        &self,
+        spec: &Spec,
+        args: &[SymbolArg<'_>],
+        taken: &[String],
+        plan: &mut Plan,
+    ) -> Result<(), Error> {
         let func = spec.point.function.as_deref().unwrap_or_default();
         let offset = spec.point.offset.unwrap_or(0);
         let found = self.functions(func)?;
@@ -234,7 +254,7 @@ impl Image<'_> {
                 reason: "%return takes no offset".into(),
             });
         }
-        let args = symbol_args(spec)?;
+        let args = symbol_args(spec, args)?;
         let group = spec
             .group
             .clone()
@@ -304,29 +324,28 @@ impl Image<'_> {
     }
 }
 
-/// The fetchargs of a spec that [`needs_dwarf`] let through: `$retval` (on a return probe) and raw ones.
-fn symbol_args(spec: &Spec) -> Result<Vec<TraceArg>, Error> {
-    let mut args = Vec::new();
-    for a in &spec.args {
-        match a {
-            Arg::Retval { name, ty } => {
+/// The fetchargs of a spec's arguments: `$retval` (on a return probe only) and raw ones.
+fn symbol_args(spec: &Spec, args: &[SymbolArg<'_>]) -> Result<Vec<TraceArg>, Error> {
+    let mut out = Vec::new();
+    for a in args {
+        match *a {
+            SymbolArg::Retval(name, ty) => {
                 if !spec.point.retprobe {
                     return Err(Error::Spec {
                         spec: spec.text.clone(),
                         reason: "$retval is only on a return probe (FUNC%return)".into(),
                     });
                 }
-                args.push(TraceArg {
+                out.push(TraceArg {
                     name: name.clone().unwrap_or_default(),
                     fetch: "$retval".into(),
                     ty: ty.clone(),
                 });
             }
-            Arg::Raw { name, text } => args.push(super::raw_arg(name, text)),
-            Arg::Var(_) | Arg::Vars | Arg::Params => unreachable!("needs_dwarf refused it"),
+            SymbolArg::Raw(name, text) => out.push(super::raw_arg(name, text)),
         }
     }
-    Ok(args)
+    Ok(out)
 }
 
 /// The event's name: the user's, else the function's without its suffixes; `__return` added for a return
