@@ -85,12 +85,12 @@ pub struct ContentionArgs {
         short = 'p',
         long = "pid",
         value_name = "PID[,PID]",
-        conflicts_with = "tid"
+        conflicts_with_all = ["tid", "command"]
     )]
     pub pid: Option<String>,
 
     /// Only these threads, comma-separated.
-    #[arg(long = "tid", value_name = "TID[,TID]")]
+    #[arg(long = "tid", value_name = "TID[,TID]", conflicts_with = "command")]
     pub tid: Option<String>,
 
     /// Only contentions that begin on these CPUs (perf's list syntax: 0-2,4). Live: every task on those CPUs

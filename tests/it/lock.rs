@@ -545,7 +545,7 @@ fn lock_contention_options_change_the_report_as_specified() {
 fn lock_contention_rejects_bad_input_with_clear_errors() {
     let _serial = serial();
     let dir = tempfile::tempdir().unwrap();
-    let cases: [(&[&str], i32, &str); 14] = [
+    let cases: [(&[&str], i32, &str); 16] = [
         (&["-F", "contended,slowest"], 2, "error: unknown output field \"slowest\" in -F"),
         (&["-C", "3-1"], 2, "error: invalid CPU list \"3-1\""),
         (&["-C", "0-99999"], 2, "error: invalid CPU list \"0-99999\""),
@@ -564,6 +564,9 @@ fn lock_contention_rejects_bad_input_with_clear_errors() {
             "error: kernel 5.10 has no lock:contention_begin/end tracepoints: they appeared in Linux 5.19",
         ),
         (&["--", "/nonexistent/cmd"], 2, "error: cannot run \"/nonexistent/cmd\""),
+        // Counting a process and running a command at once: one target or the other.
+        (&["-p", "1", "--", "true"], 2, "error: the argument '--pid <PID[,PID]>' cannot be used with"),
+        (&["--tid", "1", "--", "true"], 2, "error: the argument '--tid <TID[,TID]>' cannot be used with"),
     ];
     for (args, code, message) in cases {
         let out = run(dir.path(), &[&["lock", "contention"], args].concat());
