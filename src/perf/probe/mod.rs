@@ -912,17 +912,6 @@ fn site_args(
     Ok(out)
 }
 
-/// Plans the uprobes of `specs` on `binary`: every address and fetcharg, event names as perf chooses them, and
-/// an error naming the first spec that can't be placed. `taken` holds the `GROUP:EVENT` names already defined.
-pub fn plan_user(
-    di: &DebugInfo,
-    binary: &Path,
-    specs: &[Spec],
-    taken: &[String],
-) -> Result<Plan, Error> {
-    plan_dwarf(di, Some(binary), specs, taken)
-}
-
 /// Plans uprobes as perf does when the DWARF may not answer: each spec from `di` when there is DWARF and it
 /// finds the function, else, for a spec that needs no DWARF (an entry, offset or return with raw fetchargs or
 /// `$retval`), from the symbol table (perf's "Trying to use symbols", e.g. glibc's `malloc`, which its DWARF
