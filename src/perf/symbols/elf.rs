@@ -312,12 +312,13 @@ fn string_range<H: FileHeader<Endian = Endianness>>(
 }
 
 /// Whether a symbol's name at `off` of `strings` can be read (in range and NUL-terminated, as object's
-/// `StringTable::get` wants), and its first byte. `terminated`: `strings` ends in a NUL, so every offset in
-/// range is.
-fn name_head(strings: &[u8], off: u32, terminated: bool) -> Option<u8> {
-    let tail = strings.get(off as usize..)?;
-    let first = *tail.first()?;
-    (terminated || memchr::memchr(0, tail).is_some()).then_some(first)
+/// `StringTable::get` wants), and its first byte. `last_nul`: the place of the last NUL in `strings`, so a name
+/// is terminated when it starts at or before it (one search per table, where a search per name is quadratic
+/// on a table without NULs).
+fn name_head(strings: &[u8], off: u32, last_nul: Option<usize>) -> Option<u8> {
+    let off = off as usize;
+    let first = *strings.get(off)?;
+    last_nul.is_some_and(|nul| off <= nul).then_some(first)
 }
 
 /// Whether perf (`elf_sec__filter`) keeps a symbol of `index`: symbols of allocated sections only, labels only
@@ -382,7 +383,7 @@ fn read_candidates<H: FileHeader<Endian = Endianness>>(
     for (pass, table) in tables.iter().enumerate() {
         let (at, len) = strtabs[pass];
         let strings = data.get(at..at + len).unwrap_or_default();
-        let terminated = strings.last() == Some(&0);
+        let last_nul = memchr::memrchr(0, strings);
         // (start, place in the table) of the symbols kept: sorting these small keys and reading each symbol
         // again in their order is far cheaper than sorting the candidates (a large table's cycles of swaps
         // were a tenth of a short run).
@@ -400,7 +401,7 @@ fn read_candidates<H: FileHeader<Endian = Endianness>>(
                 continue; // undefined, absolute or common
             };
             let off = sym.st_name(endian);
-            let Some(head) = name_head(strings, off, terminated) else {
+            let Some(head) = name_head(strings, off, last_nul) else {
                 continue;
             };
             if head == 0 || head == b'$' || !perf_keeps(file, section, kind == STT_NOTYPE) {
@@ -461,6 +462,9 @@ fn bfd_symbols_as<H: FileHeader<Endian = Endianness>>(data: &[u8]) -> Vec<BfdSym
     let Some(table) = tables.first() else {
         return Vec::new();
     };
+    let (at, len) = string_range(data, &file, table);
+    let strings = data.get(at..at + len).unwrap_or_default();
+    let last_nul = memchr::memrchr(0, strings);
     let mut out = Vec::new();
     for (order, (index, sym)) in table.enumerate().enumerate() {
         let kind = sym.st_type();
@@ -479,7 +483,7 @@ fn bfd_symbols_as<H: FileHeader<Endian = Endianness>>(data: &[u8]) -> Vec<BfdSym
         let Ok(Some(section)) = table.symbol_section(endian, sym, index) else {
             continue;
         };
-        if sym.name(endian, table.strings()).is_err() {
+        if name_head(strings, sym.st_name(endian), last_nul).is_none() {
             continue;
         }
         let size: u64 = sym.st_size(endian).into();
@@ -1280,6 +1284,19 @@ mod tests {
             c.order = i;
         }
         v
+    }
+
+    #[test]
+    fn a_name_is_read_where_a_nul_ends_it_and_not_past_the_table() {
+        let strings = b"\0main\0$x\0tail";
+        let last = memchr::memrchr(0, strings);
+        assert_eq!(name_head(strings, 1, last), Some(b'm'));
+        assert_eq!(name_head(strings, 0, last), Some(0));
+        assert_eq!(name_head(strings, 6, last), Some(b'$'));
+        // "tail" has no NUL after it, and an offset past the table is nothing.
+        assert_eq!(name_head(strings, 9, last), None);
+        assert_eq!(name_head(strings, 40, last), None);
+        assert_eq!(name_head(b"abc", 0, memchr::memrchr(0, b"abc")), None);
     }
 
     #[test]
