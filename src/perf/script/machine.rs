@@ -90,16 +90,6 @@ impl Maps {
         self.maps = out;
     }
 
-    /// The address whose [`Map::map_ip`] in a file map of `dso` is `printed`: the inverse perf's report
-    /// needs for an unresolved callchain entry, which it shows by its address, not by its map-relative one.
-    pub fn unmap(&self, dso: &str, printed: u64) -> Option<u64> {
-        self.maps
-            .iter()
-            .filter(|m| m.kind == MapKind::File && &*m.dso == dso)
-            .map(|m| printed.wrapping_sub(m.pgoff).wrapping_add(m.start))
-            .find(|&avma| self.find(avma).is_some_and(|m| &*m.dso == dso))
-    }
-
     /// The map containing `avma`.
     pub fn find(&self, avma: u64) -> Option<&Rc<Map>> {
         let pos = self.maps.partition_point(|m| m.start <= avma);
@@ -293,11 +283,6 @@ impl Machine {
             .get(&tid)
             .and_then(|t| t.comm.clone())
             .unwrap_or_else(|| Rc::from(format!(":{tid}")))
-    }
-
-    /// The process a thread belongs to, when known.
-    pub fn pid_of(&self, tid: i32) -> Option<i32> {
-        self.threads.get(&tid).map(|t| t.pid)
     }
 
     /// The user map of process `pid` at `avma`.

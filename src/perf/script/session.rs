@@ -676,17 +676,6 @@ impl<L: FileLookup> Samples<'_, L> {
         }
     }
 
-    /// The address of a callchain frame of the sample just returned, for a frame in a file map without a
-    /// symbol: its printed address is map-relative, and perf's report names such an entry by the address
-    /// itself (`fill_callchain_info`: `al->addr = node->ip`). `None` for any other frame.
-    pub fn unresolved_address(&self, info: &SampleInfo, frame: &Frame) -> Option<u64> {
-        if frame.sym.is_some() {
-            return None;
-        }
-        let dso = frame.dso.as_deref()?;
-        self.machine.user_maps(info.pid)?.unmap(dso, frame.addr)
-    }
-
     /// The run's outcome after `samples` samples: the warnings gathered and the reader's.
     pub(super) fn outcome(&mut self, samples: u64) -> Outcome {
         let mut warnings = std::mem::take(&mut self.warnings);
