@@ -473,18 +473,47 @@ fn flush(
     let disk = repo.odb().context_git(|| "opening the object database")?;
     let source = work.odb().context_git(|| "opening the object database")?;
     // Linked worktrees keep their objects in the common directory.
-    git::write_pack(
-        &source,
-        blobs,
-        &disk,
-        &work.commondir().join("objects/pack"),
-        created,
-    )?;
+    let pack_dir = work.commondir().join("objects/pack");
+    let listed = state::load_run_packs(repo.path(), &pack_dir);
+    let absorb = packs_to_absorb(&listed, created.len());
+    let written = git::write_pack_absorbing(&source, blobs, &disk, &pack_dir, created, &absorb)?;
     // `work` reads through its own on-disk backends, which must see the new pack before the mempack is emptied.
     source.refresh().context_git(|| "reading the new pack")?;
     fault::point("pack-written");
     progress.checkpoint(Checkpoint::PackWritten);
+    if let Some(pack) = written.pack {
+        let mut packs: Vec<(std::path::PathBuf, usize)> = listed
+            .into_iter()
+            .filter(|(p, _)| !written.absorbed.contains(p))
+            .collect();
+        packs.push((pack, written.objects));
+        state::save_run_packs(repo.path(), &packs)?;
+        // The new pack, synced and renamed into place, holds every object of these: they can go. The index
+        // first, so that no index ever names a missing pack; a crash in between leaves objects twice, which git
+        // reads as once. libgit2 handles that still list them find the objects in the new pack.
+        for old in &written.absorbed {
+            let _ = std::fs::remove_file(old.with_extension("idx"));
+            let _ = std::fs::remove_file(old);
+        }
+    }
     Ok(())
+}
+
+/// The run's packs to copy into the one about to be written with `new` objects: the newest ones, as long as each
+/// is no more than twice the objects gathered so far, so that pack sizes grow geometrically (a run keeps a few
+/// packs, and an object is copied a few times at most) as git's `repack --geometric=2` keeps them.
+fn packs_to_absorb(listed: &[(std::path::PathBuf, usize)], new: usize) -> Vec<std::path::PathBuf> {
+    let mut gathered = new;
+    let mut out = Vec::new();
+    for (path, objects) in listed.iter().rev() {
+        if *objects > 2 * gathered {
+            break;
+        }
+        gathered += objects;
+        out.push(path.clone());
+    }
+    out.reverse();
+    out
 }
 
 /// Checks out `st.tip` and moves the branch there (from `st.anchor`), then records the new anchor. The tree and

@@ -229,8 +229,8 @@ pub fn save(git_dir: &Path, state: &State) -> Result<(), Error> {
 
 /// Removes the state at the end of a run.
 pub fn remove(git_dir: &Path) -> Result<(), Error> {
-    let caches =
-        ["branch-commits", "upstream-graph", "upstream-paths"].map(|name| dir(git_dir).join(name));
+    let caches = ["branch-commits", "upstream-graph", "upstream-paths", PACKS]
+        .map(|name| dir(git_dir).join(name));
     for path in caches.into_iter().chain([state_path(git_dir)]) {
         match fs::remove_file(&path) {
             Ok(()) => {}
@@ -239,6 +239,43 @@ pub fn remove(git_dir: &Path) -> Result<(), Error> {
         }
     }
     Ok(())
+}
+
+/// The cache naming the packs the run wrote.
+const PACKS: &str = "packs";
+
+/// The packs the run wrote that are still its own to merge, oldest first, each with its object count: one
+/// `<count> pack-<sha>.pack` a line, the name taken in `pack_dir` (a repository copied or moved mid-run names its
+/// own packs, never the original's). Only a cache (see [`save_run_packs`]): a pack it does not name is never
+/// touched.
+pub fn load_run_packs(git_dir: &Path, pack_dir: &Path) -> Vec<(PathBuf, usize)> {
+    let Ok(text) = fs::read_to_string(dir(git_dir).join(PACKS)) else {
+        return Vec::new();
+    };
+    text.lines()
+        .map(|l| {
+            let (n, name) = l.split_once(' ')?;
+            let plain = name.starts_with("pack-")
+                && name.ends_with(".pack")
+                && !name.contains(['/', '\\'])
+                && name.is_ascii();
+            plain.then(|| Some((pack_dir.join(name), n.parse().ok()?)))?
+        })
+        .collect::<Option<Vec<_>>>()
+        .unwrap_or_default()
+}
+
+/// Replaces the list [`load_run_packs`] reads. Written as a cache (no fsync): after a power loss it may be empty
+/// or cut short, which only leaves the packs it named unmerged.
+pub fn save_run_packs(git_dir: &Path, packs: &[(PathBuf, usize)]) -> Result<(), Error> {
+    let mut text = String::new();
+    for (path, n) in packs {
+        if let Some(name) = path.file_name().and_then(|n| n.to_str()) {
+            text.push_str(&format!("{n} {name}\n"));
+        }
+    }
+    let path = dir(git_dir).join(PACKS);
+    crate::git::write_cache(&path, text.as_bytes()).map_err(|source| Error::Io { path, source })
 }
 
 fn branch_path(git_dir: &Path) -> PathBuf {
