@@ -623,7 +623,7 @@ fn record_resolutions(repo: &Repository, progress: &mut dyn Progress) -> Result<
     if !rr.enabled {
         return Ok(());
     }
-    let outcome = crate::rerere::rerere(&rr, &crate::rerere::RerereOptions::default())?;
+    let outcome = crate::rerere::rerere_at_commit(&rr, &crate::rerere::RerereOptions::default())?;
     progress.rerere(&outcome);
     Ok(())
 }
