@@ -993,3 +993,31 @@ pub fn kind_label(kind: ConflictKind) -> &'static str {
         ConflictKind::AddedByThem => "added by them",
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::packs_to_absorb;
+    use std::path::PathBuf;
+
+    #[test]
+    fn packs_are_absorbed_newest_first_while_they_stay_geometric() {
+        let listed = |counts: &[usize]| -> Vec<(PathBuf, usize)> {
+            counts
+                .iter()
+                .enumerate()
+                .map(|(i, &n)| (PathBuf::from(format!("pack-{i}.pack")), n))
+                .collect()
+        };
+        let names = |v: Vec<PathBuf>| -> Vec<String> {
+            v.into_iter().map(|p| p.display().to_string()).collect()
+        };
+        // 10 new objects: the 12-object pack (<= 20) goes, then the 30 (<= 44), not the 1,000.
+        assert_eq!(
+            names(packs_to_absorb(&listed(&[1000, 30, 12]), 10)),
+            vec!["pack-1.pack", "pack-2.pack"]
+        );
+        // A big newest pack stops the absorbing at once.
+        assert!(packs_to_absorb(&listed(&[5, 500]), 10).is_empty());
+        assert!(packs_to_absorb(&[], 10).is_empty());
+    }
+}

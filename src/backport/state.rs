@@ -453,4 +453,35 @@ mod tests {
         fs::write(super::dir(dir.path()).join("lock"), "1\n").unwrap();
         lock(dir.path()).unwrap();
     }
+
+    #[test]
+    fn the_run_packs_are_kept_by_name_in_the_pack_directory() {
+        let dir = tempfile::tempdir().unwrap();
+        fs::create_dir_all(super::dir(dir.path())).unwrap();
+        let here = dir.path().join("objects/pack");
+        let elsewhere = Path::new("/somewhere/else/objects/pack");
+        save_run_packs(
+            dir.path(),
+            &[
+                (elsewhere.join("pack-aa.pack"), 7),
+                (elsewhere.join("pack-bb.pack"), 3),
+            ],
+        )
+        .unwrap();
+        // A copied repository names its own packs, never the original's.
+        assert_eq!(
+            load_run_packs(dir.path(), &here),
+            vec![
+                (here.join("pack-aa.pack"), 7),
+                (here.join("pack-bb.pack"), 3)
+            ]
+        );
+        // Anything but a plain pack name in the directory, and the whole list is ignored.
+        fs::write(super::dir(dir.path()).join(PACKS), "7 ../pack-aa.pack\n").unwrap();
+        assert!(load_run_packs(dir.path(), &here).is_empty());
+        fs::write(super::dir(dir.path()).join(PACKS), "x pack-aa.pack\n").unwrap();
+        assert!(load_run_packs(dir.path(), &here).is_empty());
+        remove(dir.path()).unwrap();
+        assert!(!super::dir(dir.path()).join(PACKS).exists());
+    }
 }
