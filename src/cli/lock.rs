@@ -85,12 +85,12 @@ pub struct ContentionArgs {
         short = 'p',
         long = "pid",
         value_name = "PID[,PID]",
-        conflicts_with = "tid"
+        conflicts_with_all = ["tid", "command"]
     )]
     pub pid: Option<String>,
 
     /// Only these threads, comma-separated.
-    #[arg(long = "tid", value_name = "TID[,TID]")]
+    #[arg(long = "tid", value_name = "TID[,TID]", conflicts_with = "command")]
     pub tid: Option<String>,
 
     /// Only contentions that begin on these CPUs (perf's list syntax: 0-2,4). Live: every task on those CPUs
@@ -273,15 +273,72 @@ fn contention(args: ContentionArgs, ui: &Ui) -> CliResult {
     } else {
         Aggr::Caller
     };
-    let mut types = Vec::new();
-    for name in args.type_filter.iter().flat_map(|t| t.split(',')) {
-        let flags = lock::type_flags(name.trim()).ok_or_else(|| {
-            CliError::from(lock::Error::UnknownType {
-                name: name.trim().into(),
-            })
-        })?;
-        types.extend(flags);
+    let types = lock::type_filter(args.type_filter.as_deref()).map_err(CliError::from)?;
+    refuse_perf_only(&args)?;
+    let mut kallsyms = match &args.kallsyms {
+        Some(path) => lock::kallsyms::RunningKallsyms::from_file(path).map_err(CliError::from)?,
+        None => lock::kallsyms::RunningKallsyms::default(),
+    };
+    let addrs = kallsyms
+        .lock_addresses(args.lock_filter.as_deref())
+        .map_err(CliError::from)?;
+    if let Some(sep) = &args.field_sep {
+        // perf's rule: these already occur inside fields (rwsem:W, sym+0x1f, symbol.isra.0).
+        if sep.is_empty() || sep.contains([':', '+', '.']) {
+            return Err(CliError::user(format!(
+                "cannot use {sep:?} as the -x separator: it is empty or occurs in the fields (':' in types, \
+                 '+' in callers, '.' in symbols); use e.g. ',' or ';'"
+            )));
+        }
     }
+    let cpus = args
+        .cpu
+        .as_deref()
+        .map(cpu_list)
+        .transpose()?
+        .unwrap_or_default();
+    let ropts = ReportOptions {
+        aggr,
+        sort,
+        entries: args.entries,
+        stack_skip: args.stack_skip,
+        max_stack: args.max_stack as usize,
+        callstack: args.callstack || ui.verbose > 0,
+        field_sep: args.field_sep.clone(),
+        quiet: ui.quiet,
+        owner: args.lock_owner,
+        fields,
+        callstack_filter: args
+            .callstack_filter
+            .iter()
+            .flat_map(|t| t.split([',', ' ']))
+            .filter(|t| !t.is_empty())
+            .map(str::to_owned)
+            .collect(),
+    };
+    if let Some(input) = &args.input {
+        let filters = lock::file::FileFilters {
+            types,
+            addrs,
+            pids: task_ids(args.pid.as_deref(), "pid")?,
+            tids: task_ids(args.tid.as_deref(), "tid")?,
+            cpus,
+        };
+        return from_recording(input, &filters, &ropts, kallsyms);
+    }
+    let until = if !args.command.is_empty() {
+        "until the command exits"
+    } else if args.duration.is_some() {
+        "for the duration"
+    } else {
+        "until Ctrl-C"
+    };
+    let options = live_options(&args, &ropts, types, addrs, cpus)?;
+    live(&options, &ropts, kallsyms, until, ui)
+}
+
+/// perf's options bport refuses, with what to use instead.
+fn refuse_perf_only(args: &ContentionArgs) -> CliResult {
     if args.dump_raw_trace {
         return Err(CliError::user(
             "-D/--dump-raw-trace is perf's raw event dump, not a lock report; bport has it as a command of its own",
@@ -301,86 +358,48 @@ fn contention(args: ContentionArgs, ui: &Ui) -> CliResult {
              --kallsyms FILE",
         ));
     }
-    let mut kallsyms = match &args.kallsyms {
-        Some(path) => lock::kallsyms::RunningKallsyms::from_file(path).map_err(CliError::from)?,
-        None => lock::kallsyms::RunningKallsyms::default(),
-    };
-    let mut addrs = Vec::new();
-    for item in args.lock_filter.iter().flat_map(|t| t.split(',')) {
-        addrs.push(kallsyms.lock_address(item.trim()).map_err(CliError::from)?);
-    }
-    if let Some(sep) = &args.field_sep {
-        // perf's rule: these already occur inside fields (rwsem:W, sym+0x1f, symbol.isra.0).
-        if sep.is_empty() || sep.contains([':', '+', '.']) {
-            return Err(CliError::user(format!(
-                "cannot use {sep:?} as the -x separator: it is empty or occurs in the fields (':' in types, \
-                 '+' in callers, '.' in symbols); use e.g. ',' or ';'"
-            )));
-        }
-    }
-    let cpus = args
-        .cpu
-        .as_deref()
-        .map(cpu_list)
+    Ok(())
+}
+
+/// A `-p` or `--tid` list for the file report (none: every task).
+fn task_ids(text: Option<&str>, what: &str) -> CliResult<Vec<u32>> {
+    Ok(text
+        .map(|t| ids(t, what))
         .transpose()?
-        .unwrap_or_default();
-    let callstack = args.callstack || ui.verbose > 0;
-    let ropts = ReportOptions {
-        aggr,
-        sort,
-        entries: args.entries,
-        stack_skip: args.stack_skip,
-        max_stack: args.max_stack as usize,
-        callstack,
-        field_sep: args.field_sep.clone(),
-        quiet: ui.quiet,
-        owner: args.lock_owner,
-        fields,
-        callstack_filter: args
-            .callstack_filter
-            .iter()
-            .flat_map(|t| t.split([',', ' ']))
-            .filter(|t| !t.is_empty())
-            .map(str::to_owned)
-            .collect(),
-    };
-    if let Some(input) = &args.input {
-        let filters = lock::file::FileFilters {
-            types,
-            addrs,
-            pids: args
-                .pid
-                .as_deref()
-                .map(|p| ids(p, "pid"))
-                .transpose()?
-                .unwrap_or_default()
-                .into_iter()
-                .map(|p| p as u32)
-                .collect(),
-            tids: args
-                .tid
-                .as_deref()
-                .map(|t| ids(t, "tid"))
-                .transpose()?
-                .unwrap_or_default()
-                .into_iter()
-                .map(|t| t as u32)
-                .collect(),
-            cpus,
-        };
-        let file = crate::perf::data::PerfFile::open(input).map_err(|e| {
-            CliError::from(e).hint(format!("is {} a perf.data file?", input.display()))
-        })?;
-        let sym = kallsyms.into_symbolizer();
-        let rep = lock::file::from_file(&file, &sym, &ropts, &filters, args.stack_skip)
-            .map_err(CliError::from)?;
-        if let Some(w) = &rep.warning {
-            eprint!("{w}");
-        }
-        let mut out = std::io::stdout().lock();
-        report::write(&rep, &ropts, &mut out)?;
-        return Ok(());
+        .unwrap_or_default()
+        .into_iter()
+        .map(|id| id as u32)
+        .collect())
+}
+
+/// `-i FILE`: the report from a recording.
+fn from_recording(
+    input: &std::path::Path,
+    filters: &lock::file::FileFilters,
+    ropts: &ReportOptions,
+    kallsyms: lock::kallsyms::RunningKallsyms,
+) -> CliResult {
+    let file = crate::perf::data::PerfFile::open(input)
+        .map_err(|e| CliError::from(e).hint(format!("is {} a perf.data file?", input.display())))?;
+    let sym = kallsyms.into_symbolizer();
+    let rep = lock::file::from_file(&file, &sym, ropts, filters, ropts.stack_skip)
+        .map_err(CliError::from)?;
+    if let Some(w) = &rep.warning {
+        eprint!("{w}");
     }
+    let mut out = std::io::stdout().lock();
+    report::write(&rep, ropts, &mut out)?;
+    Ok(())
+}
+
+/// The live session's options: whose contention, for how long, on which kernel.
+fn live_options(
+    args: &ContentionArgs,
+    ropts: &ReportOptions,
+    types: Vec<u32>,
+    addrs: Vec<u64>,
+    cpus: Vec<u32>,
+) -> CliResult<LiveOptions> {
     let target = if let Some(p) = &args.pid {
         Target::Pids(ids(p, "pid")?)
     } else if let Some(t) = &args.tid {
@@ -408,35 +427,39 @@ fn contention(args: ContentionArgs, ui: &Ui) -> CliResult {
         Some(k) => Some(k.parse::<KernelVersion>()?),
         None => None,
     };
-    let options = LiveOptions {
-        target: target.clone(),
+    Ok(LiveOptions {
+        target,
         duration,
-        aggr,
+        aggr: ropts.aggr,
         // -S looks at each entry's stack.
-        callstack: callstack || !ropts.callstack_filter.is_empty(),
+        callstack: ropts.callstack || !ropts.callstack_filter.is_empty(),
         max_stack: args.max_stack,
         map_entries: args.map_nr_entries,
         types,
         addrs,
-        cpus: cpus.clone(),
-        kernel,
         // `-a -- CMD`: system-wide while the command runs (perf's behaviour); `-C` is system-wide on its CPUs.
         system_wide: args.all_cpus || !cpus.is_empty(),
+        cpus,
+        kernel,
         owner: args.lock_owner,
-    };
+    })
+}
+
+/// Counts live, through BPF or, where BPF is denied, from the tracepoints; prints the report. `until` says
+/// what ends the count.
+fn live(
+    options: &LiveOptions,
+    ropts: &ReportOptions,
+    kallsyms: lock::kallsyms::RunningKallsyms,
+    until: &str,
+    ui: &Ui,
+) -> CliResult {
     let interrupted = crate::perf::sys::stop_flag()?;
-    let until = if !args.command.is_empty() {
-        "until the command exits"
-    } else if duration.is_some() {
-        "for the duration"
-    } else {
-        "until Ctrl-C"
-    };
     let mut on_attached = || ui.status(format!("bport lock: counting lock contention {until}"));
-    let outcome = match lock::contention(&options, interrupted, &mut on_attached) {
+    let outcome = match lock::contention(options, interrupted, &mut on_attached) {
         Ok(outcome) => outcome,
         Err(lock::Error::BpfDenied { source }) => {
-            return fallback(&options, &ropts, source, kallsyms, ui);
+            return fallback(options, ropts, source, kallsyms, ui);
         }
         Err(e) => return Err(CliError::from(e)),
     };
@@ -444,9 +467,9 @@ fn contention(args: ContentionArgs, ui: &Ui) -> CliResult {
     for note in &outcome.notes {
         ui.status(format!("bport lock: {note}"));
     }
-    let rep = report::from_live(&outcome.stats, &sym, &ropts, &outcome.rq_locks);
+    let rep = report::from_live(&outcome.stats, &sym, ropts, &outcome.rq_locks);
     let mut out = std::io::stdout().lock();
-    report::write(&rep, &ropts, &mut out)?;
+    report::write(&rep, ropts, &mut out)?;
     if let Some(crate::perf::record::ChildExit::Code(code)) = outcome.exit {
         if code != 0 {
             ui.warn(format!("the command exited with status {code}"));

@@ -181,62 +181,78 @@ pub fn run(args: ProbeArgs, ui: &Ui) -> CliResult {
     if !args.del.is_empty() {
         return delete(&args.del, ui);
     }
-    let debuginfo = || -> CliResult<DebugInfo> {
-        let Some(x) = args.exec.as_ref().or(args.vmlinux.as_ref()) else {
-            return Err(CliError::user(
-                "this needs -x BINARY or -k VMLINUX (lines and variables need DWARF)",
-            ));
-        };
-        DebugInfo::open(&absolute(x)?).map_err(CliError::from)
-    };
     if let Some(own) = &args.funcs {
-        // perf ORs -F's FILTER (or its default) with every --filter.
-        let mut texts = vec![own.clone()];
-        texts.extend(args.filter.iter().cloned());
-        let filter = parse_names_filter(&texts)?;
-        let di = debuginfo()?;
-        // Tens of thousands of lines on a big binary: one write per buffer, not per line.
-        let mut out = std::io::BufWriter::new(std::io::stdout().lock());
-        for f in probe::functions(&di, &filter, !args.no_demangle) {
-            writeln!(out, "{f}")?;
-        }
-        out.flush()?;
-        return Ok(());
+        return show_functions(&args, own);
     }
     if let Some(line) = &args.line {
-        return show_lines(&debuginfo()?, line, args.source.as_deref());
+        return show_lines(&debuginfo(&args)?, line, args.source.as_deref());
     }
     if let Some(point) = &args.vars {
-        let di = debuginfo()?;
-        let mut spec = spec::parse(point).map_err(CliError::from)?;
-        spec.point.no_inlines = args.no_inlines;
-        spec.point.max_probes = args.max_probes.map(|n| n as usize);
-        let filter = if args.filter.is_empty() {
-            parse_names_filter(&[probe::DEFAULT_VAR_FILTER.to_string()])?
-        } else {
-            parse_names_filter(&args.filter)?
-        };
-        let sites =
-            probe::available_vars(&di, &spec, args.externs, args.range).map_err(CliError::from)?;
-        let mut out = std::io::stdout().lock();
-        writeln!(out, "Available variables at {}", probe::point_text(&spec))?;
-        for (at, vars) in sites {
-            writeln!(out, "\t@<{at}>")?;
-            let shown: Vec<String> = vars
-                .iter()
-                .filter(|v| filter.matches(&v.filter_text()))
-                .map(|v| v.text())
-                .collect();
-            if shown.is_empty() {
-                writeln!(out, "\t\t(No matched variables)")?;
-            }
-            for v in shown {
-                writeln!(out, "\t\t{v}")?;
-            }
-        }
-        return Ok(());
+        return show_vars(&args, point);
     }
-    // perf: every -a is one definition, and the positional words together are one more.
+    add(&args, ui)
+}
+
+/// The DWARF of `-x` or `-k`, which -F, -L and -V read.
+fn debuginfo(args: &ProbeArgs) -> CliResult<DebugInfo> {
+    let Some(x) = args.exec.as_ref().or(args.vmlinux.as_ref()) else {
+        return Err(CliError::user(
+            "this needs -x BINARY or -k VMLINUX (lines and variables need DWARF)",
+        ));
+    };
+    DebugInfo::open(&absolute(x)?).map_err(CliError::from)
+}
+
+/// `-F`: the functions (and data symbols) that can be probed.
+fn show_functions(args: &ProbeArgs, own: &str) -> CliResult {
+    // perf ORs -F's FILTER (or its default) with every --filter.
+    let mut texts = vec![own.to_string()];
+    texts.extend(args.filter.iter().cloned());
+    let filter = parse_names_filter(&texts)?;
+    let di = debuginfo(args)?;
+    // Tens of thousands of lines on a big binary: one write per buffer, not per line.
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    for f in probe::functions(&di, &filter, !args.no_demangle) {
+        writeln!(out, "{f}")?;
+    }
+    out.flush()?;
+    Ok(())
+}
+
+/// `-V POINT`: the variables that can be fetched at each of a point's places.
+fn show_vars(args: &ProbeArgs, point: &str) -> CliResult {
+    let di = debuginfo(args)?;
+    let mut spec = spec::parse(point).map_err(CliError::from)?;
+    spec.point.no_inlines = args.no_inlines;
+    spec.point.max_probes = args.max_probes.map(|n| n as usize);
+    let filter = if args.filter.is_empty() {
+        parse_names_filter(&[probe::DEFAULT_VAR_FILTER.to_string()])?
+    } else {
+        parse_names_filter(&args.filter)?
+    };
+    let sites =
+        probe::available_vars(&di, &spec, args.externs, args.range).map_err(CliError::from)?;
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "Available variables at {}", probe::point_text(&spec))?;
+    for (at, vars) in sites {
+        writeln!(out, "\t@<{at}>")?;
+        let shown: Vec<String> = vars
+            .iter()
+            .filter(|v| filter.matches(&v.filter_text()))
+            .map(|v| v.text())
+            .collect();
+        if shown.is_empty() {
+            writeln!(out, "\t\t(No matched variables)")?;
+        }
+        for v in shown {
+            writeln!(out, "\t\t{v}")?;
+        }
+    }
+    Ok(())
+}
+
+/// The probe definitions given: every -a is one, -D's too, and the positional words together one more (perf).
+fn specs_given(args: &ProbeArgs) -> CliResult<Vec<spec::Spec>> {
     let mut texts = args.add.clone();
     texts.extend(args.definition.iter().cloned());
     if !args.specs.is_empty() {
@@ -256,6 +272,12 @@ pub fn run(args: ProbeArgs, ui: &Ui) -> CliResult {
         s.point.no_inlines = args.no_inlines;
         s.point.max_probes = args.max_probes.map(|n| n as usize);
     }
+    Ok(specs)
+}
+
+/// Plans the probes given and writes their definitions to tracefs, or prints them (`-n`, `-D`).
+fn add(args: &ProbeArgs, ui: &Ui) -> CliResult {
+    let specs = specs_given(args)?;
     let destination = if args.dry_run || !args.definition.is_empty() {
         Destination::Print {
             taken_in: tracefs::Tracefs::open().ok(),
@@ -263,17 +285,10 @@ pub fn run(args: ProbeArgs, ui: &Ui) -> CliResult {
     } else {
         Destination::Tracefs(tracefs::Tracefs::open().map_err(CliError::from)?)
     };
-    let mut taken = Vec::new();
-    if let Some(fs) = destination.tracefs() {
-        for kind in [tracefs::Kind::Uprobe, tracefs::Kind::Kprobe] {
-            taken.extend(
-                fs.read(kind)
-                    .map_err(CliError::from)?
-                    .iter()
-                    .map(|l| l.full_name()),
-            );
-        }
-    }
+    let taken = match destination.tracefs() {
+        Some(fs) => fs.event_names().map_err(CliError::from)?,
+        None => Vec::new(),
+    };
     let exec = args.exec.as_deref().map(absolute).transpose()?;
     let vmlinux = match exec {
         Some(_) => None,
@@ -313,6 +328,12 @@ pub fn run(args: ProbeArgs, ui: &Ui) -> CliResult {
         Destination::Tracefs(fs) => fs,
     };
     fs.add(target.kind(), &defs).map_err(CliError::from)?;
+    report_added(&plan, &specs, ui);
+    Ok(())
+}
+
+/// perf's report of the events added, and how to record them.
+fn report_added(plan: &probe::Plan, specs: &[spec::Spec], ui: &Ui) {
     let events = plan.events();
     ui.status(format!(
         "Added new event{}:",
@@ -338,7 +359,7 @@ pub fn run(args: ProbeArgs, ui: &Ui) -> CliResult {
             "  {event:<20} (on {}",
             spec.text.split_whitespace().next().unwrap_or("")
         );
-        if let Some(x) = &args_exec(&args_path(&plan, event)) {
+        if let Some(x) = &args_exec(&args_path(plan, event)) {
             line.push_str(&format!(" in {x}"));
         }
         if !args.is_empty() {
@@ -351,7 +372,6 @@ pub fn run(args: ProbeArgs, ui: &Ui) -> CliResult {
     ui.status("You can now use it in all perf tools, such as:");
     ui.status("");
     ui.status(format!("\tbport record -e {} -- COMMAND", events[0]));
-    Ok(())
 }
 
 /// Where the definitions go.

@@ -3,17 +3,20 @@
 //! where perf 6.1 is wrong (PIE globals, computed locals) bport is right or refuses with the reason.
 //!
 //! uprobe_events is one file for the whole machine, and perf refuses an event name that any group already uses,
-//! so these tests run one at a time (LOCK) and each removes its own group.
+//! so these tests run one at a time, on the whole machine (`lock()`), and each removes its own group.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::Mutex;
 
-use crate::support::{bport, oracle, require};
+use crate::support::{bport, machine, oracle, require};
 
-static LOCK: Mutex<()> = Mutex::new(());
 const SOURCE: &str = include_str!("../fixtures/probe/probe.c");
 const UPROBE_EVENTS: &str = "/sys/kernel/tracing/uprobe_events";
+
+/// The machine's uprobe_events, for this test alone.
+fn lock() -> machine::MachineLock {
+    machine::lock("uprobe-events")
+}
 
 /// Whether uprobes, gcc and perf are here; a loud skip otherwise (a failure under CI).
 fn ready() -> bool {
@@ -180,7 +183,7 @@ fn values_of(samples: &[(String, String)], event: &str) -> Vec<String> {
 
 #[test]
 fn definitions_equal_perf_probe_where_perf_is_right() {
-    let _l = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let _l = lock();
     if !ready() {
         return;
     }
@@ -235,7 +238,7 @@ fn definitions_equal_perf_probe_where_perf_is_right() {
 /// perf 6.1 gets these wrong; bport must be right or refuse (the two cases).
 #[test]
 fn where_perf_is_wrong() {
-    let _l = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let _l = lock();
     if !ready() {
         return;
     }
@@ -347,7 +350,7 @@ fn symbol(exe: &Path, name: &str) -> u64 {
 
 #[test]
 fn recorded_values_equal_the_programs_own() {
-    let _l = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let _l = lock();
     if !ready() {
         return;
     }
@@ -453,7 +456,7 @@ fn recorded_values_equal_the_programs_own() {
 
 #[test]
 fn lines_and_variables_as_perf_shows_them() {
-    let _l = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let _l = lock();
     if !ready() {
         return;
     }
@@ -486,7 +489,7 @@ fn lines_and_variables_as_perf_shows_them() {
 
 #[test]
 fn list_and_delete_including_leftovers() {
-    let _l = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let _l = lock();
     if !ready() {
         return;
     }
@@ -552,7 +555,7 @@ fn list_and_delete_including_leftovers() {
 
 #[test]
 fn bad_input_is_a_clear_error_and_leaves_nothing() {
-    let _l = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let _l = lock();
     if !ready() {
         return;
     }
@@ -668,7 +671,7 @@ fn bad_input_is_a_clear_error_and_leaves_nothing() {
 /// guest check in `verify::real_kernel_6_1_in_qemu` writes and records them on a kernel that has kprobes).
 #[test]
 fn kernel_arguments_from_btf() {
-    let _l = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let _l = lock();
     skip_unless!(require::require(
         Path::new("/sys/kernel/btf/vmlinux").exists(),
         "no /sys/kernel/btf/vmlinux",
@@ -730,7 +733,7 @@ fn kernel_arguments_from_btf() {
 /// translation is the same code, and perf's own kprobe definitions for it are the oracle.
 #[test]
 fn vmlinux_dwarf_gives_function_offsets() {
-    let _l = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let _l = lock();
     if !ready() {
         return;
     }
@@ -794,7 +797,7 @@ fn vmlinux_dwarf_gives_function_offsets() {
 /// `prologue_end` markers and location lists. perf 6.1 is the oracle for the definition, `-L` and `-V`.
 #[test]
 fn a_rust_binary_as_perf_sees_it() {
-    let _l = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let _l = lock();
     skip_unless!(oracle::has_perf());
     let dir = tempfile::tempdir().unwrap();
     // A copy, so that the group name is ours and perf's build-id cache is the test's.
@@ -826,7 +829,7 @@ fn a_rust_binary_as_perf_sees_it() {
 /// glob takes only its events, and a glob that matches nothing is a clear error.
 #[test]
 fn record_takes_a_glob_of_probe_events() {
-    let _l = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let _l = lock();
     if !ready() {
         return;
     }
@@ -912,7 +915,7 @@ fn record_takes_a_glob_of_probe_events() {
 /// variables before those of a copy inlined at the same address.
 #[test]
 fn cxx_specification_and_inlined_copies_as_perf_finds_them() {
-    let _l = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let _l = lock();
     skip_unless!(oracle::has_perf());
     skip_unless!(oracle::require("g++", "apt-get install g++"));
     let dir = tempfile::tempdir().unwrap();
@@ -997,7 +1000,7 @@ fn removed(stdout: &str, stderr: &str) -> Vec<String> {
 
 #[test]
 fn delete_takes_perfs_filters() {
-    let _l = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let _l = lock();
     if !ready() {
         return;
     }
@@ -1100,7 +1103,7 @@ fn both_dry_runs(dir: &Path, exe: &Path, spec: &str) -> (Vec<String>, bport::Com
 
 #[test]
 fn probes_from_the_symbol_table_without_debug_information() {
-    let _l = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let _l = lock();
     if !ready() {
         return;
     }
@@ -1257,7 +1260,7 @@ fn tool(dir: &Path, tool: &str, args: &[&str]) {
 
 #[test]
 fn separate_debug_files_found_through_debuglink_and_the_build_id_cache() {
-    let _l = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let _l = lock();
     if !ready() || !oracle::require("objcopy", "apt-get install binutils") {
         return;
     }
@@ -1331,7 +1334,7 @@ fn separate_debug_files_found_through_debuglink_and_the_build_id_cache() {
 /// `-rdynamic` binary's exported functions twice.
 #[test]
 fn functions_list_both_symbol_tables_as_perf_does() {
-    let _l = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let _l = lock();
     if !ready() {
         return;
     }
@@ -1379,7 +1382,7 @@ fn functions_list_both_symbol_tables_as_perf_does() {
 /// declaration, perf's entry) included.
 #[test]
 fn lines_that_list_marks_are_lines_that_probe_takes() {
-    let _l = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let _l = lock();
     if !ready() {
         return;
     }
@@ -1571,7 +1574,7 @@ fn marked_points(dir: &Path, x: &str, func: &str) -> Vec<String> {
 /// bport prints perf's lines, save for the variables it refuses to fetch (`vars_as_perf_lists_them`).
 #[test]
 fn vars_list_what_perf_lists_at_every_point() {
-    let _l = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let _l = lock();
     if !ready() {
         return;
     }
@@ -1618,7 +1621,7 @@ fn vars_list_what_perf_lists_at_every_point() {
 /// bport builds with) at -O2, at every line perf marks in its functions.
 #[test]
 fn vars_list_what_perf_lists_in_zstds_suffix_sorter() {
-    let _l = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let _l = lock();
     if !ready() {
         return;
     }
@@ -1707,7 +1710,7 @@ fn vars_list_what_perf_lists_in_zstds_suffix_sorter() {
 /// per inlined copy; the value recorded at the `over` line equals what the program prints.
 #[test]
 fn source_lines_in_inlined_functions_as_perf_names_them() {
-    let _l = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let _l = lock();
     if !ready() {
         return;
     }
@@ -1746,7 +1749,7 @@ fn source_lines_in_inlined_functions_as_perf_names_them() {
 /// it.
 #[test]
 fn refusals_suggest_another_place_that_works() {
-    let _l = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let _l = lock();
     if !ready() {
         return;
     }
@@ -1785,7 +1788,7 @@ fn refusals_suggest_another_place_that_works() {
 /// them; the rest refused with why and what to use.
 #[test]
 fn perf_options_as_perf_answers_them() {
-    let _l = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let _l = lock();
     if !ready() {
         return;
     }

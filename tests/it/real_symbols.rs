@@ -4,7 +4,9 @@
 //! legacy symbol mangling, and bport's demangler against `c++filt` on every C++ symbol of
 //! libstdc++.
 //!
-//! Named deviations: none — every line equals perf 6.1's.
+//! Named deviations: one — `(inlined)` frames of code in a segment whose address-to-offset distance is not
+//! `.text`'s, where perf asks addr2line about another address (see
+//! `inline_frames_in_a_segment_offset_unlike_text_name_the_sampled_code`); every other line equals perf 6.1's.
 
 use crate::support::bport;
 use crate::support::compare::assert_same_lines;
@@ -1047,5 +1049,167 @@ fn labels_inside_functions_are_named_as_perf_6_1_names_them() {
         &flat,
         &out.stdout,
         "perf script -F ip,sym,symoff, labels inside functions",
+    );
+}
+
+/// `addr2line -f -i -a -e exe ADDRS…`: the function names GNU addr2line reports at each address, innermost first.
+fn addr2line_names(exe: &Path, svmas: &[u64]) -> Vec<Vec<String>> {
+    let mut args = vec![
+        "-f".to_owned(),
+        "-i".to_owned(),
+        "-a".to_owned(),
+        "-e".to_owned(),
+        exe.to_str().unwrap().to_owned(),
+    ];
+    args.extend(svmas.iter().map(|a| format!("{a:#x}")));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let out = tool_ok("addr2line", &args, &[], "");
+    let mut answers: Vec<Vec<String>> = Vec::new();
+    let mut lines = out.lines();
+    while let Some(line) = lines.next() {
+        if line.starts_with("0x") {
+            answers.push(Vec::new());
+        } else {
+            answers
+                .last_mut()
+                .expect("address line first")
+                .push(line.to_owned());
+            lines.next(); // file:line
+        }
+    }
+    assert_eq!(answers.len(), svmas.len(), "addr2line answered:\n{out}");
+    answers
+}
+
+/// perf 6.1 asks addr2line about `map_ip + text_offset` (machine.c `append_inlines` → `map__rip_2objdump`), where
+/// `text_offset` is `.text`'s `sh_addr - sh_offset`: right for code in `.text`'s segment, but for code in a segment
+/// whose addresses sit at another distance from their file offsets (BOLT's `.bolt.org.text` in librustc_driver and
+/// libLLVM, one page off) the query lands on other code, and perf prints that code's function as an `(inlined)`
+/// frame in place of the sampled one (`<DiagInner>::arg::<&str, bool>+0x8f (inlined)` for an address of
+/// `<Lexer>::bump_minimal`). bport asks about the sampled address itself and prints what addr2line reports there: a
+/// named deviation. Every sample in `hot` (a loop with `mix` inlined, in `.hotcode`'s own segment) is checked: perf's
+/// frame is exactly addr2line's answer at the moved address (`decoy`), bport's exactly its answer at the sampled one
+/// (`mix`, `hot`), and every other line is perf's.
+#[test]
+fn inline_frames_in_a_segment_offset_unlike_text_name_the_sampled_code() {
+    use object::{Object, ObjectSection, ObjectSegment, ObjectSymbol};
+    if !oracle::has_perf()
+        || !oracle::require("gcc", "apt-get install gcc")
+        || !oracle::require("addr2line", "apt-get install binutils")
+    {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let exe = build_c(
+        dir.path(),
+        "two_segments",
+        "two_segments",
+        &["-O2", "-g", "-Wl,--section-start=.hotcode=0x5000"],
+    );
+    // The layout the check needs, read from the file: `hot`'s segment off `.text`'s distance, and `hot` moved by
+    // the difference inside `decoy`.
+    let bytes = std::fs::read(&exe).unwrap();
+    let file = object::File::parse(&*bytes).unwrap();
+    let text = file.section_by_name(".text").unwrap();
+    let text_delta = text.address() - text.file_range().unwrap().0;
+    let symbol = |name: &str| {
+        let s = file.symbols().find(|s| s.name() == Ok(name)).unwrap();
+        (s.address(), s.address() + s.size())
+    };
+    let (hot, hot_end) = symbol("hot");
+    let (decoy, decoy_end) = symbol("decoy");
+    let segment = file
+        .segments()
+        .find(|s| (s.address()..s.address() + s.size()).contains(&hot))
+        .unwrap();
+    let hot_delta = segment.address() - segment.file_range().0;
+    let moved = |svma: u64| svma - hot_delta + text_delta;
+    assert!(
+        hot_delta != text_delta && decoy <= moved(hot) && moved(hot_end) <= decoy_end,
+        "layout: .text at distance {text_delta:#x}, hot ({hot:#x}..{hot_end:#x}) at {hot_delta:#x}, \
+         decoy {decoy:#x}..{decoy_end:#x}"
+    );
+    let data = record(
+        dir.path(),
+        "two_segments",
+        &["-F", "2000", "--call-graph", "dwarf"],
+        &exe,
+        "30000000",
+    );
+    let (perf, ours) = both_scripts(dir.path(), &data);
+    // Frames in `hot`: printed addresses are file offsets, `hot`'s from `hot - hot_delta`.
+    let exe_name = format!("({})", exe.display());
+    let in_hot = |line: &str| -> Option<(usize, u64)> {
+        let trimmed = line.trim_start();
+        let (addr, rest) = trimmed.split_once(' ')?;
+        let offset = u64::from_str_radix(addr, 16).ok()?;
+        let svma = offset + hot_delta;
+        ((hot..hot_end).contains(&svma)
+            && (rest.ends_with(" (inlined)") || rest.ends_with(&exe_name)))
+        .then_some((line.len() - trimmed.len() + addr.len(), svma))
+    };
+    let lines: Vec<&str> = perf.lines().collect();
+    let sampled: Vec<u64> = lines
+        .iter()
+        .filter_map(|l| in_hot(l))
+        .map(|(_, s)| s)
+        .collect();
+    assert!(!sampled.is_empty(), "no frame in hot:\n{perf}");
+    let mut svmas = sampled.clone();
+    svmas.sort_unstable();
+    svmas.dedup();
+    let queries: Vec<u64> = svmas
+        .iter()
+        .map(|&s| moved(s))
+        .chain(svmas.iter().copied())
+        .collect();
+    let answers = addr2line_names(&exe, &queries);
+    let (at_moved, at_sampled) = answers.split_at(svmas.len());
+    let mut expected = String::new();
+    let mut i = 0;
+    while i < lines.len() {
+        let Some((prefix, svma)) = in_hot(lines[i]) else {
+            expected.push_str(lines[i]);
+            expected.push('\n');
+            i += 1;
+            continue;
+        };
+        // perf's lines for this frame: one per function addr2line reports at the moved address.
+        let k = svmas.binary_search(&svma).unwrap();
+        let address = &lines[i][..prefix];
+        let offset = svma - hot;
+        let frame = |names: &[String]| -> Vec<String> {
+            names
+                .iter()
+                .map(|n| {
+                    if n == "hot" {
+                        format!("{address} hot+{offset:#x} {exe_name}")
+                    } else {
+                        format!("{address} {n}+{offset:#x} (inlined)")
+                    }
+                })
+                .collect()
+        };
+        let perf_frame = frame(&at_moved[k]);
+        assert_eq!(
+            lines[i..(i + perf_frame.len()).min(lines.len())],
+            perf_frame,
+            "perf's frame at {svma:#x} is not addr2line's answer at {:#x}",
+            moved(svma)
+        );
+        assert_ne!(
+            at_moved[k], at_sampled[k],
+            "the moved address names the sampled code"
+        );
+        for line in frame(&at_sampled[k]) {
+            expected.push_str(&line);
+            expected.push('\n');
+        }
+        i += perf_frame.len();
+    }
+    assert_same_lines(
+        &expected,
+        &ours,
+        "perf script with hot's frames named by addr2line at the sampled address",
     );
 }

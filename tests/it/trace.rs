@@ -107,10 +107,13 @@ fn every_event_format_of_this_kernel_parses() {
 struct Uprobe {
     tracefs: Tracefs,
     event: String,
+    /// The probe tests delete probes by pattern: none runs while this one exists.
+    _lock: crate::support::machine::MachineLock,
 }
 
 impl Uprobe {
     fn on_true(group: &str) -> Uprobe {
+        let lock = crate::support::machine::lock("uprobe-events");
         let tracefs = Tracefs::find_or_mount().unwrap();
         let bin = std::fs::read("/usr/bin/true").unwrap();
         let elf = object::read::File::parse(&*bin).unwrap();
@@ -132,7 +135,11 @@ impl Uprobe {
                 ),
             )
             .unwrap();
-        Uprobe { tracefs, event }
+        Uprobe {
+            tracefs,
+            event,
+            _lock: lock,
+        }
     }
 }
 

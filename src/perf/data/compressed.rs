@@ -9,6 +9,7 @@ use crate::perf::abi::*;
 use object::endian::Endian;
 use std::collections::HashMap;
 use std::ops::Range;
+use zstd::stream::raw::{Decoder, InBuffer, Operation, OutBuffer};
 
 /// The decoded records of a file's COMPRESSED records.
 #[derive(Debug, Default)]
@@ -34,7 +35,6 @@ pub(super) fn decompress<E: Endian>(
     data_end: usize,
     endian: E,
 ) -> Decompressed {
-    use zstd::stream::raw::{Decoder, InBuffer, Operation, OutBuffer};
     let mut warnings = WarningLog::new();
     let mut decomp: Vec<u8> = Vec::new();
     let mut ranges: HashMap<u64, Range<usize>> = HashMap::new();
@@ -50,16 +50,7 @@ pub(super) fn decompress<E: Endian>(
         let at = pos as u64;
         pos = r.next;
         last_at = Some(at);
-        let payload = match r.ty {
-            PERF_RECORD_COMPRESSED => Some(r.body),
-            // COMPRESSED2 (u): `u64 data_size` then the data, the record padded to 8 bytes.
-            PERF_RECORD_COMPRESSED2 => {
-                let mut c = Cursor::new(r.body, at + 8, endian, "COMPRESSED2 record");
-                c.u64().ok().and_then(|n| c.take(n).ok())
-            }
-            _ => None,
-        };
-        let Some(payload) = payload else {
+        let Some(payload) = payload(r.ty, r.body, at, endian) else {
             continue;
         };
         compressed += payload.len() as u64;
@@ -80,32 +71,10 @@ pub(super) fn decompress<E: Endian>(
                 }
             },
         };
-        let mut input = InBuffer::around(payload);
-        let failed = loop {
-            if decomp.len() as u64 >= limit {
-                break Some("decompressed records exceed 1024 times their compressed size; the rest is skipped".to_owned());
-            }
-            decomp.reserve((payload.len() * 16).max(1 << 16));
-            let filled = decomp.len();
-            let mut out = OutBuffer::around_pos(&mut decomp, filled);
-            match d.run(&mut input, &mut out) {
-                // Done with this payload once it is consumed and the output did not fill up (nothing pending).
-                Ok(hint) if input.pos() == payload.len() && out.pos() < out.capacity() => {
-                    wanted = hint;
-                    break None;
-                }
-                Ok(hint) => wanted = hint,
-                Err(e) => break Some(format!("zstd data of a COMPRESSED record could not be decompressed ({e}); the records in it and after it are skipped")),
-            }
-        };
+        let failed = feed(d, payload, &mut decomp, limit, &mut wanted);
         // The complete records decoded so far belong to this COMPRESSED record.
         let start = event_end;
-        while let Some(size) = u16_at(&decomp, event_end + 6, endian).map(usize::from) {
-            if size < 8 || event_end + size > decomp.len() {
-                break;
-            }
-            event_end += size;
-        }
+        event_end = complete_records_end(&decomp, event_end, endian);
         if event_end > start {
             ranges.insert(at, start..event_end);
         }
@@ -130,4 +99,61 @@ pub(super) fn decompress<E: Endian>(
         ranges,
         warnings,
     }
+}
+
+/// The zstd data of a COMPRESSED or COMPRESSED2 record at `at`; `None` for other records (or a COMPRESSED2 too
+/// short for its size).
+fn payload<E: Endian>(ty: u32, body: &[u8], at: u64, endian: E) -> Option<&[u8]> {
+    match ty {
+        PERF_RECORD_COMPRESSED => Some(body),
+        // COMPRESSED2 (u): `u64 data_size` then the data, the record padded to 8 bytes.
+        PERF_RECORD_COMPRESSED2 => {
+            let mut c = Cursor::new(body, at + 8, endian, "COMPRESSED2 record");
+            c.u64().ok().and_then(|n| c.take(n).ok())
+        }
+        _ => None,
+    }
+}
+
+/// Feeds one payload to the decoder, appending what it decodes to `decomp`, at most `limit` bytes in all;
+/// `wanted` becomes what the decoder asks for next. The reason to stop, when the data is damaged or too large.
+fn feed(
+    d: &mut Decoder<'static>,
+    payload: &[u8],
+    decomp: &mut Vec<u8>,
+    limit: u64,
+    wanted: &mut usize,
+) -> Option<String> {
+    let mut input = InBuffer::around(payload);
+    loop {
+        if decomp.len() as u64 >= limit {
+            return Some(
+                "decompressed records exceed 1024 times their compressed size; the rest is skipped"
+                    .to_owned(),
+            );
+        }
+        decomp.reserve((payload.len() * 16).max(1 << 16));
+        let filled = decomp.len();
+        let mut out = OutBuffer::around_pos(decomp, filled);
+        match d.run(&mut input, &mut out) {
+            // Done with this payload once it is consumed and the output did not fill up (nothing pending).
+            Ok(hint) if input.pos() == payload.len() && out.pos() < out.capacity() => {
+                *wanted = hint;
+                return None;
+            }
+            Ok(hint) => *wanted = hint,
+            Err(e) => return Some(format!("zstd data of a COMPRESSED record could not be decompressed ({e}); the records in it and after it are skipped")),
+        }
+    }
+}
+
+/// The end of the complete records in `decomp` from `event_end` on (each record's size is its header's).
+fn complete_records_end<E: Endian>(decomp: &[u8], mut event_end: usize, endian: E) -> usize {
+    while let Some(size) = u16_at(decomp, event_end + 6, endian).map(usize::from) {
+        if size < 8 || event_end + size > decomp.len() {
+            break;
+        }
+        event_end += size;
+    }
+    event_end
 }

@@ -22,7 +22,7 @@ use std::collections::{HashMap, HashSet};
 use super::report::{finish, Contention, Report, ReportOptions, Symbolizer};
 use super::{progs::Aggr, Error};
 use crate::perf::abi::{HEADER_TRACING_DATA, PERF_CONTEXT_MAX, PERF_TYPE_TRACEPOINT};
-use crate::perf::data::{PerfFile, Record};
+use crate::perf::data::{Endianness, PerfFile, Record, SampleRecord};
 use crate::perf::trace::decode::decode;
 use crate::perf::trace::format::Field;
 use crate::perf::trace::tracing_data::TracingData;
@@ -161,60 +161,145 @@ pub fn from_file(
 ) -> Result<Report, Error> {
     let events = lock_events(file)?;
     let endian = file.endian();
-    let mut comms: HashMap<u32, String> = HashMap::new();
-    let mut stats: HashMap<Key, Stat> = HashMap::new();
-    let mut order: Vec<Key> = Vec::new();
-    let mut seqs: HashMap<(u32, u64), State> = HashMap::new();
-    let mut threads: HashSet<u32> = HashSet::new();
-    let max_stack = options.max_stack.max(1);
-    let mut losses = Losses::default();
+    let mut tally = Tally::new(sym, options, filters, perf_skip);
     for record in file.records() {
         let record = record.map_err(|e| Error::File(e.to_string()))?;
-        losses.count(&record);
-        let s = match record {
-            Record::Comm(c) => {
-                comms.insert(
-                    c.tid,
-                    String::from_utf8_lossy(c.comm)
-                        .trim_end_matches('\0')
-                        .to_string(),
-                );
-                continue;
+        tally.losses.count(&record);
+        match record {
+            Record::Comm(c) => tally.comm(c.tid, c.comm),
+            Record::Sample(s) => {
+                let Some(ev) = events.get(&s.attr_index) else {
+                    continue;
+                };
+                if let Some(sample) = tally.decode(ev, &s, endian) {
+                    match ev.kind {
+                        Kind::Begin => tally.begin(&sample),
+                        Kind::End => tally.end(&sample),
+                    }
+                }
             }
-            Record::Sample(s) => s,
-            _ => continue,
-        };
-        let Some(ev) = events.get(&s.attr_index) else {
-            continue;
-        };
+            _ => {}
+        }
+    }
+    Ok(tally.report())
+}
+
+/// A lock sample of the file, decoded and keyed: what a begin or an end needs.
+struct LockSample {
+    tid: u32,
+    time: u64,
+    cpu: Option<u32>,
+    /// The lock's address.
+    addr: u64,
+    /// The lock's flags (0 when the event has none, as an end).
+    flags: u32,
+    /// The callchain's addresses (context markers dropped), as perf's cursor holds them, max_stack deep.
+    frames: Vec<u64>,
+    /// Where in `frames` the caller is looked for: after `--stack-skip` frames, or after the tracepoint glue.
+    stack_from: usize,
+    /// The entry the sample counts in, by its own key.
+    key: Key,
+}
+
+/// One pass over a file's records, in perf's record mode: the entries in the order they first appeared, each
+/// (thread, lock)'s sequence state, the threads that began a counted contention, and the tasks' names.
+struct Tally<'a> {
+    sym: &'a Symbolizer,
+    options: &'a ReportOptions,
+    filters: &'a FileFilters,
+    perf_skip: Option<usize>,
+    max_stack: usize,
+    comms: HashMap<u32, String>,
+    stats: HashMap<Key, Stat>,
+    order: Vec<Key>,
+    seqs: HashMap<(u32, u64), State>,
+    threads: HashSet<u32>,
+    losses: Losses,
+}
+
+impl<'a> Tally<'a> {
+    fn new(
+        sym: &'a Symbolizer,
+        options: &'a ReportOptions,
+        filters: &'a FileFilters,
+        perf_skip: Option<usize>,
+    ) -> Self {
+        Tally {
+            sym,
+            options,
+            filters,
+            perf_skip,
+            max_stack: options.max_stack.max(1),
+            comms: HashMap::new(),
+            stats: HashMap::new(),
+            order: Vec::new(),
+            seqs: HashMap::new(),
+            threads: HashSet::new(),
+            losses: Losses::default(),
+        }
+    }
+
+    fn comm(&mut self, tid: u32, comm: &[u8]) {
+        self.comms.insert(
+            tid,
+            String::from_utf8_lossy(comm)
+                .trim_end_matches('\0')
+                .to_string(),
+        );
+    }
+
+    /// A sample of a lock event decoded, or `None` when it lacks a field, or `-p`/`--tid` leave it out.
+    fn decode(
+        &self,
+        ev: &EventFields,
+        s: &SampleRecord<'_>,
+        endian: Endianness,
+    ) -> Option<LockSample> {
         let (Some(raw), Some(tid), Some(time)) = (s.raw, s.tid, s.time) else {
-            continue;
+            return None;
         };
+        let filters = self.filters;
         if (!filters.pids.is_empty() && !s.pid.is_some_and(|p| filters.pids.contains(&p)))
             || (!filters.tids.is_empty() && !filters.tids.contains(&tid))
         {
-            continue;
+            return None;
         }
         let value = |f: &Field| decode(f, raw, endian).map(|v| v.as_u64()).ok();
-        let Some(addr) = value(&ev.lock) else {
-            continue;
-        };
-        // The callchain's addresses (context markers dropped), as perf's cursor holds them, max_stack deep.
+        let addr = value(&ev.lock)?;
+        let flags = ev.flags.as_ref().and_then(value).unwrap_or(0) as u32;
         let frames: Vec<u64> = s
             .callchain
             .map(|c| {
                 c.iter()
                     .filter(|&ip| ip < PERF_CONTEXT_MAX)
-                    .take(max_stack)
+                    .take(self.max_stack)
                     .collect()
             })
             .unwrap_or_default();
-        let stack = match perf_skip {
+        let stack = match self.perf_skip {
             Some(n) => &frames[n.min(frames.len())..],
-            None => sym.strip_glue(&frames),
+            None => self.sym.strip_glue(&frames),
         };
-        let key = match options.aggr {
-            Aggr::Caller if perf_skip.is_some() => Key::PerfHash(perf_callchain_id(
+        let stack_from = frames.len() - stack.len();
+        let key = self.key(stack, tid, addr, flags);
+        Some(LockSample {
+            tid,
+            time,
+            cpu: s.cpu,
+            addr,
+            flags,
+            frames,
+            stack_from,
+            key,
+        })
+    }
+
+    /// The key of a sample's entry: its caller (perf's hash with `--stack-skip`, else bport's frames and flags),
+    /// thread or lock.
+    fn key(&self, stack: &[u64], tid: u32, addr: u64, flags: u32) -> Key {
+        let sym = self.sym;
+        match self.options.aggr {
+            Aggr::Caller if self.perf_skip.is_some() => Key::PerfHash(perf_callchain_id(
                 stack
                     .iter()
                     .copied()
@@ -228,130 +313,151 @@ pub fn from_file(
                     // gives it no weight either.
                     .filter(|&ip| ip != 0 && !sym.is_lock_function(ip))
                     .collect(),
-                ev.flags.as_ref().and_then(value).unwrap_or(0) as u32,
+                flags,
             ),
             Aggr::Task => Key::Task(tid),
             Aggr::Addr => Key::Addr(addr),
-        };
-        match ev.kind {
-            Kind::Begin => {
-                let flags = ev.flags.as_ref().and_then(value).unwrap_or(0) as u32;
-                if !stats.contains_key(&key) {
-                    let name = match options.aggr {
-                        Aggr::Caller => sym.caller_named(stack),
-                        Aggr::Task => String::new(),
-                        Aggr::Addr => sym.lock_name(addr),
-                    };
-                    stats.insert(
-                        key.clone(),
-                        Stat {
-                            entry: Contention {
-                                count: 0,
-                                total: 0,
-                                max: 0,
-                                min: u64::MAX,
-                                flags,
-                                name,
-                                tid,
-                                lock: addr,
-                                acquired: 0,
-                                callstack: frames
-                                    .iter()
-                                    .take_while(|&&ip| ip != 0)
-                                    .map(|&ip| (ip, sym.frame_name(ip)))
-                                    .collect(),
-                            },
-                            acquired: 0,
-                            index: order.len(),
-                        },
-                    );
-                    order.push(key.clone());
-                }
-                if (!filters.types.is_empty() && !filters.types.contains(&flags))
-                    || (!filters.addrs.is_empty() && !filters.addrs.contains(&addr))
-                    || (!filters.cpus.is_empty()
-                        && !s.cpu.is_some_and(|c| filters.cpus.contains(&c)))
-                    || !sym.callstack_matches(&frames, max_stack, &options.callstack_filter)
-                {
-                    continue;
-                }
-                threads.insert(tid);
-                let seq = seqs.entry((tid, addr)).or_insert(State::Acquired);
-                if let State::Contended(..) = seq {
-                    // A nested begin (a mutex spins, then sleeps): the first one's time stands.
-                    continue;
-                }
-                if let Some(st) = stats.get_mut(&key) {
-                    *seq = State::Contended(time, st.index);
-                    st.entry.count += 1;
-                }
-            }
-            Kind::End => {
-                // bport's naming: the end belongs to its begin's entry (an end has no flags, and its stack
-                // differs inside the lock functions). perf's keys: the end's own key finds the entry, as in perf.
-                let key = match (&key, seqs.get(&(tid, addr)).copied()) {
-                    (Key::Stack(..), Some(State::Contended(_, at))) => order[at].clone(),
-                    (Key::Stack(..), Some(State::Acquired)) => {
-                        seqs.remove(&(tid, addr));
-                        continue;
-                    }
-                    (Key::Stack(..), None) => continue,
-                    _ => key,
-                };
-                let Some(st) = stats.get_mut(&key) else {
-                    continue;
-                };
-                if !threads.contains(&tid) {
-                    continue;
-                }
-                match seqs.get(&(tid, addr)).copied() {
-                    Some(State::Contended(start, _)) => {
-                        let wait = time.saturating_sub(start);
-                        st.entry.total += wait;
-                        st.entry.min = st.entry.min.min(wait);
-                        st.entry.max = st.entry.max.max(wait);
-                        st.acquired += 1;
-                        st.entry.acquired = st.acquired;
-                        seqs.insert((tid, addr), State::Acquired);
-                    }
-                    Some(State::Acquired) => {
-                        // A broken sequence (an end after an end): perf drops the thread's state for the lock.
-                        seqs.remove(&(tid, addr));
-                    }
-                    None => {}
-                }
-            }
         }
     }
-    let mut order: Vec<(usize, Key)> = order.into_iter().enumerate().collect();
-    // Equal values print in perf's order: `sort_result` walks its lock hash table bucket by bucket, each bucket
-    // newest first (`hlist_add_head`), and the result tree keeps equal entries in that order. bport's own
-    // stack keys have no perf counterpart: those keep the order they first appeared in.
-    order.sort_by_key(|(at, key)| match perf_table_key(key) {
-        Some(k) => (perf_bucket(k), std::cmp::Reverse(*at)),
-        None => (0, std::cmp::Reverse(usize::MAX - *at)),
-    });
-    let entries = order
-        .into_iter()
-        .filter_map(|(_, k)| stats.remove(&k))
-        .map(|s| {
-            let mut e = s.entry;
-            if options.aggr == Aggr::Task {
-                // No COMM record ever names the idle task; perf's machine__init calls it `swapper`.
-                e.name = match comms.get(&e.tid) {
-                    Some(c) => c.clone(),
-                    None if e.tid == 0 => "swapper".to_owned(),
-                    None => format!(":{}", e.tid as i32),
-                };
+
+    /// A `contention_begin`: its entry made when new (filtered or not, as perf does), then, when the filters
+    /// keep it and the thread is not contended on the lock already, counted and its time kept.
+    fn begin(&mut self, s: &LockSample) {
+        let filters = self.filters;
+        if !self.stats.contains_key(&s.key) {
+            self.new_entry(s);
+        }
+        if (!filters.types.is_empty() && !filters.types.contains(&s.flags))
+            || (!filters.addrs.is_empty() && !filters.addrs.contains(&s.addr))
+            || (!filters.cpus.is_empty() && !s.cpu.is_some_and(|c| filters.cpus.contains(&c)))
+            || !self.sym.callstack_matches(
+                &s.frames,
+                self.max_stack,
+                &self.options.callstack_filter,
+            )
+        {
+            return;
+        }
+        self.threads.insert(s.tid);
+        let seq = self.seqs.entry((s.tid, s.addr)).or_insert(State::Acquired);
+        if let State::Contended(..) = seq {
+            // A nested begin (a mutex spins, then sleeps): the first one's time stands.
+            return;
+        }
+        if let Some(st) = self.stats.get_mut(&s.key) {
+            *seq = State::Contended(s.time, st.index);
+            st.entry.count += 1;
+        }
+    }
+
+    /// The entry a begin opens, named by its caller, nobody (tasks are named at the end) or its lock.
+    fn new_entry(&mut self, s: &LockSample) {
+        let sym = self.sym;
+        let name = match self.options.aggr {
+            Aggr::Caller => sym.caller_named(&s.frames[s.stack_from..]),
+            Aggr::Task => String::new(),
+            Aggr::Addr => sym.lock_name(s.addr),
+        };
+        self.stats.insert(
+            s.key.clone(),
+            Stat {
+                entry: Contention {
+                    count: 0,
+                    total: 0,
+                    max: 0,
+                    min: u64::MAX,
+                    flags: s.flags,
+                    name,
+                    tid: s.tid,
+                    lock: s.addr,
+                    acquired: 0,
+                    callstack: s
+                        .frames
+                        .iter()
+                        .take_while(|&&ip| ip != 0)
+                        .map(|&ip| (ip, sym.frame_name(ip)))
+                        .collect(),
+                },
+                acquired: 0,
+                index: self.order.len(),
+            },
+        );
+        self.order.push(s.key.clone());
+    }
+
+    /// A `contention_end`: the wait since its begin added to the begin's entry.
+    fn end(&mut self, s: &LockSample) {
+        let (tid, addr) = (s.tid, s.addr);
+        // bport's naming: the end belongs to its begin's entry (an end has no flags, and its stack differs
+        // inside the lock functions). perf's keys: the end's own key finds the entry, as in perf.
+        let key = match (&s.key, self.seqs.get(&(tid, addr)).copied()) {
+            (Key::Stack(..), Some(State::Contended(_, at))) => &self.order[at],
+            (Key::Stack(..), Some(State::Acquired)) => {
+                self.seqs.remove(&(tid, addr));
+                return;
             }
-            e
-        })
-        // perf prints only entries that waited.
-        .filter(|e| e.total > 0)
-        .collect();
-    let mut report = finish(entries, options);
-    report.warning = losses.warning();
-    Ok(report)
+            (Key::Stack(..), None) => return,
+            _ => &s.key,
+        };
+        let Some(st) = self.stats.get_mut(key) else {
+            return;
+        };
+        if !self.threads.contains(&tid) {
+            return;
+        }
+        match self.seqs.get(&(tid, addr)).copied() {
+            Some(State::Contended(start, _)) => {
+                let wait = s.time.saturating_sub(start);
+                st.entry.total += wait;
+                st.entry.min = st.entry.min.min(wait);
+                st.entry.max = st.entry.max.max(wait);
+                st.acquired += 1;
+                st.entry.acquired = st.acquired;
+                self.seqs.insert((tid, addr), State::Acquired);
+            }
+            Some(State::Acquired) => {
+                // A broken sequence (an end after an end): perf drops the thread's state for the lock.
+                self.seqs.remove(&(tid, addr));
+            }
+            None => {}
+        }
+    }
+
+    /// The entries that waited, in perf's order, tasks named by their COMM; and what the file lost.
+    fn report(mut self) -> Report {
+        let mut order: Vec<(usize, Key)> = std::mem::take(&mut self.order)
+            .into_iter()
+            .enumerate()
+            .collect();
+        // Equal values print in perf's order: `sort_result` walks its lock hash table bucket by bucket, each
+        // bucket newest first (`hlist_add_head`), and the result tree keeps equal entries in that order. bport's
+        // own stack keys have no perf counterpart: those keep the order they first appeared in.
+        order.sort_by_key(|(at, key)| match perf_table_key(key) {
+            Some(k) => (perf_bucket(k), std::cmp::Reverse(*at)),
+            None => (0, std::cmp::Reverse(usize::MAX - *at)),
+        });
+        let entries = order
+            .into_iter()
+            .filter_map(|(_, k)| self.stats.remove(&k))
+            .map(|s| {
+                let mut e = s.entry;
+                if self.options.aggr == Aggr::Task {
+                    // No COMM record ever names the idle task; perf's machine__init calls it `swapper`.
+                    e.name = match self.comms.get(&e.tid) {
+                        Some(c) => c.clone(),
+                        None if e.tid == 0 => "swapper".to_owned(),
+                        None => format!(":{}", e.tid as i32),
+                    };
+                }
+                e
+            })
+            // perf prints only entries that waited.
+            .filter(|e| e.total > 0)
+            .collect();
+        let mut report = finish(entries, self.options);
+        report.warning = self.losses.warning();
+        report
+    }
 }
 
 /// What a file says it lost, counted as perf's session does (util/session.c: every record read counts as an

@@ -51,6 +51,14 @@ impl RunningKallsyms {
             .ok_or_else(|| Error::BadLock { text: item.into() })
     }
 
+    /// The addresses of a `-L` list (comma-separated, see [`Self::lock_address`]); empty for none.
+    pub fn lock_addresses(&mut self, text: Option<&str>) -> Result<Vec<u64>, Error> {
+        text.into_iter()
+            .flat_map(|t| t.split(','))
+            .map(|item| self.lock_address(item.trim()))
+            .collect()
+    }
+
     /// The report's symbolizer: over the text read already, or over the running kernel's read now (empty when
     /// unreadable: callers are then hex addresses).
     pub fn into_symbolizer(self) -> Symbolizer {

@@ -194,6 +194,66 @@ pub fn contention(
     interrupted: &AtomicBool,
     on_attached: &mut dyn FnMut(),
 ) -> Result<LiveOutcome, Error> {
+    check_options(options)?;
+    let mut config = prog_config(options);
+    let mut notes = Vec::new();
+    let rq_locks = read_kernel_layout(&mut config, &mut notes);
+    let maps = Maps::create(&config).map_err(deny_or)?;
+    fill_filters(&maps, options)?;
+    let begin =
+        bpf::load_raw_tracepoint("lock_begin", &progs::begin(&maps, &config)?).map_err(deny_or)?;
+    let end =
+        bpf::load_raw_tracepoint("lock_end", &progs::end(&maps, &config)?).map_err(deny_or)?;
+
+    // The command is forked before attaching (its pid goes into the filter) and released after.
+    let child = match &options.target {
+        Target::Command(argv) => {
+            let child = fork_command(argv)?;
+            if config.filter_tgid {
+                maps.tgid_filter
+                    .update(&(child.pid as u32).to_ne_bytes(), &YES)
+                    .map_err(map_err("lock_tgid_filter"))?;
+            }
+            Some((child, argv[0].clone()))
+        }
+        _ => None,
+    };
+    // End first: a begin without its end would leave slots that a later end of the same lock would close.
+    let end_link = attach("contention_end", &end)?;
+    let begin_link = attach("contention_begin", &begin)?;
+    let started = Instant::now();
+    on_attached();
+    let pid = child.as_ref().map(|(c, _)| c.pid);
+    if let Some((child, program)) = child {
+        child
+            .start()
+            .map_err(|source| Error::Exec { program, source })?;
+    }
+    let mut outcome = LiveOutcome {
+        rq_locks,
+        notes,
+        ..LiveOutcome::default()
+    };
+    wait_for_the_end(options, interrupted, pid, started, &mut outcome)?;
+    drop(begin_link);
+    drop(end_link);
+    outcome.elapsed = started.elapsed();
+    if let (Some(pid), None) = (pid, outcome.exit) {
+        // Ctrl-C reached bport but not the command (a signal to bport alone): do not leave it running.
+        let _ = sys::kill(pid, libc::SIGTERM);
+        outcome.exit = sys::wait(pid).ok();
+    }
+    outcome.stats = read_stats(&maps, &config)?;
+    add_seen_run_queue_locks(&maps, &config, &mut outcome.rq_locks)?;
+    Ok(outcome)
+}
+
+/// The value of a filter map's entries: present means counted.
+const YES: [u8; 1] = [1];
+
+/// Refuses what the session could not count: a kernel without the tracepoints, a task or CPU that does not
+/// exist.
+fn check_options(options: &LiveOptions) -> Result<(), Error> {
     check_kernel(options.kernel.as_ref())?;
     match &options.target {
         Target::Pids(p) => p.iter().try_for_each(|&id| check_task("process", id))?,
@@ -210,7 +270,12 @@ pub fn contention(
             possible_cpus().unwrap_or(1)
         )));
     }
-    let mut config = ProgConfig {
+    Ok(())
+}
+
+/// What the programs are built for, before the kernel's struct layout is known.
+fn prog_config(options: &LiveOptions) -> ProgConfig {
+    ProgConfig {
         aggr: options.aggr,
         callstack: options.aggr == Aggr::Caller || options.callstack,
         kernel_skip: 0,
@@ -228,8 +293,12 @@ pub fn contention(
         owner: options.owner && options.aggr == Aggr::Task,
         layout: Layout::default(),
         cpus: possible_cpus().unwrap_or(1).min(MAX_CPUS),
-    };
-    let mut notes = Vec::new();
+    }
+}
+
+/// For `-l` and `-o`: the kernel's struct offsets into `config`, and with `-l` the run-queue locks found now.
+/// What is missing only leaves locks or owners unnamed, and is said in `notes`.
+fn read_kernel_layout(config: &mut ProgConfig, notes: &mut Vec<String>) -> Vec<u64> {
     if config.aggr == Aggr::Addr || config.owner {
         let (layout, why) = Layout::running();
         config.layout = layout;
@@ -241,33 +310,34 @@ pub fn contention(
             notes.push("the kernel's BTF lacks mutex/rw_semaphore owner or task_struct pid/comm: owners unknown (-1)".into());
         }
     }
-    let rq_locks = if config.aggr == Aggr::Addr {
-        match run_queue_locks(&config.layout) {
-            Ok(locks) => locks,
-            // The end program still learns each CPU's rq from the tasks it sees.
-            Err(_) if config.layout.task_rq().is_some() && config.layout.rq_lock.is_some() => {
-                Vec::new()
-            }
-            Err(why) => {
-                notes.push(format!("run-queue locks go unnamed: {why}"));
-                Vec::new()
-            }
+    if config.aggr != Aggr::Addr {
+        return Vec::new();
+    }
+    match run_queue_locks(&config.layout) {
+        Ok(locks) => locks,
+        // The end program still learns each CPU's rq from the tasks it sees.
+        Err(_) if config.layout.task_rq().is_some() && config.layout.rq_lock.is_some() => {
+            Vec::new()
         }
-    } else {
-        Vec::new()
-    };
-    let maps = Maps::create(&config).map_err(deny_or)?;
-    let yes = [1u8];
+        Err(why) => {
+            notes.push(format!("run-queue locks go unnamed: {why}"));
+            Vec::new()
+        }
+    }
+}
+
+/// The filter maps' entries: the processes or threads, lock types, lock addresses and CPUs counted.
+fn fill_filters(maps: &Maps, options: &LiveOptions) -> Result<(), Error> {
     match &options.target {
         Target::Pids(ids) => {
             for &id in ids {
-                (maps.tgid_filter.update(&(id as u32).to_ne_bytes(), &yes))
+                (maps.tgid_filter.update(&(id as u32).to_ne_bytes(), &YES))
                     .map_err(map_err("lock_tgid_filter"))?;
             }
         }
         Target::Tids(ids) => {
             for &id in ids {
-                (maps.tid_filter.update(&(id as u32).to_ne_bytes(), &yes))
+                (maps.tid_filter.update(&(id as u32).to_ne_bytes(), &YES))
                     .map_err(map_err("lock_tid_filter"))?;
             }
         }
@@ -275,71 +345,45 @@ pub fn contention(
     }
     for &flags in &options.types {
         maps.type_filter
-            .update(&flags.to_ne_bytes(), &yes)
+            .update(&flags.to_ne_bytes(), &YES)
             .map_err(map_err("lock_type_filter"))?;
     }
     for &addr in &options.addrs {
         maps.addr_filter
-            .update(&addr.to_ne_bytes(), &yes)
+            .update(&addr.to_ne_bytes(), &YES)
             .map_err(map_err("lock_addr_filter"))?;
     }
     for &cpu in &options.cpus {
         maps.cpu_filter
-            .update(&cpu.to_ne_bytes(), &yes)
+            .update(&cpu.to_ne_bytes(), &YES)
             .map_err(map_err("lock_cpu_filter"))?;
     }
-    let begin =
-        bpf::load_raw_tracepoint("lock_begin", &progs::begin(&maps, &config)?).map_err(deny_or)?;
-    let end =
-        bpf::load_raw_tracepoint("lock_end", &progs::end(&maps, &config)?).map_err(deny_or)?;
+    Ok(())
+}
 
-    // The command is forked before attaching (its pid goes into the filter) and released after.
-    let child = match &options.target {
-        Target::Command(argv) => {
-            let child = fork_command(argv)?;
-            if config.filter_tgid {
-                maps.tgid_filter
-                    .update(&(child.pid as u32).to_ne_bytes(), &yes)
-                    .map_err(map_err("lock_tgid_filter"))?;
-            }
-            Some(child)
-        }
-        _ => None,
-    };
-    let attach = |name: &str, prog: &bpf::ProgFd| {
-        bpf::attach_raw_tracepoint(name, prog).map_err(|e| match e.os_error() {
-            // No such raw tracepoint: a kernel without them (a backport of the version string, or a config).
-            Some(libc::ENOENT) => Error::KernelTooOld {
-                kernel: KernelVersion::running()
-                    .map_or_else(|| "(unknown)".into(), |v| v.to_string()),
-            },
-            _ => deny_or(e),
-        })
-    };
-    // End first: a begin without its end would leave slots that a later end of the same lock would close.
-    let end_link = attach("contention_end", &end)?;
-    let begin_link = attach("contention_begin", &begin)?;
-    let started = Instant::now();
-    on_attached();
-    let pid = child.as_ref().map(|c| c.pid);
-    if let Some(child) = child {
-        let program = match &options.target {
-            Target::Command(argv) => argv[0].clone(),
-            _ => unreachable!("a child exists only for a command"),
-        };
-        child
-            .start()
-            .map_err(|source| Error::Exec { program, source })?;
-    }
-    let mut outcome = LiveOutcome {
-        rq_locks,
-        notes,
-        ..LiveOutcome::default()
-    };
+/// Attaches a program to a contention tracepoint.
+fn attach(name: &str, prog: &bpf::ProgFd) -> Result<bpf::Attachment, Error> {
+    bpf::attach_raw_tracepoint(name, prog).map_err(|e| match e.os_error() {
+        // No such raw tracepoint: a kernel without them (a backport of the version string, or a config).
+        Some(libc::ENOENT) => Error::KernelTooOld {
+            kernel: KernelVersion::running().map_or_else(|| "(unknown)".into(), |v| v.to_string()),
+        },
+        _ => deny_or(e),
+    })
+}
+
+/// Waits, polling, until Ctrl-C, the command's exit or the duration's end; notes which in `outcome`.
+fn wait_for_the_end(
+    options: &LiveOptions,
+    interrupted: &AtomicBool,
+    pid: Option<i32>,
+    started: Instant,
+    outcome: &mut LiveOutcome,
+) -> Result<(), Error> {
     loop {
         if interrupted.load(Ordering::SeqCst) {
             outcome.interrupted = true;
-            break;
+            return Ok(());
         }
         if let Some(pid) = pid {
             if let Some(exit) = sys::try_wait(pid).map_err(|source| Error::System {
@@ -347,35 +391,35 @@ pub fn contention(
                 source,
             })? {
                 outcome.exit = Some(exit);
-                break;
+                return Ok(());
             }
         }
         if options.duration.is_some_and(|d| started.elapsed() >= d) {
-            break;
+            return Ok(());
         }
         std::thread::sleep(Duration::from_millis(20));
     }
-    drop(begin_link);
-    drop(end_link);
-    outcome.elapsed = started.elapsed();
-    if let (Some(pid), None) = (pid, outcome.exit) {
-        // Ctrl-C reached bport but not the command (a signal to bport alone): do not leave it running.
-        let _ = sys::kill(pid, libc::SIGTERM);
-        outcome.exit = sys::wait(pid).ok();
-    }
-    outcome.stats = read_stats(&maps, &config)?;
-    if let (Aggr::Addr, Some(lock_off)) = (config.aggr, config.layout.rq_lock) {
-        for cpu in 0..config.cpus {
-            let rq = (maps.rq_seen.lookup(&cpu.to_ne_bytes()))
-                .map_err(map_err("lock_rq_seen"))?
-                .map_or(0, |v| le_u64(&v, 0));
-            let lock = rq + u64::from(lock_off);
-            if rq != 0 && !outcome.rq_locks.contains(&lock) {
-                outcome.rq_locks.push(lock);
-            }
+}
+
+/// With `-l`: the run-queue locks of the `struct rq`s the end program saw, added to `rq_locks` when new.
+fn add_seen_run_queue_locks(
+    maps: &Maps,
+    config: &ProgConfig,
+    rq_locks: &mut Vec<u64>,
+) -> Result<(), Error> {
+    let (Aggr::Addr, Some(lock_off)) = (config.aggr, config.layout.rq_lock) else {
+        return Ok(());
+    };
+    for cpu in 0..config.cpus {
+        let rq = (maps.rq_seen.lookup(&cpu.to_ne_bytes()))
+            .map_err(map_err("lock_rq_seen"))?
+            .map_or(0, |v| le_u64(&v, 0));
+        let lock = rq + u64::from(lock_off);
+        if rq != 0 && !rq_locks.contains(&lock) {
+            rq_locks.push(lock);
         }
     }
-    Ok(outcome)
+    Ok(())
 }
 
 /// CPUs bport names run-queue locks for (more would make the unrolled `runqueues` program too long).

@@ -109,6 +109,18 @@ pub fn type_flags(name: &str) -> Option<Vec<u32>> {
     (!out.is_empty()).then_some(out)
 }
 
+/// The flag values of a `-Y` list (comma-separated names, see [`type_flags`]); empty for none.
+pub fn type_filter(text: Option<&str>) -> Result<Vec<u32>, Error> {
+    let mut types = Vec::new();
+    for name in text.into_iter().flat_map(|t| t.split(',')) {
+        let flags = type_flags(name.trim()).ok_or_else(|| Error::UnknownType {
+            name: name.trim().into(),
+        })?;
+        types.extend(flags);
+    }
+    Ok(types)
+}
+
 /// The errors of `bport lock`.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {

@@ -72,6 +72,30 @@ pub(crate) struct Instance {
 const FUNCTION_TAGS: [gimli::DwTag; 2] =
     [gimli::DW_TAG_subprogram, gimli::DW_TAG_inlined_subroutine];
 
+/// The three attributes that can name a DIE (DW_AT_name, DW_AT_abstract_origin, DW_AT_specification), read
+/// from the attributes of the entry `raw` is at; the others are skipped, runs of them in one call. `None` when
+/// the data is damaged.
+fn naming_attributes(
+    raw: &mut gimli::EntriesRaw<'_, R>,
+    specs: &[gimli::AttributeSpecification],
+) -> Option<[Option<AttributeValue<R>>; 3]> {
+    let (mut own, mut origin, mut spec) = (None, None, None);
+    let mut run = 0;
+    for (k, at) in specs.iter().enumerate() {
+        let slot = match at.name() {
+            gimli::DW_AT_name => &mut own,
+            gimli::DW_AT_abstract_origin => &mut origin,
+            gimli::DW_AT_specification => &mut spec,
+            _ => continue,
+        };
+        raw.skip_attributes(&specs[run..k]).ok()?;
+        run = k + 1;
+        *slot = Some(raw.read_attribute(*at).ok()?.value());
+    }
+    raw.skip_attributes(&specs[run..]).ok()?;
+    Some([own, origin, spec])
+}
+
 /// A name to look for, with every .debug_str offset at which it is a whole string. Comparing a DW_FORM_strp
 /// offset against these is what keeps the walk over every unit off .debug_str (tens of MB the walk would
 /// otherwise touch at random); tail-merged strings (`open` inside `do_open`) are found too.
@@ -94,70 +118,75 @@ impl NameKey<'_> {
         top_level: bool,
         scratch: &mut Scratch,
     ) -> Vec<UnitOffset> {
-        let name = self;
+        scratch.wanted.clear();
+        scratch.subprograms.clear();
+        scratch.all.clear();
+        self.walk(dwarf, u, tags, top_level, scratch);
+        self.named_wanted(dwarf, u, scratch)
+    }
+
+    /// The walk over `u`'s DIEs: every DIE into `scratch.all`, the wanted ones and every subprogram with whether
+    /// their own name is `self` and their origin.
+    fn walk(
+        &self,
+        dwarf: &gimli::Dwarf<R>,
+        u: &gimli::Unit<R>,
+        tags: &[gimli::DwTag],
+        top_level: bool,
+        scratch: &mut Scratch,
+    ) {
+        let Ok(mut raw) = u.entries_raw(None) else {
+            return;
+        };
+        while !raw.is_empty() {
+            let offset = raw.next_offset();
+            let depth = raw.next_depth();
+            let abbrev = match raw.read_abbreviation() {
+                Ok(Some(a)) => a,
+                Ok(None) => continue,
+                Err(_) => break,
+            };
+            let tag = abbrev.tag();
+            scratch.all.push((offset, tag, depth));
+            let want = tags.contains(&tag) && (!top_level || depth == 1);
+            let specs = abbrev.attributes();
+            if !want && tag != gimli::DW_TAG_subprogram {
+                if raw.skip_attributes(specs).is_err() {
+                    break;
+                }
+                continue;
+            }
+            let Some([own, origin, spec]) = naming_attributes(&mut raw, specs) else {
+                break;
+            };
+            let own = own.map(|v| self.is(dwarf, u, v));
+            let origin = match origin.or(spec) {
+                Some(AttributeValue::UnitRef(o)) => Some(o),
+                _ => None,
+            };
+            if tag == gimli::DW_TAG_subprogram {
+                scratch.subprograms.push((offset, own, origin));
+            }
+            if want {
+                scratch.wanted.push((offset, own, origin));
+            }
+        }
+    }
+
+    /// The wanted DIEs the walk collected that are named `self`, their own name or their origin's: each
+    /// subprogram's origin chain followed once (`scratch.matched` keeps the answers).
+    fn named_wanted(
+        &self,
+        dwarf: &gimli::Dwarf<R>,
+        u: &gimli::Unit<R>,
+        scratch: &mut Scratch,
+    ) -> Vec<UnitOffset> {
         let Scratch {
             wanted,
             subprograms,
             matched,
-            all,
+            ..
         } = scratch;
-        wanted.clear();
-        subprograms.clear();
-        all.clear();
-        if let Ok(mut raw) = u.entries_raw(None) {
-            'walk: while !raw.is_empty() {
-                let offset = raw.next_offset();
-                let depth = raw.next_depth();
-                let abbrev = match raw.read_abbreviation() {
-                    Ok(Some(a)) => a,
-                    Ok(None) => continue,
-                    Err(_) => break,
-                };
-                let tag = abbrev.tag();
-                all.push((offset, tag, depth));
-                let want = tags.contains(&tag) && (!top_level || depth == 1);
-                let specs = abbrev.attributes();
-                if !want && tag != gimli::DW_TAG_subprogram {
-                    if raw.skip_attributes(specs).is_err() {
-                        break;
-                    }
-                    continue;
-                }
-                let (mut own, mut origin, mut spec) = (None, None, None);
-                // Runs of attributes that can't name the DIE are skipped in one call.
-                let mut run = 0;
-                for (k, at) in specs.iter().enumerate() {
-                    let slot = match at.name() {
-                        gimli::DW_AT_name => &mut own,
-                        gimli::DW_AT_abstract_origin => &mut origin,
-                        gimli::DW_AT_specification => &mut spec,
-                        _ => continue,
-                    };
-                    if raw.skip_attributes(&specs[run..k]).is_err() {
-                        break 'walk;
-                    }
-                    run = k + 1;
-                    match raw.read_attribute(*at) {
-                        Ok(a) => *slot = Some(a.value()),
-                        Err(_) => break 'walk,
-                    }
-                }
-                if raw.skip_attributes(&specs[run..]).is_err() {
-                    break;
-                }
-                let own = own.map(|v| name.is(dwarf, u, v));
-                let origin = match origin.or(spec) {
-                    Some(AttributeValue::UnitRef(o)) => Some(o),
-                    _ => None,
-                };
-                if tag == gimli::DW_TAG_subprogram {
-                    subprograms.push((offset, own, origin));
-                }
-                if want {
-                    wanted.push((offset, own, origin));
-                }
-            }
-        }
         // Whether each subprogram is named `name`, its origin chain followed once (None: not known yet).
         matched.clear();
         matched.resize(subprograms.len(), None);
@@ -185,7 +214,7 @@ impl NameKey<'_> {
                         (own, origin) = (subprograms[k].1, subprograms[k].2);
                     }
                     Err(_) => {
-                        result = name.origin_named(dwarf, u, o, &mut memo);
+                        result = self.origin_named(dwarf, u, o, &mut memo);
                         break;
                     }
                 }

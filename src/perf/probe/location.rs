@@ -7,7 +7,7 @@
 //! the variable's address and prints a wrong number.
 
 use super::dwarf::{DebugInfo, R};
-use super::spec::VarArg;
+use super::spec::{Field, VarArg};
 use gimli::{AttributeValue, Operation};
 use std::fmt::Write as _;
 
@@ -552,55 +552,8 @@ pub(crate) fn translate_arg(
     let mut ty = type_of(di, unit, var.die);
     let mut what = arg.var.clone();
     for field in &arg.fields {
-        let t =
-            real_type(di, unit, ty).ok_or_else(|| format!("`{what}` has no type information"))?;
-        let tag = di.dies(unit)[t].tag;
-        let st = if field.arrow {
-            if tag != gimli::DW_TAG_pointer_type {
-                return Err(format!(
-                    "`{what}` is a `{}`, not a pointer; use `{what}.{}`",
-                    type_name(di, unit, Some(t)),
-                    field.name
-                ));
-            }
-            real_type(di, unit, type_of(di, unit, t))
-        } else {
-            if tag == gimli::DW_TAG_pointer_type {
-                return Err(format!(
-                    "`{what}` is a pointer; use `{what}->{}`",
-                    field.name
-                ));
-            }
-            Some(t)
-        };
-        let st = st.filter(|&s| {
-            matches!(
-                di.dies(unit)[s].tag,
-                gimli::DW_TAG_structure_type | gimli::DW_TAG_union_type
-            )
-        });
-        let Some(st) = st else {
-            return Err(format!(
-                "`{what}` is not a struct or union (or a pointer to one)"
-            ));
-        };
-        let Some((off, m)) = member(di, unit, st, &field.name) else {
-            return Err(format!(
-                "`{}` has no member `{}`",
-                type_name(di, unit, Some(st)),
-                field.name
-            ));
-        };
-        fetch = if field.arrow {
-            Fetch::Deref {
-                off,
-                of: Box::new(fetch),
-            }
-        } else {
-            fetch.shifted(off).ok_or_else(|| {
-                format!("`{what}` is a struct held in a register; its members can't be fetched")
-            })?
-        };
+        let m;
+        (fetch, m) = member_access(di, unit, fetch, ty, &what, field)?;
         ty = type_of(di, unit, m);
         what.push_str(if field.arrow { "->" } else { "." });
         what.push_str(&field.name);
@@ -608,31 +561,7 @@ pub(crate) fn translate_arg(
     let t = real_type(di, unit, ty);
     let suffix = match arg.ty.as_deref() {
         Some(s @ ("string" | "ustring")) => {
-            let Some(t) = t else {
-                return Err(format!("`{what}` has no type information"));
-            };
-            match di.dies(unit)[t].tag {
-                gimli::DW_TAG_pointer_type => {
-                    fetch = Fetch::Deref {
-                        off: 0,
-                        of: Box::new(fetch),
-                    };
-                }
-                gimli::DW_TAG_array_type => {
-                    if matches!(fetch, Fetch::Reg(_) | Fetch::Immediate(_)) {
-                        return Err(format!("`{what}` is an array held in a register"));
-                    }
-                }
-                _ => {
-                    return Err(format!(
-                        "`{what}` is a `{}`, not a pointer or array; it can't be read as a string",
-                        type_name(di, unit, Some(t))
-                    ))
-                }
-            }
-            if !is_char(di, unit, type_of(di, unit, t)) {
-                return Err(format!("`{what}` is not a (unsigned) char pointer or array; it can't be read as a string"));
-            }
+            fetch = string_fetch(di, unit, t, fetch, &what)?;
             Some(s.to_string())
         }
         Some(s) if s.len() > 1 => Some(s.to_string()),
@@ -662,4 +591,103 @@ pub(crate) fn translate_arg(
         fetch: fetch_text,
         ty: suffix,
     })
+}
+
+/// One member access of an argument (`what` of type `ty`, fetched by `fetch`, then `->field` or `.field`): the
+/// member's fetch and its DIE.
+fn member_access(
+    di: &DebugInfo,
+    unit: usize,
+    fetch: Fetch,
+    ty: Option<usize>,
+    what: &str,
+    field: &Field,
+) -> Result<(Fetch, usize), String> {
+    let t = real_type(di, unit, ty).ok_or_else(|| format!("`{what}` has no type information"))?;
+    let tag = di.dies(unit)[t].tag;
+    let st = if field.arrow {
+        if tag != gimli::DW_TAG_pointer_type {
+            return Err(format!(
+                "`{what}` is a `{}`, not a pointer; use `{what}.{}`",
+                type_name(di, unit, Some(t)),
+                field.name
+            ));
+        }
+        real_type(di, unit, type_of(di, unit, t))
+    } else {
+        if tag == gimli::DW_TAG_pointer_type {
+            return Err(format!(
+                "`{what}` is a pointer; use `{what}->{}`",
+                field.name
+            ));
+        }
+        Some(t)
+    };
+    let st = st.filter(|&s| {
+        matches!(
+            di.dies(unit)[s].tag,
+            gimli::DW_TAG_structure_type | gimli::DW_TAG_union_type
+        )
+    });
+    let Some(st) = st else {
+        return Err(format!(
+            "`{what}` is not a struct or union (or a pointer to one)"
+        ));
+    };
+    let Some((off, m)) = member(di, unit, st, &field.name) else {
+        return Err(format!(
+            "`{}` has no member `{}`",
+            type_name(di, unit, Some(st)),
+            field.name
+        ));
+    };
+    let fetch = if field.arrow {
+        Fetch::Deref {
+            off,
+            of: Box::new(fetch),
+        }
+    } else {
+        fetch.shifted(off).ok_or_else(|| {
+            format!("`{what}` is a struct held in a register; its members can't be fetched")
+        })?
+    };
+    Ok((fetch, m))
+}
+
+/// The fetch of a `:string` argument (`what`, of real type `t`): a char pointer's target, or a char array in
+/// memory.
+fn string_fetch(
+    di: &DebugInfo,
+    unit: usize,
+    t: Option<usize>,
+    fetch: Fetch,
+    what: &str,
+) -> Result<Fetch, String> {
+    let Some(t) = t else {
+        return Err(format!("`{what}` has no type information"));
+    };
+    let fetch = match di.dies(unit)[t].tag {
+        gimli::DW_TAG_pointer_type => Fetch::Deref {
+            off: 0,
+            of: Box::new(fetch),
+        },
+        gimli::DW_TAG_array_type => {
+            if matches!(fetch, Fetch::Reg(_) | Fetch::Immediate(_)) {
+                return Err(format!("`{what}` is an array held in a register"));
+            }
+            fetch
+        }
+        _ => {
+            return Err(format!(
+                "`{what}` is a `{}`, not a pointer or array; it can't be read as a string",
+                type_name(di, unit, Some(t))
+            ))
+        }
+    };
+    if !is_char(di, unit, type_of(di, unit, t)) {
+        return Err(format!(
+            "`{what}` is not a (unsigned) char pointer or array; it can't be read as a string"
+        ));
+    }
+    Ok(fetch)
 }

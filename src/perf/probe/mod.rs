@@ -405,106 +405,12 @@ fn sites_of(
     user: bool,
     suggest: bool,
 ) -> Result<(Vec<Site>, Option<String>), Error> {
-    let pp = &spec.point;
     let place = place_text(spec);
-    let has_var_args = spec
-        .args
-        .iter()
-        .any(|a| !matches!(a, Arg::Raw { .. } | Arg::Retval { .. }));
-    if let Some(func) = &pp.function {
-        let mut instances = di.instances(func, pp.file.as_deref());
-        if pp.no_inlines && !instances.is_empty() {
-            instances.retain(|i| !i.inlined);
-            if instances.is_empty() {
-                return Err(Error::Unsupported(format!(
-                    "`{func}` exists only inlined, and --no-inlines leaves its inlined copies out"
-                )));
-            }
-        }
-        if instances.is_empty() {
-            return Err(Error::FunctionNotFound {
-                function: func.clone(),
-                path: di.path.clone(),
-            });
-        }
-        if let Some(rel) = pp.line {
-            let inst = instances
-                .iter()
-                .find(|i| !i.inlined)
-                .unwrap_or(&instances[0]);
-            let decl = di.decl_line(inst.unit, inst.die).unwrap_or(0);
-            let file = di
-                .file_attr(inst.unit, inst.die, gimli::DW_AT_decl_file)
-                .unwrap_or_default();
-            return line_sites(
-                di,
-                &[inst.unit],
-                &file,
-                decl + rel,
-                &place,
-                Some(func),
-                suggest,
-            )
+    if let Some(func) = &spec.point.function {
+        return function_sites(di, spec, func, &place, user, suggest)
             .map(|s| (s, Some(func.clone())));
-        }
-        if let Some(pattern) = &pp.lazy {
-            return lazy_sites(di, &instances, pattern, &place, func)
-                .map(|s| (s, Some(func.clone())));
-        }
-        let mut out = Vec::new();
-        for inst in &instances {
-            // perf skips an instance whose entry is 0 ("has no entry PC"): code the linker dropped (an unused
-            // generic's copy) keeps its DWARF with addresses relocated to 0.
-            let Some(entry) = di.entry_pc(inst.unit, inst.die).filter(|&e| e != 0) else {
-                continue;
-            };
-            if pp.retprobe && inst.inlined {
-                // An inlined copy has no return instruction to probe.
-                continue;
-            }
-            let mut address = entry;
-            if user
-                && !inst.inlined
-                && !di.optimized(inst.unit)
-                && has_var_args
-                && !pp.retprobe
-                && pp.offset.is_none()
-            {
-                // perf's skip_prologue: at -O0 the arguments are in their stack slots only after it.
-                address = di.skip_prologue(inst.unit, inst.die, entry);
-            }
-            address += pp.offset.unwrap_or(0);
-            if pp.offset.is_some_and(|o| o > 0) && !di.contains(inst.unit, inst.die, address) {
-                // perf: "Specified offset is out of FUNC".
-                let size: u64 = di
-                    .ranges(inst.unit, inst.die)
-                    .iter()
-                    .map(|r| r.1 - r.0)
-                    .sum();
-                return Err(Error::Unsupported(format!(
-                    "{place}: the offset is out of `{func}` (its code is {size} bytes)"
-                )));
-            }
-            let function = if inst.inlined {
-                di.real_function_at(inst.unit, address).unwrap_or(inst.die)
-            } else {
-                inst.die
-            };
-            out.push(Site {
-                unit: inst.unit,
-                function,
-                address,
-                entry_of: pp.offset.is_none().then_some(inst.die),
-                scope: inst.die,
-            });
-        }
-        if out.is_empty() {
-            return Err(Error::Unsupported(format!(
-                "`{func}` exists only inlined; a return probe needs an out-of-line copy"
-            )));
-        }
-        return Ok((out, Some(func.clone())));
     }
+    let pp = &spec.point;
     let file = pp.file.clone().unwrap_or_default();
     let line = pp.line.unwrap_or(0);
     // The file table first, so that the rows of units that can't hold the file are never built.
@@ -527,6 +433,134 @@ fn sites_of(
         line_sites(di, &units, &file, line, &place, None, suggest)?,
         None,
     ))
+}
+
+/// The sites of a point in function `func`: a line relative to its declaration, a lazy pattern in it, or its
+/// entries (an offset into them, or their returns).
+fn function_sites(
+    di: &DebugInfo,
+    spec: &Spec,
+    func: &str,
+    place: &str,
+    user: bool,
+    suggest: bool,
+) -> Result<Vec<Site>, Error> {
+    let pp = &spec.point;
+    let instances = function_instances(di, pp, func)?;
+    if let Some(rel) = pp.line {
+        let inst = instances
+            .iter()
+            .find(|i| !i.inlined)
+            .unwrap_or(&instances[0]);
+        let decl = di.decl_line(inst.unit, inst.die).unwrap_or(0);
+        let file = di
+            .file_attr(inst.unit, inst.die, gimli::DW_AT_decl_file)
+            .unwrap_or_default();
+        return line_sites(
+            di,
+            &[inst.unit],
+            &file,
+            decl + rel,
+            place,
+            Some(func),
+            suggest,
+        );
+    }
+    if let Some(pattern) = &pp.lazy {
+        return lazy_sites(di, &instances, pattern, place, func);
+    }
+    let has_var_args = spec
+        .args
+        .iter()
+        .any(|a| !matches!(a, Arg::Raw { .. } | Arg::Retval { .. }));
+    let mut out = Vec::new();
+    for inst in &instances {
+        if let Some(site) = entry_site(di, pp, inst, place, func, user && has_var_args)? {
+            out.push(site);
+        }
+    }
+    if out.is_empty() {
+        return Err(Error::Unsupported(format!(
+            "`{func}` exists only inlined; a return probe needs an out-of-line copy"
+        )));
+    }
+    Ok(out)
+}
+
+/// The copies of `func` the point takes (never none): with `--no-inlines` only the out-of-line ones.
+fn function_instances(
+    di: &DebugInfo,
+    pp: &spec::Point,
+    func: &str,
+) -> Result<Vec<Instance>, Error> {
+    let mut instances = di.instances(func, pp.file.as_deref());
+    if pp.no_inlines && !instances.is_empty() {
+        instances.retain(|i| !i.inlined);
+        if instances.is_empty() {
+            return Err(Error::Unsupported(format!(
+                "`{func}` exists only inlined, and --no-inlines leaves its inlined copies out"
+            )));
+        }
+    }
+    if instances.is_empty() {
+        return Err(Error::FunctionNotFound {
+            function: func.to_string(),
+            path: di.path.clone(),
+        });
+    }
+    Ok(instances)
+}
+
+/// The site of a point at a copy's entry (with its offset), or `None` for a copy perf skips: one without an
+/// entry, or an inlined one under a return probe. `user_vars`: a user program's variables are fetched there,
+/// so an -O0 function's prologue is skipped first.
+fn entry_site(
+    di: &DebugInfo,
+    pp: &spec::Point,
+    inst: &Instance,
+    place: &str,
+    func: &str,
+    user_vars: bool,
+) -> Result<Option<Site>, Error> {
+    // perf skips an instance whose entry is 0 ("has no entry PC"): code the linker dropped (an unused generic's
+    // copy) keeps its DWARF with addresses relocated to 0.
+    let Some(entry) = di.entry_pc(inst.unit, inst.die).filter(|&e| e != 0) else {
+        return Ok(None);
+    };
+    if pp.retprobe && inst.inlined {
+        // An inlined copy has no return instruction to probe.
+        return Ok(None);
+    }
+    let mut address = entry;
+    if user_vars && !inst.inlined && !di.optimized(inst.unit) && !pp.retprobe && pp.offset.is_none()
+    {
+        // perf's skip_prologue: at -O0 the arguments are in their stack slots only after it.
+        address = di.skip_prologue(inst.unit, inst.die, entry);
+    }
+    address += pp.offset.unwrap_or(0);
+    if pp.offset.is_some_and(|o| o > 0) && !di.contains(inst.unit, inst.die, address) {
+        // perf: "Specified offset is out of FUNC".
+        let size: u64 = di
+            .ranges(inst.unit, inst.die)
+            .iter()
+            .map(|r| r.1 - r.0)
+            .sum();
+        return Err(Error::Unsupported(format!(
+            "{place}: the offset is out of `{func}` (its code is {size} bytes)"
+        )));
+    }
+    let function = if inst.inlined {
+        di.real_function_at(inst.unit, address).unwrap_or(inst.die)
+    } else {
+        inst.die
+    };
+    Ok(Some(Site {
+        unit: inst.unit,
+        function,
+        address,
+        entry_of: pp.offset.is_none().then_some(inst.die),
+        scope: inst.die,
+    }))
 }
 
 fn line_sites(
@@ -878,17 +912,6 @@ fn site_args(
     Ok(out)
 }
 
-/// Plans the uprobes of `specs` on `binary`: every address and fetcharg, event names as perf chooses them, and
-/// an error naming the first spec that can't be placed. `taken` holds the `GROUP:EVENT` names already defined.
-pub fn plan_user(
-    di: &DebugInfo,
-    binary: &Path,
-    specs: &[Spec],
-    taken: &[String],
-) -> Result<Plan, Error> {
-    plan_dwarf(di, Some(binary), specs, taken)
-}
-
 /// Plans uprobes as perf does when the DWARF may not answer: each spec from `di` when there is DWARF and it
 /// finds the function, else, for a spec that needs no DWARF (an entry, offset or return with raw fetchargs or
 /// `$retval`), from the symbol table (perf's "Trying to use symbols", e.g. glibc's `malloc`, which its DWARF
@@ -960,36 +983,10 @@ fn plan_dwarf(
             Some(b) => user_group(b),
             None => "probe".into(),
         });
-        // perf names a SRC:LINE probe after each address's own scope (tev->point.realname): an inlined
-        // function's name inside its copies, the caller's elsewhere.
-        let base_of = |site: &Site| {
-            let base = match (&spec.event, &function) {
-                (Some(e), _) => e.clone(),
-                (None, Some(f)) => match spec.point.line {
-                    Some(l) if spec.point.lazy.is_none() && spec.point.offset.is_none() => {
-                        format!("{f}_L{l}")
-                    }
-                    _ => f.clone(),
-                },
-                (None, None) => di
-                    .name(site.unit, site.scope)
-                    .or_else(|| di.name(site.unit, site.function))
-                    .unwrap_or_else(|| "probe".into()),
-            };
-            // `foo.isra.0` → `foo`, as perf cuts a symbol's suffixes off event names.
-            let mut base = match base.find(['.', '@']) {
-                Some(p) if p > 0 => base[..p].to_string(),
-                _ => base,
-            };
-            if spec.point.retprobe {
-                base.push_str("__return");
-            }
-            base
-        };
         let mut signatures: Vec<(String, Vec<TraceArg>, String)> = Vec::new();
         for (i, site) in sites.iter().enumerate() {
             let site = *site;
-            let base = base_of(&site);
+            let base = event_base(di, spec, function.as_deref(), &site);
             let args = site_args(di, spec, site, &place, space, &mut plan.notes)?;
             let probe_place = if binary.is_some() {
                 let offset = di.file_offset(site.address).ok_or_else(|| {
@@ -1006,44 +1003,12 @@ fn plan_dwarf(
                     .unwrap_or(site.address);
                 format!("{name}+{}", site.address - entry)
             };
-            // The kernel appends a probe to an event only when its arguments are the same; addresses whose
-            // arguments differ get perf's `_1`, `_2` events.
-            let key: Vec<(String, Option<String>)> = args
-                .iter()
-                .map(|a| (a.name.clone(), a.ty.clone()))
-                .collect();
-            let event = match signatures.iter().find(|(b, a, _)| {
-                *b == base
-                    && a.iter()
-                        .map(|a| (a.name.clone(), a.ty.clone()))
-                        .collect::<Vec<_>>()
-                        == key
-            }) {
-                Some((_, _, e)) => e.clone(),
-                None => {
-                    let is_taken = |name: &str| {
-                        let full = format!("{group}:{name}");
-                        taken.contains(&full) || plan.events().contains(&full)
-                    };
-                    let mut name = base.clone();
-                    let same_base = signatures.iter().filter(|(b, _, _)| *b == base).count();
-                    if i == 0 {
-                        // perf adds no suffix to a name of the user's or its own first choice: it refuses.
-                        if is_taken(&name) {
-                            return Err(Error::EventExists(format!("{group}:{name}")));
-                        }
-                    } else if same_base > 0 || is_taken(&name) {
-                        let mut n = same_base.max(1);
-                        name = format!("{base}_{n}");
-                        while is_taken(&name) {
-                            n += 1;
-                            name = format!("{base}_{n}");
-                        }
-                    }
-                    signatures.push((base.clone(), args.clone(), name.clone()));
-                    name
-                }
+            let taken_names = EventsTaken {
+                group: &group,
+                taken,
+                plan: &plan,
             };
+            let event = site_event(&mut signatures, &base, &args, i == 0, &taken_names)?;
             plan.probes.push(Probe {
                 retprobe: spec.point.retprobe,
                 group: group.clone(),
@@ -1060,6 +1025,92 @@ fn plan_dwarf(
         }
     }
     Ok(plan)
+}
+
+/// The event name a site's probe would take before numbering: the user's, else `FUNC` (`FUNC_L{line}` for a
+/// function's line), else the site's own scope's name, suffixes cut and `__return` added for a return probe.
+/// perf names a SRC:LINE probe after each address's own scope (tev->point.realname): an inlined function's name
+/// inside its copies, the caller's elsewhere.
+fn event_base(di: &DebugInfo, spec: &Spec, function: Option<&str>, site: &Site) -> String {
+    let base = match (&spec.event, function) {
+        (Some(e), _) => e.clone(),
+        (None, Some(f)) => match spec.point.line {
+            Some(l) if spec.point.lazy.is_none() && spec.point.offset.is_none() => {
+                format!("{f}_L{l}")
+            }
+            _ => f.to_string(),
+        },
+        (None, None) => di
+            .name(site.unit, site.scope)
+            .or_else(|| di.name(site.unit, site.function))
+            .unwrap_or_else(|| "probe".into()),
+    };
+    // `foo.isra.0` → `foo`, as perf cuts a symbol's suffixes off event names.
+    let mut base = match base.find(['.', '@']) {
+        Some(p) if p > 0 => base[..p].to_string(),
+        _ => base,
+    };
+    if spec.point.retprobe {
+        base.push_str("__return");
+    }
+    base
+}
+
+/// The `GROUP:EVENT` names a new event may not take: those defined already and those of the plan so far.
+struct EventsTaken<'a> {
+    group: &'a str,
+    taken: &'a [String],
+    plan: &'a Plan,
+}
+
+impl EventsTaken<'_> {
+    fn contains(&self, name: &str) -> bool {
+        let full = format!("{}:{name}", self.group);
+        self.taken.contains(&full) || self.plan.events().contains(&full)
+    }
+}
+
+/// The event of a spec's site with arguments `args`. The kernel appends a probe to an event only when its
+/// arguments are the same; addresses whose arguments differ get perf's `_1`, `_2` events. `signatures` holds
+/// the spec's events so far (base, arguments, name); `first`: the spec's first site, whose name perf never
+/// numbers (it refuses a taken one).
+fn site_event(
+    signatures: &mut Vec<(String, Vec<TraceArg>, String)>,
+    base: &str,
+    args: &[TraceArg],
+    first: bool,
+    taken: &EventsTaken<'_>,
+) -> Result<String, Error> {
+    let key: Vec<(String, Option<String>)> = args
+        .iter()
+        .map(|a| (a.name.clone(), a.ty.clone()))
+        .collect();
+    if let Some((_, _, e)) = signatures.iter().find(|(b, a, _)| {
+        *b == base
+            && a.iter()
+                .map(|a| (a.name.clone(), a.ty.clone()))
+                .collect::<Vec<_>>()
+                == key
+    }) {
+        return Ok(e.clone());
+    }
+    let mut name = base.to_string();
+    let same_base = signatures.iter().filter(|(b, _, _)| *b == base).count();
+    if first {
+        // perf adds no suffix to a name of the user's or its own first choice: it refuses.
+        if taken.contains(&name) {
+            return Err(Error::EventExists(format!("{}:{name}", taken.group)));
+        }
+    } else if same_base > 0 || taken.contains(&name) {
+        let mut n = same_base.max(1);
+        name = format!("{base}_{n}");
+        while taken.contains(&name) {
+            n += 1;
+            name = format!("{base}_{n}");
+        }
+    }
+    signatures.push((base.to_string(), args.to_vec(), name.clone()));
+    Ok(name)
 }
 
 /// Plans kprobes at kernel function entries (or returns) with arguments from BTF. Lines, lazy patterns and local
@@ -1091,69 +1142,7 @@ pub fn plan_kernel(btf: &btf::Btf, specs: &[Spec], taken: &[String]) -> Result<P
         if taken.contains(&full) || plan.events().contains(&full) {
             return Err(Error::EventExists(full));
         }
-        let mut args = Vec::new();
-        for arg in &spec.args {
-            match arg {
-                Arg::Var(v) => {
-                    if pp.retprobe || pp.offset.is_some_and(|o| o > 0) {
-                        return Err(Error::Refused {
-                            arg: v.text(),
-                            place: place.clone(),
-                            reason: "BTF gives the argument registers at function entry only"
-                                .into(),
-                        });
-                    }
-                    if btf.function_params(&func).is_none() {
-                        return Err(Error::FunctionNotFound {
-                            function: func.clone(),
-                            path: "/sys/kernel/btf/vmlinux".into(),
-                        });
-                    }
-                    args.push(btf::translate_arg(btf, &func, v).map_err(|reason| {
-                        Error::Refused {
-                            arg: v.text(),
-                            place: place.clone(),
-                            reason,
-                        }
-                    })?);
-                }
-                Arg::Vars | Arg::Params => {
-                    let Some(params) = btf.function_params(&func) else {
-                        return Err(Error::FunctionNotFound {
-                            function: func.clone(),
-                            path: "/sys/kernel/btf/vmlinux".into(),
-                        });
-                    };
-                    for (name, _) in params {
-                        let va = spec::VarArg {
-                            name: None,
-                            var: name,
-                            fields: Vec::new(),
-                            ty: None,
-                        };
-                        if let Ok(t) = btf::translate_arg(btf, &func, &va) {
-                            args.push(t);
-                        }
-                    }
-                }
-                Arg::Retval { name, ty } => args.push(TraceArg {
-                    name: name.clone().unwrap_or_default(),
-                    fetch: "$retval".into(),
-                    ty: ty.clone(),
-                }),
-                Arg::Raw { name, text } => {
-                    let (fetch, ty) = match text.rsplit_once(':') {
-                        Some((f, t)) if !t.contains(')') => (f.to_string(), Some(t.to_string())),
-                        _ => (text.clone(), None),
-                    };
-                    args.push(TraceArg {
-                        name: name.clone().unwrap_or_default(),
-                        fetch,
-                        ty,
-                    });
-                }
-            }
-        }
+        let args = kernel_args(btf, spec, &func, &place)?;
         plan.probes.push(Probe {
             retprobe: pp.retprobe,
             group,
@@ -1165,6 +1154,68 @@ pub fn plan_kernel(btf: &btf::Btf, specs: &[Spec], taken: &[String]) -> Result<P
         });
     }
     Ok(plan)
+}
+
+/// The fetchargs of a kernel probe on `func`: variables (at the entry only) and `$vars`/`$params` from BTF's
+/// parameters, `$retval`, and raw fetchargs as given.
+fn kernel_args(
+    btf: &btf::Btf,
+    spec: &Spec,
+    func: &str,
+    place: &str,
+) -> Result<Vec<TraceArg>, Error> {
+    let pp = &spec.point;
+    let not_found = || Error::FunctionNotFound {
+        function: func.to_string(),
+        path: "/sys/kernel/btf/vmlinux".into(),
+    };
+    let mut args = Vec::new();
+    for arg in &spec.args {
+        match arg {
+            Arg::Var(v) => {
+                if pp.retprobe || pp.offset.is_some_and(|o| o > 0) {
+                    return Err(Error::Refused {
+                        arg: v.text(),
+                        place: place.to_string(),
+                        reason: "BTF gives the argument registers at function entry only".into(),
+                    });
+                }
+                if btf.function_params(func).is_none() {
+                    return Err(not_found());
+                }
+                args.push(
+                    btf::translate_arg(btf, func, v).map_err(|reason| Error::Refused {
+                        arg: v.text(),
+                        place: place.to_string(),
+                        reason,
+                    })?,
+                );
+            }
+            Arg::Vars | Arg::Params => {
+                let Some(params) = btf.function_params(func) else {
+                    return Err(not_found());
+                };
+                for (name, _) in params {
+                    let va = spec::VarArg {
+                        name: None,
+                        var: name,
+                        fields: Vec::new(),
+                        ty: None,
+                    };
+                    if let Ok(t) = btf::translate_arg(btf, func, &va) {
+                        args.push(t);
+                    }
+                }
+            }
+            Arg::Retval { name, ty } => args.push(TraceArg {
+                name: name.clone().unwrap_or_default(),
+                fetch: "$retval".into(),
+                ty: ty.clone(),
+            }),
+            Arg::Raw { name, text } => args.push(raw_arg(name, text)),
+        }
+    }
+    Ok(args)
 }
 
 /// A fetcharg given as the kernel spells it (`%di`, `+8(%si):u32`): its type is what follows the last `:` outside

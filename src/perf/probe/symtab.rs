@@ -153,22 +153,38 @@ fn segments(file: &object::File) -> Vec<Segment> {
 /// What a spec asks that only DWARF answers, as the refusal's words (perf's `perf_probe_event_need_dwarf`:
 /// a file, a line, a lazy pattern, a variable, `$vars` or `$params`; raw fetchargs and `$retval` are not).
 pub(crate) fn needs_dwarf(spec: &Spec) -> Option<String> {
+    symbol_table_args(spec).err()
+}
+
+/// An argument the symbol table can take.
+enum SymbolArg<'a> {
+    /// `$retval`, with its name and type.
+    Retval(&'a Option<String>, &'a Option<String>),
+    /// A raw fetcharg, with its name.
+    Raw(&'a Option<String>, &'a str),
+}
+
+/// A spec's arguments, when the symbol table can place the spec; else what only DWARF answers (see
+/// [`needs_dwarf`]).
+fn symbol_table_args(spec: &Spec) -> Result<Vec<SymbolArg<'_>>, String> {
     let p = &spec.point;
     if p.function.is_none() || p.file.is_some() {
-        return Some("a source file".into());
+        return Err("a source file".into());
     }
     if p.line.is_some() || p.lazy.is_some() {
-        return Some("a source line".into());
+        return Err("a source line".into());
     }
+    let mut args = Vec::new();
     for a in &spec.args {
         match a {
-            Arg::Var(v) => return Some(format!("the variable `{}`", v.var)),
-            Arg::Vars => return Some("`$vars`".into()),
-            Arg::Params => return Some("`$params`".into()),
-            Arg::Retval { .. } | Arg::Raw { .. } => {}
+            Arg::Var(v) => return Err(format!("the variable `{}`", v.var)),
+            Arg::Vars => return Err("`$vars`".into()),
+            Arg::Params => return Err("`$params`".into()),
+            Arg::Retval { name, ty } => args.push(SymbolArg::Retval(name, ty)),
+            Arg::Raw { name, text } => args.push(SymbolArg::Raw(name, text)),
         }
     }
-    None
+    Ok(args)
 }
 
 /// Plans uprobes on `binary` from its symbol table. `no_dwarf` is the error that says the binary has no debug
@@ -191,71 +207,59 @@ pub fn plan(
             arch: format!("{:?}", file.architecture()),
         });
     }
-    let symbols = load_symbols(binary, &file, pick);
-    let segments = segments(&file);
-    let binary_text = binary.to_string_lossy().into_owned();
+    let image = Image {
+        binary,
+        text: binary.to_string_lossy().into_owned(),
+        symbols: load_symbols(binary, &file, pick),
+        segments: segments(&file),
+        pick,
+    };
     let mut plan = Plan::default();
     for spec in specs {
-        if let Some(what) = needs_dwarf(spec) {
-            return Err(Error::NeedsDebugInfo {
-                spec: spec.text.clone(),
-                what,
-                source: Box::new(no_dwarf()),
-            });
-        }
+        let args = symbol_table_args(spec).map_err(|what| Error::NeedsDebugInfo {
+            spec: spec.text.clone(),
+            what,
+            source: Box::new(no_dwarf()),
+        })?;
+        image.plan_spec(spec, &args, taken, &mut plan)?;
+    }
+    Ok(plan)
+}
+
+/// A binary as its symbol table and program headers describe it.
+struct Image<'a> {
+    binary: &'a Path,
+    /// The binary's path, as the probe places name it.
+    text: String,
+    symbols: Vec<FuncSym>,
+    segments: Vec<Segment>,
+    pick: Pick,
+}
+
+impl Image<'_> {
+    /// Adds a spec's probes to `plan`: one per address of its function, as one event.
+    fn plan_spec(
+        &self,
+        spec: &Spec,
+        args: &[SymbolArg<'_>],
+        taken: &[String],
+        plan: &mut Plan,
+    ) -> Result<(), Error> {
         let func = spec.point.function.as_deref().unwrap_or_default();
         let offset = spec.point.offset.unwrap_or(0);
-        let mut found: Vec<&FuncSym> = symbols.iter().filter(|s| s.name == func).collect();
-        if pick == Pick::First {
-            found.truncate(1);
-        }
-        found.sort_by_key(|s| s.address);
-        found.dedup_by_key(|s| s.address);
-        if found.is_empty() {
-            return Err(Error::SymbolNotFound {
-                function: func.to_string(),
-                path: binary.to_path_buf(),
-            });
-        }
+        let found = self.functions(func)?;
         if spec.point.retprobe && offset != 0 {
             return Err(Error::Spec {
                 spec: spec.text.clone(),
                 reason: "%return takes no offset".into(),
             });
         }
-        let mut args = Vec::new();
-        for a in &spec.args {
-            match a {
-                Arg::Retval { name, ty } => {
-                    if !spec.point.retprobe {
-                        return Err(Error::Spec {
-                            spec: spec.text.clone(),
-                            reason: "$retval is only on a return probe (FUNC%return)".into(),
-                        });
-                    }
-                    args.push(TraceArg {
-                        name: name.clone().unwrap_or_default(),
-                        fetch: "$retval".into(),
-                        ty: ty.clone(),
-                    });
-                }
-                Arg::Raw { name, text } => args.push(super::raw_arg(name, text)),
-                Arg::Var(_) | Arg::Vars | Arg::Params => unreachable!("needs_dwarf refused it"),
-            }
-        }
-        let group = spec.group.clone().unwrap_or_else(|| user_group(binary));
-        let base = spec.event.clone().unwrap_or_else(|| {
-            // `foo.isra.0` → `foo`, as perf cuts a symbol's suffixes off event names.
-            match func.find(['.', '@']) {
-                Some(p) if p > 0 => func[..p].to_string(),
-                _ => func.to_string(),
-            }
-        });
-        let base = if spec.point.retprobe {
-            format!("{base}__return")
-        } else {
-            base
-        };
+        let args = symbol_args(spec, args)?;
+        let group = spec
+            .group
+            .clone()
+            .unwrap_or_else(|| user_group(self.binary));
+        let base = event_base(spec, func);
         for (i, sym) in found.iter().enumerate() {
             if sym.size != 0 && offset >= sym.size {
                 return Err(Error::Spec {
@@ -264,15 +268,7 @@ pub fn plan(
                 });
             }
             let svma = sym.address + offset;
-            let file_offset = segments
-                .iter()
-                .find(|s| s.exec && svma >= s.vaddr && svma < s.vaddr + s.memsz)
-                .map(|s| svma - s.vaddr + s.offset)
-                .ok_or_else(|| {
-                    Error::Unsupported(format!(
-                        "{func}: address {svma:#x} is in no executable segment of {binary_text}"
-                    ))
-                })?;
+            let file_offset = self.file_offset(func, svma)?;
             // Every address has the same arguments, so the kernel takes them as one event with several probes
             // (as the DWARF planner does for a function's copies).
             if i == 0 {
@@ -287,12 +283,84 @@ pub fn plan(
                 retprobe: spec.point.retprobe,
                 group: group.clone(),
                 event,
-                place: format!("{binary_text}:{file_offset:#x}"),
+                place: format!("{}:{file_offset:#x}", self.text),
                 args: args.clone(),
                 address: svma,
                 kind: tracefs::Kind::Uprobe,
             });
         }
+        Ok(())
     }
-    Ok(plan)
+
+    /// The symbols of `func` probed, by address, each address once.
+    fn functions(&self, func: &str) -> Result<Vec<&FuncSym>, Error> {
+        let mut found: Vec<&FuncSym> = self.symbols.iter().filter(|s| s.name == func).collect();
+        if self.pick == Pick::First {
+            found.truncate(1);
+        }
+        found.sort_by_key(|s| s.address);
+        found.dedup_by_key(|s| s.address);
+        if found.is_empty() {
+            return Err(Error::SymbolNotFound {
+                function: func.to_string(),
+                path: self.binary.to_path_buf(),
+            });
+        }
+        Ok(found)
+    }
+
+    /// The file offset of `svma` (in `func`), which an executable segment must hold.
+    fn file_offset(&self, func: &str, svma: u64) -> Result<u64, Error> {
+        self.segments
+            .iter()
+            .find(|s| s.exec && svma >= s.vaddr && svma < s.vaddr + s.memsz)
+            .map(|s| svma - s.vaddr + s.offset)
+            .ok_or_else(|| {
+                Error::Unsupported(format!(
+                    "{func}: address {svma:#x} is in no executable segment of {}",
+                    self.text
+                ))
+            })
+    }
+}
+
+/// The fetchargs of a spec's arguments: `$retval` (on a return probe only) and raw ones.
+fn symbol_args(spec: &Spec, args: &[SymbolArg<'_>]) -> Result<Vec<TraceArg>, Error> {
+    let mut out = Vec::new();
+    for a in args {
+        match *a {
+            SymbolArg::Retval(name, ty) => {
+                if !spec.point.retprobe {
+                    return Err(Error::Spec {
+                        spec: spec.text.clone(),
+                        reason: "$retval is only on a return probe (FUNC%return)".into(),
+                    });
+                }
+                out.push(TraceArg {
+                    name: name.clone().unwrap_or_default(),
+                    fetch: "$retval".into(),
+                    ty: ty.clone(),
+                });
+            }
+            SymbolArg::Raw(name, text) => out.push(super::raw_arg(name, text)),
+        }
+    }
+    Ok(out)
+}
+
+/// The event's name: the user's, else the function's without its suffixes; `__return` added for a return
+/// probe.
+fn event_base(spec: &Spec, func: &str) -> String {
+    let base = spec.event.clone().unwrap_or_else(|| {
+        // `foo.isra.0` → `foo`, as perf cuts a symbol's suffixes off event names.
+        match func.find(['.', '@']) {
+            Some(p) if p > 0 => func[..p].to_string(),
+            _ => func.to_string(),
+        }
+    });
+    if spec.point.retprobe {
+        format!("{base}__return")
+    } else {
+        base
+    }
 }

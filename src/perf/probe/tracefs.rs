@@ -122,6 +122,15 @@ impl Tracefs {
         }
     }
 
+    /// The `GROUP:EVENT` names of every probe event defined now, uprobes then kprobes.
+    pub fn event_names(&self) -> Result<Vec<String>, Error> {
+        let mut names = Vec::new();
+        for kind in [Kind::Uprobe, Kind::Kprobe] {
+            names.extend(self.read(kind)?.iter().map(|l| l.full_name()));
+        }
+        Ok(names)
+    }
+
     /// Whether the kernel offers this probe kind.
     pub fn has(&self, kind: Kind) -> bool {
         self.root().join(kind.file()).exists()

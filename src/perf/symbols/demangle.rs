@@ -147,9 +147,21 @@ fn libiberty_style(mut d: String, top_level: bool) -> String {
             d = next;
         }
     }
-    // The standard abbreviations (`Ss`, `Si`, `So`, `Sd`): libiberty without DMGL_VERBOSE writes the short
-    // name (cpp_demangle only does for `Ss`), but the full expansion when a constructor or destructor follows
-    // (cp-demangle.c `d_substitution` peeks at `C`/`D`), whose name is then the template's.
+    d = standard_abbreviations(d);
+    if d.contains("std::nullptr_t") {
+        // `Dn`: libiberty writes `decltype(nullptr)`.
+        d = d.replace("std::nullptr_t", "decltype(nullptr)");
+    }
+    if d.contains('&') {
+        d = parenthesize_function_addresses(&d);
+    }
+    integer_literals(d)
+}
+
+/// The standard abbreviations (`Ss`, `Si`, `So`, `Sd`): libiberty without DMGL_VERBOSE writes the short name
+/// (cpp_demangle only does for `Ss`), but the full expansion when a constructor or destructor follows
+/// (cp-demangle.c `d_substitution` peeks at `C`/`D`), whose name is then the template's.
+fn standard_abbreviations(mut d: String) -> String {
     const EXPANSIONS: [(&str, &str, &str); 4] = [
         (
             "std::string",
@@ -189,13 +201,12 @@ fn libiberty_style(mut d: String, top_level: bool) -> String {
             }
         }
     }
-    if d.contains("std::nullptr_t") {
-        // `Dn`: libiberty writes `decltype(nullptr)`.
-        d = d.replace("std::nullptr_t", "decltype(nullptr)");
-    }
-    if d.contains('&') {
-        d = parenthesize_function_addresses(&d);
-    }
+    d
+}
+
+/// Integer literals in template arguments: cpp_demangle writes a cast (`(unsigned long)3`), libiberty a suffix
+/// (`3ul`; nothing for `int`).
+fn integer_literals(mut d: String) -> String {
     const LITERALS: [(&str, &str); 6] = [
         ("(unsigned int)", "u"),
         ("(unsigned long)", "ul"),

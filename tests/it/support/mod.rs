@@ -17,6 +17,7 @@ macro_rules! skip_unless {
 
 pub mod bport;
 pub mod compare;
+pub mod machine;
 pub mod oracle;
 pub mod repo;
 pub mod require;
