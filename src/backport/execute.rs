@@ -487,7 +487,12 @@ fn flush(
             .filter(|(p, _)| !written.absorbed.contains(p))
             .collect();
         packs.push((pack, written.objects));
-        state::save_run_packs(repo.path(), &packs)?;
+        // Only a cache: when it cannot be written, the absorbed packs stay (their objects are then in two packs,
+        // which git reads as once) rather than the run failing after its objects are safe.
+        if let Err(e) = state::save_run_packs(repo.path(), &packs) {
+            log::debug!("keeping the list of the run's packs: {e}");
+            return Ok(());
+        }
         // The new pack, synced and renamed into place, holds every object of these: they can go. The index
         // first, so that no index ever names a missing pack; a crash in between leaves objects twice, which git
         // reads as once. libgit2 handles that still list them find the objects in the new pack.
