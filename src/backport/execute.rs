@@ -473,18 +473,52 @@ fn flush(
     let disk = repo.odb().context_git(|| "opening the object database")?;
     let source = work.odb().context_git(|| "opening the object database")?;
     // Linked worktrees keep their objects in the common directory.
-    git::write_pack(
-        &source,
-        blobs,
-        &disk,
-        &work.commondir().join("objects/pack"),
-        created,
-    )?;
+    let pack_dir = work.commondir().join("objects/pack");
+    let listed = state::load_run_packs(repo.path(), &pack_dir);
+    let absorb = packs_to_absorb(&listed, created.len());
+    let written = git::write_pack_absorbing(&source, blobs, &disk, &pack_dir, created, &absorb)?;
     // `work` reads through its own on-disk backends, which must see the new pack before the mempack is emptied.
     source.refresh().context_git(|| "reading the new pack")?;
     fault::point("pack-written");
     progress.checkpoint(Checkpoint::PackWritten);
+    if let Some(pack) = written.pack {
+        let mut packs: Vec<(std::path::PathBuf, usize)> = listed
+            .into_iter()
+            .filter(|(p, _)| !written.absorbed.contains(p))
+            .collect();
+        packs.push((pack, written.objects));
+        // Only a cache: when it cannot be written, the absorbed packs stay (their objects are then in two packs,
+        // which git reads as once) rather than the run failing after its objects are safe.
+        if let Err(e) = state::save_run_packs(repo.path(), &packs) {
+            log::debug!("keeping the list of the run's packs: {e}");
+            return Ok(());
+        }
+        // The new pack, synced and renamed into place, holds every object of these: they can go. The index
+        // first, so that no index ever names a missing pack; a crash in between leaves objects twice, which git
+        // reads as once. libgit2 handles that still list them find the objects in the new pack.
+        for old in &written.absorbed {
+            let _ = std::fs::remove_file(old.with_extension("idx"));
+            let _ = std::fs::remove_file(old);
+        }
+    }
     Ok(())
+}
+
+/// The run's packs to copy into the one about to be written with `new` objects: the newest ones, as long as each
+/// is no more than twice the objects gathered so far, so that pack sizes grow geometrically (a run keeps a few
+/// packs, and an object is copied a few times at most) as git's `repack --geometric=2` keeps them.
+fn packs_to_absorb(listed: &[(std::path::PathBuf, usize)], new: usize) -> Vec<std::path::PathBuf> {
+    let mut gathered = new;
+    let mut out = Vec::new();
+    for (path, objects) in listed.iter().rev() {
+        if *objects > 2 * gathered {
+            break;
+        }
+        gathered += objects;
+        out.push(path.clone());
+    }
+    out.reverse();
+    out
 }
 
 /// Checks out `st.tip` and moves the branch there (from `st.anchor`), then records the new anchor. The tree and
@@ -854,8 +888,10 @@ pub fn hard_reset(repo: &Repository, to: Oid, writing: Option<&Writing>) -> Resu
         }
         repo.checkout_tree(target_tree.as_object(), Some(&mut checkout))
             .context_git(|| format!("resetting to {to}"))?;
+        // The checkout updated and wrote this handle's index: it is read again only if someone else wrote the
+        // file since (a forced read parsed all of it again, 5% of a `--skip` on a 4,000-file tree).
         let mut index = repo.index().context_git(|| "reading the index")?;
-        index.read(true).context_git(|| "reading the index")?;
+        index.read(false).context_git(|| "reading the index")?;
         for p in &paths {
             let path = Path::new(p);
             for stage in 1..=3 {
@@ -960,5 +996,33 @@ pub fn kind_label(kind: ConflictKind) -> &'static str {
         ConflictKind::BothDeleted => "both deleted",
         ConflictKind::AddedByUs => "added by us",
         ConflictKind::AddedByThem => "added by them",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::packs_to_absorb;
+    use std::path::PathBuf;
+
+    #[test]
+    fn packs_are_absorbed_newest_first_while_they_stay_geometric() {
+        let listed = |counts: &[usize]| -> Vec<(PathBuf, usize)> {
+            counts
+                .iter()
+                .enumerate()
+                .map(|(i, &n)| (PathBuf::from(format!("pack-{i}.pack")), n))
+                .collect()
+        };
+        let names = |v: Vec<PathBuf>| -> Vec<String> {
+            v.into_iter().map(|p| p.display().to_string()).collect()
+        };
+        // 10 new objects: the 12-object pack (<= 20) goes, then the 30 (<= 44), not the 1,000.
+        assert_eq!(
+            names(packs_to_absorb(&listed(&[1000, 30, 12]), 10)),
+            vec!["pack-1.pack", "pack-2.pack"]
+        );
+        // A big newest pack stops the absorbing at once.
+        assert!(packs_to_absorb(&listed(&[5, 500]), 10).is_empty());
+        assert!(packs_to_absorb(&[], 10).is_empty());
     }
 }

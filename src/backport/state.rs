@@ -229,8 +229,8 @@ pub fn save(git_dir: &Path, state: &State) -> Result<(), Error> {
 
 /// Removes the state at the end of a run.
 pub fn remove(git_dir: &Path) -> Result<(), Error> {
-    let caches =
-        ["branch-commits", "upstream-graph", "upstream-paths"].map(|name| dir(git_dir).join(name));
+    let caches = ["branch-commits", "upstream-graph", "upstream-paths", PACKS]
+        .map(|name| dir(git_dir).join(name));
     for path in caches.into_iter().chain([state_path(git_dir)]) {
         match fs::remove_file(&path) {
             Ok(()) => {}
@@ -239,6 +239,43 @@ pub fn remove(git_dir: &Path) -> Result<(), Error> {
         }
     }
     Ok(())
+}
+
+/// The cache naming the packs the run wrote.
+const PACKS: &str = "packs";
+
+/// The packs the run wrote that are still its own to merge, oldest first, each with its object count: one
+/// `<count> pack-<sha>.pack` a line, the name taken in `pack_dir` (a repository copied or moved mid-run names its
+/// own packs, never the original's). Only a cache (see [`save_run_packs`]): a pack it does not name is never
+/// touched.
+pub fn load_run_packs(git_dir: &Path, pack_dir: &Path) -> Vec<(PathBuf, usize)> {
+    let Ok(text) = fs::read_to_string(dir(git_dir).join(PACKS)) else {
+        return Vec::new();
+    };
+    text.lines()
+        .map(|l| {
+            let (n, name) = l.split_once(' ')?;
+            let plain = name.starts_with("pack-")
+                && name.ends_with(".pack")
+                && !name.contains(['/', '\\'])
+                && name.is_ascii();
+            plain.then(|| Some((pack_dir.join(name), n.parse().ok()?)))?
+        })
+        .collect::<Option<Vec<_>>>()
+        .unwrap_or_default()
+}
+
+/// Replaces the list [`load_run_packs`] reads. Written as a cache (no fsync): after a power loss it may be empty
+/// or cut short, which only leaves the packs it named unmerged.
+pub fn save_run_packs(git_dir: &Path, packs: &[(PathBuf, usize)]) -> Result<(), Error> {
+    let mut text = String::new();
+    for (path, n) in packs {
+        if let Some(name) = path.file_name().and_then(|n| n.to_str()) {
+            text.push_str(&format!("{n} {name}\n"));
+        }
+    }
+    let path = dir(git_dir).join(PACKS);
+    crate::git::write_cache(&path, text.as_bytes()).map_err(|source| Error::Io { path, source })
 }
 
 fn branch_path(git_dir: &Path) -> PathBuf {
@@ -415,5 +452,36 @@ mod tests {
         // Whatever a file left behind says, only a live holder of the lock counts.
         fs::write(super::dir(dir.path()).join("lock"), "1\n").unwrap();
         lock(dir.path()).unwrap();
+    }
+
+    #[test]
+    fn the_run_packs_are_kept_by_name_in_the_pack_directory() {
+        let dir = tempfile::tempdir().unwrap();
+        fs::create_dir_all(super::dir(dir.path())).unwrap();
+        let here = dir.path().join("objects/pack");
+        let elsewhere = Path::new("/somewhere/else/objects/pack");
+        save_run_packs(
+            dir.path(),
+            &[
+                (elsewhere.join("pack-aa.pack"), 7),
+                (elsewhere.join("pack-bb.pack"), 3),
+            ],
+        )
+        .unwrap();
+        // A copied repository names its own packs, never the original's.
+        assert_eq!(
+            load_run_packs(dir.path(), &here),
+            vec![
+                (here.join("pack-aa.pack"), 7),
+                (here.join("pack-bb.pack"), 3)
+            ]
+        );
+        // Anything but a plain pack name in the directory, and the whole list is ignored.
+        fs::write(super::dir(dir.path()).join(PACKS), "7 ../pack-aa.pack\n").unwrap();
+        assert!(load_run_packs(dir.path(), &here).is_empty());
+        fs::write(super::dir(dir.path()).join(PACKS), "x pack-aa.pack\n").unwrap();
+        assert!(load_run_packs(dir.path(), &here).is_empty());
+        remove(dir.path()).unwrap();
+        assert!(!super::dir(dir.path()).join(PACKS).exists());
     }
 }

@@ -7,6 +7,8 @@
 
 mod atomic;
 pub mod fault;
+mod index_tree;
+mod pack_absorb;
 mod pack_write;
 mod patch_id;
 mod renames;
@@ -18,7 +20,8 @@ mod tree_diff;
 mod worktree_stat;
 
 pub use atomic::{write_atomic, write_cache};
-pub use pack_write::{blob_id, write_pack, MemoryObjects, Written};
+pub use index_tree::write_index_tree;
+pub use pack_write::{blob_id, write_pack, write_pack_absorbing, MemoryObjects, Written};
 pub use patch_id::{
     changed_lines, changed_paths, commit_changes, has_changed_lines, patch_id_of_commit,
     patch_id_of_diff_text, PatchId,

@@ -130,6 +130,8 @@ pub struct Written {
     pub deltas: usize,
     /// The pack file (`objects/pack/pack-<sha>.pack`), when one was written.
     pub pack: Option<PathBuf>,
+    /// The earlier packs whose objects it holds too (see [`write_pack_absorbing`]).
+    pub absorbed: Vec<PathBuf>,
 }
 
 /// Writes every object of `objects` that `disk` does not hold yet, read from `memory` or `source` (the odb holding
@@ -143,10 +145,27 @@ pub fn write_pack(
     pack_dir: &Path,
     objects: &[(Oid, Option<Oid>)],
 ) -> Result<Written, Error> {
+    write_pack_absorbing(source, memory, disk, pack_dir, objects, &[])
+}
+
+/// As [`write_pack`], with the entries of the earlier packs `absorb` (packs bport wrote) copied in first; the ones
+/// it copied are named in [`Written::absorbed`], for the caller to delete once it has recorded the new pack. A pack
+/// of `absorb` that is gone, malformed, marked by git (`.keep`, …) or shares an object with another is left alone.
+/// Nothing is absorbed when there is nothing new to write.
+pub fn write_pack_absorbing(
+    source: &Odb<'_>,
+    memory: &MemoryObjects,
+    disk: &Odb<'_>,
+    pack_dir: &Path,
+    objects: &[(Oid, Option<Oid>)],
+    absorb: &[PathBuf],
+) -> Result<Written, Error> {
     let todo = new_objects(disk, objects)?;
     if todo.is_empty() {
         return Ok(Written::default());
     }
+    let old = super::pack_absorb::readable(absorb, &todo);
+    let old_count: usize = old.iter().map(|p| p.entries.len()).sum();
 
     let tmp_pack = pack_dir.join(format!("tmp_pack_bport_{}", std::process::id()));
     let tmp_idx = pack_dir.join(format!("tmp_idx_bport_{}", std::process::id()));
@@ -155,10 +174,20 @@ pub fn write_pack(
     let mut pack = PackFile::create(&tmp_pack).map_err(io(&tmp_pack))?;
     pack.write(b"PACK").map_err(io(&tmp_pack))?;
     pack.write(&2u32.to_be_bytes()).map_err(io(&tmp_pack))?;
-    pack.write(&(todo.len() as u32).to_be_bytes())
+    pack.write(&((todo.len() + old_count) as u32).to_be_bytes())
         .map_err(io(&tmp_pack))?;
 
-    let mut packing = Packing::new(todo.len());
+    let mut packing = Packing::new(todo.len() + old_count);
+    // Earlier packs first, whole: their deltas name bases by distance, which copying keeps.
+    for p in &old {
+        let start = pack.len;
+        pack.write(&p.body).map_err(io(&tmp_pack))?;
+        packing.entries.extend(
+            p.entries
+                .iter()
+                .map(|&(oid, at, crc)| (oid, start + at, crc)),
+        );
+    }
     for &(oid, base) in &todo {
         packing.add(&mut pack, &tmp_pack, source, memory, oid, base)?;
     }
@@ -176,6 +205,7 @@ pub fn write_pack(
         objects: entries.len(),
         deltas,
         pack: Some(pack_path),
+        absorbed: old.into_iter().map(|p| p.path).collect(),
     })
 }
 
@@ -709,5 +739,64 @@ mod tests {
         )
         .unwrap();
         assert_eq!(again, Written::default(), "nothing new: nothing written");
+    }
+
+    /// A pack that absorbs an earlier one holds both packs' objects (deltas included) in bytes libgit2's indexer
+    /// reads as a valid pack; the earlier pack can go, and one git marks is left alone.
+    #[test]
+    fn a_pack_absorbs_earlier_packs_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = git2::Repository::init(dir.path()).unwrap();
+        let disk = repo.odb().unwrap();
+        let pack_dir = dir.path().join(".git/objects/pack");
+        let big: Vec<u8> = (0..200_000u32).map(|i| (i * 13 % 251) as u8).collect();
+        let mut big2 = big.clone();
+        big2[100_000..100_004].copy_from_slice(b"edit");
+        let mut blobs = MemoryObjects::new();
+        let (b1, _) = blobs.insert(big.clone());
+        let (b2, _) = blobs.insert(big2.clone());
+        let (b3, _) = blobs.insert(b"third\n".to_vec());
+        let (b4, _) = blobs.insert(b"fourth\n".to_vec());
+        let first = write_pack(
+            &disk,
+            &blobs,
+            &disk,
+            &pack_dir,
+            &[(b1, None), (b2, Some(b1))],
+        )
+        .unwrap();
+        assert_eq!(first.deltas, 1);
+        let first = first.pack.unwrap();
+        let second = write_pack(&disk, &blobs, &disk, &pack_dir, &[(b3, None)])
+            .unwrap()
+            .pack
+            .unwrap();
+        // A marked pack is not absorbed; nor is one that is gone.
+        std::fs::write(second.with_extension("keep"), b"").unwrap();
+        let gone = pack_dir.join("pack-0000000000000000000000000000000000000000.pack");
+        let both = write_pack_absorbing(
+            &disk,
+            &blobs,
+            &disk,
+            &pack_dir,
+            &[(b4, None)],
+            &[first.clone(), second.clone(), gone],
+        )
+        .unwrap();
+        assert_eq!(both.absorbed, vec![first.clone()]);
+        assert_eq!(both.objects, 3);
+        std::fs::remove_file(first.with_extension("idx")).unwrap();
+        std::fs::remove_file(&first).unwrap();
+        let fresh = git2::Repository::open(dir.path()).unwrap();
+        assert_eq!(fresh.find_blob(b1).unwrap().content(), &big[..]);
+        assert_eq!(fresh.find_blob(b2).unwrap().content(), &big2[..]);
+        assert_eq!(fresh.find_blob(b4).unwrap().content(), b"fourth\n");
+        let pack = both.pack.unwrap();
+        let other = tempfile::tempdir().unwrap();
+        let mut indexer = git2::Indexer::new(None, other.path(), 0, false).unwrap();
+        indexer.write_all(&std::fs::read(&pack).unwrap()).unwrap();
+        let name = indexer.commit().unwrap();
+        let theirs = std::fs::read(other.path().join(format!("pack-{name}.idx"))).unwrap();
+        assert_eq!(std::fs::read(pack.with_extension("idx")).unwrap(), theirs);
     }
 }

@@ -18,14 +18,14 @@ use std::cmp::Ordering;
 use std::collections::HashMap;
 use std::rc::Rc;
 
-const TREE: u32 = 0o040000;
+pub(super) const TREE: u32 = 0o040000;
 
-fn is_tree(mode: u32) -> bool {
+pub(super) fn is_tree(mode: u32) -> bool {
     mode & 0o170000 == TREE
 }
 
 /// git's `canon_mode`: the mode a tree entry means, whatever bits an old tool wrote.
-fn canon_mode(mode: u32) -> u32 {
+pub(super) fn canon_mode(mode: u32) -> u32 {
     match mode & 0o170000 {
         0o100000 if mode & 0o100 != 0 => 0o100755,
         0o100000 => 0o100644,
@@ -36,14 +36,14 @@ fn canon_mode(mode: u32) -> u32 {
 }
 
 #[derive(Clone, Debug)]
-struct Entry {
-    name: Rc<[u8]>,
-    mode: u32,
-    oid: Oid,
+pub(super) struct Entry {
+    pub(super) name: Rc<[u8]>,
+    pub(super) mode: u32,
+    pub(super) oid: Oid,
 }
 
 /// git's tree order (`base_name_compare`): a directory's name sorts as if it ended in `/`.
-fn git_order(a: &[u8], a_mode: u32, b: &[u8], b_mode: u32) -> Ordering {
+pub(super) fn git_order(a: &[u8], a_mode: u32, b: &[u8], b_mode: u32) -> Ordering {
     let n = a.len().min(b.len());
     a[..n].cmp(&b[..n]).then_with(|| {
         let end = |name: &[u8], mode: u32| match name.get(n) {
@@ -75,7 +75,7 @@ impl TreeStore {
         self.trees.clear();
     }
 
-    fn load(&mut self, odb: &Odb<'_>, oid: Oid) -> Result<Rc<[Entry]>, Error> {
+    pub(super) fn load(&mut self, odb: &Odb<'_>, oid: Oid) -> Result<Rc<[Entry]>, Error> {
         if let Some(t) = self.trees.get(&oid) {
             return Ok(t.clone());
         }
@@ -350,7 +350,7 @@ fn set(entries: &mut Vec<Entry>, at: Option<usize>, name: &[u8], to: Option<(u32
 }
 
 /// A tree object's body from its entries, as git writes it.
-fn serialize(entries: &[Entry]) -> Vec<u8> {
+pub(super) fn serialize(entries: &[Entry]) -> Vec<u8> {
     let mut out = Vec::with_capacity(entries.iter().map(|e| e.name.len() + 28).sum());
     for e in entries {
         out.extend_from_slice(mode_text(e.mode));

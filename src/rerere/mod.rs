@@ -25,7 +25,9 @@ pub mod xdiff;
 
 pub use cache::{RrCache, Warning};
 pub use conflict_id::ConflictId;
-pub use record::{rerere, PathAction, PathOutcome, RerereOptions, RerereOutcome, Source};
+pub use record::{
+    rerere, rerere_at_commit, PathAction, PathOutcome, RerereOptions, RerereOutcome, Source,
+};
 pub use worktree::Rerere;
 
 use std::path::PathBuf;

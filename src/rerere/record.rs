@@ -162,13 +162,31 @@ struct Run<'r, 'repo> {
     outcome: RerereOutcome,
     to_stage: Vec<String>,
     deletions: Vec<String>,
+    /// Look through both caches for unusable entries to warn about.
+    warn_unusable: bool,
 }
 
 /// Runs rerere on the current conflicts: records preimages, replays resolutions, records postimages.
 pub fn rerere(rr: &Rerere<'_>, opts: &RerereOptions) -> Result<RerereOutcome, Error> {
+    run_rerere(rr, opts, true)
+}
+
+/// As [`rerere`], without the warnings about unusable cache entries: for the record made when a stopped run's
+/// resolution is committed, whose stop already warned. Finding them takes a `stat` and a directory read per entry
+/// of both caches, on every call, however few paths conflict.
+pub fn rerere_at_commit(rr: &Rerere<'_>, opts: &RerereOptions) -> Result<RerereOutcome, Error> {
+    run_rerere(rr, opts, false)
+}
+
+fn run_rerere(
+    rr: &Rerere<'_>,
+    opts: &RerereOptions,
+    warn_unusable: bool,
+) -> Result<RerereOutcome, Error> {
     let mut run = Run {
         rr,
         opts,
+        warn_unusable,
         tracked: MergeRr::read(&rr.merge_rr_path())?,
         pending: MergeRr::read(&rr.decisions_path())?,
         outcome: RerereOutcome::default(),
@@ -324,7 +342,7 @@ impl Run<'_, '_> {
 
     /// Per conflicted or tracked path: replay a recorded resolution, record a preimage, or record a postimage.
     fn replay_or_record(&mut self, items: Vec<Item>) -> Result<(), Error> {
-        if !items.is_empty() {
+        if self.warn_unusable && !items.is_empty() {
             // Report every unusable entry of both caches once per run, not only those under the ids looked up.
             for cache in [&self.rr.local, &self.rr.shared] {
                 self.outcome.warnings.extend(cache.scan()?.1);
