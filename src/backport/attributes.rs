@@ -177,11 +177,6 @@ impl Attributes {
         self.global
     }
 
-    /// Whether a conflicted file may need an end-of-line conversion even without attributes.
-    pub fn config_converts(&self) -> bool {
-        self.autocrlf == AutoCrlf::True || self.core_eol_crlf
-    }
-
     /// Attributes of `path` with no attributes file in play: git's defaults under the config.
     pub fn defaults(&self) -> Result<PathAttributes, Error> {
         Ok(PathAttributes {
