@@ -116,6 +116,14 @@ struct ChainMemo {
     id: Option<u32>,
 }
 
+/// What a remembered chain must match besides its addresses to be replayed.
+struct ChainKey {
+    mode: CallchainMode,
+    pid: i32,
+    generation: u64,
+    sample_context: Context,
+}
+
 /// Chain ids handed out per run at most: a consumer keeps each repeated chain's text, ~0.5 KB, so this bounds
 /// that to some tens of MB on a run whose chains repeat once and never again.
 const MAX_CHAIN_IDS: u32 = 1 << 16;
@@ -402,10 +410,41 @@ impl<L: FileLookup> Resolver<L> {
         out.clear();
         let sample_context = context_of_cpumode(s.cpumode);
         let mut chain = std::mem::take(&mut self.chain_buf);
+        self.chain_addresses(machine, mode, s, sample_context, &mut chain);
+        out.reserve(chain.len());
+        self.last_chain = None;
+        if let Some(a) = &mut self.frame_addresses {
+            a.clear();
+        }
+        let generation = machine.generation();
+        let slot = chain_slot(s.pid, &chain);
+        let key = ChainKey {
+            mode,
+            pid: s.pid,
+            generation,
+            sample_context,
+        };
+        if !self.replay_chain(slot, &key, &chain, out) {
+            self.resolve_chain(machine, mode, s.pid, sample_context, &chain, out);
+            self.remember_chain(slot, &key, &chain, out);
+        }
+        self.chain_buf = chain;
+    }
+
+    /// The addresses of a sample's chain, into `chain` (cleared first), as the callchain mode reads them.
+    #[inline]
+    fn chain_addresses(
+        &mut self,
+        machine: &Machine,
+        mode: CallchainMode,
+        s: &SampleInput<'_>,
+        sample_context: Context,
+        chain: &mut Vec<ChainFrame>,
+    ) {
         chain.clear();
         match mode {
             CallchainMode::Fp => match &s.callchain {
-                Some(c) => fp::parse_callchain_into(c, self.max_stack, &mut chain),
+                Some(c) => fp::parse_callchain_into(c, self.max_stack, chain),
                 None => chain.push(ChainFrame {
                     addr: FrameAddress::InstructionPointer(s.ip),
                     context: Some(sample_context),
@@ -415,14 +454,14 @@ impl<L: FileLookup> Resolver<L> {
                 let c = s.callchain.as_deref().unwrap_or(&[]);
                 match lbr::stitch(c, &s.branches, self.max_stack) {
                     Some(stitched) => chain.extend(stitched),
-                    None => fp::parse_callchain_into(c, self.max_stack, &mut chain),
+                    None => fp::parse_callchain_into(c, self.max_stack, chain),
                 }
             }
             CallchainMode::Dwarf => {
                 // Kernel part from the kernel's callchain (user part excluded at record time), then the user
                 // stack unwound: perf's thread__resolve_callchain_sample followed by ..._unwind.
                 if let Some(c) = &s.callchain {
-                    fp::parse_callchain_into(c, self.max_stack, &mut chain);
+                    fp::parse_callchain_into(c, self.max_stack, chain);
                 }
                 let mut user = std::mem::take(&mut self.unwind_buf);
                 self.unwind_user(
@@ -438,66 +477,94 @@ impl<L: FileLookup> Resolver<L> {
                 self.unwind_buf = user;
             }
         }
-        out.reserve(chain.len());
-        self.last_chain = None;
-        if let Some(a) = &mut self.frame_addresses {
-            a.clear();
-        }
-        let generation = machine.generation();
-        let slot = chain_slot(s.pid, &chain);
+    }
+
+    /// The frames of a chain remembered in `slot` under the same key, into `out`; false when none is.
+    #[inline]
+    fn replay_chain(
+        &mut self,
+        slot: usize,
+        key: &ChainKey,
+        chain: &[ChainFrame],
+        out: &mut Vec<FrameRef>,
+    ) -> bool {
         // A remembered chain holds frame ids only, not the address each came from.
-        let memo = self
-            .chain_memo
-            .get_mut(slot)
-            .filter(|_| self.frame_addresses.is_none());
-        if let Some(m) = memo {
-            if m.mode == Some(mode)
-                && m.pid == s.pid
-                && m.generation == generation
-                && m.sample_context == Some(sample_context)
-                && m.chain == chain
-            {
-                out.extend(m.ids.iter().map(|&id| FrameRef::Cached(id)));
-                if m.id.is_none() && self.next_chain_id < MAX_CHAIN_IDS {
-                    m.id = Some(self.next_chain_id);
-                    self.next_chain_id += 1;
-                }
-                self.last_chain = m.id;
-                self.chain_buf = chain;
-                return;
-            }
+        if self.frame_addresses.is_some() {
+            return false;
         }
-        let user_maps = machine.user_maps(s.pid);
-        for f in &chain {
+        let Some(m) = self.chain_memo.get_mut(slot) else {
+            return false;
+        };
+        if !(m.mode == Some(key.mode)
+            && m.pid == key.pid
+            && m.generation == key.generation
+            && m.sample_context == Some(key.sample_context)
+            && m.chain == chain)
+        {
+            return false;
+        }
+        out.extend(m.ids.iter().map(|&id| FrameRef::Cached(id)));
+        if m.id.is_none() && self.next_chain_id < MAX_CHAIN_IDS {
+            m.id = Some(self.next_chain_id);
+            self.next_chain_id += 1;
+        }
+        self.last_chain = m.id;
+        true
+    }
+
+    /// Resolves every address of `chain` into `out`, noting each frame's address when asked to.
+    #[inline]
+    fn resolve_chain(
+        &mut self,
+        machine: &Machine,
+        mode: CallchainMode,
+        pid: i32,
+        sample_context: Context,
+        chain: &[ChainFrame],
+        out: &mut Vec<FrameRef>,
+    ) {
+        let user_maps = machine.user_maps(pid);
+        for f in chain {
             let before = out.len();
             let context = f.context.unwrap_or(sample_context);
-            self.frame(out, machine, user_maps, s.pid, context, f.addr, mode);
+            self.frame(out, machine, user_maps, pid, context, f.addr, mode);
             if let Some(a) = &mut self.frame_addresses {
                 let avma = Self::avma(mode, context, f.addr);
                 a.resize(a.len() + out.len() - before, avma);
             }
         }
+    }
+
+    /// Remembers the resolved chain in `slot` when all its frames are cached ones.
+    #[inline]
+    fn remember_chain(
+        &mut self,
+        slot: usize,
+        key: &ChainKey,
+        chain: &[ChainFrame],
+        out: &[FrameRef],
+    ) {
         // Only chains of cached frames are remembered: the others hold frames of their own (unmapped
         // addresses, JIT maps) or kernel frames for the output thread.
-        if out.iter().all(|r| matches!(r, FrameRef::Cached(_))) {
-            if self.chain_memo.is_empty() {
-                self.chain_memo.resize_with(CHAIN_SLOTS, ChainMemo::default);
-            }
-            let m = &mut self.chain_memo[slot];
-            m.pid = s.pid;
-            m.generation = generation;
-            m.mode = Some(mode);
-            m.sample_context = Some(sample_context);
-            m.chain.clear();
-            m.chain.extend_from_slice(&chain);
-            m.ids.clear();
-            m.ids.extend(out.iter().filter_map(|r| match r {
-                FrameRef::Cached(id) => Some(*id),
-                _ => None,
-            }));
-            m.id = None;
+        if !out.iter().all(|r| matches!(r, FrameRef::Cached(_))) {
+            return;
         }
-        self.chain_buf = chain;
+        if self.chain_memo.is_empty() {
+            self.chain_memo.resize_with(CHAIN_SLOTS, ChainMemo::default);
+        }
+        let m = &mut self.chain_memo[slot];
+        m.pid = key.pid;
+        m.generation = key.generation;
+        m.mode = Some(key.mode);
+        m.sample_context = Some(key.sample_context);
+        m.chain.clear();
+        m.chain.extend_from_slice(chain);
+        m.ids.clear();
+        m.ids.extend(out.iter().filter_map(|r| match r {
+            FrameRef::Cached(id) => Some(*id),
+            _ => None,
+        }));
+        m.id = None;
     }
 
     /// The user frames of a DWARF sample, into `frames` (cleared first).
