@@ -596,25 +596,9 @@ impl<L: FileLookup> Resolver<L> {
             bytes: &s.stack_user[..s.stack_user.len() - 1],
         };
         // Load every DSO the walk may need first, so the lookup closure can borrow them immutably.
-        // Start from the modules this process needed last time, dropping any whose map was replaced since
-        // (checked only when some map changed).
+        // Start from the modules this process needed last time.
         let generation = machine.generation();
-        let (seen, mut dsos) = match self.last_modules.take() {
-            Some((pid, seen, dsos)) if pid == s.pid => (seen, dsos),
-            other => {
-                if let Some((pid, seen, dsos)) = other {
-                    self.modules.insert(pid, (seen, dsos));
-                }
-                self.modules.remove(&s.pid).unwrap_or_default()
-            }
-        };
-        if seen != generation {
-            dsos.retain(|(m, _, _)| {
-                machine
-                    .user_map(s.pid, m.start)
-                    .is_some_and(|now| now.id == m.id)
-            });
-        }
+        let mut dsos = self.take_modules(machine, s.pid);
         // Unwind incrementally: each pass may discover a caller in a DSO not yet loaded.
         loop {
             let before = dsos.len();
@@ -644,24 +628,7 @@ impl<L: FileLookup> Resolver<L> {
             );
             let done = match missing {
                 Some(avma) => {
-                    let known = dsos.iter().any(|(m, _, _)| m.start <= avma && avma < m.end);
-                    if let (false, Some(map)) = (known, machine.user_map(s.pid, avma)) {
-                        if map.kind == MapKind::File {
-                            let dso = self.dso_for(map);
-                            let bias = dso.bias(map.start, map.pgoff);
-                            let tables = self
-                                .unwind_tables
-                                .entry(Rc::as_ptr(&dso) as usize)
-                                .or_insert_with(|| {
-                                    Rc::new(UnwindTables {
-                                        dso: dso.clone(),
-                                        tables: std::cell::OnceCell::new(),
-                                    })
-                                })
-                                .clone();
-                            dsos.push((map.clone(), tables, bias));
-                        }
-                    }
+                    self.add_module(machine, s.pid, avma, &mut dsos);
                     dsos.len() == before
                 }
                 None => true,
@@ -680,6 +647,52 @@ impl<L: FileLookup> Resolver<L> {
                 return;
             }
         }
+    }
+
+    /// The modules this process's unwinding needed last time, dropping any whose map was replaced since
+    /// (checked only when some map changed).
+    fn take_modules(&mut self, machine: &Machine, pid: i32) -> Vec<MapDso> {
+        let (seen, mut dsos) = match self.last_modules.take() {
+            Some((last, seen, dsos)) if last == pid => (seen, dsos),
+            other => {
+                if let Some((last, seen, dsos)) = other {
+                    self.modules.insert(last, (seen, dsos));
+                }
+                self.modules.remove(&pid).unwrap_or_default()
+            }
+        };
+        if seen != machine.generation() {
+            dsos.retain(|(m, _, _)| {
+                machine
+                    .user_map(pid, m.start)
+                    .is_some_and(|now| now.id == m.id)
+            });
+        }
+        dsos
+    }
+
+    /// Adds to `dsos` the file-backed module mapped at `avma`, unless one there is known already or none is.
+    fn add_module(&mut self, machine: &Machine, pid: i32, avma: u64, dsos: &mut Vec<MapDso>) {
+        let known = dsos.iter().any(|(m, _, _)| m.start <= avma && avma < m.end);
+        let Some(map) = machine.user_map(pid, avma).filter(|_| !known) else {
+            return;
+        };
+        if map.kind != MapKind::File {
+            return;
+        }
+        let dso = self.dso_for(map);
+        let bias = dso.bias(map.start, map.pgoff);
+        let tables = self
+            .unwind_tables
+            .entry(Rc::as_ptr(&dso) as usize)
+            .or_insert_with(|| {
+                Rc::new(UnwindTables {
+                    dso: dso.clone(),
+                    tables: std::cell::OnceCell::new(),
+                })
+            })
+            .clone();
+        dsos.push((map.clone(), tables, bias));
     }
 
     /// Resolves one address into `out`: its map, the printed address, the symbol and the DSO name; several

@@ -56,7 +56,6 @@ const ALLOWED: &[(&str, &str, &str)] = &[
     ("perf/script/output.rs", "write_threaded", NOT_SPLIT_YET),
     ("perf/script/session.rs", "next_sample_refs", NOT_SPLIT_YET),
     ("perf/script/session.rs", "samples_with", NOT_SPLIT_YET),
-    ("perf/script/resolve.rs", "unwind_user", NOT_SPLIT_YET),
     (
         "perf/probe/location.rs",
         "translate_location",
