@@ -198,6 +198,47 @@ fn hw_cache_op_valid(ty: u64, op: u64) -> bool {
     STAT[ty as usize] & (1 << op) != 0
 }
 
+impl Event {
+    /// What the output prints of sample `s` of this event, besides its frames.
+    #[inline]
+    fn sample_info(
+        &self,
+        s: &crate::perf::data::SampleRecord<'_>,
+        machine: &Machine,
+        trace_events: &crate::perf::trace::FileEvents,
+        pid: i32,
+        tid: i32,
+    ) -> SampleInfo {
+        SampleInfo {
+            attr_index: s.attr_index,
+            event: self.name.clone(),
+            comm: machine.comm_of(tid),
+            pid,
+            tid,
+            cpu: s.cpu,
+            time: s.time,
+            period: Some(s.period.unwrap_or(self.attr_period)),
+            mem: {
+                let (weight, ins_lat) = MemFields::weight_of(s.weight, self.weight_struct);
+                MemFields {
+                    addr: s.addr,
+                    data_src: s.data_src,
+                    weight,
+                    ins_lat,
+                }
+            },
+            ip: s.ip.unwrap_or(0),
+            cpumode: s.meta.cpumode(),
+            mode: self.mode,
+            has_callchain: self.has_callchain,
+            trace: self
+                .tracepoint
+                .zip(s.raw)
+                .and_then(|(id, raw)| trace_events.line(id, raw)),
+        }
+    }
+}
+
 /// An iterator over a file's samples with their symbolized callchains.
 pub struct Samples<'f, L: FileLookup = FsLookup> {
     records: crate::perf::data::Records<'f>,
@@ -613,33 +654,7 @@ impl<L: FileLookup> Samples<'_, L> {
             if let Some((_, v)) = input.regs_user.take() {
                 self.regs_buf = v;
             }
-            let info = SampleInfo {
-                attr_index: s.attr_index,
-                event: event.name.clone(),
-                comm: self.machine.comm_of(tid),
-                pid,
-                tid,
-                cpu: s.cpu,
-                time: s.time,
-                period: Some(s.period.unwrap_or(event.attr_period)),
-                mem: {
-                    let (weight, ins_lat) = MemFields::weight_of(s.weight, event.weight_struct);
-                    MemFields {
-                        addr: s.addr,
-                        data_src: s.data_src,
-                        weight,
-                        ins_lat,
-                    }
-                },
-                ip: s.ip.unwrap_or(0),
-                cpumode,
-                mode: event.mode,
-                has_callchain: event.has_callchain,
-                trace: event
-                    .tracepoint
-                    .zip(s.raw)
-                    .and_then(|(id, raw)| self.trace_events.line(id, raw)),
-            };
+            let info = event.sample_info(&s, &self.machine, &self.trace_events, pid, tid);
             self.note_problems();
             return Some(Ok(info));
         }

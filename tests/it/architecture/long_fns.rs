@@ -54,7 +54,6 @@ const ALLOWED: &[(&str, &str, &str)] = &[
     ("cli/apply.rs", "render", NOT_SPLIT_YET),
     ("perf/script/output.rs", "resolve_samples", NOT_SPLIT_YET),
     ("perf/script/output.rs", "write_threaded", NOT_SPLIT_YET),
-    ("perf/script/session.rs", "next_sample_refs", NOT_SPLIT_YET),
     ("perf/script/session.rs", "samples_with", NOT_SPLIT_YET),
     (
         "perf/probe/location.rs",
