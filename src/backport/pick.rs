@@ -918,6 +918,41 @@ enum PathOutcome {
     Conflict(Conflict),
 }
 
+/// One path's three versions as a merge of that path sees them, and the conflict it records when they do not
+/// merge.
+#[derive(Clone, Copy)]
+struct PathSides<'p> {
+    path: &'p str,
+    base: Option<Side>,
+    ours: Option<Side>,
+    theirs: Option<Side>,
+}
+
+impl PathSides<'_> {
+    fn conflict(&self, kind: ConflictKind, worktree: Option<Vec<u8>>, mode: u32) -> PathOutcome {
+        PathOutcome::Conflict(Conflict {
+            path: self.path.to_owned(),
+            kind,
+            base: self.base,
+            ours: self.ours,
+            theirs: self.theirs,
+            worktree,
+            mode,
+        })
+    }
+
+    /// A content conflict when the base has the path, both sides adding it otherwise.
+    fn content_kind(&self) -> ConflictKind {
+        if self.base.is_some() {
+            ConflictKind::Content
+        } else {
+            ConflictKind::AddAdd
+        }
+    }
+}
+
+/// Merges one path: a side that did not change it yields to the other; a side that deleted it conflicts with one
+/// that changed it; two changed versions merge as files.
 fn resolve_path(
     repo: &Repository,
     path: &str,
@@ -932,19 +967,14 @@ fn resolve_path(
     if ours == base {
         return Ok(PathOutcome::Set(theirs));
     }
-    let conflict = |kind, worktree: Option<Vec<u8>>, mode| {
-        PathOutcome::Conflict(Conflict {
-            path: path.to_owned(),
-            kind,
-            base,
-            ours,
-            theirs,
-            worktree,
-            mode,
-        })
+    let sides = PathSides {
+        path,
+        base,
+        ours,
+        theirs,
     };
     match (ours, theirs) {
-        (Some(o), None) => Ok(conflict(ConflictKind::ModifyDelete, None, o.mode)),
+        (Some(o), None) => Ok(sides.conflict(ConflictKind::ModifyDelete, None, o.mode)),
         (None, Some(t)) => {
             // A gitlink names a commit of another repository, never a blob of this one (reading it as a
             // blob fails): git stages 1 and 3 and leaves the submodule's directory, with no file content.
@@ -953,115 +983,136 @@ fn resolve_path(
             } else {
                 Some(blob(repo, t.oid)?)
             };
-            Ok(conflict(ConflictKind::DeleteModify, content, t.mode))
+            Ok(sides.conflict(ConflictKind::DeleteModify, content, t.mode))
         }
-        (Some(o), Some(t)) => {
-            let is_file = |s: Side| s.mode & 0o170000 == 0o100000;
-            if !is_file(o) || !is_file(t) || base.is_some_and(|b| !is_file(b)) {
-                return Ok(conflict(
-                    if base.is_some() {
-                        ConflictKind::Content
-                    } else {
-                        ConflictKind::AddAdd
-                    },
-                    None,
-                    o.mode,
-                ));
-            }
-            // Mode: a side that kept the base's mode yields to the other (git's merge of modes).
-            let mode = match base {
-                Some(b) if o.mode == b.mode => t.mode,
-                _ => o.mode,
-            };
-            // Borrowed from libgit2's object cache: big files are not copied once more per merge.
-            let base_blob = match base {
-                Some(b) if b.mode & 0o170000 == 0o100000 => Some(content(repo, cache, b.oid)?),
-                _ => None,
-            };
-            let ours_blob = content(repo, cache, o.oid)?;
-            let theirs_blob = content(repo, cache, t.oid)?;
-            let base_bytes: &[u8] = base_blob.as_ref().map_or(&[], |b| b.bytes());
-            let (ours_bytes, theirs_bytes) = (ours_blob.bytes(), theirs_blob.bytes());
-            let attrs = path_attributes(repo, cache, path)?;
-            let marker_size = attrs.marker_size + markers.extra_size;
-            let conflict_kind = if base.is_some() {
-                ConflictKind::Content
-            } else {
-                ConflictKind::AddAdd
-            };
-            let binary = [base_bytes, ours_bytes, theirs_bytes]
-                .iter()
-                .any(|b| crate::rerere::resolve::is_binary(b));
-            let union = match &attrs.driver {
-                Driver::External { name, command } => {
-                    let dir = cache
-                        .attributes
-                        .workdir()
-                        .ok_or_else(|| Error::BareRepository {
-                            path: repo.path().to_path_buf(),
-                        })?;
-                    let driver = ExternalMerge {
-                        command,
-                        name,
-                        path,
-                        marker_size,
-                        labels: [&markers.base, &markers.ours, &markers.theirs],
-                    };
-                    let (clean, result) =
-                        driver.run(dir, [base_bytes, ours_bytes, theirs_bytes])?;
-                    if clean {
-                        let (oid, _) = cache.written.insert(result);
-                        return Ok(PathOutcome::Set(Some(Side { oid, mode })));
-                    }
-                    return Ok(conflict(conflict_kind, Some(result), mode));
-                }
-                // git's binary driver: no content merge; `-X ours/theirs` take that side, otherwise a conflict
-                // with the branch's version in the worktree.
-                Driver::Binary => None,
-                Driver::Text | Driver::Union if binary => None,
-                Driver::Text => Some(false),
-                Driver::Union => Some(true),
-            };
-            let Some(union) = union else {
-                return Ok(match favor {
-                    Favor::Ours => PathOutcome::Set(Some(Side { oid: o.oid, mode })),
-                    Favor::Theirs => PathOutcome::Set(Some(Side { oid: t.oid, mode })),
-                    Favor::None => conflict(conflict_kind, Some(ours_bytes.to_vec()), mode),
-                });
-            };
-            // git's own rendering (histogram diff, xdiff's refinement), so that conflict text and rerere ids
-            // are the ones `git cherry-pick` produces; libgit2 only renders with Myers.
-            let opts = crate::rerere::render::RenderOptions {
-                style: match markers.style {
-                    ConflictStyle::Merge => crate::rerere::xdiff::merge::Style::Merge,
-                    ConflictStyle::Diff3 => crate::rerere::xdiff::merge::Style::Diff3,
-                    ConflictStyle::Zdiff3 => crate::rerere::xdiff::merge::Style::Zdiff3,
-                },
-                marker_size,
-                ours_label: markers.ours.clone(),
-                theirs_label: markers.theirs.clone(),
-                base_label: markers.base.clone(),
-                // The union driver overrides `-X ours/theirs`, as git's does.
-                favor: match (union, favor) {
-                    (true, _) => Some(crate::rerere::xdiff::merge::Favor::Union),
-                    (false, Favor::None) => None,
-                    (false, Favor::Ours) => Some(crate::rerere::xdiff::merge::Favor::Ours),
-                    (false, Favor::Theirs) => Some(crate::rerere::xdiff::merge::Favor::Theirs),
-                },
-            };
-            let merged = crate::rerere::render::render(base_bytes, ours_bytes, theirs_bytes, &opts);
-            if merged.conflicts == 0 {
-                // The next commit that edits this file starts from their version and merges into ours.
-                if let Content::Read(b) = &theirs_blob {
-                    cache.insert(t.oid, Rc::from(b.content()));
-                }
-                let (oid, _) = cache.written.insert(merged.content);
-                return Ok(PathOutcome::Set(Some(Side { oid, mode })));
-            }
-            Ok(conflict(conflict_kind, Some(merged.content), mode))
-        }
+        (Some(o), Some(t)) => merge_files(repo, sides, (o, t), favor, markers, cache),
         (None, None) => Ok(PathOutcome::Unchanged),
     }
+}
+
+/// Both sides changed the path and differ: regular files merge through the path's merge driver; anything else
+/// (links, gitlinks, a type change) is a conflict with no merged text.
+fn merge_files(
+    repo: &Repository,
+    sides: PathSides<'_>,
+    (o, t): (Side, Side),
+    favor: Favor,
+    markers: &Markers,
+    cache: &mut PickCache,
+) -> Result<PathOutcome, Error> {
+    let base = sides.base;
+    let is_file = |s: Side| s.mode & 0o170000 == 0o100000;
+    if !is_file(o) || !is_file(t) || base.is_some_and(|b| !is_file(b)) {
+        return Ok(sides.conflict(sides.content_kind(), None, o.mode));
+    }
+    // Mode: a side that kept the base's mode yields to the other (git's merge of modes).
+    let mode = match base {
+        Some(b) if o.mode == b.mode => t.mode,
+        _ => o.mode,
+    };
+    // Borrowed from libgit2's object cache: big files are not copied once more per merge.
+    let base_blob = match base {
+        Some(b) if b.mode & 0o170000 == 0o100000 => Some(content(repo, cache, b.oid)?),
+        _ => None,
+    };
+    let ours_blob = content(repo, cache, o.oid)?;
+    let theirs_blob = content(repo, cache, t.oid)?;
+    let base_bytes: &[u8] = base_blob.as_ref().map_or(&[], |b| b.bytes());
+    let versions = [base_bytes, ours_blob.bytes(), theirs_blob.bytes()];
+    let attrs = path_attributes(repo, cache, sides.path)?;
+    let marker_size = attrs.marker_size + markers.extra_size;
+    let binary = versions
+        .iter()
+        .any(|b| crate::rerere::resolve::is_binary(b));
+    let union = match &attrs.driver {
+        Driver::External { name, command } => {
+            let driver = ExternalMerge {
+                command,
+                name,
+                path: sides.path,
+                marker_size,
+                labels: [&markers.base, &markers.ours, &markers.theirs],
+            };
+            return run_merge_driver(repo, sides, &driver, versions, mode, cache);
+        }
+        // git's binary driver: no content merge; `-X ours/theirs` take that side, otherwise a conflict
+        // with the branch's version in the worktree.
+        Driver::Binary => None,
+        Driver::Text | Driver::Union if binary => None,
+        Driver::Text => Some(false),
+        Driver::Union => Some(true),
+    };
+    let Some(union) = union else {
+        return Ok(match favor {
+            Favor::Ours => PathOutcome::Set(Some(Side { oid: o.oid, mode })),
+            Favor::Theirs => PathOutcome::Set(Some(Side { oid: t.oid, mode })),
+            Favor::None => sides.conflict(sides.content_kind(), Some(versions[1].to_vec()), mode),
+        });
+    };
+    let merged = merge_text(versions, union, favor, markers, marker_size);
+    if merged.conflicts == 0 {
+        // The next commit that edits this file starts from their version and merges into ours.
+        if let Content::Read(b) = &theirs_blob {
+            cache.insert(t.oid, Rc::from(b.content()));
+        }
+        let (oid, _) = cache.written.insert(merged.content);
+        return Ok(PathOutcome::Set(Some(Side { oid, mode })));
+    }
+    Ok(sides.conflict(sides.content_kind(), Some(merged.content), mode))
+}
+
+/// A merge driver the user configured, run in the worktree: its exit status says whether its result is clean.
+fn run_merge_driver(
+    repo: &Repository,
+    sides: PathSides<'_>,
+    driver: &ExternalMerge<'_>,
+    versions: [&[u8]; 3],
+    mode: u32,
+    cache: &mut PickCache,
+) -> Result<PathOutcome, Error> {
+    let dir = cache
+        .attributes
+        .workdir()
+        .ok_or_else(|| Error::BareRepository {
+            path: repo.path().to_path_buf(),
+        })?;
+    let (clean, result) = driver.run(dir, versions)?;
+    if clean {
+        let (oid, _) = cache.written.insert(result);
+        return Ok(PathOutcome::Set(Some(Side { oid, mode })));
+    }
+    Ok(sides.conflict(sides.content_kind(), Some(result), mode))
+}
+
+/// The three versions merged as text (`union` for the union driver), rendered as git renders them.
+fn merge_text(
+    [base, ours, theirs]: [&[u8]; 3],
+    union: bool,
+    favor: Favor,
+    markers: &Markers,
+    marker_size: usize,
+) -> crate::rerere::xdiff::merge::MergeOutput {
+    // git's own rendering (histogram diff, xdiff's refinement), so that conflict text and rerere ids
+    // are the ones `git cherry-pick` produces; libgit2 only renders with Myers.
+    let opts = crate::rerere::render::RenderOptions {
+        style: match markers.style {
+            ConflictStyle::Merge => crate::rerere::xdiff::merge::Style::Merge,
+            ConflictStyle::Diff3 => crate::rerere::xdiff::merge::Style::Diff3,
+            ConflictStyle::Zdiff3 => crate::rerere::xdiff::merge::Style::Zdiff3,
+        },
+        marker_size,
+        ours_label: markers.ours.clone(),
+        theirs_label: markers.theirs.clone(),
+        base_label: markers.base.clone(),
+        // The union driver overrides `-X ours/theirs`, as git's does.
+        favor: match (union, favor) {
+            (true, _) => Some(crate::rerere::xdiff::merge::Favor::Union),
+            (false, Favor::None) => None,
+            (false, Favor::Ours) => Some(crate::rerere::xdiff::merge::Favor::Ours),
+            (false, Favor::Theirs) => Some(crate::rerere::xdiff::merge::Favor::Theirs),
+        },
+    };
+    crate::rerere::render::render(base, ours, theirs, &opts)
 }
 
 /// The mode of a gitlink (a submodule's commit recorded in a tree).
