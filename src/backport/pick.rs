@@ -597,50 +597,13 @@ fn find_renames(
     cache: &mut PickCache,
 ) -> Result<Renames, Error> {
     let mut found = Renames::default();
-    let settings = cache.renames;
-    if !settings.enabled {
+    if !cache.renames.enabled {
         return Ok(found);
     }
-    // The commit's side: sources are the paths it deletes, destinations the ones it adds; a source is relevant
-    // when the branch changed it (otherwise the rename and "delete + add" merge alike).
-    let deleted: Vec<usize> = (0..changes.len())
-        .filter(|&i| changes[i].new.is_none())
-        .collect();
     let added: Vec<usize> = (0..changes.len())
         .filter(|&i| changes[i].old.is_none())
         .collect();
-    if !deleted.is_empty() && !added.is_empty() {
-        let mut sources = Vec::new();
-        let mut changed_on_branch = Vec::new();
-        for &i in &deleted {
-            let c = &changes[i];
-            let old = c.old.expect("a deletion has an old side");
-            changed_on_branch.push(cache.trees.lookup(odb, tip, &c.path)? != Some(old));
-            sources.push(Candidate {
-                path: c.path.clone(),
-                side: old,
-            });
-        }
-        let dests: Vec<Candidate> = added
-            .iter()
-            .map(|&i| Candidate {
-                path: changes[i].path.clone(),
-                side: changes[i].new.expect("an addition has a new side"),
-            })
-            .collect();
-        let relevant = |c: &Candidate| {
-            sources
-                .iter()
-                .position(|s| s.path == c.path)
-                .is_some_and(|i| changed_on_branch[i])
-        };
-        let mut blobs = PickBlobs { repo, cache };
-        for (s, d) in crate::git::detect_renames(&sources, &dests, &relevant, settings, &mut blobs)?
-        {
-            found.theirs.insert(deleted[s], added[d]);
-            found.theirs_dst.push(added[d]);
-        }
-    }
+    collect_commit_renames(repo, odb, tip, changes, &added, cache, &mut found)?;
     // The branch's side: only when the patch changes a path the branch lacks, or adds one inside a directory the
     // branch no longer has (where a directory rename may move it).
     let Some(base) = base else {
@@ -657,88 +620,206 @@ fn find_renames(
         tip,
         known: HashMap::new(),
     };
-    // The paths the commit adds under a directory the branch removed, and the directories they are added
-    // directly into: merge-ort looks for a directory's rename only at and below such a directory.
-    let mut into_removed: Vec<usize> = Vec::new();
-    let mut add_dirs: Vec<&str> = Vec::new();
-    if settings.directories != DirRenames::Off {
-        for &i in &added {
+    let adds = AddsIntoRemoved::collect(odb, changes, &added, &found, &mut removed, cache)?;
+    if missing.is_empty() && adds.paths.is_empty() {
+        return Ok(found);
+    }
+    let branch = BranchRenames::detect(repo, odb, (base, tip), &missing, &adds, cache)?;
+    for &(s, d) in &branch.pairs {
+        if missing.contains(&branch.sources[s].path.as_str()) {
+            found.ours.insert(
+                branch.sources[s].path.clone(),
+                (branch.dests[d].path.clone(), branch.dests[d].side),
+            );
+        }
+    }
+    if adds.paths.is_empty() {
+        return Ok(found);
+    }
+    let dir_renames = collect_directory_renames(odb, &branch, &adds, &mut removed, cache)?;
+    found.dirs = moved_by_directory_renames(changes, &adds, &dir_renames);
+    Ok(found)
+}
+
+/// The commit's renames: sources are the paths it deletes, destinations the ones it adds (`added`); a source is
+/// relevant when the branch changed it (otherwise the rename and "delete + add" merge alike).
+fn collect_commit_renames(
+    repo: &Repository,
+    odb: &Odb<'_>,
+    tip: Oid,
+    changes: &[crate::git::Change],
+    added: &[usize],
+    cache: &mut PickCache,
+    found: &mut Renames,
+) -> Result<(), Error> {
+    let deleted: Vec<usize> = (0..changes.len())
+        .filter(|&i| changes[i].new.is_none())
+        .collect();
+    if deleted.is_empty() || added.is_empty() {
+        return Ok(());
+    }
+    let mut sources = Vec::new();
+    let mut changed_on_branch = Vec::new();
+    for &i in &deleted {
+        let c = &changes[i];
+        let old = c.old.expect("a deletion has an old side");
+        changed_on_branch.push(cache.trees.lookup(odb, tip, &c.path)? != Some(old));
+        sources.push(Candidate {
+            path: c.path.clone(),
+            side: old,
+        });
+    }
+    let dests: Vec<Candidate> = added
+        .iter()
+        .map(|&i| Candidate {
+            path: changes[i].path.clone(),
+            side: changes[i].new.expect("an addition has a new side"),
+        })
+        .collect();
+    let relevant = |c: &Candidate| {
+        sources
+            .iter()
+            .position(|s| s.path == c.path)
+            .is_some_and(|i| changed_on_branch[i])
+    };
+    let settings = cache.renames;
+    let mut blobs = PickBlobs { repo, cache };
+    for (s, d) in crate::git::detect_renames(&sources, &dests, &relevant, settings, &mut blobs)? {
+        found.theirs.insert(deleted[s], added[d]);
+        found.theirs_dst.push(added[d]);
+    }
+    Ok(())
+}
+
+/// The paths the commit adds under a directory the branch removed, and the directories they are added directly
+/// into: merge-ort looks for a directory's rename only at and below such a directory.
+struct AddsIntoRemoved<'c> {
+    /// Indexes in the patch.
+    paths: Vec<usize>,
+    dirs: Vec<&'c str>,
+}
+
+impl<'c> AddsIntoRemoved<'c> {
+    fn collect(
+        odb: &Odb<'_>,
+        changes: &'c [crate::git::Change],
+        added: &[usize],
+        found: &Renames,
+        removed: &mut RemovedDirs,
+        cache: &mut PickCache,
+    ) -> Result<Self, Error> {
+        let mut adds = AddsIntoRemoved {
+            paths: Vec::new(),
+            dirs: Vec::new(),
+        };
+        if cache.renames.directories == DirRenames::Off {
+            return Ok(adds);
+        }
+        for &i in added {
             if found.theirs_dst.contains(&i) {
                 continue;
             }
             for dir in ancestors(&changes[i].path) {
                 if removed.get(odb, cache, dir)? {
-                    into_removed.push(i);
-                    add_dirs.push(split_last(&changes[i].path).0);
+                    adds.paths.push(i);
+                    adds.dirs.push(split_last(&changes[i].path).0);
                     break;
                 }
             }
         }
-    }
-    let under_add =
-        |dir: &str| add_dirs.contains(&dir) || ancestors(dir).any(|a| add_dirs.contains(&a));
-    if missing.is_empty() && into_removed.is_empty() {
-        return Ok(found);
-    }
-    let branch = cache.trees.changes(odb, base, tip)?;
-    let sources: Vec<Candidate> = branch
-        .iter()
-        .filter_map(|c| {
-            Some(Candidate {
-                path: c.path.clone(),
-                side: c.old?,
-            })
-            .filter(|_| c.new.is_none())
-        })
-        .collect();
-    let dests: Vec<Candidate> = branch
-        .iter()
-        .filter_map(|c| {
-            Some(Candidate {
-                path: c.path.clone(),
-                side: c.new?,
-            })
-            .filter(|_| c.old.is_none())
-        })
-        .collect();
-    // A source inside a removed directory counts towards that directory's rename, so merge-ort looks for its
-    // new name even when the commit does not touch it.
-    let mut in_removed = vec![false; sources.len()];
-    if !into_removed.is_empty() {
-        cache.dir_rename_scans += 1;
-        for (k, s) in sources.iter().enumerate() {
-            in_removed[k] = under_add(split_last(&s.path).0);
-        }
-    }
-    let relevant = |c: &Candidate| {
-        missing.contains(&c.path.as_str())
-            || sources
-                .iter()
-                .position(|s| s.path == c.path)
-                .is_some_and(|k| in_removed[k])
-    };
-    let pairs = {
-        let mut blobs = PickBlobs { repo, cache };
-        crate::git::detect_renames(&sources, &dests, &relevant, settings, &mut blobs)?
-    };
-    for &(s, d) in &pairs {
-        if missing.contains(&sources[s].path.as_str()) {
-            found.ours.insert(
-                sources[s].path.clone(),
-                (dests[d].path.clone(), dests[d].side),
-            );
-        }
-    }
-    if into_removed.is_empty() {
-        return Ok(found);
+        Ok(adds)
     }
 
-    // merge-ort's directory renames: each file rename votes for its directory's new name (and for the parents'
-    // while the trailing names agree and the parents are gone too); a removed directory whose votes have a
-    // unique maximum is renamed.
-    let mut votes: HashMap<String, HashMap<String, u32>> = HashMap::new();
-    for &(s, d) in &pairs {
-        let (mut old, mut new) = (sources[s].path.as_str(), dests[d].path.as_str());
+    /// Whether `dir` is, or is below, a directory a path was added directly into.
+    fn cover(&self, dir: &str) -> bool {
+        self.dirs.contains(&dir) || ancestors(dir).any(|a| self.dirs.contains(&a))
+    }
+}
+
+/// The branch's renames (base to tip) of the paths that matter to the pick.
+struct BranchRenames {
+    sources: Vec<Candidate>,
+    dests: Vec<Candidate>,
+    /// Indexes into `sources` and `dests`.
+    pairs: Vec<(usize, usize)>,
+}
+
+impl BranchRenames {
+    /// Sources are relevant when the patch changes them and the branch lacks them (`missing`), or when they lie
+    /// inside a removed directory the commit adds into: they count towards that directory's rename, so merge-ort
+    /// looks for their new names even when the commit does not touch them.
+    fn detect(
+        repo: &Repository,
+        odb: &Odb<'_>,
+        (base, tip): (Oid, Oid),
+        missing: &[&str],
+        adds: &AddsIntoRemoved<'_>,
+        cache: &mut PickCache,
+    ) -> Result<Self, Error> {
+        let branch = cache.trees.changes(odb, base, tip)?;
+        let sources: Vec<Candidate> = branch
+            .iter()
+            .filter_map(|c| {
+                Some(Candidate {
+                    path: c.path.clone(),
+                    side: c.old?,
+                })
+                .filter(|_| c.new.is_none())
+            })
+            .collect();
+        let dests: Vec<Candidate> = branch
+            .iter()
+            .filter_map(|c| {
+                Some(Candidate {
+                    path: c.path.clone(),
+                    side: c.new?,
+                })
+                .filter(|_| c.old.is_none())
+            })
+            .collect();
+        let mut in_removed = vec![false; sources.len()];
+        if !adds.paths.is_empty() {
+            cache.dir_rename_scans += 1;
+            for (k, s) in sources.iter().enumerate() {
+                in_removed[k] = adds.cover(split_last(&s.path).0);
+            }
+        }
+        let relevant = |c: &Candidate| {
+            missing.contains(&c.path.as_str())
+                || sources
+                    .iter()
+                    .position(|s| s.path == c.path)
+                    .is_some_and(|k| in_removed[k])
+        };
+        let settings = cache.renames;
+        let pairs = {
+            let mut blobs = PickBlobs { repo, cache };
+            crate::git::detect_renames(&sources, &dests, &relevant, settings, &mut blobs)?
+        };
+        Ok(BranchRenames {
+            sources,
+            dests,
+            pairs,
+        })
+    }
+}
+
+/// merge-ort's directory renames: each file rename votes for its directory's new name (and for the parents'
+/// while the trailing names agree and the parents are gone too); a removed directory whose votes have a unique
+/// maximum is renamed. Old directory → new.
+fn collect_directory_renames<'b>(
+    odb: &Odb<'_>,
+    branch: &'b BranchRenames,
+    adds: &AddsIntoRemoved<'_>,
+    removed: &mut RemovedDirs,
+    cache: &mut PickCache,
+) -> Result<HashMap<&'b str, &'b str>, Error> {
+    let mut votes: HashMap<&str, HashMap<&str, u32>> = HashMap::new();
+    for &(s, d) in &branch.pairs {
+        let (mut old, mut new) = (
+            branch.sources[s].path.as_str(),
+            branch.dests[d].path.as_str(),
+        );
         let mut first = true;
         loop {
             let (old_dir, old_name) = split_last(old);
@@ -749,12 +830,12 @@ fn find_renames(
             // A removed directory counts when a path was added into it or into a directory above it; past the
             // file's own directory, a level votes only when a path was added directly into it.
             let gone =
-                !old_dir.is_empty() && removed.get(odb, cache, old_dir)? && under_add(old_dir);
-            if gone && (first || add_dirs.contains(&old_dir)) {
+                !old_dir.is_empty() && removed.get(odb, cache, old_dir)? && adds.cover(old_dir);
+            if gone && (first || adds.dirs.contains(&old_dir)) {
                 *votes
-                    .entry(old_dir.to_owned())
+                    .entry(old_dir)
                     .or_default()
-                    .entry(new_dir.to_owned())
+                    .entry(new_dir)
                     .or_default() += 1;
             }
             first = false;
@@ -774,8 +855,17 @@ fn find_renames(
             dir_renames.insert(old, new);
         }
     }
+    Ok(dir_renames)
+}
+
+/// Where the directory renames move the paths added into removed directories: index in the patch → new path.
+fn moved_by_directory_renames(
+    changes: &[crate::git::Change],
+    adds: &AddsIntoRemoved<'_>,
+    dir_renames: &HashMap<&str, &str>,
+) -> HashMap<usize, String> {
     let mut targets: Vec<(usize, String)> = Vec::new();
-    for &i in &into_removed {
+    for &i in &adds.paths {
         let path = &changes[i].path;
         if let Some((old, new)) = ancestors(path).find_map(|d| Some((d, *dir_renames.get(d)?))) {
             let rest = &path[old.len() + 1..];
@@ -788,12 +878,13 @@ fn find_renames(
         }
     }
     // Several added paths mapped onto one: git leaves each where it was added (and stops).
+    let mut moved = HashMap::new();
     for (i, target) in &targets {
         if targets.iter().filter(|(_, t)| t == target).count() == 1 {
-            found.dirs.insert(*i, target.clone());
+            moved.insert(*i, target.clone());
         }
     }
-    Ok(found)
+    moved
 }
 
 /// The parent directories of `path`, nearest first.
