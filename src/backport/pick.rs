@@ -364,169 +364,296 @@ pub fn pick(
         &changes,
         cache,
     )?;
-
-    let mut updates: Vec<crate::git::TreeEdit> = Vec::new();
-    let mut conflicts = Vec::new();
+    let run = PickRun {
+        repo,
+        odb: &odb,
+        tip,
+        favor,
+        markers,
+    };
+    let mut out = Outcomes::default();
     let mut handled_adds: Vec<&str> = Vec::new();
     for (i, c) in changes.iter().enumerate() {
         if renames.theirs_dst.contains(&i) || handled_adds.contains(&c.path.as_str()) {
             continue;
         }
-        let path = c.path.as_str();
         if let Some(target) = renames.dirs.get(&i) {
-            let ours = cache.trees.lookup(&odb, tip, target)?;
-            let labels = markers.with_paths(path, target, path);
-            let outcome = resolve_path(repo, target, (None, ours, c.new), favor, &labels, cache)?;
-            let outcome = match (cache.renames.directories, outcome, c.new) {
-                // git's `conflict` setting: the file is where the rename puts it, staged as the commit's
-                // alone, so the pick stops for the user to confirm the location.
-                (DirRenames::Conflict, PathOutcome::Set(_) | PathOutcome::Unchanged, Some(new)) => {
-                    let text = if new.mode == GITLINK {
-                        None
-                    } else {
-                        Some(content(repo, cache, new.oid)?.bytes().to_vec())
-                    };
-                    PathOutcome::Conflict(Conflict {
-                        path: target.clone(),
-                        kind: ConflictKind::AddedByThem,
-                        base: None,
-                        ours: None,
-                        theirs: Some(new),
-                        worktree: text,
-                        mode: new.mode,
-                    })
-                }
-                (_, outcome, _) => outcome,
-            };
-            match outcome {
-                PathOutcome::Unchanged => {}
-                PathOutcome::Set(s) => {
-                    if ours != s {
-                        updates.push((target.clone(), s));
-                    }
-                }
-                PathOutcome::Conflict(mut k) => {
-                    k.path = target.clone();
-                    conflicts.push(k);
-                }
-            }
+            let ours = run.ours(cache, target)?;
+            let outcome = run.merge_moved_by_dir_rename(c, target, ours, cache)?;
+            out.record(target.clone(), outcome, ours);
             continue;
         }
-        let theirs_rename = renames.theirs.get(&i).map(|&d| &changes[d]);
-        let ours_rename = renames.ours.get(path);
-        let outcome = match (theirs_rename, ours_rename) {
-            (Some(r), Some((q, o))) if *q == r.path => {
-                // Both sides renamed it to the same path: an ordinary merge there.
-                let ours_r = cache.trees.lookup(&odb, tip, &r.path)?.or(Some(*o));
-                (
-                    r.path.clone(),
-                    resolve_path(repo, &r.path, (c.old, ours_r, r.new), favor, markers, cache)?,
-                )
-            }
-            (Some(r), Some((q, o))) => {
-                rename_rename(repo, c, q, *o, r, favor, markers, cache, &mut conflicts)?;
-                continue;
-            }
-            (Some(r), None) => {
-                let ours = cache.trees.lookup(&odb, tip, path)?;
-                if ours.is_some() {
-                    updates.push((path.to_owned(), None));
-                }
-                let labels = markers.with_paths(path, path, &r.path);
-                let at_target = cache.trees.lookup(&odb, tip, &r.path)?;
-                let outcome =
-                    resolve_path(repo, &r.path, (c.old, ours, r.new), favor, &labels, cache)?;
-                match (at_target, outcome) {
-                    // The branch has a file where the commit renames this one (rename/add): what the rename
-                    // merged meets the branch's file as both sides adding it.
-                    (Some(other), PathOutcome::Set(Some(merged))) if ours.is_some() => (
-                        r.path.clone(),
-                        resolve_path(
-                            repo,
-                            &r.path,
-                            (None, Some(other), Some(merged)),
-                            favor,
-                            markers,
-                            cache,
-                        )?,
-                    ),
-                    // Both sides hold the same content: the branch's file moves to the new path.
-                    (_, PathOutcome::Unchanged) => (r.path.clone(), PathOutcome::Set(ours)),
-                    (_, outcome) => (r.path.clone(), outcome),
-                }
-            }
-            (None, Some((q, o))) => match c.new {
-                // Renamed on the branch, deleted by the commit (rename/delete): the branch's file stays, with
-                // the base and the branch's version staged at its new path.
-                None => (
-                    q.clone(),
-                    PathOutcome::Conflict(Conflict {
-                        path: q.clone(),
-                        kind: ConflictKind::ModifyDelete,
-                        base: c.old,
-                        ours: Some(*o),
-                        theirs: None,
-                        worktree: None,
-                        mode: o.mode,
-                    }),
-                ),
-                Some(_) => {
-                    let labels = markers.with_paths(path, q, path);
-                    let outcome =
-                        resolve_path(repo, q, (c.old, Some(*o), c.new), favor, &labels, cache)?;
-                    let added = changes.iter().enumerate().find(|(j, a)| {
-                        a.path == *q && a.old.is_none() && !renames.theirs_dst.contains(j)
-                    });
-                    match (added, outcome) {
-                        // The commit adds a file where the branch renamed this one (rename/add).
-                        (Some((_, a)), PathOutcome::Set(Some(merged))) => {
-                            handled_adds.push(a.path.as_str());
-                            (
-                                q.clone(),
-                                resolve_path(
-                                    repo,
-                                    q,
-                                    (None, Some(merged), a.new),
-                                    favor,
-                                    markers,
-                                    cache,
-                                )?,
-                            )
-                        }
-                        (_, outcome) => (q.clone(), outcome),
-                    }
-                }
-            },
-            (None, None) => {
-                let ours = cache.trees.lookup(&odb, tip, path)?;
-                (
-                    path.to_owned(),
-                    resolve_path(repo, path, (c.old, ours, c.new), favor, markers, cache)?,
-                )
-            }
+        let entry = Entry {
+            changes: &changes,
+            index: i,
+            renames: &renames,
         };
-        let (target, outcome) = outcome;
+        let Some((target, outcome)) = run.merge_entry(entry, &mut handled_adds, &mut out, cache)?
+        else {
+            continue;
+        };
+        let current = run.ours(cache, &target)?;
+        out.record(target, outcome, current);
+    }
+    check_attributes_and_convert(repo, cache, &out.updates, &mut out.conflicts)?;
+    let tree = if out.updates.is_empty() {
+        tip
+    } else {
+        let PickCache {
+            trees,
+            written,
+            created,
+            ..
+        } = cache;
+        trees.update(&odb, tip, &out.updates, written, created)?
+    };
+    Ok(Picked {
+        tree,
+        conflicts: out.conflicts,
+    })
+}
+
+/// What every path of one pick merges with: the branch's tree, the strategy option and the conflict labels.
+struct PickRun<'a, 'r> {
+    repo: &'r Repository,
+    odb: &'a Odb<'r>,
+    tip: Oid,
+    favor: Favor,
+    markers: &'a Markers,
+}
+
+/// One entry of the commit's patch, with the patch and the renames found in it.
+#[derive(Clone, Copy)]
+struct Entry<'c> {
+    changes: &'c [crate::git::Change],
+    index: usize,
+    renames: &'c Renames,
+}
+
+/// What one pick has decided so far: the branch's tree edits and the conflicts.
+#[derive(Default)]
+struct Outcomes {
+    updates: Vec<crate::git::TreeEdit>,
+    conflicts: Vec<Conflict>,
+}
+
+impl Outcomes {
+    /// Records the outcome of merging `target`, whose entry on the branch is `current`.
+    fn record(&mut self, target: String, outcome: PathOutcome, current: Option<Side>) {
         match outcome {
             PathOutcome::Unchanged => {}
             PathOutcome::Set(s) => {
-                if cache.trees.lookup(&odb, tip, &target)? != s {
-                    updates.push((target, s));
+                if current != s {
+                    self.updates.push((target, s));
                 }
             }
             PathOutcome::Conflict(mut c) => {
                 c.path = target;
-                conflicts.push(c);
+                self.conflicts.push(c);
             }
         }
     }
-    // Attributes bport cannot reproduce are refused for every path the pick writes, merged or taken whole.
-    for (path, side) in &updates {
+}
+
+impl PickRun<'_, '_> {
+    /// The branch's entry at `path`.
+    fn ours(&self, cache: &mut PickCache, path: &str) -> Result<Option<Side>, Error> {
+        Ok(cache.trees.lookup(self.odb, self.tip, path)?)
+    }
+
+    fn resolve(
+        &self,
+        path: &str,
+        sides: (Option<Side>, Option<Side>, Option<Side>),
+        labels: &Markers,
+        cache: &mut PickCache,
+    ) -> Result<PathOutcome, Error> {
+        resolve_path(self.repo, path, sides, self.favor, labels, cache)
+    }
+
+    /// A path the commit adds into a directory the branch renamed, merged at its place in the new name.
+    fn merge_moved_by_dir_rename(
+        &self,
+        c: &crate::git::Change,
+        target: &str,
+        ours: Option<Side>,
+        cache: &mut PickCache,
+    ) -> Result<PathOutcome, Error> {
+        let path = c.path.as_str();
+        let labels = self.markers.with_paths(path, target, path);
+        let outcome = self.resolve(target, (None, ours, c.new), &labels, cache)?;
+        Ok(match (cache.renames.directories, outcome, c.new) {
+            // git's `conflict` setting: the file is where the rename puts it, staged as the commit's
+            // alone, so the pick stops for the user to confirm the location.
+            (DirRenames::Conflict, PathOutcome::Set(_) | PathOutcome::Unchanged, Some(new)) => {
+                let text = if new.mode == GITLINK {
+                    None
+                } else {
+                    Some(content(self.repo, cache, new.oid)?.bytes().to_vec())
+                };
+                PathOutcome::Conflict(Conflict {
+                    path: target.to_owned(),
+                    kind: ConflictKind::AddedByThem,
+                    base: None,
+                    ours: None,
+                    theirs: Some(new),
+                    worktree: text,
+                    mode: new.mode,
+                })
+            }
+            (_, outcome, _) => outcome,
+        })
+    }
+
+    /// Merges one entry of the patch, following a rename on either side: the path it ends at and its outcome,
+    /// or nothing when it was recorded already (rename/rename to different names).
+    fn merge_entry<'c>(
+        &self,
+        entry: Entry<'c>,
+        handled_adds: &mut Vec<&'c str>,
+        out: &mut Outcomes,
+        cache: &mut PickCache,
+    ) -> Result<Option<(String, PathOutcome)>, Error> {
+        let c = &entry.changes[entry.index];
+        let path = c.path.as_str();
+        let theirs_rename = entry
+            .renames
+            .theirs
+            .get(&entry.index)
+            .map(|&d| &entry.changes[d]);
+        let ours_rename = entry.renames.ours.get(path);
+        Ok(Some(match (theirs_rename, ours_rename) {
+            (Some(r), Some((q, o))) if *q == r.path => {
+                // Both sides renamed it to the same path: an ordinary merge there.
+                let ours_r = self.ours(cache, &r.path)?.or(Some(*o));
+                (
+                    r.path.clone(),
+                    self.resolve(&r.path, (c.old, ours_r, r.new), self.markers, cache)?,
+                )
+            }
+            (Some(r), Some((q, o))) => {
+                rename_rename(
+                    self.repo,
+                    c,
+                    q,
+                    *o,
+                    r,
+                    self.favor,
+                    self.markers,
+                    cache,
+                    &mut out.conflicts,
+                )?;
+                return Ok(None);
+            }
+            (Some(r), None) => self.merge_their_rename(c, r, &mut out.updates, cache)?,
+            (None, Some((q, o))) => self.merge_our_rename(entry, q, *o, handled_adds, cache)?,
+            (None, None) => {
+                let ours = self.ours(cache, path)?;
+                (
+                    path.to_owned(),
+                    self.resolve(path, (c.old, ours, c.new), self.markers, cache)?,
+                )
+            }
+        }))
+    }
+
+    /// The commit renamed the path `c` to `r`, the branch did not: the branch's version leaves the old path and
+    /// merges at the new one.
+    fn merge_their_rename(
+        &self,
+        c: &crate::git::Change,
+        r: &crate::git::Change,
+        updates: &mut Vec<crate::git::TreeEdit>,
+        cache: &mut PickCache,
+    ) -> Result<(String, PathOutcome), Error> {
+        let path = c.path.as_str();
+        let ours = self.ours(cache, path)?;
+        if ours.is_some() {
+            updates.push((path.to_owned(), None));
+        }
+        let labels = self.markers.with_paths(path, path, &r.path);
+        let at_target = self.ours(cache, &r.path)?;
+        let outcome = self.resolve(&r.path, (c.old, ours, r.new), &labels, cache)?;
+        Ok(match (at_target, outcome) {
+            // The branch has a file where the commit renames this one (rename/add): what the rename
+            // merged meets the branch's file as both sides adding it.
+            (Some(other), PathOutcome::Set(Some(merged))) if ours.is_some() => (
+                r.path.clone(),
+                self.resolve(
+                    &r.path,
+                    (None, Some(other), Some(merged)),
+                    self.markers,
+                    cache,
+                )?,
+            ),
+            // Both sides hold the same content: the branch's file moves to the new path.
+            (_, PathOutcome::Unchanged) => (r.path.clone(), PathOutcome::Set(ours)),
+            (_, outcome) => (r.path.clone(), outcome),
+        })
+    }
+
+    /// The branch renamed the entry's path to `q` (its entry `o` there), the commit did not: the commit's
+    /// change merges at the new path.
+    fn merge_our_rename<'c>(
+        &self,
+        entry: Entry<'c>,
+        q: &str,
+        o: Side,
+        handled_adds: &mut Vec<&'c str>,
+        cache: &mut PickCache,
+    ) -> Result<(String, PathOutcome), Error> {
+        let c = &entry.changes[entry.index];
+        let path = c.path.as_str();
+        if c.new.is_none() {
+            // Renamed on the branch, deleted by the commit (rename/delete): the branch's file stays, with
+            // the base and the branch's version staged at its new path.
+            return Ok((
+                q.to_owned(),
+                PathOutcome::Conflict(Conflict {
+                    path: q.to_owned(),
+                    kind: ConflictKind::ModifyDelete,
+                    base: c.old,
+                    ours: Some(o),
+                    theirs: None,
+                    worktree: None,
+                    mode: o.mode,
+                }),
+            ));
+        }
+        let labels = self.markers.with_paths(path, q, path);
+        let outcome = self.resolve(q, (c.old, Some(o), c.new), &labels, cache)?;
+        let added =
+            entry.changes.iter().enumerate().find(|(j, a)| {
+                a.path == q && a.old.is_none() && !entry.renames.theirs_dst.contains(j)
+            });
+        Ok(match (added, outcome) {
+            // The commit adds a file where the branch renamed this one (rename/add).
+            (Some((_, a)), PathOutcome::Set(Some(merged))) => {
+                handled_adds.push(a.path.as_str());
+                (
+                    q.to_owned(),
+                    self.resolve(q, (None, Some(merged), a.new), self.markers, cache)?,
+                )
+            }
+            (_, outcome) => (q.to_owned(), outcome),
+        })
+    }
+}
+
+/// Attributes bport cannot reproduce are refused for every path the pick writes, merged or taken whole; the
+/// worktree gets a conflicted file as git's checkout writes it (end-of-line conversion).
+fn check_attributes_and_convert(
+    repo: &Repository,
+    cache: &mut PickCache,
+    updates: &[crate::git::TreeEdit],
+    conflicts: &mut [Conflict],
+) -> Result<(), Error> {
+    for (path, side) in updates {
         if side.is_some() {
             path_attributes(repo, cache, path)?;
         }
     }
-    // The worktree gets a conflicted file as git's checkout writes it (end-of-line conversion).
-    for c in &mut conflicts {
+    for c in conflicts {
         if let Some(text) = &c.worktree {
             let attrs = path_attributes(repo, cache, &c.path)?;
             if let Some(converted) = cache.attributes.to_worktree(attrs.crlf, text) {
@@ -534,19 +661,7 @@ pub fn pick(
             }
         }
     }
-    let changed = !updates.is_empty();
-    let tree = if changed {
-        let PickCache {
-            trees,
-            written,
-            created,
-            ..
-        } = cache;
-        trees.update(&odb, tip, &updates, written, created)?
-    } else {
-        tip
-    };
-    Ok(Picked { tree, conflicts })
+    Ok(())
 }
 
 /// The renames that matter to one pick, as merge-ort finds them on each side.
