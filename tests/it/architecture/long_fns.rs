@@ -43,7 +43,6 @@ const ALLOWED: &[(&str, &str, &str)] = &[
     ),
     // Still to split.
     ("backport/execute.rs", "run", NOT_SPLIT_YET),
-    ("git/renames.rs", "detect", NOT_SPLIT_YET),
     ("backport/execute.rs", "hard_reset", NOT_SPLIT_YET),
     ("backport/mod.rs", "resume", NOT_SPLIT_YET),
     ("backport/mod.rs", "apply", NOT_SPLIT_YET),
