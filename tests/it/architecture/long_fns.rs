@@ -59,7 +59,6 @@ const ALLOWED: &[(&str, &str, &str)] = &[
         "translate_location",
         NOT_SPLIT_YET,
     ),
-    ("git/patch_id.rs", "file_diff_text", NOT_SPLIT_YET),
 ];
 
 /// A function of the library and its length.
