@@ -811,7 +811,6 @@ pub fn hard_reset(repo: &Repository, to: Oid, writing: Option<&Writing>) -> Resu
     let target_tree = target.tree().context_git(|| "reading the tree")?;
     let head_tree = repo.head().and_then(|h| h.peel_to_tree()).ok();
     let index = repo.index().context_git(|| "reading the index")?;
-    let mut strays = Vec::new();
     // git's reset (`--abort`'s `reset --merge`) leaves a path unmerged before it in the worktree even outside
     // the sparse patterns.
     let unmerged: Vec<String> = index
@@ -819,11 +818,47 @@ pub fn hard_reset(repo: &Repository, to: Oid, writing: Option<&Writing>) -> Resu
         .filter(|e| (e.flags >> 12) & 3 != 0)
         .map(|e| String::from_utf8_lossy(&e.path).into_owned())
         .collect();
+    let (staged_paths, strays) = staged_and_strays(repo, head_tree.as_ref(), &index, &target_tree)?;
+    let created = match writing {
+        Some(w) => created_by(repo, w, &target_tree)?,
+        None => Vec::new(),
+    };
+    let mut paths = paths_the_run_may_have_written(
+        repo,
+        head_tree.as_ref(),
+        &target_tree,
+        writing,
+        &index,
+        &unmerged,
+    )?;
+    paths.extend(staged_paths);
+    drop(index);
+    let _note = state::IndexNote::start(repo.path())?;
+    // Checked out before HEAD moves: the baseline is the current HEAD tree, so files the picks added go.
+    if !paths.is_empty() {
+        reset_paths(repo, &target_tree, to, &paths)?;
+    }
+    repo.reset(target.as_object(), ResetType::Soft, None)
+        .context_git(|| format!("resetting to {to}"))?;
+    fault::point("reset-done");
+    restore_sparse_layout(repo, &unmerged)?;
+    remove_strays_and_created(repo, strays, created)
+}
+
+/// The paths the index changes against HEAD (submodules left out), and the strays among them: paths only the
+/// index has, neither HEAD's tree nor `target_tree`, which a hard reset would leave behind as untracked.
+fn staged_and_strays(
+    repo: &Repository,
+    head_tree: Option<&git2::Tree<'_>>,
+    index: &git2::Index,
+    target_tree: &git2::Tree<'_>,
+) -> Result<(Vec<String>, Vec<String>), Error> {
+    let mut strays = Vec::new();
     // Only paths the index has and HEAD's tree lacks can be strays: found by one diff, not by looking every
     // entry up from the root (libgit2 does not cache a tree over 4 KiB, so each lookup inflated the root tree
     // again: 84% of a `--skip` on a 4,000-file tree).
     let staged = repo
-        .diff_tree_to_index(head_tree.as_ref(), Some(&index), None)
+        .diff_tree_to_index(head_tree, Some(index), None)
         .context_git(|| "comparing the index with HEAD")?;
     // Every path the index changes against HEAD (submodules left out): the run's own writes, reset below. One
     // diff of HEAD with the index answers it; a status would also walk and stat the whole worktree (a third of
@@ -841,20 +876,28 @@ pub fn hard_reset(repo: &Repository, to: Oid, writing: Option<&Writing>) -> Resu
             continue;
         }
         let in_tree = |t: &git2::Tree<'_>| t.get_path(path).is_ok();
-        if !in_tree(&target_tree) && !head_tree.as_ref().is_some_and(in_tree) {
+        if !in_tree(target_tree) && !head_tree.is_some_and(in_tree) {
             strays.push(path.to_string_lossy().into_owned());
         }
     }
-    let created = match writing {
-        Some(w) => created_by(repo, w, &target_tree)?,
-        None => Vec::new(),
-    };
-    // Only the paths the run may have written: those where HEAD, the index or an interrupted write differ from
-    // `to`. Everything else is the same in HEAD, the index and `to`, so a worktree change there is the user's
-    // own (git's `reset --merge` keeps it too) and a hard reset of the whole tree would destroy it.
+    Ok((staged_paths, strays))
+}
+
+/// Only the paths the run may have written: those where HEAD or an interrupted write differ from `target_tree`,
+/// and the unmerged ones (the caller adds those the index changes). Everything else is the same in HEAD, the
+/// index and the target, so a worktree change there is the user's own (git's `reset --merge` keeps it too) and
+/// a hard reset of the whole tree would destroy it.
+fn paths_the_run_may_have_written(
+    repo: &Repository,
+    head_tree: Option<&git2::Tree<'_>>,
+    target_tree: &git2::Tree<'_>,
+    writing: Option<&Writing>,
+    index: &git2::Index,
+    unmerged: &[String],
+) -> Result<std::collections::BTreeSet<String>, Error> {
     let mut paths: std::collections::BTreeSet<String> = unmerged.iter().cloned().collect();
-    if let Some(head_tree) = &head_tree {
-        for c in git::tree_changes(repo, Some(head_tree), Some(&target_tree))? {
+    if let Some(head_tree) = head_tree {
+        for c in git::tree_changes(repo, Some(head_tree), Some(target_tree))? {
             paths.insert(c.path);
         }
         if let Some(w) = writing {
@@ -873,66 +916,81 @@ pub fn hard_reset(repo: &Repository, to: Oid, writing: Option<&Writing>) -> Resu
                 .map(|e| String::from_utf8_lossy(&e.path).into_owned()),
         );
     }
-    paths.extend(staged_paths);
-    drop(index);
-    let _note = state::IndexNote::start(repo.path())?;
-    // Checked out before HEAD moves: the baseline is the current HEAD tree, so files the picks added go.
-    if !paths.is_empty() {
-        let mut checkout = CheckoutBuilder::new();
-        checkout
-            .force()
-            .disable_pathspec_match(true)
-            .progress(|_, _, _| fault::point("reset-file"));
-        for p in &paths {
-            checkout.path(p.as_str());
-        }
-        repo.checkout_tree(target_tree.as_object(), Some(&mut checkout))
-            .context_git(|| format!("resetting to {to}"))?;
-        // The checkout updated and wrote this handle's index: it is read again only if someone else wrote the
-        // file since (a forced read parsed all of it again, 5% of a `--skip` on a 4,000-file tree).
-        let mut index = repo.index().context_git(|| "reading the index")?;
-        index.read(false).context_git(|| "reading the index")?;
-        for p in &paths {
-            let path = Path::new(p);
-            for stage in 1..=3 {
-                let _ = index.remove(path, stage);
-            }
-            match target_tree.get_path(path) {
-                Ok(e) if e.kind() != Some(git2::ObjectType::Tree) => {
-                    let want = (e.id(), e.filemode() as u32);
-                    let have = index.get_path(path, 0).map(|x| (x.id, x.mode));
-                    if have != Some(want) {
-                        let mut entry = stage_entry(
-                            p,
-                            pick::Side {
-                                oid: want.0,
-                                mode: want.1,
-                            },
-                            0,
-                        );
-                        entry.flags = p.len().min(0xfff) as u16;
-                        index.add(&entry).context_git(|| format!("staging {p}"))?;
-                    }
-                }
-                _ => {
-                    let _ = index.remove(path, 0);
-                }
-            }
-        }
-        index.write().context_git(|| "writing the index")?;
+    Ok(paths)
+}
+
+/// Checks `paths` out of `target_tree` by force and makes their index entries the target's (stage 0 only).
+fn reset_paths(
+    repo: &Repository,
+    target_tree: &git2::Tree<'_>,
+    to: Oid,
+    paths: &std::collections::BTreeSet<String>,
+) -> Result<(), Error> {
+    let mut checkout = CheckoutBuilder::new();
+    checkout
+        .force()
+        .disable_pathspec_match(true)
+        .progress(|_, _, _| fault::point("reset-file"));
+    for p in paths {
+        checkout.path(p.as_str());
     }
-    repo.reset(target.as_object(), ResetType::Soft, None)
+    repo.checkout_tree(target_tree.as_object(), Some(&mut checkout))
         .context_git(|| format!("resetting to {to}"))?;
-    fault::point("reset-done");
+    // The checkout updated and wrote this handle's index: it is read again only if someone else wrote the
+    // file since (a forced read parsed all of it again, 5% of a `--skip` on a 4,000-file tree).
+    let mut index = repo.index().context_git(|| "reading the index")?;
+    index.read(false).context_git(|| "reading the index")?;
+    for p in paths {
+        let path = Path::new(p);
+        for stage in 1..=3 {
+            let _ = index.remove(path, stage);
+        }
+        match target_tree.get_path(path) {
+            Ok(e) if e.kind() != Some(git2::ObjectType::Tree) => {
+                let want = (e.id(), e.filemode() as u32);
+                let have = index.get_path(path, 0).map(|x| (x.id, x.mode));
+                if have != Some(want) {
+                    let mut entry = stage_entry(
+                        p,
+                        pick::Side {
+                            oid: want.0,
+                            mode: want.1,
+                        },
+                        0,
+                    );
+                    entry.flags = p.len().min(0xfff) as u16;
+                    index.add(&entry).context_git(|| format!("staging {p}"))?;
+                }
+            }
+            _ => {
+                let _ = index.remove(path, 0);
+            }
+        }
+    }
+    index.write().context_git(|| "writing the index")?;
+    Ok(())
+}
+
+/// libgit2's reset rebuilds the index without skip-worktree and writes every path; in a sparse checkout this puts
+/// the sparse layout back as git's reset leaves it (`unmerged` paths stay in the worktree).
+fn restore_sparse_layout(repo: &Repository, unmerged: &[String]) -> Result<(), Error> {
     if let Some(sparse) = git::Sparse::load(repo)? {
-        // libgit2's reset rebuilds the index without skip-worktree and writes every path; put the sparse
-        // layout back as git's reset leaves it.
         let mut index = repo.index().context_git(|| "reading the index")?;
         index.read(true).context_git(|| "reading the index")?;
         let except: Vec<&str> = unmerged.iter().map(String::as_str).collect();
         git::reapply_sparse(repo, &mut index, &sparse, &except)?;
         index.write().context_git(|| "writing the index")?;
     }
+    Ok(())
+}
+
+/// Deletes the strays, and the files an interrupted write created that the index does not track, when their
+/// content is still what bport wrote.
+fn remove_strays_and_created(
+    repo: &Repository,
+    strays: Vec<String>,
+    created: Vec<(String, Option<Oid>)>,
+) -> Result<(), Error> {
     if let Some(workdir) = repo.workdir() {
         for path in strays {
             let _ = std::fs::remove_file(workdir.join(path));

@@ -47,7 +47,6 @@ const ALLOWED: &[(&str, &str, &str)] = &[
     ("backport/pick.rs", "find_renames", NOT_SPLIT_YET),
     ("backport/pick.rs", "resolve_path", NOT_SPLIT_YET),
     ("git/renames.rs", "detect", NOT_SPLIT_YET),
-    ("backport/execute.rs", "hard_reset", NOT_SPLIT_YET),
     ("perf/script/output.rs", "resolve_samples", NOT_SPLIT_YET),
     ("perf/script/output.rs", "write_threaded", NOT_SPLIT_YET),
     ("perf/script/session.rs", "next_sample_refs", NOT_SPLIT_YET),
