@@ -42,7 +42,6 @@ const ALLOWED: &[(&str, &str, &str)] = &[
         "one CFI rule evaluation, register by register",
     ),
     // Still to split.
-    ("backport/execute.rs", "run", NOT_SPLIT_YET),
     ("backport/pick.rs", "pick", NOT_SPLIT_YET),
     ("backport/pick.rs", "find_renames", NOT_SPLIT_YET),
     ("backport/pick.rs", "resolve_path", NOT_SPLIT_YET),
