@@ -1395,33 +1395,27 @@ fn lock_addr_names_siglock_under_a_signal_mask_workload() {
     // a whole second: the run is repeated (a condition, not a timing guess) until the lock was contended.
     let count = |r: &Vec<String>| r[0].parse::<u64>().unwrap();
     let siglock = |rows: &[Vec<String>]| rows.iter().any(|r| r[5] == "siglock" && count(r) >= 100);
-    let mut attempts = 0;
-    let (out, rows) = loop {
-        attempts += 1;
-        let out = session(
-            dir.path(),
-            &[
-                "-l",
-                "-x",
-                ",",
-                "--",
-                exe.to_str().unwrap(),
-                "signal",
-                "1",
-                "4",
-            ],
-        );
-        let rows = csv(&out);
-        if siglock(&rows) || attempts == 10 {
-            break (out, rows);
-        }
-    };
+    let out = session_until(
+        dir.path(),
+        &[
+            "-l",
+            "-x",
+            ",",
+            "--",
+            exe.to_str().unwrap(),
+            "signal",
+            "1",
+            "4",
+        ],
+        |out| siglock(&csv(out)),
+    );
+    let rows = csv(&out);
     let sig: Vec<&Vec<String>> = rows.iter().filter(|r| r[5] == "siglock").collect();
     assert_eq!(sig.len(), 1, "one process, one siglock:\n{out}");
     assert_eq!(sig[0][6], "spinlock", "{out}");
     assert!(
         count(sig[0]) >= 100,
-        "siglock contended fewer than 100 times in each of {attempts} runs:\n{out}"
+        "siglock contended fewer than 100 times in each of 10 runs:\n{out}"
     );
     // The threads' page faults and stack mappings can meet on mmap_lock now and then (one contention against
     // 2,175,721 on siglock in a CI run); the signal workload never waits there as much as on siglock.

@@ -244,41 +244,32 @@ fn tracepoint_only_files_sort_by_trace_output_as_perf_does() {
             "for i in 1 2 3 4 5 6; do sleep 0.01; done",
         ],
     );
+    // perf records `sched_process_exec` of `cmd` into `out`.
+    let record_execs = |out: &str, cmd: &[&str]| {
+        let args = [
+            &[
+                "record",
+                "-q",
+                "-e",
+                "sched:sched_process_exec",
+                "-o",
+                out,
+                "--",
+            ][..],
+            cmd,
+        ]
+        .concat();
+        oracle::perf_ok(d, &args);
+    };
     // One exec, one sample: the single-sample table.
-    oracle::perf_ok(
-        d,
-        &[
-            "record",
-            "-q",
-            "-e",
-            "sched:sched_process_exec",
-            "-o",
-            "one.data",
-            "--",
-            "true",
-        ],
-    );
+    record_execs("one.data", &["true"]);
     // Three execs: `true` twice by two paths (compared, so rendered), and once under a long path and a name
     // of its own (never compared under `-s comm,trace`).
     let long = d.join("a-directory-name-long-enough-to-be-the-longest-line");
     std::fs::create_dir(&long).unwrap();
     std::os::unix::fs::symlink("/usr/bin/true", long.join("lone-true")).unwrap();
     let script = format!("{}/lone-true; /bin/true; /usr/bin/true", long.display());
-    oracle::perf_ok(
-        d,
-        &[
-            "record",
-            "-q",
-            "-e",
-            "sched:sched_process_exec",
-            "-o",
-            "exec.data",
-            "--",
-            "sh",
-            "-c",
-            &script,
-        ],
-    );
+    record_execs("exec.data", &["sh", "-c", &script]);
     let execs = oracle::perf_ok(
         d,
         &["report", "--stdio", "-i", "exec.data", "-s", "comm,trace"],
