@@ -1004,9 +1004,9 @@ fn staged_and_strays(
 }
 
 /// Only the paths the run may have written: those where HEAD or an interrupted write differ from `target_tree`,
-/// and the unmerged ones (the caller adds those the index changes). Everything else is the same in HEAD, the
-/// index and the target, so a worktree change there is the user's own (git's `reset --merge` keeps it too) and
-/// a hard reset of the whole tree would destroy it.
+/// and the unmerged ones (every index path when there is no HEAD tree; the caller adds those the index changes).
+/// Everything else is the same in HEAD, the index and the target, so a worktree change there is the user's own
+/// (git's `reset --merge` keeps it too) and a hard reset of the whole tree would destroy it.
 fn paths_the_run_may_have_written(
     repo: &Repository,
     head_tree: Option<&git2::Tree<'_>>,
