@@ -42,12 +42,6 @@ const ALLOWED: &[(&str, &str, &str)] = &[
         "one CFI rule evaluation, register by register",
     ),
     // Still to split.
-    ("backport/execute.rs", "run", NOT_SPLIT_YET),
-    ("backport/execute.rs", "hard_reset", NOT_SPLIT_YET),
-    ("backport/mod.rs", "resume", NOT_SPLIT_YET),
-    ("backport/mod.rs", "apply", NOT_SPLIT_YET),
-    ("cli/apply.rs", "run", NOT_SPLIT_YET),
-    ("cli/apply.rs", "render", NOT_SPLIT_YET),
     ("perf/script/output.rs", "resolve_samples", NOT_SPLIT_YET),
     ("perf/script/output.rs", "write_threaded", NOT_SPLIT_YET),
     ("perf/script/session.rs", "next_sample_refs", NOT_SPLIT_YET),
