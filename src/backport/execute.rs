@@ -170,35 +170,8 @@ pub fn run(
     let mempack = odb
         .add_new_mempack_backend(1000)
         .context_git(|| "adding an in-memory object store")?;
-    let committer = git::committer(&work)?;
-    let sob = format!(
-        "Signed-off-by: {} <{}>",
-        committer.name().unwrap_or_default(),
-        committer.email().unwrap_or_default()
-    );
-    let style = ConflictStyle::from_config(&work);
-    let rules = MessageRules::from_config(&work);
-    // Marker labels carry the abbreviation git would print (longer than 7 digits in big repositories).
-    let abbrev = git::abbrev_len(&work);
+    let mut run = Run::start(repo, &work, &mempack, st, dry_run)?;
     let total = st.plan.steps.len();
-    // The tip's tree and commits made here live in `cache` until the pack is written: only their ids are needed.
-    let mut tip_tree = work
-        .find_commit(st.tip)
-        .context_git(|| format!("reading {}", st.tip))?
-        .tree_id();
-    // Every object the run creates is listed in `cache` as the picks make it, for the one pack at the end: the
-    // mempack cannot list its objects, and `git_mempack_dump` walks each commit's whole tree (30,000 entries a
-    // commit in the benchmark).
-    let mut cache = pick::PickCache::new();
-    cache.set_renames(st.options.renames.settings(&work));
-    cache.set_attributes(super::attributes::Attributes::read(&work)?, tip_tree);
-    let mut guard = Guard::take(repo)?;
-    // Uncommitted changes in the worktree may stay as long as no pick writes their paths (git's cherry-pick
-    // refuses at the first pick that would, with the picks before it committed). Only the paths each pick writes
-    // are looked at: a look at every index entry costs an `lstat` each, more than a pick on a big tree.
-    let mut index = (!dry_run)
-        .then(|| repo.index().context_git(|| "reading the index"))
-        .transpose()?;
     let mut blocked: Option<Vec<String>> = None;
 
     while st.position < total {
@@ -210,68 +183,12 @@ pub fn run(
                 let commit = work
                     .find_commit(step.commit)
                     .context_git(|| format!("reading {}", step.commit))?;
-                // Labels only show in conflicts; the uniqueness check of the abbreviation costs a prefix lookup,
-                // so it runs only when a pick conflicts (and re-renders in the rare case of a collision).
                 let started = Instant::now();
-                let hex = commit.id().to_string();
-                let mut markers = Markers::for_commit(&hex[..abbrev.min(40)], &step.subject, style);
-                let mut moved = false;
-                let mut picked = loop {
-                    match pick::pick(
-                        &work,
-                        tip_tree,
-                        &commit,
-                        st.options.mainline,
-                        st.options.favor,
-                        &markers,
-                        &mut cache,
-                    ) {
-                        // An earlier pick changed a `.gitattributes` this one merges under: git's sequencer
-                        // would read the new one from its worktree, so the worktree and branch catch up with
-                        // the picks so far (as at the end of a run) and the pick runs again. A dry run writes
-                        // nothing and predicts under the attributes the worktree has.
-                        Err(Error::AttributesChangedInRun { .. }) if !moved => {
-                            moved = true;
-                            if dry_run {
-                                cache.accept_attributes(tip_tree);
-                            } else {
-                                if !cache.created().is_empty() {
-                                    flush(repo, &work, cache.written(), cache.created(), progress)?;
-                                    cache.clear_written();
-                                    mempack
-                                        .reset()
-                                        .context_git(|| "emptying the in-memory object store")?;
-                                }
-                                catch_up(repo, &work, st, tip_tree, &guard, progress)?;
-                                guard = Guard::take(repo)?;
-                                index = Some(repo.index().context_git(|| "reading the index")?);
-                                cache.set_attributes(
-                                    super::attributes::Attributes::read(&work)?,
-                                    tip_tree,
-                                );
-                            }
-                        }
-                        other => break other?,
-                    }
-                };
-                if !picked.conflicts.is_empty() {
-                    let short = git::short_id(&work, commit.id(), abbrev)?;
-                    if short.len() != abbrev {
-                        markers = Markers::for_commit(&short, &step.subject, style);
-                        picked = pick::pick(
-                            &work,
-                            tip_tree,
-                            &commit,
-                            st.options.mainline,
-                            st.options.favor,
-                            &markers,
-                            &mut cache,
-                        )?;
-                    }
-                }
+                let picked = run.pick(st, &commit, &step.subject, progress)?;
                 let merged = Timings::lap(&mut timings.merge, started);
-                if let Some(index) = &index {
-                    let touched = touched_paths(repo, &work, index, &mut cache, tip_tree, &picked)?;
+                if let Some(index) = &run.index {
+                    let touched =
+                        touched_paths(repo, &work, index, &mut run.cache, run.tip_tree, &picked)?;
                     if !touched.is_empty() {
                         blocked = Some(touched);
                         break;
@@ -279,48 +196,26 @@ pub fn run(
                 }
                 if !picked.conflicts.is_empty() {
                     if dry_run {
-                        // Predict the rest as the run would go on if the user resolved this stop by taking the
-                        // picked side of each conflicted path (`git checkout --theirs`, or `git rm` where the
-                        // pick deletes it) and continued: the clean part of the patch is in, and so are the
-                        // lines the next patches of the series build on. Keeping the branch's side instead
-                        // predicted stops at every later patch of the series that touches those lines.
-                        let edits: Vec<crate::git::TreeEdit> = picked
-                            .conflicts
-                            .iter()
-                            .map(|c| (c.path.clone(), c.theirs))
-                            .collect();
-                        tip_tree = cache.edit_tree(&work, picked.tree, &edits)?;
-                        StepResult::Conflict {
-                            paths: picked.conflicts.iter().map(|c| c.path.clone()).collect(),
-                        }
+                        run.predict_past_conflict(picked)?
                     } else {
-                        if !cache.created().is_empty() {
-                            flush(repo, &work, cache.written(), cache.created(), progress)?;
-                            cache.clear_written();
-                            mempack
-                                .reset()
-                                .context_git(|| "emptying the in-memory object store")?;
-                        }
+                        run.flush_objects(progress)?;
                         let flushed = Timings::lap(&mut timings.objects, merged);
                         let conflicts = picked.conflicts;
-                        let rerere =
-                            stop_at_conflict(repo, st, picked.tree, &conflicts, &guard, progress)?;
+                        let rerere = stop_at_conflict(
+                            repo,
+                            st,
+                            picked.tree,
+                            &conflicts,
+                            &run.guard,
+                            progress,
+                        )?;
                         Timings::lap(&mut timings.materialize, flushed);
                         return Ok(RunEnd::Stopped(conflicts, rerere));
                     }
-                } else if picked.tree == tip_tree {
+                } else if picked.tree == run.tip_tree {
                     StepResult::Empty
                 } else {
-                    let message = pick_message(&commit, st, &sob, &rules, Made::Clean);
-                    let new = cache.add_commit(git::commit_bytes(
-                        picked.tree,
-                        &[st.tip],
-                        &commit.author(),
-                        &committer,
-                        &message,
-                    ));
-                    tip_tree = picked.tree;
-                    st.tip = new;
+                    let new = run.commit_clean(st, &commit, picked.tree);
                     Timings::lap(&mut timings.objects, merged);
                     StepResult::Picked { new }
                 }
@@ -336,39 +231,264 @@ pub fn run(
             .context_git(|| "dropping in-memory objects")?;
         return Ok(RunEnd::Done);
     }
-    let started = Instant::now();
-    if !cache.created().is_empty() {
-        flush(repo, &work, cache.written(), cache.created(), progress)?;
+    run.write_out(st, blocked, progress, timings)
+}
+
+/// What the steps of one run share: the repositories, the settings read once, and what the picks made so far.
+struct Run<'a, 'm> {
+    repo: &'a Repository,
+    /// The run's private handle, whose object database holds `mempack`.
+    work: &'a Repository,
+    mempack: &'a git2::Mempack<'m>,
+    dry_run: bool,
+    committer: git2::Signature<'static>,
+    sob: String,
+    style: ConflictStyle,
+    rules: MessageRules,
+    /// Marker labels carry the abbreviation git would print (longer than 7 digits in big repositories).
+    abbrev: usize,
+    /// The tip's tree; it and the commits made here live in `cache` until the pack is written: only their ids
+    /// are needed.
+    tip_tree: Oid,
+    /// Every object the run creates is listed in `cache` as the picks make it, for the one pack at the end: the
+    /// mempack cannot list its objects, and `git_mempack_dump` walks each commit's whole tree (30,000 entries a
+    /// commit in the benchmark).
+    cache: pick::PickCache,
+    guard: Guard,
+    /// Uncommitted changes in the worktree may stay as long as no pick writes their paths (git's cherry-pick
+    /// refuses at the first pick that would, with the picks before it committed). Only the paths each pick
+    /// writes are looked at: a look at every index entry costs an `lstat` each, more than a pick on a big tree.
+    /// `None` in a dry run.
+    index: Option<git2::Index>,
+}
+
+impl<'a, 'm> Run<'a, 'm> {
+    /// Reads the settings and the tip, and takes the guard.
+    fn start(
+        repo: &'a Repository,
+        work: &'a Repository,
+        mempack: &'a git2::Mempack<'m>,
+        st: &State,
+        dry_run: bool,
+    ) -> Result<Self, Error> {
+        let committer = git::committer(work)?;
+        let sob = format!(
+            "Signed-off-by: {} <{}>",
+            committer.name().unwrap_or_default(),
+            committer.email().unwrap_or_default()
+        );
+        let style = ConflictStyle::from_config(work);
+        let rules = MessageRules::from_config(work);
+        let abbrev = git::abbrev_len(work);
+        let tip_tree = work
+            .find_commit(st.tip)
+            .context_git(|| format!("reading {}", st.tip))?
+            .tree_id();
+        let mut cache = pick::PickCache::new();
+        cache.set_renames(st.options.renames.settings(work));
+        cache.set_attributes(super::attributes::Attributes::read(work)?, tip_tree);
+        let guard = Guard::take(repo)?;
+        let index = (!dry_run)
+            .then(|| repo.index().context_git(|| "reading the index"))
+            .transpose()?;
+        Ok(Run {
+            repo,
+            work,
+            mempack,
+            dry_run,
+            committer,
+            sob,
+            style,
+            rules,
+            abbrev,
+            tip_tree,
+            cache,
+            guard,
+            index,
+        })
     }
-    // The final checkout reads the new blobs from the pack now on disk.
-    cache.clear_written();
-    let flushed = Timings::lap(&mut timings.objects, started);
-    st.phase = Phase::Running;
-    if st.tip == st.anchor {
+
+    /// Picks `commit` onto the tip in memory, under the attributes its merge needs, with the conflict labels git
+    /// would print.
+    fn pick(
+        &mut self,
+        st: &mut State,
+        commit: &Commit<'_>,
+        subject: &str,
+        progress: &mut dyn Progress,
+    ) -> Result<pick::Picked, Error> {
+        // Labels only show in conflicts; the uniqueness check of the abbreviation costs a prefix lookup, so it
+        // runs only when a pick conflicts (and re-renders in the rare case of a collision).
+        let hex = commit.id().to_string();
+        let mut markers = Markers::for_commit(&hex[..self.abbrev.min(40)], subject, self.style);
+        let mut moved = false;
+        let mut picked = loop {
+            match pick::pick(
+                self.work,
+                self.tip_tree,
+                commit,
+                st.options.mainline,
+                st.options.favor,
+                &markers,
+                &mut self.cache,
+            ) {
+                // An earlier pick changed a `.gitattributes` this one merges under: git's sequencer would read
+                // the new one from its worktree, so the worktree and branch catch up with the picks so far (as
+                // at the end of a run) and the pick runs again. A dry run writes nothing and predicts under the
+                // attributes the worktree has.
+                Err(Error::AttributesChangedInRun { .. }) if !moved => {
+                    moved = true;
+                    if self.dry_run {
+                        self.cache.accept_attributes(self.tip_tree);
+                    } else {
+                        self.catch_up_with_attributes(st, progress)?;
+                    }
+                }
+                other => break other?,
+            }
+        };
+        if !picked.conflicts.is_empty() {
+            let short = git::short_id(self.work, commit.id(), self.abbrev)?;
+            if short.len() != self.abbrev {
+                markers = Markers::for_commit(&short, subject, self.style);
+                picked = pick::pick(
+                    self.work,
+                    self.tip_tree,
+                    commit,
+                    st.options.mainline,
+                    st.options.favor,
+                    &markers,
+                    &mut self.cache,
+                )?;
+            }
+        }
+        Ok(picked)
+    }
+
+    /// Writes the picks so far out (objects, worktree, index, branch) and reads the attributes they leave.
+    fn catch_up_with_attributes(
+        &mut self,
+        st: &mut State,
+        progress: &mut dyn Progress,
+    ) -> Result<(), Error> {
+        self.flush_objects(progress)?;
+        catch_up(
+            self.repo,
+            self.work,
+            st,
+            self.tip_tree,
+            &self.guard,
+            progress,
+        )?;
+        self.guard = Guard::take(self.repo)?;
+        self.index = Some(self.repo.index().context_git(|| "reading the index")?);
+        self.cache.set_attributes(
+            super::attributes::Attributes::read(self.work)?,
+            self.tip_tree,
+        );
+        Ok(())
+    }
+
+    /// Writes the objects made so far as a pack, when there are any, and empties the mempack.
+    fn flush_objects(&mut self, progress: &mut dyn Progress) -> Result<(), Error> {
+        if !self.cache.created().is_empty() {
+            flush(
+                self.repo,
+                self.work,
+                self.cache.written(),
+                self.cache.created(),
+                progress,
+            )?;
+            self.cache.clear_written();
+            self.mempack
+                .reset()
+                .context_git(|| "emptying the in-memory object store")?;
+        }
+        Ok(())
+    }
+
+    /// In a dry run, predicts the rest as the run would go on if the user resolved this stop by taking the picked
+    /// side of each conflicted path (`git checkout --theirs`, or `git rm` where the pick deletes it) and
+    /// continued: the clean part of the patch is in, and so are the lines the next patches of the series build
+    /// on. Keeping the branch's side instead predicted stops at every later patch of the series that touches
+    /// those lines.
+    fn predict_past_conflict(&mut self, picked: pick::Picked) -> Result<StepResult, Error> {
+        let edits: Vec<crate::git::TreeEdit> = picked
+            .conflicts
+            .iter()
+            .map(|c| (c.path.clone(), c.theirs))
+            .collect();
+        self.tip_tree = self.cache.edit_tree(self.work, picked.tree, &edits)?;
+        Ok(StepResult::Conflict {
+            paths: picked.conflicts.iter().map(|c| c.path.clone()).collect(),
+        })
+    }
+
+    /// Commits a clean pick with tree `tree` on the tip (in memory) and makes it the tip.
+    fn commit_clean(&mut self, st: &mut State, commit: &Commit<'_>, tree: Oid) -> Oid {
+        let message = pick_message(commit, st, &self.sob, &self.rules, Made::Clean);
+        let new = self.cache.add_commit(git::commit_bytes(
+            tree,
+            &[st.tip],
+            &commit.author(),
+            &self.committer,
+            &message,
+        ));
+        self.tip_tree = tree;
+        st.tip = new;
+        new
+    }
+
+    /// The end of a run that did not stop: writes the pack, then (in the order the module doc shows) the state,
+    /// worktree, index and branch; refuses with the paths `blocked` names when a pick would have written over
+    /// worktree changes.
+    fn write_out(
+        mut self,
+        st: &mut State,
+        blocked: Option<Vec<String>>,
+        progress: &mut dyn Progress,
+        timings: &mut Timings,
+    ) -> Result<RunEnd, Error> {
+        let started = Instant::now();
+        if !self.cache.created().is_empty() {
+            flush(
+                self.repo,
+                self.work,
+                self.cache.written(),
+                self.cache.created(),
+                progress,
+            )?;
+        }
+        // The final checkout reads the new blobs from the pack now on disk.
+        self.cache.clear_written();
+        let flushed = Timings::lap(&mut timings.objects, started);
+        st.phase = Phase::Running;
+        if st.tip == st.anchor {
+            if let Some(paths) = blocked {
+                state::save(self.repo.path(), st)?;
+                return Err(Error::Git(git::Error::LocalChanges { paths }));
+            }
+        } else {
+            // Last look before writing: from here on the worktree and index are the run's until the branch moves.
+            self.guard.check(self.repo, st)?;
+            st.writing = Some(Writing {
+                tree: self.tip_tree,
+                also: Vec::new(),
+            });
+        }
+        state::save(self.repo.path(), st)?;
+        fault::point("state-saved");
+        progress.checkpoint(Checkpoint::StateSaved);
+        // The checkout reads the new trees and blobs from the pack just written (blobs of binary merges from the
+        // mempack, which still holds them).
+        move_to_tip(self.repo, self.work, st, progress)?;
+        Timings::lap(&mut timings.materialize, flushed);
         if let Some(paths) = blocked {
-            state::save(repo.path(), st)?;
+            state::save(self.repo.path(), st)?;
             return Err(Error::Git(git::Error::LocalChanges { paths }));
         }
-    } else {
-        // Last look before writing: from here on the worktree and index are the run's until the branch moves.
-        guard.check(repo, st)?;
-        st.writing = Some(Writing {
-            tree: tip_tree,
-            also: Vec::new(),
-        });
+        Ok(RunEnd::Done)
     }
-    state::save(repo.path(), st)?;
-    fault::point("state-saved");
-    progress.checkpoint(Checkpoint::StateSaved);
-    // The checkout reads the new trees and blobs from the pack just written (blobs of binary merges from the
-    // mempack, which still holds them).
-    move_to_tip(repo, &work, st, progress)?;
-    Timings::lap(&mut timings.materialize, flushed);
-    if let Some(paths) = blocked {
-        state::save(repo.path(), st)?;
-        return Err(Error::Git(git::Error::LocalChanges { paths }));
-    }
-    Ok(RunEnd::Done)
 }
 
 /// The paths the pick `picked` onto `tip` writes (its conflicted paths and the paths whose entry differs between
@@ -811,7 +931,6 @@ pub fn hard_reset(repo: &Repository, to: Oid, writing: Option<&Writing>) -> Resu
     let target_tree = target.tree().context_git(|| "reading the tree")?;
     let head_tree = repo.head().and_then(|h| h.peel_to_tree()).ok();
     let index = repo.index().context_git(|| "reading the index")?;
-    let mut strays = Vec::new();
     // git's reset (`--abort`'s `reset --merge`) leaves a path unmerged before it in the worktree even outside
     // the sparse patterns.
     let unmerged: Vec<String> = index
@@ -819,11 +938,47 @@ pub fn hard_reset(repo: &Repository, to: Oid, writing: Option<&Writing>) -> Resu
         .filter(|e| (e.flags >> 12) & 3 != 0)
         .map(|e| String::from_utf8_lossy(&e.path).into_owned())
         .collect();
+    let (staged_paths, strays) = staged_and_strays(repo, head_tree.as_ref(), &index, &target_tree)?;
+    let created = match writing {
+        Some(w) => created_by(repo, w, &target_tree)?,
+        None => Vec::new(),
+    };
+    let mut paths = paths_the_run_may_have_written(
+        repo,
+        head_tree.as_ref(),
+        &target_tree,
+        writing,
+        &index,
+        &unmerged,
+    )?;
+    paths.extend(staged_paths);
+    drop(index);
+    let _note = state::IndexNote::start(repo.path())?;
+    // Checked out before HEAD moves: the baseline is the current HEAD tree, so files the picks added go.
+    if !paths.is_empty() {
+        reset_paths(repo, &target_tree, to, &paths)?;
+    }
+    repo.reset(target.as_object(), ResetType::Soft, None)
+        .context_git(|| format!("resetting to {to}"))?;
+    fault::point("reset-done");
+    restore_sparse_layout(repo, &unmerged)?;
+    remove_strays_and_created(repo, strays, created)
+}
+
+/// The paths the index changes against HEAD (submodules left out), and the strays among them: paths only the
+/// index has, neither HEAD's tree nor `target_tree`, which a hard reset would leave behind as untracked.
+fn staged_and_strays(
+    repo: &Repository,
+    head_tree: Option<&git2::Tree<'_>>,
+    index: &git2::Index,
+    target_tree: &git2::Tree<'_>,
+) -> Result<(Vec<String>, Vec<String>), Error> {
+    let mut strays = Vec::new();
     // Only paths the index has and HEAD's tree lacks can be strays: found by one diff, not by looking every
     // entry up from the root (libgit2 does not cache a tree over 4 KiB, so each lookup inflated the root tree
     // again: 84% of a `--skip` on a 4,000-file tree).
     let staged = repo
-        .diff_tree_to_index(head_tree.as_ref(), Some(&index), None)
+        .diff_tree_to_index(head_tree, Some(index), None)
         .context_git(|| "comparing the index with HEAD")?;
     // Every path the index changes against HEAD (submodules left out): the run's own writes, reset below. One
     // diff of HEAD with the index answers it; a status would also walk and stat the whole worktree (a third of
@@ -841,20 +996,28 @@ pub fn hard_reset(repo: &Repository, to: Oid, writing: Option<&Writing>) -> Resu
             continue;
         }
         let in_tree = |t: &git2::Tree<'_>| t.get_path(path).is_ok();
-        if !in_tree(&target_tree) && !head_tree.as_ref().is_some_and(in_tree) {
+        if !in_tree(target_tree) && !head_tree.is_some_and(in_tree) {
             strays.push(path.to_string_lossy().into_owned());
         }
     }
-    let created = match writing {
-        Some(w) => created_by(repo, w, &target_tree)?,
-        None => Vec::new(),
-    };
-    // Only the paths the run may have written: those where HEAD, the index or an interrupted write differ from
-    // `to`. Everything else is the same in HEAD, the index and `to`, so a worktree change there is the user's
-    // own (git's `reset --merge` keeps it too) and a hard reset of the whole tree would destroy it.
+    Ok((staged_paths, strays))
+}
+
+/// Only the paths the run may have written: those where HEAD or an interrupted write differ from `target_tree`,
+/// and the unmerged ones (every index path when there is no HEAD tree; the caller adds those the index changes).
+/// Everything else is the same in HEAD, the index and the target, so a worktree change there is the user's own
+/// (git's `reset --merge` keeps it too) and a hard reset of the whole tree would destroy it.
+fn paths_the_run_may_have_written(
+    repo: &Repository,
+    head_tree: Option<&git2::Tree<'_>>,
+    target_tree: &git2::Tree<'_>,
+    writing: Option<&Writing>,
+    index: &git2::Index,
+    unmerged: &[String],
+) -> Result<std::collections::BTreeSet<String>, Error> {
     let mut paths: std::collections::BTreeSet<String> = unmerged.iter().cloned().collect();
-    if let Some(head_tree) = &head_tree {
-        for c in git::tree_changes(repo, Some(head_tree), Some(&target_tree))? {
+    if let Some(head_tree) = head_tree {
+        for c in git::tree_changes(repo, Some(head_tree), Some(target_tree))? {
             paths.insert(c.path);
         }
         if let Some(w) = writing {
@@ -873,66 +1036,81 @@ pub fn hard_reset(repo: &Repository, to: Oid, writing: Option<&Writing>) -> Resu
                 .map(|e| String::from_utf8_lossy(&e.path).into_owned()),
         );
     }
-    paths.extend(staged_paths);
-    drop(index);
-    let _note = state::IndexNote::start(repo.path())?;
-    // Checked out before HEAD moves: the baseline is the current HEAD tree, so files the picks added go.
-    if !paths.is_empty() {
-        let mut checkout = CheckoutBuilder::new();
-        checkout
-            .force()
-            .disable_pathspec_match(true)
-            .progress(|_, _, _| fault::point("reset-file"));
-        for p in &paths {
-            checkout.path(p.as_str());
-        }
-        repo.checkout_tree(target_tree.as_object(), Some(&mut checkout))
-            .context_git(|| format!("resetting to {to}"))?;
-        // The checkout updated and wrote this handle's index: it is read again only if someone else wrote the
-        // file since (a forced read parsed all of it again, 5% of a `--skip` on a 4,000-file tree).
-        let mut index = repo.index().context_git(|| "reading the index")?;
-        index.read(false).context_git(|| "reading the index")?;
-        for p in &paths {
-            let path = Path::new(p);
-            for stage in 1..=3 {
-                let _ = index.remove(path, stage);
-            }
-            match target_tree.get_path(path) {
-                Ok(e) if e.kind() != Some(git2::ObjectType::Tree) => {
-                    let want = (e.id(), e.filemode() as u32);
-                    let have = index.get_path(path, 0).map(|x| (x.id, x.mode));
-                    if have != Some(want) {
-                        let mut entry = stage_entry(
-                            p,
-                            pick::Side {
-                                oid: want.0,
-                                mode: want.1,
-                            },
-                            0,
-                        );
-                        entry.flags = p.len().min(0xfff) as u16;
-                        index.add(&entry).context_git(|| format!("staging {p}"))?;
-                    }
-                }
-                _ => {
-                    let _ = index.remove(path, 0);
-                }
-            }
-        }
-        index.write().context_git(|| "writing the index")?;
+    Ok(paths)
+}
+
+/// Checks `paths` out of `target_tree` by force and makes their index entries the target's (stage 0 only).
+fn reset_paths(
+    repo: &Repository,
+    target_tree: &git2::Tree<'_>,
+    to: Oid,
+    paths: &std::collections::BTreeSet<String>,
+) -> Result<(), Error> {
+    let mut checkout = CheckoutBuilder::new();
+    checkout
+        .force()
+        .disable_pathspec_match(true)
+        .progress(|_, _, _| fault::point("reset-file"));
+    for p in paths {
+        checkout.path(p.as_str());
     }
-    repo.reset(target.as_object(), ResetType::Soft, None)
+    repo.checkout_tree(target_tree.as_object(), Some(&mut checkout))
         .context_git(|| format!("resetting to {to}"))?;
-    fault::point("reset-done");
+    // The checkout updated and wrote this handle's index: it is read again only if someone else wrote the
+    // file since (a forced read parsed all of it again, 5% of a `--skip` on a 4,000-file tree).
+    let mut index = repo.index().context_git(|| "reading the index")?;
+    index.read(false).context_git(|| "reading the index")?;
+    for p in paths {
+        let path = Path::new(p);
+        for stage in 1..=3 {
+            let _ = index.remove(path, stage);
+        }
+        match target_tree.get_path(path) {
+            Ok(e) if e.kind() != Some(git2::ObjectType::Tree) => {
+                let want = (e.id(), e.filemode() as u32);
+                let have = index.get_path(path, 0).map(|x| (x.id, x.mode));
+                if have != Some(want) {
+                    let mut entry = stage_entry(
+                        p,
+                        pick::Side {
+                            oid: want.0,
+                            mode: want.1,
+                        },
+                        0,
+                    );
+                    entry.flags = p.len().min(0xfff) as u16;
+                    index.add(&entry).context_git(|| format!("staging {p}"))?;
+                }
+            }
+            _ => {
+                let _ = index.remove(path, 0);
+            }
+        }
+    }
+    index.write().context_git(|| "writing the index")?;
+    Ok(())
+}
+
+/// libgit2's reset rebuilds the index without skip-worktree and writes every path; in a sparse checkout this puts
+/// the sparse layout back as git's reset leaves it (`unmerged` paths stay in the worktree).
+fn restore_sparse_layout(repo: &Repository, unmerged: &[String]) -> Result<(), Error> {
     if let Some(sparse) = git::Sparse::load(repo)? {
-        // libgit2's reset rebuilds the index without skip-worktree and writes every path; put the sparse
-        // layout back as git's reset leaves it.
         let mut index = repo.index().context_git(|| "reading the index")?;
         index.read(true).context_git(|| "reading the index")?;
         let except: Vec<&str> = unmerged.iter().map(String::as_str).collect();
         git::reapply_sparse(repo, &mut index, &sparse, &except)?;
         index.write().context_git(|| "writing the index")?;
     }
+    Ok(())
+}
+
+/// Deletes the strays, and the files an interrupted write created that the index does not track, when their
+/// content is still what bport wrote.
+fn remove_strays_and_created(
+    repo: &Repository,
+    strays: Vec<String>,
+    created: Vec<(String, Option<Oid>)>,
+) -> Result<(), Error> {
     if let Some(workdir) = repo.workdir() {
         for path in strays {
             let _ = std::fs::remove_file(workdir.join(path));

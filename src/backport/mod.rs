@@ -354,31 +354,7 @@ pub fn apply(
     } else {
         Some(state::lock(repo.path())?)
     };
-    if state::exists(repo.path()) {
-        return Err(Error::RunInProgress {
-            path: state::dir(repo.path()).join("state.json"),
-        });
-    }
-    if repo.is_bare() {
-        return Err(Error::BareRepository {
-            path: repo.path().to_path_buf(),
-        });
-    }
-    git::check_no_operation(repo)?;
-    // Only an unborn branch is "no commit yet"; a ref that cannot be read is a damaged repository, named.
-    let head = repo.head().map_err(|source| match source.code() {
-        git2::ErrorCode::UnbornBranch => Error::UnbornHead,
-        _ => Error::Git(git::Error::Git {
-            context: "reading HEAD".into(),
-            source,
-        }),
-    })?;
-    let head_oid = head.target().ok_or(Error::UnbornHead)?;
-    let branch = if repo.head_detached().unwrap_or(false) {
-        None
-    } else {
-        head.name().ok().map(|n| n.to_string())
-    };
+    let (head_oid, branch) = starting_point(repo)?;
     let started = std::time::Instant::now();
     let resolved = list.resolve(repo, opts.pick.mainline)?;
     if !opts.dry_run {
@@ -387,21 +363,7 @@ pub fn apply(
     let listed: Vec<Oid> = resolved.iter().map(|r| r.oid).collect();
     let mut on_branch = matcher::Branch::collect(repo, head_oid, &listed, &[])?;
     let verdicts = matcher::judge(&mut on_branch, &resolved, opts.rules)?;
-    let steps = resolved
-        .iter()
-        .zip(verdicts)
-        .map(|(r, v)| Step {
-            line: r.entry.line,
-            commit: r.oid,
-            subject: r.subject.clone(),
-            action: match v {
-                matcher::Verdict::Applied(because) => Action::Skip { because },
-                matcher::Verdict::Missing { ambiguous_subject } => {
-                    Action::Pick { ambiguous_subject }
-                }
-            },
-        })
-        .collect::<Vec<_>>();
+    let steps = plan_steps(&resolved, verdicts);
     let mut timings = execute::Timings {
         matching: started.elapsed(),
         ..Default::default()
@@ -428,20 +390,79 @@ pub fn apply(
     state::save(repo.path(), &st)?;
     state::save_branch_commits(repo.path(), on_branch.oids())?;
     let result = finish(repo, st, progress, timings);
+    forget_run_refused_before_writing(repo, head_oid, &result)?;
+    result
+}
+
+/// Refuses to start where a run cannot: another run in progress, a bare repository, a git operation under way, no
+/// commit yet. Returns HEAD's commit and its branch (`None` when detached).
+fn starting_point(repo: &Repository) -> Result<(Oid, Option<String>), Error> {
+    if state::exists(repo.path()) {
+        return Err(Error::RunInProgress {
+            path: state::dir(repo.path()).join("state.json"),
+        });
+    }
+    if repo.is_bare() {
+        return Err(Error::BareRepository {
+            path: repo.path().to_path_buf(),
+        });
+    }
+    git::check_no_operation(repo)?;
+    // Only an unborn branch is "no commit yet"; a ref that cannot be read is a damaged repository, named.
+    let head = repo.head().map_err(|source| match source.code() {
+        git2::ErrorCode::UnbornBranch => Error::UnbornHead,
+        _ => Error::Git(git::Error::Git {
+            context: "reading HEAD".into(),
+            source,
+        }),
+    })?;
+    let head_oid = head.target().ok_or(Error::UnbornHead)?;
+    let branch = if repo.head_detached().unwrap_or(false) {
+        None
+    } else {
+        head.name().ok().map(|n| n.to_string())
+    };
+    Ok((head_oid, branch))
+}
+
+/// The plan: a skip for each listed commit the matcher found on the branch, a pick for each other.
+fn plan_steps(resolved: &[patchlist::Resolved], verdicts: Vec<matcher::Verdict>) -> Vec<Step> {
+    resolved
+        .iter()
+        .zip(verdicts)
+        .map(|(r, v)| Step {
+            line: r.entry.line,
+            commit: r.oid,
+            subject: r.subject.clone(),
+            action: match v {
+                matcher::Verdict::Applied(because) => Action::Skip { because },
+                matcher::Verdict::Missing { ambiguous_subject } => {
+                    Action::Pick { ambiguous_subject }
+                }
+            },
+        })
+        .collect()
+}
+
+/// Removes the state of a run refused while merging in memory: when the branch has not moved from `head_oid`,
+/// nothing of the run was written, so there is nothing to continue or abort.
+fn forget_run_refused_before_writing(
+    repo: &Repository,
+    head_oid: Oid,
+    result: &Result<Outcome, Error>,
+) -> Result<(), Error> {
     if let Err(
         Error::UnsupportedAttribute { .. }
         | Error::UnsupportedConfig { .. }
         | Error::AttributesChangedInRun { .. }
         | Error::MergeDriverWithoutCommand { .. },
-    ) = &result
+    ) = result
     {
-        // Refused while merging in memory: when the branch has not moved, nothing of the run was written, so
-        // there is nothing to continue or abort.
         if repo.head().ok().and_then(|h| h.target()) == Some(head_oid) {
             state::remove(repo.path())?;
         }
     }
-    result
+    Ok(())
 }
 
 /// `--continue`, `--skip` or `--abort`.
@@ -470,7 +491,47 @@ pub fn resume(
         .ok()
         .and_then(|h| h.target())
         .ok_or(Error::UnbornHead)?;
-    // The run owns one branch (or the detached HEAD); resuming on another would move the wrong ref.
+    check_same_place(repo, &st)?;
+    if how == Resume::Quit {
+        return quit(repo, st);
+    }
+    // Where bport may have left HEAD: at the last tip it wrote, or (interrupted before the branch moved) at the
+    // anchor. Anywhere else someone committed or reset since, and rewinding would drop that work.
+    let ours = head == st.tip
+        || (st.phase == state::Phase::Running && head == st.anchor)
+        || (st.aborting && head == st.orig_head);
+    if how == Resume::Abort {
+        return abort(repo, st, head, ours);
+    }
+    if st.aborting {
+        return Err(Error::AbortInterrupted);
+    }
+    match (st.phase.clone(), how) {
+        (state::Phase::Running, _) => {
+            recover_interrupted(repo, &mut st, head, ours)?;
+            if how == Resume::Skip {
+                st.results[st.position] = Some(StepResult::SkippedByUser);
+                st.position += 1;
+            }
+        }
+        (state::Phase::Stopped { .. }, Resume::Continue) => {
+            continue_stopped(repo, &mut st, head, progress)?;
+            let i = st.position - 1;
+            let total = st.plan.steps.len();
+            if st.results[i] == Some(StepResult::Empty) {
+                progress.dropped_empty(i, total, &st.plan.steps[i]);
+            }
+        }
+        (state::Phase::Stopped { .. }, _) => skip_stopped(repo, &mut st, head)?,
+    }
+    st.phase = state::Phase::Running;
+    st.writing = None;
+    state::save(repo.path(), &st)?;
+    finish(repo, st, progress, execute::Timings::default())
+}
+
+/// Refuses to resume on another branch (or off the detached HEAD) than the run's: it would move the wrong ref.
+fn check_same_place(repo: &Repository, st: &State) -> Result<(), Error> {
     let on = repo
         .head()
         .ok()
@@ -488,132 +549,128 @@ pub fn resume(
                 .unwrap_or_else(|| "a detached HEAD".into()),
         });
     }
-    if how == Resume::Quit {
-        // As `git cherry-pick --quit`: the run's state and rerere's record of the current conflicts go, nothing else.
-        let rr = crate::rerere::Rerere::open(repo)?;
-        for path in [rr.merge_rr_path(), rr.decisions_path()] {
-            match std::fs::remove_file(&path) {
-                Ok(()) => {}
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                Err(source) => return Err(Error::Io { path, source }),
-            }
-        }
-        state::remove(repo.path())?;
-        return Ok(Outcome::Quit(st));
-    }
-    // Where bport may have left HEAD: at the last tip it wrote, or (interrupted before the branch moved) at the
-    // anchor. Anywhere else someone committed or reset since, and rewinding would drop that work.
-    let ours = head == st.tip
-        || (st.phase == state::Phase::Running && head == st.anchor)
-        || (st.aborting && head == st.orig_head);
-    if how == Resume::Abort {
-        if !ours {
-            return Err(Error::AbortHeadMoved {
-                expected: st.tip,
-                found: head,
-            });
-        }
-        if st.phase == state::Phase::Running && st.writing.is_none() && !st.aborting {
-            // Interrupted before writing: whatever differs from HEAD was not written by bport.
-            if let Err(git::Error::Dirty { paths }) = git::check_index_clean(repo) {
-                return Err(Error::AbortLocalChanges { paths });
-            }
-            // Worktree changes the reset would overwrite: on paths the run changed since it started.
-            let at = |oid: Oid| {
-                repo.find_commit(oid)
-                    .and_then(|c| c.tree())
-                    .context_git(|| format!("reading {oid}"))
-            };
-            let changed: Vec<String> =
-                git::tree_changes(repo, Some(&at(head)?), Some(&at(st.orig_head)?))?
-                    .into_iter()
-                    .map(|c| c.path)
-                    .collect();
-            let index = repo.index().context_git(|| "reading the index")?;
-            let paths: Vec<String> = git::unstaged_changes(repo, &index)?
-                .into_iter()
-                .filter(|p| changed.contains(p))
-                .collect();
-            if !paths.is_empty() {
-                return Err(Error::AbortLocalChanges { paths });
-            }
-        }
-        if !st.aborting {
-            st.aborting = true;
-            state::save(repo.path(), &st)?;
-            git::fault::point("abort-state-saved");
-        }
-        crate::rerere::verbs::clear(&crate::rerere::Rerere::open(repo)?)?;
-        execute::hard_reset(repo, st.orig_head, st.writing.as_ref())?;
-        state::remove(repo.path())?;
-        return Ok(Outcome::Aborted(st));
-    }
-    if st.aborting {
-        return Err(Error::AbortInterrupted);
-    }
-    match (st.phase.clone(), how) {
-        (state::Phase::Running, _) => {
-            // Interrupted: roll forward to the last written tip, or back to it.
-            if !ours {
-                return Err(Error::HeadMoved {
-                    expected: st.tip,
-                    found: head,
-                });
-            }
-            if st.writing.is_some() {
-                // The worktree belongs to the run: it was writing when it died.
-                execute::hard_reset(repo, head, st.writing.as_ref())?;
-            } else {
-                // Nothing was written since the run last left things consistent: changes are the user's; staged
-                // ones would go into the next commit, worktree ones are checked against each pick's paths.
-                git::check_index_clean(repo)?;
-            }
-            if head != st.tip {
-                // A forced reset would overwrite untracked files where the picks add tracked ones.
-                let tip_tree = repo
-                    .find_commit(st.tip)
-                    .and_then(|c| c.tree())
-                    .context_git(|| format!("reading {}", st.tip))?;
-                execute::check_nothing_in_the_way(repo, head, &tip_tree, &[])?;
-                execute::set_branch(
-                    repo,
-                    &st,
-                    st.tip,
-                    "bport apply: recovering an interrupted run",
-                )?;
-                execute::hard_reset(repo, st.tip, None)?;
-            }
-            st.anchor = st.tip;
-            if how == Resume::Skip {
-                st.results[st.position] = Some(StepResult::SkippedByUser);
-                st.position += 1;
-            }
-        }
-        (state::Phase::Stopped { .. }, Resume::Continue) => {
-            continue_stopped(repo, &mut st, head, progress)?;
-            let i = st.position - 1;
-            let total = st.plan.steps.len();
-            if st.results[i] == Some(StepResult::Empty) {
-                progress.dropped_empty(i, total, &st.plan.steps[i]);
-            }
-        }
-        (state::Phase::Stopped { .. }, _) => {
-            crate::rerere::verbs::clear(&crate::rerere::Rerere::open(repo)?)?;
-            if head != st.tip {
-                return Err(Error::HeadMoved {
-                    expected: st.tip,
-                    found: head,
-                });
-            }
-            execute::hard_reset(repo, st.tip, st.writing.as_ref())?;
-            st.results[st.position] = Some(StepResult::SkippedByUser);
-            st.position += 1;
+    Ok(())
+}
+
+/// `--quit`: as `git cherry-pick --quit`, the run's state and rerere's record of the current conflicts go, nothing
+/// else.
+fn quit(repo: &Repository, st: State) -> Result<Outcome, Error> {
+    let rr = crate::rerere::Rerere::open(repo)?;
+    for path in [rr.merge_rr_path(), rr.decisions_path()] {
+        match std::fs::remove_file(&path) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(source) => return Err(Error::Io { path, source }),
         }
     }
-    st.phase = state::Phase::Running;
-    st.writing = None;
-    state::save(repo.path(), &st)?;
-    finish(repo, st, progress, execute::Timings::default())
+    state::remove(repo.path())?;
+    Ok(Outcome::Quit(st))
+}
+
+/// `--abort`: restores branch, index and worktree as they were before the run, once nothing of the user's would
+/// be lost. `ours` says HEAD is where bport may have left it.
+fn abort(repo: &Repository, mut st: State, head: Oid, ours: bool) -> Result<Outcome, Error> {
+    if !ours {
+        return Err(Error::AbortHeadMoved {
+            expected: st.tip,
+            found: head,
+        });
+    }
+    if st.phase == state::Phase::Running && st.writing.is_none() && !st.aborting {
+        refuse_abort_over_local_changes(repo, &st, head)?;
+    }
+    if !st.aborting {
+        st.aborting = true;
+        state::save(repo.path(), &st)?;
+        git::fault::point("abort-state-saved");
+    }
+    crate::rerere::verbs::clear(&crate::rerere::Rerere::open(repo)?)?;
+    execute::hard_reset(repo, st.orig_head, st.writing.as_ref())?;
+    state::remove(repo.path())?;
+    Ok(Outcome::Aborted(st))
+}
+
+/// Refuses an abort of a run interrupted before writing over changes that are the user's: whatever differs from
+/// HEAD was not written by bport.
+fn refuse_abort_over_local_changes(repo: &Repository, st: &State, head: Oid) -> Result<(), Error> {
+    if let Err(git::Error::Dirty { paths }) = git::check_index_clean(repo) {
+        return Err(Error::AbortLocalChanges { paths });
+    }
+    // Worktree changes the reset would overwrite: on paths the run changed since it started.
+    let at = |oid: Oid| {
+        repo.find_commit(oid)
+            .and_then(|c| c.tree())
+            .context_git(|| format!("reading {oid}"))
+    };
+    let changed: Vec<String> = git::tree_changes(repo, Some(&at(head)?), Some(&at(st.orig_head)?))?
+        .into_iter()
+        .map(|c| c.path)
+        .collect();
+    let index = repo.index().context_git(|| "reading the index")?;
+    let paths: Vec<String> = git::unstaged_changes(repo, &index)?
+        .into_iter()
+        .filter(|p| changed.contains(p))
+        .collect();
+    if !paths.is_empty() {
+        return Err(Error::AbortLocalChanges { paths });
+    }
+    Ok(())
+}
+
+/// An interrupted run: rolls forward to the last written tip, or back to it. `ours` says HEAD is where bport may
+/// have left it.
+fn recover_interrupted(
+    repo: &Repository,
+    st: &mut State,
+    head: Oid,
+    ours: bool,
+) -> Result<(), Error> {
+    if !ours {
+        return Err(Error::HeadMoved {
+            expected: st.tip,
+            found: head,
+        });
+    }
+    if st.writing.is_some() {
+        // The worktree belongs to the run: it was writing when it died.
+        execute::hard_reset(repo, head, st.writing.as_ref())?;
+    } else {
+        // Nothing was written since the run last left things consistent: changes are the user's; staged
+        // ones would go into the next commit, worktree ones are checked against each pick's paths.
+        git::check_index_clean(repo)?;
+    }
+    if head != st.tip {
+        // A forced reset would overwrite untracked files where the picks add tracked ones.
+        let tip_tree = repo
+            .find_commit(st.tip)
+            .and_then(|c| c.tree())
+            .context_git(|| format!("reading {}", st.tip))?;
+        execute::check_nothing_in_the_way(repo, head, &tip_tree, &[])?;
+        execute::set_branch(
+            repo,
+            st,
+            st.tip,
+            "bport apply: recovering an interrupted run",
+        )?;
+        execute::hard_reset(repo, st.tip, None)?;
+    }
+    st.anchor = st.tip;
+    Ok(())
+}
+
+/// `--skip` at a stop: drops the stopped patch's changes and moves past it.
+fn skip_stopped(repo: &Repository, st: &mut State, head: Oid) -> Result<(), Error> {
+    crate::rerere::verbs::clear(&crate::rerere::Rerere::open(repo)?)?;
+    if head != st.tip {
+        return Err(Error::HeadMoved {
+            expected: st.tip,
+            found: head,
+        });
+    }
+    execute::hard_reset(repo, st.tip, st.writing.as_ref())?;
+    st.results[st.position] = Some(StepResult::SkippedByUser);
+    st.position += 1;
+    Ok(())
 }
 
 /// Records the user's resolutions as postimages (git's rerere at commit time); only once nothing is conflicted,

@@ -364,169 +364,296 @@ pub fn pick(
         &changes,
         cache,
     )?;
-
-    let mut updates: Vec<crate::git::TreeEdit> = Vec::new();
-    let mut conflicts = Vec::new();
+    let run = PickRun {
+        repo,
+        odb: &odb,
+        tip,
+        favor,
+        markers,
+    };
+    let mut out = Outcomes::default();
     let mut handled_adds: Vec<&str> = Vec::new();
     for (i, c) in changes.iter().enumerate() {
         if renames.theirs_dst.contains(&i) || handled_adds.contains(&c.path.as_str()) {
             continue;
         }
-        let path = c.path.as_str();
         if let Some(target) = renames.dirs.get(&i) {
-            let ours = cache.trees.lookup(&odb, tip, target)?;
-            let labels = markers.with_paths(path, target, path);
-            let outcome = resolve_path(repo, target, (None, ours, c.new), favor, &labels, cache)?;
-            let outcome = match (cache.renames.directories, outcome, c.new) {
-                // git's `conflict` setting: the file is where the rename puts it, staged as the commit's
-                // alone, so the pick stops for the user to confirm the location.
-                (DirRenames::Conflict, PathOutcome::Set(_) | PathOutcome::Unchanged, Some(new)) => {
-                    let text = if new.mode == GITLINK {
-                        None
-                    } else {
-                        Some(content(repo, cache, new.oid)?.bytes().to_vec())
-                    };
-                    PathOutcome::Conflict(Conflict {
-                        path: target.clone(),
-                        kind: ConflictKind::AddedByThem,
-                        base: None,
-                        ours: None,
-                        theirs: Some(new),
-                        worktree: text,
-                        mode: new.mode,
-                    })
-                }
-                (_, outcome, _) => outcome,
-            };
-            match outcome {
-                PathOutcome::Unchanged => {}
-                PathOutcome::Set(s) => {
-                    if ours != s {
-                        updates.push((target.clone(), s));
-                    }
-                }
-                PathOutcome::Conflict(mut k) => {
-                    k.path = target.clone();
-                    conflicts.push(k);
-                }
-            }
+            let ours = run.ours(cache, target)?;
+            let outcome = run.merge_moved_by_dir_rename(c, target, ours, cache)?;
+            out.record(target.clone(), outcome, ours);
             continue;
         }
-        let theirs_rename = renames.theirs.get(&i).map(|&d| &changes[d]);
-        let ours_rename = renames.ours.get(path);
-        let outcome = match (theirs_rename, ours_rename) {
-            (Some(r), Some((q, o))) if *q == r.path => {
-                // Both sides renamed it to the same path: an ordinary merge there.
-                let ours_r = cache.trees.lookup(&odb, tip, &r.path)?.or(Some(*o));
-                (
-                    r.path.clone(),
-                    resolve_path(repo, &r.path, (c.old, ours_r, r.new), favor, markers, cache)?,
-                )
-            }
-            (Some(r), Some((q, o))) => {
-                rename_rename(repo, c, q, *o, r, favor, markers, cache, &mut conflicts)?;
-                continue;
-            }
-            (Some(r), None) => {
-                let ours = cache.trees.lookup(&odb, tip, path)?;
-                if ours.is_some() {
-                    updates.push((path.to_owned(), None));
-                }
-                let labels = markers.with_paths(path, path, &r.path);
-                let at_target = cache.trees.lookup(&odb, tip, &r.path)?;
-                let outcome =
-                    resolve_path(repo, &r.path, (c.old, ours, r.new), favor, &labels, cache)?;
-                match (at_target, outcome) {
-                    // The branch has a file where the commit renames this one (rename/add): what the rename
-                    // merged meets the branch's file as both sides adding it.
-                    (Some(other), PathOutcome::Set(Some(merged))) if ours.is_some() => (
-                        r.path.clone(),
-                        resolve_path(
-                            repo,
-                            &r.path,
-                            (None, Some(other), Some(merged)),
-                            favor,
-                            markers,
-                            cache,
-                        )?,
-                    ),
-                    // Both sides hold the same content: the branch's file moves to the new path.
-                    (_, PathOutcome::Unchanged) => (r.path.clone(), PathOutcome::Set(ours)),
-                    (_, outcome) => (r.path.clone(), outcome),
-                }
-            }
-            (None, Some((q, o))) => match c.new {
-                // Renamed on the branch, deleted by the commit (rename/delete): the branch's file stays, with
-                // the base and the branch's version staged at its new path.
-                None => (
-                    q.clone(),
-                    PathOutcome::Conflict(Conflict {
-                        path: q.clone(),
-                        kind: ConflictKind::ModifyDelete,
-                        base: c.old,
-                        ours: Some(*o),
-                        theirs: None,
-                        worktree: None,
-                        mode: o.mode,
-                    }),
-                ),
-                Some(_) => {
-                    let labels = markers.with_paths(path, q, path);
-                    let outcome =
-                        resolve_path(repo, q, (c.old, Some(*o), c.new), favor, &labels, cache)?;
-                    let added = changes.iter().enumerate().find(|(j, a)| {
-                        a.path == *q && a.old.is_none() && !renames.theirs_dst.contains(j)
-                    });
-                    match (added, outcome) {
-                        // The commit adds a file where the branch renamed this one (rename/add).
-                        (Some((_, a)), PathOutcome::Set(Some(merged))) => {
-                            handled_adds.push(a.path.as_str());
-                            (
-                                q.clone(),
-                                resolve_path(
-                                    repo,
-                                    q,
-                                    (None, Some(merged), a.new),
-                                    favor,
-                                    markers,
-                                    cache,
-                                )?,
-                            )
-                        }
-                        (_, outcome) => (q.clone(), outcome),
-                    }
-                }
-            },
-            (None, None) => {
-                let ours = cache.trees.lookup(&odb, tip, path)?;
-                (
-                    path.to_owned(),
-                    resolve_path(repo, path, (c.old, ours, c.new), favor, markers, cache)?,
-                )
-            }
+        let entry = Entry {
+            changes: &changes,
+            index: i,
+            renames: &renames,
         };
-        let (target, outcome) = outcome;
+        let Some((target, outcome)) = run.merge_entry(entry, &mut handled_adds, &mut out, cache)?
+        else {
+            continue;
+        };
+        let current = run.ours(cache, &target)?;
+        out.record(target, outcome, current);
+    }
+    check_attributes_and_convert(repo, cache, &out.updates, &mut out.conflicts)?;
+    let tree = if out.updates.is_empty() {
+        tip
+    } else {
+        let PickCache {
+            trees,
+            written,
+            created,
+            ..
+        } = cache;
+        trees.update(&odb, tip, &out.updates, written, created)?
+    };
+    Ok(Picked {
+        tree,
+        conflicts: out.conflicts,
+    })
+}
+
+/// What every path of one pick merges with: the branch's tree, the strategy option and the conflict labels.
+struct PickRun<'a, 'r> {
+    repo: &'r Repository,
+    odb: &'a Odb<'r>,
+    tip: Oid,
+    favor: Favor,
+    markers: &'a Markers,
+}
+
+/// One entry of the commit's patch, with the patch and the renames found in it.
+#[derive(Clone, Copy)]
+struct Entry<'c> {
+    changes: &'c [crate::git::Change],
+    index: usize,
+    renames: &'c Renames,
+}
+
+/// What one pick has decided so far: the branch's tree edits and the conflicts.
+#[derive(Default)]
+struct Outcomes {
+    updates: Vec<crate::git::TreeEdit>,
+    conflicts: Vec<Conflict>,
+}
+
+impl Outcomes {
+    /// Records the outcome of merging `target`, whose entry on the branch is `current`.
+    fn record(&mut self, target: String, outcome: PathOutcome, current: Option<Side>) {
         match outcome {
             PathOutcome::Unchanged => {}
             PathOutcome::Set(s) => {
-                if cache.trees.lookup(&odb, tip, &target)? != s {
-                    updates.push((target, s));
+                if current != s {
+                    self.updates.push((target, s));
                 }
             }
             PathOutcome::Conflict(mut c) => {
                 c.path = target;
-                conflicts.push(c);
+                self.conflicts.push(c);
             }
         }
     }
-    // Attributes bport cannot reproduce are refused for every path the pick writes, merged or taken whole.
-    for (path, side) in &updates {
+}
+
+impl PickRun<'_, '_> {
+    /// The branch's entry at `path`.
+    fn ours(&self, cache: &mut PickCache, path: &str) -> Result<Option<Side>, Error> {
+        Ok(cache.trees.lookup(self.odb, self.tip, path)?)
+    }
+
+    fn resolve(
+        &self,
+        path: &str,
+        sides: (Option<Side>, Option<Side>, Option<Side>),
+        labels: &Markers,
+        cache: &mut PickCache,
+    ) -> Result<PathOutcome, Error> {
+        resolve_path(self.repo, path, sides, self.favor, labels, cache)
+    }
+
+    /// A path the commit adds into a directory the branch renamed, merged at its place in the new name.
+    fn merge_moved_by_dir_rename(
+        &self,
+        c: &crate::git::Change,
+        target: &str,
+        ours: Option<Side>,
+        cache: &mut PickCache,
+    ) -> Result<PathOutcome, Error> {
+        let path = c.path.as_str();
+        let labels = self.markers.with_paths(path, target, path);
+        let outcome = self.resolve(target, (None, ours, c.new), &labels, cache)?;
+        Ok(match (cache.renames.directories, outcome, c.new) {
+            // git's `conflict` setting: the file is where the rename puts it, staged as the commit's
+            // alone, so the pick stops for the user to confirm the location.
+            (DirRenames::Conflict, PathOutcome::Set(_) | PathOutcome::Unchanged, Some(new)) => {
+                let text = if new.mode == GITLINK {
+                    None
+                } else {
+                    Some(content(self.repo, cache, new.oid)?.bytes().to_vec())
+                };
+                PathOutcome::Conflict(Conflict {
+                    path: target.to_owned(),
+                    kind: ConflictKind::AddedByThem,
+                    base: None,
+                    ours: None,
+                    theirs: Some(new),
+                    worktree: text,
+                    mode: new.mode,
+                })
+            }
+            (_, outcome, _) => outcome,
+        })
+    }
+
+    /// Merges one entry of the patch, following a rename on either side: the path it ends at and its outcome,
+    /// or nothing when it was recorded already (rename/rename to different names).
+    fn merge_entry<'c>(
+        &self,
+        entry: Entry<'c>,
+        handled_adds: &mut Vec<&'c str>,
+        out: &mut Outcomes,
+        cache: &mut PickCache,
+    ) -> Result<Option<(String, PathOutcome)>, Error> {
+        let c = &entry.changes[entry.index];
+        let path = c.path.as_str();
+        let theirs_rename = entry
+            .renames
+            .theirs
+            .get(&entry.index)
+            .map(|&d| &entry.changes[d]);
+        let ours_rename = entry.renames.ours.get(path);
+        Ok(Some(match (theirs_rename, ours_rename) {
+            (Some(r), Some((q, o))) if *q == r.path => {
+                // Both sides renamed it to the same path: an ordinary merge there.
+                let ours_r = self.ours(cache, &r.path)?.or(Some(*o));
+                (
+                    r.path.clone(),
+                    self.resolve(&r.path, (c.old, ours_r, r.new), self.markers, cache)?,
+                )
+            }
+            (Some(r), Some((q, o))) => {
+                rename_rename(
+                    self.repo,
+                    c,
+                    q,
+                    *o,
+                    r,
+                    self.favor,
+                    self.markers,
+                    cache,
+                    &mut out.conflicts,
+                )?;
+                return Ok(None);
+            }
+            (Some(r), None) => self.merge_their_rename(c, r, &mut out.updates, cache)?,
+            (None, Some((q, o))) => self.merge_our_rename(entry, q, *o, handled_adds, cache)?,
+            (None, None) => {
+                let ours = self.ours(cache, path)?;
+                (
+                    path.to_owned(),
+                    self.resolve(path, (c.old, ours, c.new), self.markers, cache)?,
+                )
+            }
+        }))
+    }
+
+    /// The commit renamed the path `c` to `r`, the branch did not: the branch's version leaves the old path and
+    /// merges at the new one.
+    fn merge_their_rename(
+        &self,
+        c: &crate::git::Change,
+        r: &crate::git::Change,
+        updates: &mut Vec<crate::git::TreeEdit>,
+        cache: &mut PickCache,
+    ) -> Result<(String, PathOutcome), Error> {
+        let path = c.path.as_str();
+        let ours = self.ours(cache, path)?;
+        if ours.is_some() {
+            updates.push((path.to_owned(), None));
+        }
+        let labels = self.markers.with_paths(path, path, &r.path);
+        let at_target = self.ours(cache, &r.path)?;
+        let outcome = self.resolve(&r.path, (c.old, ours, r.new), &labels, cache)?;
+        Ok(match (at_target, outcome) {
+            // The branch has a file where the commit renames this one (rename/add): what the rename
+            // merged meets the branch's file as both sides adding it.
+            (Some(other), PathOutcome::Set(Some(merged))) if ours.is_some() => (
+                r.path.clone(),
+                self.resolve(
+                    &r.path,
+                    (None, Some(other), Some(merged)),
+                    self.markers,
+                    cache,
+                )?,
+            ),
+            // Both sides hold the same content: the branch's file moves to the new path.
+            (_, PathOutcome::Unchanged) => (r.path.clone(), PathOutcome::Set(ours)),
+            (_, outcome) => (r.path.clone(), outcome),
+        })
+    }
+
+    /// The branch renamed the entry's path to `q` (its entry `o` there), the commit did not: the commit's
+    /// change merges at the new path.
+    fn merge_our_rename<'c>(
+        &self,
+        entry: Entry<'c>,
+        q: &str,
+        o: Side,
+        handled_adds: &mut Vec<&'c str>,
+        cache: &mut PickCache,
+    ) -> Result<(String, PathOutcome), Error> {
+        let c = &entry.changes[entry.index];
+        let path = c.path.as_str();
+        if c.new.is_none() {
+            // Renamed on the branch, deleted by the commit (rename/delete): the branch's file stays, with
+            // the base and the branch's version staged at its new path.
+            return Ok((
+                q.to_owned(),
+                PathOutcome::Conflict(Conflict {
+                    path: q.to_owned(),
+                    kind: ConflictKind::ModifyDelete,
+                    base: c.old,
+                    ours: Some(o),
+                    theirs: None,
+                    worktree: None,
+                    mode: o.mode,
+                }),
+            ));
+        }
+        let labels = self.markers.with_paths(path, q, path);
+        let outcome = self.resolve(q, (c.old, Some(o), c.new), &labels, cache)?;
+        let added =
+            entry.changes.iter().enumerate().find(|(j, a)| {
+                a.path == q && a.old.is_none() && !entry.renames.theirs_dst.contains(j)
+            });
+        Ok(match (added, outcome) {
+            // The commit adds a file where the branch renamed this one (rename/add).
+            (Some((_, a)), PathOutcome::Set(Some(merged))) => {
+                handled_adds.push(a.path.as_str());
+                (
+                    q.to_owned(),
+                    self.resolve(q, (None, Some(merged), a.new), self.markers, cache)?,
+                )
+            }
+            (_, outcome) => (q.to_owned(), outcome),
+        })
+    }
+}
+
+/// Attributes bport cannot reproduce are refused for every path the pick writes, merged or taken whole; the
+/// worktree gets a conflicted file as git's checkout writes it (end-of-line conversion).
+fn check_attributes_and_convert(
+    repo: &Repository,
+    cache: &mut PickCache,
+    updates: &[crate::git::TreeEdit],
+    conflicts: &mut [Conflict],
+) -> Result<(), Error> {
+    for (path, side) in updates {
         if side.is_some() {
             path_attributes(repo, cache, path)?;
         }
     }
-    // The worktree gets a conflicted file as git's checkout writes it (end-of-line conversion).
-    for c in &mut conflicts {
+    for c in conflicts {
         if let Some(text) = &c.worktree {
             let attrs = path_attributes(repo, cache, &c.path)?;
             if let Some(converted) = cache.attributes.to_worktree(attrs.crlf, text) {
@@ -534,19 +661,7 @@ pub fn pick(
             }
         }
     }
-    let changed = !updates.is_empty();
-    let tree = if changed {
-        let PickCache {
-            trees,
-            written,
-            created,
-            ..
-        } = cache;
-        trees.update(&odb, tip, &updates, written, created)?
-    } else {
-        tip
-    };
-    Ok(Picked { tree, conflicts })
+    Ok(())
 }
 
 /// The renames that matter to one pick, as merge-ort finds them on each side.
@@ -597,50 +712,13 @@ fn find_renames(
     cache: &mut PickCache,
 ) -> Result<Renames, Error> {
     let mut found = Renames::default();
-    let settings = cache.renames;
-    if !settings.enabled {
+    if !cache.renames.enabled {
         return Ok(found);
     }
-    // The commit's side: sources are the paths it deletes, destinations the ones it adds; a source is relevant
-    // when the branch changed it (otherwise the rename and "delete + add" merge alike).
-    let deleted: Vec<usize> = (0..changes.len())
-        .filter(|&i| changes[i].new.is_none())
-        .collect();
     let added: Vec<usize> = (0..changes.len())
         .filter(|&i| changes[i].old.is_none())
         .collect();
-    if !deleted.is_empty() && !added.is_empty() {
-        let mut sources = Vec::new();
-        let mut changed_on_branch = Vec::new();
-        for &i in &deleted {
-            let c = &changes[i];
-            let old = c.old.expect("a deletion has an old side");
-            changed_on_branch.push(cache.trees.lookup(odb, tip, &c.path)? != Some(old));
-            sources.push(Candidate {
-                path: c.path.clone(),
-                side: old,
-            });
-        }
-        let dests: Vec<Candidate> = added
-            .iter()
-            .map(|&i| Candidate {
-                path: changes[i].path.clone(),
-                side: changes[i].new.expect("an addition has a new side"),
-            })
-            .collect();
-        let relevant = |c: &Candidate| {
-            sources
-                .iter()
-                .position(|s| s.path == c.path)
-                .is_some_and(|i| changed_on_branch[i])
-        };
-        let mut blobs = PickBlobs { repo, cache };
-        for (s, d) in crate::git::detect_renames(&sources, &dests, &relevant, settings, &mut blobs)?
-        {
-            found.theirs.insert(deleted[s], added[d]);
-            found.theirs_dst.push(added[d]);
-        }
-    }
+    collect_commit_renames(repo, odb, tip, changes, &added, cache, &mut found)?;
     // The branch's side: only when the patch changes a path the branch lacks, or adds one inside a directory the
     // branch no longer has (where a directory rename may move it).
     let Some(base) = base else {
@@ -657,88 +735,206 @@ fn find_renames(
         tip,
         known: HashMap::new(),
     };
-    // The paths the commit adds under a directory the branch removed, and the directories they are added
-    // directly into: merge-ort looks for a directory's rename only at and below such a directory.
-    let mut into_removed: Vec<usize> = Vec::new();
-    let mut add_dirs: Vec<&str> = Vec::new();
-    if settings.directories != DirRenames::Off {
-        for &i in &added {
+    let adds = AddsIntoRemoved::collect(odb, changes, &added, &found, &mut removed, cache)?;
+    if missing.is_empty() && adds.paths.is_empty() {
+        return Ok(found);
+    }
+    let branch = BranchRenames::detect(repo, odb, (base, tip), &missing, &adds, cache)?;
+    for &(s, d) in &branch.pairs {
+        if missing.contains(&branch.sources[s].path.as_str()) {
+            found.ours.insert(
+                branch.sources[s].path.clone(),
+                (branch.dests[d].path.clone(), branch.dests[d].side),
+            );
+        }
+    }
+    if adds.paths.is_empty() {
+        return Ok(found);
+    }
+    let dir_renames = collect_directory_renames(odb, &branch, &adds, &mut removed, cache)?;
+    found.dirs = moved_by_directory_renames(changes, &adds, &dir_renames);
+    Ok(found)
+}
+
+/// The commit's renames: sources are the paths it deletes, destinations the ones it adds (`added`); a source is
+/// relevant when the branch changed it (otherwise the rename and "delete + add" merge alike).
+fn collect_commit_renames(
+    repo: &Repository,
+    odb: &Odb<'_>,
+    tip: Oid,
+    changes: &[crate::git::Change],
+    added: &[usize],
+    cache: &mut PickCache,
+    found: &mut Renames,
+) -> Result<(), Error> {
+    let deleted: Vec<usize> = (0..changes.len())
+        .filter(|&i| changes[i].new.is_none())
+        .collect();
+    if deleted.is_empty() || added.is_empty() {
+        return Ok(());
+    }
+    let mut sources = Vec::new();
+    let mut changed_on_branch = Vec::new();
+    for &i in &deleted {
+        let c = &changes[i];
+        let old = c.old.expect("a deletion has an old side");
+        changed_on_branch.push(cache.trees.lookup(odb, tip, &c.path)? != Some(old));
+        sources.push(Candidate {
+            path: c.path.clone(),
+            side: old,
+        });
+    }
+    let dests: Vec<Candidate> = added
+        .iter()
+        .map(|&i| Candidate {
+            path: changes[i].path.clone(),
+            side: changes[i].new.expect("an addition has a new side"),
+        })
+        .collect();
+    let relevant = |c: &Candidate| {
+        sources
+            .iter()
+            .position(|s| s.path == c.path)
+            .is_some_and(|i| changed_on_branch[i])
+    };
+    let settings = cache.renames;
+    let mut blobs = PickBlobs { repo, cache };
+    for (s, d) in crate::git::detect_renames(&sources, &dests, &relevant, settings, &mut blobs)? {
+        found.theirs.insert(deleted[s], added[d]);
+        found.theirs_dst.push(added[d]);
+    }
+    Ok(())
+}
+
+/// The paths the commit adds under a directory the branch removed, and the directories they are added directly
+/// into: merge-ort looks for a directory's rename only at and below such a directory.
+struct AddsIntoRemoved<'c> {
+    /// Indexes in the patch.
+    paths: Vec<usize>,
+    dirs: Vec<&'c str>,
+}
+
+impl<'c> AddsIntoRemoved<'c> {
+    fn collect(
+        odb: &Odb<'_>,
+        changes: &'c [crate::git::Change],
+        added: &[usize],
+        found: &Renames,
+        removed: &mut RemovedDirs,
+        cache: &mut PickCache,
+    ) -> Result<Self, Error> {
+        let mut adds = AddsIntoRemoved {
+            paths: Vec::new(),
+            dirs: Vec::new(),
+        };
+        if cache.renames.directories == DirRenames::Off {
+            return Ok(adds);
+        }
+        for &i in added {
             if found.theirs_dst.contains(&i) {
                 continue;
             }
             for dir in ancestors(&changes[i].path) {
                 if removed.get(odb, cache, dir)? {
-                    into_removed.push(i);
-                    add_dirs.push(split_last(&changes[i].path).0);
+                    adds.paths.push(i);
+                    adds.dirs.push(split_last(&changes[i].path).0);
                     break;
                 }
             }
         }
-    }
-    let under_add =
-        |dir: &str| add_dirs.contains(&dir) || ancestors(dir).any(|a| add_dirs.contains(&a));
-    if missing.is_empty() && into_removed.is_empty() {
-        return Ok(found);
-    }
-    let branch = cache.trees.changes(odb, base, tip)?;
-    let sources: Vec<Candidate> = branch
-        .iter()
-        .filter_map(|c| {
-            Some(Candidate {
-                path: c.path.clone(),
-                side: c.old?,
-            })
-            .filter(|_| c.new.is_none())
-        })
-        .collect();
-    let dests: Vec<Candidate> = branch
-        .iter()
-        .filter_map(|c| {
-            Some(Candidate {
-                path: c.path.clone(),
-                side: c.new?,
-            })
-            .filter(|_| c.old.is_none())
-        })
-        .collect();
-    // A source inside a removed directory counts towards that directory's rename, so merge-ort looks for its
-    // new name even when the commit does not touch it.
-    let mut in_removed = vec![false; sources.len()];
-    if !into_removed.is_empty() {
-        cache.dir_rename_scans += 1;
-        for (k, s) in sources.iter().enumerate() {
-            in_removed[k] = under_add(split_last(&s.path).0);
-        }
-    }
-    let relevant = |c: &Candidate| {
-        missing.contains(&c.path.as_str())
-            || sources
-                .iter()
-                .position(|s| s.path == c.path)
-                .is_some_and(|k| in_removed[k])
-    };
-    let pairs = {
-        let mut blobs = PickBlobs { repo, cache };
-        crate::git::detect_renames(&sources, &dests, &relevant, settings, &mut blobs)?
-    };
-    for &(s, d) in &pairs {
-        if missing.contains(&sources[s].path.as_str()) {
-            found.ours.insert(
-                sources[s].path.clone(),
-                (dests[d].path.clone(), dests[d].side),
-            );
-        }
-    }
-    if into_removed.is_empty() {
-        return Ok(found);
+        Ok(adds)
     }
 
-    // merge-ort's directory renames: each file rename votes for its directory's new name (and for the parents'
-    // while the trailing names agree and the parents are gone too); a removed directory whose votes have a
-    // unique maximum is renamed.
-    let mut votes: HashMap<String, HashMap<String, u32>> = HashMap::new();
-    for &(s, d) in &pairs {
-        let (mut old, mut new) = (sources[s].path.as_str(), dests[d].path.as_str());
+    /// Whether `dir` is, or is below, a directory a path was added directly into.
+    fn cover(&self, dir: &str) -> bool {
+        self.dirs.contains(&dir) || ancestors(dir).any(|a| self.dirs.contains(&a))
+    }
+}
+
+/// The branch's renames (base to tip) of the paths that matter to the pick.
+struct BranchRenames {
+    sources: Vec<Candidate>,
+    dests: Vec<Candidate>,
+    /// Indexes into `sources` and `dests`.
+    pairs: Vec<(usize, usize)>,
+}
+
+impl BranchRenames {
+    /// Sources are relevant when the patch changes them and the branch lacks them (`missing`), or when they lie
+    /// inside a removed directory the commit adds into: they count towards that directory's rename, so merge-ort
+    /// looks for their new names even when the commit does not touch them.
+    fn detect(
+        repo: &Repository,
+        odb: &Odb<'_>,
+        (base, tip): (Oid, Oid),
+        missing: &[&str],
+        adds: &AddsIntoRemoved<'_>,
+        cache: &mut PickCache,
+    ) -> Result<Self, Error> {
+        let branch = cache.trees.changes(odb, base, tip)?;
+        let sources: Vec<Candidate> = branch
+            .iter()
+            .filter_map(|c| {
+                Some(Candidate {
+                    path: c.path.clone(),
+                    side: c.old?,
+                })
+                .filter(|_| c.new.is_none())
+            })
+            .collect();
+        let dests: Vec<Candidate> = branch
+            .iter()
+            .filter_map(|c| {
+                Some(Candidate {
+                    path: c.path.clone(),
+                    side: c.new?,
+                })
+                .filter(|_| c.old.is_none())
+            })
+            .collect();
+        let mut in_removed = vec![false; sources.len()];
+        if !adds.paths.is_empty() {
+            cache.dir_rename_scans += 1;
+            for (k, s) in sources.iter().enumerate() {
+                in_removed[k] = adds.cover(split_last(&s.path).0);
+            }
+        }
+        let relevant = |c: &Candidate| {
+            missing.contains(&c.path.as_str())
+                || sources
+                    .iter()
+                    .position(|s| s.path == c.path)
+                    .is_some_and(|k| in_removed[k])
+        };
+        let settings = cache.renames;
+        let pairs = {
+            let mut blobs = PickBlobs { repo, cache };
+            crate::git::detect_renames(&sources, &dests, &relevant, settings, &mut blobs)?
+        };
+        Ok(BranchRenames {
+            sources,
+            dests,
+            pairs,
+        })
+    }
+}
+
+/// merge-ort's directory renames: each file rename votes for its directory's new name (and for the parents'
+/// while the trailing names agree and the parents are gone too); a removed directory whose votes have a unique
+/// maximum is renamed. Old directory → new.
+fn collect_directory_renames<'b>(
+    odb: &Odb<'_>,
+    branch: &'b BranchRenames,
+    adds: &AddsIntoRemoved<'_>,
+    removed: &mut RemovedDirs,
+    cache: &mut PickCache,
+) -> Result<HashMap<&'b str, &'b str>, Error> {
+    let mut votes: HashMap<&str, HashMap<&str, u32>> = HashMap::new();
+    for &(s, d) in &branch.pairs {
+        let (mut old, mut new) = (
+            branch.sources[s].path.as_str(),
+            branch.dests[d].path.as_str(),
+        );
         let mut first = true;
         loop {
             let (old_dir, old_name) = split_last(old);
@@ -749,12 +945,12 @@ fn find_renames(
             // A removed directory counts when a path was added into it or into a directory above it; past the
             // file's own directory, a level votes only when a path was added directly into it.
             let gone =
-                !old_dir.is_empty() && removed.get(odb, cache, old_dir)? && under_add(old_dir);
-            if gone && (first || add_dirs.contains(&old_dir)) {
+                !old_dir.is_empty() && removed.get(odb, cache, old_dir)? && adds.cover(old_dir);
+            if gone && (first || adds.dirs.contains(&old_dir)) {
                 *votes
-                    .entry(old_dir.to_owned())
+                    .entry(old_dir)
                     .or_default()
-                    .entry(new_dir.to_owned())
+                    .entry(new_dir)
                     .or_default() += 1;
             }
             first = false;
@@ -774,8 +970,17 @@ fn find_renames(
             dir_renames.insert(old, new);
         }
     }
+    Ok(dir_renames)
+}
+
+/// Where the directory renames move the paths added into removed directories: index in the patch → new path.
+fn moved_by_directory_renames(
+    changes: &[crate::git::Change],
+    adds: &AddsIntoRemoved<'_>,
+    dir_renames: &HashMap<&str, &str>,
+) -> HashMap<usize, String> {
     let mut targets: Vec<(usize, String)> = Vec::new();
-    for &i in &into_removed {
+    for &i in &adds.paths {
         let path = &changes[i].path;
         if let Some((old, new)) = ancestors(path).find_map(|d| Some((d, *dir_renames.get(d)?))) {
             let rest = &path[old.len() + 1..];
@@ -788,12 +993,13 @@ fn find_renames(
         }
     }
     // Several added paths mapped onto one: git leaves each where it was added (and stops).
+    let mut moved = HashMap::new();
     for (i, target) in &targets {
         if targets.iter().filter(|(_, t)| t == target).count() == 1 {
-            found.dirs.insert(*i, target.clone());
+            moved.insert(*i, target.clone());
         }
     }
-    Ok(found)
+    moved
 }
 
 /// The parent directories of `path`, nearest first.
@@ -918,6 +1124,41 @@ enum PathOutcome {
     Conflict(Conflict),
 }
 
+/// One path's three versions as a merge of that path sees them, and the conflict it records when they do not
+/// merge.
+#[derive(Clone, Copy)]
+struct PathSides<'p> {
+    path: &'p str,
+    base: Option<Side>,
+    ours: Option<Side>,
+    theirs: Option<Side>,
+}
+
+impl PathSides<'_> {
+    fn conflict(&self, kind: ConflictKind, worktree: Option<Vec<u8>>, mode: u32) -> PathOutcome {
+        PathOutcome::Conflict(Conflict {
+            path: self.path.to_owned(),
+            kind,
+            base: self.base,
+            ours: self.ours,
+            theirs: self.theirs,
+            worktree,
+            mode,
+        })
+    }
+
+    /// A content conflict when the base has the path, both sides adding it otherwise.
+    fn content_kind(&self) -> ConflictKind {
+        if self.base.is_some() {
+            ConflictKind::Content
+        } else {
+            ConflictKind::AddAdd
+        }
+    }
+}
+
+/// Merges one path: a side that did not change it yields to the other; a side that deleted it conflicts with one
+/// that changed it; two changed versions merge as files.
 fn resolve_path(
     repo: &Repository,
     path: &str,
@@ -932,19 +1173,14 @@ fn resolve_path(
     if ours == base {
         return Ok(PathOutcome::Set(theirs));
     }
-    let conflict = |kind, worktree: Option<Vec<u8>>, mode| {
-        PathOutcome::Conflict(Conflict {
-            path: path.to_owned(),
-            kind,
-            base,
-            ours,
-            theirs,
-            worktree,
-            mode,
-        })
+    let sides = PathSides {
+        path,
+        base,
+        ours,
+        theirs,
     };
     match (ours, theirs) {
-        (Some(o), None) => Ok(conflict(ConflictKind::ModifyDelete, None, o.mode)),
+        (Some(o), None) => Ok(sides.conflict(ConflictKind::ModifyDelete, None, o.mode)),
         (None, Some(t)) => {
             // A gitlink names a commit of another repository, never a blob of this one (reading it as a
             // blob fails): git stages 1 and 3 and leaves the submodule's directory, with no file content.
@@ -953,115 +1189,136 @@ fn resolve_path(
             } else {
                 Some(blob(repo, t.oid)?)
             };
-            Ok(conflict(ConflictKind::DeleteModify, content, t.mode))
+            Ok(sides.conflict(ConflictKind::DeleteModify, content, t.mode))
         }
-        (Some(o), Some(t)) => {
-            let is_file = |s: Side| s.mode & 0o170000 == 0o100000;
-            if !is_file(o) || !is_file(t) || base.is_some_and(|b| !is_file(b)) {
-                return Ok(conflict(
-                    if base.is_some() {
-                        ConflictKind::Content
-                    } else {
-                        ConflictKind::AddAdd
-                    },
-                    None,
-                    o.mode,
-                ));
-            }
-            // Mode: a side that kept the base's mode yields to the other (git's merge of modes).
-            let mode = match base {
-                Some(b) if o.mode == b.mode => t.mode,
-                _ => o.mode,
-            };
-            // Borrowed from libgit2's object cache: big files are not copied once more per merge.
-            let base_blob = match base {
-                Some(b) if b.mode & 0o170000 == 0o100000 => Some(content(repo, cache, b.oid)?),
-                _ => None,
-            };
-            let ours_blob = content(repo, cache, o.oid)?;
-            let theirs_blob = content(repo, cache, t.oid)?;
-            let base_bytes: &[u8] = base_blob.as_ref().map_or(&[], |b| b.bytes());
-            let (ours_bytes, theirs_bytes) = (ours_blob.bytes(), theirs_blob.bytes());
-            let attrs = path_attributes(repo, cache, path)?;
-            let marker_size = attrs.marker_size + markers.extra_size;
-            let conflict_kind = if base.is_some() {
-                ConflictKind::Content
-            } else {
-                ConflictKind::AddAdd
-            };
-            let binary = [base_bytes, ours_bytes, theirs_bytes]
-                .iter()
-                .any(|b| crate::rerere::resolve::is_binary(b));
-            let union = match &attrs.driver {
-                Driver::External { name, command } => {
-                    let dir = cache
-                        .attributes
-                        .workdir()
-                        .ok_or_else(|| Error::BareRepository {
-                            path: repo.path().to_path_buf(),
-                        })?;
-                    let driver = ExternalMerge {
-                        command,
-                        name,
-                        path,
-                        marker_size,
-                        labels: [&markers.base, &markers.ours, &markers.theirs],
-                    };
-                    let (clean, result) =
-                        driver.run(dir, [base_bytes, ours_bytes, theirs_bytes])?;
-                    if clean {
-                        let (oid, _) = cache.written.insert(result);
-                        return Ok(PathOutcome::Set(Some(Side { oid, mode })));
-                    }
-                    return Ok(conflict(conflict_kind, Some(result), mode));
-                }
-                // git's binary driver: no content merge; `-X ours/theirs` take that side, otherwise a conflict
-                // with the branch's version in the worktree.
-                Driver::Binary => None,
-                Driver::Text | Driver::Union if binary => None,
-                Driver::Text => Some(false),
-                Driver::Union => Some(true),
-            };
-            let Some(union) = union else {
-                return Ok(match favor {
-                    Favor::Ours => PathOutcome::Set(Some(Side { oid: o.oid, mode })),
-                    Favor::Theirs => PathOutcome::Set(Some(Side { oid: t.oid, mode })),
-                    Favor::None => conflict(conflict_kind, Some(ours_bytes.to_vec()), mode),
-                });
-            };
-            // git's own rendering (histogram diff, xdiff's refinement), so that conflict text and rerere ids
-            // are the ones `git cherry-pick` produces; libgit2 only renders with Myers.
-            let opts = crate::rerere::render::RenderOptions {
-                style: match markers.style {
-                    ConflictStyle::Merge => crate::rerere::xdiff::merge::Style::Merge,
-                    ConflictStyle::Diff3 => crate::rerere::xdiff::merge::Style::Diff3,
-                    ConflictStyle::Zdiff3 => crate::rerere::xdiff::merge::Style::Zdiff3,
-                },
-                marker_size,
-                ours_label: markers.ours.clone(),
-                theirs_label: markers.theirs.clone(),
-                base_label: markers.base.clone(),
-                // The union driver overrides `-X ours/theirs`, as git's does.
-                favor: match (union, favor) {
-                    (true, _) => Some(crate::rerere::xdiff::merge::Favor::Union),
-                    (false, Favor::None) => None,
-                    (false, Favor::Ours) => Some(crate::rerere::xdiff::merge::Favor::Ours),
-                    (false, Favor::Theirs) => Some(crate::rerere::xdiff::merge::Favor::Theirs),
-                },
-            };
-            let merged = crate::rerere::render::render(base_bytes, ours_bytes, theirs_bytes, &opts);
-            if merged.conflicts == 0 {
-                // The next commit that edits this file starts from their version and merges into ours.
-                if let Content::Read(b) = &theirs_blob {
-                    cache.insert(t.oid, Rc::from(b.content()));
-                }
-                let (oid, _) = cache.written.insert(merged.content);
-                return Ok(PathOutcome::Set(Some(Side { oid, mode })));
-            }
-            Ok(conflict(conflict_kind, Some(merged.content), mode))
-        }
+        (Some(o), Some(t)) => merge_files(repo, sides, (o, t), favor, markers, cache),
         (None, None) => Ok(PathOutcome::Unchanged),
     }
+}
+
+/// Both sides changed the path and differ: regular files merge through the path's merge driver; anything else
+/// (links, gitlinks, a type change) is a conflict with no merged text.
+fn merge_files(
+    repo: &Repository,
+    sides: PathSides<'_>,
+    (o, t): (Side, Side),
+    favor: Favor,
+    markers: &Markers,
+    cache: &mut PickCache,
+) -> Result<PathOutcome, Error> {
+    let base = sides.base;
+    let is_file = |s: Side| s.mode & 0o170000 == 0o100000;
+    if !is_file(o) || !is_file(t) || base.is_some_and(|b| !is_file(b)) {
+        return Ok(sides.conflict(sides.content_kind(), None, o.mode));
+    }
+    // Mode: a side that kept the base's mode yields to the other (git's merge of modes).
+    let mode = match base {
+        Some(b) if o.mode == b.mode => t.mode,
+        _ => o.mode,
+    };
+    // Borrowed from libgit2's object cache: big files are not copied once more per merge.
+    let base_blob = match base {
+        Some(b) if b.mode & 0o170000 == 0o100000 => Some(content(repo, cache, b.oid)?),
+        _ => None,
+    };
+    let ours_blob = content(repo, cache, o.oid)?;
+    let theirs_blob = content(repo, cache, t.oid)?;
+    let base_bytes: &[u8] = base_blob.as_ref().map_or(&[], |b| b.bytes());
+    let versions = [base_bytes, ours_blob.bytes(), theirs_blob.bytes()];
+    let attrs = path_attributes(repo, cache, sides.path)?;
+    let marker_size = attrs.marker_size + markers.extra_size;
+    let binary = versions
+        .iter()
+        .any(|b| crate::rerere::resolve::is_binary(b));
+    let union = match &attrs.driver {
+        Driver::External { name, command } => {
+            let driver = ExternalMerge {
+                command,
+                name,
+                path: sides.path,
+                marker_size,
+                labels: [&markers.base, &markers.ours, &markers.theirs],
+            };
+            return run_merge_driver(repo, sides, &driver, versions, mode, cache);
+        }
+        // git's binary driver: no content merge; `-X ours/theirs` take that side, otherwise a conflict
+        // with the branch's version in the worktree.
+        Driver::Binary => None,
+        Driver::Text | Driver::Union if binary => None,
+        Driver::Text => Some(false),
+        Driver::Union => Some(true),
+    };
+    let Some(union) = union else {
+        return Ok(match favor {
+            Favor::Ours => PathOutcome::Set(Some(Side { oid: o.oid, mode })),
+            Favor::Theirs => PathOutcome::Set(Some(Side { oid: t.oid, mode })),
+            Favor::None => sides.conflict(sides.content_kind(), Some(versions[1].to_vec()), mode),
+        });
+    };
+    let merged = merge_text(versions, union, favor, markers, marker_size);
+    if merged.conflicts == 0 {
+        // The next commit that edits this file starts from their version and merges into ours.
+        if let Content::Read(b) = &theirs_blob {
+            cache.insert(t.oid, Rc::from(b.content()));
+        }
+        let (oid, _) = cache.written.insert(merged.content);
+        return Ok(PathOutcome::Set(Some(Side { oid, mode })));
+    }
+    Ok(sides.conflict(sides.content_kind(), Some(merged.content), mode))
+}
+
+/// A merge driver the user configured, run in the worktree: its exit status says whether its result is clean.
+fn run_merge_driver(
+    repo: &Repository,
+    sides: PathSides<'_>,
+    driver: &ExternalMerge<'_>,
+    versions: [&[u8]; 3],
+    mode: u32,
+    cache: &mut PickCache,
+) -> Result<PathOutcome, Error> {
+    let dir = cache
+        .attributes
+        .workdir()
+        .ok_or_else(|| Error::BareRepository {
+            path: repo.path().to_path_buf(),
+        })?;
+    let (clean, result) = driver.run(dir, versions)?;
+    if clean {
+        let (oid, _) = cache.written.insert(result);
+        return Ok(PathOutcome::Set(Some(Side { oid, mode })));
+    }
+    Ok(sides.conflict(sides.content_kind(), Some(result), mode))
+}
+
+/// The three versions merged as text (`union` for the union driver), rendered as git renders them.
+fn merge_text(
+    [base, ours, theirs]: [&[u8]; 3],
+    union: bool,
+    favor: Favor,
+    markers: &Markers,
+    marker_size: usize,
+) -> crate::rerere::xdiff::merge::MergeOutput {
+    // git's own rendering (histogram diff, xdiff's refinement), so that conflict text and rerere ids
+    // are the ones `git cherry-pick` produces; libgit2 only renders with Myers.
+    let opts = crate::rerere::render::RenderOptions {
+        style: match markers.style {
+            ConflictStyle::Merge => crate::rerere::xdiff::merge::Style::Merge,
+            ConflictStyle::Diff3 => crate::rerere::xdiff::merge::Style::Diff3,
+            ConflictStyle::Zdiff3 => crate::rerere::xdiff::merge::Style::Zdiff3,
+        },
+        marker_size,
+        ours_label: markers.ours.clone(),
+        theirs_label: markers.theirs.clone(),
+        base_label: markers.base.clone(),
+        // The union driver overrides `-X ours/theirs`, as git's does.
+        favor: match (union, favor) {
+            (true, _) => Some(crate::rerere::xdiff::merge::Favor::Union),
+            (false, Favor::None) => None,
+            (false, Favor::Ours) => Some(crate::rerere::xdiff::merge::Favor::Ours),
+            (false, Favor::Theirs) => Some(crate::rerere::xdiff::merge::Favor::Theirs),
+        },
+    };
+    crate::rerere::render::render(base, ours, theirs, &opts)
 }
 
 /// The mode of a gitlink (a submodule's commit recorded in a tree).

@@ -183,58 +183,11 @@ pub fn run(args: ApplyArgs, ui: &Ui) -> CliResult<ExitCode> {
     let json = args.format == Format::Json;
     let mut progress = CliProgress::new(ui, args.dry_run);
     progress.json = json;
-    let how = if args.cont {
-        Some(Resume::Continue)
-    } else if args.skip {
-        Some(Resume::Skip)
-    } else if args.abort {
-        Some(Resume::Abort)
-    } else if args.quit {
-        Some(Resume::Quit)
-    } else {
-        None
-    };
     let mut follow_ups = None;
-    let outcome = match how {
+    let outcome = match resume_choice(&args) {
         Some(how) => backport::resume(&repo, how, &mut progress)?,
         None => {
-            let path =
-                match args.patchlist.clone() {
-                    Some(path) => path,
-                    None if super::ui::stdin_is_pipe() => PathBuf::from("-"),
-                    None => return Err(CliError::user("no patch list given").hint(
-                        "bport apply FILE, or pipe one in: bport list v6.1..fixes | bport apply \
-                         (bport apply --continue | --skip | --abort resumes a stopped run)",
-                    )),
-                };
-            let text = if path.as_os_str() == "-" {
-                std::io::read_to_string(std::io::stdin())?
-            } else {
-                std::fs::read_to_string(&path)
-                    .map_err(|e| CliError::file_context(e, format!("reading {}", path.display())))?
-            };
-            // Mail (an mbox, `git format-patch` files): each becomes a commit as `git am -3` makes it, and the
-            // series is applied as a list of those commits.
-            let list = if mail_format(&text).is_some() {
-                let head = repo
-                    .head()
-                    .ok()
-                    .and_then(|h| h.target())
-                    .ok_or(backport::Error::UnbornHead)?;
-                let mails = backport::mbox::parse(text.as_bytes())?;
-                let commits = backport::mbox::import(&repo, head, &mails)?;
-                let mut entries = Vec::with_capacity(commits.len());
-                for (m, c) in mails.iter().zip(&commits) {
-                    entries.push(backport::patchlist::Entry {
-                        line: m.index,
-                        sha: c.to_string(),
-                        subject: git::commit_subject(&m.message),
-                    });
-                }
-                PatchList { entries }
-            } else {
-                PatchList::parse(&text)?
-            };
+            let list = read_list(&repo, &args)?;
             let rules = parse_rules(&args.r#match)?;
             let (list, follow) = if args.with_fixes || args.dry_run {
                 super::fixes::for_apply(
@@ -251,33 +204,7 @@ pub fn run(args: ApplyArgs, ui: &Ui) -> CliResult<ExitCode> {
             };
             follow_ups = follow;
             let opts = ApplyOptions {
-                pick: PickOptions {
-                    record_origin: args.record_origin,
-                    signoff: args.signoff,
-                    mainline: args.mainline,
-                    // The last of several `-X` of a kind wins, as in git.
-                    favor: args
-                        .strategy_option
-                        .iter()
-                        .rev()
-                        .find_map(|o| match o {
-                            StrategyOption::Ours => Some(Favor::Ours),
-                            StrategyOption::Theirs => Some(Favor::Theirs),
-                            _ => None,
-                        })
-                        .unwrap_or(Favor::None),
-                    renames: args
-                        .strategy_option
-                        .iter()
-                        .rev()
-                        .find_map(|o| match o {
-                            StrategyOption::NoRenames => Some(RenameChoice::Off),
-                            StrategyOption::FindRenames(n) => Some(RenameChoice::Score(*n)),
-                            _ => None,
-                        })
-                        .unwrap_or_default(),
-                    autoupdate: args.autoupdate,
-                },
+                pick: pick_options(&args),
                 rules,
                 dry_run: args.dry_run,
             };
@@ -286,15 +213,7 @@ pub fn run(args: ApplyArgs, ui: &Ui) -> CliResult<ExitCode> {
     };
     if let (Outcome::DryRun(st), Some(follow)) = (&outcome, &follow_ups) {
         progress.bar.finish_and_clear();
-        let mut out = std::io::stdout().lock();
-        if json {
-            let mut doc = super::plan_json::dry_run(st);
-            doc["follow_ups"] = follow.json.clone();
-            writeln!(out, "{doc:#}")?;
-        } else {
-            writeln!(out, "{}", plan_summary(st))?;
-            out.write_all(follow.text.as_bytes())?;
-        }
+        print_plan_with_follow_ups(st, follow, json)?;
         return Ok(ExitCode::SUCCESS);
     }
     let mut outcome = outcome;
@@ -311,6 +230,111 @@ pub fn run(args: ApplyArgs, ui: &Ui) -> CliResult<ExitCode> {
             }
         }
     }
+}
+
+/// The resume its flag asks for (`--continue`, `--skip`, `--abort`, `--quit`), `None` for a new run.
+fn resume_choice(args: &ApplyArgs) -> Option<Resume> {
+    if args.cont {
+        Some(Resume::Continue)
+    } else if args.skip {
+        Some(Resume::Skip)
+    } else if args.abort {
+        Some(Resume::Abort)
+    } else if args.quit {
+        Some(Resume::Quit)
+    } else {
+        None
+    }
+}
+
+/// Reads the patch list named (or piped in); mail becomes the list of the commits it is imported as.
+fn read_list(repo: &git2::Repository, args: &ApplyArgs) -> CliResult<PatchList> {
+    let path = match args.patchlist.clone() {
+        Some(path) => path,
+        None if super::ui::stdin_is_pipe() => PathBuf::from("-"),
+        None => {
+            return Err(CliError::user("no patch list given").hint(
+                "bport apply FILE, or pipe one in: bport list v6.1..fixes | bport apply \
+                 (bport apply --continue | --skip | --abort resumes a stopped run)",
+            ))
+        }
+    };
+    let text = if path.as_os_str() == "-" {
+        std::io::read_to_string(std::io::stdin())?
+    } else {
+        std::fs::read_to_string(&path)
+            .map_err(|e| CliError::file_context(e, format!("reading {}", path.display())))?
+    };
+    // Mail (an mbox, `git format-patch` files): each becomes a commit as `git am -3` makes it, and the series is
+    // applied as a list of those commits.
+    if mail_format(&text).is_none() {
+        return Ok(PatchList::parse(&text)?);
+    }
+    let head = repo
+        .head()
+        .ok()
+        .and_then(|h| h.target())
+        .ok_or(backport::Error::UnbornHead)?;
+    let mails = backport::mbox::parse(text.as_bytes())?;
+    let commits = backport::mbox::import(repo, head, &mails)?;
+    let mut entries = Vec::with_capacity(commits.len());
+    for (m, c) in mails.iter().zip(&commits) {
+        entries.push(backport::patchlist::Entry {
+            line: m.index,
+            sha: c.to_string(),
+            subject: git::commit_subject(&m.message),
+        });
+    }
+    Ok(PatchList { entries })
+}
+
+/// The pick options the flags ask for.
+fn pick_options(args: &ApplyArgs) -> PickOptions {
+    PickOptions {
+        record_origin: args.record_origin,
+        signoff: args.signoff,
+        mainline: args.mainline,
+        // The last of several `-X` of a kind wins, as in git.
+        favor: args
+            .strategy_option
+            .iter()
+            .rev()
+            .find_map(|o| match o {
+                StrategyOption::Ours => Some(Favor::Ours),
+                StrategyOption::Theirs => Some(Favor::Theirs),
+                _ => None,
+            })
+            .unwrap_or(Favor::None),
+        renames: args
+            .strategy_option
+            .iter()
+            .rev()
+            .find_map(|o| match o {
+                StrategyOption::NoRenames => Some(RenameChoice::Off),
+                StrategyOption::FindRenames(n) => Some(RenameChoice::Score(*n)),
+                _ => None,
+            })
+            .unwrap_or_default(),
+        autoupdate: args.autoupdate,
+    }
+}
+
+/// A dry run's plan closed by its summary, then the follow-up fixes found for it.
+fn print_plan_with_follow_ups(
+    st: &backport::State,
+    follow: &super::fixes::DryRunFollowUps,
+    json: bool,
+) -> CliResult<()> {
+    let mut out = std::io::stdout().lock();
+    if json {
+        let mut doc = super::plan_json::dry_run(st);
+        doc["follow_ups"] = follow.json.clone();
+        writeln!(out, "{doc:#}")?;
+    } else {
+        writeln!(out, "{}", plan_summary(st))?;
+        out.write_all(follow.text.as_bytes())?;
+    }
+    Ok(())
 }
 
 /// What `render` leaves to do: exit, or resume the run as the user chose at the prompt.
@@ -607,61 +631,7 @@ fn render(
             Ok(Next::Exit(ExitCode::SUCCESS))
         }
         Outcome::Stopped(st, info) => {
-            let total = st.plan.steps.len();
-            let step = &st.plan.steps[info.step];
-            // `Resolved 'PATH' using previous resolution.` lines (info.resolved) were printed by the rerere step,
-            // in git's order, through Progress::rerere.
-            // After recorded resolutions replayed, say plainly what they resolved and what is left.
-            let left: Vec<_> = info
-                .conflicts
-                .iter()
-                .filter(|c| !info.resolved.contains(&c.path))
-                .collect();
-            let mut msg = if left.is_empty() {
-                format!(
-                    "Stopped at {}/{total} {}: recorded resolutions resolved every conflict; none is left.\n",
-                    info.step + 1,
-                    step_title(step)
-                )
-            } else {
-                format!(
-                    "Stopped at {}/{total} {}: conflicts in\n",
-                    info.step + 1,
-                    step_title(step)
-                )
-            };
-            for c in &left {
-                msg.push_str(&format!("  {}: {}\n", c.kind, c.path));
-            }
-            if !info.resolved.is_empty() {
-                msg.push_str(&format!(
-                    "Resolved from recorded resolutions ({}): {}\n",
-                    if st.options.autoupdate {
-                        "staged"
-                    } else {
-                        "review them, then `git add`"
-                    },
-                    info.resolved.join(", ")
-                ));
-            }
-            if !info.missing.is_empty() {
-                msg.push_str("Likely missing dependencies (they added lines this patch relies on, and are neither earlier in the list nor on the branch):\n");
-                for (oid, subject) in &info.missing {
-                    msg.push_str(&format!("  {} {subject}\n", &oid.to_string()[..7]));
-                }
-            }
-            let todo = if left.is_empty() {
-                "Review the resolved files and stage them with `git add`"
-            } else {
-                "Resolve the conflicts and stage them with `git add`"
-            };
-            msg.push_str(&format!(
-                "So far: {}.\n{todo}, then run one of:\n  \
-                 bport apply --continue   commit the resolution and go on\n  \
-                 bport apply --skip       drop this patch and go on\n  \
-                 bport apply --abort      restore the branch as it was before the run",
-                summary(&st)
-            ));
+            let msg = stop_message(&st, &info);
             // A stop is news even with --quiet: the user must act.
             eprintln!("{msg}");
             if !yes && ui.interactive() {
@@ -672,6 +642,67 @@ fn render(
             Ok(Next::Exit(super::error::stopped()))
         }
     }
+}
+
+/// What a stop says: where it stopped, the conflicts left, what recorded resolutions resolved, likely missing
+/// dependencies, and how to go on.
+fn stop_message(st: &backport::State, info: &backport::StopInfo) -> String {
+    let total = st.plan.steps.len();
+    let step = &st.plan.steps[info.step];
+    // `Resolved 'PATH' using previous resolution.` lines (info.resolved) were printed by the rerere step,
+    // in git's order, through Progress::rerere.
+    // After recorded resolutions replayed, say plainly what they resolved and what is left.
+    let left: Vec<_> = info
+        .conflicts
+        .iter()
+        .filter(|c| !info.resolved.contains(&c.path))
+        .collect();
+    let mut msg = if left.is_empty() {
+        format!(
+            "Stopped at {}/{total} {}: recorded resolutions resolved every conflict; none is left.\n",
+            info.step + 1,
+            step_title(step)
+        )
+    } else {
+        format!(
+            "Stopped at {}/{total} {}: conflicts in\n",
+            info.step + 1,
+            step_title(step)
+        )
+    };
+    for c in &left {
+        msg.push_str(&format!("  {}: {}\n", c.kind, c.path));
+    }
+    if !info.resolved.is_empty() {
+        msg.push_str(&format!(
+            "Resolved from recorded resolutions ({}): {}\n",
+            if st.options.autoupdate {
+                "staged"
+            } else {
+                "review them, then `git add`"
+            },
+            info.resolved.join(", ")
+        ));
+    }
+    if !info.missing.is_empty() {
+        msg.push_str("Likely missing dependencies (they added lines this patch relies on, and are neither earlier in the list nor on the branch):\n");
+        for (oid, subject) in &info.missing {
+            msg.push_str(&format!("  {} {subject}\n", &oid.to_string()[..7]));
+        }
+    }
+    let todo = if left.is_empty() {
+        "Review the resolved files and stage them with `git add`"
+    } else {
+        "Resolve the conflicts and stage them with `git add`"
+    };
+    msg.push_str(&format!(
+        "So far: {}.\n{todo}, then run one of:\n  \
+         bport apply --continue   commit the resolution and go on\n  \
+         bport apply --skip       drop this patch and go on\n  \
+         bport apply --abort      restore the branch as it was before the run",
+        summary(st)
+    ));
+    msg
 }
 
 /// On a terminal: show the diff, open the editor, stage the edits and continue, skip, abort, or leave the stop

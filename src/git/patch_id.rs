@@ -130,35 +130,72 @@ pub fn changed_lines(repo: &Repository, commit: &Commit<'_>) -> Result<Vec<Vec<u
 /// `---`/`+++`, hunks with 3 lines of context, or git's `Binary files … differ` line.
 fn file_diff_text(repo: &Repository, change: &Change, text: &mut Vec<u8>) -> Result<(), Error> {
     let p = &change.path;
-    // A side's bytes: a gitlink's text as git prints it, or the blob borrowed from libgit2's object.
-    enum Content<'r> {
-        Absent,
-        Text(Vec<u8>),
-        Blob(git2::Blob<'r>),
+    let (old_side, new_side) = (
+        SideText::read(repo, change.old, p)?,
+        SideText::read(repo, change.new, p)?,
+    );
+    let (old, new) = (old_side.bytes(), new_side.bytes());
+    write_file_header(change, text);
+    let binary = |b: &[u8]| b[..b.len().min(8000)].contains(&0);
+    let (a, b) = (
+        if change.old.is_some() {
+            format!("a/{p}")
+        } else {
+            "/dev/null".into()
+        },
+        if change.new.is_some() {
+            format!("b/{p}")
+        } else {
+            "/dev/null".into()
+        },
+    );
+    if binary(old) || binary(new) {
+        if old != new {
+            text.extend_from_slice(format!("Binary files {a} and {b} differ\n").as_bytes());
+        }
+        return Ok(());
     }
-    impl Content<'_> {
-        fn bytes(&self) -> &[u8] {
-            match self {
-                Content::Absent => &[],
-                Content::Text(t) => t,
-                Content::Blob(b) => b.content(),
+    write_hunks(p, (&old_side, &new_side), (&a, &b), text)
+}
+
+/// A side's bytes: a gitlink's text as git prints it, or the blob borrowed from libgit2's object.
+enum SideText<'r> {
+    Absent,
+    Text(Vec<u8>),
+    Blob(git2::Blob<'r>),
+}
+
+impl<'r> SideText<'r> {
+    fn read(
+        repo: &'r Repository,
+        side: Option<super::Side>,
+        path: &str,
+    ) -> Result<SideText<'r>, Error> {
+        match side {
+            None => Ok(SideText::Absent),
+            Some(s) if s.mode == 0o160000 => Ok(SideText::Text(
+                format!("Subproject commit {}\n", s.oid).into_bytes(),
+            )),
+            Some(s) => {
+                Ok(SideText::Blob(repo.find_blob(s.oid).context_git(|| {
+                    format!("reading blob {} ({path})", s.oid)
+                })?))
             }
         }
     }
-    let content = |side: Option<super::Side>| -> Result<Content<'_>, Error> {
-        match side {
-            None => Ok(Content::Absent),
-            Some(s) if s.mode == 0o160000 => Ok(Content::Text(
-                format!("Subproject commit {}\n", s.oid).into_bytes(),
-            )),
-            Some(s) => Ok(Content::Blob(
-                repo.find_blob(s.oid)
-                    .context_git(|| format!("reading blob {} ({p})", s.oid))?,
-            )),
+
+    fn bytes(&self) -> &[u8] {
+        match self {
+            SideText::Absent => &[],
+            SideText::Text(t) => t,
+            SideText::Blob(b) => b.content(),
         }
-    };
-    let (old_side, new_side) = (content(change.old)?, content(change.new)?);
-    let (old, new) = (old_side.bytes(), new_side.bytes());
+    }
+}
+
+/// The `diff --git` line, the mode lines and the `index` line, as `git diff` writes them.
+fn write_file_header(change: &Change, text: &mut Vec<u8>) {
+    let p = &change.path;
     text.extend_from_slice(format!("diff --git a/{p} b/{p}\n").as_bytes());
     match (change.old, change.new) {
         (None, Some(n)) => {
@@ -181,37 +218,34 @@ fn file_diff_text(repo: &Repository, change: &Change, text: &mut Vec<u8>) -> Res
     text.extend_from_slice(
         format!("index {}..{}\n", short(change.old), short(change.new)).as_bytes(),
     );
-    let binary = |b: &[u8]| b[..b.len().min(8000)].contains(&0);
-    let (a, b) = (
-        if change.old.is_some() {
-            format!("a/{p}")
-        } else {
-            "/dev/null".into()
-        },
-        if change.new.is_some() {
-            format!("b/{p}")
-        } else {
-            "/dev/null".into()
-        },
-    );
-    if binary(old) || binary(new) {
-        if old != new {
-            text.extend_from_slice(format!("Binary files {a} and {b} differ\n").as_bytes());
-        }
-        return Ok(());
-    }
+}
+
+/// The `---`/`+++` lines and the hunks of a text diff with three lines of context; nothing when the sides
+/// hold the same text.
+fn write_hunks(
+    p: &str,
+    (old_side, new_side): (&SideText<'_>, &SideText<'_>),
+    (a, b): (&str, &str),
+    text: &mut Vec<u8>,
+) -> Result<(), Error> {
     let mut opts = DiffOptions::new();
     opts.context_lines(3);
     // Blobs go in as blobs: from buffers, libgit2 hashes both sides again with sha1dc for ids we already have
     // (40% of the diff time of `--match patch-id` on curl).
-    let patch = match (&old_side, &new_side) {
-        (Content::Blob(o), Content::Blob(n)) => {
+    let patch = match (old_side, new_side) {
+        (SideText::Blob(o), SideText::Blob(n)) => {
             git2::Patch::from_blobs(o, None, n, None, Some(&mut opts))
         }
-        (Content::Blob(o), Content::Absent) => {
+        (SideText::Blob(o), SideText::Absent) => {
             git2::Patch::from_blob_and_buffer(o, None, &[], None, Some(&mut opts))
         }
-        _ => git2::Patch::from_buffers(old, None, new, None, Some(&mut opts)),
+        _ => git2::Patch::from_buffers(
+            old_side.bytes(),
+            None,
+            new_side.bytes(),
+            None,
+            Some(&mut opts),
+        ),
     }
     .context_git(|| format!("diffing {p}"))?;
     if patch.num_hunks() == 0 {

@@ -268,162 +268,217 @@ pub fn detect(
     settings: RenameSettings,
     blobs: &mut dyn Blobs,
 ) -> Result<Vec<(usize, usize)>, super::Error> {
-    let mut pairs = Vec::new();
     if !settings.enabled {
-        return Ok(pairs);
+        return Ok(Vec::new());
     }
-    let srcs: Vec<usize> = (0..sources.len())
-        .filter(|&i| !is_empty_blob(sources[i].side.oid))
-        .collect();
-    let dsts: Vec<usize> = (0..dests.len())
-        .filter(|&i| !is_empty_blob(dests[i].side.oid))
-        .collect();
-    if srcs.is_empty() || dsts.is_empty() {
-        return Ok(pairs);
+    let mut run = Detection {
+        sources,
+        dests,
+        srcs: (0..sources.len())
+            .filter(|&i| !is_empty_blob(sources[i].side.oid))
+            .collect(),
+        dsts: (0..dests.len())
+            .filter(|&i| !is_empty_blob(dests[i].side.oid))
+            .collect(),
+        src_used: vec![false; sources.len()],
+        dst_used: vec![false; dests.len()],
+        pairs: Vec::new(),
+    };
+    if run.srcs.is_empty() || run.dsts.is_empty() {
+        return Ok(run.pairs);
     }
-    let mut src_used = vec![false; sources.len()];
-    let mut dst_used = vec![false; dests.len()];
-
-    // Exact renames: per destination, an unused source with the same blob, preferring one with the same
-    // basename, the first in path order otherwise (git's LIFO table over sources inserted in reverse).
-    let mut by_oid: HashMap<Oid, Vec<usize>> = HashMap::new();
-    for &i in &srcs {
-        by_oid.entry(sources[i].side.oid).or_default().push(i);
-    }
-    for &d in &dsts {
-        let target = &dests[d];
-        let Some(list) = by_oid.get(&target.side.oid) else {
-            continue;
-        };
-        let mut best: Option<(usize, u32)> = None;
-        for &s in list.iter().take(100) {
-            let source = &sources[s];
-            if (!is_regular(source.side.mode) || !is_regular(target.side.mode))
-                && source.side.mode != target.side.mode
-            {
-                continue;
-            }
-            if src_used[s] {
-                continue;
-            }
-            let score = 1 + u32::from(basename_same(&source.path, &target.path));
-            if best.is_none_or(|(_, b)| score > b) {
-                best = Some((s, score));
-                if score == 2 {
-                    break;
-                }
-            }
-        }
-        if let Some((s, _)) = best {
-            src_used[s] = true;
-            dst_used[d] = true;
-            pairs.push((s, d));
-        }
-    }
+    run.find_exact();
     if settings.min_score >= MAX_SCORE {
-        return Ok(pairs);
+        return Ok(run.pairs);
     }
     let mut reader = Reader {
         blobs,
         bytes: HashMap::new(),
         spans: HashMap::new(),
     };
+    run.find_by_basename(relevant, settings, &mut reader)?;
+    run.find_by_similarity(relevant, settings, &mut reader)?;
+    Ok(run.pairs)
+}
 
-    // Basenames unique among the remaining sources and destinations, at a threshold halfway to 100%.
-    let min_basename = settings.min_score + (MAX_SCORE - settings.min_score) / 2;
-    let mut src_names: HashMap<&str, Option<usize>> = HashMap::new();
-    for &i in srcs.iter().filter(|&&i| !src_used[i]) {
-        src_names
-            .entry(basename(&sources[i].path))
-            .and_modify(|v| *v = None)
-            .or_insert(Some(i));
-    }
-    let mut dst_names: HashMap<&str, Option<usize>> = HashMap::new();
-    for &i in dsts.iter().filter(|&&i| !dst_used[i]) {
-        dst_names
-            .entry(basename(&dests[i].path))
-            .and_modify(|v| *v = None)
-            .or_insert(Some(i));
-    }
-    let remaining: Vec<usize> = srcs.iter().copied().filter(|&i| !src_used[i]).collect();
-    for s in remaining {
-        if !relevant(&sources[s]) {
-            continue;
-        }
-        let name = basename(&sources[s].path);
-        let (Some(Some(unique_src)), Some(Some(d))) = (src_names.get(name), dst_names.get(name))
-        else {
-            continue;
-        };
-        if *unique_src != s || dst_used[*d] {
-            continue;
-        }
-        let score = reader.similarity(sources[s].side, dests[*d].side, min_basename)?;
-        if score >= min_basename {
-            src_used[s] = true;
-            dst_used[*d] = true;
-            pairs.push((s, *d));
-        }
+/// One detection's candidates (the non-empty ones in `srcs` and `dsts`), which of them are paired already, and
+/// the pairs in the order they were found.
+struct Detection<'c> {
+    sources: &'c [Candidate],
+    dests: &'c [Candidate],
+    srcs: Vec<usize>,
+    dsts: Vec<usize>,
+    src_used: Vec<bool>,
+    dst_used: Vec<bool>,
+    pairs: Vec<(usize, usize)>,
+}
+
+impl Detection<'_> {
+    fn pair(&mut self, s: usize, d: usize) {
+        self.src_used[s] = true;
+        self.dst_used[d] = true;
+        self.pairs.push((s, d));
     }
 
-    // The matrix: the four best sources per destination, then the best pairs overall.
-    let rest_src: Vec<usize> = srcs
-        .iter()
-        .copied()
-        .filter(|&i| !src_used[i] && relevant(&sources[i]))
-        .collect();
-    let rest_dst: Vec<usize> = dsts.iter().copied().filter(|&i| !dst_used[i]).collect();
-    if rest_src.is_empty() || rest_dst.is_empty() {
-        return Ok(pairs);
-    }
-    if settings.limit > 0
-        && (rest_src.len() as u64).saturating_mul(rest_dst.len() as u64)
-            > settings.limit.saturating_mul(settings.limit)
-    {
-        return Ok(pairs);
-    }
-    const PER_DST: usize = 4;
-    let mut matrix: Vec<Score> = Vec::with_capacity(rest_dst.len() * PER_DST);
-    for &d in &rest_dst {
-        let mut slots = [Score {
-            src: 0,
-            dst: None,
-            score: 0,
-            name: false,
-        }; PER_DST];
-        for &s in &rest_src {
-            let candidate = Score {
-                src: s,
-                dst: Some(d),
-                score: reader.similarity(sources[s].side, dests[d].side, settings.min_score)?,
-                name: basename_same(&sources[s].path, &dests[d].path),
+    /// Exact renames: per destination, an unused source with the same blob, preferring one with the same
+    /// basename, the first in path order otherwise (git's LIFO table over sources inserted in reverse).
+    fn find_exact(&mut self) {
+        let (sources, dests) = (self.sources, self.dests);
+        let mut by_oid: HashMap<Oid, Vec<usize>> = HashMap::new();
+        for &i in &self.srcs {
+            by_oid.entry(sources[i].side.oid).or_default().push(i);
+        }
+        for di in 0..self.dsts.len() {
+            let d = self.dsts[di];
+            let target = &dests[d];
+            let Some(list) = by_oid.get(&target.side.oid) else {
+                continue;
             };
-            let mut worst = 0;
-            for i in 1..PER_DST {
-                if score_order(&slots[i], &slots[worst]).is_gt() {
-                    worst = i;
+            let mut best: Option<(usize, u32)> = None;
+            for &s in list.iter().take(100) {
+                let source = &sources[s];
+                if (!is_regular(source.side.mode) || !is_regular(target.side.mode))
+                    && source.side.mode != target.side.mode
+                {
+                    continue;
+                }
+                if self.src_used[s] {
+                    continue;
+                }
+                let score = 1 + u32::from(basename_same(&source.path, &target.path));
+                if best.is_none_or(|(_, b)| score > b) {
+                    best = Some((s, score));
+                    if score == 2 {
+                        break;
+                    }
                 }
             }
-            if score_order(&slots[worst], &candidate).is_gt() {
-                slots[worst] = candidate;
+            if let Some((s, _)) = best {
+                self.pair(s, d);
             }
         }
-        matrix.extend_from_slice(&slots);
     }
-    matrix.sort_by(score_order);
-    for m in matrix {
-        let Some(d) = m.dst else { break };
-        if m.score < settings.min_score {
-            break;
+
+    /// Basenames unique among the remaining sources and destinations, at a threshold halfway to 100%.
+    fn find_by_basename(
+        &mut self,
+        relevant: &dyn Fn(&Candidate) -> bool,
+        settings: RenameSettings,
+        reader: &mut Reader<'_>,
+    ) -> Result<(), super::Error> {
+        let (sources, dests) = (self.sources, self.dests);
+        let min_basename = settings.min_score + (MAX_SCORE - settings.min_score) / 2;
+        let mut src_names: HashMap<&str, Option<usize>> = HashMap::new();
+        for &i in self.srcs.iter().filter(|&&i| !self.src_used[i]) {
+            src_names
+                .entry(basename(&sources[i].path))
+                .and_modify(|v| *v = None)
+                .or_insert(Some(i));
         }
-        if dst_used[d] || src_used[m.src] {
-            continue;
+        let mut dst_names: HashMap<&str, Option<usize>> = HashMap::new();
+        for &i in self.dsts.iter().filter(|&&i| !self.dst_used[i]) {
+            dst_names
+                .entry(basename(&dests[i].path))
+                .and_modify(|v| *v = None)
+                .or_insert(Some(i));
         }
-        src_used[m.src] = true;
-        dst_used[d] = true;
-        pairs.push((m.src, d));
+        let remaining: Vec<usize> = self
+            .srcs
+            .iter()
+            .copied()
+            .filter(|&i| !self.src_used[i])
+            .collect();
+        for s in remaining {
+            if !relevant(&sources[s]) {
+                continue;
+            }
+            let name = basename(&sources[s].path);
+            let (Some(Some(unique_src)), Some(Some(d))) =
+                (src_names.get(name), dst_names.get(name))
+            else {
+                continue;
+            };
+            if *unique_src != s || self.dst_used[*d] {
+                continue;
+            }
+            let score = reader.similarity(sources[s].side, dests[*d].side, min_basename)?;
+            if score >= min_basename {
+                self.pair(s, *d);
+            }
+        }
+        Ok(())
     }
-    Ok(pairs)
+
+    /// The matrix: the four best sources per destination, then the best pairs overall.
+    fn find_by_similarity(
+        &mut self,
+        relevant: &dyn Fn(&Candidate) -> bool,
+        settings: RenameSettings,
+        reader: &mut Reader<'_>,
+    ) -> Result<(), super::Error> {
+        let (sources, dests) = (self.sources, self.dests);
+        let rest_src: Vec<usize> = self
+            .srcs
+            .iter()
+            .copied()
+            .filter(|&i| !self.src_used[i] && relevant(&sources[i]))
+            .collect();
+        let rest_dst: Vec<usize> = self
+            .dsts
+            .iter()
+            .copied()
+            .filter(|&i| !self.dst_used[i])
+            .collect();
+        if rest_src.is_empty() || rest_dst.is_empty() {
+            return Ok(());
+        }
+        if settings.limit > 0
+            && (rest_src.len() as u64).saturating_mul(rest_dst.len() as u64)
+                > settings.limit.saturating_mul(settings.limit)
+        {
+            return Ok(());
+        }
+        const PER_DST: usize = 4;
+        let mut matrix: Vec<Score> = Vec::with_capacity(rest_dst.len() * PER_DST);
+        for &d in &rest_dst {
+            let mut slots = [Score {
+                src: 0,
+                dst: None,
+                score: 0,
+                name: false,
+            }; PER_DST];
+            for &s in &rest_src {
+                let candidate = Score {
+                    src: s,
+                    dst: Some(d),
+                    score: reader.similarity(sources[s].side, dests[d].side, settings.min_score)?,
+                    name: basename_same(&sources[s].path, &dests[d].path),
+                };
+                let mut worst = 0;
+                for i in 1..PER_DST {
+                    if score_order(&slots[i], &slots[worst]).is_gt() {
+                        worst = i;
+                    }
+                }
+                if score_order(&slots[worst], &candidate).is_gt() {
+                    slots[worst] = candidate;
+                }
+            }
+            matrix.extend_from_slice(&slots);
+        }
+        matrix.sort_by(score_order);
+        for m in matrix {
+            let Some(d) = m.dst else { break };
+            if m.score < settings.min_score {
+                break;
+            }
+            if self.dst_used[d] || self.src_used[m.src] {
+                continue;
+            }
+            self.pair(m.src, d);
+        }
+        Ok(())
+    }
 }
 
 #[cfg(test)]

@@ -42,16 +42,6 @@ const ALLOWED: &[(&str, &str, &str)] = &[
         "one CFI rule evaluation, register by register",
     ),
     // Still to split.
-    ("backport/execute.rs", "run", NOT_SPLIT_YET),
-    ("backport/pick.rs", "pick", NOT_SPLIT_YET),
-    ("backport/pick.rs", "find_renames", NOT_SPLIT_YET),
-    ("backport/pick.rs", "resolve_path", NOT_SPLIT_YET),
-    ("git/renames.rs", "detect", NOT_SPLIT_YET),
-    ("backport/execute.rs", "hard_reset", NOT_SPLIT_YET),
-    ("backport/mod.rs", "resume", NOT_SPLIT_YET),
-    ("backport/mod.rs", "apply", NOT_SPLIT_YET),
-    ("cli/apply.rs", "run", NOT_SPLIT_YET),
-    ("cli/apply.rs", "render", NOT_SPLIT_YET),
     ("perf/script/output.rs", "resolve_samples", NOT_SPLIT_YET),
     ("perf/script/output.rs", "write_threaded", NOT_SPLIT_YET),
     ("perf/script/session.rs", "samples_with", NOT_SPLIT_YET),
@@ -60,7 +50,6 @@ const ALLOWED: &[(&str, &str, &str)] = &[
         "translate_location",
         NOT_SPLIT_YET,
     ),
-    ("git/patch_id.rs", "file_diff_text", NOT_SPLIT_YET),
 ];
 
 /// A function of the library and its length.
