@@ -391,7 +391,19 @@ impl<'a, 'm> Run<'a, 'm> {
 
     /// Writes the objects made so far as a pack, when there are any, and empties the mempack.
     fn flush_objects(&mut self, progress: &mut dyn Progress) -> Result<(), Error> {
-        if !self.cache.created().is_empty() {
+        if self.write_pack(progress)? {
+            self.mempack
+                .reset()
+                .context_git(|| "emptying the in-memory object store")?;
+        }
+        Ok(())
+    }
+
+    /// Writes the objects made so far as a pack when there are any (and says whether there were), then forgets
+    /// them: from then on they are read from the pack on disk (every written blob is among the created objects).
+    fn write_pack(&mut self, progress: &mut dyn Progress) -> Result<bool, Error> {
+        let any = !self.cache.created().is_empty();
+        if any {
             flush(
                 self.repo,
                 self.work,
@@ -400,11 +412,8 @@ impl<'a, 'm> Run<'a, 'm> {
                 progress,
             )?;
             self.cache.clear_written();
-            self.mempack
-                .reset()
-                .context_git(|| "emptying the in-memory object store")?;
         }
-        Ok(())
+        Ok(any)
     }
 
     /// In a dry run, predicts the rest as the run would go on if the user resolved this stop by taking the picked
@@ -450,17 +459,8 @@ impl<'a, 'm> Run<'a, 'm> {
         timings: &mut Timings,
     ) -> Result<RunEnd, Error> {
         let started = Instant::now();
-        if !self.cache.created().is_empty() {
-            flush(
-                self.repo,
-                self.work,
-                self.cache.written(),
-                self.cache.created(),
-                progress,
-            )?;
-        }
         // The final checkout reads the new blobs from the pack now on disk.
-        self.cache.clear_written();
+        self.write_pack(progress)?;
         let flushed = Timings::lap(&mut timings.objects, started);
         st.phase = Phase::Running;
         if st.tip == st.anchor {

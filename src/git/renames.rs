@@ -368,20 +368,23 @@ impl Detection<'_> {
     ) -> Result<(), super::Error> {
         let (sources, dests) = (self.sources, self.dests);
         let min_basename = settings.min_score + (MAX_SCORE - settings.min_score) / 2;
-        let mut src_names: HashMap<&str, Option<usize>> = HashMap::new();
-        for &i in self.srcs.iter().filter(|&&i| !self.src_used[i]) {
-            src_names
-                .entry(basename(&sources[i].path))
-                .and_modify(|v| *v = None)
-                .or_insert(Some(i));
+        // Each basename among the unused candidates, with its candidate when it is the only one.
+        fn unique_basenames<'c>(
+            ids: &[usize],
+            used: &[bool],
+            candidates: &'c [Candidate],
+        ) -> HashMap<&'c str, Option<usize>> {
+            let mut names: HashMap<&str, Option<usize>> = HashMap::new();
+            for &i in ids.iter().filter(|&&i| !used[i]) {
+                names
+                    .entry(basename(&candidates[i].path))
+                    .and_modify(|v| *v = None)
+                    .or_insert(Some(i));
+            }
+            names
         }
-        let mut dst_names: HashMap<&str, Option<usize>> = HashMap::new();
-        for &i in self.dsts.iter().filter(|&&i| !self.dst_used[i]) {
-            dst_names
-                .entry(basename(&dests[i].path))
-                .and_modify(|v| *v = None)
-                .or_insert(Some(i));
-        }
+        let src_names = unique_basenames(&self.srcs, &self.src_used, sources);
+        let dst_names = unique_basenames(&self.dsts, &self.dst_used, dests);
         let remaining: Vec<usize> = self
             .srcs
             .iter()
