@@ -767,28 +767,34 @@ fn collect_commit_renames(
     cache: &mut PickCache,
     found: &mut Renames,
 ) -> Result<(), Error> {
-    let deleted: Vec<usize> = (0..changes.len())
+    // A deletion: an old side and no new one.
+    let deleted: Vec<(usize, Side)> = (0..changes.len())
         .filter(|&i| changes[i].new.is_none())
+        .filter_map(|i| Some((i, changes[i].old?)))
         .collect();
     if deleted.is_empty() || added.is_empty() {
         return Ok(());
     }
     let mut sources = Vec::new();
     let mut changed_on_branch = Vec::new();
-    for &i in &deleted {
+    for &(i, old) in &deleted {
         let c = &changes[i];
-        let old = c.old.expect("a deletion has an old side");
         changed_on_branch.push(cache.trees.lookup(odb, tip, &c.path)? != Some(old));
         sources.push(Candidate {
             path: c.path.clone(),
             side: old,
         });
     }
+    // An addition: a new side (indexes kept beside the candidates, so a pair's `d` names its change).
+    let added: Vec<(usize, Side)> = added
+        .iter()
+        .filter_map(|&i| Some((i, changes[i].new?)))
+        .collect();
     let dests: Vec<Candidate> = added
         .iter()
-        .map(|&i| Candidate {
+        .map(|&(i, side)| Candidate {
             path: changes[i].path.clone(),
-            side: changes[i].new.expect("an addition has a new side"),
+            side,
         })
         .collect();
     let relevant = |c: &Candidate| {
@@ -800,8 +806,8 @@ fn collect_commit_renames(
     let settings = cache.renames;
     let mut blobs = PickBlobs { repo, cache };
     for (s, d) in crate::git::detect_renames(&sources, &dests, &relevant, settings, &mut blobs)? {
-        found.theirs.insert(deleted[s], added[d]);
-        found.theirs_dst.push(added[d]);
+        found.theirs.insert(deleted[s].0, added[d].0);
+        found.theirs_dst.push(added[d].0);
     }
     Ok(())
 }
