@@ -19,8 +19,7 @@ pub struct KernelSymbol {
 }
 
 /// One parsed line, names kept as ranges into the text (a kernel has ~200,000 symbols; a run looks up a few
-/// hundred, so names become strings only when looked up). A symbol ends where the next one starts, so the end
-/// is not stored: the table stays 24 bytes a symbol, which matters for its allocation at the start of a run.
+/// hundred, so names become strings only when looked up).
 #[derive(Clone, Copy, Debug)]
 struct Entry {
     start: u64,
@@ -32,9 +31,13 @@ struct Entry {
 /// A parsed kallsyms table, sorted by address.
 #[derive(Clone, Default)]
 pub struct Kallsyms {
-    /// The text the entries point into, shared with the file's bytes (a kernel's table is ~10 MB: no copy).
+    /// The text the lines are in, shared with the file's bytes (a kernel's table is ~10 MB: no copy).
     text: Option<super::FileBytes>,
-    entries: Vec<Entry>,
+    /// Where each symbol's line starts, in address order (equal addresses in listed order). A line is parsed
+    /// again when a lookup reads it: 4 bytes a symbol, where the parsed entries took 24, and the table is
+    /// allocated, so faulted in page by page, at the start of every run (a 120,000-line table: 2.9 MB of entries,
+    /// ~700 page faults, a tenth of `bport script` on a small fp recording).
+    lines: Vec<u32>,
     names: std::cell::RefCell<std::collections::HashMap<usize, std::rc::Rc<str>>>,
     /// Set when this table is a snapshot standing for `/proc/kallsyms` ([`PendingKallsyms::snapshot`]): the
     /// live table, read only when an address is one the snapshot cannot vouch for.
@@ -84,7 +87,7 @@ pub fn head_matches(snapshot: &[u8], head: &[u8]) -> bool {
 impl std::fmt::Debug for Kallsyms {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Kallsyms")
-            .field("symbols", &self.entries.len())
+            .field("symbols", &self.lines.len())
             .finish()
     }
 }
@@ -166,8 +169,8 @@ impl Kallsyms {
     /// Like [`Kallsyms::parse`], over a file's bytes as they were read or mapped (names that are not UTF-8 are
     /// shown lossily).
     pub fn from_bytes(text: super::FileBytes) -> Self {
-        let entries = parse_entries((*text).as_ref());
-        Self::from_parts(text, entries)
+        let lines = parse_lines((*text).as_ref());
+        Self::from_parts(text, lines)
     }
 
     /// Starts parsing `text` on another thread (a kernel's table is ~150,000 lines: a fifth of `bport script`
@@ -176,7 +179,7 @@ impl Kallsyms {
         let theirs = text.clone();
         let handle = std::thread::Builder::new()
             .name("kallsyms".into())
-            .spawn(move || parse_entries((*theirs).as_ref()))
+            .spawn(move || parse_lines((*theirs).as_ref()))
             .ok();
         PendingKallsyms {
             source: Pending::Parse(text, handle),
@@ -184,10 +187,10 @@ impl Kallsyms {
         }
     }
 
-    fn from_parts(text: super::FileBytes, entries: Vec<Entry>) -> Self {
+    fn from_parts(text: super::FileBytes, lines: Vec<u32>) -> Self {
         Kallsyms {
             text: Some(text),
-            entries,
+            lines,
             names: Default::default(),
             live: None,
         }
@@ -198,22 +201,54 @@ impl Kallsyms {
     /// image. Anything near a module, a BPF program, a trampoline, or outside every symbol is looked up live.
     fn live_for(&self, addr: u64) -> Option<&Kallsyms> {
         let live = self.live.as_deref()?;
-        let pos = self.entries.partition_point(|e| e.start <= addr);
-        let image = |i: usize| self.entries.get(i).is_some_and(|e| e.module.1 == 0);
+        let pos = self.upper_bound(addr);
+        let image = |i: usize| self.entry(i).is_some_and(|e| e.module.1 == 0);
         if pos > 0 && image(pos - 1) && image(pos) {
             return None;
         }
         Some(live.table())
     }
 
+    fn bytes(&self) -> &[u8] {
+        self.text.as_ref().map_or(&[][..], |t| (**t).as_ref())
+    }
+
+    /// The symbol of the `i`th line in address order, parsed from its line.
+    fn entry(&self, i: usize) -> Option<Entry> {
+        let at = *self.lines.get(i)? as usize;
+        parse_line(self.bytes(), at).0
+    }
+
+    /// The start address of the `i`th line in address order.
+    fn start_of(&self, i: usize) -> u64 {
+        self.entry(i).map_or(0, |e| e.start)
+    }
+
+    /// How many lines have a start at or below `addr`: the last of them is the symbol perf keeps for the
+    /// address (of several at one address, the last listed), and the next one ends it.
+    fn upper_bound(&self, addr: u64) -> usize {
+        let bytes = self.bytes();
+        self.lines.partition_point(|&at| {
+            let at = at as usize;
+            let start = bytes
+                .get(at..at + 16)
+                .and_then(parse_hex16)
+                .or_else(|| parse_line(bytes, at).0.map(|e| e.start));
+            start.is_some_and(|s| s <= addr)
+        })
+    }
+
     fn slice(&self, (off, len): (u32, u32)) -> std::borrow::Cow<'_, str> {
-        let bytes = self.text.as_ref().map_or(&[][..], |t| (**t).as_ref());
-        String::from_utf8_lossy(bytes.get(off as usize..(off + len) as usize).unwrap_or(&[]))
+        String::from_utf8_lossy(
+            self.bytes()
+                .get(off as usize..(off + len) as usize)
+                .unwrap_or(&[]),
+        )
     }
 
     /// Whether the table has no symbols.
     pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
+        self.lines.is_empty()
     }
 
     /// The symbol containing `addr`.
@@ -221,24 +256,23 @@ impl Kallsyms {
         if let Some(live) = self.live_for(addr) {
             return live.lookup(addr);
         }
-        let (index, name) = self.lookup_name(addr)?;
-        let e = &self.entries[index];
+        let (e, end, name) = self.lookup_name(addr)?;
         Some(KernelSymbol {
             start: e.start,
-            end: self.end_of(index),
+            end,
             name,
             module: (e.module.1 > 0).then(|| self.slice(e.module).into_owned()),
         })
     }
 
-    /// Where symbol `index` ends: at the next symbol (starts are unique and sorted), the last one at the next
-    /// page boundary, as perf's `symbols__fixup_end` has it.
-    fn end_of(&self, index: usize) -> u64 {
-        let start = self.entries[index].start;
-        let end = self
-            .entries
-            .get(index + 1)
-            .map_or(start.saturating_add(0x1000) & !0xfff, |n| n.start);
+    /// Where the symbol of line `index` (the last at its address) ends: at the next line's start, the last one
+    /// at the next page boundary, as perf's `symbols__fixup_end` has it.
+    fn end_of(&self, index: usize, start: u64) -> u64 {
+        let end = if index + 1 < self.lines.len() {
+            self.start_of(index + 1)
+        } else {
+            start.saturating_add(0x1000) & !0xfff
+        };
         end.max(start + 1)
     }
 
@@ -248,15 +282,15 @@ impl Kallsyms {
         if let Some(live) = self.live_for(addr) {
             return live.lookup_start(addr);
         }
-        let (index, name) = self.lookup_name(addr)?;
-        Some((name, self.entries[index].start))
+        let (e, _, name) = self.lookup_name(addr)?;
+        Some((name, e.start))
     }
 
-    fn lookup_name(&self, addr: u64) -> Option<(usize, std::rc::Rc<str>)> {
-        let pos = self.entries.partition_point(|e| e.start <= addr);
-        let index = pos.checked_sub(1)?;
-        let e = self.entries.get(index)?;
-        if addr >= self.end_of(index) {
+    fn lookup_name(&self, addr: u64) -> Option<(Entry, u64, std::rc::Rc<str>)> {
+        let index = self.upper_bound(addr).checked_sub(1)?;
+        let e = self.entry(index)?;
+        let end = self.end_of(index, e.start);
+        if addr >= end {
             return None;
         }
         let name = self
@@ -265,98 +299,123 @@ impl Kallsyms {
             .entry(index)
             .or_insert_with(|| std::rc::Rc::from(self.slice(e.name)))
             .clone();
-        Some((index, name))
+        Some((e, end, name))
+    }
+
+    /// The symbols as perf keeps them: (start, end, name, module), in address order, one per address.
+    #[cfg(test)]
+    fn symbols(&self) -> Vec<(u64, u64, String, Option<String>)> {
+        (0..self.lines.len())
+            .filter_map(|i| {
+                let e = self.entry(i)?;
+                (i + 1 == self.lines.len() || self.start_of(i + 1) != e.start).then(|| {
+                    (
+                        e.start,
+                        self.end_of(i, e.start),
+                        self.slice(e.name).into_owned(),
+                        (e.module.1 > 0).then(|| self.slice(e.module).into_owned()),
+                    )
+                })
+            })
+            .collect()
     }
 }
 
-/// The symbols of kallsyms text, sorted, one per address, each ending where the next begins.
+/// The symbol of the line at `pos` of kallsyms text (`None` for a line perf does not keep: another type, a
+/// zero address, no name, a malformed line), and where the next line starts.
 ///
 /// Runs at the start of every `bport script` on a file with kernel samples, over ~150,000 lines, so each line
 /// is looked at about once: the address of a 64-bit kernel is taken at its fixed width with a table lookup per
 /// digit, and one word-at-a-time scan from the name finds where the name ends (space, tab) or the line does.
-fn parse_entries(bytes: &[u8]) -> Vec<Entry> {
-    let mut entries = Vec::with_capacity(bytes.len() / 40);
+fn parse_line(bytes: &[u8], pos: usize) -> (Option<Entry>, usize) {
+    let rest = bytes.get(pos..).unwrap_or_default();
+    // ADDR ' ' TYPE ' ' NAME [ '\t' '[' MODULE ']' ]
+    // A 64-bit kernel's line: 16 hex digits (which cannot hide a newline), its type, the name from byte 19.
+    let fast = match rest.get(..19) {
+        Some(head) if head[16] == b' ' && head[18] == b' ' && head[17] != b'\n' => {
+            parse_hex16(head).map(|start| (start, 16usize))
+        }
+        _ => None,
+    };
+    let (start, sp) = match fast {
+        Some(found) => found,
+        None => {
+            let line_len = memchr_newline(rest).unwrap_or(rest.len());
+            let line = &rest[..line_len];
+            let parsed = line
+                .iter()
+                .position(|&b| b == b' ')
+                .filter(|&sp| sp + 3 <= line_len && line[sp + 2] == b' ')
+                .and_then(|sp| Some((parse_hex(&line[..sp])?, sp)));
+            match parsed {
+                Some(found) => found,
+                None => return (None, pos + line_len + 1),
+            }
+        }
+    };
+    let line_start = pos;
+    // The name ends at the first space, tab or newline.
+    let name_off = line_start + sp + 3;
+    let name_len = first_blank(&bytes[name_off..]).unwrap_or(bytes.len() - name_off);
+    let name_end = name_off + name_len;
+    let line_end = if bytes.get(name_end).is_none_or(|&b| b == b'\n') {
+        name_end
+    } else {
+        memchr_newline(&bytes[name_end..]).map_or(bytes.len(), |i| name_end + i)
+    };
+    let next = line_end + 1;
+    let kind = bytes[line_start + sp + 1].to_ascii_uppercase();
+    if !matches!(kind, b'T' | b'W' | b'D' | b'B') || start == 0 || name_len == 0 {
+        return (None, next);
+    }
+    let after = &bytes[name_end..line_end];
+    let module = if after.is_empty() {
+        None
+    } else {
+        after.iter().position(|&b| b == b'[').and_then(|open| {
+            let close = after.iter().rposition(|&b| b == b']')?;
+            (close > open + 1).then(|| {
+                let off = name_end + open + 1;
+                (off as u32, (close - open - 1) as u32)
+            })
+        })
+    };
+    let entry = Entry {
+        start,
+        name: (name_off as u32, name_len as u32),
+        module: module.unwrap_or((0, 0)),
+    };
+    (Some(entry), next)
+}
+
+/// Where the symbols' lines of kallsyms text start, sorted by address (stable: equal addresses keep their
+/// listed order). A table is read up to 4 GB (offsets are 32-bit); a kernel's is about 10 MB.
+fn parse_lines(bytes: &[u8]) -> Vec<u32> {
+    let bytes = &bytes[..bytes.len().min(u32::MAX as usize)];
+    let mut lines = Vec::with_capacity(bytes.len() / 40);
+    let mut sorted = true;
+    let mut last = 0u64;
     let mut pos = 0usize;
     while pos < bytes.len() {
-        let rest = &bytes[pos..];
-        // ADDR ' ' TYPE ' ' NAME [ '\t' '[' MODULE ']' ]
-        // A 64-bit kernel's line: 16 hex digits (which cannot hide a newline), its type, the name from byte 19.
-        let fast = match rest.get(..19) {
-            Some(head) if head[16] == b' ' && head[18] == b' ' && head[17] != b'\n' => {
-                parse_hex16(head).map(|start| (start, 16usize))
-            }
-            _ => None,
-        };
-        let (start, sp) = match fast {
-            Some(found) => found,
-            None => {
-                let line_len = memchr_newline(rest).unwrap_or(rest.len());
-                let line = &rest[..line_len];
-                let parsed = line
-                    .iter()
-                    .position(|&b| b == b' ')
-                    .filter(|&sp| sp + 3 <= line_len && line[sp + 2] == b' ')
-                    .and_then(|sp| Some((parse_hex(&line[..sp])?, sp)));
-                match parsed {
-                    Some(found) => found,
-                    None => {
-                        pos += line_len + 1;
-                        continue;
-                    }
-                }
-            }
-        };
-        let line_start = pos;
-        // The name ends at the first space, tab or newline.
-        let name_off = line_start + sp + 3;
-        let name_len = first_blank(&bytes[name_off..]).unwrap_or(bytes.len() - name_off);
-        let name_end = name_off + name_len;
-        let line_end = if bytes.get(name_end).is_none_or(|&b| b == b'\n') {
-            name_end
-        } else {
-            memchr_newline(&bytes[name_end..]).map_or(bytes.len(), |i| name_end + i)
-        };
-        pos = line_end + 1;
-        let kind = bytes[line_start + sp + 1].to_ascii_uppercase();
-        if !matches!(kind, b'T' | b'W' | b'D' | b'B') || start == 0 || name_len == 0 {
-            continue;
+        let (entry, next) = parse_line(bytes, pos);
+        if let Some(e) = entry {
+            sorted &= e.start >= last;
+            last = e.start;
+            lines.push(pos as u32);
         }
-        let after = &bytes[name_end..line_end];
-        let module = if after.is_empty() {
-            None
-        } else {
-            after.iter().position(|&b| b == b'[').and_then(|open| {
-                let close = after.iter().rposition(|&b| b == b']')?;
-                (close > open + 1).then(|| {
-                    let off = name_end + open + 1;
-                    (off as u32, (close - open - 1) as u32)
-                })
-            })
-        };
-        entries.push(Entry {
-            start,
-            name: (name_off as u32, name_len as u32),
-            module: module.unwrap_or((0, 0)),
-        });
+        pos = next;
     }
-    // Stable, so equal addresses keep their listed order; /proc/kallsyms is usually sorted already (modules
-    // may not be).
-    if !entries.is_sorted_by_key(|e| e.start) {
-        entries.sort_by_key(|e| e.start);
+    // /proc/kallsyms lists the kernel image sorted; modules, BPF programs and trampolines after it may not be.
+    if !sorted {
+        let mut keyed: Vec<(u64, u32)> = lines
+            .iter()
+            .map(|&at| (parse_line(bytes, at as usize).0.map_or(0, |e| e.start), at))
+            .collect();
+        // (start, place in the text) is unique, so the unstable sort keeps equal starts in listed order.
+        keyed.sort_unstable();
+        lines = keyed.into_iter().map(|(_, at)| at).collect();
     }
-    // Of several symbols at one address perf keeps the last listed: its fixup_end gives every earlier one
-    // zero size, and choose_best_symbol prefers a sized symbol.
-    let mut kept = 0;
-    for i in 0..entries.len() {
-        if kept > 0 && entries[kept - 1].start == entries[i].start {
-            entries[kept - 1] = entries[i];
-        } else {
-            entries[kept] = entries[i];
-            kept += 1;
-        }
-    }
-    entries.truncate(kept);
-    entries
+    lines
 }
 
 /// A kallsyms table being parsed on another thread ([`Kallsyms::parse_in_background`]).
@@ -368,13 +427,10 @@ pub struct PendingKallsyms {
 
 enum Pending {
     /// Bytes in hand, parsed on a thread (`None`: none could be started).
-    Parse(
-        super::FileBytes,
-        Option<std::thread::JoinHandle<Vec<Entry>>>,
-    ),
+    Parse(super::FileBytes, Option<std::thread::JoinHandle<Vec<u32>>>),
     /// Read and parsed on a thread: `/proc/kallsyms` is generated as it is read, which alone took about a
     /// quarter of `bport script` on a small recording when done on the resolving thread.
-    ReadAndParse(std::thread::JoinHandle<Option<(super::FileBytes, Vec<Entry>)>>),
+    ReadAndParse(std::thread::JoinHandle<Option<(super::FileBytes, Vec<u32>)>>),
 }
 
 impl PendingKallsyms {
@@ -387,8 +443,8 @@ impl PendingKallsyms {
             .name("kallsyms".into())
             .spawn(move || {
                 let text = read()?;
-                let entries = parse_entries((*text).as_ref());
-                Some((text, entries))
+                let lines = parse_lines((*text).as_ref());
+                Some((text, lines))
             })
             .ok()?;
         Some(PendingKallsyms {
@@ -425,16 +481,16 @@ impl PendingKallsyms {
     fn join(source: Pending) -> Kallsyms {
         match source {
             Pending::Parse(text, handle) => {
-                let entries = match handle.map(std::thread::JoinHandle::join) {
-                    Some(Ok(entries)) => entries,
+                let lines = match handle.map(std::thread::JoinHandle::join) {
+                    Some(Ok(lines)) => lines,
                     // The parser does not panic on any input; if it did, parsing here reports it where it
                     // belongs.
-                    Some(Err(_)) | None => parse_entries((*text).as_ref()),
+                    Some(Err(_)) | None => parse_lines((*text).as_ref()),
                 };
-                Kallsyms::from_parts(text, entries)
+                Kallsyms::from_parts(text, lines)
             }
             Pending::ReadAndParse(handle) => match handle.join() {
-                Ok(Some((text, entries))) => Kallsyms::from_parts(text, entries),
+                Ok(Some((text, lines))) => Kallsyms::from_parts(text, lines),
                 Ok(None) | Err(_) => Kallsyms::default(),
             },
         }
@@ -607,21 +663,46 @@ mod tests {
         }
         text.push_str(pieces[pieces.len() - 1]);
         let k = Kallsyms::parse(&text);
-        let got: Vec<(u64, u64, String, Option<String>)> = k
-            .entries
-            .iter()
-            .enumerate()
-            .map(|(i, e)| {
-                (
-                    e.start,
-                    k.end_of(i),
-                    k.slice(e.name).into_owned(),
-                    (e.module.1 > 0).then(|| k.slice(e.module).into_owned()),
-                )
-            })
-            .collect();
+        let got = k.symbols();
         assert_eq!(got, reference(&text));
         assert_eq!(got.len(), 9, "{got:?}");
+    }
+
+    /// Lookups read the lines in place: at every symbol's first and last address, and just past it, they give
+    /// the rules' symbol, on a sorted table (searched as it is) and on one whose tail is out of order.
+    #[test]
+    fn lookups_in_place_agree_with_the_rules() {
+        let sorted = "0000000000001000 D percpu_first\n\
+                      ffffffff81000000 T _stext\n\
+                      ffffffff81000000 t _stext_alias\n\
+                      ffffffff81000010 r rodata_between\n\
+                      ffffffff81000020 t after_rodata\n\
+                      ffffffff81000020 r same_address_rodata\n\
+                      ffffffff81000040 T  two_spaces\n\
+                      ffffffff81000050 W weak_one\n";
+        let unsorted = format!(
+            "{sorted}ffffffffc0002000 t mod_b\t[b]\nffffffffc0001000 t mod_a\t[a]\n\
+             ffffffff81000030 T late_core\n1234 T short_address\nffffffffc0001000 T mod_a_alias\t[a]\n"
+        );
+        for text in [sorted.to_owned(), unsorted] {
+            let want = reference(&text);
+            let k = Kallsyms::parse(&text);
+            assert_eq!(k.symbols(), want);
+            let found = |a: u64| {
+                k.lookup(a)
+                    .map(|s| (s.start, s.end, s.name.to_string(), s.module))
+            };
+            for (start, end, name, module) in &want {
+                for addr in [*start, end - 1] {
+                    let hit = (*start, *end, name.clone(), module.clone());
+                    assert_eq!(found(addr), Some(hit), "{addr:#x} in {text}");
+                }
+                if !want.iter().any(|w| w.0 == *end) {
+                    assert_eq!(found(*end), None, "{end:#x} in {text}");
+                }
+            }
+            assert_eq!(found(0xfff), None);
+        }
     }
 
     #[test]
