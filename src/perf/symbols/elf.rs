@@ -13,14 +13,17 @@ use object::elf::{PT_LOAD, STB_GLOBAL, STB_WEAK, STT_FUNC, STT_GNU_IFUNC, STT_NO
 use object::read::elf::{ElfFile, FileHeader, ProgramHeader, SectionHeader, Sym};
 use object::{Endianness, Object, SectionIndex};
 use std::borrow::Cow;
-use std::cell::OnceCell;
+use std::cell::{OnceCell, RefCell};
+use std::collections::HashMap;
 use std::rc::Rc;
 use std::sync::Arc;
 
 use super::FileBytes;
 
-/// One symbol: `[start, end)` in svma space. Its name is [`ElfInfo::symbol_name`].
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// One symbol: `[start, end)` in svma space. Its name is [`ElfInfo::symbol_name`]. 32 bytes: a large DSO's
+/// table is allocated, and so faulted in page by page, at the start of a run, where it is most of the cost of
+/// loading the DSO; names are made on their first hit ([`ElfInfo::symbol_name`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Symbol {
     /// First address.
     pub start: u64,
@@ -28,12 +31,12 @@ pub struct Symbol {
     pub end: u64,
     /// Where the raw name is.
     raw: NameRef,
-    /// The name as printed (demangled when the info demangles), made on the first hit: a large C++ or Rust
-    /// DSO has 10⁴–10⁵ symbols and a run hits few of them, and demangling them all up front would be most of
-    /// `bport script`'s time on system-wide recordings. Shared, since every frame that hits
-    /// the symbol carries it.
-    name: OnceCell<Rc<str>>,
+    /// Its node in perf's tree ([`PerfTree`]), or [`NO_NODE`].
+    node: u32,
 }
+
+/// [`Symbol::node`] of a symbol that is no node of perf's tree.
+const NO_NODE: u32 = u32::MAX;
 
 /// A `PT_LOAD` segment: maps file offsets to svmas.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -56,6 +59,11 @@ pub struct ElfInfo {
     pub plt_symbols: Vec<Symbol>,
     /// Symbols perf's tree holds beside [`ElfInfo::symbols`] when its load stopped early (see [`PerfTree`]).
     extra_symbols: Vec<Symbol>,
+    /// The names as printed (demangled when the info demangles) by raw name, made on the first hit: a large
+    /// C++ or Rust DSO has 10⁴–10⁵ symbols and a run hits few of them, and demangling them all up front would
+    /// be most of `bport script`'s time on system-wide recordings. Shared, since every frame that hits the
+    /// symbol carries it.
+    shown: RefCell<HashMap<NameRef, Rc<str>>>,
     /// perf's symbol tree where the sorted symbols do not tell its answer: where PLT symbols overlap a table
     /// symbol, or everywhere when its load stopped early.
     tree: Option<Box<PerfTree>>,
@@ -104,10 +112,15 @@ struct PerfTree {
     /// The addresses whose answer the tree gives: sorted, disjoint ranges. Only where symbols overlap: a
     /// large DSO's tree costs a tenth of a short run to replay, and most runs never look there.
     regions: Vec<std::ops::Range<u64>>,
-    ops: Vec<TreeOp>,
-    /// What each node id stands for.
-    nodes: Vec<TreeNode>,
-    tree: OnceCell<SymbolTree>,
+    /// How many nodes the first table's pass inserted (node ids run on across the tables, in table order).
+    first_len: u32,
+    /// Which pass stopped the load, if one did.
+    stopped: Option<usize>,
+    /// The nodes each table's alias choice erased, in erase order, with their starts: every node is one of
+    /// the symbols kept, an extra symbol, or one of these, so the inserts are known from them.
+    erased: Erased,
+    /// The tree, and what each node id stands for, made on the first lookup in a region.
+    tree: OnceCell<(SymbolTree, Vec<TreeNode>)>,
 }
 
 /// One step of building perf's tree.
@@ -138,9 +151,65 @@ impl PerfTree {
         i > 0 && self.regions[i - 1].contains(&svma)
     }
 
-    fn build(&self, info: &ElfInfo) -> SymbolTree {
-        let mut tree = SymbolTree::with_capacity(self.nodes.len());
-        for op in &self.ops {
+    /// The inserts and erases that built perf's tree, replayed: the table symbols in table order (node ids
+    /// are that order), each table's erased aliases, then the PLT symbols; and each node's symbol.
+    fn build(&self, info: &ElfInfo) -> (SymbolTree, Vec<TreeNode>) {
+        let tables = [(&info.symbols, 0u8), (&info.extra_symbols, 1)];
+        let count = tables
+            .iter()
+            .flat_map(|(syms, _)| syms.iter())
+            .map(|s| s.node)
+            .chain(
+                self.erased
+                    .symtab
+                    .iter()
+                    .chain(&self.erased.dynsym)
+                    .map(|e| e.0),
+            )
+            .filter(|&n| n != NO_NODE)
+            .map(|n| n as usize + 1)
+            .max()
+            .unwrap_or(0);
+        let mut starts = vec![0u64; count];
+        let mut nodes = vec![TreeNode::Gone; count];
+        for (syms, kind) in tables {
+            for (i, sym) in syms.iter().enumerate() {
+                if let Some(n) = (sym.node != NO_NODE).then_some(sym.node as usize) {
+                    starts[n] = sym.start;
+                    nodes[n] = if kind == 0 {
+                        TreeNode::Table(i as u32)
+                    } else {
+                        TreeNode::Extra(i as u32)
+                    };
+                }
+            }
+        }
+        for &(n, start) in self.erased.symtab.iter().chain(&self.erased.dynsym) {
+            starts[n as usize] = start;
+        }
+        let first = (self.first_len as usize).min(count);
+        let mut ops: Vec<TreeOp> = starts[..first].iter().map(|&s| TreeOp::Insert(s)).collect();
+        if self.stopped != Some(0) {
+            ops.extend(
+                self.erased
+                    .symtab
+                    .iter()
+                    .map(|e| TreeOp::Erase(e.0 as usize)),
+            );
+        }
+        ops.extend(starts[first..].iter().map(|&s| TreeOp::Insert(s)));
+        ops.extend(
+            self.erased
+                .dynsym
+                .iter()
+                .map(|e| TreeOp::Erase(e.0 as usize)),
+        );
+        for (k, p) in info.plt_symbols.iter().enumerate() {
+            ops.push(TreeOp::Insert(p.start));
+            nodes.push(TreeNode::Plt(k as u32));
+        }
+        let mut tree = SymbolTree::with_capacity(nodes.len());
+        for op in &ops {
             match *op {
                 TreeOp::Insert(start) => {
                     tree.insert(start);
@@ -148,12 +217,12 @@ impl PerfTree {
                 TreeOp::Erase(id) => tree.erase(id),
             }
         }
-        for (id, n) in self.nodes.iter().enumerate() {
+        for (id, n) in nodes.iter().enumerate() {
             if let Some(sym) = info.node_symbol(*n) {
                 tree.set_end(id, sym.end);
             }
         }
-        tree
+        (tree, nodes)
     }
 }
 
@@ -179,20 +248,23 @@ pub enum ElfError {
     Parse(#[from] object::Error),
 }
 
+/// A symbol perf reads, before its alias choice and end fix-up. Small and `Copy`: a large table's candidates
+/// are sorted and merged in place, where larger ones cost a large DSO's load a fifth of its time in page faults
+/// alone.
+#[derive(Clone, Copy, Debug)]
 struct Candidate {
     start: u64,
     size: u64,
     /// The end an earlier table's fix-up gave it (a `.symtab` symbol among `.dynsym`'s).
     end: Option<u64>,
+    /// Its node id in perf's tree: the symbols perf reads, in table order, across the tables (ties among equal
+    /// starts go by it, as perf's rb-tree insertion does).
+    node: u32,
+    name: NameRef,
     /// Whether perf sees a size when it chooses among aliases: `st_size > 0`, or the last zero-size symbol at
     /// its address, whose end `symbols__fixup_end` already moved to the next start (it runs before
     /// `symbols__fixup_duplicate`), so that one wins over its zero-size aliases.
     sized: bool,
-    /// Place in the symbol table (ties among equal starts go by it, as perf's rb-tree insertion does).
-    order: usize,
-    name: NameRef,
-    /// The name as perf compares it, once an alias choice made it.
-    shown: Option<String>,
     binding: object::elf::SymbolBind,
 }
 
@@ -205,7 +277,7 @@ fn intern(names: &mut String, name: &str) -> (u32, u32) {
 
 /// Where a symbol's name is: in the string table of the file (looked up on use: most symbols of a large DSO
 /// are never hit) or in [`ElfInfo`]'s arena (synthesized names).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 enum NameRef {
     /// (place, length) in the arena.
     Arena(u32, u32),
@@ -242,31 +314,18 @@ pub(super) struct PltEntry {
     name: String,
 }
 
-/// What [`read_candidates`] found: perf's symbols of each table read, each sorted by (start, table order).
+/// What [`read_candidates`] found: perf's symbols of each table read, each sorted by (start, node id).
 struct Read {
     passes: Vec<Vec<Candidate>>,
-    /// The first order past the first table's symbols (`.dynsym`'s, when it follows `.symtab`).
-    base_dynsym: usize,
     /// The table whose read stopped early, if one did (see [`PerfTree`]).
     stopped: Option<usize>,
 }
 
-/// The orders (places in the tables) of the aliases each table's pass dropped, in the order perf erases them.
-#[derive(Default)]
+/// The node ids (and starts) of the aliases each table's pass dropped, in the order perf erases them.
+#[derive(Clone, Debug, Default)]
 struct Erased {
-    symtab: Vec<usize>,
-    dynsym: Vec<usize>,
-}
-
-/// How the symbols kept map to perf's tree nodes.
-struct TreeOrders<'a> {
-    /// (start, order) of every symbol inserted, in insertion order.
-    inserted: &'a [(u64, usize)],
-    base_dynsym: usize,
-    stopped: Option<usize>,
-    /// The orders of [`ElfInfo::symbols`] and of [`ElfInfo::extra_symbols`].
-    kept: &'a [usize],
-    extra: &'a [usize],
+    symtab: Vec<(u32, u64)>,
+    dynsym: Vec<(u32, u64)>,
 }
 
 /// The tables perf 6.1 reads, in order: `.symtab`, then `.dynsym`, into the same tree (`dso__load_sym`, both
@@ -376,19 +435,16 @@ fn read_candidates<H: FileHeader<Endian = Endianness>>(
     let shnum = file.elf_section_table().len();
     let mut read = Read {
         passes: Vec::with_capacity(tables.len()),
-        base_dynsym: tables.first().map_or(0, |t| t.len()),
         stopped: None,
     };
-    let mut base = 0;
+    let mut node = 0u32;
     for (pass, table) in tables.iter().enumerate() {
         let (at, len) = strtabs[pass];
         let strings = data.get(at..at + len).unwrap_or_default();
         let last_nul = memchr::memrchr(0, strings);
-        // (start, place in the table) of the symbols kept: sorting these small keys and reading each symbol
-        // again in their order is far cheaper than sorting the candidates (a large table's cycles of swaps
-        // were a tenth of a short run).
-        let mut keys: Vec<(u64, usize)> = Vec::with_capacity(table.len());
-        for (i, (index, sym)) in table.enumerate().enumerate() {
+        // Room for every entry: only the pages the kept ones fill are ever touched.
+        let mut candidates: Vec<Candidate> = Vec::with_capacity(table.len());
+        for (index, sym) in table.enumerate() {
             let kind = sym.st_type();
             if !perf_kind(kind, sym.st_visibility()) {
                 continue;
@@ -407,28 +463,19 @@ fn read_candidates<H: FileHeader<Endian = Endianness>>(
             if head == 0 || head == b'$' || !perf_keeps(file, section, kind == STT_NOTYPE) {
                 continue;
             }
-            keys.push((sym.st_value(endian).into(), i));
+            candidates.push(Candidate {
+                start: sym.st_value(endian).into(),
+                size: sym.st_size(endian).into(),
+                end: None,
+                node,
+                name: NameRef::Table(pass as u8, off),
+                sized: false,
+                binding: sym.st_bind(),
+            });
+            node += 1;
         }
-        keys.sort_unstable();
-        let candidates = keys
-            .into_iter()
-            .filter_map(|(start, i)| {
-                let sym = table.symbol(object::SymbolIndex(i)).ok()?;
-                Some(Candidate {
-                    start,
-                    size: sym.st_size(endian).into(),
-                    end: None,
-                    sized: false,
-                    // Orders run on across the tables: a `.dynsym` symbol sorts after the `.symtab` ones at
-                    // its address, as its later insertion puts it in perf's tree.
-                    order: base + i,
-                    name: NameRef::Table(pass as u8, sym.st_name(endian)),
-                    shown: None,
-                    binding: sym.st_bind(),
-                })
-            })
-            .collect();
-        base += table.len();
+        // (start, node) is unique, so the unstable sort gives the stable order.
+        candidates.sort_unstable_by_key(|c| (c.start, c.node));
         read.passes.push(candidates);
         if read.stopped.is_some() {
             break;
@@ -502,20 +549,26 @@ fn bfd_symbols_as<H: FileHeader<Endian = Endianness>>(data: &[u8]) -> Vec<BfdSym
     out
 }
 
-/// Merges `.dynsym`'s candidates into the kept `.symtab` ones (sorted): linear, where sorting the whole again
-/// cost a large DSO's load a tenth more.
-fn merge_sorted(kept: Vec<Candidate>, mut second: Vec<Candidate>) -> Vec<Candidate> {
-    second.sort_unstable_by_key(|c| (c.start, c.order));
-    let mut merged = Vec::with_capacity(kept.len() + second.len());
-    let mut b = second.into_iter().peekable();
-    for a in kept {
-        while let Some(d) = b.next_if(|d| (d.start, d.order) < (a.start, a.order)) {
-            merged.push(d);
+/// Merges `.dynsym`'s candidates (sorted) into the kept `.symtab` ones (sorted), in place from the back:
+/// linear, where sorting the whole again cost a large DSO's load a tenth more, and without a third copy.
+fn merge_sorted(mut kept: Vec<Candidate>, second: Vec<Candidate>) -> Vec<Candidate> {
+    let key = |c: &Candidate| (c.start, c.node);
+    let (mut a, mut b) = (kept.len(), second.len());
+    let Some(&filler) = second.first() else {
+        return kept;
+    };
+    kept.resize(a + b, filler);
+    while b > 0 {
+        let out = a + b - 1;
+        if a > 0 && key(&kept[a - 1]) > key(&second[b - 1]) {
+            kept[out] = kept[a - 1];
+            a -= 1;
+        } else {
+            kept[out] = second[b - 1];
+            b -= 1;
         }
-        merged.push(a);
     }
-    merged.extend(b);
-    merged
+    kept
 }
 
 /// The `PT_LOAD` segments of an ELF image, without parsing its symbols.
@@ -671,18 +724,10 @@ impl ElfInfo {
     /// perf's symbol selection over what [`read_candidates`] read: per table, ends fixed and aliases dropped;
     /// then the `NAME@plt` symbols, and perf's tree where its shape decides a lookup.
     fn place_symbols(&mut self, read: Read, plt: Vec<PltEntry>) {
-        let Read {
-            passes,
-            base_dynsym,
-            stopped,
-        } = read;
+        let Read { passes, stopped } = read;
         // perf's tree as it was built: node ids are the symbols in insertion order (`.symtab`'s, then
         // `.dynsym`'s); only made into a replayable tree when a lookup will need it.
-        let mut inserted: Vec<(u64, usize)> = passes
-            .iter()
-            .flatten()
-            .map(|c| (c.start, c.order))
-            .collect();
+        let first_len = passes.first().map_or(0, Vec::len) as u32;
         let mut passes = passes.into_iter();
         let first = passes.next().unwrap_or_default();
         let second = passes.next().unwrap_or_default();
@@ -691,37 +736,31 @@ impl ElfInfo {
             start: c.start,
             end: c.start.saturating_add(c.size),
             raw: c.name,
-            name: OnceCell::new(),
+            node: c.node,
         };
         let mut erased = Erased::default();
-        let (kept_orders, extra_orders): (Vec<usize>, Vec<usize>);
         let names = |n: NameRef| self.name_text(n);
-        let (symbols, extra_symbols);
+        let (symbols, extra_symbols): (Vec<Symbol>, Vec<Symbol>);
         if stopped == Some(0) {
             // perf's tree holds the `.symtab` symbols read so far, aliases and zero sizes as they are; no
             // `.dynsym`, no PLT symbols (`dso__load` synthesizes them only after a successful load).
             extra_symbols = first.iter().map(raw).collect();
-            extra_orders = first.iter().map(|c| c.order).collect();
             let kept = select_candidates(first, demangle, &mut Vec::new(), &names);
-            kept_orders = Vec::new();
-            symbols = to_symbols(kept);
+            symbols = to_symbols(kept, false);
         } else {
             let mut kept = select_candidates(first, demangle, &mut erased.symtab, &names);
             if stopped == Some(1) {
                 // The `.symtab` pass finished (ends fixed, aliases dropped); the `.dynsym` symbols read before
                 // the stop sit in the tree beside them, aliases of table symbols included, found by the walk.
                 extra_symbols = second.iter().map(raw).collect();
-                extra_orders = second.iter().map(|c| c.order).collect();
             } else {
                 extra_symbols = Vec::new();
-                extra_orders = Vec::new();
                 if !second.is_empty() {
                     let merged = merge_sorted(kept, second);
                     kept = select_candidates(merged, demangle, &mut erased.dynsym, &names);
                 }
             }
-            kept_orders = kept.iter().map(|c| c.order).collect();
-            symbols = to_symbols(kept);
+            symbols = to_symbols(kept, true);
         }
         self.symbols = symbols;
         self.extra_symbols = extra_symbols;
@@ -734,21 +773,19 @@ impl ElfInfo {
                     start: p.start,
                     end: p.start.saturating_add(p.size),
                     raw,
-                    name: OnceCell::new(),
+                    node: NO_NODE,
                 });
             }
             self.overlap_region()
         };
         if !regions.is_empty() {
-            inserted.sort_unstable_by_key(|&(_, order)| order);
-            let orders = TreeOrders {
-                inserted: &inserted,
-                base_dynsym,
+            self.tree = Some(Box::new(PerfTree {
+                regions,
+                first_len,
                 stopped,
-                kept: &kept_orders,
-                extra: &extra_orders,
-            };
-            self.tree = Some(Box::new(self.perf_tree(regions, &orders, &erased)));
+                erased,
+                tree: OnceCell::new(),
+            }));
         }
         debug_assert!(self.plt_symbols.is_sorted_by_key(|s| s.start));
         self.names.shrink_to_fit();
@@ -792,63 +829,20 @@ impl ElfInfo {
         merged
     }
 
-    /// perf's tree over `regions` as the inserts and erases that built it.
-    fn perf_tree(
-        &self,
-        regions: Vec<std::ops::Range<u64>>,
-        o: &TreeOrders,
-        erased: &Erased,
-    ) -> PerfTree {
-        let inserted = o.inserted;
-        let node = |order: &usize| {
-            inserted
-                .binary_search_by_key(order, |&(_, o)| o)
-                .expect("a candidate's order")
-        };
-        let first_len = inserted.partition_point(|&(_, ord)| ord < o.base_dynsym);
-        let mut ops: Vec<TreeOp> = inserted[..first_len]
-            .iter()
-            .map(|&(start, _)| TreeOp::Insert(start))
-            .collect();
-        if o.stopped != Some(0) {
-            ops.extend(erased.symtab.iter().map(|o| TreeOp::Erase(node(o))));
-        }
-        ops.extend(
-            inserted[first_len..]
-                .iter()
-                .map(|&(start, _)| TreeOp::Insert(start)),
-        );
-        ops.extend(erased.dynsym.iter().map(|o| TreeOp::Erase(node(o))));
-        let mut nodes = vec![TreeNode::Gone; inserted.len()];
-        for (k, ord) in o.kept.iter().enumerate() {
-            nodes[node(ord)] = TreeNode::Table(k as u32);
-        }
-        for (k, ord) in o.extra.iter().enumerate() {
-            nodes[node(ord)] = TreeNode::Extra(k as u32);
-        }
-        for (k, p) in self.plt_symbols.iter().enumerate() {
-            ops.push(TreeOp::Insert(p.start));
-            nodes.push(TreeNode::Plt(k as u32));
-        }
-        PerfTree {
-            regions,
-            ops,
-            nodes,
-            tree: OnceCell::new(),
-        }
-    }
-
     /// The name of `sym` (one of [`ElfInfo::symbols`]) as perf prints it: demangled when the info was parsed
     /// with demangling, made on the first call.
-    pub fn symbol_name<'s>(&'s self, sym: &'s Symbol) -> &'s Rc<str> {
-        sym.name.get_or_init(|| {
-            let raw = self.raw_name(sym);
-            if self.demangle {
-                Rc::from(super::demangle::demangle(&raw))
-            } else {
-                Rc::from(&*raw)
-            }
-        })
+    pub fn symbol_name(&self, sym: &Symbol) -> Rc<str> {
+        if let Some(name) = self.shown.borrow().get(&sym.raw) {
+            return name.clone();
+        }
+        let raw = self.raw_name(sym);
+        let name: Rc<str> = if self.demangle {
+            Rc::from(super::demangle::demangle(&raw))
+        } else {
+            Rc::from(&*raw)
+        };
+        self.shown.borrow_mut().insert(sym.raw, name.clone());
+        name
     }
 
     /// The name of `sym` as the symbol table has it.
@@ -916,8 +910,8 @@ impl ElfInfo {
     /// stretched `_init`), the first of them on the way down perf's tree; elsewhere the only one.
     pub fn lookup(&self, svma: u64) -> Option<&Symbol> {
         if let Some(t) = self.tree.as_deref().filter(|t| t.covers(svma)) {
-            let tree = t.tree.get_or_init(|| t.build(self));
-            return self.node_symbol(t.nodes[tree.find(svma)?]);
+            let (tree, nodes) = t.tree.get_or_init(|| t.build(self));
+            return self.node_symbol(nodes[tree.find(svma)?]);
         }
         Self::lookup_in(&self.plt_symbols, svma).or_else(|| Self::lookup_in(&self.symbols, svma))
     }
@@ -1074,12 +1068,10 @@ fn select_symbols(candidates: Vec<Candidate>, demangle: bool, names: &str) -> Ve
         NameRef::Arena(at, len) => Cow::Borrowed(&names[at as usize..(at + len) as usize]),
         NameRef::Table(..) => Cow::Borrowed(""),
     };
-    to_symbols(select_candidates(
-        candidates,
-        demangle,
-        &mut Vec::new(),
-        &name,
-    ))
+    to_symbols(
+        select_candidates(candidates, demangle, &mut Vec::new(), &name),
+        true,
+    )
 }
 
 /// perf's `symbols__fixup_end` then `symbols__fixup_duplicate` over one table's symbols (and those an earlier
@@ -1088,12 +1080,12 @@ fn select_symbols(candidates: Vec<Candidate>, demangle: bool, names: &str) -> Ve
 fn select_candidates<'n>(
     mut candidates: Vec<Candidate>,
     demangle: bool,
-    erased: &mut Vec<usize>,
+    erased: &mut Vec<(u32, u64)>,
     names: &dyn Fn(NameRef) -> Cow<'n, str>,
 ) -> Vec<Candidate> {
     // Among equal starts the insertion order decides the last tie, as perf's rb-tree insertion does.
-    if !candidates.is_sorted_by_key(|c| (c.start, c.order)) {
-        sort_by_start(&mut candidates);
+    if !candidates.is_sorted_by_key(|c| (c.start, c.node)) {
+        candidates.sort_unstable_by_key(|c| (c.start, c.node));
     }
     for i in 0..candidates.len() {
         let last_at_start = candidates
@@ -1123,37 +1115,14 @@ fn select_candidates<'n>(
     kept
 }
 
-/// Sorts `candidates` by (start, order). The small keys are sorted and the permutation applied in place, by
-/// cycles: sorting the candidates themselves moved each of them many times, and gathering them into new vectors
-/// touched two more copies of a large table (librustc_driver: 200,000 candidates), each a fresh allocation the
-/// kernel had to fault in and zero.
-fn sort_by_start(candidates: &mut [Candidate]) {
-    let mut keys: Vec<(u64, usize, u32)> = (candidates.iter().enumerate())
-        .map(|(i, c)| (c.start, c.order, i as u32))
-        .collect();
-    keys.sort_unstable();
-    // Position `i` takes the candidate now at `keys[i].2`.
-    let mut from: Vec<u32> = keys.into_iter().map(|k| k.2).collect();
-    for i in 0..candidates.len() {
-        let mut at = i;
-        while from[at] as usize != i {
-            let src = from[at] as usize;
-            candidates.swap(at, src);
-            from[at] = at as u32;
-            at = src;
-        }
-        from[at] = at as u32;
-    }
-}
-
-/// perf's `symbols__fixup_duplicate` over candidates sorted by (start, order): the best of each group of
-/// aliases is moved to the front, in order, and their count returned; the `order` of each alias dropped is
-/// pushed onto `erased`, in the order perf erases them. Names are demangled only when the cheaper rules leave
-/// the choice to them.
+/// perf's `symbols__fixup_duplicate` over candidates sorted by (start, node): the best of each group of
+/// aliases is moved to the front, in order, and their count returned; the node (and start) of each alias
+/// dropped is pushed onto `erased`, in the order perf erases them. Names are demangled only when the cheaper
+/// rules leave the choice to them.
 fn choose_aliases<'n>(
     candidates: &mut [Candidate],
     demangle: bool,
-    erased: &mut Vec<usize>,
+    erased: &mut Vec<(u32, u64)>,
     names: &dyn Fn(NameRef) -> Cow<'n, str>,
 ) -> usize {
     let shown = |name: NameRef| {
@@ -1173,9 +1142,12 @@ fn choose_aliases<'n>(
     };
     let mut kept = 0;
     let mut i = 0;
+    // The names compared in the current group of aliases, as perf compares them.
+    let mut group_names: Vec<(NameRef, String)> = Vec::new();
     while i < candidates.len() {
         let mut best = i;
         let mut j = i + 1;
+        group_names.clear();
         while j < candidates.len() && candidates[j].start == candidates[i].start {
             let (b, c) = (&candidates[best], &candidates[j]);
             let keep = match decided_without_names(b, c) {
@@ -1183,20 +1155,24 @@ fn choose_aliases<'n>(
                 // A `.dynsym` copy of the `.symtab` symbol kept, or g++'s constructor twins: the same text.
                 None if same_text(b.name, c.name) => true,
                 None => {
-                    for k in [best, j] {
-                        if candidates[k].shown.is_none() {
-                            candidates[k].shown = Some(shown(candidates[k].name));
+                    for name in [b.name, c.name] {
+                        if !group_names.iter().any(|(n, _)| *n == name) {
+                            group_names.push((name, shown(name)));
                         }
                     }
-                    let (b, c) = (&candidates[best], &candidates[j]);
-                    let b_name = b.shown.as_deref().unwrap_or_default();
-                    a_is_better(b, b_name, c, c.shown.as_deref().unwrap_or_default())
+                    let text = |name: NameRef| {
+                        group_names
+                            .iter()
+                            .find(|(n, _)| *n == name)
+                            .map_or("", |(_, t)| t.as_str())
+                    };
+                    a_is_better(b, text(b.name), c, text(c.name))
                 }
             };
             if keep {
-                erased.push(candidates[j].order);
+                erased.push((candidates[j].node, candidates[j].start));
             } else {
-                erased.push(candidates[best].order);
+                erased.push((candidates[best].node, candidates[best].start));
                 best = j;
             }
             j += 1;
@@ -1208,20 +1184,14 @@ fn choose_aliases<'n>(
     kept
 }
 
-/// The chosen candidates as symbols.
-fn to_symbols(kept: Vec<Candidate>) -> Vec<Symbol> {
+/// The chosen candidates as symbols; `nodes`: whether they stand for their nodes of perf's tree.
+fn to_symbols(kept: Vec<Candidate>, nodes: bool) -> Vec<Symbol> {
     kept.into_iter()
-        .map(|c| {
-            let name = OnceCell::new();
-            if let Some(shown) = &c.shown {
-                let _ = name.set(Rc::from(shown.as_str()));
-            }
-            Symbol {
-                start: c.start,
-                end: c.end.expect("select_candidates sets every end"),
-                raw: c.name,
-                name,
-            }
+        .map(|c| Symbol {
+            start: c.start,
+            end: c.end.expect("select_candidates sets every end"),
+            raw: c.name,
+            node: if nodes { c.node } else { NO_NODE },
         })
         .collect()
 }
@@ -1247,13 +1217,15 @@ mod tests {
                     .expect("workload symbol");
                 let inside = sym.address() + sym.size() / 2;
                 let found = info.lookup(inside).expect("symbol found");
-                assert_eq!(&**info.symbol_name(found), name);
+                assert_eq!(&*info.symbol_name(found), name);
                 assert_eq!(
                     (found.start, found.end),
                     (sym.address(), sym.address() + sym.size())
                 );
                 assert_eq!(
-                    info.lookup(sym.address()).map(|s| &**info.symbol_name(s)),
+                    info.lookup(sym.address())
+                        .map(|s| info.symbol_name(s).to_string())
+                        .as_deref(),
                     Some(name)
                 );
             }
@@ -1281,7 +1253,7 @@ mod tests {
     /// Candidates in symbol-table order.
     fn numbered(mut v: Vec<Candidate>) -> Vec<Candidate> {
         for (i, c) in v.iter_mut().enumerate() {
-            c.order = i;
+            c.node = i as u32;
         }
         v
     }
@@ -1297,36 +1269,6 @@ mod tests {
         assert_eq!(name_head(strings, 9, last), None);
         assert_eq!(name_head(strings, 40, last), None);
         assert_eq!(name_head(b"abc", 0, memchr::memrchr(0, b"abc")), None);
-    }
-
-    #[test]
-    fn sorting_in_place_gives_the_order_of_start_then_table_order() {
-        // Cycles of several lengths, fixed points and equal starts (ordered by table order).
-        let starts = [0x50, 0x10, 0x30, 0x10, 0x70, 0x20, 0x30, 0x60, 0x10, 0x40];
-        let mut v = numbered(
-            starts
-                .iter()
-                .map(|&start| Candidate {
-                    start,
-                    size: 1,
-                    end: None,
-                    sized: false,
-                    order: 0,
-                    name: NameRef::Arena(start as u32, 0),
-                    shown: None,
-                    binding: STB_GLOBAL,
-                })
-                .collect(),
-        );
-        let mut want: Vec<(u64, usize)> = v.iter().map(|c| (c.start, c.order)).collect();
-        want.sort_unstable();
-        sort_by_start(&mut v);
-        let got: Vec<(u64, usize)> = v.iter().map(|c| (c.start, c.order)).collect();
-        assert_eq!(got, want);
-        // Each candidate moved whole: its name still matches its start.
-        assert!(v
-            .iter()
-            .all(|c| c.name == NameRef::Arena(c.start as u32, 0)));
     }
 
     impl Candidate {
@@ -1358,9 +1300,8 @@ mod tests {
                 size: 0,
                 end: None,
                 sized: false,
-                order: 0,
+                node: 0,
                 name: NameRef::Arena(0, 0),
-                shown: None,
                 binding: STB_GLOBAL,
             }
             .named(name)
@@ -1371,11 +1312,12 @@ mod tests {
             vec![c(0x60, "a_longer_name"), c(0x60, "b"), c(0x1070, "last")],
             false,
         );
-        let got: Vec<(u64, u64, &str)> = info
+        let got: Vec<(u64, u64, String)> = info
             .symbols
             .iter()
-            .map(|s| (s.start, s.end, &**info.symbol_name(s)))
+            .map(|s| (s.start, s.end, info.symbol_name(s).to_string()))
             .collect();
+        let got: Vec<(u64, u64, &str)> = got.iter().map(|(a, b, n)| (*a, *b, n.as_str())).collect();
         assert_eq!(got, vec![(0x60, 0x1070, "b"), (0x1070, 0x3000, "last")]);
     }
 
@@ -1387,9 +1329,8 @@ mod tests {
                 size,
                 end: None,
                 sized: size > 0,
-                order: 0,
+                node: 0,
                 name: NameRef::Arena(0, 0),
-                shown: None,
                 binding,
             }
             .named(name)
@@ -1406,11 +1347,12 @@ mod tests {
             ],
             false,
         );
-        let got: Vec<(u64, u64, &str)> = info
+        let got: Vec<(u64, u64, String)> = info
             .symbols
             .iter()
-            .map(|s| (s.start, s.end, &**info.symbol_name(s)))
+            .map(|s| (s.start, s.end, info.symbol_name(s).to_string()))
             .collect();
+        let got: Vec<(u64, u64, &str)> = got.iter().map(|(a, b, n)| (*a, *b, n.as_str())).collect();
         assert_eq!(
             got,
             vec![
@@ -1435,15 +1377,15 @@ mod tests {
                 ],
                 demangle,
             );
-            assert_eq!(&**info.symbol_name(&info.symbols[0]), want);
+            assert_eq!(&*info.symbol_name(&info.symbols[0]), want);
             // Not an alias: demangled on its first use only.
-            assert_eq!(info.symbols[1].name.get(), None);
+            assert!(!info.shown.borrow().contains_key(&info.symbols[1].raw));
             let lazy = if demangle {
                 "lazy::name"
             } else {
                 "_ZN4lazy4nameEv"
             };
-            assert_eq!(&**info.symbol_name(&info.symbols[1]), lazy);
+            assert_eq!(&*info.symbol_name(&info.symbols[1]), lazy);
             assert_eq!(info.raw_name(&info.symbols[1]), "_ZN4lazy4nameEv");
         }
         // g++'s complete and base constructors share an address and demangle alike: the first is kept
@@ -1462,9 +1404,9 @@ mod tests {
             ],
             true,
         );
-        assert_eq!(info.symbols[0].name.get(), None);
+        assert!(!info.shown.borrow().contains_key(&info.symbols[0].raw));
         assert_eq!(info.raw_name(&info.symbols[0]), "_ZN3FooC2Ev");
-        assert_eq!(&**info.symbol_name(&info.symbols[0]), "Foo::Foo");
+        assert_eq!(&*info.symbol_name(&info.symbols[0]), "Foo::Foo");
     }
 
     #[test]

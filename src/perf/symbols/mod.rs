@@ -282,17 +282,17 @@ impl std::fmt::Debug for Dso {
 }
 
 /// A resolved symbol: its (demangled) name and the address's offset into it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct SymbolHit<'a> {
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SymbolHit {
     /// The name as perf prints it.
-    pub name: &'a Rc<str>,
+    pub name: Rc<str>,
     /// Offset of the looked-up address from the symbol's start.
     pub offset: u64,
 }
 
 impl Dso {
     /// The symbol containing `svma`.
-    pub fn symbolize(&self, svma: u64) -> Option<SymbolHit<'_>> {
+    pub fn symbolize(&self, svma: u64) -> Option<SymbolHit> {
         let info = self.info.as_ref()?;
         let sym = info.lookup(svma)?;
         Some(SymbolHit {
@@ -1055,7 +1055,7 @@ mod tests {
         let sym = info
             .symbols
             .iter()
-            .find(|s| &**info.symbol_name(s) == want)
+            .find(|s| &*info.symbol_name(s) == want)
             .expect("hex() is in the test binary");
         assert_eq!(
             dso.symbolize(sym.start + 1)
