@@ -123,15 +123,6 @@ struct PerfTree {
     tree: OnceCell<(SymbolTree, Vec<TreeNode>)>,
 }
 
-/// One step of building perf's tree.
-#[derive(Clone, Copy, Debug)]
-enum TreeOp {
-    /// `__symbols__insert` of a symbol starting here (the next node id).
-    Insert(u64),
-    /// `symbols__fixup_duplicate` erasing node id.
-    Erase(usize),
-}
-
 /// The symbol a node of perf's tree stands for.
 #[derive(Clone, Copy, Debug)]
 enum TreeNode {
@@ -188,34 +179,25 @@ impl PerfTree {
             starts[n as usize] = start;
         }
         let first = (self.first_len as usize).min(count);
-        let mut ops: Vec<TreeOp> = starts[..first].iter().map(|&s| TreeOp::Insert(s)).collect();
+        let mut tree = SymbolTree::with_capacity(count + info.plt_symbols.len());
+        for &start in &starts[..first] {
+            tree.insert(start);
+        }
         if self.stopped != Some(0) {
-            ops.extend(
-                self.erased
-                    .symtab
-                    .iter()
-                    .map(|e| TreeOp::Erase(e.0 as usize)),
-            );
-        }
-        ops.extend(starts[first..].iter().map(|&s| TreeOp::Insert(s)));
-        ops.extend(
-            self.erased
-                .dynsym
-                .iter()
-                .map(|e| TreeOp::Erase(e.0 as usize)),
-        );
-        for (k, p) in info.plt_symbols.iter().enumerate() {
-            ops.push(TreeOp::Insert(p.start));
-            nodes.push(TreeNode::Plt(k as u32));
-        }
-        let mut tree = SymbolTree::with_capacity(nodes.len());
-        for op in &ops {
-            match *op {
-                TreeOp::Insert(start) => {
-                    tree.insert(start);
-                }
-                TreeOp::Erase(id) => tree.erase(id),
+            for &(id, _) in &self.erased.symtab {
+                tree.erase(id as usize);
             }
+        }
+        for &start in &starts[first..] {
+            tree.insert(start);
+        }
+        for &(id, _) in &self.erased.dynsym {
+            tree.erase(id as usize);
+        }
+        drop(starts);
+        for (k, p) in info.plt_symbols.iter().enumerate() {
+            tree.insert(p.start);
+            nodes.push(TreeNode::Plt(k as u32));
         }
         for (id, n) in nodes.iter().enumerate() {
             if let Some(sym) = info.node_symbol(*n) {
@@ -269,6 +251,7 @@ struct Candidate {
 }
 
 /// Appends `name` to the arena and returns its place.
+#[cfg(test)]
 fn intern(names: &mut String, name: &str) -> (u32, u32) {
     let at = names.len() as u32;
     names.push_str(name);
@@ -307,11 +290,12 @@ impl std::fmt::Debug for Image {
     }
 }
 
-/// A synthesized `NAME@plt` symbol.
-pub(super) struct PltEntry {
-    start: u64,
-    size: u64,
-    name: String,
+/// The synthesized `NAME@plt` symbols: (start, size, place of the name in `names`), and their names back to
+/// back (one arena, where a formatted string per entry took a quarter of libpython's PLT).
+#[derive(Default)]
+pub(super) struct Plt {
+    entries: Vec<(u64, u64, (u32, u32))>,
+    names: String,
 }
 
 /// What [`read_candidates`] found: perf's symbols of each table read, each sorted by (start, node id).
@@ -403,6 +387,32 @@ fn perf_keeps<H: FileHeader<Endian = Endianness>>(
     })
 }
 
+/// [`section_keeps`]: perf keeps a function or object of the section.
+const KEEP_ANY: u8 = 1;
+/// [`section_keeps`]: perf keeps a label of the section.
+const KEEP_LABEL: u8 = 2;
+
+/// [`perf_keeps`] for each section, by index ([`KEEP_ANY`], [`KEEP_LABEL`]): asked once per section, not once
+/// per symbol.
+fn section_keeps<H: FileHeader<Endian = Endianness>>(file: &ElfFile<'_, H>) -> Vec<u8> {
+    (0..file.elf_section_table().len())
+        .map(|i| {
+            let index = SectionIndex(i);
+            let any = if perf_keeps(file, index, false) {
+                KEEP_ANY
+            } else {
+                0
+            };
+            let label = if perf_keeps(file, index, true) {
+                KEEP_LABEL
+            } else {
+                0
+            };
+            any | label
+        })
+        .collect()
+}
+
 /// Whether perf reads a symbol of type `kind` and visibility `vis`: functions, objects, and labels not hidden.
 fn perf_kind(kind: object::elf::SymbolType, vis: object::elf::SymbolVisibility) -> bool {
     kind == STT_FUNC
@@ -438,12 +448,19 @@ fn read_candidates<H: FileHeader<Endian = Endianness>>(
         stopped: None,
     };
     let mut node = 0u32;
+    let keeps = section_keeps(file);
     for (pass, table) in tables.iter().enumerate() {
         let (at, len) = strtabs[pass];
         let strings = data.get(at..at + len).unwrap_or_default();
         let last_nul = memchr::memrchr(0, strings);
-        // Room for every entry: only the pages the kept ones fill are ever touched.
-        let mut candidates: Vec<Candidate> = Vec::with_capacity(table.len());
+        // Room for every entry, and for the first table for the later ones merged into it: only the pages the
+        // kept ones fill are ever touched, and the merge does not move them.
+        let room = if pass == 0 {
+            tables.iter().map(|t| t.len()).sum()
+        } else {
+            table.len()
+        };
+        let mut candidates: Vec<Candidate> = Vec::with_capacity(room);
         for (index, sym) in table.enumerate() {
             let kind = sym.st_type();
             if !perf_kind(kind, sym.st_visibility()) {
@@ -460,7 +477,13 @@ fn read_candidates<H: FileHeader<Endian = Endianness>>(
             let Some(head) = name_head(strings, off, last_nul) else {
                 continue;
             };
-            if head == 0 || head == b'$' || !perf_keeps(file, section, kind == STT_NOTYPE) {
+            let keep = keeps.get(section.0).copied().unwrap_or(0);
+            let keep_bit = if kind == STT_NOTYPE {
+                KEEP_LABEL
+            } else {
+                KEEP_ANY
+            };
+            if head == 0 || head == b'$' || keep & keep_bit == 0 {
                 continue;
             }
             candidates.push(Candidate {
@@ -645,7 +668,7 @@ impl ElfInfo {
     fn parse_as<H: FileHeader<Endian = Endianness>>(
         image: Image,
         demangle: bool,
-        plt: Option<Vec<PltEntry>>,
+        plt: Option<Plt>,
     ) -> Result<Self, ElfError> {
         let data = image.bytes();
         let file = ElfFile::<H>::parse(data)?;
@@ -703,6 +726,21 @@ impl ElfInfo {
     fn name_text(&self, name: NameRef) -> Cow<'_, str> {
         match name {
             NameRef::Arena(at, len) => Cow::Borrowed(self.arena((at, len))),
+            NameRef::Table(..) => {
+                let bytes = self.name_bytes(name);
+                // `from_utf8` first: its check is several times faster than `from_utf8_lossy`'s on valid names.
+                match std::str::from_utf8(bytes) {
+                    Ok(t) => Cow::Borrowed(t),
+                    Err(_) => String::from_utf8_lossy(bytes),
+                }
+            }
+        }
+    }
+
+    /// The bytes of the name `name` refers to, up to its NUL.
+    fn name_bytes(&self, name: NameRef) -> &[u8] {
+        match name {
+            NameRef::Arena(at, len) => self.arena((at, len)).as_bytes(),
             NameRef::Table(t, off) => {
                 let (start, len) = self.strtabs[usize::from(t) & 1];
                 let strings = self
@@ -711,19 +749,14 @@ impl ElfInfo {
                     .get(start..start + len)
                     .unwrap_or_default();
                 let tail = strings.get(off as usize..).unwrap_or_default();
-                let end = memchr::memchr(0, tail).unwrap_or(tail.len());
-                // `from_utf8` first: its check is several times faster than `from_utf8_lossy`'s on valid names.
-                match std::str::from_utf8(&tail[..end]) {
-                    Ok(t) => Cow::Borrowed(t),
-                    Err(_) => String::from_utf8_lossy(&tail[..end]),
-                }
+                &tail[..memchr::memchr(0, tail).unwrap_or(tail.len())]
             }
         }
     }
 
     /// perf's symbol selection over what [`read_candidates`] read: per table, ends fixed and aliases dropped;
     /// then the `NAME@plt` symbols, and perf's tree where its shape decides a lookup.
-    fn place_symbols(&mut self, read: Read, plt: Vec<PltEntry>) {
+    fn place_symbols(&mut self, read: Read, plt: Plt) {
         let Read { passes, stopped } = read;
         // perf's tree as it was built: node ids are the symbols in insertion order (`.symtab`'s, then
         // `.dynsym`'s); only made into a replayable tree when a lookup will need it.
@@ -739,7 +772,7 @@ impl ElfInfo {
             node: c.node,
         };
         let mut erased = Erased::default();
-        let names = |n: NameRef| self.name_text(n);
+        let names = |n: NameRef| self.name_bytes(n);
         let (symbols, extra_symbols): (Vec<Symbol>, Vec<Symbol>);
         if stopped == Some(0) {
             // perf's tree holds the `.symtab` symbols read so far, aliases and zero sizes as they are; no
@@ -767,15 +800,15 @@ impl ElfInfo {
         let regions = if stopped.is_some() {
             std::iter::once(0..u64::MAX).collect()
         } else {
-            for p in plt {
-                let raw = self.intern(&p.name);
-                self.plt_symbols.push(Symbol {
-                    start: p.start,
-                    end: p.start.saturating_add(p.size),
-                    raw,
+            self.names = plt.names;
+            self.plt_symbols = (plt.entries.iter())
+                .map(|&(start, size, (at, len))| Symbol {
+                    start,
+                    end: start.saturating_add(size),
+                    raw: NameRef::Arena(at, len),
                     node: NO_NODE,
-                });
-            }
+                })
+                .collect();
             self.overlap_region()
         };
         if !regions.is_empty() {
@@ -791,6 +824,7 @@ impl ElfInfo {
         self.names.shrink_to_fit();
     }
 
+    #[cfg(test)]
     fn intern(&mut self, name: &str) -> NameRef {
         let (at, len) = intern(&mut self.names, name);
         NameRef::Arena(at, len)
@@ -973,8 +1007,8 @@ impl ElfInfo {
 fn synthesize_plt<H: FileHeader<Endian = Endianness>>(
     file: &ElfFile<'_, H>,
     endian: Endianness,
-) -> Vec<PltEntry> {
-    let mut out = Vec::new();
+) -> Plt {
+    let mut out = Plt::default();
     use object::read::elf::Rela;
     let sections = file.elf_section_table();
     let Some((_, rela_plt)) = sections.section_by_name(endian, b".rela.plt") else {
@@ -989,6 +1023,7 @@ fn synthesize_plt<H: FileHeader<Endian = Endianness>>(
     let entry: u64 = plt.sh_entsize(endian).into();
     let base: u64 = plt.sh_addr(endian).into() + entry;
     let dynsym = file.elf_dynamic_symbol_table();
+    out.entries.reserve(relocs.len());
     for (i, rela) in relocs.iter().enumerate() {
         let index = rela.r_sym(endian, false) as usize;
         let name = dynsym
@@ -996,11 +1031,15 @@ fn synthesize_plt<H: FileHeader<Endian = Endianness>>(
             .ok()
             .and_then(|sym| sym.name(endian, dynsym.strings()).ok())
             .unwrap_or(b"");
-        out.push(PltEntry {
-            start: base + i as u64 * entry,
-            size: entry,
-            name: format!("{}@plt", String::from_utf8_lossy(name)),
-        });
+        let at = out.names.len();
+        out.names.push_str(&String::from_utf8_lossy(name));
+        out.names.push_str("@plt");
+        let len = out.names.len() - at;
+        let (Ok(at), Ok(len)) = (u32::try_from(at), u32::try_from(len)) else {
+            break;
+        };
+        out.entries
+            .push((base + i as u64 * entry, entry, (at, len)));
     }
     out
 }
@@ -1046,8 +1085,7 @@ fn decided_without_names(a: &Candidate, b: &Candidate) -> Option<bool> {
 /// Whether two mangled names differ only in a constructor or destructor variant (`C1`/`C2`, `D0`/`D1`/`D2`):
 /// the complete and base object versions g++ emits at one address, which demangle to the same text, so
 /// perf's choice between them falls to the first seen without demangling either.
-fn same_demangled_text(a: &str, b: &str) -> bool {
-    let (a, b) = (a.as_bytes(), b.as_bytes());
+fn same_demangled_text(a: &[u8], b: &[u8]) -> bool {
     if a.len() != b.len() || !a.starts_with(b"_Z") {
         return false;
     }
@@ -1065,8 +1103,8 @@ fn same_demangled_text(a: &str, b: &str) -> bool {
 #[cfg(test)]
 fn select_symbols(candidates: Vec<Candidate>, demangle: bool, names: &str) -> Vec<Symbol> {
     let name = |n: NameRef| match n {
-        NameRef::Arena(at, len) => Cow::Borrowed(&names[at as usize..(at + len) as usize]),
-        NameRef::Table(..) => Cow::Borrowed(""),
+        NameRef::Arena(at, len) => names[at as usize..(at + len) as usize].as_bytes(),
+        NameRef::Table(..) => &[][..],
     };
     to_symbols(
         select_candidates(candidates, demangle, &mut Vec::new(), &name),
@@ -1081,7 +1119,7 @@ fn select_candidates<'n>(
     mut candidates: Vec<Candidate>,
     demangle: bool,
     erased: &mut Vec<(u32, u64)>,
-    names: &dyn Fn(NameRef) -> Cow<'n, str>,
+    names: &dyn Fn(NameRef) -> &'n [u8],
 ) -> Vec<Candidate> {
     // Among equal starts the insertion order decides the last tie, as perf's rb-tree insertion does.
     if !candidates.is_sorted_by_key(|c| (c.start, c.node)) {
@@ -1123,22 +1161,24 @@ fn choose_aliases<'n>(
     candidates: &mut [Candidate],
     demangle: bool,
     erased: &mut Vec<(u32, u64)>,
-    names: &dyn Fn(NameRef) -> Cow<'n, str>,
+    names: &dyn Fn(NameRef) -> &'n [u8],
 ) -> usize {
     let shown = |name: NameRef| {
-        let name = names(name);
+        let name = String::from_utf8_lossy(names(name));
         if demangle {
             super::demangle::demangle(&name)
         } else {
             name.into_owned()
         }
     };
+    // Bytes, not text: equal bytes are equal text, and unequal bytes whose lossy text is equal are left to
+    // the full comparison, which gives the same answer.
     let same_text = |a: NameRef, b: NameRef| {
         if a == b {
             return true;
         }
         let (a, b) = (names(a), names(b));
-        a == b || same_demangled_text(&a, &b)
+        a == b || same_demangled_text(a, b)
     };
     let mut kept = 0;
     let mut i = 0;
@@ -1390,8 +1430,8 @@ mod tests {
         }
         // g++'s complete and base constructors share an address and demangle alike: the first is kept
         // without demangling either.
-        assert!(same_demangled_text("_ZN3FooC2Ev", "_ZN3FooC1Ev"));
-        assert!(!same_demangled_text("_ZN3FooIvE1fEv", "_ZN3FooIiE1fEv"));
+        assert!(same_demangled_text(b"_ZN3FooC2Ev", b"_ZN3FooC1Ev"));
+        assert!(!same_demangled_text(b"_ZN3FooIvE1fEv", b"_ZN3FooIiE1fEv"));
         let mut info = ElfInfo {
             demangle: true,
             ..Default::default()
