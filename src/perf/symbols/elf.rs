@@ -1103,7 +1103,7 @@ fn same_demangled_text(a: &[u8], b: &[u8]) -> bool {
 #[cfg(test)]
 fn select_symbols(candidates: Vec<Candidate>, demangle: bool, names: &str) -> Vec<Symbol> {
     let name = |n: NameRef| match n {
-        NameRef::Arena(at, len) => names[at as usize..(at + len) as usize].as_bytes(),
+        NameRef::Arena(at, len) => &names.as_bytes()[at as usize..(at + len) as usize],
         NameRef::Table(..) => &[][..],
     };
     to_symbols(
