@@ -394,13 +394,35 @@ fn parse_lines(bytes: &[u8]) -> Vec<u32> {
     let bytes = &bytes[..bytes.len().min(u32::MAX as usize)];
     let mut lines = Vec::with_capacity(bytes.len() / 40);
     let mut sorted = true;
-    let mut last = 0u64;
+    let mut last = 0u128;
     let mut pos = 0usize;
+    // A 64-bit kernel's line is kept or not from its fixed columns alone, as `parse_line` would decide (its
+    // name is empty exactly when the byte after the type's space is blank), and it ends at the first newline
+    // after them (an address or a type never holds one). Its address is only checked and compared here, as
+    // 16 lowercase hex digits read as one big-endian number (which orders them as their values): a table is
+    // searched as it is when its addresses ascend, and only a lookup parses the addresses it meets. Other
+    // lines are parsed whole.
     while pos < bytes.len() {
-        let (entry, next) = parse_line(bytes, pos);
-        if let Some(e) = entry {
-            sorted &= e.start >= last;
-            last = e.start;
+        let fast = bytes
+            .get(pos..pos + 20)
+            .filter(|head| head[16] == b' ' && head[18] == b' ' && head[17] != b'\n')
+            .and_then(|head| Some((lower_hex_key(head)?, head)));
+        let (key, next) = match fast {
+            Some((key, head)) => {
+                let kind = head[17].to_ascii_uppercase();
+                let kept = matches!(kind, b'T' | b'W' | b'D' | b'B') && head[19] > b' ';
+                let rest = &bytes[pos + 19..];
+                let end = pos + 19 + memchr_newline(rest).unwrap_or(rest.len());
+                ((kept && key != ZERO_KEY).then_some(key), end + 1)
+            }
+            None => {
+                let (entry, next) = parse_line(bytes, pos);
+                (entry.map(|e| key_of(e.start)), next)
+            }
+        };
+        if let Some(key) = key {
+            sorted &= key >= last;
+            last = key;
             lines.push(pos as u32);
         }
         pos = next;
@@ -416,6 +438,39 @@ fn parse_lines(bytes: &[u8]) -> Vec<u32> {
         lines = keyed.into_iter().map(|(_, at)| at).collect();
     }
     lines
+}
+
+/// [`lower_hex_key`] of sixteen `0`s.
+const ZERO_KEY: u128 = u128::from_be_bytes(*b"0000000000000000");
+
+/// The first 16 bytes of `head` as one big-endian number when they are lowercase hex digits, the form
+/// `/proc/kallsyms` writes: such keys order as the addresses they spell, without converting the digits.
+fn lower_hex_key(head: &[u8]) -> Option<u128> {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGHS: u64 = ONES * 0x80;
+    let word = |at: usize| u64::from_be_bytes(head[at..at + 8].try_into().expect("8 bytes"));
+    let (hi, lo) = (word(0), word(8));
+    for w in [hi, lo] {
+        if w & HIGHS != 0 {
+            return None;
+        }
+        // As in `hex8`: each byte's high bit says whether the byte was at least `lo`.
+        let at_least = |x: u64, lo: u8| x + ONES * u64::from(0x80 - lo);
+        let digit = at_least(w, b'0') & !at_least(w, b'9' + 1);
+        let letter = at_least(w, b'a') & !at_least(w, b'f' + 1);
+        if (digit | letter) & HIGHS != HIGHS {
+            return None;
+        }
+    }
+    Some(u128::from(hi) << 64 | u128::from(lo))
+}
+
+/// `start` as [`lower_hex_key`] would read its 16 lowercase digits.
+fn key_of(start: u64) -> u128 {
+    (0..16).fold(0u128, |key, i| {
+        let nibble = (start >> (60 - 4 * i)) & 0xf;
+        key << 8 | u128::from(b"0123456789abcdef"[nibble as usize])
+    })
 }
 
 /// A kallsyms table being parsed on another thread ([`Kallsyms::parse_in_background`]).
@@ -648,6 +703,9 @@ mod tests {
             "ffffffff81000080 D data_sym\n",
             "ffffffff81000090 T nameé_utf8\n",
             "12345678901234567 T too_long_address\n",
+            "12345 T abcdefgh T hex_then_columns\n",
+            "FFFFFFFF810000C0 T upper_case_address\n",
+            "ffffffff810000b0 t \u{e9}t\u{e9}_high_first_byte\n",
             "ffffffff810000a0 T last_without_newline",
         ];
         let mut order: Vec<usize> = (0..pieces.len() - 1).collect();
@@ -665,7 +723,7 @@ mod tests {
         let k = Kallsyms::parse(&text);
         let got = k.symbols();
         assert_eq!(got, reference(&text));
-        assert_eq!(got.len(), 9, "{got:?}");
+        assert_eq!(got.len(), 12, "{got:?}");
     }
 
     /// Lookups read the lines in place: at every symbol's first and last address, and just past it, they give
@@ -756,6 +814,41 @@ mod tests {
         );
         assert_eq!(hit(0x1000), None);
         assert!(Kallsyms::parse("0000000000000000 T _stext\n").is_empty());
+    }
+
+    #[test]
+    fn hex_keys_order_as_their_addresses() {
+        let addrs = [
+            0u64,
+            1,
+            0x9,
+            0xa,
+            0xf,
+            0x10,
+            0xffff_ffff_8100_0000,
+            0xffff_ffff_c000_0000,
+            u64::MAX,
+        ];
+        for w in addrs.windows(2) {
+            assert!(key_of(w[0]) < key_of(w[1]), "{:#x} {:#x}", w[0], w[1]);
+        }
+        for a in addrs {
+            let text = format!("{a:016x}");
+            assert_eq!(lower_hex_key(text.as_bytes()), Some(key_of(a)), "{text}");
+            assert_eq!(
+                lower_hex_key(text.to_uppercase().as_bytes()).is_some(),
+                !text.bytes().any(|b| b.is_ascii_alphabetic())
+            );
+        }
+        for bad in [
+            b"ffffffff8100000g",
+            b"ffffffff8100000 ",
+            b"ffffffff81000/00",
+            b"ffffffff81000:00",
+        ] {
+            assert_eq!(lower_hex_key(bad), None);
+        }
+        assert_eq!(key_of(0), ZERO_KEY);
     }
 
     #[test]
