@@ -656,7 +656,22 @@ impl ElfInfo {
                 .map(|file| synthesize_plt(&file, file.endian()))
                 .unwrap_or_default()
         });
-        let image = Image(data);
+        Self::parse_kind(Image(data), demangle, Some(plt))
+    }
+
+    /// What [`ElfInfo::parse_full`] gives but the symbols: the build-id, segments, debug link, whether a
+    /// `.symtab` is there. For choosing among a DSO's candidate files, whose symbols are read only from the
+    /// one chosen.
+    pub fn parse_layout(data: FileBytes) -> Result<Self, ElfError> {
+        Self::parse_kind(Image(data), false, None)
+    }
+
+    /// `plt`: `None` for the layout only, else the symbols too, with these PLT symbols when given.
+    fn parse_kind(
+        image: Image,
+        demangle: bool,
+        plt: Option<Option<Plt>>,
+    ) -> Result<Self, ElfError> {
         match object::FileKind::parse(image.bytes())? {
             object::FileKind::Elf32 => {
                 Self::parse_as::<object::elf::FileHeader32<Endianness>>(image, demangle, plt)
@@ -668,7 +683,7 @@ impl ElfInfo {
     fn parse_as<H: FileHeader<Endian = Endianness>>(
         image: Image,
         demangle: bool,
-        plt: Option<Plt>,
+        plt: Option<Option<Plt>>,
     ) -> Result<Self, ElfError> {
         let data = image.bytes();
         let file = ElfFile::<H>::parse(data)?;
@@ -682,6 +697,10 @@ impl ElfInfo {
         info.read_layout(&file);
         let tables = symbol_tables(&file);
         info.has_symtab = tables.len() == 2;
+        let Some(plt) = plt else {
+            info.image = image;
+            return Ok(info);
+        };
         for (t, table) in tables.iter().enumerate() {
             info.strtabs[t] = string_range(data, &file, table);
         }

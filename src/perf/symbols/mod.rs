@@ -349,9 +349,12 @@ struct Scan {
     found_any: bool,
     rejected: Vec<(PathBuf, String)>,
     unreadable: Option<DsoProblem>,
-    /// The first file with a `.symtab`, and the first with only a `.dynsym`: (path, parsed, bytes).
-    symtab: Option<(PathBuf, ElfInfo, FileBytes)>,
-    dynsym: Option<(PathBuf, ElfInfo, FileBytes)>,
+    /// The first file with a `.symtab` (path, bytes), and those without one in search order, the first of
+    /// which with symbols perf reads gives them when no file has a `.symtab`. Their symbols are read only
+    /// once the file is chosen: every DSO with a separate debug file (libc) read its runtime image's `.dynsym`
+    /// and then the debug file's `.symtab` twice, its PLT symbols coming from the runtime image.
+    symtab: Option<(PathBuf, FileBytes)>,
+    dynsym: Vec<(PathBuf, FileBytes)>,
     runtime: Option<FileBytes>,
     runtime_file: Option<PathBuf>,
     debug: Option<FileBytes>,
@@ -371,7 +374,23 @@ impl Scan {
             runtime_file,
             debug,
         } = self;
-        let chosen = symtab.or(dynsym);
+        let parse = |(path, bytes): (PathBuf, FileBytes)| {
+            // PLT symbols exist only in the runtime image: perf synthesizes them from it
+            // (`dso__synthesize_plt_symbols(dso, runtime_ss)`) when the symbols come from another file.
+            let plt_from = match (&runtime_file, &runtime) {
+                (Some(rf), Some(rt)) if *rf != path => Some((**rt).as_ref()),
+                _ => None,
+            };
+            let info = ElfInfo::parse_full(bytes.clone(), demangle, plt_from).ok()?;
+            Some((path, info, bytes))
+        };
+        let chosen = match symtab {
+            Some(found) => parse(found),
+            None => dynsym
+                .into_iter()
+                .filter_map(parse)
+                .find(|(_, info, _)| !info.symbols.is_empty()),
+        };
         let problem = if chosen.is_some() {
             None
         } else if !rejected.is_empty() {
@@ -390,18 +409,6 @@ impl Scan {
             Some((p, i, b)) => (Some(p), Some(i), Some(b)),
             None => (None, None, None),
         };
-        // Symbols from a separate debug file: PLT entries exist only in the runtime image.
-        if let (Some(sf), Some(rf), Some(sb), Some(rt)) =
-            (&symbols_file, &runtime_file, &symbols_bytes, &runtime)
-        {
-            if sf != rf {
-                if let Ok(reparsed) =
-                    ElfInfo::parse_full(sb.clone(), demangle, Some((**rt).as_ref()))
-                {
-                    info = Some(reparsed);
-                }
-            }
-        }
         if let Some(info) = &mut info {
             // Segments must come from the runtime image when the symbols came from a debug file whose program
             // headers were rewritten (they normally agree; the runtime image is authoritative).
@@ -636,7 +643,7 @@ impl<L: FileLookup> Symbolizer<L> {
                 scan.rejected.push((cand.clone(), found));
                 continue;
             }
-            let info = match ElfInfo::parse_full(bytes.clone(), self.options.demangle, None) {
+            let info = match ElfInfo::parse_layout(bytes.clone()) {
                 Ok(info) => info,
                 Err(e) => {
                     scan.unreadable.get_or_insert(DsoProblem::Unreadable {
@@ -677,10 +684,10 @@ impl<L: FileLookup> Symbolizer<L> {
             }
             if info.has_symtab {
                 if scan.symtab.is_none() {
-                    scan.symtab = Some((cand, info, bytes.clone()));
+                    scan.symtab = Some((cand, bytes.clone()));
                 }
-            } else if scan.dynsym.is_none() && !info.symbols.is_empty() {
-                scan.dynsym = Some((cand, info, bytes.clone()));
+            } else if scan.symtab.is_none() {
+                scan.dynsym.push((cand, bytes.clone()));
             }
             if scan.symtab.is_some() && scan.runtime.is_some() {
                 break;
