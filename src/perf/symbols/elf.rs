@@ -497,14 +497,67 @@ fn read_candidates<H: FileHeader<Endian = Endianness>>(
             });
             node += 1;
         }
-        // (start, node) is unique, so the unstable sort gives the stable order.
-        candidates.sort_unstable_by_key(|c| (c.start, c.node));
+        sort_by_start(&mut candidates);
         read.passes.push(candidates);
         if read.stopped.is_some() {
             break;
         }
     }
     read
+}
+
+/// Sorts candidates that are in node order by (start, node): a stable radix sort of their places by start
+/// (11 bits a pass, over the bits their starts differ in: two or three passes for a DSO's table), then the
+/// candidates moved into place along the permutation's cycles. Comparison sorting took a fifth of
+/// `bport script` on fp recordings (cc1's 28,000 `.dynsym` symbols: 700 instructions a symbol).
+fn sort_by_start(candidates: &mut [Candidate]) {
+    const BITS: u32 = 11;
+    let n = candidates.len();
+    debug_assert!(candidates.is_sorted_by_key(|c| c.node));
+    if n < 64 || u32::try_from(n).is_err() {
+        // (start, node) is unique, so the unstable sort gives the stable order.
+        candidates.sort_unstable_by_key(|c| (c.start, c.node));
+        return;
+    }
+    let min = candidates.iter().map(|c| c.start).min().unwrap_or(0);
+    let max = candidates.iter().map(|c| c.start).max().unwrap_or(0);
+    let width = u64::BITS - (max - min).leading_zeros();
+    let mut order: Vec<u32> = (0..n as u32).collect();
+    let mut next = vec![0u32; n];
+    let mut counts = vec![0usize; 1 << BITS];
+    let mut shift = 0;
+    while shift < width {
+        let digit =
+            |i: u32| ((candidates[i as usize].start - min) >> shift) as usize & ((1 << BITS) - 1);
+        counts.fill(0);
+        for &i in &order {
+            counts[digit(i)] += 1;
+        }
+        let mut at = 0;
+        for c in counts.iter_mut() {
+            let here = *c;
+            *c = at;
+            at += here;
+        }
+        for &i in &order {
+            let d = digit(i);
+            next[counts[d]] = i;
+            counts[d] += 1;
+        }
+        std::mem::swap(&mut order, &mut next);
+        shift += BITS;
+    }
+    // Position `i` takes the candidate now at `order[i]`.
+    for i in 0..n {
+        let mut at = i;
+        while order[at] as usize != i {
+            let src = order[at] as usize;
+            candidates.swap(at, src);
+            order[at] = at as u32;
+            at = src;
+        }
+        order[at] = at as u32;
+    }
 }
 
 /// GNU addr2line's view of `data`'s symbols (bfd `maybe_function_sym`): every symbol but files, sections,
@@ -1328,6 +1381,42 @@ mod tests {
         assert_eq!(name_head(strings, 9, last), None);
         assert_eq!(name_head(strings, 40, last), None);
         assert_eq!(name_head(b"abc", 0, memchr::memrchr(0, b"abc")), None);
+    }
+
+    #[test]
+    fn radix_sort_by_start_gives_start_then_node_order() {
+        // Enough candidates for the radix path, starts over 40 bits with many repeats, in node order.
+        let mut x = 99u64;
+        let v: Vec<Candidate> = (0..5000u32)
+            .map(|node| {
+                x = x
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                let start = if node % 7 == 0 {
+                    0x4000
+                } else {
+                    0x1000 + ((x >> 24) & 0xff_ffff_ffff)
+                };
+                Candidate {
+                    start,
+                    size: u64::from(node),
+                    end: None,
+                    node,
+                    name: NameRef::Arena(node, 0),
+                    sized: false,
+                    binding: STB_GLOBAL,
+                }
+            })
+            .collect();
+        let mut want = v.clone();
+        want.sort_unstable_by_key(|c| (c.start, c.node));
+        let mut got = v;
+        sort_by_start(&mut got);
+        let key = |c: &Candidate| (c.start, c.node, c.size, c.name);
+        assert_eq!(
+            got.iter().map(key).collect::<Vec<_>>(),
+            want.iter().map(key).collect::<Vec<_>>()
+        );
     }
 
     impl Candidate {
