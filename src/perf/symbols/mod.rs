@@ -1100,6 +1100,52 @@ mod tests {
         );
     }
 
+    /// Symbols from a separate debug file, PLT symbols from the runtime image: perf synthesizes `NAME@plt` from
+    /// the runtime file (`dso__synthesize_plt_symbols(dso, runtime_ss)`), whose `.plt` the debug file lacks.
+    /// The test binary stands for both; its debug copy has its `.rela.plt` renamed so it cannot give them.
+    #[test]
+    fn plt_symbols_come_from_the_runtime_image_when_a_debug_file_gives_the_symbols() {
+        let exe = std::fs::read(std::env::current_exe().unwrap()).unwrap();
+        let own = ElfInfo::parse(&exe).unwrap();
+        assert!(
+            !own.plt_symbols.is_empty(),
+            "the test binary calls through a PLT"
+        );
+        let bid = elf::build_id(&exe).expect("the test binary has a build-id");
+        let names = {
+            use object::{Object, ObjectSection};
+            let file = object::File::parse(&*exe).unwrap();
+            let (at, len) = file
+                .section_by_name(".shstrtab")
+                .unwrap()
+                .file_range()
+                .unwrap();
+            at as usize..(at + len) as usize
+        };
+        let at = names.start
+            + exe[names]
+                .windows(10)
+                .position(|w| w == b".rela.plt\0")
+                .expect("the section's name");
+        let mut debug = exe.clone();
+        debug[at + 1] = b'X';
+        // Another length: a file of the same length and build-id as one already read counts as that file.
+        debug.push(0);
+        assert!(ElfInfo::parse(&debug).unwrap().plt_symbols.is_empty());
+        let debug_path = format!("/usr/lib/debug/.build-id/{}.debug", build_id_link(&bid));
+        let mut files = MemLookup::new();
+        files.insert(debug_path.clone(), debug);
+        files.insert("/w/exe", exe);
+        let mut s = Symbolizer::new(files, options("/home/u"));
+        let dso = s.dso("/w/exe", Some(&bid));
+        assert_eq!(dso.symbols_file, Some(PathBuf::from(debug_path)));
+        assert_eq!(dso.runtime_file, Some(PathBuf::from("/w/exe")));
+        let info = dso.info.as_ref().unwrap();
+        let starts = |i: &ElfInfo| i.plt_symbols.iter().map(|p| p.start).collect::<Vec<_>>();
+        assert_eq!(starts(info), starts(&own));
+        assert_eq!(info.symbols.len(), own.symbols.len());
+    }
+
     #[test]
     fn kernel_from_explicit_kallsyms_and_perf_map() {
         let mut files = MemLookup::new();
