@@ -228,13 +228,14 @@ impl Kallsyms {
     /// address (of several at one address, the last listed), and the next one ends it.
     fn upper_bound(&self, addr: u64) -> usize {
         let bytes = self.bytes();
+        let want = key_of(addr);
         self.lines.partition_point(|&at| {
             let at = at as usize;
-            let start = bytes
+            let key = bytes
                 .get(at..at + 16)
-                .and_then(parse_hex16)
-                .or_else(|| parse_line(bytes, at).0.map(|e| e.start));
-            start.is_some_and(|s| s <= addr)
+                .and_then(lower_hex_key)
+                .or_else(|| parse_line(bytes, at).0.map(|e| key_of(e.start)));
+            key.is_some_and(|k| k <= want)
         })
     }
 
@@ -403,24 +404,23 @@ fn parse_lines(bytes: &[u8]) -> Vec<u32> {
     // searched as it is when its addresses ascend, and only a lookup parses the addresses it meets. Other
     // lines are parsed whole.
     while pos < bytes.len() {
-        let fast = bytes
-            .get(pos..pos + 20)
-            .filter(|head| head[16] == b' ' && head[18] == b' ' && head[17] != b'\n')
-            .and_then(|head| Some((lower_hex_key(head)?, head)));
-        let (key, next) = match fast {
-            Some((key, head)) => {
-                let kind = head[17].to_ascii_uppercase();
-                let kept = matches!(kind, b'T' | b'W' | b'D' | b'B') && head[19] > b' ';
-                let rest = &bytes[pos + 19..];
-                let end = pos + 19 + memchr_newline(rest).unwrap_or(rest.len());
-                ((kept && key != ZERO_KEY).then_some(key), end + 1)
+        if let Some(head) = bytes.get(pos..pos + 20) {
+            let key = u128::from_be_bytes(head[..16].try_into().expect("16 bytes"));
+            if head[16] == b' ' && head[18] == b' ' && head[17] != b'\n' && is_lower_hex(key) {
+                let kind = head[17] | 0x20;
+                let kept = matches!(kind, b't' | b'w' | b'd' | b'b') && head[19] > b' ';
+                if kept && key != ZERO_KEY {
+                    sorted &= key >= last;
+                    last = key;
+                    lines.push(pos as u32);
+                }
+                pos = line_end(bytes, pos + 19) + 1;
+                continue;
             }
-            None => {
-                let (entry, next) = parse_line(bytes, pos);
-                (entry.map(|e| key_of(e.start)), next)
-            }
-        };
-        if let Some(key) = key {
+        }
+        let (entry, next) = parse_line(bytes, pos);
+        if let Some(e) = entry {
+            let key = key_of(e.start);
             sorted &= key >= last;
             last = key;
             lines.push(pos as u32);
@@ -440,29 +440,45 @@ fn parse_lines(bytes: &[u8]) -> Vec<u32> {
     lines
 }
 
+/// Where the line holding `from` ends: its first newline at or after `from`, eight bytes at a time while
+/// eight are left (as `memchr_newline`), else the end of `bytes`.
+fn line_end(bytes: &[u8], from: usize) -> usize {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGHS: u64 = 0x8080_8080_8080_8080;
+    let mut at = from;
+    while let Some(chunk) = bytes.get(at..at + 8) {
+        let x = u64::from_le_bytes(chunk.try_into().expect("8 bytes")) ^ (ONES * u64::from(b'\n'));
+        let found = x.wrapping_sub(ONES) & !x & HIGHS;
+        if found != 0 {
+            return at + (found.trailing_zeros() / 8) as usize;
+        }
+        at += 8;
+    }
+    let rest = bytes.get(at..).unwrap_or_default();
+    at + rest.iter().position(|&b| b == b'\n').unwrap_or(rest.len())
+}
+
 /// [`lower_hex_key`] of sixteen `0`s.
 const ZERO_KEY: u128 = u128::from_be_bytes(*b"0000000000000000");
 
 /// The first 16 bytes of `head` as one big-endian number when they are lowercase hex digits, the form
 /// `/proc/kallsyms` writes: such keys order as the addresses they spell, without converting the digits.
 fn lower_hex_key(head: &[u8]) -> Option<u128> {
-    const ONES: u64 = 0x0101_0101_0101_0101;
-    const HIGHS: u64 = ONES * 0x80;
-    let word = |at: usize| u64::from_be_bytes(head[at..at + 8].try_into().expect("8 bytes"));
-    let (hi, lo) = (word(0), word(8));
-    for w in [hi, lo] {
-        if w & HIGHS != 0 {
-            return None;
-        }
-        // As in `hex8`: each byte's high bit says whether the byte was at least `lo`.
-        let at_least = |x: u64, lo: u8| x + ONES * u64::from(0x80 - lo);
-        let digit = at_least(w, b'0') & !at_least(w, b'9' + 1);
-        let letter = at_least(w, b'a') & !at_least(w, b'f' + 1);
-        if (digit | letter) & HIGHS != HIGHS {
-            return None;
-        }
-    }
-    Some(u128::from(hi) << 64 | u128::from(lo))
+    let w = u128::from_be_bytes(head.get(..16)?.try_into().ok()?);
+    is_lower_hex(w).then_some(w)
+}
+
+/// Whether each of the 16 bytes of `w` is a lowercase hex digit.
+fn is_lower_hex(w: u128) -> bool {
+    const ONES: u128 = u128::from_ne_bytes([1; 16]);
+    const HIGHS: u128 = ONES * 0x80;
+    // As in `hex8`: no byte carries into the next (all are below 0x80, and at most 0x50 is added), so each
+    // byte's high bit says whether the byte was at least `lo`.
+    // (Wrapping: a byte of 0x80 or more, which the first test rejects, may carry out of the top one.)
+    let at_least = |x: u128, lo: u8| x.wrapping_add(ONES * u128::from(0x80 - lo));
+    let digit = at_least(w, b'0') & !at_least(w, b'9' + 1);
+    let letter = at_least(w, b'a') & !at_least(w, b'f' + 1);
+    w & HIGHS == 0 && (digit | letter) & HIGHS == HIGHS
 }
 
 /// `start` as [`lower_hex_key`] would read its 16 lowercase digits.
@@ -844,6 +860,8 @@ mod tests {
             b"ffffffff8100000g",
             b"ffffffff8100000 ",
             b"ffffffff81000/00",
+            b"\xf0fffffff81000000",
+            b"ffffffff8100000\xf0",
             b"ffffffff81000:00",
         ] {
             assert_eq!(lower_hex_key(bad), None);
