@@ -236,13 +236,15 @@ pub enum ElfError {
 #[derive(Clone, Copy, Debug)]
 struct Candidate {
     start: u64,
-    size: u64,
-    /// The end an earlier table's fix-up gave it (a `.symtab` symbol among `.dynsym`'s).
-    end: Option<u64>,
+    /// `st_size`, or, once [`Candidate::fixed`], the end a table's fix-up gave it (a `.symtab` symbol among
+    /// `.dynsym`'s, and every symbol kept).
+    span: u64,
     /// Its node id in perf's tree: the symbols perf reads, in table order, across the tables (ties among equal
     /// starts go by it, as perf's rb-tree insertion does).
     node: u32,
     name: NameRef,
+    /// Whether [`Candidate::span`] is the end.
+    fixed: bool,
     /// Whether perf sees a size when it chooses among aliases: `st_size > 0`, or the last zero-size symbol at
     /// its address, whose end `symbols__fixup_end` already moved to the next start (it runs before
     /// `symbols__fixup_duplicate`), so that one wins over its zero-size aliases.
@@ -259,13 +261,41 @@ fn intern(names: &mut String, name: &str) -> (u32, u32) {
 }
 
 /// Where a symbol's name is: in the string table of the file (looked up on use: most symbols of a large DSO
-/// are never hit) or in [`ElfInfo`]'s arena (synthesized names).
+/// are never hit) or in [`ElfInfo`]'s arena (synthesized names). Packed into 8 bytes ([`Name`] is its
+/// unpacked form), which keeps a candidate at 32 bytes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-enum NameRef {
+struct NameRef(u64);
+
+/// A [`NameRef`] unpacked.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Name {
     /// (place, length) in the arena.
     Arena(u32, u32),
     /// NUL-terminated at this offset of the string table of symbol table 0 (the first read) or 1.
     Table(u8, u32),
+}
+
+impl NameRef {
+    const ARENA: u64 = 1 << 63;
+
+    /// A name in the arena (its length below 2^31: the arena holds PLT names).
+    fn arena(at: u32, len: u32) -> Self {
+        NameRef(Self::ARENA | u64::from(len & 0x7fff_ffff) << 32 | u64::from(at))
+    }
+
+    /// A name in string table `table` (0 or 1).
+    fn table(table: u8, off: u32) -> Self {
+        NameRef(u64::from(table & 1) << 32 | u64::from(off))
+    }
+
+    fn get(self) -> Name {
+        let low = self.0 as u32;
+        if self.0 & Self::ARENA != 0 {
+            Name::Arena(low, (self.0 >> 32) as u32 & 0x7fff_ffff)
+        } else {
+            Name::Table((self.0 >> 32) as u8 & 1, low)
+        }
+    }
 }
 
 /// The file an [`ElfInfo`] was read from, kept for the names and the addr2line view read on demand.
@@ -488,10 +518,10 @@ fn read_candidates<H: FileHeader<Endian = Endianness>>(
             }
             candidates.push(Candidate {
                 start: sym.st_value(endian).into(),
-                size: sym.st_size(endian).into(),
-                end: None,
+                span: sym.st_size(endian).into(),
+                fixed: false,
                 node,
-                name: NameRef::Table(pass as u8, off),
+                name: NameRef::table(pass as u8, off),
                 sized: false,
                 binding: sym.st_bind(),
             });
@@ -617,7 +647,7 @@ fn bfd_symbols_as<H: FileHeader<Endian = Endianness>>(data: &[u8]) -> Vec<BfdSym
             notype: kind == STT_NOTYPE,
             section: section.0,
             order,
-            name: NameRef::Table(0, sym.st_name(endian)),
+            name: NameRef::table(0, sym.st_name(endian)),
         });
     }
     // (start, order) is unique, so the unstable sort gives the stable order.
@@ -796,9 +826,9 @@ impl ElfInfo {
     /// The name `name` refers to, as the symbol table has it (invalid UTF-8 replaced, as perf's printing
     /// shows it).
     fn name_text(&self, name: NameRef) -> Cow<'_, str> {
-        match name {
-            NameRef::Arena(at, len) => Cow::Borrowed(self.arena((at, len))),
-            NameRef::Table(..) => {
+        match name.get() {
+            Name::Arena(at, len) => Cow::Borrowed(self.arena((at, len))),
+            Name::Table(..) => {
                 let bytes = self.name_bytes(name);
                 // `from_utf8` first: its check is several times faster than `from_utf8_lossy`'s on valid names.
                 match std::str::from_utf8(bytes) {
@@ -811,9 +841,9 @@ impl ElfInfo {
 
     /// The bytes of the name `name` refers to, up to its NUL.
     fn name_bytes(&self, name: NameRef) -> &[u8] {
-        match name {
-            NameRef::Arena(at, len) => self.arena((at, len)).as_bytes(),
-            NameRef::Table(t, off) => {
+        match name.get() {
+            Name::Arena(at, len) => self.arena((at, len)).as_bytes(),
+            Name::Table(t, off) => {
                 let (start, len) = self.strtabs[usize::from(t) & 1];
                 let strings = self
                     .image
@@ -839,7 +869,7 @@ impl ElfInfo {
         let demangle = self.demangle;
         let raw = |c: &Candidate| Symbol {
             start: c.start,
-            end: c.start.saturating_add(c.size),
+            end: c.start.saturating_add(c.span),
             raw: c.name,
             node: c.node,
         };
@@ -877,7 +907,7 @@ impl ElfInfo {
                 .map(|&(start, size, (at, len))| Symbol {
                     start,
                     end: start.saturating_add(size),
-                    raw: NameRef::Arena(at, len),
+                    raw: NameRef::arena(at, len),
                     node: NO_NODE,
                 })
                 .collect();
@@ -899,7 +929,7 @@ impl ElfInfo {
     #[cfg(test)]
     fn intern(&mut self, name: &str) -> NameRef {
         let (at, len) = intern(&mut self.names, name);
-        NameRef::Arena(at, len)
+        NameRef::arena(at, len)
     }
 
     /// Where perf's tree, not the sorted symbols, tells the answer. A table symbol whose range holds PLT
@@ -1174,9 +1204,9 @@ fn same_demangled_text(a: &[u8], b: &[u8]) -> bool {
 /// demangled here (perf compares their demangled names); every other name waits for its first hit.
 #[cfg(test)]
 fn select_symbols(candidates: Vec<Candidate>, demangle: bool, names: &str) -> Vec<Symbol> {
-    let name = |n: NameRef| match n {
-        NameRef::Arena(at, len) => &names.as_bytes()[at as usize..(at + len) as usize],
-        NameRef::Table(..) => &[][..],
+    let name = |n: NameRef| match n.get() {
+        Name::Arena(at, len) => &names.as_bytes()[at as usize..(at + len) as usize],
+        Name::Table(..) => &[][..],
     };
     to_symbols(
         select_candidates(candidates, demangle, &mut Vec::new(), &name),
@@ -1202,25 +1232,26 @@ fn select_candidates<'n>(
             .get(i + 1)
             .is_none_or(|n| n.start != candidates[i].start);
         let c = &mut candidates[i];
-        c.sized = c.end.is_some() || c.size > 0 || last_at_start;
+        c.sized = c.fixed || c.span > 0 || last_at_start;
     }
     let kept_len = choose_aliases(&mut candidates, demangle, erased, names);
     candidates.truncate(kept_len);
     let mut kept = candidates;
     for i in 0..kept.len() {
-        if kept[i].end.is_some() {
+        if kept[i].fixed {
             continue;
         }
         let c = &kept[i];
-        let end = if c.size > 0 {
-            c.start.saturating_add(c.size)
+        let end = if c.span > 0 {
+            c.start.saturating_add(c.span)
         } else if let Some(next) = kept.get(i + 1) {
             next.start
         } else {
             // perf 6.1's `symbols__fixup_end`: `roundup(curr->start, 4096) + 4096` for the last one.
             c.start.next_multiple_of(0x1000).saturating_add(0x1000)
         };
-        kept[i].end = Some(end);
+        kept[i].span = end;
+        kept[i].fixed = true;
     }
     kept
 }
@@ -1301,7 +1332,7 @@ fn to_symbols(kept: Vec<Candidate>, nodes: bool) -> Vec<Symbol> {
     kept.into_iter()
         .map(|c| Symbol {
             start: c.start,
-            end: c.end.expect("select_candidates sets every end"),
+            end: c.span,
             raw: c.name,
             node: if nodes { c.node } else { NO_NODE },
         })
@@ -1384,6 +1415,20 @@ mod tests {
     }
 
     #[test]
+    fn candidates_and_symbols_stay_small_and_names_round_trip() {
+        // A large table's candidates and symbols are allocated, and faulted in, at the start of a run.
+        assert_eq!(std::mem::size_of::<Candidate>(), 32);
+        assert_eq!(std::mem::size_of::<Symbol>(), 32);
+        for (at, len) in [(0, 0), (7, 3), (u32::MAX, 0x7fff_ffff)] {
+            assert_eq!(NameRef::arena(at, len).get(), Name::Arena(at, len));
+        }
+        for (t, off) in [(0, 0), (1, 5), (1, u32::MAX)] {
+            assert_eq!(NameRef::table(t, off).get(), Name::Table(t, off));
+        }
+        assert_ne!(NameRef::arena(5, 0), NameRef::table(0, 5));
+    }
+
+    #[test]
     fn radix_sort_by_start_gives_start_then_node_order() {
         // Enough candidates for the radix path, starts over 40 bits with many repeats, in node order.
         let mut x = 99u64;
@@ -1399,10 +1444,10 @@ mod tests {
                 };
                 Candidate {
                     start,
-                    size: u64::from(node),
-                    end: None,
+                    span: u64::from(node),
+                    fixed: false,
                     node,
-                    name: NameRef::Arena(node, 0),
+                    name: NameRef::arena(node, 0),
                     sized: false,
                     binding: STB_GLOBAL,
                 }
@@ -1412,7 +1457,7 @@ mod tests {
         want.sort_unstable_by_key(|c| (c.start, c.node));
         let mut got = v;
         sort_by_start(&mut got);
-        let key = |c: &Candidate| (c.start, c.node, c.size, c.name);
+        let key = |c: &Candidate| (c.start, c.node, c.span, c.name);
         assert_eq!(
             got.iter().map(key).collect::<Vec<_>>(),
             want.iter().map(key).collect::<Vec<_>>()
@@ -1445,11 +1490,11 @@ mod tests {
         let c = |start, name: &str| {
             Candidate {
                 start,
-                size: 0,
-                end: None,
+                span: 0,
+                fixed: false,
                 sized: false,
                 node: 0,
-                name: NameRef::Arena(0, 0),
+                name: NameRef::arena(0, 0),
                 binding: STB_GLOBAL,
             }
             .named(name)
@@ -1474,11 +1519,11 @@ mod tests {
         let c = |start, size: u64, name: &str, binding| {
             Candidate {
                 start,
-                size,
-                end: None,
+                span: size,
+                fixed: false,
                 sized: size > 0,
                 node: 0,
-                name: NameRef::Arena(0, 0),
+                name: NameRef::arena(0, 0),
                 binding,
             }
             .named(name)
