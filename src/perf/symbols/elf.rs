@@ -63,7 +63,7 @@ pub struct ElfInfo {
     /// C++ or Rust DSO has 10⁴–10⁵ symbols and a run hits few of them, and demangling them all up front would
     /// be most of `bport script`'s time on system-wide recordings. Shared, since every frame that hits the
     /// symbol carries it.
-    shown: RefCell<HashMap<NameRef, Rc<str>>>,
+    shown: RefCell<HashMap<NameRef, Rc<str>, NameHash>>,
     /// perf's symbol tree where the sorted symbols do not tell its answer: where PLT symbols overlap a table
     /// symbol, or everywhere when its load stopped early.
     tree: Option<Box<PerfTree>>,
@@ -258,6 +258,38 @@ fn intern(names: &mut String, name: &str) -> (u32, u32) {
     let at = names.len() as u32;
     names.push_str(name);
     (at, name.len() as u32)
+}
+
+/// Hashes a [`NameRef`] (one `u64`) by one multiplication: the printed-name cache is asked once per frame
+/// resolved, where SipHash cost a tenth of the lookup.
+#[derive(Clone, Copy, Debug, Default)]
+struct NameHash;
+
+impl std::hash::BuildHasher for NameHash {
+    type Hasher = NameHasher;
+    fn build_hasher(&self) -> NameHasher {
+        NameHasher(0)
+    }
+}
+
+/// The hasher of [`NameHash`].
+struct NameHasher(u64);
+
+impl std::hash::Hasher for NameHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(u64::from(b));
+        }
+    }
+    fn write_u64(&mut self, n: u64) {
+        // Fibonacci hashing; hashbrown takes the top bits for its control bytes and the low ones for the slot,
+        // so the product is folded to mix both.
+        let x = (self.0 ^ n).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        self.0 = x ^ (x >> 32);
+    }
 }
 
 /// Where a symbol's name is: in the string table of the file (looked up on use: most symbols of a large DSO
