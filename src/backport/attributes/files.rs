@@ -308,3 +308,76 @@ fn collapse_globstars(line: &[u8]) -> Vec<u8> {
     out.extend_from_slice(&line[b..]);
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Lines built from the bytes attribute syntax gives meaning to, and invalid UTF-8: parsing and matching
+    /// never panic, whatever a branch's `.gitattributes` holds.
+    #[test]
+    fn any_bytes_parse_and_match_without_panicking() {
+        const PIECES: &[&[u8]] = &[
+            b"[attr]",
+            b"\"",
+            b"\\",
+            b"*",
+            b"**",
+            b"/",
+            b"!",
+            b"-",
+            b"=",
+            b" ",
+            b"\t",
+            b"a",
+            b"merge",
+            b"text",
+            b"[",
+            b"]",
+            b"?",
+            b"\xff",
+            b"\xc3",
+            b"\r",
+            b"\n",
+            b"binary",
+            b"eol=crlf",
+        ];
+        let mut seed = 0x9e37_79b9_7f4a_7c15_u64;
+        let mut next = || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        for _ in 0..300 {
+            let mut content = Vec::new();
+            for _ in 0..(next() % 40) {
+                content.extend_from_slice(PIECES[(next() % PIECES.len() as u64) as usize]);
+            }
+            let content = within_limits("t", content).unwrap_or_default();
+            let mut files = Files {
+                info: Some(content.clone()),
+                ..Files::default()
+            };
+            for path in ["a", "a/b", "merge/text", "\u{ff}/x"] {
+                let got = files.values(path, &["merge", "text", "eol", "binary"], |_| {
+                    Ok::<_, ()>(Some(content.clone()))
+                });
+                assert_eq!(got.map(|v| v.len()), Ok(4));
+            }
+        }
+    }
+
+    #[test]
+    fn runs_of_globstars_collapse_to_one_before_another_component() {
+        let cut = |l: &str| String::from_utf8(collapse_globstars(l.as_bytes())).unwrap();
+        assert_eq!(cut("**/**/**/z merge"), "**/z merge");
+        assert_eq!(cut("/a/**/**/b text"), "/a/**/b text");
+        // A trailing run is left as written: only a run before another component is the same as one `**/`.
+        assert_eq!(cut("a/**/** text"), "a/**/** text");
+        assert_eq!(cut("  **/**/x\t-text"), "  **/x\t-text");
+        assert_eq!(cut("\"**/**/x\" text"), "\"**/**/x\" text");
+        assert_eq!(globstars(b"**/a/**/b/** x"), 3);
+        assert_eq!(globstars(b"a**/b x"), 0);
+    }
+}
