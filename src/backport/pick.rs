@@ -166,8 +166,8 @@ pub struct PickCache {
     tip: Option<Oid>,
     dir_rename_scans: u64,
     /// Each path's looked-up attributes: the sources do not change while `attributes_tree` stands (a pick that
-    /// changes a `.gitattributes` the run merges under is refused before any lookup), and one libgit2 lookup
-    /// reads every attributes source again, once per attribute (a twelfth of a real backport's CPU).
+    /// changes a `.gitattributes` the run merges under is refused before any lookup), and a path is often
+    /// merged again by later picks.
     looked_up: HashMap<String, PathAttributes>,
 }
 
@@ -197,6 +197,7 @@ impl PickCache {
     /// the worktree to the tree a pick merges onto).
     pub fn accept_attributes(&mut self, tree: Oid) {
         self.attributes_tree = Some(tree);
+        self.attributes.forget_directories();
         self.looked_up.clear();
     }
 
@@ -1409,7 +1410,20 @@ fn path_attributes(
         if let Some(known) = cache.looked_up.get(path) {
             return Ok(known.clone());
         }
-        let attrs = cache.attributes.lookup(repo, path)?;
+        let odb = repo.odb().context_git(|| "opening the object database")?;
+        let (trees, tree) = (&mut cache.trees, cache.attributes_tree);
+        let attrs = cache.attributes.lookup(path, |file| {
+            let Some(tree) = tree else { return Ok(None) };
+            match trees.lookup(&odb, tree, file)? {
+                Some(side) if side.mode & 0o170000 == 0o100000 => {
+                    let object = odb
+                        .read(side.oid)
+                        .context_git(|| format!("reading {file} of the branch"))?;
+                    Ok(Some(object.data().to_vec()))
+                }
+                _ => Ok(None),
+            }
+        })?;
         cache.looked_up.insert(path.to_owned(), attrs.clone());
         Ok(attrs)
     } else {
