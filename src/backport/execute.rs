@@ -363,7 +363,7 @@ impl<'a, 'm> Run<'a, 'm> {
         let mut moved = false;
         let mut picked = loop {
             match pick::pick(
-                (self.work, self.repo),
+                self.work,
                 self.tip_tree,
                 commit,
                 st.options.mainline,
@@ -391,7 +391,7 @@ impl<'a, 'm> Run<'a, 'm> {
             if short.len() != self.abbrev {
                 markers = Markers::for_commit(&short, subject, self.style);
                 picked = pick::pick(
-                    (self.work, self.repo),
+                    self.work,
                     self.tip_tree,
                     commit,
                     st.options.mainline,
@@ -420,8 +420,8 @@ impl<'a, 'm> Run<'a, 'm> {
             progress,
         )?;
         self.guard = Guard::take(self.repo)?;
-        // The checkout wrote the index through `work`: `repo`'s copy, which the next picks' attribute lookups
-        // and worktree checks read, is read again when the file changed.
+        // The checkout wrote the index through `work`: `repo`'s copy, which the next picks' worktree checks
+        // read, is read again when the file changed.
         let mut index = self.repo.index().context_git(|| "reading the index")?;
         index.read(false).context_git(|| "reading the index")?;
         self.index = Some(index);

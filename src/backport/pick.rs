@@ -166,8 +166,8 @@ pub struct PickCache {
     tip: Option<Oid>,
     dir_rename_scans: u64,
     /// Each path's looked-up attributes: the sources do not change while `attributes_tree` stands (a pick that
-    /// changes a `.gitattributes` the run merges under is refused before any lookup), and one libgit2 lookup
-    /// reads every attributes source again, once per attribute (a twelfth of a real backport's CPU).
+    /// changes a `.gitattributes` the run merges under is refused before any lookup), and a path is often
+    /// merged again by later picks.
     looked_up: HashMap<String, PathAttributes>,
 }
 
@@ -197,6 +197,7 @@ impl PickCache {
     /// the worktree to the tree a pick merges onto).
     pub fn accept_attributes(&mut self, tree: Oid) {
         self.attributes_tree = Some(tree);
+        self.attributes.forget_directories();
         self.looked_up.clear();
     }
 
@@ -331,13 +332,9 @@ fn content<'r>(
     })
 }
 
-/// Picks `commit` (diffed against parent `mainline`, 1-based, default 1) onto the tree `tip`, reading objects
-/// through `repo` and attributes through `worktree` (its worktree's `.gitattributes` files, then its index). The two
-/// may be one handle; a run passes its main handle as `worktree`, whose index is parsed already: libgit2 parses
-/// (and hashes) the whole index once per handle, and `repo`'s own parse for the first lookup was a fifth of a
-/// `--continue` on git.git.
+/// Picks `commit` (diffed against parent `mainline`, 1-based, default 1) onto the tree `tip`.
 pub fn pick(
-    (repo, worktree): (&Repository, &Repository),
+    repo: &Repository,
     tip: Oid,
     commit: &Commit<'_>,
     mainline: Option<u32>,
@@ -370,7 +367,6 @@ pub fn pick(
     )?;
     let run = PickRun {
         repo,
-        worktree,
         odb: &odb,
         tip,
         favor,
@@ -400,7 +396,7 @@ pub fn pick(
         let current = run.ours(cache, &target)?;
         out.record(target, outcome, current);
     }
-    check_attributes_and_convert(repo, worktree, cache, &out.updates, &mut out.conflicts)?;
+    check_attributes_and_convert(repo, cache, &out.updates, &mut out.conflicts)?;
     let tree = if out.updates.is_empty() {
         tip
     } else {
@@ -421,8 +417,6 @@ pub fn pick(
 /// What every path of one pick merges with: the branch's tree, the strategy option and the conflict labels.
 struct PickRun<'a, 'r> {
     repo: &'r Repository,
-    /// The handle attribute lookups go through (see [`pick`]).
-    worktree: &'r Repository,
     odb: &'a Odb<'r>,
     tip: Oid,
     favor: Favor,
@@ -475,8 +469,7 @@ impl PickRun<'_, '_> {
         labels: &Markers,
         cache: &mut PickCache,
     ) -> Result<PathOutcome, Error> {
-        let repos = (self.repo, self.worktree);
-        resolve_path(repos, path, sides, self.favor, labels, cache)
+        resolve_path(self.repo, path, sides, self.favor, labels, cache)
     }
 
     /// A path the commit adds into a directory the branch renamed, merged at its place in the new name.
@@ -541,7 +534,7 @@ impl PickRun<'_, '_> {
             }
             (Some(r), Some((q, o))) => {
                 rename_rename(
-                    (self.repo, self.worktree),
+                    self.repo,
                     c,
                     q,
                     *o,
@@ -652,19 +645,18 @@ impl PickRun<'_, '_> {
 /// worktree gets a conflicted file as git's checkout writes it (end-of-line conversion).
 fn check_attributes_and_convert(
     repo: &Repository,
-    worktree: &Repository,
     cache: &mut PickCache,
     updates: &[crate::git::TreeEdit],
     conflicts: &mut [Conflict],
 ) -> Result<(), Error> {
     for (path, side) in updates {
         if side.is_some() {
-            path_attributes(repo, worktree, cache, path)?;
+            path_attributes(repo, cache, path)?;
         }
     }
     for c in conflicts {
         if let Some(text) = &c.worktree {
-            let attrs = path_attributes(repo, worktree, cache, &c.path)?;
+            let attrs = path_attributes(repo, cache, &c.path)?;
             if let Some(converted) = cache.attributes.to_worktree(attrs.crlf, text) {
                 c.worktree = Some(converted);
             }
@@ -1059,7 +1051,7 @@ impl RemovedDirs {
 /// stage 1 under the old path, and both new files get the merged text.
 #[allow(clippy::too_many_arguments)]
 fn rename_rename(
-    repos: (&Repository, &Repository),
+    repo: &Repository,
     c: &crate::git::Change,
     ours_path: &str,
     ours: Side,
@@ -1069,11 +1061,10 @@ fn rename_rename(
     cache: &mut PickCache,
     conflicts: &mut Vec<Conflict>,
 ) -> Result<(), Error> {
-    let repo = repos.0;
     let mut labels = markers.with_paths(&c.path, ours_path, &theirs.path);
     labels.extra_size = 1;
     let merged = resolve_path(
-        repos,
+        repo,
         &c.path,
         (c.old, Some(ours), theirs.new),
         favor,
@@ -1176,7 +1167,7 @@ impl PathSides<'_> {
 /// Merges one path: a side that did not change it yields to the other; a side that deleted it conflicts with one
 /// that changed it; two changed versions merge as files.
 fn resolve_path(
-    (repo, worktree): (&Repository, &Repository),
+    repo: &Repository,
     path: &str,
     (base, ours, theirs): (Option<Side>, Option<Side>, Option<Side>),
     favor: Favor,
@@ -1207,7 +1198,7 @@ fn resolve_path(
             };
             Ok(sides.conflict(ConflictKind::DeleteModify, content, t.mode))
         }
-        (Some(o), Some(t)) => merge_files((repo, worktree), sides, (o, t), favor, markers, cache),
+        (Some(o), Some(t)) => merge_files(repo, sides, (o, t), favor, markers, cache),
         (None, None) => Ok(PathOutcome::Unchanged),
     }
 }
@@ -1215,7 +1206,7 @@ fn resolve_path(
 /// Both sides changed the path and differ: regular files merge through the path's merge driver; anything else
 /// (links, gitlinks, a type change) is a conflict with no merged text.
 fn merge_files(
-    (repo, worktree): (&Repository, &Repository),
+    repo: &Repository,
     sides: PathSides<'_>,
     (o, t): (Side, Side),
     favor: Favor,
@@ -1241,7 +1232,7 @@ fn merge_files(
     let theirs_blob = content(repo, cache, t.oid)?;
     let base_bytes: &[u8] = base_blob.as_ref().map_or(&[], |b| b.bytes());
     let versions = [base_bytes, ours_blob.bytes(), theirs_blob.bytes()];
-    let attrs = path_attributes(repo, worktree, cache, sides.path)?;
+    let attrs = path_attributes(repo, cache, sides.path)?;
     let marker_size = attrs.marker_size + markers.extra_size;
     let binary = versions
         .iter()
@@ -1376,7 +1367,6 @@ pub fn file_mode(mode: u32) -> FileMode {
 /// git's defaults under the config, with no lookup.
 fn path_attributes(
     repo: &Repository,
-    worktree: &Repository,
     cache: &mut PickCache,
     path: &str,
 ) -> Result<PathAttributes, Error> {
@@ -1420,7 +1410,20 @@ fn path_attributes(
         if let Some(known) = cache.looked_up.get(path) {
             return Ok(known.clone());
         }
-        let attrs = cache.attributes.lookup(worktree, path)?;
+        let odb = repo.odb().context_git(|| "opening the object database")?;
+        let (trees, tree) = (&mut cache.trees, cache.attributes_tree);
+        let attrs = cache.attributes.lookup(path, |file| {
+            let Some(tree) = tree else { return Ok(None) };
+            match trees.lookup(&odb, tree, file)? {
+                Some(side) if side.mode & 0o170000 == 0o100000 => {
+                    let object = odb
+                        .read(side.oid)
+                        .context_git(|| format!("reading {file} of the branch"))?;
+                    Ok(Some(object.data().to_vec()))
+                }
+                _ => Ok(None),
+            }
+        })?;
         cache.looked_up.insert(path.to_owned(), attrs.clone());
         Ok(attrs)
     } else {
@@ -1510,29 +1513,11 @@ mod tests {
         ];
         for extra in &quiet {
             let c = commit(&repo, with(extra), &[&base]);
-            pick(
-                (&repo, &repo),
-                tip,
-                &c,
-                None,
-                Favor::None,
-                &markers,
-                &mut cache,
-            )
-            .unwrap();
+            pick(&repo, tip, &c, None, Favor::None, &markers, &mut cache).unwrap();
             assert_eq!(cache.dir_rename_scans(), 0, "{extra:?}");
         }
         let c = commit(&repo, with(&[("old/n.c", Some("n\n"))]), &[&base]);
-        let picked = pick(
-            (&repo, &repo),
-            tip,
-            &c,
-            None,
-            Favor::None,
-            &markers,
-            &mut cache,
-        )
-        .unwrap();
+        let picked = pick(&repo, tip, &c, None, Favor::None, &markers, &mut cache).unwrap();
         assert_eq!(cache.dir_rename_scans(), 1);
         assert!(picked.conflicts.is_empty());
         let odb = repo.odb().unwrap();

@@ -288,72 +288,94 @@ pub(crate) fn translate_location(
             Err(e) => return Err(format!("an unreadable location ({e})")),
         }
     }
-    let refuse = |why: &str| Err(format!("{why} at {addr:#x} [{text}]"));
+    if let Some(why) = unfetchable(&ops) {
+        return Err(format!("{why} at {addr:#x} [{text}]"));
+    }
+    fetch_of(di, var, &ops, function, addr, space)
+        .map_err(|why| format!("{why} at {addr:#x} [{text}]"))
+        .and_then(|f| f.map_err(|e| format!("{e} [{text}]")))
+}
+
+/// Why a location made of `ops` has no one place a fetcharg could read, if it has none.
+fn unfetchable(ops: &[Operation<R>]) -> Option<&'static str> {
     if ops.is_empty() {
-        return refuse("optimized out (empty location)");
+        return Some("optimized out (empty location)");
     }
     if ops
         .iter()
         .any(|o| matches!(o, Operation::EntryValue { .. }))
     {
-        return refuse(
+        return Some(
             "an entry value (the value at function entry, kept in no register or memory here)",
         );
     }
     if ops.iter().any(|o| matches!(o, Operation::Piece { .. })) {
-        return refuse("split into pieces (DW_OP_piece; a fetcharg reads one place)");
+        return Some("split into pieces (DW_OP_piece; a fetcharg reads one place)");
     }
     if ops
         .iter()
         .any(|o| matches!(o, Operation::ImplicitPointer { .. }))
     {
-        return refuse("an implicit pointer (the pointed-to value exists only in DWARF)");
+        return Some("an implicit pointer (the pointed-to value exists only in DWARF)");
     }
-    match ops.as_slice() {
-        [Operation::Register { register }] => reg(register.0).map_err(|e| format!("{e} [{text}]")),
+    None
+}
+
+/// The fetch of the location `ops` at `addr`: `Err` says why the expression has no fetch (the caller adds
+/// where), the inner `Err` why its register or frame base has none.
+fn fetch_of(
+    di: &DebugInfo,
+    var: VarDie,
+    ops: &[Operation<R>],
+    function: Option<(usize, usize)>,
+    addr: u64,
+    space: Space,
+) -> Result<Result<Fetch, String>, &'static str> {
+    Ok(match ops {
+        [Operation::Register { register }] => reg(register.0),
         [Operation::RegisterOffset {
             register, offset, ..
-        }] => Ok(Fetch::Deref {
+        }] => reg(register.0).map(|r| Fetch::Deref {
             off: *offset,
-            of: Box::new(reg(register.0).map_err(|e| format!("{e} [{text}]"))?),
+            of: Box::new(r),
         }),
         // The value of a register plus nothing: the register itself.
         [Operation::RegisterOffset {
             register,
             offset: 0,
             ..
-        }, Operation::StackValue] => reg(register.0).map_err(|e| format!("{e} [{text}]")),
-        [Operation::FrameOffset { offset }] => {
-            let base = frame_base(di, function, addr).map_err(|e| format!("{e} [{text}]"))?;
-            match base {
-                Fetch::Reg(r) => Ok(Fetch::Deref {
-                    off: *offset,
-                    of: Box::new(Fetch::Reg(r)),
-                }),
-                Fetch::Deref { off, of } => Ok(Fetch::Deref {
-                    off: off + offset,
-                    of,
-                }),
-                _ => refuse("a frame base that is not a register plus offset"),
-            }
-        }
+        }, Operation::StackValue] => reg(register.0),
+        [Operation::FrameOffset { offset }] => match frame_base(di, function, addr) {
+            Err(e) => Err(e),
+            Ok(Fetch::Reg(r)) => Ok(Fetch::Deref {
+                off: *offset,
+                of: Box::new(Fetch::Reg(r)),
+            }),
+            Ok(Fetch::Deref { off, of }) => Ok(Fetch::Deref {
+                off: off + offset,
+                of,
+            }),
+            Ok(_) => return Err("a frame base that is not a register plus offset"),
+        },
         [Operation::Address { address }] => match space {
             Space::User => di
                 .global_file_offset(*address)
                 .and_then(|o| i64::try_from(o).ok())
                 .map(Fetch::FileOffset)
-                .ok_or_else(|| format!("a global at {address:#x} outside the loaded segments [{text}]")),
+                .ok_or_else(|| format!("a global at {address:#x} outside the loaded segments")),
             Space::Kernel => Ok(Fetch::Symbol(
                 di.name(var.unit, var.die).unwrap_or_default(),
                 0,
             )),
         },
         [.., Operation::StackValue] => {
-            refuse("a computed value (DW_OP_stack_value: the value is the result of arithmetic, not a register or memory a probe can read)")
+            return Err("a computed value (DW_OP_stack_value: the value is the result of arithmetic, not a register or memory a probe can read)");
         }
-        [Operation::ImplicitValue { .. }] => refuse("an implicit value (DW_OP_implicit_value)"),
-        _ => refuse("a location expression a fetcharg can't express"),
-    }
+        [Operation::ImplicitValue { .. }] => {
+            return Err("an implicit value (DW_OP_implicit_value)")
+        }
+        _ => return Err("a location expression a fetcharg can't express"),
+    })
 }
 
 fn reg(r: u16) -> Result<Fetch, String> {

@@ -13,7 +13,7 @@ use super::format::{self, Field, Fields, Head};
 use super::machine::IdMap;
 use super::resolve::FrameRef;
 use super::session::{Samples, ScriptError};
-use super::Frame;
+use super::{Frame, SampleInfo};
 use crate::perf::symbols::kallsyms::{Kallsyms, PendingKallsyms};
 use crate::perf::symbols::FileLookup;
 use std::io::Write;
@@ -128,94 +128,8 @@ pub(super) fn write_threaded<L: FileLookup>(
     let (full_tx, full_rx) = mpsc::sync_channel::<Batch>(BATCHES_IN_FLIGHT);
     let (empty_tx, empty_rx) = mpsc::channel::<Batch>();
     std::thread::scope(|scope| {
-        let writer = scope.spawn(move || -> std::io::Result<()> {
-            let mut lines_text: Vec<u8> = Vec::new();
-            // Per cached frame: its line's range in `lines_text`.
-            let mut lines: Vec<(u32, u32)> = Vec::new();
-            // Kernel frames: the table is waited for at the first one, each line formatted once.
-            let mut kernel = KernelLines {
-                pending: kernel,
-                table: None,
-                lines: IdMap::default(),
-            };
-            let mut text = Vec::with_capacity(2 * WRITE_AT);
-            let mut last_comm = String::new();
-            // Per chain id: its text's range in `chains_text`.
-            let mut chains_text: Vec<u8> = Vec::new();
-            let mut chains: Vec<(u32, u32)> = Vec::new();
-            for mut batch in full_rx {
-                for &(id, a, b) in &batch.new_lines {
-                    let id = id as usize;
-                    if lines.len() <= id {
-                        lines.resize(id + 1, (0, 0));
-                    }
-                    let start = offset(&lines_text);
-                    lines_text.extend_from_slice(&batch.text[a as usize..b as usize]);
-                    lines[id] = (start, offset(&lines_text));
-                }
-                for s in &batch.samples {
-                    let comm = &batch.text[s.comm.0 as usize..s.comm.1 as usize];
-                    // Runs of samples share a comm: checked as UTF-8 once per run, not per sample.
-                    if last_comm.as_bytes() != comm {
-                        last_comm.clear();
-                        last_comm.push_str(std::str::from_utf8(comm).unwrap_or(""));
-                    }
-                    let head = Head {
-                        comm: &last_comm,
-                        pid: s.pid,
-                        tid: s.tid,
-                        cpu: s.cpu,
-                        time: s.time,
-                        period: s.period,
-                        event: event_names.get(s.event as usize).map_or("", String::as_str),
-                        has_callchain: s.has_callchain,
-                        mem: &batch.text[s.mem.0 as usize..s.mem.1 as usize],
-                        trace: (s.trace.1 > s.trace.0)
-                            .then(|| &batch.text[s.trace.0 as usize..s.trace.1 as usize]),
-                    };
-                    let (fields, width) = layout_of(layouts, s.event);
-                    format::write_head(&mut text, fields, width, &head);
-                    let frames_from = text.len();
-                    for item in &batch.items[s.items.0 as usize..s.items.1 as usize] {
-                        let (a, b, from) = match *item {
-                            Item::Chain(id) => {
-                                let (a, b) = chains.get(id as usize).copied().unwrap_or((0, 0));
-                                (a, b, &chains_text)
-                            }
-                            Item::Line(id) => {
-                                let (a, b) = lines.get(id as usize).copied().unwrap_or((0, 0));
-                                (a, b, &lines_text)
-                            }
-                            Item::Text(a, b) => (a, b, &batch.text),
-                            Item::Kernel { map, addr, dso } => {
-                                let dso = &batch.text[dso.0 as usize..dso.1 as usize];
-                                let (a, b) = kernel.line(map, addr, dso, fields, &mut lines_text);
-                                (a, b, &lines_text)
-                            }
-                        };
-                        text.extend_from_slice(&from[a as usize..b as usize]);
-                    }
-                    if s.defines_chain != NO_CHAIN {
-                        let id = s.defines_chain as usize;
-                        if chains.len() <= id {
-                            chains.resize(id + 1, (0, 0));
-                        }
-                        let start = offset(&chains_text);
-                        chains_text.extend_from_slice(&text[frames_from..]);
-                        chains[id] = (start, offset(&chains_text));
-                    }
-                    text.push(b'\n');
-                    if text.len() >= WRITE_AT {
-                        out.write_all(&text)?;
-                        text.clear();
-                    }
-                }
-                batch.clear();
-                // The resolving side may be gone already (an error ended it); the batch is then dropped.
-                let _ = empty_tx.send(batch);
-            }
-            out.write_all(&text)?;
-            out.flush()
+        let writer = scope.spawn(move || {
+            OutputSide::new(layouts, event_names, kernel).run(full_rx, empty_tx, out)
         });
         let resolved = resolve_samples(it, layouts, &full_tx, &empty_rx);
         drop(full_tx);
@@ -230,6 +144,146 @@ pub(super) fn write_threaded<L: FileLookup>(
     })
 }
 
+/// The output thread: the lines and chains it was sent, and the text waiting to be written.
+struct OutputSide<'a> {
+    layouts: &'a [(Fields, usize)],
+    event_names: Vec<String>,
+    /// Per cached frame: its line's range in `lines_text`.
+    lines: Vec<(u32, u32)>,
+    lines_text: Vec<u8>,
+    /// Kernel frames: the table is waited for at the first one, each line formatted once.
+    kernel: KernelLines,
+    /// Per chain id: its text's range in `chains_text`.
+    chains: Vec<(u32, u32)>,
+    chains_text: Vec<u8>,
+    text: Vec<u8>,
+    last_comm: String,
+}
+
+impl<'a> OutputSide<'a> {
+    fn new(
+        layouts: &'a [(Fields, usize)],
+        event_names: Vec<String>,
+        kernel: Option<PendingKallsyms>,
+    ) -> Self {
+        OutputSide {
+            layouts,
+            event_names,
+            lines: Vec::new(),
+            lines_text: Vec::new(),
+            kernel: KernelLines {
+                pending: kernel,
+                table: None,
+                lines: IdMap::default(),
+            },
+            chains: Vec::new(),
+            chains_text: Vec::new(),
+            text: Vec::with_capacity(2 * WRITE_AT),
+            last_comm: String::new(),
+        }
+    }
+
+    /// Formats every batch received and hands each back for reuse; the text is written in [`WRITE_AT`] pieces.
+    fn run(
+        mut self,
+        full_rx: mpsc::Receiver<Batch>,
+        empty_tx: mpsc::Sender<Batch>,
+        out: &mut impl Write,
+    ) -> std::io::Result<()> {
+        for mut batch in full_rx {
+            self.keep_new_lines(&batch);
+            for s in &batch.samples {
+                self.format_sample(&batch, s);
+                if self.text.len() >= WRITE_AT {
+                    out.write_all(&self.text)?;
+                    self.text.clear();
+                }
+            }
+            batch.clear();
+            // The resolving side may be gone already (an error ended it); the batch is then dropped.
+            let _ = empty_tx.send(batch);
+        }
+        out.write_all(&self.text)?;
+        out.flush()
+    }
+
+    /// Keeps the lines of cached frames `batch` uses for the first time.
+    fn keep_new_lines(&mut self, batch: &Batch) {
+        for &(id, a, b) in &batch.new_lines {
+            let id = id as usize;
+            if self.lines.len() <= id {
+                self.lines.resize(id + 1, (0, 0));
+            }
+            let start = offset(&self.lines_text);
+            self.lines_text
+                .extend_from_slice(&batch.text[a as usize..b as usize]);
+            self.lines[id] = (start, offset(&self.lines_text));
+        }
+    }
+
+    /// Appends sample `s`'s head, frames and newline to the text.
+    fn format_sample(&mut self, batch: &Batch, s: &SampleRec) {
+        let comm = &batch.text[s.comm.0 as usize..s.comm.1 as usize];
+        // Runs of samples share a comm: checked as UTF-8 once per run, not per sample.
+        if self.last_comm.as_bytes() != comm {
+            self.last_comm.clear();
+            self.last_comm
+                .push_str(std::str::from_utf8(comm).unwrap_or(""));
+        }
+        let head = Head {
+            comm: &self.last_comm,
+            pid: s.pid,
+            tid: s.tid,
+            cpu: s.cpu,
+            time: s.time,
+            period: s.period,
+            event: self
+                .event_names
+                .get(s.event as usize)
+                .map_or("", String::as_str),
+            has_callchain: s.has_callchain,
+            mem: &batch.text[s.mem.0 as usize..s.mem.1 as usize],
+            trace: (s.trace.1 > s.trace.0)
+                .then(|| &batch.text[s.trace.0 as usize..s.trace.1 as usize]),
+        };
+        let (fields, width) = layout_of(self.layouts, s.event);
+        format::write_head(&mut self.text, fields, width, &head);
+        let frames_from = self.text.len();
+        for item in &batch.items[s.items.0 as usize..s.items.1 as usize] {
+            let (a, b, from) = match *item {
+                Item::Chain(id) => {
+                    let (a, b) = self.chains.get(id as usize).copied().unwrap_or((0, 0));
+                    (a, b, &self.chains_text)
+                }
+                Item::Line(id) => {
+                    let (a, b) = self.lines.get(id as usize).copied().unwrap_or((0, 0));
+                    (a, b, &self.lines_text)
+                }
+                Item::Text(a, b) => (a, b, &batch.text),
+                Item::Kernel { map, addr, dso } => {
+                    let dso = &batch.text[dso.0 as usize..dso.1 as usize];
+                    let (a, b) = self
+                        .kernel
+                        .line(map, addr, dso, fields, &mut self.lines_text);
+                    (a, b, &self.lines_text)
+                }
+            };
+            self.text.extend_from_slice(&from[a as usize..b as usize]);
+        }
+        if s.defines_chain != NO_CHAIN {
+            let id = s.defines_chain as usize;
+            if self.chains.len() <= id {
+                self.chains.resize(id + 1, (0, 0));
+            }
+            let start = offset(&self.chains_text);
+            self.chains_text
+                .extend_from_slice(&self.text[frames_from..]);
+            self.chains[id] = (start, offset(&self.chains_text));
+        }
+        self.text.push(b'\n');
+    }
+}
+
 /// The resolving side: encodes each sample into batches for the output thread.
 fn resolve_samples<L: FileLookup>(
     it: &mut Samples<'_, L>,
@@ -239,11 +293,8 @@ fn resolve_samples<L: FileLookup>(
 ) -> Result<u64, ScriptError> {
     let mut n = 0;
     let mut refs = Vec::new();
-    // Per cached frame: whether its line was sent; per chain id: whether its text was.
-    let mut sent: Vec<bool> = Vec::new();
-    let mut chains_sent: Vec<bool> = Vec::new();
+    let mut encoder = Encoder::default();
     let mut batch = Batch::sized();
-    let mut columns = super::mem::Columns::default();
     while let Some(item) = it.next_sample_refs(&mut refs) {
         let info = match item {
             Ok(info) => info,
@@ -255,13 +306,49 @@ fn resolve_samples<L: FileLookup>(
                 return Err(e);
             }
         };
+        encoder.encode(&mut batch, it, layouts, &info, &refs);
+        n += 1;
+        if batch.samples.len() >= BATCH_SAMPLES || batch.text.len() >= WRITE_AT {
+            let fresh = empty_rx.try_recv().unwrap_or_else(|_| Batch::sized());
+            if full_tx.send(std::mem::replace(&mut batch, fresh)).is_err() {
+                // The output thread stopped on an error, which its join reports.
+                return Ok(n);
+            }
+        }
+    }
+    if !batch.samples.is_empty() {
+        let _ = full_tx.send(batch);
+    }
+    Ok(n)
+}
+
+/// What the resolving side remembers of what it sent.
+#[derive(Default)]
+struct Encoder {
+    /// Per cached frame: whether its line was sent.
+    sent: Vec<bool>,
+    /// Per chain id: whether its text was.
+    chains_sent: Vec<bool>,
+    columns: super::mem::Columns,
+}
+
+impl Encoder {
+    /// Adds the sample `info` with frames `refs` to `batch`.
+    fn encode<L: FileLookup>(
+        &mut self,
+        batch: &mut Batch,
+        it: &mut Samples<'_, L>,
+        layouts: &[(Fields, usize)],
+        info: &SampleInfo,
+        refs: &[FrameRef],
+    ) {
         let event = u32::try_from(info.attr_index).unwrap_or(u32::MAX);
         let (fields, _) = layout_of(layouts, event);
         let shows_ip = fields.has(Field::Ip);
         let comm_start = offset(&batch.text);
         batch.text.extend_from_slice(info.comm.as_bytes());
         let comm = (comm_start, offset(&batch.text));
-        super::mem::write(&mut batch.text, fields, &info.mem, &mut columns);
+        super::mem::write(&mut batch.text, fields, &info.mem, &mut self.columns);
         let mem = (comm.1, offset(&batch.text));
         let trace_start = offset(&batch.text);
         if let Some(t) = &info.trace {
@@ -276,10 +363,10 @@ fn resolve_samples<L: FileLookup>(
         let named = match it.last_chain() {
             Some(id) if shows_chain => {
                 let i = id as usize;
-                if chains_sent.len() <= i {
-                    chains_sent.resize(i + 1, false);
+                if self.chains_sent.len() <= i {
+                    self.chains_sent.resize(i + 1, false);
                 }
-                let sent = std::mem::replace(&mut chains_sent[i], true);
+                let sent = std::mem::replace(&mut self.chains_sent[i], true);
                 if sent {
                     batch.items.push(Item::Chain(id));
                 } else {
@@ -290,38 +377,7 @@ fn resolve_samples<L: FileLookup>(
             _ => false,
         };
         if shows_chain && !named {
-            for r in &refs {
-                match r {
-                    FrameRef::Cached(id) => {
-                        let i = *id as usize;
-                        if sent.len() <= i {
-                            sent.resize(i + 1, false);
-                        }
-                        if !sent[i] {
-                            let a = offset(&batch.text);
-                            let frame = &it.cached_frames()[i];
-                            format::write_frame_line(&mut batch.text, fields, frame);
-                            batch.new_lines.push((*id, a, offset(&batch.text)));
-                            sent[i] = true;
-                        }
-                        batch.items.push(Item::Line(*id));
-                    }
-                    FrameRef::Owned(f) => {
-                        let a = offset(&batch.text);
-                        format::write_frame_line(&mut batch.text, fields, f);
-                        batch.items.push(Item::Text(a, offset(&batch.text)));
-                    }
-                    FrameRef::Kernel { map, addr, dso } => {
-                        let a = offset(&batch.text);
-                        batch.text.extend_from_slice(dso.as_bytes());
-                        batch.items.push(Item::Kernel {
-                            map: *map,
-                            addr: *addr,
-                            dso: (a, offset(&batch.text)),
-                        });
-                    }
-                }
-            }
+            self.frames(batch, it, fields, refs);
         } else if !shows_chain {
             // The sample's own IP on its line; a kernel one is symbolized here (files without callchains).
             let first = refs.first().cloned().map(|r| it.materialize(r));
@@ -343,19 +399,50 @@ fn resolve_samples<L: FileLookup>(
             items: (items_start, offset_items(&batch.items)),
             defines_chain,
         });
-        n += 1;
-        if batch.samples.len() >= BATCH_SAMPLES || batch.text.len() >= WRITE_AT {
-            let fresh = empty_rx.try_recv().unwrap_or_else(|_| Batch::sized());
-            if full_tx.send(std::mem::replace(&mut batch, fresh)).is_err() {
-                // The output thread stopped on an error, which its join reports.
-                return Ok(n);
+    }
+
+    /// Adds the frames `refs` to `batch` one by one: cached frames by id (their line sent the first time),
+    /// others as text, kernel frames for the output thread to symbolize.
+    fn frames<L: FileLookup>(
+        &mut self,
+        batch: &mut Batch,
+        it: &Samples<'_, L>,
+        fields: Fields,
+        refs: &[FrameRef],
+    ) {
+        for r in refs {
+            match r {
+                FrameRef::Cached(id) => {
+                    let i = *id as usize;
+                    if self.sent.len() <= i {
+                        self.sent.resize(i + 1, false);
+                    }
+                    if !self.sent[i] {
+                        let a = offset(&batch.text);
+                        let frame = &it.cached_frames()[i];
+                        format::write_frame_line(&mut batch.text, fields, frame);
+                        batch.new_lines.push((*id, a, offset(&batch.text)));
+                        self.sent[i] = true;
+                    }
+                    batch.items.push(Item::Line(*id));
+                }
+                FrameRef::Owned(f) => {
+                    let a = offset(&batch.text);
+                    format::write_frame_line(&mut batch.text, fields, f);
+                    batch.items.push(Item::Text(a, offset(&batch.text)));
+                }
+                FrameRef::Kernel { map, addr, dso } => {
+                    let a = offset(&batch.text);
+                    batch.text.extend_from_slice(dso.as_bytes());
+                    batch.items.push(Item::Kernel {
+                        map: *map,
+                        addr: *addr,
+                        dso: (a, offset(&batch.text)),
+                    });
+                }
             }
         }
     }
-    if !batch.samples.is_empty() {
-        let _ = full_tx.send(batch);
-    }
-    Ok(n)
 }
 
 fn offset_items(v: &[Item]) -> u32 {

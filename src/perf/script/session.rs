@@ -281,6 +281,51 @@ pub fn samples_with<'f, L: FileLookup>(
     options: &Options,
     lookup: L,
 ) -> Samples<'f, L> {
+    let (resolver, machine) = resolver_for(file, options, lookup);
+    // A damaged tracing-data section costs the trace lines only (perf prints none either), with a warning.
+    let (trace_events, trace_warning) =
+        match crate::perf::trace::FileEvents::from_features(file.features()) {
+            Ok(t) => (t, None),
+            Err(e) => (
+                Default::default(),
+                Some(format!("tracepoint formats unreadable: {e}")),
+            ),
+        };
+    let events = events_of(file, options, &trace_events);
+    let name_width = events.iter().map(|e| e.name.len()).max().unwrap_or(0);
+    Samples {
+        records: file.records(),
+        machine,
+        resolver,
+        events,
+        trace_events,
+        name_width,
+        reported: BTreeSet::new(),
+        hits: std::collections::HashSet::new(),
+        last_hit: 0,
+        lost_samples: 0,
+        callchain_buf: Vec::new(),
+        regs_buf: Vec::new(),
+        dsos_seen: 0,
+        dso_problems: WarningLog::new(),
+        refs_buf: Vec::new(),
+        branches: None,
+        warnings: file
+            .warnings()
+            .iter()
+            .map(|w| w.to_string())
+            .chain(trace_warning)
+            .collect(),
+    }
+}
+
+/// The resolver and machine for `file`: the recorded build-ids known to both, the kernel's symbol table
+/// loading already when samples will need it.
+fn resolver_for<L: FileLookup>(
+    file: &PerfFile,
+    options: &Options,
+    lookup: L,
+) -> (Resolver<L>, Machine) {
     let mut resolver = Resolver::new(Symbolizer::new(lookup, options.symbolizer.clone()), options);
     let mut machine = Machine::new();
     for entry in file.build_ids() {
@@ -307,17 +352,16 @@ pub fn samples_with<'f, L: FileLookup>(
         // No build-id list (pipe mode, compressed files as read so far), but events that count in the kernel.
         resolver.symbolizer.prefetch_kernel(None);
     }
-    // A damaged tracing-data section costs the trace lines only (perf prints none either), with a warning.
-    let (trace_events, trace_warning) =
-        match crate::perf::trace::FileEvents::from_features(file.features()) {
-            Ok(t) => (t, None),
-            Err(e) => (
-                Default::default(),
-                Some(format!("tracepoint formats unreadable: {e}")),
-            ),
-        };
-    let events: Vec<Event> = file
-        .attrs()
+    (resolver, machine)
+}
+
+/// Each of `file`'s events as the samples are printed with: its name, callchain mode and fields.
+fn events_of(
+    file: &PerfFile,
+    options: &Options,
+    trace_events: &crate::perf::trace::FileEvents,
+) -> Vec<Event> {
+    file.attrs()
         .iter()
         .map(|a| {
             let st = a.attr.sample_type;
@@ -351,32 +395,7 @@ pub fn samples_with<'f, L: FileLookup>(
                 },
             }
         })
-        .collect();
-    let name_width = events.iter().map(|e| e.name.len()).max().unwrap_or(0);
-    Samples {
-        records: file.records(),
-        machine,
-        resolver,
-        events,
-        trace_events,
-        name_width,
-        reported: BTreeSet::new(),
-        hits: std::collections::HashSet::new(),
-        last_hit: 0,
-        lost_samples: 0,
-        callchain_buf: Vec::new(),
-        regs_buf: Vec::new(),
-        dsos_seen: 0,
-        dso_problems: WarningLog::new(),
-        refs_buf: Vec::new(),
-        branches: None,
-        warnings: file
-            .warnings()
-            .iter()
-            .map(|w| w.to_string())
-            .chain(trace_warning)
-            .collect(),
-    }
+        .collect()
 }
 
 impl<L: FileLookup> Samples<'_, L> {

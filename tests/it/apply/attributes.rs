@@ -467,3 +467,157 @@ fn merge_renormalize_is_refused() {
     assert_eq!(before.files, after.files);
     assert!(!t.path().join(".git/bport/state.json").exists());
 }
+
+/// Every attribute a merge reads, for paths that exercise each rule of git's matching (precedence of info,
+/// directory, top-level, global files; macros allowed only where git allows them; anchored, `**`, quoted and
+/// case patterns; `!attr`; an overlong line; a worktree file missing, so the tree's is read; an untracked
+/// worktree file), equal to `git check-attr`'s.
+#[test]
+fn attribute_values_are_git_check_attrs() {
+    skip_unless!(has_git());
+    const NAMES: [&str; 8] = [
+        "filter",
+        "working-tree-encoding",
+        "ident",
+        "merge",
+        "conflict-marker-size",
+        "text",
+        "crlf",
+        "eol",
+    ];
+    let t = TestRepo::new();
+    let long_line = format!("*.long merge={}\n", "x".repeat(3000));
+    let top = format!(
+        "[attr]mymacro merge=union -text\n\
+         *.c text eol=lf\n\
+         *.bin binary\n\
+         /top.txt conflict-marker-size=12\n\
+         docs/**/*.md merge=ours\n\
+         *.TXT eol=crlf\n\
+         lib/** text=auto\n\
+         weird\\ name.txt ident\n\
+         \"quoted name.txt\" merge=quoted\n\
+         *.m mymacro\n\
+         *.n mymacro !text\n\
+         {long_line}\
+         *.enc working-tree-encoding=UTF-16 filter=lfs\n\
+         *.c conflict-marker-size=9\n"
+    );
+    t.commit(
+        "attributes",
+        &[
+            (".gitattributes", Some(&top)),
+            (
+                "sub/.gitattributes",
+                Some(
+                    "[attr]nope -merge\n*.c -text\ndeep/*.h eol=crlf\n*.m merge=sub\nnope.x nope\n",
+                ),
+            ),
+            (
+                "sub/deep/.gitattributes",
+                Some("*.h !eol\nx.c crlf=input\n"),
+            ),
+            ("gone/.gitattributes", Some("*.g merge=from-the-tree\n")),
+            ("keep.txt", Some("x\n")),
+        ],
+    );
+    // Deleted from the worktree only: git reads the index's copy (as in a sparse checkout).
+    std::fs::remove_file(t.path().join("gone/.gitattributes")).unwrap();
+    std::fs::create_dir_all(t.path().join("untracked")).unwrap();
+    std::fs::write(
+        t.path().join("untracked/.gitattributes"),
+        "*.u merge=untracked\n",
+    )
+    .unwrap();
+    std::fs::create_dir_all(t.path().join(".git/info")).unwrap();
+    std::fs::write(
+        t.path().join(".git/info/attributes"),
+        "*.info merge=info\nsub/*.c eol=crlf\n",
+    )
+    .unwrap();
+    let global = t.path().join(".git/global-attributes");
+    std::fs::write(
+        &global,
+        "*.gl merge=global\n*.c merge=globalc\n*.m merge=globalm\n",
+    )
+    .unwrap();
+    git_ok(
+        t.path(),
+        &["config", "core.attributesFile", global.to_str().unwrap()],
+    );
+    let paths = [
+        "a.c",
+        "sub/a.c",
+        "sub/deep/x.c",
+        "sub/deep/y.h",
+        "sub/y.h",
+        "sub/deep/z.h",
+        "top.txt",
+        "sub/top.txt",
+        "docs/a/b/c.md",
+        "docs/c.md",
+        "README.TXT",
+        "readme.txt",
+        "lib/a",
+        "lib/x/y",
+        "weird name.txt",
+        "quoted name.txt",
+        "x.m",
+        "x.n",
+        "sub/x.m",
+        "sub/nope.x",
+        "f.info",
+        "untracked/a.u",
+        "f.gl",
+        "gone/a.g",
+        "x.bin",
+        "a.long",
+        "a.enc",
+        "no/such/dir/file",
+    ];
+    let mut args = vec!["check-attr", "-z"];
+    args.extend(NAMES);
+    args.push("--");
+    args.extend(paths);
+    let out = git_ok(t.path(), &args);
+    let fields: Vec<&str> = out.split('\0').collect();
+    let mut want = std::collections::BTreeMap::new();
+    for f in fields.chunks_exact(3) {
+        want.insert((f[0].to_owned(), f[1].to_owned()), f[2].to_owned());
+    }
+    assert_eq!(want.len(), paths.len() * NAMES.len(), "{out:?}");
+
+    let repo = git2::Repository::open(t.path()).unwrap();
+    let mut attrs = ::bport::backport::attributes::Attributes::read(&repo).unwrap();
+    let head = repo.head().unwrap().peel_to_tree().unwrap();
+    let mut differ = Vec::new();
+    for path in paths {
+        let values = attrs
+            .values(path, &NAMES, |file| {
+                Ok(head
+                    .get_path(std::path::Path::new(file))
+                    .ok()
+                    .filter(|e| e.filemode() & 0o170000 == 0o100000)
+                    .map(|e| repo.find_blob(e.id()).unwrap().content().to_vec()))
+            })
+            .unwrap();
+        for (name, value) in NAMES.iter().zip(values) {
+            let got = match value.as_deref() {
+                None => "unspecified".to_owned(),
+                Some("\u{1}true") => "set".to_owned(),
+                Some("\u{1}false") => "unset".to_owned(),
+                Some(v) => v.to_owned(),
+            };
+            let expected = &want[&(path.to_owned(), (*name).to_owned())];
+            if &got != expected {
+                differ.push(format!("{path}: {name}: bport {got}, git {expected}"));
+            }
+        }
+    }
+    assert!(differ.is_empty(), "{}", differ.join("\n"));
+    // The cases are not vacuous: git itself set what the table exercises.
+    assert_eq!(want[&("sub/deep/x.c".into(), "crlf".into())], "input");
+    assert_eq!(want[&("gone/a.g".into(), "merge".into())], "from-the-tree");
+    assert_eq!(want[&("untracked/a.u".into(), "merge".into())], "untracked");
+    assert_eq!(want[&("x.m".into(), "merge".into())], "union");
+}

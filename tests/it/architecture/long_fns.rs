@@ -9,8 +9,6 @@ use super::*;
 /// The longest a function may be without an entry in [`ALLOWED`].
 const MAX_LINES: usize = 100;
 
-const NOT_SPLIT_YET: &str = "not split yet: phases a reader would want apart";
-
 /// Functions allowed over [`MAX_LINES`]: file under `src/`, name, and why.
 const ALLOWED: &[(&str, &str, &str)] = &[
     // One table or one state machine that reads best whole.
@@ -40,15 +38,6 @@ const ALLOWED: &[(&str, &str, &str)] = &[
         "perf/unwind/dwarf.rs",
         "step",
         "one CFI rule evaluation, register by register",
-    ),
-    // Still to split.
-    ("perf/script/output.rs", "resolve_samples", NOT_SPLIT_YET),
-    ("perf/script/output.rs", "write_threaded", NOT_SPLIT_YET),
-    ("perf/script/session.rs", "samples_with", NOT_SPLIT_YET),
-    (
-        "perf/probe/location.rs",
-        "translate_location",
-        NOT_SPLIT_YET,
     ),
 ];
 

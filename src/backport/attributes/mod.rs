@@ -3,10 +3,11 @@
 //! command), `conflict-marker-size`, and the end-of-line conversion of a conflicted file written to the
 //! worktree (`text`, `eol`, `crlf`, `core.autocrlf`, `core.eol`).
 //!
-//! Attributes are read through libgit2 from the worktree's `.gitattributes` files, then the index, then
-//! `info/attributes` and `core.attributesFile`: the order git's merge reads them in (checkin direction). bport
-//! refuses a dirty worktree, so at a run's start these are the branch's files; a pick that changes a
-//! `.gitattributes` the run then merges under is refused rather than merged under stale attributes.
+//! Attributes come from the worktree's `.gitattributes` files (the branch's tree where the worktree has none),
+//! `info/attributes`, `core.attributesFile` and the system file, matched in process ([`files`]) as git's merge
+//! reads them (checkin direction). bport refuses a dirty worktree, so at a run's start these are the branch's
+//! files; a pick that changes a `.gitattributes` the run then merges under is refused rather than merged under
+//! stale attributes.
 //!
 //! Nothing is looked up for a path unless some attributes file could apply to it: a `.gitattributes` on its
 //! directories in the branch's tree (parsed trees the pick already holds), `info/attributes`, or a global file.
@@ -14,7 +15,7 @@
 
 use super::Error;
 use crate::git::Context;
-use git2::{AttrCheckFlags, AttrValue, Repository};
+use git2::Repository;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
@@ -74,11 +75,29 @@ enum AutoCrlf {
     Input,
 }
 
+mod files;
+
+/// The attributes a lookup reads, in [`files::Files::values`]'s order.
+const NAMES: [&str; 8] = [
+    "filter",
+    "working-tree-encoding",
+    "ident",
+    "merge",
+    "conflict-marker-size",
+    "text",
+    "crlf",
+    "eol",
+];
+
+/// The system attributes file libgit2 reads (git's is under its build's prefix: `/etc` for distributions'
+/// packages).
+const SYSTEM_FILE: &str = "/etc/gitattributes";
+
 /// Config and attribute sources read once per run.
 #[derive(Clone, Debug)]
 pub struct Attributes {
-    /// `info/attributes`, `core.attributesFile` (or the default global file) exist: every path is looked up.
-    global: bool,
+    /// The attribute files and the searches built from them.
+    files: files::Files,
     /// `merge.default`.
     merge_default: Option<String>,
     /// `merge.<name>.driver` by name (`None`: the driver is named in config without a command line).
@@ -93,7 +112,7 @@ pub struct Attributes {
 impl Default for Attributes {
     fn default() -> Attributes {
         Attributes {
-            global: false,
+            files: files::Files::default(),
             merge_default: None,
             drivers: HashMap::new(),
             filters: Vec::new(),
@@ -112,9 +131,13 @@ impl Attributes {
             workdir: repo.workdir().map(Path::to_path_buf),
             ..Attributes::default()
         };
-        let mut global = repo.path().join("info").join("attributes").is_file();
+        // Lowest precedence first: the system file (unless GIT_ATTR_NOSYSTEM, as in git), the global one.
+        let mut outside = Vec::new();
+        if !std::env::var_os("GIT_ATTR_NOSYSTEM").is_some_and(|v| !v.is_empty() && v != "0") {
+            outside.push(PathBuf::from(SYSTEM_FILE));
+        }
         match config.get_path("core.attributesfile") {
-            Ok(p) => global |= p.is_file(),
+            Ok(p) => outside.push(p),
             Err(_) => {
                 // git's default global file: $XDG_CONFIG_HOME/git/attributes, else ~/.config/git/attributes.
                 let xdg = std::env::var_os("XDG_CONFIG_HOME")
@@ -122,11 +145,16 @@ impl Attributes {
                     .map(PathBuf::from)
                     .or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(".config")));
                 if let Some(dir) = xdg {
-                    global |= dir.join("git").join("attributes").is_file();
+                    outside.push(dir.join("git").join("attributes"));
                 }
             }
         }
-        attrs.global = global;
+        attrs.files = files::Files::new(
+            &outside,
+            &repo.path().join("info").join("attributes"),
+            attrs.workdir.clone(),
+            config.get_bool("core.ignorecase").unwrap_or(false),
+        );
         // git then runs every version through its checkin conversion before merging; bport merges the blobs.
         if config.get_bool("merge.renormalize").unwrap_or(false) {
             return Err(Error::UnsupportedConfig {
@@ -174,7 +202,12 @@ impl Attributes {
 
     /// Whether attributes files outside the trees apply to every path.
     pub fn global(&self) -> bool {
-        self.global
+        self.files.any_outside()
+    }
+
+    /// Forgets the directories' attribute files read so far: the tree they fall back to changed.
+    pub fn forget_directories(&mut self) {
+        self.files.forget_directories();
     }
 
     /// Attributes of `path` with no attributes file in play: git's defaults under the config.
@@ -186,20 +219,31 @@ impl Attributes {
         })
     }
 
-    /// Looks `path` up; refuses attributes bport cannot honour for it.
-    pub fn lookup(&self, repo: &Repository, path: &str) -> Result<PathAttributes, Error> {
-        let get = |name: &str| -> Result<Option<String>, Error> {
-            let flags = AttrCheckFlags::FILE_THEN_INDEX;
-            let bytes = repo
-                .get_attr_bytes(Path::new(path), name, flags)
-                .context_git(|| format!("reading the attribute {name} of {path}"))?;
-            Ok(match AttrValue::from_bytes(bytes) {
-                AttrValue::True => Some("\u{1}true".into()),
-                AttrValue::False => Some("\u{1}false".into()),
-                AttrValue::Unspecified => None,
-                AttrValue::String(s) => Some(s.to_owned()),
-                AttrValue::Bytes(b) => Some(String::from_utf8_lossy(b).into_owned()),
-            })
+    /// The values of `names` for `path`, as `git check-attr` reports them: `"\u{1}true"` for set,
+    /// `"\u{1}false"` for unset, `None` for unspecified. `in_tree` is as for [`Attributes::lookup`].
+    pub fn values(
+        &mut self,
+        path: &str,
+        names: &[&str],
+        in_tree: impl FnMut(&str) -> Result<Option<Vec<u8>>, Error>,
+    ) -> Result<Vec<Option<String>>, Error> {
+        self.files.values(path, names, in_tree)
+    }
+
+    /// Looks `path` up; refuses attributes bport cannot honour for it. `in_tree` gives a `.gitattributes` the
+    /// worktree lacks, from the branch's tree (a regular file's content, else `None`).
+    pub fn lookup(
+        &mut self,
+        path: &str,
+        in_tree: impl FnMut(&str) -> Result<Option<Vec<u8>>, Error>,
+    ) -> Result<PathAttributes, Error> {
+        let values = self.files.values(path, &NAMES, in_tree)?;
+        let get = |name: &str| -> Option<&str> {
+            NAMES
+                .iter()
+                .position(|n| *n == name)
+                .and_then(|i| values.get(i))
+                .and_then(|v| v.as_deref())
         };
         let refuse = |attribute: &str, value: &str| Error::UnsupportedAttribute {
             path: path.to_owned(),
@@ -207,37 +251,30 @@ impl Attributes {
             value: value.trim_start_matches('\u{1}').to_owned(),
         };
         // git ignores a filter the config does not define; only a defined one changes what git writes.
-        if !self.filters.is_empty() {
-            if let Some(v) = get("filter")? {
-                if self.filters.contains(&v) {
-                    return Err(refuse("filter", &v));
-                }
+        if let Some(v) = get("filter") {
+            if self.filters.iter().any(|f| f == v) {
+                return Err(refuse("filter", v));
             }
         }
-        if let Some(v) = get("working-tree-encoding")? {
+        if let Some(v) = get("working-tree-encoding") {
             if v != "\u{1}false" {
-                return Err(refuse("working-tree-encoding", &v));
+                return Err(refuse("working-tree-encoding", v));
             }
         }
-        if get("ident")?.as_deref() == Some("\u{1}true") {
+        if get("ident") == Some("\u{1}true") {
             return Err(refuse("ident", "set"));
         }
-        let merge = get("merge")?;
-        let marker_size = get("conflict-marker-size")?
+        let marker_size = get("conflict-marker-size")
             .and_then(|v| v.parse::<i64>().ok())
             .filter(|&n| n > 0)
             .map_or(crate::rerere::conflict_id::DEFAULT_MARKER_SIZE, |n| {
                 n as usize
             });
-        let text = match get("text")? {
-            Some(v) => Some(v),
-            None => get("crlf")?,
-        };
-        let eol = get("eol")?;
+        let text = get("text").or_else(|| get("crlf"));
         Ok(PathAttributes {
-            driver: self.driver(merge.as_deref(), path)?,
+            driver: self.driver(get("merge"), path)?,
             marker_size,
-            crlf: self.crlf_action(text.as_deref(), eol.as_deref()),
+            crlf: self.crlf_action(text, get("eol")),
         })
     }
 

@@ -1,0 +1,237 @@
+//! The attribute files a merge reads, matched in process the way git's attr.c matches them.
+//!
+//! Precedence, lowest first (attr.c `prepare_attr_stack`): the built-in `binary` macro, the system file, the
+//! global file, then each directory's `.gitattributes` from the root down to the path's own directory, then
+//! `$GIT_DIR/info/attributes`. Within a file a later line wins. Macros (`[attr]name ...`) count only in the
+//! built-in list, the system, global and info files and the top-level `.gitattributes`, as in git. A directory's
+//! file is read from the worktree, else from the branch's tree (git's checkin direction: worktree, then index),
+//! once per run; a symbolic link is never followed (git opens attribute files with `O_NOFOLLOW`).
+//!
+//! A `.gitattributes` comes from whoever wrote the branch: as git does, a file over 100 MB is ignored and a line
+//! over 2,048 bytes is dropped, with a warning on stderr.
+
+use gix_attributes::glob::pattern::Case;
+use gix_attributes::search::{MetadataCollection, Outcome};
+use gix_attributes::{Search, StateRef};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
+
+/// attr.c's `ATTR_MAX_FILE_SIZE`: larger attribute files are ignored.
+const MAX_FILE_SIZE: u64 = 100 * 1024 * 1024;
+/// attr.c's `ATTR_MAX_LINE_LENGTH`: longer lines are ignored.
+const MAX_LINE_LENGTH: usize = 2048;
+
+/// The value of an attribute for a path, in the form lookups compare: `"\u{1}true"` for set, `"\u{1}false"`
+/// for unset, the value's text otherwise; `None` when unspecified.
+pub type Value = Option<String>;
+
+/// Every attribute file of a run and the searches built from them, per directory.
+#[derive(Clone, Default)]
+pub struct Files {
+    /// System and global files: (where from, content), lowest precedence first.
+    globals: Vec<(PathBuf, Vec<u8>)>,
+    /// `$GIT_DIR/info/attributes`.
+    info: Option<Vec<u8>>,
+    workdir: Option<PathBuf>,
+    case: Case,
+    /// Per directory (`""` is the root): its `.gitattributes`, if it has one.
+    dirs: HashMap<String, Option<Rc<[u8]>>>,
+    /// Per directory: the search over every file that applies to the paths in it.
+    searches: HashMap<String, Rc<Search>>,
+    collection: MetadataCollection,
+    outcome: Outcome,
+}
+
+impl std::fmt::Debug for Files {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Files")
+            .field("globals", &self.globals.len())
+            .field("info", &self.info.is_some())
+            .field("dirs", &self.dirs.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Files {
+    /// The files outside the trees: `system` and `global` (lowest first; absent files are skipped), `info`,
+    /// with `workdir` for the directories' files; `ignore_case` is `core.ignorecase`.
+    pub fn new(
+        system_and_global: &[PathBuf],
+        info: &Path,
+        workdir: Option<PathBuf>,
+        ignore_case: bool,
+    ) -> Files {
+        let mut files = Files {
+            workdir,
+            case: if ignore_case {
+                Case::Fold
+            } else {
+                Case::Sensitive
+            },
+            ..Files::default()
+        };
+        for p in system_and_global {
+            if let Some(content) = read_outside(p) {
+                files.globals.push((p.clone(), content));
+            }
+        }
+        files.info = read_outside(info);
+        files
+    }
+
+    /// Whether a file outside the trees applies to every path.
+    pub fn any_outside(&self) -> bool {
+        !self.globals.is_empty() || self.info.is_some()
+    }
+
+    /// Forgets the directories' files read so far (the tree they fall back to changed).
+    pub fn forget_directories(&mut self) {
+        self.dirs.clear();
+        self.searches.clear();
+    }
+
+    /// The values of `names` for `path` (relative to the repository, `/`-separated). `in_tree` gives the content
+    /// of a `.gitattributes` (its path in the repository) the worktree does not have: a regular file in the
+    /// branch's tree, else `None`.
+    pub fn values<E>(
+        &mut self,
+        path: &str,
+        names: &[&str],
+        mut in_tree: impl FnMut(&str) -> Result<Option<Vec<u8>>, E>,
+    ) -> Result<Vec<Value>, E> {
+        let dir = path.rfind('/').map_or("", |i| &path[..i]);
+        let search = match self.searches.get(dir) {
+            Some(s) => Rc::clone(s),
+            None => {
+                let s = Rc::new(self.search_for(dir, &mut in_tree)?);
+                self.searches.insert(dir.to_owned(), Rc::clone(&s));
+                s
+            }
+        };
+        self.outcome
+            .initialize_with_selection(&self.collection, names.iter().copied());
+        search.pattern_matching_relative_path(
+            bstr::BStr::new(path.as_bytes()),
+            self.case,
+            Some(false),
+            &mut self.outcome,
+        );
+        Ok(self
+            .outcome
+            .iter_selected()
+            .map(|m| match m.assignment.state {
+                StateRef::Set => Some("\u{1}true".to_owned()),
+                StateRef::Unset => Some("\u{1}false".to_owned()),
+                StateRef::Value(v) => Some(String::from_utf8_lossy(v.as_bstr()).into_owned()),
+                StateRef::Unspecified => None,
+            })
+            .collect())
+    }
+
+    /// The search for paths in `dir`: every list in precedence order.
+    fn search_for<E>(
+        &mut self,
+        dir: &str,
+        in_tree: &mut impl FnMut(&str) -> Result<Option<Vec<u8>>, E>,
+    ) -> Result<Search, E> {
+        let mut search = Search::default();
+        let collection = &mut self.collection;
+        search.add_patterns_buffer(
+            b"[attr]binary -diff -merge -text",
+            "[builtin]".into(),
+            None,
+            collection,
+            true,
+        );
+        for (source, content) in &self.globals {
+            search.add_patterns_buffer(content, source.clone(), None, collection, true);
+        }
+        let mut end = 0;
+        loop {
+            let d = &dir[..end];
+            let file = if d.is_empty() {
+                ".gitattributes".to_owned()
+            } else {
+                format!("{d}/.gitattributes")
+            };
+            if !self.dirs.contains_key(d) {
+                let content = match read_in_worktree(self.workdir.as_deref(), &file) {
+                    Some(found) => found,
+                    None => in_tree(&file)?.and_then(|c| within_limits(&file, c)),
+                };
+                self.dirs.insert(d.to_owned(), content.map(Rc::from));
+            }
+            if let Some(Some(content)) = self.dirs.get(d) {
+                // Patterns in a directory's file are relative to that directory (gix takes the base from
+                // the source's parent under `root`).
+                search.add_patterns_buffer(
+                    content,
+                    PathBuf::from(&file),
+                    Some(Path::new("")),
+                    collection,
+                    d.is_empty(),
+                );
+            }
+            if end == dir.len() {
+                break;
+            }
+            end = dir[end..]
+                .trim_start_matches('/')
+                .find('/')
+                .map_or(dir.len(), |i| end + usize::from(end > 0) + i);
+        }
+        if let Some(info) = &self.info {
+            search.add_patterns_buffer(info, "info/attributes".into(), None, collection, true);
+        }
+        Ok(search)
+    }
+}
+
+/// A directory's `.gitattributes` in the worktree: `None` when the worktree has no regular file there
+/// (the tree is asked then); `Some(None)` when it has one that is ignored.
+fn read_in_worktree(workdir: Option<&Path>, file: &str) -> Option<Option<Vec<u8>>> {
+    let path = workdir?.join(file);
+    let meta = std::fs::symlink_metadata(&path).ok()?;
+    if !meta.is_file() {
+        return None;
+    }
+    if meta.len() > MAX_FILE_SIZE {
+        log::warn!("ignoring overly large gitattributes file '{file}'");
+        return Some(None);
+    }
+    let content = std::fs::read(&path).ok()?;
+    Some(within_limits(file, content))
+}
+
+/// A file outside the trees, followed through symbolic links as git does for these.
+fn read_outside(path: &Path) -> Option<Vec<u8>> {
+    let content = std::fs::read(path).ok()?;
+    within_limits(&path.display().to_string(), content)
+}
+
+/// `content` without its overlong lines; `None` when the whole file is too large.
+fn within_limits(name: &str, content: Vec<u8>) -> Option<Vec<u8>> {
+    if content.len() as u64 > MAX_FILE_SIZE {
+        log::warn!("ignoring overly large gitattributes file '{name}'");
+        return None;
+    }
+    if !content
+        .split(|&b| b == b'\n')
+        .any(|l| l.len() > MAX_LINE_LENGTH)
+    {
+        return Some(content);
+    }
+    let mut kept = Vec::with_capacity(content.len());
+    for (n, line) in content.split(|&b| b == b'\n').enumerate() {
+        if line.len() > MAX_LINE_LENGTH {
+            log::warn!("ignoring overly long attributes line {} in '{name}'", n + 1);
+            // An empty line keeps the numbering of the lines after it.
+            kept.push(b'\n');
+            continue;
+        }
+        kept.extend_from_slice(line);
+        kept.push(b'\n');
+    }
+    Some(kept)
+}
