@@ -8,7 +8,9 @@
 //! once per run; a symbolic link is never followed (git opens attribute files with `O_NOFOLLOW`).
 //!
 //! A `.gitattributes` comes from whoever wrote the branch: as git does, a file over 100 MB is ignored and a line
-//! over 2,048 bytes is dropped, with a warning on stderr.
+//! over 2,048 bytes is dropped, with a warning on stderr. Unlike git, a pattern keeps at most two `**`
+//! components once runs of them (`**/**/`, which match what one does) are cut to one; a line with more is
+//! dropped with a warning, since matching it takes time exponential in their number.
 
 use gix_attributes::glob::pattern::Case;
 use gix_attributes::search::{MetadataCollection, Outcome};
@@ -21,6 +23,10 @@ use std::rc::Rc;
 const MAX_FILE_SIZE: u64 = 100 * 1024 * 1024;
 /// attr.c's `ATTR_MAX_LINE_LENGTH`: longer lines are ignored.
 const MAX_LINE_LENGTH: usize = 2048;
+/// The most `**` components a pattern may keep once runs of them are collapsed. git's wildmatch backtracks over
+/// every way of spreading the path's directories between them (a line of 30 against a path 60 directories deep
+/// never finishes in git); real attribute files use one or two (`**/build/**`).
+const MAX_GLOBSTARS: usize = 2;
 
 /// The value of an attribute for a path, in the form lookups compare: `"\u{1}true"` for set, `"\u{1}false"`
 /// for unset, the value's text otherwise; `None` when unspecified.
@@ -218,7 +224,7 @@ fn within_limits(name: &str, content: Vec<u8>) -> Option<Vec<u8>> {
     }
     if !content
         .split(|&b| b == b'\n')
-        .any(|l| l.len() > MAX_LINE_LENGTH)
+        .any(|l| l.len() > MAX_LINE_LENGTH || globstars(l) > 1)
     {
         return Some(content);
     }
@@ -230,8 +236,148 @@ fn within_limits(name: &str, content: Vec<u8>) -> Option<Vec<u8>> {
             kept.push(b'\n');
             continue;
         }
-        kept.extend_from_slice(line);
+        let line = collapse_globstars(line);
+        if globstars(&line) > MAX_GLOBSTARS {
+            log::warn!(
+                "ignoring attributes line {} in '{name}': more than {MAX_GLOBSTARS} '**' components \
+                 (matching them takes time exponential in their number)",
+                n + 1
+            );
+            kept.push(b'\n');
+            continue;
+        }
+        kept.extend_from_slice(&line);
         kept.push(b'\n');
     }
     Some(kept)
+}
+
+/// A line's pattern: its first field, up to the first blank (a quoted pattern whole, quotes included).
+fn pattern_of(line: &[u8]) -> (usize, usize) {
+    let start = line
+        .iter()
+        .position(|b| !b" \t\r".contains(b))
+        .unwrap_or(line.len());
+    let rest = &line[start..];
+    let len = if rest.first() == Some(&b'"') {
+        let mut i = 1;
+        while i < rest.len() && rest[i] != b'"' {
+            i += if rest[i] == b'\\' { 2 } else { 1 };
+        }
+        (i + 1).min(rest.len())
+    } else {
+        rest.iter()
+            .position(|b| b" \t\r".contains(b))
+            .unwrap_or(rest.len())
+    };
+    (start, start + len)
+}
+
+/// How many of a line's pattern's `/`-separated components are `**`.
+fn globstars(line: &[u8]) -> usize {
+    let (a, b) = pattern_of(line);
+    line[a..b]
+        .split(|&c| c == b'/' || c == b'"')
+        .filter(|c| *c == b"**")
+        .count()
+}
+
+/// The line with each run of `**/` components before another component cut to one: in git's wildmatch `**/`
+/// matches zero or more directories, so a run of them matches what one does, and each one more multiplies the
+/// matcher's backtracking.
+fn collapse_globstars(line: &[u8]) -> Vec<u8> {
+    let (a, b) = pattern_of(line);
+    let pattern = &line[a..b];
+    if pattern.first() == Some(&b'"') {
+        return line.to_vec();
+    }
+    let parts: Vec<&[u8]> = pattern.split(|&c| c == b'/').collect();
+    let mut out = line[..a].to_vec();
+    let mut first = true;
+    for (i, part) in parts.iter().enumerate() {
+        let redundant = *part == b"**" && i + 2 < parts.len() && parts[i + 1] == b"**";
+        if redundant {
+            continue;
+        }
+        if !first {
+            out.push(b'/');
+        }
+        first = false;
+        out.extend_from_slice(part);
+    }
+    out.extend_from_slice(&line[b..]);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Lines built from the bytes attribute syntax gives meaning to, and invalid UTF-8: parsing and matching
+    /// never panic, whatever a branch's `.gitattributes` holds.
+    #[test]
+    fn any_bytes_parse_and_match_without_panicking() {
+        const PIECES: &[&[u8]] = &[
+            b"[attr]",
+            b"\"",
+            b"\\",
+            b"*",
+            b"**",
+            b"/",
+            b"!",
+            b"-",
+            b"=",
+            b" ",
+            b"\t",
+            b"a",
+            b"merge",
+            b"text",
+            b"[",
+            b"]",
+            b"?",
+            b"\xff",
+            b"\xc3",
+            b"\r",
+            b"\n",
+            b"binary",
+            b"eol=crlf",
+        ];
+        let mut seed = 0x9e37_79b9_7f4a_7c15_u64;
+        let mut next = || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        for _ in 0..300 {
+            let mut content = Vec::new();
+            for _ in 0..(next() % 40) {
+                content.extend_from_slice(PIECES[(next() % PIECES.len() as u64) as usize]);
+            }
+            let content = within_limits("t", content).unwrap_or_default();
+            let mut files = Files {
+                info: Some(content.clone()),
+                ..Files::default()
+            };
+            for path in ["a", "a/b", "merge/text", "\u{ff}/x"] {
+                let got = files.values(path, &["merge", "text", "eol", "binary"], |_| {
+                    Ok::<_, ()>(Some(content.clone()))
+                });
+                assert_eq!(got.map(|v| v.len()), Ok(4));
+            }
+        }
+    }
+
+    #[test]
+    fn runs_of_globstars_collapse_to_one_before_another_component() {
+        let cut = |l: &str| String::from_utf8(collapse_globstars(l.as_bytes())).unwrap();
+        assert_eq!(cut("**/**/**/z merge"), "**/z merge");
+        assert_eq!(cut("/a/**/**/b text"), "/a/**/b text");
+        // A trailing run is left as written: only a run before another component is the same as one `**/`.
+        assert_eq!(cut("a/**/** text"), "a/**/** text");
+        assert_eq!(cut("  **/**/x\t-text"), "  **/x\t-text");
+        assert_eq!(cut("\"**/**/x\" text"), "\"**/**/x\" text");
+        assert_eq!(globstars(b"**/a/**/b/** x"), 3);
+        assert_eq!(globstars(b"a**/b x"), 0);
+    }
 }

@@ -475,16 +475,6 @@ fn merge_renormalize_is_refused() {
 #[test]
 fn attribute_values_are_git_check_attrs() {
     skip_unless!(has_git());
-    const NAMES: [&str; 8] = [
-        "filter",
-        "working-tree-encoding",
-        "ident",
-        "merge",
-        "conflict-marker-size",
-        "text",
-        "crlf",
-        "eol",
-    ];
     let t = TestRepo::new();
     let long_line = format!("*.long merge={}\n", "x".repeat(3000));
     let top = format!(
@@ -575,10 +565,36 @@ fn attribute_values_are_git_check_attrs() {
         "a.enc",
         "no/such/dir/file",
     ];
+    let want = same_as_check_attr(&t, &paths);
+    // The cases are not vacuous: git itself set what the table exercises.
+    assert_eq!(want[&("sub/deep/x.c".into(), "crlf".into())], "input");
+    assert_eq!(want[&("gone/a.g".into(), "merge".into())], "from-the-tree");
+    assert_eq!(want[&("untracked/a.u".into(), "merge".into())], "untracked");
+    assert_eq!(want[&("x.m".into(), "merge".into())], "union");
+}
+
+/// Every attribute a merge reads.
+const NAMES: [&str; 8] = [
+    "filter",
+    "working-tree-encoding",
+    "ident",
+    "merge",
+    "conflict-marker-size",
+    "text",
+    "crlf",
+    "eol",
+];
+
+/// Asserts that bport's values of [`NAMES`] for `paths` in `t` (its HEAD and worktree) are `git check-attr`'s;
+/// returns git's, by (path, attribute).
+fn same_as_check_attr(
+    t: &TestRepo,
+    paths: &[&str],
+) -> std::collections::BTreeMap<(String, String), String> {
     let mut args = vec!["check-attr", "-z"];
     args.extend(NAMES);
     args.push("--");
-    args.extend(paths);
+    args.extend(paths.iter().copied());
     let out = git_ok(t.path(), &args);
     let fields: Vec<&str> = out.split('\0').collect();
     let mut want = std::collections::BTreeMap::new();
@@ -591,7 +607,7 @@ fn attribute_values_are_git_check_attrs() {
     let mut attrs = ::bport::backport::attributes::Attributes::read(&repo).unwrap();
     let head = repo.head().unwrap().peel_to_tree().unwrap();
     let mut differ = Vec::new();
-    for path in paths {
+    for &path in paths {
         let values = attrs
             .values(path, &NAMES, |file| {
                 Ok(head
@@ -615,9 +631,32 @@ fn attribute_values_are_git_check_attrs() {
         }
     }
     assert!(differ.is_empty(), "{}", differ.join("\n"));
-    // The cases are not vacuous: git itself set what the table exercises.
-    assert_eq!(want[&("sub/deep/x.c".into(), "crlf".into())], "input");
-    assert_eq!(want[&("gone/a.g".into(), "merge".into())], "from-the-tree");
-    assert_eq!(want[&("untracked/a.u".into(), "merge".into())], "untracked");
-    assert_eq!(want[&("x.m".into(), "merge".into())], "union");
+    want
+}
+
+/// Patterns written to make a backtracking matcher take exponential time (a branch's `.gitattributes` is
+/// untrusted input): runs of `**/` are cut to one and agree with git; a pattern with more than two `**`
+/// components is ignored (the named deviation: git honours it, and never finishes on deep paths).
+#[test]
+fn hostile_attribute_patterns_finish() {
+    skip_unless!(has_git());
+    let t = TestRepo::new();
+    let stars = format!("{}b merge=x\n", "*a".repeat(20));
+    let globstars = format!("{}z merge=y\n", "**/".repeat(18));
+    let classes = format!("[a-[a-[a-[a-{}c text\n", "*a".repeat(12));
+    let spread = "**/p/**/q/**/r merge=spread\n";
+    let attrs = format!("{stars}{globstars}{classes}{spread}");
+    t.commit("hostile", &[(".gitattributes", Some(&attrs))]);
+    let long = "a".repeat(60);
+    let deep = ["a"; 40].join("/");
+    let deep_z = format!("{deep}/z");
+    let want = same_as_check_attr(&t, &[&long, &deep, &deep_z, "ab", "a/b/z"]);
+    assert_eq!(want[&(deep_z.clone(), "merge".into())], "y");
+
+    let git_says = git_ok(t.path(), &["check-attr", "merge", "--", "p/q/r"]);
+    assert_eq!(git_says, "p/q/r: merge: spread\n");
+    let repo = git2::Repository::open(t.path()).unwrap();
+    let mut attrs = ::bport::backport::attributes::Attributes::read(&repo).unwrap();
+    let values = attrs.values("p/q/r", &["merge"], |_| Ok(None)).unwrap();
+    assert_eq!(values, vec![None]);
 }
