@@ -114,6 +114,9 @@ impl Guard {
                 found,
             });
         }
+        if self.same_checksum(repo)? {
+            return Ok(());
+        }
         let now = read_index_file(repo)?;
         if now == self.index {
             return Ok(());
@@ -136,6 +139,42 @@ impl Guard {
             return Err(Error::IndexChangedDuringRun);
         }
         Ok(())
+    }
+}
+
+impl Guard {
+    /// Whether the index file still has the length and ends in the checksum it had: git and libgit2 end every
+    /// index with the SHA-1 of the bytes before it, so these 20 bytes stand for the file, and a look at them spares
+    /// reading the whole file again (its pages were a third of a `--continue`'s page faults on git.git). An
+    /// all-zero checksum (`index.skipHash`) stands for nothing: `false`, and the caller compares the bytes.
+    fn same_checksum(&self, repo: &Repository) -> Result<bool, Error> {
+        use std::os::unix::fs::FileExt;
+        let Some(before) = &self.index else {
+            return Ok(false);
+        };
+        let Some(tail) = before.len().checked_sub(20).map(|at| &before[at..]) else {
+            return Ok(false);
+        };
+        if tail.iter().all(|&b| b == 0) {
+            return Ok(false);
+        }
+        let path = repo.path().join("index");
+        let io = |source| Error::Io {
+            path: path.clone(),
+            source,
+        };
+        let file = match std::fs::File::open(&path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
+            Err(e) => return Err(io(e)),
+        };
+        let len = file.metadata().map_err(io)?.len();
+        if len != before.len() as u64 {
+            return Ok(false);
+        }
+        let mut now = [0u8; 20];
+        file.read_exact_at(&mut now, len - 20).map_err(io)?;
+        Ok(now[..] == *tail)
     }
 }
 
@@ -381,7 +420,11 @@ impl<'a, 'm> Run<'a, 'm> {
             progress,
         )?;
         self.guard = Guard::take(self.repo)?;
-        self.index = Some(self.repo.index().context_git(|| "reading the index")?);
+        // The checkout wrote the index through `work`: `repo`'s copy, which the next picks' worktree checks
+        // read, is read again when the file changed.
+        let mut index = self.repo.index().context_git(|| "reading the index")?;
+        index.read(false).context_git(|| "reading the index")?;
+        self.index = Some(index);
         self.cache.set_attributes(
             super::attributes::Attributes::read(self.work)?,
             self.tip_tree,
@@ -665,7 +708,7 @@ fn move_to_tip(
         let changed = git::tree_changes(objects, Some(&from), Some(&tree))?;
         if !changed.is_empty() {
             let _note = state::IndexNote::start(repo.path())?;
-            write_changes(repo, objects, &tree, changed, &[])?;
+            write_changes(repo, objects, &tree, changed, &[], IndexWrite::Here)?;
         }
         fault::point("worktree-updated");
         progress.checkpoint(Checkpoint::WorktreeUpdated);
@@ -675,6 +718,17 @@ fn move_to_tip(
         st.writing = None;
     }
     Ok(())
+}
+
+/// Who writes the index file after [`write_changes`].
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum IndexWrite {
+    /// `write_changes` does.
+    Here,
+    /// The caller, after changing more entries of `repo`'s index (`objects` must then be `repo`, whose index the
+    /// checkout updated): each libgit2 write hashes the whole file with collision-detecting SHA-1, and each forced
+    /// read parses and hashes it again (~15 M and ~23 M instructions on git.git's 400 KB index).
+    ByCaller,
 }
 
 /// Writes the paths `changed` between the index's tree and `tree` (read through `objects`): a safe checkout of
@@ -689,6 +743,7 @@ fn write_changes(
     tree: &git2::Tree<'_>,
     changed: Vec<git::Change>,
     conflicted: &[&str],
+    write: IndexWrite,
 ) -> Result<(), Error> {
     let sparse = git::Sparse::load(repo)?;
     let index = repo.index().context_git(|| "reading the index")?;
@@ -712,17 +767,19 @@ fn write_changes(
             .checkout_tree(tree.as_object(), Some(&mut checkout))
             .context_git(|| "updating the worktree")?;
     }
-    if let Some(sparse) = &sparse {
-        let mut index = repo.index().context_git(|| "reading the index")?;
+    if sparse.is_none() && index_only.is_empty() {
+        return Ok(());
+    }
+    let mut index = repo.index().context_git(|| "reading the index")?;
+    if write == IndexWrite::Here {
         // The checkout may have written the index through another handle.
         index.read(true).context_git(|| "reading the index")?;
-        git::update_index_only(&mut index, &index_only)?;
+    }
+    git::update_index_only(&mut index, &index_only)?;
+    if let Some(sparse) = &sparse {
         git::reapply_sparse(repo, &mut index, sparse, conflicted)?;
-        index.write().context_git(|| "writing the index")?;
-    } else if !index_only.is_empty() {
-        let mut index = repo.index().context_git(|| "reading the index")?;
-        index.read(true).context_git(|| "reading the index")?;
-        git::update_index_only(&mut index, &index_only)?;
+    }
+    if write == IndexWrite::Here {
         index.write().context_git(|| "writing the index")?;
     }
     Ok(())
@@ -807,7 +864,40 @@ pub fn stop_at_conflict(
         .context_git(|| format!("reading {}", st.anchor))?;
     let changed = git::tree_changes(repo, Some(&from), Some(&tree))?;
     let conflicted: Vec<&str> = conflicts.iter().map(|c| c.path.as_str()).collect();
-    write_changes(repo, repo, &tree, changed, &conflicted)?;
+    write_changes(
+        repo,
+        repo,
+        &tree,
+        changed,
+        &conflicted,
+        IndexWrite::ByCaller,
+    )?;
+    write_conflicts(repo, conflicts)?;
+    fault::point("stop-index-written");
+    progress.checkpoint(Checkpoint::WorktreeUpdated);
+    set_branch(repo, st, st.tip, "bport apply: stopped at a conflict")?;
+    fault::point("stop-branch-moved");
+    st.anchor = st.tip;
+
+    let outcome = rerere_step(repo, st)?;
+    drop(note);
+    fault::point("stop-rerere-done");
+    progress.rerere(&outcome);
+
+    st.phase = Phase::Stopped {
+        paths: conflicts.iter().map(|c| c.path.clone()).collect(),
+    };
+    st.results[st.position] = Some(StepResult::Conflict {
+        paths: conflicts.iter().map(|c| c.path.clone()).collect(),
+    });
+    state::save(repo.path(), st)?;
+    fault::point("stop-saved");
+    Ok(outcome)
+}
+
+/// Stages each conflicted path as git leaves it (stages 1–3 in place of stage 0) and writes its worktree file (the
+/// markers, or the branch's version), then writes `repo`'s index, which the stop's checkout updated.
+fn write_conflicts(repo: &Repository, conflicts: &[Conflict]) -> Result<(), Error> {
     let workdir = repo.workdir().ok_or_else(|| Error::BareRepository {
         path: repo.path().to_path_buf(),
     })?;
@@ -845,26 +935,7 @@ pub fn stop_at_conflict(
         }
     }
     index.write().context_git(|| "writing the index")?;
-    fault::point("stop-index-written");
-    progress.checkpoint(Checkpoint::WorktreeUpdated);
-    set_branch(repo, st, st.tip, "bport apply: stopped at a conflict")?;
-    fault::point("stop-branch-moved");
-    st.anchor = st.tip;
-
-    let outcome = rerere_step(repo, st)?;
-    drop(note);
-    fault::point("stop-rerere-done");
-    progress.rerere(&outcome);
-
-    st.phase = Phase::Stopped {
-        paths: conflicts.iter().map(|c| c.path.clone()).collect(),
-    };
-    st.results[st.position] = Some(StepResult::Conflict {
-        paths: conflicts.iter().map(|c| c.path.clone()).collect(),
-    });
-    state::save(repo.path(), st)?;
-    fault::point("stop-saved");
-    Ok(outcome)
+    Ok(())
 }
 
 /// Records preimages and replays recorded resolutions for the conflicts just written (git's `rerere()` after a
@@ -972,7 +1043,10 @@ fn staged_and_strays(
     head_tree: Option<&git2::Tree<'_>>,
     index: &git2::Index,
     target_tree: &git2::Tree<'_>,
-) -> Result<(Vec<String>, Vec<String>), Error> {
+) -> Result<StagedAndStrays, Error> {
+    if let Some(found) = staged_and_strays_in_memory(repo, head_tree, index, target_tree)? {
+        return Ok(found);
+    }
     let mut strays = Vec::new();
     // Only paths the index has and HEAD's tree lacks can be strays: found by one diff, not by looking every
     // entry up from the root (libgit2 does not cache a tree over 4 KiB, so each lookup inflated the root tree
@@ -1001,6 +1075,65 @@ fn staged_and_strays(
         }
     }
     Ok((staged_paths, strays))
+}
+
+/// The paths the index changes against HEAD, and the strays among them (see [`staged_and_strays`]).
+type StagedAndStrays = (Vec<String>, Vec<String>);
+
+/// [`staged_and_strays`] from [`git::index_changes`], which reads HEAD's trees only where the index's differ (libgit2's
+/// tree-to-index diff reads all of them: a tenth of a `--skip` on git.git); `None` where that comparison is not
+/// libgit2's: no HEAD, `core.ignorecase` (libgit2 folds case, the comparison is byte-exact), a submodule among the
+/// conflict stages, or an index [`git::index_changes`] leaves to libgit2.
+fn staged_and_strays_in_memory(
+    repo: &Repository,
+    head_tree: Option<&git2::Tree<'_>>,
+    index: &git2::Index,
+    target_tree: &git2::Tree<'_>,
+) -> Result<Option<StagedAndStrays>, Error> {
+    let Some(head_tree) = head_tree else {
+        return Ok(None);
+    };
+    let config = repo.config().context_git(|| "reading the git config")?;
+    if config.get_bool("core.ignorecase").unwrap_or(false)
+        || index
+            .iter()
+            .any(|e| (e.flags >> 12) & 3 != 0 && e.mode == pick::GITLINK)
+    {
+        return Ok(None);
+    }
+    let odb = repo.odb().context_git(|| "opening the object database")?;
+    let Some(changes) = git::index_changes(&odb, index, head_tree.id())? else {
+        return Ok(None);
+    };
+    let in_trees = |path: &str| {
+        let path = Path::new(path);
+        target_tree.get_path(path).is_ok() || head_tree.get_path(path).is_ok()
+    };
+    let gitlink = |side: Option<pick::Side>| side.is_some_and(|s| s.mode == pick::GITLINK);
+    let mut staged_paths = Vec::new();
+    let mut strays = Vec::new();
+    for c in &changes.staged {
+        // An unmerged path is missing from the stage-0 tree; libgit2 lists it once, as conflicted (below).
+        if changes.unmerged.contains(&c.path) {
+            continue;
+        }
+        if !(gitlink(c.old) || gitlink(c.new)) {
+            staged_paths.push(c.path.clone());
+        }
+        if c.old.is_none() && !in_trees(&c.path) {
+            strays.push(c.path.clone());
+        }
+    }
+    for path in changes.unmerged {
+        let at_head = head_tree.get_path(Path::new(&path)).ok();
+        if at_head.is_none_or(|e| e.filemode() as u32 != pick::GITLINK) {
+            staged_paths.push(path.clone());
+        }
+        if !in_trees(&path) {
+            strays.push(path);
+        }
+    }
+    Ok(Some((staged_paths, strays)))
 }
 
 /// Only the paths the run may have written: those where HEAD or an interrupted write differ from `target_tree`,
@@ -1060,10 +1193,13 @@ fn reset_paths(
     // file since (a forced read parsed all of it again, 5% of a `--skip` on a 4,000-file tree).
     let mut index = repo.index().context_git(|| "reading the index")?;
     index.read(false).context_git(|| "reading the index")?;
+    // Written again only when an entry is still not the target's: each libgit2 write hashes the whole file with
+    // collision-detecting SHA-1 (~15 M instructions on git.git's 400 KB index, a tenth of a `--skip`).
+    let mut changed = false;
     for p in paths {
         let path = Path::new(p);
         for stage in 1..=3 {
-            let _ = index.remove(path, stage);
+            changed |= index.remove(path, stage).is_ok();
         }
         match target_tree.get_path(path) {
             Ok(e) if e.kind() != Some(git2::ObjectType::Tree) => {
@@ -1080,14 +1216,15 @@ fn reset_paths(
                     );
                     entry.flags = p.len().min(0xfff) as u16;
                     index.add(&entry).context_git(|| format!("staging {p}"))?;
+                    changed = true;
                 }
             }
-            _ => {
-                let _ = index.remove(path, 0);
-            }
+            _ => changed |= index.remove(path, 0).is_ok(),
         }
     }
-    index.write().context_git(|| "writing the index")?;
+    if changed {
+        index.write().context_git(|| "writing the index")?;
+    }
     Ok(())
 }
 
@@ -1179,8 +1316,46 @@ pub fn kind_label(kind: ConflictKind) -> &'static str {
 
 #[cfg(test)]
 mod tests {
-    use super::packs_to_absorb;
+    use super::{packs_to_absorb, Guard};
     use std::path::PathBuf;
+
+    /// The guard's shortcut: an index file of the same length ending in the same non-zero checksum is the same
+    /// file; a zero checksum (`index.skipHash`) or another length is never taken as one.
+    #[test]
+    fn the_guard_trusts_only_a_real_checksum() {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = git2::Repository::init(dir.path()).unwrap();
+        let file = repo.path().join("index");
+        let body = |fill: u8, sum: u8| -> Vec<u8> {
+            let mut b = vec![fill; 100];
+            b.extend([sum; 20]);
+            b
+        };
+        std::fs::write(&file, body(1, 7)).unwrap();
+        let guard = Guard::take(&repo).unwrap();
+        assert!(guard.same_checksum(&repo).unwrap());
+        // Other bytes, same length and checksum: taken as the same (as git and libgit2 write, a checksum names
+        // its bytes).
+        std::fs::write(&file, body(2, 7)).unwrap();
+        assert!(guard.same_checksum(&repo).unwrap());
+        std::fs::write(&file, body(1, 8)).unwrap();
+        assert!(!guard.same_checksum(&repo).unwrap());
+        let mut longer = body(1, 7);
+        longer.insert(0, 0);
+        std::fs::write(&file, longer).unwrap();
+        assert!(!guard.same_checksum(&repo).unwrap());
+        std::fs::remove_file(&file).unwrap();
+        assert!(!guard.same_checksum(&repo).unwrap());
+        // No checksum written: only the bytes can tell.
+        std::fs::write(&file, body(1, 0)).unwrap();
+        let guard = Guard::take(&repo).unwrap();
+        assert!(!guard.same_checksum(&repo).unwrap());
+        // No index at the start.
+        std::fs::remove_file(&file).unwrap();
+        let guard = Guard::take(&repo).unwrap();
+        std::fs::write(&file, body(1, 7)).unwrap();
+        assert!(!guard.same_checksum(&repo).unwrap());
+    }
 
     #[test]
     fn packs_are_absorbed_newest_first_while_they_stay_geometric() {

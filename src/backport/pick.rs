@@ -197,7 +197,6 @@ impl PickCache {
     /// the worktree to the tree a pick merges onto).
     pub fn accept_attributes(&mut self, tree: Oid) {
         self.attributes_tree = Some(tree);
-        self.attributes.forget_directories();
         self.looked_up.clear();
     }
 
@@ -1410,20 +1409,7 @@ fn path_attributes(
         if let Some(known) = cache.looked_up.get(path) {
             return Ok(known.clone());
         }
-        let odb = repo.odb().context_git(|| "opening the object database")?;
-        let (trees, tree) = (&mut cache.trees, cache.attributes_tree);
-        let attrs = cache.attributes.lookup(path, |file| {
-            let Some(tree) = tree else { return Ok(None) };
-            match trees.lookup(&odb, tree, file)? {
-                Some(side) if side.mode & 0o170000 == 0o100000 => {
-                    let object = odb
-                        .read(side.oid)
-                        .context_git(|| format!("reading {file} of the branch"))?;
-                    Ok(Some(object.data().to_vec()))
-                }
-                _ => Ok(None),
-            }
-        })?;
+        let attrs = cache.attributes.lookup(path)?;
         cache.looked_up.insert(path.to_owned(), attrs.clone());
         Ok(attrs)
     } else {

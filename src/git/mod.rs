@@ -20,7 +20,7 @@ mod tree_diff;
 mod worktree_stat;
 
 pub use atomic::{write_atomic, write_cache};
-pub use index_tree::write_index_tree;
+pub use index_tree::{index_changes, write_index_tree, IndexChanges};
 pub use pack_write::{blob_id, write_pack, write_pack_absorbing, MemoryObjects, Written};
 pub use patch_id::{
     changed_lines, changed_paths, commit_changes, has_changed_lines, patch_id_of_commit,

@@ -75,6 +75,11 @@ impl TreeStore {
         self.trees.clear();
     }
 
+    /// Holds the entries of tree `oid`, made in memory (never read from the object database).
+    pub(super) fn insert(&mut self, oid: Oid, entries: Rc<[Entry]>) {
+        self.trees.insert(oid, entries);
+    }
+
     pub(super) fn load(&mut self, odb: &Odb<'_>, oid: Oid) -> Result<Rc<[Entry]>, Error> {
         if let Some(t) = self.trees.get(&oid) {
             return Ok(t.clone());

@@ -4,8 +4,10 @@
 //! global file, then each directory's `.gitattributes` from the root down to the path's own directory, then
 //! `$GIT_DIR/info/attributes`. Within a file a later line wins. Macros (`[attr]name ...`) count only in the
 //! built-in list, the system, global and info files and the top-level `.gitattributes`, as in git. A directory's
-//! file is read from the worktree, else from the branch's tree (git's checkin direction: worktree, then index),
-//! once per run; a symbolic link is never followed (git opens attribute files with `O_NOFOLLOW`).
+//! file is read from the worktree only, once per run: merge-ort checks attributes against an index of its own
+//! that is empty unless `merge.renormalize` is set, so git's fallback to the index never finds one for a merge
+//! (a `.gitattributes` outside a sparse checkout's cone, or deleted in the worktree, does not count). A symbolic
+//! link is never followed (git opens attribute files with `O_NOFOLLOW`).
 //!
 //! A `.gitattributes` comes from whoever wrote the branch: as git does, a file over 100 MB is ignored and a line
 //! over 2,048 bytes is dropped, with a warning on stderr. Unlike git, a pattern keeps at most two `**`
@@ -91,26 +93,13 @@ impl Files {
         !self.globals.is_empty() || self.info.is_some()
     }
 
-    /// Forgets the directories' files read so far (the tree they fall back to changed).
-    pub fn forget_directories(&mut self) {
-        self.dirs.clear();
-        self.searches.clear();
-    }
-
-    /// The values of `names` for `path` (relative to the repository, `/`-separated). `in_tree` gives the content
-    /// of a `.gitattributes` (its path in the repository) the worktree does not have: a regular file in the
-    /// branch's tree, else `None`.
-    pub fn values<E>(
-        &mut self,
-        path: &str,
-        names: &[&str],
-        mut in_tree: impl FnMut(&str) -> Result<Option<Vec<u8>>, E>,
-    ) -> Result<Vec<Value>, E> {
+    /// The values of `names` for `path` (relative to the repository, `/`-separated).
+    pub fn values(&mut self, path: &str, names: &[&str]) -> Vec<Value> {
         let dir = path.rfind('/').map_or("", |i| &path[..i]);
         let search = match self.searches.get(dir) {
             Some(s) => Rc::clone(s),
             None => {
-                let s = Rc::new(self.search_for(dir, &mut in_tree)?);
+                let s = Rc::new(self.search_for(dir));
                 self.searches.insert(dir.to_owned(), Rc::clone(&s));
                 s
             }
@@ -123,8 +112,7 @@ impl Files {
             Some(false),
             &mut self.outcome,
         );
-        Ok(self
-            .outcome
+        self.outcome
             .iter_selected()
             .map(|m| match m.assignment.state {
                 StateRef::Set => Some("\u{1}true".to_owned()),
@@ -132,15 +120,11 @@ impl Files {
                 StateRef::Value(v) => Some(String::from_utf8_lossy(v.as_bstr()).into_owned()),
                 StateRef::Unspecified => None,
             })
-            .collect())
+            .collect()
     }
 
     /// The search for paths in `dir`: every list in precedence order.
-    fn search_for<E>(
-        &mut self,
-        dir: &str,
-        in_tree: &mut impl FnMut(&str) -> Result<Option<Vec<u8>>, E>,
-    ) -> Result<Search, E> {
+    fn search_for(&mut self, dir: &str) -> Search {
         let mut search = Search::default();
         let collection = &mut self.collection;
         search.add_patterns_buffer(
@@ -162,10 +146,7 @@ impl Files {
                 format!("{d}/.gitattributes")
             };
             if !self.dirs.contains_key(d) {
-                let content = match read_in_worktree(self.workdir.as_deref(), &file) {
-                    Some(found) => found,
-                    None => in_tree(&file)?.and_then(|c| within_limits(&file, c)),
-                };
+                let content = read_in_worktree(self.workdir.as_deref(), &file).flatten();
                 self.dirs.insert(d.to_owned(), content.map(Rc::from));
             }
             if let Some(Some(content)) = self.dirs.get(d) {
@@ -190,12 +171,12 @@ impl Files {
         if let Some(info) = &self.info {
             search.add_patterns_buffer(info, "info/attributes".into(), None, collection, true);
         }
-        Ok(search)
+        search
     }
 }
 
-/// A directory's `.gitattributes` in the worktree: `None` when the worktree has no regular file there
-/// (the tree is asked then); `Some(None)` when it has one that is ignored.
+/// A directory's `.gitattributes` in the worktree: `None` when the worktree has no regular file there;
+/// `Some(None)` when it has one that is ignored.
 fn read_in_worktree(workdir: Option<&Path>, file: &str) -> Option<Option<Vec<u8>>> {
     let path = workdir?.join(file);
     let meta = std::fs::symlink_metadata(&path).ok()?;
@@ -360,10 +341,8 @@ mod tests {
                 ..Files::default()
             };
             for path in ["a", "a/b", "merge/text", "\u{ff}/x"] {
-                let got = files.values(path, &["merge", "text", "eol", "binary"], |_| {
-                    Ok::<_, ()>(Some(content.clone()))
-                });
-                assert_eq!(got.map(|v| v.len()), Ok(4));
+                let got = files.values(path, &["merge", "text", "eol", "binary"]);
+                assert_eq!(got.len(), 4);
             }
         }
     }

@@ -3,9 +3,8 @@
 //! command), `conflict-marker-size`, and the end-of-line conversion of a conflicted file written to the
 //! worktree (`text`, `eol`, `crlf`, `core.autocrlf`, `core.eol`).
 //!
-//! Attributes come from the worktree's `.gitattributes` files (the branch's tree where the worktree has none),
-//! `info/attributes`, `core.attributesFile` and the system file, matched in process ([`files`]) as git's merge
-//! reads them (checkin direction). bport refuses a dirty worktree, so at a run's start these are the branch's
+//! Attributes come from the worktree's `.gitattributes` files, `info/attributes`, `core.attributesFile` and the
+//! system file, matched in process ([`files`]) as git's merge reads them. bport refuses a dirty worktree, so at a run's start these are the branch's
 //! files; a pick that changes a `.gitattributes` the run then merges under is refused rather than merged under
 //! stale attributes.
 //!
@@ -205,11 +204,6 @@ impl Attributes {
         self.files.any_outside()
     }
 
-    /// Forgets the directories' attribute files read so far: the tree they fall back to changed.
-    pub fn forget_directories(&mut self) {
-        self.files.forget_directories();
-    }
-
     /// Attributes of `path` with no attributes file in play: git's defaults under the config.
     pub fn defaults(&self) -> Result<PathAttributes, Error> {
         Ok(PathAttributes {
@@ -220,24 +214,14 @@ impl Attributes {
     }
 
     /// The values of `names` for `path`, as `git check-attr` reports them: `"\u{1}true"` for set,
-    /// `"\u{1}false"` for unset, `None` for unspecified. `in_tree` is as for [`Attributes::lookup`].
-    pub fn values(
-        &mut self,
-        path: &str,
-        names: &[&str],
-        in_tree: impl FnMut(&str) -> Result<Option<Vec<u8>>, Error>,
-    ) -> Result<Vec<Option<String>>, Error> {
-        self.files.values(path, names, in_tree)
+    /// `"\u{1}false"` for unset, `None` for unspecified.
+    pub fn values(&mut self, path: &str, names: &[&str]) -> Vec<Option<String>> {
+        self.files.values(path, names)
     }
 
-    /// Looks `path` up; refuses attributes bport cannot honour for it. `in_tree` gives a `.gitattributes` the
-    /// worktree lacks, from the branch's tree (a regular file's content, else `None`).
-    pub fn lookup(
-        &mut self,
-        path: &str,
-        in_tree: impl FnMut(&str) -> Result<Option<Vec<u8>>, Error>,
-    ) -> Result<PathAttributes, Error> {
-        let values = self.files.values(path, &NAMES, in_tree)?;
+    /// Looks `path` up; refuses attributes bport cannot honour for it.
+    pub fn lookup(&mut self, path: &str) -> Result<PathAttributes, Error> {
+        let values = self.files.values(path, &NAMES);
         let get = |name: &str| -> Option<&str> {
             NAMES
                 .iter()

@@ -511,7 +511,7 @@ fn attribute_values_are_git_check_attrs() {
             ("keep.txt", Some("x\n")),
         ],
     );
-    // Deleted from the worktree only: git reads the index's copy (as in a sparse checkout).
+    // Deleted from the worktree only: `git check-attr` reads the index's copy, a merge does not (below).
     std::fs::remove_file(t.path().join("gone/.gitattributes")).unwrap();
     std::fs::create_dir_all(t.path().join("untracked")).unwrap();
     std::fs::write(
@@ -559,7 +559,6 @@ fn attribute_values_are_git_check_attrs() {
         "f.info",
         "untracked/a.u",
         "f.gl",
-        "gone/a.g",
         "x.bin",
         "a.long",
         "a.enc",
@@ -568,7 +567,13 @@ fn attribute_values_are_git_check_attrs() {
     let want = same_as_check_attr(&t, &paths);
     // The cases are not vacuous: git itself set what the table exercises.
     assert_eq!(want[&("sub/deep/x.c".into(), "crlf".into())], "input");
-    assert_eq!(want[&("gone/a.g".into(), "merge".into())], "from-the-tree");
+    // merge-ort checks attributes against an index of its own, empty without merge.renormalize: only the
+    // worktree's files count for a merge ([`a_gitattributes_missing_from_the_worktree_does_not_apply`]).
+    let git_says = git_ok(t.path(), &["check-attr", "merge", "--", "gone/a.g"]);
+    assert_eq!(git_says, "gone/a.g: merge: from-the-tree\n");
+    let repo = git2::Repository::open(t.path()).unwrap();
+    let mut attrs = ::bport::backport::attributes::Attributes::read(&repo).unwrap();
+    assert_eq!(attrs.values("gone/a.g", &["merge"]), vec![None]);
     assert_eq!(want[&("untracked/a.u".into(), "merge".into())], "untracked");
     assert_eq!(want[&("x.m".into(), "merge".into())], "union");
 }
@@ -605,18 +610,9 @@ fn same_as_check_attr(
 
     let repo = git2::Repository::open(t.path()).unwrap();
     let mut attrs = ::bport::backport::attributes::Attributes::read(&repo).unwrap();
-    let head = repo.head().unwrap().peel_to_tree().unwrap();
     let mut differ = Vec::new();
     for &path in paths {
-        let values = attrs
-            .values(path, &NAMES, |file| {
-                Ok(head
-                    .get_path(std::path::Path::new(file))
-                    .ok()
-                    .filter(|e| e.filemode() & 0o170000 == 0o100000)
-                    .map(|e| repo.find_blob(e.id()).unwrap().content().to_vec()))
-            })
-            .unwrap();
+        let values = attrs.values(path, &NAMES);
         for (name, value) in NAMES.iter().zip(values) {
             let got = match value.as_deref() {
                 None => "unspecified".to_owned(),
@@ -657,6 +653,39 @@ fn hostile_attribute_patterns_finish() {
     assert_eq!(git_says, "p/q/r: merge: spread\n");
     let repo = git2::Repository::open(t.path()).unwrap();
     let mut attrs = ::bport::backport::attributes::Attributes::read(&repo).unwrap();
-    let values = attrs.values("p/q/r", &["merge"], |_| Ok(None)).unwrap();
+    let values = attrs.values("p/q/r", &["merge"]);
     assert_eq!(values, vec![None]);
+}
+
+/// merge-ort reads attributes from the worktree's files only: a `.gitattributes` deleted in the worktree (not
+/// staged) no longer makes a conflicting edit a union, in git as in bport.
+#[test]
+fn a_gitattributes_missing_from_the_worktree_does_not_apply() {
+    skip_unless!(has_git());
+    let t = fork(
+        &[
+            ("f.txt", Some(&lines("a"))),
+            (".gitattributes", Some("*.txt merge=union\n")),
+        ],
+        "f.txt",
+        &line5("ours"),
+        &line5("theirs"),
+        &[],
+    );
+    let g = t.copy();
+    for repo in [&t, &g] {
+        std::fs::remove_file(repo.path().join(".gitattributes")).unwrap();
+    }
+    let git = crate::support::oracle::git(g.path())
+        .args(["cherry-pick", "upstream"])
+        .output()
+        .unwrap();
+    assert_eq!(git.status.code(), Some(1), "git stops on the conflict");
+    let (_d, list) = list_file(&t.list("upstream~1..upstream"));
+    let out = bport::run(t.path(), &["apply", list.to_str().unwrap()]);
+    assert_eq!(out.code, Some(1), "{}", out.transcript());
+    let (ours, theirs) = (t.snapshot(), g.snapshot());
+    assert_eq!(ours.index, theirs.index);
+    assert_eq!(ours.files, theirs.files);
+    assert!(t.read("f.txt").contains("<<<<<<<"));
 }

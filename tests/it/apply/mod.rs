@@ -14,6 +14,7 @@ mod prompt;
 mod real_histories;
 mod recovery;
 mod renames;
+mod resume_index;
 mod safety;
 mod skip_rules;
 mod sparse;
