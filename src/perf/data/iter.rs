@@ -38,14 +38,6 @@ impl Ord for Queued {
     }
 }
 
-/// A record ready to be handed out: still in its slot, or held here (records that are not time-sorted).
-// Boxing the large variant would add an allocation per record, the cost this type exists to avoid.
-#[allow(clippy::large_enum_variant)]
-enum Ready<'a> {
-    Slot(usize),
-    Record(Record<'a>),
-}
-
 /// Iterator over a file's records; see [`super::PerfFile::records`]. Stops after the first framing error (yielded after
 /// every record before it). A record whose body cannot be parsed is skipped with a warning.
 pub struct Records<'a> {
@@ -55,9 +47,10 @@ pub struct Records<'a> {
     queue: BinaryHeap<Queued>,
     slots: Vec<Option<Record<'a>>>,
     free_slots: Vec<usize>,
-    /// Records to hand out, in order: queued ones stay in their slot until then (a `Record` is a few hundred
-    /// bytes, and moving each through the queue and back was the largest memcpy of `bport script`).
-    ready: VecDeque<Ready<'a>>,
+    /// The slots of the records to hand out, in order: every record stays in its slot until then (a `Record`
+    /// is a few hundred bytes; moving each through the queue and back was the largest memcpy of `bport script`,
+    /// and a queue of records grew into fresh pages at every round's flush).
+    ready: VecDeque<usize>,
     seq: u64,
     next_flush: u64,
     max_time: u64,
@@ -120,7 +113,7 @@ impl<'a> Records<'a> {
     fn flush_up_to(&mut self, limit: u64) {
         while self.queue.peek().is_some_and(|q| q.time <= limit) {
             let q = self.queue.pop().expect("peeked");
-            self.ready.push_back(Ready::Slot(q.slot));
+            self.ready.push_back(q.slot);
         }
     }
 
@@ -239,7 +232,8 @@ impl<'a> Records<'a> {
             }
         }
         if !self.sorted {
-            self.ready.push_back(Ready::Record(record));
+            let slot = self.park(record);
+            self.ready.push_back(slot);
             return;
         }
         match (h.ty, record.time()) {
@@ -247,28 +241,37 @@ impl<'a> Records<'a> {
                 self.held_from = std::mem::replace(&mut self.last_record, pos);
                 self.flush_up_to(self.next_flush);
                 self.next_flush = self.max_time;
-                self.ready.push_back(Ready::Record(record));
+                let slot = self.park(record);
+                self.ready.push_back(slot);
             }
             (ty, Some(time)) if ty < PERF_RECORD_USER_TYPE_START => {
                 self.max_time = self.max_time.max(time);
                 self.seq += 1;
-                let slot = match self.free_slots.pop() {
-                    Some(i) => {
-                        self.slots[i] = Some(record);
-                        i
-                    }
-                    None => {
-                        self.slots.push(Some(record));
-                        self.slots.len() - 1
-                    }
-                };
+                let slot = self.park(record);
                 self.queue.push(Queued {
                     time,
                     seq: self.seq,
                     slot,
                 });
             }
-            _ => self.ready.push_back(Ready::Record(record)),
+            _ => {
+                let slot = self.park(record);
+                self.ready.push_back(slot);
+            }
+        }
+    }
+
+    /// Puts `record` in a free slot and says which.
+    fn park(&mut self, record: Record<'a>) -> usize {
+        match self.free_slots.pop() {
+            Some(i) => {
+                self.slots[i] = Some(record);
+                i
+            }
+            None => {
+                self.slots.push(Some(record));
+                self.slots.len() - 1
+            }
         }
     }
 }
@@ -304,17 +307,13 @@ impl<'a> Iterator for Records<'a> {
 
     fn next(&mut self) -> Option<Self::Item> {
         loop {
-            match self.ready.pop_front() {
-                Some(Ready::Record(r)) => return Some(Ok(r)),
-                Some(Ready::Slot(slot)) => {
-                    self.free_slots.push(slot);
-                    if let Some(r) = self.slots[slot].take() {
-                        return Some(Ok(r));
-                    }
-                    // Unreachable: a slot is filled when queued and emptied only here.
-                    continue;
+            if let Some(slot) = self.ready.pop_front() {
+                self.free_slots.push(slot);
+                if let Some(r) = self.slots[slot].take() {
+                    return Some(Ok(r));
                 }
-                None => {}
+                // Unreachable: a slot is filled when parked and emptied only here.
+                continue;
             }
             if self.done {
                 self.warnings.finish();
