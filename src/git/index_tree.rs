@@ -32,17 +32,7 @@ pub fn write_index_tree(
     index: &Index,
     base: Option<Oid>,
 ) -> Result<Option<Oid>, Error> {
-    let mut entries: Vec<(Vec<u8>, u32, Oid)> = Vec::with_capacity(index.len());
-    for e in index.iter() {
-        let stage = (e.flags >> 12) & 3;
-        if stage != 0 || e.flags_extended & super::INTENT_TO_ADD != 0 || is_tree(e.mode) {
-            return Ok(None);
-        }
-        entries.push((e.path, canon_mode(e.mode), e.id));
-    }
-    entries.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-    let flat: Vec<(&[u8], u32, Oid)> = entries.iter().map(|(p, m, o)| (&p[..], *m, *o)).collect();
-    let Some(root) = build(&flat, 0) else {
+    let Some(root) = index_root(index, None) else {
         return Ok(None);
     };
     write(odb, &mut TreeStore::new(), &root, base)?;
@@ -71,24 +61,8 @@ pub fn index_changes(
     index: &Index,
     base: Oid,
 ) -> Result<Option<IndexChanges>, Error> {
-    let mut entries: Vec<(Vec<u8>, u32, Oid)> = Vec::with_capacity(index.len());
     let mut unmerged: Vec<String> = Vec::new();
-    for e in index.iter() {
-        if (e.flags >> 12) & 3 != 0 {
-            let path = String::from_utf8_lossy(&e.path).into_owned();
-            if unmerged.last() != Some(&path) {
-                unmerged.push(path);
-            }
-            continue;
-        }
-        if e.flags_extended & super::INTENT_TO_ADD != 0 || is_tree(e.mode) {
-            return Ok(None);
-        }
-        entries.push((e.path, canon_mode(e.mode), e.id));
-    }
-    entries.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-    let flat: Vec<(&[u8], u32, Oid)> = entries.iter().map(|(p, m, o)| (&p[..], *m, *o)).collect();
-    let Some(root) = build(&flat, 0) else {
+    let Some(root) = index_root(index, Some(&mut unmerged)) else {
         return Ok(None);
     };
     let mut store = TreeStore::new();
@@ -103,6 +77,30 @@ pub fn index_changes(
         staged: store.changes(odb, base, root.oid)?,
         unmerged,
     }))
+}
+
+/// The root directory of `index`'s stage-0 entries, hashed in memory. With `unmerged`, paths with conflict
+/// stages are listed there (in index order) and left out; without it, a conflict stage gives `None`, as do
+/// intent-to-add and sparse-directory entries and paths that make no tree.
+fn index_root(index: &Index, mut unmerged: Option<&mut Vec<String>>) -> Option<Dir> {
+    let mut entries: Vec<(Vec<u8>, u32, Oid)> = Vec::with_capacity(index.len());
+    for e in index.iter() {
+        if (e.flags >> 12) & 3 != 0 {
+            let list = unmerged.as_deref_mut()?;
+            let path = String::from_utf8_lossy(&e.path).into_owned();
+            if list.last() != Some(&path) {
+                list.push(path);
+            }
+            continue;
+        }
+        if e.flags_extended & super::INTENT_TO_ADD != 0 || is_tree(e.mode) {
+            return None;
+        }
+        entries.push((e.path, canon_mode(e.mode), e.id));
+    }
+    entries.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+    let flat: Vec<(&[u8], u32, Oid)> = entries.iter().map(|(p, m, o)| (&p[..], *m, *o)).collect();
+    build(&flat, 0)
 }
 
 /// The directory holding `entries`, whose paths (sorted as bytes, so each subdirectory's entries are contiguous)

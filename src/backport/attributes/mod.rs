@@ -76,8 +76,8 @@ enum AutoCrlf {
 
 mod files;
 
-/// The attributes a lookup reads, in [`files::Files::values`]'s order.
-const NAMES: [&str; 8] = [
+/// The attributes a merge reads for a path.
+pub const NAMES: [&str; 8] = [
     "filter",
     "working-tree-encoding",
     "ident",

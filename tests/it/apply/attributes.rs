@@ -5,6 +5,7 @@
 use super::*;
 use crate::support::oracle::git_ok;
 use crate::support::repo::TestRepo;
+use ::bport::backport::attributes::NAMES;
 
 /// Ten lines `tag line i`.
 fn lines(tag: &str) -> String {
@@ -577,18 +578,6 @@ fn attribute_values_are_git_check_attrs() {
     assert_eq!(want[&("untracked/a.u".into(), "merge".into())], "untracked");
     assert_eq!(want[&("x.m".into(), "merge".into())], "union");
 }
-
-/// Every attribute a merge reads.
-const NAMES: [&str; 8] = [
-    "filter",
-    "working-tree-encoding",
-    "ident",
-    "merge",
-    "conflict-marker-size",
-    "text",
-    "crlf",
-    "eol",
-];
 
 /// Asserts that bport's values of [`NAMES`] for `paths` in `t` (its HEAD and worktree) are `git check-attr`'s;
 /// returns git's, by (path, attribute).

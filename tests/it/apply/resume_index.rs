@@ -84,46 +84,43 @@ fn a_skip_and_a_continue_that_stop_again_leave_the_index_git_leaves() {
     let t = three_conflicts();
     let g = t.copy();
     let (_d, list) = list_file(&t.list("master..upstream"));
-    let first = bport::run(t.path(), &["apply", list.to_str().unwrap()]);
-    assert_eq!(first.code, Some(1), "{}", first.transcript());
-    let out = oracle::git(g.path())
-        .args(["cherry-pick", "master..upstream"])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(1));
-    same_stop(&t, &g, "the first stop");
-
-    let skip = bport::run(t.path(), &["apply", "--skip"]);
-    assert_eq!(skip.code, Some(1), "{}", skip.transcript());
-    let out = oracle::git(g.path())
-        .args(["cherry-pick", "--skip"])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(1));
-    same_stop(&t, &g, "--skip");
-
-    take_theirs(&t);
-    take_theirs(&g);
-    let cont = bport::run(t.path(), &["apply", "--continue"]);
-    assert_eq!(cont.code, Some(1), "{}", cont.transcript());
-    let out = oracle::git(g.path())
-        .args(["cherry-pick", "--continue"])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(1));
-    same_stop(&t, &g, "--continue");
+    // Both tools take one step and must end alike: bport's exit, git's, and the stop's state.
+    let step = |bport_args: &[&str], git_args: &[&str], code: i32, what: &str| {
+        let ours = bport::run(t.path(), bport_args);
+        assert_eq!(ours.code, Some(code), "{what}: {}", ours.transcript());
+        let out = oracle::git(g.path()).args(git_args).output().unwrap();
+        assert_eq!(out.status.code(), Some(code), "{what}: git");
+        same_stop(&t, &g, what);
+    };
     let tree = |r: &TestRepo| git_ok(r.path(), &["rev-parse", "HEAD^{tree}"]);
-    assert_eq!(tree(&t), tree(&g), "the committed resolution");
-
+    step(
+        &["apply", list.to_str().unwrap()],
+        &["cherry-pick", "master..upstream"],
+        1,
+        "the first stop",
+    );
+    step(
+        &["apply", "--skip"],
+        &["cherry-pick", "--skip"],
+        1,
+        "--skip",
+    );
     take_theirs(&t);
     take_theirs(&g);
-    let done = bport::run(t.path(), &["apply", "--continue"]);
-    assert_eq!(done.code, Some(0), "{}", done.transcript());
-    let out = oracle::git(g.path())
-        .args(["cherry-pick", "--continue"])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0));
-    same_stop(&t, &g, "the last --continue");
+    step(
+        &["apply", "--continue"],
+        &["cherry-pick", "--continue"],
+        1,
+        "--continue",
+    );
+    assert_eq!(tree(&t), tree(&g), "the committed resolution");
+    take_theirs(&t);
+    take_theirs(&g);
+    step(
+        &["apply", "--continue"],
+        &["cherry-pick", "--continue"],
+        0,
+        "the last --continue",
+    );
     assert_eq!(tree(&t), tree(&g), "the final tree");
 }
