@@ -362,15 +362,7 @@ impl<'a, 'm> Run<'a, 'm> {
         let mut markers = Markers::for_commit(&hex[..self.abbrev.min(40)], subject, self.style);
         let mut moved = false;
         let mut picked = loop {
-            match pick::pick(
-                self.work,
-                self.tip_tree,
-                commit,
-                st.options.mainline,
-                st.options.favor,
-                &markers,
-                &mut self.cache,
-            ) {
+            match self.pick_once(st, commit, &markers) {
                 // An earlier pick changed a `.gitattributes` this one merges under: git's sequencer would read
                 // the new one from its worktree, so the worktree and branch catch up with the picks so far (as
                 // at the end of a run) and the pick runs again. A dry run writes nothing and predicts under the
@@ -390,18 +382,28 @@ impl<'a, 'm> Run<'a, 'm> {
             let short = git::short_id(self.work, commit.id(), self.abbrev)?;
             if short.len() != self.abbrev {
                 markers = Markers::for_commit(&short, subject, self.style);
-                picked = pick::pick(
-                    self.work,
-                    self.tip_tree,
-                    commit,
-                    st.options.mainline,
-                    st.options.favor,
-                    &markers,
-                    &mut self.cache,
-                )?;
+                picked = self.pick_once(st, commit, &markers)?;
             }
         }
         Ok(picked)
+    }
+
+    /// One in-memory pick of `commit` onto the tip with conflict labels `markers`.
+    fn pick_once(
+        &mut self,
+        st: &State,
+        commit: &Commit<'_>,
+        markers: &Markers,
+    ) -> Result<pick::Picked, Error> {
+        pick::pick(
+            self.work,
+            self.tip_tree,
+            commit,
+            st.options.mainline,
+            st.options.favor,
+            markers,
+            &mut self.cache,
+        )
     }
 
     /// Writes the picks so far out (objects, worktree, index, branch) and reads the attributes they leave.

@@ -76,6 +76,13 @@ enum AutoCrlf {
 
 mod files;
 
+/// git's reading of a boolean environment variable (`git_env_bool`): false when empty, `0`, `false`, `no` or
+/// `off` (any case); true otherwise.
+fn env_bool(v: &std::ffi::OsStr) -> bool {
+    let v = v.to_string_lossy().to_ascii_lowercase();
+    !matches!(v.trim(), "" | "0" | "false" | "no" | "off")
+}
+
 /// The attributes a merge reads for a path.
 pub const NAMES: [&str; 8] = [
     "filter",
@@ -132,7 +139,7 @@ impl Attributes {
         };
         // Lowest precedence first: the system file (unless GIT_ATTR_NOSYSTEM, as in git), the global one.
         let mut outside = Vec::new();
-        if !std::env::var_os("GIT_ATTR_NOSYSTEM").is_some_and(|v| !v.is_empty() && v != "0") {
+        if !std::env::var_os("GIT_ATTR_NOSYSTEM").is_some_and(|v| env_bool(&v)) {
             outside.push(PathBuf::from(SYSTEM_FILE));
         }
         match config.get_path("core.attributesfile") {
@@ -578,6 +585,16 @@ mod tests {
         assert_eq!(a.to_worktree(CrlfAction::TextInput, b"a\n"), None);
         // `text` follows core.eol / core.autocrlf: LF on Linux by default.
         assert_eq!(a.to_worktree(CrlfAction::Text, b"a\n"), None);
+    }
+
+    #[test]
+    fn environment_booleans_read_as_git_reads_them() {
+        for off in ["", "0", "false", "No", "OFF"] {
+            assert!(!env_bool(std::ffi::OsStr::new(off)), "{off}");
+        }
+        for on in ["1", "true", "YES", "on", "2"] {
+            assert!(env_bool(std::ffi::OsStr::new(on)), "{on}");
+        }
     }
 
     #[test]
