@@ -370,6 +370,32 @@ fn addresses_past_the_last_function_resolve_as_perf_does() {
 /// PIE (or an ET_EXEC where it is linked), and one sample at each of `svmas` (addresses as the file numbers them).
 /// Which addresses are sampled is decided here, not left to where a loaded machine's timer happens to fire.
 fn samples_at(dir: &Path, exe: &Path, svmas: &[u64]) -> PathBuf {
+    let base = load_base(exe);
+    let ips: Vec<u64> = svmas.iter().map(|s| base + s).collect();
+    synthetic_samples(dir, exe, &[], &ips)
+}
+
+/// Where [`synthetic_samples`] maps `exe`: a PIE at the kernel's usual first address, an ET_EXEC where it is
+/// linked.
+pub(crate) fn load_base(exe: &Path) -> u64 {
+    use object::read::elf::FileHeader;
+    let bytes = std::fs::read(exe).unwrap();
+    let header = object::elf::FileHeader64::<object::Endianness>::parse(&*bytes).unwrap();
+    if header.e_type(header.endian().unwrap()) == object::elf::ET_DYN {
+        0x5555_5555_4000
+    } else {
+        0
+    }
+}
+
+/// A recording of one process of `exe` (mapped at [`load_base`]) that also maps each of `others` (path, start,
+/// length; files that need not exist), with one user sample at each address of `ips`, in that order.
+pub(crate) fn synthetic_samples(
+    dir: &Path,
+    exe: &Path,
+    others: &[(&str, u64, u64)],
+    ips: &[u64],
+) -> PathBuf {
     use ::bport::perf::abi::*;
     use ::bport::perf::data::{
         CommRecord, Features, Mmap2Inode, Mmap2Record, PerfEventAttr, PerfFileWriter, Record,
@@ -380,11 +406,7 @@ fn samples_at(dir: &Path, exe: &Path, svmas: &[u64]) -> PathBuf {
     let bytes = std::fs::read(exe).unwrap();
     let header = object::elf::FileHeader64::<object::Endianness>::parse(&*bytes).unwrap();
     let endian = header.endian().unwrap();
-    let base = if header.e_type(endian) == object::elf::ET_DYN {
-        0x5555_5555_4000
-    } else {
-        0
-    };
+    let base = load_base(exe);
     let attr = PerfEventAttr {
         type_: PERF_TYPE_SOFTWARE,
         size: PERF_ATTR_SIZE_VER5,
@@ -424,6 +446,7 @@ fn samples_at(dir: &Path, exe: &Path, svmas: &[u64]) -> PathBuf {
     }))
     .unwrap();
     let name = exe.to_str().unwrap().as_bytes();
+    let mut maps: Vec<(&[u8], u64, u64, u64)> = Vec::new();
     for ph in header.program_headers(endian, &*bytes).unwrap() {
         if ph.p_type(endian) != object::elf::PT_LOAD
             || ph.p_flags(endian).0 & object::elf::PF_X.0 == 0
@@ -433,13 +456,21 @@ fn samples_at(dir: &Path, exe: &Path, svmas: &[u64]) -> PathBuf {
         let (vaddr, offset) = (ph.p_vaddr(endian), ph.p_offset(endian));
         let start = vaddr & !0xfff;
         let end = (vaddr + ph.p_memsz(endian) + 0xfff) & !0xfff;
+        maps.push((name, base + start, end - start, offset & !0xfff));
+    }
+    maps.extend(
+        others
+            .iter()
+            .map(|&(f, at, len)| (f.as_bytes(), at, len, 0)),
+    );
+    for (filename, addr, len, pgoff) in maps {
         w.write_record(&Record::Mmap2(Mmap2Record {
             meta: meta(PERF_RECORD_MMAP2, PERF_RECORD_MISC_USER, 2),
             pid: PID,
             tid: PID,
-            addr: base + start,
-            len: end - start,
-            pgoff: offset & !0xfff,
+            addr,
+            len,
+            pgoff,
             inode: Mmap2Inode::Inode {
                 maj: 0,
                 min: 0,
@@ -448,15 +479,15 @@ fn samples_at(dir: &Path, exe: &Path, svmas: &[u64]) -> PathBuf {
             },
             prot: 5,
             flags: 2,
-            filename: name,
+            filename,
         }))
         .unwrap();
     }
-    for (i, svma) in svmas.iter().enumerate() {
+    for (i, ip) in ips.iter().enumerate() {
         let time = 1_000 + i as u64;
         w.write_record(&Record::Sample(SampleRecord {
             meta: meta(PERF_RECORD_SAMPLE, PERF_RECORD_MISC_USER, time),
-            ip: Some(base + svma),
+            ip: Some(*ip),
             pid: Some(PID),
             tid: Some(PID),
             time: Some(time),

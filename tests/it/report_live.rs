@@ -213,6 +213,64 @@ fn system_wide_report_of_real_programs_equals_perf_report() {
     }
 }
 
+/// perf's search of its entry tree can miss an entry that is there. Under `--sort sym` a resolved symbol is
+/// compared with an unresolved address by their DSOs' names, and two unresolved addresses by address alone, so
+/// `dash+0x100 < cc1plus+0x200` (addresses), `cc1plus < chain` and `chain < dash` (names) is a cycle: after `dash`'s
+/// address, `main` and six of `cc1plus`'s addresses, the tree's rotations put a `cc1plus` entry above `main` that
+/// sends the search for `main` the wrong way, and perf 6.1 prints `main` twice. Live system-wide recordings meet
+/// this now and then (unresolved `cc1plus` addresses beside `bash`'s and `dash`'s); placed here, it always happens.
+#[test]
+fn a_symbol_perfs_entry_search_misses_is_two_rows_as_in_perf() {
+    if !oracle::has_perf() || !oracle::require("gcc", "apt-get install gcc") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("chain.c"), "int main(void) { return 0; }\n").unwrap();
+    let exe = d.join("chain");
+    oracle::tool_ok(
+        "gcc",
+        &[
+            "-O2",
+            "-o",
+            exe.to_str().unwrap(),
+            d.join("chain.c").to_str().unwrap(),
+        ],
+        &[],
+        "",
+    );
+    let main = {
+        use object::{Object, ObjectSymbol};
+        let bytes = std::fs::read(&exe).unwrap();
+        let file = object::File::parse(&*bytes).unwrap();
+        let main = file.symbols().find(|s| s.name() == Ok("main")).unwrap();
+        crate::real_symbols::load_base(&exe) + main.address()
+    };
+    let (dash, cc1plus) = (0x7f00_0000_0000, 0x7f10_0000_0000);
+    let mut ips = vec![dash + 0x100, main];
+    ips.extend((2..8).map(|i| cc1plus + i * 0x100));
+    ips.push(main);
+    let data = crate::real_symbols::synthetic_samples(
+        d,
+        &exe,
+        &[
+            ("/nonexistent/dash", dash, 0x1000),
+            ("/nonexistent/cc1plus", cc1plus, 0x1000),
+        ],
+        &ips,
+    );
+    let data = data.to_str().unwrap();
+    let perf = oracle::perf_ok(d, &["report", "--stdio", "-i", data, "--sort", "sym"]);
+    assert_eq!(
+        perf.lines().filter(|l| l.ends_with("[.] main")).count(),
+        2,
+        "perf 6.1 was expected to print main twice:\n{perf}"
+    );
+    for args in [&["--sort", "sym"][..], &["--sort", "comm,sym"], &[]] {
+        assert_reports_equal(d, data, args);
+    }
+}
+
 /// A file whose every event is a tracepoint: perf 6.1 sorts it by `Trace output` (sort.c
 /// `get_default_sort_order`), ties by the line's bytes. perf renders an entry's line only when a comparison
 /// reaches the `trace` key and sizes the column by the lines rendered when each entry enters its output tree:

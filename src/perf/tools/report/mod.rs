@@ -19,8 +19,10 @@
 //! stacks (HEADER_BRANCH_STACK: branch mode, a row per branch-stack entry by source and target). Rows come out in
 //! the order perf's red-black trees give them: the entries are kept in a replay of its `entries_in` tree,
 //! re-inserted into its collapsed tree, then into its output tree (`rb_order`); neither comparison is a
-//! total order (unresolved addresses compare by a wrapped difference, callers by depth only within a
-//! thread), so the trees' shapes place the rows the comparisons do not.
+//! total order (unresolved addresses compare by a wrapped difference, and with each other by address but with
+//! resolved symbols by DSO name; callers by depth only within a thread), so the trees' shapes place the rows
+//! the comparisons do not, and every entry is found by searching the tree as perf searches it: a search that
+//! misses an entry makes a second one, as in perf.
 //!
 //! This file owns the public surface (options, sort keys, tables, rows, `FileModes`) and the summing of samples
 //! into entries (`report`); the rest is one concept a file: `graph` (callchain trees and their text), `group`
@@ -239,47 +241,14 @@ struct EntryKey {
     /// The frame's short DSO name under the `sym` key when `dso` is not a key of its own: perf's
     /// `sort__sym_cmp` then compares DSOs before symbols whenever one side is resolved, so one symbol name in
     /// two DSOs is two entries, and resolved symbols order by DSO first. Two unresolved addresses compare by
-    /// address alone: this is not part of their identity.
+    /// address alone.
     sym_dso: Option<Rc<str>>,
     trace: Option<Rc<str>>,
 }
 
-impl EntryKey {
-    fn identity_dso(&self) -> Option<&Rc<str>> {
-        match self.sym {
-            Some(SymKey::Addr(_)) => None,
-            _ => self.sym_dso.as_ref(),
-        }
-    }
-}
-
-impl PartialEq for EntryKey {
-    fn eq(&self, other: &Self) -> bool {
-        self.comm == other.comm
-            && self.pid == other.pid
-            && self.dso == other.dso
-            && self.sym == other.sym
-            && self.identity_dso() == other.identity_dso()
-            && self.trace == other.trace
-    }
-}
-
-impl Eq for EntryKey {}
-
-impl std::hash::Hash for EntryKey {
-    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
-        self.comm.hash(state);
-        self.pid.hash(state);
-        self.dso.hash(state);
-        self.sym.hash(state);
-        self.identity_dso().hash(state);
-        self.trace.hash(state);
-    }
-}
-
 /// A symbol as `sort__sym_cmp` tells symbols apart: by name and start (an inline node by its name and mark),
 /// or by address when unresolved; not by the `[k]`/`[.]` level.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 enum SymKey {
     Name(Rc<str>, bool, u64),
     Addr(u64),
@@ -433,16 +402,8 @@ struct Acc {
     samples: u64,
     total_period: u64,
     entries: Vec<EntryAcc>,
-    /// By what perf's sort keys compare, while that comparison is an order on the entries (so a hash finds
-    /// what perf's tree search finds); the entry keeps the texts of its first frame.
-    index: HashMap<EntryKey, usize>,
     /// perf's `hists->entries_in`: every entry, node id = entry index, in perf's shape (see `hist_cmp`).
     tree: RbTree<()>,
-    /// The least and greatest unresolved address (as i64) among the entries and the keys looked up: while
-    /// they are less than 2^63 apart, `hist_cmp` orders them and the hash is exact; after, every key is
-    /// looked up by searching `tree` as perf does (a search that can miss an equal entry: seen on live
-    /// files as a `[k]` and a `[.]` entry for one address, merged when perf collapses them).
-    addr_span: Option<(i64, i64)>,
     graphs: Graphs,
 }
 
@@ -455,28 +416,21 @@ impl Acc {
         frame: &Frame,
         kernel: bool,
     ) -> &mut EntryAcc {
-        if let Some(SymKey::Addr(a)) = key.sym {
-            let a = a as i64;
-            let (lo, hi) = self.addr_span.unwrap_or((a, a));
-            self.addr_span = Some((lo.min(a), hi.max(a)));
-        }
-        // Once the comparison is no order, a resolved symbol's search can miss too: under `--sort sym` its
-        // DSO is compared with unresolved entries' DSOs on the way down.
-        let ordered = self
-            .addr_span
-            .is_none_or(|(lo, hi)| i128::from(hi) - i128::from(lo) < 1 << 63);
         let mut trace_made = false;
-        let found = if ordered && !sort.contains(&SortKey::Trace) {
-            self.index.get(key).copied()
-        } else {
+        let found = {
             // Under the `trace` key the search's path decides which entries have their lines rendered.
+            let tracing = sort.contains(&SortKey::Trace);
             let mut path = Vec::new();
             let found = tree_find(
                 &self.tree,
                 sort,
                 |n| &self.entries[n].key,
                 key,
-                |n| path.push(n),
+                |n| {
+                    if tracing {
+                        path.push(n)
+                    }
+                },
             );
             for n in path {
                 let e = &mut self.entries[n];
@@ -515,7 +469,6 @@ impl Acc {
                     hist_cmp(sort, &entries[n].key, key) == std::cmp::Ordering::Less
                 });
                 debug_assert_eq!(id, entries.len() - 1);
-                self.index.entry(key.clone()).or_insert(id);
                 id
             }
         };
@@ -656,9 +609,7 @@ fn table_for<'t>(tables: &'t mut Vec<Acc>, info: &SampleInfo) -> &'t mut Acc {
                 samples: 0,
                 total_period: 0,
                 entries: Vec::new(),
-                index: HashMap::new(),
                 tree: RbTree::default(),
-                addr_span: None,
                 graphs: Graphs::default(),
             });
             tables.len() - 1
@@ -775,7 +726,11 @@ fn add_callers(
             f
         };
         let key = entry_key(sort, &mut s.names, info, f, kernel);
-        if s.seen.contains(&key) || !dso_wanted(options.dsos.as_deref(), f) {
+        // hist.c `iter_add_next_cumulative_entry` skips a frame equal, by `hist_entry__cmp`, to one already
+        // added for this sample (recursion).
+        if s.seen.iter().any(|k| hist_cmp(sort, k, &key).is_eq())
+            || !dso_wanted(options.dsos.as_deref(), f)
+        {
             continue;
         }
         let e = t.entry(sort, &key, info, f, kernel);
@@ -917,13 +872,7 @@ fn collapse(t: &mut Acc, sort: &[SortKey]) -> Vec<usize> {
     // Only a key with a collapse callback (`comm`, sort.c's `se_collapse`) sets `need_collapse`; without one
     // perf prints from `entries_in` as it is, duplicates and all.
     let need_collapse = sort.contains(&SortKey::Comm);
-    if !need_collapse
-        || !sort.contains(&SortKey::Trace)
-            && t.addr_span
-                .is_none_or(|(lo, hi)| i128::from(hi) - i128::from(lo) < 1 << 63)
-    {
-        // The comparison orders these entries: no duplicates, and both trees have one order (under the
-        // `trace` key the insertions' paths still render trace lines).
+    if !need_collapse {
         return entries_in;
     }
     let mut tree = RbTree::<()>::default();
