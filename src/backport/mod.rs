@@ -357,6 +357,10 @@ pub fn apply(
     let (head_oid, branch) = starting_point(repo)?;
     let started = std::time::Instant::now();
     let resolved = list.resolve(repo, opts.pick.mainline)?;
+    // Each commit reads the committer again; reading it here refuses a missing identity or an unreadable
+    // GIT_COMMITTER_DATE before the run writes anything (git dies at its first commit, that pick already merged
+    // into the index and worktree).
+    git::committer(repo)?;
     if !opts.dry_run {
         git::check_index_clean(repo)?;
     }

@@ -6,6 +6,7 @@
 //! reimplemented here against git's behaviour and tested against the real `git` in `tests/it/`.
 
 mod atomic;
+mod date;
 pub mod fault;
 mod index_tree;
 mod pack_absorb;
@@ -91,6 +92,14 @@ pub enum Error {
         /// What libgit2 said.
         #[source]
         source: git2::Error,
+    },
+    /// `GIT_COMMITTER_DATE` holds a date git cannot read (git dies with "invalid date format" at its first commit).
+    #[error("invalid date format in {variable}: {value:?}")]
+    InvalidDate {
+        /// The environment variable.
+        variable: &'static str,
+        /// Its value.
+        value: String,
     },
     /// Reading or writing a file in the git directory failed.
     #[error("{}", path.display())]

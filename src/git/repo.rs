@@ -195,30 +195,19 @@ pub fn committer(repo: &Repository) -> Result<Signature<'static>, Error> {
             source: git2::Error::from_str("user.name or user.email is not set"),
         });
     };
-    let sig = match env("GIT_COMMITTER_DATE").and_then(|d| parse_raw_date(&d)) {
-        Some(time) => Signature::new(&name, &email, &time),
+    let sig = match env("GIT_COMMITTER_DATE") {
+        Some(value) => match super::date::parse(&value) {
+            Some(time) => Signature::new(&name, &email, &time),
+            None => {
+                return Err(Error::InvalidDate {
+                    variable: "GIT_COMMITTER_DATE",
+                    value,
+                })
+            }
+        },
         None => Signature::now(&name, &email),
     };
     sig.map_err(|source| Error::NoIdentity { source })
-}
-
-/// Parses git's raw date form `[@]<seconds> <+-hhmm>`; other forms fall back to the current time.
-fn parse_raw_date(s: &str) -> Option<git2::Time> {
-    let mut parts = s.trim().trim_start_matches('@').split_whitespace();
-    let secs: i64 = parts.next()?.parse().ok()?;
-    let tz = parts.next().unwrap_or("+0000");
-    // ASCII only, so that the byte slices below cannot split a character of a malformed value.
-    if parts.next().is_some() || tz.len() != 5 || !tz.is_ascii() {
-        return None;
-    }
-    let sign = match &tz[..1] {
-        "+" => 1,
-        "-" => -1,
-        _ => return None,
-    };
-    let hh: i32 = tz[1..3].parse().ok()?;
-    let mm: i32 = tz[3..5].parse().ok()?;
-    Some(git2::Time::new(secs, sign * (hh * 60 + mm)))
 }
 
 /// The subject as git's `%s` prints it: the first paragraph, lines joined by a space, trailing blanks dropped.
@@ -358,14 +347,5 @@ mod tests {
         assert_eq!(commit_subject("\n\nfoo  \nbar\n\nbody\n"), "foo bar");
         assert_eq!(commit_subject("only"), "only");
         assert_eq!(commit_subject("  indented\n"), "  indented");
-    }
-
-    #[test]
-    fn raw_dates_parse() {
-        let t = parse_raw_date("1700000000 +0130").unwrap();
-        assert_eq!((t.seconds(), t.offset_minutes()), (1700000000, 90));
-        let t = parse_raw_date("@5 -0800").unwrap();
-        assert_eq!((t.seconds(), t.offset_minutes()), (5, -480));
-        assert!(parse_raw_date("yesterday").is_none());
     }
 }

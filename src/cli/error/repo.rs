@@ -69,6 +69,10 @@ fn error_kind_git(e: &git::Error) -> (Kind, Option<String>) {
             Some(format!("finish it with `git {operation} --continue` or drop it with `git {operation} --abort` first")),
         ),
         git::Error::NoIdentity { .. } => (Kind::Environment, Some("git config user.name 'Your Name'; git config user.email you@example.com".into())),
+        git::Error::InvalidDate { variable, .. } => (
+            Kind::User,
+            Some(format!("set {variable} to a date git reads (e.g. \"2026-01-01T00:00:00Z\", \"@1767225600 +0000\", an RFC 2822 date) or unset it, then run the command again")),
+        ),
         git::Error::Io { .. } => (Kind::Environment, Some("check the free space and write permission of the repository's .git directory".into())),
         git::Error::LocalChanges { .. } => (
             Kind::User,

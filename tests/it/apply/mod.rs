@@ -3,6 +3,7 @@
 //! here; the conflict scenarios shared with rerere/ in support/scenario.rs. The tests are grouped by concern.
 
 mod attributes;
+mod committer_date;
 mod dir_renames;
 mod dirty;
 mod fast_path;

@@ -1,0 +1,110 @@
+//! `GIT_COMMITTER_DATE` in the forms git reads gives the commits `git cherry-pick` makes; a value git cannot read
+//! stops the run before it changes anything.
+
+use super::*;
+use crate::support::oracle::{git, git_ok};
+
+/// A zone with daylight saving time as a POSIX rule (no tz database needed), so that the forms without a zone,
+/// which git reads in the local zone, give an offset that is neither UTC nor the same all year.
+const TZ: &str = "EST5EDT,M3.2.0,M11.1.0";
+
+/// For each form, `bport apply` of two commits and `git cherry-pick` of the same two from the same start end on
+/// the same commit: same committer date and zone, so the same ids.
+#[test]
+fn every_date_form_gives_the_commits_git_cherry_pick_makes() {
+    skip_unless!(has_git());
+    for value in [
+        "1767225600 +0130",
+        "@1767225600 -0800",
+        "@5 +0000",
+        "1767225600",
+        "@1767225600",
+        "2026-01-01T10:00:00Z",
+        "2026-01-01 10:00:00Z",
+        "2026-01-01T10:00:00+05:30",
+        "2026-01-01 10:00:00 -0800",
+        "2026-01-01T10:00:00+0200",
+        "2026-01-01T10:00:00-05",
+        "2026-01-01T10:00:00.250+02:00",
+        "2026-01-01T10:00:00",
+        "2026-07-01 10:00:00",
+        "2026-01-01 10:00",
+        "20260101T100000",
+        "2026.01.01 10:00:00 +0100",
+        "Thu, 01 Jan 2026 10:00:00 +0200",
+        "Thu, 1 Jan 2026 10:00:00 GMT",
+        "Thu, 01 Jan 2026 10:00:00",
+        "Thu Jan 1 10:00:00 2026 +0100",
+    ] {
+        let t = four_fixes();
+        let g = t.copy();
+        let out = git(g.path())
+            .args(["cherry-pick", "upstream~2..upstream"])
+            .env("GIT_COMMITTER_DATE", value)
+            .env("TZ", TZ)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "git cherry-pick with {value:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+
+        let (_d, list) = list_file(&t.list("upstream~2..upstream"));
+        let out = bport::bport(t.path())
+            .args(["apply", list.to_str().unwrap()])
+            .env("GIT_COMMITTER_DATE", value)
+            .env("TZ", TZ)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "bport apply with {value:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let fmt = "--format=%H %cI";
+        assert_eq!(
+            git_ok(t.path(), &["log", fmt, "vendor~2..vendor"]),
+            git_ok(g.path(), &["log", fmt, "vendor~2..vendor"]),
+            "GIT_COMMITTER_DATE={value:?}"
+        );
+    }
+}
+
+/// A value git dies on ("fatal: invalid date format", after merging the first pick into the index): bport exits
+/// with the usage error, names the variable, and HEAD, index, worktree and refs are as they were, with no run
+/// left to finish.
+#[test]
+fn an_unreadable_date_stops_before_anything_changes() {
+    skip_unless!(has_git());
+    for value in ["garbage", "yesterday", "2026-01-01", "@-5 +0000"] {
+        let t = four_fixes();
+        let g = t.copy();
+        let out = git(g.path())
+            .args(["cherry-pick", "upstream~2..upstream"])
+            .env("GIT_COMMITTER_DATE", value)
+            .output()
+            .unwrap();
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("invalid date format"),
+            "git refuses {value:?} too: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+
+        let before = t.snapshot();
+        let (_d, list) = list_file(&t.list("upstream~2..upstream"));
+        let out = bport::bport(t.path())
+            .args(["apply", list.to_str().unwrap()])
+            .env("GIT_COMMITTER_DATE", value)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{value:?}: {stderr}");
+        assert!(
+            stderr.contains("GIT_COMMITTER_DATE") && stderr.contains(value),
+            "{stderr}"
+        );
+        assert_eq!(t.snapshot(), before, "{value:?}");
+        assert!(!t.path().join(".git/bport/state.json").exists());
+    }
+}
