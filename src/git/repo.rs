@@ -195,13 +195,15 @@ pub fn committer(repo: &Repository) -> Result<Signature<'static>, Error> {
             source: git2::Error::from_str("user.name or user.email is not set"),
         });
     };
-    let sig = match env("GIT_COMMITTER_DATE") {
-        Some(value) => match super::date::parse(&value) {
+    // Not UTF-8 is no date git reads either: refused, not taken as unset.
+    let date = std::env::var_os("GIT_COMMITTER_DATE").filter(|v| !v.is_empty());
+    let sig = match date {
+        Some(value) => match value.to_str().and_then(super::date::parse) {
             Some(time) => Signature::new(&name, &email, &time),
             None => {
                 return Err(Error::InvalidDate {
                     variable: "GIT_COMMITTER_DATE",
-                    value,
+                    value: value.to_string_lossy().into_owned(),
                 })
             }
         },

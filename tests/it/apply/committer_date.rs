@@ -3,6 +3,8 @@
 
 use super::*;
 use crate::support::oracle::{git, git_ok};
+use std::ffi::OsStr;
+use std::os::unix::ffi::OsStrExt;
 
 /// A zone with daylight saving time as a POSIX rule (no tz database needed), so that the forms without a zone,
 /// which git reads in the local zone, give an offset that is neither UTC nor the same all year.
@@ -35,6 +37,8 @@ fn every_date_form_gives_the_commits_git_cherry_pick_makes() {
         "Thu, 1 Jan 2026 10:00:00 GMT",
         "Thu, 01 Jan 2026 10:00:00",
         "Thu Jan 1 10:00:00 2026 +0100",
+        "Thu Jan 01 2026 10:00:00 +0100",
+        "Thu Jan 1 10:00:00 2026",
     ] {
         let t = four_fixes();
         let g = t.copy();
@@ -77,7 +81,12 @@ fn every_date_form_gives_the_commits_git_cherry_pick_makes() {
 #[test]
 fn an_unreadable_date_stops_before_anything_changes() {
     skip_unless!(has_git());
-    for value in ["garbage", "yesterday", "2026-01-01", "@-5 +0000"] {
+    let not_utf8 = OsStr::from_bytes(b"\xff");
+    for value in ["garbage", "yesterday", "2026-01-01", "@-5 +0000"]
+        .map(OsStr::new)
+        .into_iter()
+        .chain([not_utf8])
+    {
         let t = four_fixes();
         let g = t.copy();
         let out = git(g.path())
@@ -101,7 +110,7 @@ fn an_unreadable_date_stops_before_anything_changes() {
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{value:?}: {stderr}");
         assert!(
-            stderr.contains("GIT_COMMITTER_DATE") && stderr.contains(value),
+            stderr.contains("GIT_COMMITTER_DATE") && stderr.contains(&*value.to_string_lossy()),
             "{stderr}"
         );
         assert_eq!(t.snapshot(), before, "{value:?}");
