@@ -39,6 +39,8 @@ fn every_date_form_gives_the_commits_git_cherry_pick_makes() {
         "Thu Jan 1 10:00:00 2026 +0100",
         "Thu Jan 01 2026 10:00:00 +0100",
         "Thu Jan 1 10:00:00 2026",
+        "2026-01-01 10:00:00 UTC",
+        "Sun Nov 29 11:12:27 UTC 2026",
     ] {
         let t = four_fixes();
         let g = t.copy();
@@ -82,10 +84,16 @@ fn every_date_form_gives_the_commits_git_cherry_pick_makes() {
 fn an_unreadable_date_stops_before_anything_changes() {
     skip_unless!(has_git());
     let not_utf8 = OsStr::from_bytes(b"\xff");
-    for value in ["garbage", "yesterday", "2026-01-01", "@-5 +0000"]
-        .map(OsStr::new)
-        .into_iter()
-        .chain([not_utf8])
+    for value in [
+        "garbage",
+        "yesterday",
+        "2026-01-01",
+        "@-5 +0000",
+        "2100-01-01T00:00:00Z",
+    ]
+    .map(OsStr::new)
+    .into_iter()
+    .chain([not_utf8])
     {
         let t = four_fixes();
         let g = t.copy();
