@@ -725,6 +725,8 @@ fn continue_stopped(
         .and_then(|c| c.tree())
         .context_git(|| format!("reading {head}"))?;
     let tree = staged_tree(repo, &mut index, &head_tree, st)?;
+    // Before the resolutions are recorded: a --continue refused for the committer records nothing.
+    let committer = git::committer(repo)?;
     record_resolutions(repo, progress)?;
     let parent = repo
         .find_commit(st.tip)
@@ -732,7 +734,6 @@ fn continue_stopped(
     let result = if tree == parent.tree_id() {
         StepResult::Empty
     } else {
-        let committer = git::committer(repo)?;
         let sob = format!(
             "Signed-off-by: {} <{}>",
             committer.name().unwrap_or_default(),

@@ -125,3 +125,46 @@ fn an_unreadable_date_stops_before_anything_changes() {
         assert!(!t.path().join(".git/bport/state.json").exists());
     }
 }
+
+/// `--continue` at a stop with a value git cannot read: refused with the usage error before the resolution is
+/// recorded or committed; the stop stays as it was, and `--continue` with a readable date then records and commits
+/// it.
+#[test]
+fn an_unreadable_date_refuses_continue_before_recording_anything() {
+    skip_unless!(has_git());
+    let (t, _d, list) = scenario::foo_bar().with_list();
+    let stop = bport::run(t.path(), &["apply", list.to_str().unwrap()]);
+    assert_eq!(stop.code, Some(1), "{}", stop.transcript());
+    let resolved =
+        crate::support::repo::README.replace("WHAT IS LINUX?\n", "WHAT IS LINUX?\nfoo\nbar\n");
+    std::fs::write(t.path().join("README"), &resolved).unwrap();
+    git_ok(t.path(), &["add", "README"]);
+    let state = std::fs::read(t.path().join(".git/bport/state.json")).unwrap();
+    let before = t.snapshot();
+
+    let out = bport::bport(t.path())
+        .args(["apply", "--continue"])
+        .env("GIT_COMMITTER_DATE", "next tuesday")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("GIT_COMMITTER_DATE") && !stderr.contains("Recorded resolution"),
+        "{stderr}"
+    );
+    assert_eq!(t.snapshot(), before);
+    assert_eq!(
+        std::fs::read(t.path().join(".git/bport/state.json")).unwrap(),
+        state
+    );
+
+    let cont = bport::run(t.path(), &["apply", "--continue"]);
+    assert_eq!(cont.code, Some(0), "{}", cont.transcript());
+    assert!(
+        cont.stderr
+            .starts_with("Recorded resolution for 'README'.\n"),
+        "{}",
+        cont.stderr
+    );
+}
