@@ -232,8 +232,8 @@ mod tests {
         }
     }
 
-    /// Refused by git, or read by git differently from gitoxide in a way this module does not reproduce (the
-    /// three before the last two: `UT` and `A` are no zone to git, which then uses the local zone; `UTC +0200` is +0200 to git).
+    /// Refused by git, or read by git in a way this module does not reproduce: `UT` and `A` are no zone to git,
+    /// which then takes the local one, and `UTC +0200` is +0200 to git.
     #[test]
     fn forms_git_refuses_are_refused() {
         for value in [
