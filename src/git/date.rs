@@ -8,7 +8,7 @@
 //!   form `@<seconds> <+-hhmm>`, exactly, never negative;
 //! - apart from that stamp, git reads only dates from 1970 to 2099, both as written and in UTC;
 //! - no zone given (`2026-01-01T10:00:00`, a bare epoch): git takes the local zone at that time (its `mktime` under
-//!   `TZ`), gitoxide UTC; a zone word git does not know (`UT`, military letters but `Z`) is no zone to git;
+//!   `TZ`), gitoxide UTC; a local time the clock skips or repeats is refused; a zone word git does not know (`UT`, military letters but `Z`) is no zone to git;
 //! - the words `UTC` and `GMT`: git reads them anywhere, gitoxide only at the end of RFC 2822.
 //!
 //! Forms only git reads (other zone names such as `CET`, `12/31/2025`, `PM`, out-of-range fields it rolls over) are
@@ -16,7 +16,7 @@
 
 use std::borrow::Cow;
 
-use gix_date::Time;
+use gix_date::{Time, Zoned};
 
 /// 2100-01-01T00:00:00Z: git's `tm_to_time_t` stops at the end of 2099.
 const END_OF_2099: i64 = 4_102_444_800;
@@ -172,25 +172,18 @@ fn without_fraction(value: &str) -> Cow<'_, str> {
     value.into()
 }
 
-/// The local zone's offset at the wall-clock time `wall` (seconds as if it were UTC), as git's `parse_date_basic`
-/// finds it: `mktime` of that time with DST left to the C library, under `TZ`.
-// `time_t` is 64 bits here but 32 bits on some targets.
-#[allow(clippy::useless_conversion)]
+/// The offset git's `parse_date_basic` gives the wall-clock time `wall` (seconds as if it were UTC) in the local
+/// zone (`TZ`): the difference between `wall` and that time read in the zone. A time the clock skips or repeats
+/// there is refused: git leaves it to the C library's `mktime`, whose choice differs between zones (glibc took
+/// the first of a repeated 01:30 in New York, the second in Lord Howe).
 fn local_offset_minutes(wall: i64) -> Option<i32> {
-    let t: libc::time_t = wall.try_into().ok()?;
-    // SAFETY: `tm` is a plain C struct that gmtime_r fills; both calls only read and write the pointers given.
-    let local = unsafe {
-        let mut tm: libc::tm = std::mem::zeroed();
-        if libc::gmtime_r(&t, &mut tm).is_null() {
-            return None;
-        }
-        tm.tm_isdst = -1;
-        libc::mktime(&mut tm)
-    };
-    if local == -1 {
-        return None;
-    }
-    i32::try_from((wall - i64::from(local)) / 60).ok()
+    let civil = Time::new(wall, 0).to_zoned().ok()?.datetime();
+    let local = Zoned::now()
+        .time_zone()
+        .to_ambiguous_zoned(civil)
+        .unambiguous()
+        .ok()?;
+    i32::try_from((wall - local.timestamp().as_second()) / 60).ok()
 }
 
 #[cfg(test)]

@@ -126,6 +126,27 @@ fn an_unreadable_date_stops_before_anything_changes() {
     }
 }
 
+/// Named deviation: a local time the clock skips (02:30 on the spring day) or repeats (01:30 on the autumn day)
+/// is refused; git reads it as its C library's `mktime` decides, which differs between zones.
+#[test]
+fn a_local_time_the_clock_skips_or_repeats_is_refused() {
+    for value in ["2026-03-08T02:30:00", "2026-11-01 01:30:00"] {
+        let t = four_fixes();
+        let before = t.snapshot();
+        let (_d, list) = list_file(&t.list("upstream~2..upstream"));
+        let out = bport::bport(t.path())
+            .args(["apply", list.to_str().unwrap()])
+            .env("GIT_COMMITTER_DATE", value)
+            .env("TZ", TZ)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{value:?}: {stderr}");
+        assert!(stderr.contains("GIT_COMMITTER_DATE"), "{stderr}");
+        assert_eq!(t.snapshot(), before, "{value:?}");
+    }
+}
+
 /// `--continue` at a stop with a value git cannot read: refused with the usage error before the resolution is
 /// recorded or committed; the stop stays as it was, and `--continue` with a readable date then records and commits
 /// it.
