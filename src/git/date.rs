@@ -8,7 +8,8 @@
 //!   form `@<seconds> <+-hhmm>`, exactly, never negative;
 //! - apart from that stamp, git reads only dates from 1970 to 2099, both as written and in UTC;
 //! - no zone given (`2026-01-01T10:00:00`, a bare epoch): git takes the local zone at that time (its `mktime` under
-//!   `TZ`), gitoxide UTC; a local time the clock skips or repeats is refused; a zone word git does not know (`UT`, military letters but `Z`) is no zone to git;
+//!   `TZ`), gitoxide UTC; a local time the clock skips or repeats there is refused (see [`local_offset_minutes`]);
+//! - `UT` and the military zone letters but `Z`: UTC to gitoxide, no zone to git; refused;
 //! - the words `UTC` and `GMT`: git reads them anywhere, gitoxide only at the end of RFC 2822.
 //!
 //! Forms only git reads (other zone names such as `CET`, `12/31/2025`, `PM`, out-of-range fields it rolls over) are
