@@ -12,7 +12,7 @@ use std::collections::{BinaryHeap, HashSet, VecDeque};
 /// How many distinct unknown record types an iterator remembers (each is warned about once).
 const MAX_UNKNOWN_TYPES: usize = 4096;
 
-/// A queued record's sort key; the record itself waits in `Records::slots` (heap moves stay 24 bytes, not a
+/// A queued record's sort key; the record itself waits in `Records::waiting` (heap moves stay 24 bytes, not a
 /// whole `Record`).
 struct Queued {
     time: u64,
@@ -45,12 +45,16 @@ pub struct Records<'a> {
     pos: usize,
     sorted: bool,
     queue: BinaryHeap<Queued>,
+    /// Records handed out as soon as they are read (no time to sort by): a few at a time.
     slots: Vec<Option<Record<'a>>>,
     free_slots: Vec<usize>,
-    /// The slots of the records to hand out, in order: every record stays in its slot until then (a `Record`
-    /// is a few hundred bytes; moving each through the queue and back was the largest memcpy of `bport script`,
-    /// and a queue of records grew into fresh pages at every round's flush).
-    ready: VecDeque<usize>,
+    /// The records waiting in the time queue, as where to parse them again when their turn comes: a parsed
+    /// `Record` is ~600 bytes, and a round of a few thousand samples held parsed was a third of `bport
+    /// script`'s page faults; parsing a record twice costs less than the memory.
+    waiting: Vec<Option<Waiting<'a>>>,
+    free_waiting: Vec<usize>,
+    /// The records to hand out, in order.
+    ready: VecDeque<Slot>,
     seq: u64,
     next_flush: u64,
     max_time: u64,
@@ -83,6 +87,8 @@ impl<'a> Records<'a> {
             queue: BinaryHeap::new(),
             slots: Vec::new(),
             free_slots: Vec::new(),
+            waiting: Vec::new(),
+            free_waiting: Vec::new(),
             ready: VecDeque::new(),
             seq: 0,
             next_flush: 0,
@@ -113,7 +119,7 @@ impl<'a> Records<'a> {
     fn flush_up_to(&mut self, limit: u64) {
         while self.queue.peek().is_some_and(|q| q.time <= limit) {
             let q = self.queue.pop().expect("peeked");
-            self.ready.push_back(q.slot);
+            self.ready.push_back(Slot::Waiting(q.slot));
         }
     }
 
@@ -232,8 +238,8 @@ impl<'a> Records<'a> {
             }
         }
         if !self.sorted {
-            let slot = self.park(record);
-            self.ready.push_back(slot);
+            let slot = park(&mut self.slots, &mut self.free_slots, record);
+            self.ready.push_back(Slot::Parsed(slot));
             return;
         }
         match (h.ty, record.time()) {
@@ -241,13 +247,19 @@ impl<'a> Records<'a> {
                 self.held_from = std::mem::replace(&mut self.last_record, pos);
                 self.flush_up_to(self.next_flush);
                 self.next_flush = self.max_time;
-                let slot = self.park(record);
-                self.ready.push_back(slot);
+                let slot = park(&mut self.slots, &mut self.free_slots, record);
+                self.ready.push_back(Slot::Parsed(slot));
             }
             (ty, Some(time)) if ty < PERF_RECORD_USER_TYPE_START => {
                 self.max_time = self.max_time.max(time);
                 self.seq += 1;
-                let slot = self.park(record);
+                let waiting = Waiting {
+                    pos,
+                    ty: h.ty,
+                    misc: h.misc,
+                    body: h.body,
+                };
+                let slot = park(&mut self.waiting, &mut self.free_waiting, waiting);
                 self.queue.push(Queued {
                     time,
                     seq: self.seq,
@@ -255,23 +267,50 @@ impl<'a> Records<'a> {
                 });
             }
             _ => {
-                let slot = self.park(record);
-                self.ready.push_back(slot);
+                let slot = park(&mut self.slots, &mut self.free_slots, record);
+                self.ready.push_back(Slot::Parsed(slot));
             }
         }
     }
 
-    /// Puts `record` in a free slot and says which.
-    fn park(&mut self, record: Record<'a>) -> usize {
-        match self.free_slots.pop() {
-            Some(i) => {
-                self.slots[i] = Some(record);
-                i
-            }
-            None => {
-                self.slots.push(Some(record));
-                self.slots.len() - 1
-            }
+    /// The record `w` was parsed from, parsed again (it parsed once, so it parses the same).
+    fn parse_again<E: Endian>(&self, w: &Waiting<'a>, endian: E) -> Option<Record<'a>> {
+        let h = RawRec {
+            ty: w.ty,
+            misc: w.misc,
+            body: w.body,
+            next: 0,
+        };
+        self.file.parse_record(w.pos, &h, endian).ok()
+    }
+}
+
+/// A record in the time queue: its header, its body, and the offset `parse_record` numbers it by.
+struct Waiting<'a> {
+    pos: usize,
+    ty: u32,
+    misc: u16,
+    body: &'a [u8],
+}
+
+/// Where a record to hand out waits: parsed in `Records::slots`, or to be parsed again from
+/// `Records::waiting`.
+#[derive(Clone, Copy)]
+enum Slot {
+    Parsed(usize),
+    Waiting(usize),
+}
+
+/// Puts `item` in a free slot of `slots` and says which.
+fn park<T>(slots: &mut Vec<Option<T>>, free: &mut Vec<usize>, item: T) -> usize {
+    match free.pop() {
+        Some(i) => {
+            slots[i] = Some(item);
+            i
+        }
+        None => {
+            slots.push(Some(item));
+            slots.len() - 1
         }
     }
 }
@@ -308,11 +347,24 @@ impl<'a> Iterator for Records<'a> {
     fn next(&mut self) -> Option<Self::Item> {
         loop {
             if let Some(slot) = self.ready.pop_front() {
-                self.free_slots.push(slot);
-                if let Some(r) = self.slots[slot].take() {
+                let record = match slot {
+                    Slot::Parsed(i) => {
+                        self.free_slots.push(i);
+                        self.slots[i].take()
+                    }
+                    Slot::Waiting(i) => {
+                        self.free_waiting.push(i);
+                        self.waiting[i].take().and_then(|w| match self.file.endian {
+                            Endianness::Little => self.parse_again(&w, LittleEndian),
+                            Endianness::Big => self.parse_again(&w, BigEndian),
+                        })
+                    }
+                };
+                // `None` is unreachable: a slot is filled when parked and emptied only here, and a waiting
+                // record parsed once.
+                if let Some(r) = record {
                     return Some(Ok(r));
                 }
-                // Unreachable: a slot is filled when parked and emptied only here.
                 continue;
             }
             if self.done {

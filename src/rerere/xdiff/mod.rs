@@ -147,7 +147,6 @@ pub(crate) fn classify(a: &[&[u8]], b: &[&[u8]]) -> Classified {
 /// File 1's half of [`classify`]: a merge diffs its base against both sides, and classifies the base once
 /// (hashing every line of a big file twice costs ~10% of a real-history run). Since file 1's lines are
 /// numbered first, `with` gives exactly what `classify` would.
-#[derive(Clone)]
 pub(crate) struct BaseClasses<'d> {
     map: FxHashMap<&'d [u8], u32>,
     ids1: Vec<u32>,
@@ -182,41 +181,72 @@ impl<'d> BaseClasses<'d> {
         let BaseClasses {
             mut map,
             ids1,
-            mut count1,
-        } = self;
-        let prefix = a.iter().zip(b).take_while(|(x, y)| x == y).count();
-        let suffix = a[prefix..]
-            .iter()
-            .rev()
-            .zip(b[prefix..].iter().rev())
-            .take_while(|(x, y)| x == y)
-            .count();
-        let mut count2: Vec<u32> = vec![0; count1.len()];
-        let mut ids2 = Vec::with_capacity(b.len());
-        for &id in &ids1[..prefix] {
-            count2[id as usize] += 1;
-            ids2.push(id);
-        }
-        for line in &b[prefix..b.len() - suffix] {
-            let next = count1.len() as u32;
-            let id = *map.entry(line).or_insert(next);
-            if id == next {
-                count1.push(0);
-                count2.push(0);
-            }
-            count2[id as usize] += 1;
-            ids2.push(id);
-        }
-        for &id in &ids1[a.len() - suffix..] {
-            count2[id as usize] += 1;
-            ids2.push(id);
-        }
-        Classified {
-            ids1,
-            ids2,
             count1,
-            count2,
+        } = self;
+        second_file(ids1, count1, a, b, |line, next| {
+            *map.entry(line).or_insert(next)
+        })
+    }
+
+    /// [`Self::with`], keeping the base's classes for another file: `b`'s lines that are not in `a` are
+    /// numbered in a map of their own, in the order `with` would number them, so the ids are the same without
+    /// copying the base's map (a big file's map is most of a merge's classification).
+    pub(crate) fn with_ref(&self, a: &[&'d [u8]], b: &[&'d [u8]]) -> Classified {
+        let mut new: FxHashMap<&'d [u8], u32> = FxHashMap::default();
+        second_file(
+            self.ids1.clone(),
+            self.count1.clone(),
+            a,
+            b,
+            |line, next| match self.map.get(line) {
+                Some(&id) => id,
+                None => *new.entry(line).or_insert(next),
+            },
+        )
+    }
+}
+
+/// File 2's classes given file 1's: `class(line, next)` returns the line's class, `next` for a line not seen
+/// before (which then takes that number).
+fn second_file<'d>(
+    ids1: Vec<u32>,
+    mut count1: Vec<u32>,
+    a: &[&'d [u8]],
+    b: &[&'d [u8]],
+    mut class: impl FnMut(&'d [u8], u32) -> u32,
+) -> Classified {
+    let prefix = a.iter().zip(b).take_while(|(x, y)| x == y).count();
+    let suffix = a[prefix..]
+        .iter()
+        .rev()
+        .zip(b[prefix..].iter().rev())
+        .take_while(|(x, y)| x == y)
+        .count();
+    let mut count2: Vec<u32> = vec![0; count1.len()];
+    let mut ids2 = Vec::with_capacity(b.len());
+    for &id in &ids1[..prefix] {
+        count2[id as usize] += 1;
+        ids2.push(id);
+    }
+    for line in &b[prefix..b.len() - suffix] {
+        let next = count1.len() as u32;
+        let id = class(line, next);
+        if id == next {
+            count1.push(0);
+            count2.push(0);
         }
+        count2[id as usize] += 1;
+        ids2.push(id);
+    }
+    for &id in &ids1[a.len() - suffix..] {
+        count2[id as usize] += 1;
+        ids2.push(id);
+    }
+    Classified {
+        ids1,
+        ids2,
+        count1,
+        count2,
     }
 }
 
@@ -254,7 +284,7 @@ pub fn diff_both(
     algorithm: Algorithm,
 ) -> (Vec<Change>, Vec<Change>) {
     let base = BaseClasses::new(a, b1.len().max(b2.len()));
-    let first = base.clone().with(a, b1);
+    let first = base.with_ref(a, b1);
     let s1 = script(do_diff_classified(a, b1, first, algorithm));
     let s2 = script(do_diff_classified(a, b2, base.with(a, b2), algorithm));
     (s1, s2)
@@ -344,6 +374,22 @@ mod tests {
                     (got.ids1, got.ids2, got.count1, got.count2),
                     want,
                     "{a:?} / {b:?}"
+                );
+                // A merge's first side, classified against a base kept for the second: the same classes,
+                // and the base unchanged by it.
+                let other = split_lines(b"new\nx\nagain\n");
+                let base_classes = BaseClasses::new(&a, b.len().max(other.len()));
+                let got = base_classes.with_ref(&a, &b);
+                assert_eq!(
+                    (got.ids1, got.ids2, got.count1, got.count2),
+                    want,
+                    "with_ref: {a:?} / {b:?}"
+                );
+                let got = base_classes.with(&a, &other);
+                assert_eq!(
+                    (got.ids1, got.ids2, got.count1, got.count2),
+                    classify_every_line(&a, &other),
+                    "with after with_ref: {a:?} / {other:?}"
                 );
             }
         }
