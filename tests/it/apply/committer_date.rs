@@ -44,30 +44,31 @@ fn every_date_form_gives_the_commits_git_cherry_pick_makes() {
     ] {
         let t = four_fixes();
         let g = t.copy();
-        let out = git(g.path())
-            .args(["cherry-pick", "upstream~2..upstream"])
-            .env("GIT_COMMITTER_DATE", value)
-            .env("TZ", TZ)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "git cherry-pick with {value:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-
         let (_d, list) = list_file(&t.list("upstream~2..upstream"));
-        let out = bport::bport(t.path())
-            .args(["apply", list.to_str().unwrap()])
-            .env("GIT_COMMITTER_DATE", value)
-            .env("TZ", TZ)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "bport apply with {value:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        for (tool, mut cmd, args) in [
+            (
+                "git cherry-pick",
+                git(g.path()),
+                ["cherry-pick", "upstream~2..upstream"],
+            ),
+            (
+                "bport apply",
+                bport::bport(t.path()),
+                ["apply", list.to_str().unwrap()],
+            ),
+        ] {
+            let out = cmd
+                .args(args)
+                .env("GIT_COMMITTER_DATE", value)
+                .env("TZ", TZ)
+                .output()
+                .unwrap();
+            assert!(
+                out.status.success(),
+                "{tool} with {value:?}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
         let fmt = "--format=%H %cI";
         assert_eq!(
             git_ok(t.path(), &["log", fmt, "vendor~2..vendor"]),
