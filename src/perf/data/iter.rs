@@ -48,9 +48,7 @@ pub struct Records<'a> {
     /// Records handed out as soon as they are read (no time to sort by): a few at a time.
     slots: Vec<Option<Record<'a>>>,
     free_slots: Vec<usize>,
-    /// The records waiting in the time queue, as where to parse them again when their turn comes: a parsed
-    /// `Record` is ~600 bytes, and a round of a few thousand samples held parsed was a third of `bport
-    /// script`'s page faults; parsing a record twice costs less than the memory.
+    /// The records waiting in the time queue, unparsed until their turn comes (see `deliver`).
     waiting: Vec<Option<Waiting<'a>>>,
     free_waiting: Vec<usize>,
     /// The records to hand out, in order.
@@ -182,8 +180,51 @@ impl<'a> Records<'a> {
     }
 
     fn deliver<E: Endian>(&mut self, pos: usize, h: RawRec<'a>, endian: E) {
+        if self.sorted && h.ty != PERF_RECORD_FINISHED_ROUND {
+            // Queued by its time alone, as perf's `perf_session__queue_event` does with the timestamp
+            // `evlist__parse_sample_timestamp` reads, and parsed when its turn comes: a parsed `Record` is ~600
+            // bytes, and a round of a few thousand samples held parsed was a third of `bport script`'s page
+            // faults.
+            if let Some(time) = self.file.time_of(&h, endian) {
+                self.max_time = self.max_time.max(time);
+                self.seq += 1;
+                let waiting = Waiting {
+                    pos,
+                    time,
+                    ty: h.ty,
+                    misc: h.misc,
+                    body: h.body,
+                };
+                let slot = park(&mut self.waiting, &mut self.free_waiting, waiting);
+                self.queue.push(Queued {
+                    time,
+                    seq: self.seq,
+                    slot,
+                });
+                return;
+            }
+        }
+        let Some(record) = self.parse(pos, &h, endian) else {
+            return;
+        };
+        if !self.sorted {
+            let slot = park(&mut self.slots, &mut self.free_slots, record);
+            self.ready.push_back(Slot::Parsed(slot));
+            return;
+        }
+        if h.ty == PERF_RECORD_FINISHED_ROUND {
+            self.held_from = std::mem::replace(&mut self.last_record, pos);
+            self.flush_up_to(self.next_flush);
+            self.next_flush = self.max_time;
+        }
+        let slot = park(&mut self.slots, &mut self.free_slots, record);
+        self.ready.push_back(Slot::Parsed(slot));
+    }
+
+    /// The record at `pos`, or `None` after a warning when its body does not parse.
+    fn parse<E: Endian>(&mut self, pos: usize, h: &RawRec<'a>, endian: E) -> Option<Record<'a>> {
         let file = self.file;
-        let record = match file.parse_record(pos, &h, endian) {
+        let record = match file.parse_record(pos, h, endian) {
             Ok(r) => r,
             Err(e) => {
                 self.warnings.push_with(kind::SKIPPED, || {
@@ -211,7 +252,7 @@ impl<'a> Records<'a> {
                         ),
                     }
                 });
-                return;
+                return None;
             }
         };
         if let Record::Unknown(_) = record {
@@ -237,57 +278,14 @@ impl<'a> Records<'a> {
                 );
             }
         }
-        if !self.sorted {
-            let slot = park(&mut self.slots, &mut self.free_slots, record);
-            self.ready.push_back(Slot::Parsed(slot));
-            return;
-        }
-        match (h.ty, record.time()) {
-            (PERF_RECORD_FINISHED_ROUND, _) => {
-                self.held_from = std::mem::replace(&mut self.last_record, pos);
-                self.flush_up_to(self.next_flush);
-                self.next_flush = self.max_time;
-                let slot = park(&mut self.slots, &mut self.free_slots, record);
-                self.ready.push_back(Slot::Parsed(slot));
-            }
-            (ty, Some(time)) if ty < PERF_RECORD_USER_TYPE_START => {
-                self.max_time = self.max_time.max(time);
-                self.seq += 1;
-                let waiting = Waiting {
-                    pos,
-                    ty: h.ty,
-                    misc: h.misc,
-                    body: h.body,
-                };
-                let slot = park(&mut self.waiting, &mut self.free_waiting, waiting);
-                self.queue.push(Queued {
-                    time,
-                    seq: self.seq,
-                    slot,
-                });
-            }
-            _ => {
-                let slot = park(&mut self.slots, &mut self.free_slots, record);
-                self.ready.push_back(Slot::Parsed(slot));
-            }
-        }
-    }
-
-    /// The record `w` was parsed from, parsed again (it parsed once, so it parses the same).
-    fn parse_again<E: Endian>(&self, w: &Waiting<'a>, endian: E) -> Option<Record<'a>> {
-        let h = RawRec {
-            ty: w.ty,
-            misc: w.misc,
-            body: w.body,
-            next: 0,
-        };
-        self.file.parse_record(w.pos, &h, endian).ok()
+        Some(record)
     }
 }
 
-/// A record in the time queue: its header, its body, and the offset `parse_record` numbers it by.
+/// A record in the time queue: its header, its body, the offset `parse_record` numbers it by, and its time.
 struct Waiting<'a> {
     pos: usize,
+    time: u64,
     ty: u32,
     misc: u16,
     body: &'a [u8],
@@ -354,14 +352,23 @@ impl<'a> Iterator for Records<'a> {
                     }
                     Slot::Waiting(i) => {
                         self.free_waiting.push(i);
-                        self.waiting[i].take().and_then(|w| match self.file.endian {
-                            Endianness::Little => self.parse_again(&w, LittleEndian),
-                            Endianness::Big => self.parse_again(&w, BigEndian),
+                        self.waiting[i].take().and_then(|w| {
+                            let h = RawRec {
+                                ty: w.ty,
+                                misc: w.misc,
+                                body: w.body,
+                                next: 0,
+                            };
+                            let r = match self.file.endian {
+                                Endianness::Little => self.parse(w.pos, &h, LittleEndian),
+                                Endianness::Big => self.parse(w.pos, &h, BigEndian),
+                            };
+                            debug_assert!(r.as_ref().is_none_or(|r| r.time() == Some(w.time)));
+                            r
                         })
                     }
                 };
-                // `None` is unreachable: a slot is filled when parked and emptied only here, and a waiting
-                // record parsed once.
+                // `None`: a record whose body did not parse (warned about), skipped as it comes.
                 if let Some(r) = record {
                     return Some(Ok(r));
                 }

@@ -95,6 +95,26 @@ impl SampleLayout {
         Some((1 + after.iter().filter(|&&b| self.has(b)).count()) * 8)
     }
 
+    /// The time of a record of type `ty` (a sample, or a kernel record with a `sample_id` trailer) read alone, as
+    /// perf's `evlist__parse_sample_timestamp` reads it to queue the record; `None` where parsing the record
+    /// would give none.
+    pub(crate) fn time_of<E: Endian>(&self, ty: u32, body: &[u8], endian: E) -> Option<u64> {
+        if !self.has(PERF_SAMPLE_TIME) || ty >= PERF_RECORD_USER_TYPE_START {
+            return None;
+        }
+        let words_before = |bits: &[u64]| bits.iter().filter(|&&b| self.has(b)).count() * 8;
+        let at = if ty == PERF_RECORD_SAMPLE {
+            words_before(&[PERF_SAMPLE_IDENTIFIER, PERF_SAMPLE_IP, PERF_SAMPLE_TID])
+        } else {
+            let n = self.trailer_size();
+            if n == 0 {
+                return None;
+            }
+            body.len().checked_sub(n)? + words_before(&[PERF_SAMPLE_TID])
+        };
+        super::cursor::u64_at(body, at, endian)
+    }
+
     fn read_values_len(&self) -> Result<u64, u64> {
         let f = self.read_format;
         let per_value =

@@ -107,6 +107,15 @@ impl RecordSource {
         )
     }
 
+    /// The time `parse_record` would give `h`, read alone (samples and known kernel records with a trailer).
+    pub(super) fn time_of<E: Endian>(&self, h: &RawRec<'_>, endian: E) -> Option<u64> {
+        if h.ty != PERF_RECORD_SAMPLE && !super::records::is_known_type(h.ty) {
+            return None;
+        }
+        let layout = self.layouts.get(self.attr_index_for(h.ty, h.body)?)?;
+        layout.time_of(h.ty, h.body, endian)
+    }
+
     pub(super) fn parse_record<'a, E: Endian>(
         &'a self,
         pos: usize,
