@@ -44,6 +44,10 @@ pub struct Records<'a> {
     file: &'a RecordSource,
     pos: usize,
     sorted: bool,
+    /// The time queue in two parts: `in_order` holds the records that came no earlier than every record
+    /// queued before them (most of a file: each CPU's buffer is in time order), ascending, at O(1) a record;
+    /// `queue` the rest. Handing out takes the earlier front of the two, so the order is the one heap's.
+    in_order: VecDeque<Queued>,
     queue: BinaryHeap<Queued>,
     /// Records handed out as soon as they are read (no time to sort by): a few at a time.
     slots: Vec<Option<Record<'a>>>,
@@ -82,6 +86,7 @@ impl<'a> Records<'a> {
             file,
             pos: file.data_start,
             sorted,
+            in_order: VecDeque::new(),
             queue: BinaryHeap::new(),
             slots: Vec::new(),
             free_slots: Vec::new(),
@@ -115,9 +120,30 @@ impl<'a> Records<'a> {
     }
 
     fn flush_up_to(&mut self, limit: u64) {
-        while self.queue.peek().is_some_and(|q| q.time <= limit) {
-            let q = self.queue.pop().expect("peeked");
-            self.ready.push_back(Slot::Waiting(q.slot));
+        loop {
+            // `Queued`'s order is reversed (the heap pops its greatest): the earlier record is the greater.
+            let from_heap = match (self.in_order.front(), self.queue.peek()) {
+                (Some(a), Some(b)) => b > a,
+                (None, Some(_)) => true,
+                (Some(_), None) => false,
+                (None, None) => break,
+            };
+            let next = if from_heap {
+                self.queue.peek()
+            } else {
+                self.in_order.front()
+            };
+            if next.is_none_or(|q| q.time > limit) {
+                break;
+            }
+            let q = if from_heap {
+                self.queue.pop()
+            } else {
+                self.in_order.pop_front()
+            };
+            if let Some(q) = q {
+                self.ready.push_back(Slot::Waiting(q.slot));
+            }
         }
     }
 
@@ -186,6 +212,9 @@ impl<'a> Records<'a> {
             // bytes, and a round of a few thousand samples held parsed was a third of `bport script`'s page
             // faults.
             if let Some(time) = self.file.time_of(&h, endian) {
+                // No earlier than any record queued so far (`max_time` only grows), and later in `seq`: later
+                // than all of them.
+                let in_order = time >= self.max_time;
                 self.max_time = self.max_time.max(time);
                 self.seq += 1;
                 let waiting = Waiting {
@@ -196,11 +225,16 @@ impl<'a> Records<'a> {
                     body: h.body,
                 };
                 let slot = park(&mut self.waiting, &mut self.free_waiting, waiting);
-                self.queue.push(Queued {
+                let queued = Queued {
                     time,
                     seq: self.seq,
                     slot,
-                });
+                };
+                if in_order {
+                    self.in_order.push_back(queued);
+                } else {
+                    self.queue.push(queued);
+                }
                 return;
             }
         }
