@@ -646,7 +646,7 @@ fn records_in_and_out_of_order_come_out_sorted_with_ties_in_file_order() {
         x ^= x >> 7;
         x ^= x << 17;
         // Mostly rising by 0-3 (ties included), now and then back by up to 40.
-        t = if x % 10 == 0 {
+        t = if x.is_multiple_of(10) {
             t.saturating_sub(x % 41)
         } else {
             t + x % 4
