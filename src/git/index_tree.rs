@@ -212,6 +212,14 @@ mod tests {
         }
     }
 
+    /// A new repository (kept while the directory lives) holding the blobs `a\n`, `b\n` and `c\n`.
+    fn repo_with_three_blobs() -> (tempfile::TempDir, Repository, [Oid; 3]) {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = Repository::init(dir.path()).unwrap();
+        let blobs = ["a\n", "b\n", "c\n"].map(|s| repo.blob(s.as_bytes()).unwrap());
+        (dir, repo, blobs)
+    }
+
     /// The index's tree as libgit2 writes it, and as [`write_index_tree`] does over `base`: equal, and readable.
     fn both(repo: &Repository, index: &mut Index, base: Option<Oid>) -> Oid {
         let odb = repo.odb().unwrap();
@@ -224,10 +232,7 @@ mod tests {
 
     #[test]
     fn equals_libgit2s_tree_in_git_order_and_writes_what_the_base_lacks() {
-        let dir = tempfile::tempdir().unwrap();
-        let repo = Repository::init(dir.path()).unwrap();
-        let blob = |s: &str| repo.blob(s.as_bytes()).unwrap();
-        let (a, b, c) = (blob("a\n"), blob("b\n"), blob("c\n"));
+        let (_dir, repo, [a, b, c]) = repo_with_three_blobs();
         let mut index = Index::new().unwrap();
         // Names around `/` in byte order ('-' and '.' sort before it), a directory and a file sharing a prefix,
         // every mode git writes, and a gitlink whose commit the repository does not have.
@@ -264,10 +269,7 @@ mod tests {
     /// path HEAD has and on one it lacks.
     #[test]
     fn index_changes_are_libgit2s_diff() {
-        let dir = tempfile::tempdir().unwrap();
-        let repo = Repository::init(dir.path()).unwrap();
-        let blob = |s: &str| repo.blob(s.as_bytes()).unwrap();
-        let (a, b, c) = (blob("a\n"), blob("b\n"), blob("c\n"));
+        let (_dir, repo, [a, b, c]) = repo_with_three_blobs();
         let mut index = Index::new().unwrap();
         let head_entries = [
             ("a", 0o100644, a),

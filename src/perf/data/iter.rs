@@ -124,16 +124,14 @@ impl<'a> Records<'a> {
             // `Queued`'s order is reversed (the heap pops its greatest): the earlier record is the greater.
             let from_heap = match (self.in_order.front(), self.queue.peek()) {
                 (Some(a), Some(b)) => b > a,
-                (None, Some(_)) => true,
-                (Some(_), None) => false,
-                (None, None) => break,
+                (a, _) => a.is_none(),
             };
-            let next = if from_heap {
+            let head = if from_heap {
                 self.queue.peek()
             } else {
                 self.in_order.front()
             };
-            if next.is_none_or(|q| q.time > limit) {
+            if head.is_none_or(|q| q.time > limit) {
                 break;
             }
             let q = if from_heap {
@@ -141,9 +139,8 @@ impl<'a> Records<'a> {
             } else {
                 self.in_order.pop_front()
             };
-            if let Some(q) = q {
-                self.ready.push_back(Slot::Waiting(q.slot));
-            }
+            let Some(q) = q else { break };
+            self.ready.push_back(Slot::Waiting(q.slot));
         }
     }
 
@@ -217,13 +214,7 @@ impl<'a> Records<'a> {
                 let in_order = time >= self.max_time;
                 self.max_time = self.max_time.max(time);
                 self.seq += 1;
-                let waiting = Waiting {
-                    pos,
-                    time,
-                    ty: h.ty,
-                    misc: h.misc,
-                    body: h.body,
-                };
+                let waiting = Waiting { pos, time, h };
                 let slot = park(&mut self.waiting, &mut self.free_waiting, waiting);
                 let queued = Queued {
                     time,
@@ -316,17 +307,15 @@ impl<'a> Records<'a> {
     }
 }
 
-/// A record in the time queue: its header, its body, the offset `parse_record` numbers it by, and its time.
+/// A record in the time queue: as read, with the offset `parse_record` numbers it by and the time it was queued
+/// by.
 struct Waiting<'a> {
     pos: usize,
     time: u64,
-    ty: u32,
-    misc: u16,
-    body: &'a [u8],
+    h: RawRec<'a>,
 }
 
-/// Where a record to hand out waits: parsed in `Records::slots`, or to be parsed again from
-/// `Records::waiting`.
+/// Where a record to hand out waits: parsed in `Records::slots`, or unparsed in `Records::waiting`.
 #[derive(Clone, Copy)]
 enum Slot {
     Parsed(usize),
@@ -387,15 +376,9 @@ impl<'a> Iterator for Records<'a> {
                     Slot::Waiting(i) => {
                         self.free_waiting.push(i);
                         self.waiting[i].take().and_then(|w| {
-                            let h = RawRec {
-                                ty: w.ty,
-                                misc: w.misc,
-                                body: w.body,
-                                next: 0,
-                            };
                             let r = match self.file.endian {
-                                Endianness::Little => self.parse(w.pos, &h, LittleEndian),
-                                Endianness::Big => self.parse(w.pos, &h, BigEndian),
+                                Endianness::Little => self.parse(w.pos, &w.h, LittleEndian),
+                                Endianness::Big => self.parse(w.pos, &w.h, BigEndian),
                             };
                             debug_assert!(r.as_ref().is_none_or(|r| r.time() == Some(w.time)));
                             r

@@ -572,10 +572,8 @@ fn every_attr_size_round_trips() {
     }
 }
 
-#[test]
-fn records_come_in_time_order_across_rounds_like_perf() {
-    // Two CPUs' buffers drained per round: round 1 has t=10,30 (cpu0) and t=20 (cpu1); round 2 brings a late
-    // t=25 from cpu1 and t=40. perf flushes at the end of round 2 only what is <= round 1's max (30).
+/// A writer with one event whose samples carry IP and TIME (and a `sample_id` trailer on other records).
+fn timed_writer() -> PerfFileWriter<IoCursor<Vec<u8>>> {
     let attr = PerfEventAttr {
         sample_type: PERF_SAMPLE_IP | PERF_SAMPLE_TIME,
         flags: ATTR_FLAG_SAMPLE_ID_ALL,
@@ -584,14 +582,25 @@ fn records_come_in_time_order_across_rounds_like_perf() {
     };
     let mut w = PerfFileWriter::new(IoCursor::new(Vec::new()), WriterOptions::default()).unwrap();
     w.add_attr(&attr, &[]).unwrap();
-    let sample = |t: u64| {
-        Record::Sample(SampleRecord {
-            meta: m(PERF_RECORD_SAMPLE, 0, Some(0), SampleId::default()),
-            ip: Some(t),
-            time: Some(t),
-            ..Default::default()
-        })
-    };
+    w
+}
+
+/// A sample of [`timed_writer`]'s event at `ip` and `time`.
+fn timed_sample(ip: u64, time: u64) -> Record<'static> {
+    Record::Sample(SampleRecord {
+        meta: m(PERF_RECORD_SAMPLE, 0, Some(0), SampleId::default()),
+        ip: Some(ip),
+        time: Some(time),
+        ..Default::default()
+    })
+}
+
+#[test]
+fn records_come_in_time_order_across_rounds_like_perf() {
+    // Two CPUs' buffers drained per round: round 1 has t=10,30 (cpu0) and t=20 (cpu1); round 2 brings a late
+    // t=25 from cpu1 and t=40. perf flushes at the end of round 2 only what is <= round 1's max (30).
+    let mut w = timed_writer();
+    let sample = |t: u64| timed_sample(t, t);
     for t in [10, 30, 20] {
         w.write_record(&sample(t)).unwrap();
     }
@@ -630,14 +639,7 @@ fn records_come_in_time_order_across_rounds_like_perf() {
 /// apart from late ones) hands them out as one sort by time would, equal times in file order.
 #[test]
 fn records_in_and_out_of_order_come_out_sorted_with_ties_in_file_order() {
-    let attr = PerfEventAttr {
-        sample_type: PERF_SAMPLE_IP | PERF_SAMPLE_TIME,
-        flags: ATTR_FLAG_SAMPLE_ID_ALL,
-        size: 64,
-        ..Default::default()
-    };
-    let mut w = PerfFileWriter::new(IoCursor::new(Vec::new()), WriterOptions::default()).unwrap();
-    w.add_attr(&attr, &[]).unwrap();
+    let mut w = timed_writer();
     let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
     let mut times = Vec::new();
     let mut t = 1000u64;
@@ -654,13 +656,7 @@ fn records_in_and_out_of_order_come_out_sorted_with_ties_in_file_order() {
         times.push(t);
     }
     for (i, &t) in times.iter().enumerate() {
-        w.write_record(&Record::Sample(SampleRecord {
-            meta: m(PERF_RECORD_SAMPLE, 0, Some(0), SampleId::default()),
-            ip: Some(i as u64),
-            time: Some(t),
-            ..Default::default()
-        }))
-        .unwrap();
+        w.write_record(&timed_sample(i as u64, t)).unwrap();
     }
     let (out, _) = w.finish(&Features::default()).unwrap();
     let file = PerfFile::from_bytes(out.into_inner()).unwrap();
