@@ -54,7 +54,7 @@ struct Live {
 impl Live {
     /// Starts bport and waits until it says it is counting (the programs are attached).
     fn start(dir: &Path, args: &[&str]) -> Live {
-        let mut child = bport(dir)
+        let mut child = default_signals(&mut bport(dir))
             .args(["lock", "contention"])
             .args(args)
             .stdout(Stdio::piped())
@@ -1579,9 +1579,26 @@ fn wait_for(path: &Path, what: &str) {
 
 /// Whether perf's recorder (`perf lock record`, whose handlers `perf lock contention` shares: SIGINT, SIGTERM,
 /// SIGCHLD) ends with a finished file on `signal`: perf creates its output only after installing them.
+/// Gives `cmd` the default action of the signals the test sends, whatever this process inherited (under
+/// `nohup` SIGHUP is ignored, and an ignored signal stays ignored across exec: perf would never end).
+fn default_signals(cmd: &mut Command) -> &mut Command {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: signal(2) is async-signal-safe, as pre_exec requires.
+    unsafe {
+        cmd.pre_exec(|| {
+            for sig in [libc::SIGHUP, libc::SIGINT, libc::SIGTERM] {
+                if libc::signal(sig, libc::SIG_DFL) == libc::SIG_ERR {
+                    return Err(std::io::Error::last_os_error());
+                }
+            }
+            Ok(())
+        })
+    }
+}
+
 fn perf_finishes_on(dir: &Path, signal: &str) -> bool {
     let file = dir.join(format!("perf-{signal}.data"));
-    let mut child = Command::new("perf")
+    let mut child = default_signals(&mut Command::new("perf"))
         .args(["lock", "record", "-a", "-o"])
         .arg(&file)
         .stdout(Stdio::null())
@@ -1637,7 +1654,7 @@ fn terminating_signals_end_the_run_with_the_report_where_perf_handles_them() {
 
         // `bport record` likewise finishes its file on the signals perf record handles.
         let file = dir.path().join(format!("bport-{signal}.data"));
-        let mut rec = bport(dir.path())
+        let mut rec = default_signals(&mut bport(dir.path()))
             .args(["record", "-a", "-e", "lock:contention_begin", "-o"])
             .arg(&file)
             .stdout(Stdio::null())

@@ -259,8 +259,19 @@ impl ProgFd {
     /// Runs a raw-tracepoint program once, with no arguments, on the calling CPU (`BPF_PROG_TEST_RUN`, 5.10
     /// for raw tracepoints); returns its return value.
     pub fn test_run(&self) -> io::Result<u32> {
+        self.test_run_with(&[])
+    }
+
+    /// Runs a raw-tracepoint program once with `args` as the tracepoint's arguments, on the calling CPU and as
+    /// the calling thread (`current`); returns its return value.
+    pub fn test_run_with(&self, args: &[u64]) -> io::Result<u32> {
         let mut attr = Attr::new();
         attr.u32(0, self.raw() as u32);
+        if !args.is_empty() {
+            // ctx_size_in and ctx_in of the attr's test-run member.
+            attr.u32(40, (args.len() * 8) as u32)
+                .u64(48, args.as_ptr() as u64);
+        }
         bpf(BPF_PROG_TEST_RUN, &mut attr)?;
         Ok(u32::from_ne_bytes(
             attr.0[4..8].try_into().expect("4 bytes in range"),

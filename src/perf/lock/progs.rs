@@ -7,9 +7,10 @@
 //!  contention_begin(lock, flags)                 contention_end(lock, ret)
 //!    filters (tid/tgid/type/addr maps) ─ no → 0    slot = per-CPU slot if it holds a lock, else tstamp[tid]
 //!    slot = spin/rw lock? per-CPU slot             slot.lock != lock → 0 (not ours / nested inner lock)
-//!           else tstamp[tid] (created)             delta = now - slot.timestamp
-//!    slot busy (nested) → 0                        key = {stack id | tid | lock address}
-//!    slot = {now, lock, flags, stackid(ctx)}       stat[key] += delta (count, total, max, min)
+//!           else tstamp[tid] (created)             per-CPU slot.tid != tid → stale: clear it, try tstamp[tid]
+//!    slot busy (nested) → 0                        delta = now - slot.timestamp
+//!    slot = {now, lock, flags, stackid(ctx), tid}  key = {stack id | tid | lock address}
+//!                                                  stat[key] += delta (count, total, max, min)
 //!                                                  slot.lock = 0; delete tstamp[tid]
 //! ```
 //!
@@ -17,7 +18,10 @@
 //! their start; a spinlock taken inside a sleeping lock's slow path (an rwsem's wait_lock) then does not clobber
 //! the outer lock's per-task slot, and an occupied slot is never overwritten by a nested lock. `contention_end`
 //! has no flags, so it looks at the per-CPU slot first: while a spinning lock is contended on a CPU, no sleeping
-//! lock can end there. Options are constants in the instructions (no global-variable map to patch).
+//! lock can end there. Unlike perf, the per-CPU slot also names the task that began the wait: a spinning wait
+//! ends in the context that began it, so an end by another task on the same lock means the slot is stale (its
+//! own end was missed, see `begin`), and counting it would add a wait the filters never let in to a task they
+//! keep out. Options are constants in the instructions (no global-variable map to patch).
 
 use super::layout::Layout;
 use crate::perf::bpf::{self, Alu, Asm, Cond, Error, Helper, Insn, MapFd, Reg, Size, FP};
@@ -88,7 +92,8 @@ pub struct ProgConfig {
 pub const STAT_KEY: u32 = 16;
 /// Size of a stat value: `{u64 total, max, min; u32 count, flags}`.
 pub const STAT_VALUE: u32 = 32;
-const TSTAMP: u32 = 24;
+/// Size of a wait's slot: `{u64 timestamp; u64 lock; u32 flags; s32 stack_id; u32 tid; u32 pad}`.
+const TSTAMP: u32 = 32;
 /// A per-CPU slot older than this is stale (see `begin`).
 const STALE_NS: u64 = 1_000_000_000;
 /// Size of a task name (`TASK_COMM_LEN`).
@@ -158,7 +163,7 @@ fn lookup(a: &mut Asm, map: &MapFd, key_off: i16, miss: bpf::Label) {
 
 /// The `contention_begin` program.
 pub fn begin(maps: &Maps, config: &ProgConfig) -> Result<Vec<Insn>, Error> {
-    // Stack: fp-8 scratch key, fp-32 a zeroed tstamp value, fp-48 the task name.
+    // Stack: fp-8 scratch key, fp-40 a zeroed tstamp value (then fp-48 the task name).
     let mut a = Asm::new();
     let out = a.label();
     let sleeping = a.label();
@@ -223,6 +228,7 @@ pub fn begin(maps: &Maps, config: &ProgConfig) -> Result<Vec<Insn>, Error> {
         .mov(Reg::R8, Reg::R0)
         .ja(fill);
     a.bind(create)
+        .st_imm(Size::DW, FP, -40, 0)
         .st_imm(Size::DW, FP, -32, 0)
         .st_imm(Size::DW, FP, -24, 0)
         .st_imm(Size::DW, FP, -16, 0)
@@ -230,14 +236,16 @@ pub fn begin(maps: &Maps, config: &ProgConfig) -> Result<Vec<Insn>, Error> {
         .mov(Reg::R2, FP)
         .alu_imm(Alu::Add, Reg::R2, -8)
         .mov(Reg::R3, FP)
-        .alu_imm(Alu::Add, Reg::R3, -32)
+        .alu_imm(Alu::Add, Reg::R3, -40)
         .mov_imm(Reg::R4, bpf::NOEXIST)
         .call(Helper::MapUpdateElem)
         .jmp_imm(Cond::Ne, Reg::R0, 0, out);
     lookup(&mut a, &maps.tstamp, -8, out);
     a.mov(Reg::R8, Reg::R0);
-    // Fill the slot: timestamp, lock, flags, stack id.
+    // Fill the slot: timestamp, lock, flags, stack id, waiter.
     a.bind(fill)
+        .call(Helper::GetCurrentPidTgid)
+        .stx(Size::W, Reg::R8, 24, Reg::R0)
         .call(Helper::KtimeGetNs)
         .stx(Size::DW, Reg::R8, 0, Reg::R0)
         .ldx(Size::DW, Reg::R1, Reg::R6, 0)
@@ -296,7 +304,10 @@ pub fn end(maps: &Maps, config: &ProgConfig) -> Result<Vec<Insn>, Error> {
     if config.aggr == Aggr::Addr {
         learn_rq(&mut a, maps, &config.layout);
     }
-    a.mov_imm(Reg::R9, 0).st_imm(Size::W, FP, -16, 0);
+    a.call(Helper::GetCurrentPidTgid)
+        .stx(Size::W, FP, -8, Reg::R0)
+        .mov_imm(Reg::R9, 0)
+        .st_imm(Size::W, FP, -16, 0);
     lookup(&mut a, &maps.tstamp_cpu, -16, task);
     a.ldx(Size::DW, Reg::R1, Reg::R0, 8)
         .jmp_imm(Cond::Eq, Reg::R1, 0, task)
@@ -305,10 +316,12 @@ pub fn end(maps: &Maps, config: &ProgConfig) -> Result<Vec<Insn>, Error> {
         // stale slot would hide every sleeping lock on this CPU).
         .jmp(Cond::Ne, Reg::R1, Reg::R2, task)
         .mov(Reg::R8, Reg::R0)
-        .ja(found);
-    a.bind(task)
-        .call(Helper::GetCurrentPidTgid)
-        .stx(Size::W, FP, -8, Reg::R0);
+        .ldx(Size::W, Reg::R1, Reg::R8, 24)
+        .ldx(Size::W, Reg::R2, FP, -8)
+        .jmp(Cond::Eq, Reg::R1, Reg::R2, found)
+        // This lock, another waiter: the slot is stale, and freed so this CPU counts spinning waits again.
+        .st_imm(Size::DW, Reg::R8, 8, 0);
+    a.bind(task);
     lookup(&mut a, &maps.tstamp, -8, out);
     a.ldx(Size::DW, Reg::R1, Reg::R0, 8)
         .ldx(Size::DW, Reg::R2, Reg::R6, 0)
@@ -553,6 +566,86 @@ pub fn runqueues(out: &MapFd, runqueues_btf_id: u32, cpus: u32) -> Result<Vec<In
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn pin_to(cpu: usize) {
+        // SAFETY: a zeroed cpu_set_t is a valid empty set; the call only reads it.
+        unsafe {
+            let mut set: libc::cpu_set_t = std::mem::zeroed();
+            libc::CPU_SET(cpu, &mut set);
+            assert_eq!(
+                libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set),
+                0,
+                "pin to CPU {cpu}"
+            );
+        }
+    }
+
+    /// The waits the stat map holds, as (tid, count).
+    fn counted(maps: &Maps) -> Vec<(u32, u32)> {
+        let mut out = Vec::new();
+        let mut key = None;
+        while let Some(k) = maps.stat.next_key(key.as_deref()).unwrap() {
+            let v = maps.stat.lookup(&k).unwrap().unwrap();
+            out.push((
+                u32::from_ne_bytes(k[4..8].try_into().unwrap()),
+                u32::from_ne_bytes(v[24..28].try_into().unwrap()),
+            ));
+            key = Some(k);
+        }
+        out
+    }
+
+    #[test]
+    fn a_spinning_wait_counts_only_for_the_task_that_began_it() {
+        if !crate::test_require::require_root("bpf()") {
+            return;
+        }
+        // SAFETY: plain queries of the calling thread.
+        let (cpu, me) = unsafe { (libc::sched_getcpu(), libc::gettid()) };
+        let cpu = usize::try_from(cpu).expect("a CPU number");
+        let config = ProgConfig {
+            aggr: Aggr::Task,
+            callstack: false,
+            kernel_skip: 0,
+            max_stack: 1,
+            map_entries: 64,
+            filter_tid: true,
+            filter_tgid: false,
+            filter_type: false,
+            filter_addr: false,
+            filter_cpu: false,
+            owner: false,
+            layout: Layout::default(),
+            cpus: 1,
+        };
+        let maps = Maps::create(&config).unwrap();
+        maps.tid_filter
+            .update(&(me as u32).to_ne_bytes(), &[1])
+            .unwrap();
+        let begin = bpf::load_raw_tracepoint("b", &begin(&maps, &config).unwrap()).unwrap();
+        let end = bpf::load_raw_tracepoint("e", &end(&maps, &config).unwrap()).unwrap();
+        let spin = u64::from(LCB_F_SPIN);
+        let (lock, other_lock) = (0xffff_8880_0bad_0040_u64, 0xffff_8880_0bad_0080_u64);
+        pin_to(cpu);
+
+        // This thread's spinning wait is in the CPU's slot; another thread on the CPU ends a wait on the same
+        // lock (its begin was filtered out, so its own end was missed): not counted, for it or for anyone.
+        begin.test_run_with(&[lock, spin]).unwrap();
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                pin_to(cpu);
+                end.test_run_with(&[lock, 0]).unwrap();
+            })
+            .join()
+            .unwrap()
+        });
+        assert_eq!(counted(&maps), []);
+
+        // That end freed the stale slot: the next spinning wait here begins and is counted for this thread.
+        begin.test_run_with(&[other_lock, spin]).unwrap();
+        end.test_run_with(&[other_lock, 0]).unwrap();
+        assert_eq!(counted(&maps), [(me as u32, 1)]);
+    }
 
     #[test]
     fn every_configuration_passes_the_verifier() {
