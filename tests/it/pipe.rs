@@ -545,10 +545,12 @@ fn perf_record_to_a_pipe_into_bport_report_equals_perf_report_with_call_graphs()
     let mut theirs = perf(d);
     theirs.args(["report", "--stdio", "-i", "-"]);
     let theirs = text(&feed(theirs, &bytes), "perf report -i -");
+    // The graph's shape is sampling luck (a sample taken in a prologue branches it, indenting the leaf), its
+    // leaf line is not.
     assert!(
         theirs.contains("# Overhead  ")
             && theirs.contains("            ---")
-            && theirs.contains(&format!("\n               {LEAF}\n")),
+            && theirs.lines().any(|l| l.trim() == LEAF),
         "perf's report of the stream has no Overhead rows with a caller-order graph ending in {LEAF}:\n{theirs}"
     );
     assert_same_lines(
