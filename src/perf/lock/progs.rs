@@ -566,19 +566,7 @@ pub fn runqueues(out: &MapFd, runqueues_btf_id: u32, cpus: u32) -> Result<Vec<In
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn pin_to(cpu: usize) {
-        // SAFETY: a zeroed cpu_set_t is a valid empty set; the call only reads it.
-        unsafe {
-            let mut set: libc::cpu_set_t = std::mem::zeroed();
-            libc::CPU_SET(cpu, &mut set);
-            assert_eq!(
-                libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set),
-                0,
-                "pin to CPU {cpu}"
-            );
-        }
-    }
+    use crate::perf::sys;
 
     /// The waits the stat map holds, as (tid, count).
     fn counted(maps: &Maps) -> Vec<(u32, u32)> {
@@ -600,9 +588,7 @@ mod tests {
         if !crate::test_require::require_root("bpf()") {
             return;
         }
-        // SAFETY: plain queries of the calling thread.
-        let (cpu, me) = unsafe { (libc::sched_getcpu(), libc::gettid()) };
-        let cpu = usize::try_from(cpu).expect("a CPU number");
+        let (cpu, me) = (sys::current_cpu().unwrap(), sys::gettid());
         let config = ProgConfig {
             aggr: Aggr::Task,
             callstack: false,
@@ -619,21 +605,19 @@ mod tests {
             cpus: 1,
         };
         let maps = Maps::create(&config).unwrap();
-        maps.tid_filter
-            .update(&(me as u32).to_ne_bytes(), &[1])
-            .unwrap();
+        maps.tid_filter.update(&me.to_ne_bytes(), &[1]).unwrap();
         let begin = bpf::load_raw_tracepoint("b", &begin(&maps, &config).unwrap()).unwrap();
         let end = bpf::load_raw_tracepoint("e", &end(&maps, &config).unwrap()).unwrap();
         let spin = u64::from(LCB_F_SPIN);
         let (lock, other_lock) = (0xffff_8880_0bad_0040_u64, 0xffff_8880_0bad_0080_u64);
-        pin_to(cpu);
+        sys::pin_thread_to(cpu).unwrap();
 
         // This thread's spinning wait is in the CPU's slot; another thread on the CPU ends a wait on the same
         // lock (its begin was filtered out, so its own end was missed): not counted, for it or for anyone.
         begin.test_run_with(&[lock, spin]).unwrap();
         std::thread::scope(|s| {
             s.spawn(|| {
-                pin_to(cpu);
+                sys::pin_thread_to(cpu).unwrap();
                 end.test_run_with(&[lock, 0]).unwrap();
             })
             .join()
@@ -644,7 +628,7 @@ mod tests {
         // That end freed the stale slot: the next spinning wait here begins and is counted for this thread.
         begin.test_run_with(&[other_lock, spin]).unwrap();
         end.test_run_with(&[other_lock, 0]).unwrap();
-        assert_eq!(counted(&maps), [(me as u32, 1)]);
+        assert_eq!(counted(&maps), [(me, 1)]);
     }
 
     #[test]

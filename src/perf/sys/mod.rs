@@ -17,6 +17,8 @@ use std::io;
 
 pub use event::{perf_event_open, poll, AttrBuf, EventFd};
 pub use fs::{mount_tracefs, online_cpus, parse_cpu_list, set_pipe_size};
+#[cfg(test)]
+pub use process::{current_cpu, gettid, pin_thread_to};
 pub use process::{kill, try_wait, wait, ChildExit, Command, CommandError, PausedChild};
 pub use ring::{page_size, RingMap};
 pub use signal::stop_flag;

@@ -199,6 +199,37 @@ pub fn wait(pid: i32) -> io::Result<ChildExit> {
     }
 }
 
+/// The calling thread's id.
+#[cfg(test)]
+pub fn gettid() -> u32 {
+    // SAFETY: gettid has no memory effects and cannot fail.
+    unsafe { libc::gettid() as u32 }
+}
+
+/// The CPU the calling thread runs on now.
+#[cfg(test)]
+pub fn current_cpu() -> io::Result<usize> {
+    // SAFETY: sched_getcpu has no memory effects.
+    let cpu = unsafe { libc::sched_getcpu() };
+    usize::try_from(cpu).map_err(|_| io::Error::last_os_error())
+}
+
+/// Keeps the calling thread on `cpu` alone.
+#[cfg(test)]
+pub fn pin_thread_to(cpu: usize) -> io::Result<()> {
+    // SAFETY: a zeroed cpu_set_t is a valid empty set, CPU_SET writes inside it (it ignores a CPU beyond the
+    // set's size) and sched_setaffinity only reads it.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu, &mut set);
+        check(libc::sched_setaffinity(
+            0,
+            std::mem::size_of::<libc::cpu_set_t>(),
+            &set,
+        ))
+    }
+}
+
 /// Sends `signal` to `pid`.
 pub fn kill(pid: i32, signal: i32) -> io::Result<()> {
     // SAFETY: kill has no memory effects.
