@@ -126,8 +126,10 @@ struct PerfTree {
 /// The symbol a node of perf's tree stands for.
 #[derive(Clone, Copy, Debug)]
 enum TreeNode {
-    /// Erased.
+    /// No symbol (its start is 0).
     Gone,
+    /// An alias perf erased: the `k`th of [`Erased`]'s `.symtab` then `.dynsym` lists, which holds its start.
+    Erased(u32),
     /// An index into [`ElfInfo::symbols`].
     Table(u32),
     /// An index into [`ElfInfo::extra_symbols`].
@@ -161,12 +163,12 @@ impl PerfTree {
             .map(|n| n as usize + 1)
             .max()
             .unwrap_or(0);
-        let mut starts = vec![0u64; count];
-        let mut nodes = vec![TreeNode::Gone; count];
+        // Room for the PLT symbols' nodes too: growing it copied the table's nodes into fresh pages.
+        let mut nodes = Vec::with_capacity(count + info.plt_symbols.len());
+        nodes.resize(count, TreeNode::Gone);
         for (syms, kind) in tables {
             for (i, sym) in syms.iter().enumerate() {
                 if let Some(n) = (sym.node != NO_NODE).then_some(sym.node as usize) {
-                    starts[n] = sym.start;
                     nodes[n] = if kind == 0 {
                         TreeNode::Table(i as u32)
                     } else {
@@ -175,34 +177,38 @@ impl PerfTree {
                 }
             }
         }
-        for &(n, start) in self.erased.symtab.iter().chain(&self.erased.dynsym) {
-            starts[n as usize] = start;
+        let erased: Vec<(u32, u64)> = (self.erased.symtab.iter())
+            .chain(&self.erased.dynsym)
+            .copied()
+            .collect();
+        for (k, &(n, _)) in erased.iter().enumerate() {
+            nodes[n as usize] = TreeNode::Erased(k as u32);
         }
+        // Each node's start, from its symbol or its erased alias (no copy of them all: see `SymbolTree`).
+        let start = |n: usize| match nodes[n] {
+            TreeNode::Erased(k) => erased[k as usize].1,
+            node => info.node_symbol(node).map_or(0, |s| s.start),
+        };
         let first = (self.first_len as usize).min(count);
         let mut tree = SymbolTree::with_capacity(count + info.plt_symbols.len());
-        for &start in &starts[..first] {
-            tree.insert(start);
+        for n in 0..first {
+            tree.insert(start(n));
         }
         if self.stopped != Some(0) {
             for &(id, _) in &self.erased.symtab {
                 tree.erase(id as usize);
             }
         }
-        for &start in &starts[first..] {
-            tree.insert(start);
+        for n in first..count {
+            tree.insert(start(n));
         }
         for &(id, _) in &self.erased.dynsym {
             tree.erase(id as usize);
         }
-        drop(starts);
+        drop(erased);
         for (k, p) in info.plt_symbols.iter().enumerate() {
             tree.insert(p.start);
             nodes.push(TreeNode::Plt(k as u32));
-        }
-        for (id, n) in nodes.iter().enumerate() {
-            if let Some(sym) = info.node_symbol(*n) {
-                tree.set_end(id, sym.end);
-            }
         }
         (tree, nodes)
     }
@@ -1084,14 +1090,16 @@ impl ElfInfo {
     pub fn lookup(&self, svma: u64) -> Option<&Symbol> {
         if let Some(t) = self.tree.as_deref().filter(|t| t.covers(svma)) {
             let (tree, nodes) = t.tree.get_or_init(|| t.build(self));
-            return self.node_symbol(nodes[tree.find(svma)?]);
+            // A node without a symbol (erased, so never met) has an empty range.
+            let end = |id: usize, start: u64| self.node_symbol(nodes[id]).map_or(start, |s| s.end);
+            return self.node_symbol(nodes[tree.find(svma, end)?]);
         }
         Self::lookup_in(&self.plt_symbols, svma).or_else(|| Self::lookup_in(&self.symbols, svma))
     }
 
     fn node_symbol(&self, node: TreeNode) -> Option<&Symbol> {
         match node {
-            TreeNode::Gone => None,
+            TreeNode::Gone | TreeNode::Erased(_) => None,
             TreeNode::Table(i) => self.symbols.get(i as usize),
             TreeNode::Extra(i) => self.extra_symbols.get(i as usize),
             TreeNode::Plt(i) => self.plt_symbols.get(i as usize),
