@@ -264,11 +264,7 @@ fn adds_a_relied_line(
 }
 
 /// One commit of the upstream side: its root tree, commit time and parents.
-struct Node {
-    tree: Oid,
-    time: i64,
-    parents: Vec<Oid>,
-}
+type Node = git::CommitHeader;
 
 /// The commits the listed ones stand on that the branch did not have when the run started: every stop's
 /// candidates are among them, since the run's picks are new commits on top of the starting point. Walked once a
@@ -471,7 +467,7 @@ impl Paint<'_> {
             *have = new;
             return Ok(());
         }
-        let Some(node) = read_node(self.repo, &self.odb, oid)? else {
+        let Some(node) = git::read_commit_header(self.repo, &self.odb, oid)? else {
             // Not in the repository (a shallow clone's boundary): nothing below it is known.
             return Ok(());
         };
@@ -489,61 +485,6 @@ impl Paint<'_> {
         self.seen.insert(oid, (flags | Self::QUEUED, node));
         Ok(())
     }
-}
-
-/// The graph node of commit `oid`, read from its header; `None` when the object is missing.
-fn read_node(repo: &Repository, odb: &git2::Odb<'_>, oid: Oid) -> Result<Option<Node>, Error> {
-    let obj = match odb.read(oid) {
-        Err(e) if e.code() == git2::ErrorCode::NotFound => return Ok(None),
-        read => read.context_git(|| format!("reading {oid}"))?,
-    };
-    if obj.kind() == git2::ObjectType::Commit {
-        if let Some(node) = parse_commit_header(obj.data()) {
-            return Ok(Some(node));
-        }
-    }
-    // A header this reader does not take apart (or not a commit): libgit2's parser decides.
-    let c = repo
-        .find_commit(oid)
-        .context_git(|| format!("reading commit {oid}"))?;
-    Ok(Some(Node {
-        tree: c.tree_id(),
-        time: c.time().seconds(),
-        parents: c.parent_ids().collect(),
-    }))
-}
-
-/// The tree, parents and committer time of a commit object's header (the lines before the first empty one).
-fn parse_commit_header(data: &[u8]) -> Option<Node> {
-    let hex = |h: &[u8]| {
-        (h.len() == 40)
-            .then(|| {
-                std::str::from_utf8(h)
-                    .ok()
-                    .and_then(|h| Oid::from_str(h).ok())
-            })
-            .flatten()
-    };
-    let (mut tree, mut parents, mut time) = (None, Vec::new(), None);
-    for line in data.split(|&b| b == b'\n') {
-        if line.is_empty() {
-            break;
-        }
-        if let Some(h) = line.strip_prefix(b"tree ") {
-            tree = Some(hex(h)?);
-        } else if let Some(h) = line.strip_prefix(b"parent ") {
-            parents.push(hex(h)?);
-        } else if let Some(rest) = line.strip_prefix(b"committer ") {
-            let after_email = &rest[rest.iter().rposition(|&b| b == b'>')? + 1..];
-            let seconds = after_email.split(|&b| b == b' ').find(|w| !w.is_empty())?;
-            time = Some(std::str::from_utf8(seconds).ok()?.parse().ok()?);
-        }
-    }
-    Some(Node {
-        tree: tree?,
-        time: time?,
-        parents,
-    })
 }
 
 /// Reads a kept graph; `None` when any line does not read (then the graph is walked again).
@@ -758,32 +699,6 @@ mod tests {
         for reads in 0..60 {
             let part = walk_upstream(&repo, &tips, branch, (usize::MAX, reads)).unwrap();
             assert!(part.keys().all(|k| want.contains(k)), "{reads} reads");
-        }
-    }
-
-    #[test]
-    fn a_commit_header_reads_as_libgit2_reads_it() {
-        let dir = tempfile::tempdir().unwrap();
-        let (repo, tips, _) = painted_history(dir.path(), 2_050);
-        let odb = repo.odb().unwrap();
-        let obj = odb.read(tips[0]).unwrap();
-        let node = parse_commit_header(obj.data()).unwrap();
-        let c = repo.find_commit(tips[0]).unwrap();
-        assert_eq!((node.tree, node.time), (c.tree_id(), c.time().seconds()));
-        assert_eq!(node.parents, c.parent_ids().collect::<Vec<_>>());
-        // What it does not take apart is left to libgit2, never guessed.
-        for bad in [
-            &b"tree 12\ncommitter A <a> 5 +0000\n\n"[..],
-            b"tree 0123456789012345678901234567890123456789\n\n",
-            b"tree 0123456789012345678901234567890123456789\ncommitter A <a> soon +0000\n\n",
-            b"tree 0123456789012345678901234567890123456789\ncommitter A no email 5 +0000\n",
-            b"",
-        ] {
-            assert!(
-                parse_commit_header(bad).is_none(),
-                "{:?}",
-                String::from_utf8_lossy(bad)
-            );
         }
     }
 

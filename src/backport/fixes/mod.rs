@@ -689,20 +689,23 @@ fn marks_reaching(
     tips: impl Iterator<Item = Oid>,
     cutoff: i64,
 ) -> Result<u64, Error> {
+    let odb = repo.odb().context_git(|| "opening the object database")?;
     let mut marks: HashMap<Oid, u64> = HashMap::new();
+    let mut headers: HashMap<Oid, Option<git::CommitHeader>> = HashMap::new();
     let mut queued: HashSet<Oid> = HashSet::new();
     let mut queue = std::collections::BinaryHeap::new();
-    let time_of = |oid: Oid| -> Result<i64, Error> {
-        Ok(repo
-            .find_commit(oid)
-            .context_git(|| format!("reading {oid}"))?
-            .time()
-            .seconds())
+    let mut header = |oid: Oid| -> Result<Option<(i64, Vec<Oid>)>, Error> {
+        if let std::collections::hash_map::Entry::Vacant(e) = headers.entry(oid) {
+            e.insert(git::read_commit_header(repo, &odb, oid)?);
+        }
+        Ok(headers[&oid].as_ref().map(|h| (h.time, h.parents.clone())))
     };
     for (i, tip) in tips.enumerate() {
         *marks.entry(tip).or_default() |= 1 << i;
-        if queued.insert(tip) {
-            queue.push((time_of(tip)?, tip));
+        if let Some((time, _)) = header(tip)? {
+            if queued.insert(tip) {
+                queue.push((time, tip));
+            }
         }
     }
     while let Some((time, oid)) = queue.pop() {
@@ -712,16 +715,18 @@ fn marks_reaching(
             continue;
         }
         let bits = marks[&oid];
-        let commit = repo
-            .find_commit(oid)
-            .context_git(|| format!("reading {oid}"))?;
-        for p in commit.parent_ids() {
+        let Some((_, parents)) = header(oid)? else {
+            continue;
+        };
+        for p in parents {
             let have = marks.entry(p).or_default();
             if *have | bits != *have {
                 *have |= bits;
                 // A commit popped already gets a mark late only when dates are out of order: it goes down again.
-                if queued.insert(p) {
-                    queue.push((time_of(p)?, p));
+                if let Some((time, _)) = header(p)? {
+                    if queued.insert(p) {
+                        queue.push((time, p));
+                    }
                 }
             }
         }
