@@ -601,23 +601,9 @@ mod tests {
     }
 
     fn painted_commits(repo: &Repository, branch_time: i64) -> (Vec<Oid>, Oid) {
-        let tree = {
-            let mut b = repo.treebuilder(None).unwrap();
-            let blob = repo.blob(b"x\n").unwrap();
-            b.insert("f", blob, 0o100644).unwrap();
-            b.write().unwrap()
-        };
-        let tree = repo.find_tree(tree).unwrap();
+        let tree = crate::git::test_history::one_file_tree(repo);
         let commit = |time: i64, parents: &[Oid]| {
-            let sig =
-                git2::Signature::new("T", "t@example.com", &git2::Time::new(time, 0)).unwrap();
-            let parents: Vec<_> = parents
-                .iter()
-                .map(|p| repo.find_commit(*p).unwrap())
-                .collect();
-            let refs: Vec<_> = parents.iter().collect();
-            repo.commit(None, &sig, &sig, &format!("at {time}"), &tree, &refs)
-                .unwrap()
+            crate::git::test_history::commit_at(repo, tree, time, parents)
         };
         let mut main = vec![commit(1_000, &[])];
         for i in 1..40 {

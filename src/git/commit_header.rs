@@ -82,10 +82,9 @@ mod tests {
     fn a_commit_header_reads_as_libgit2_reads_it() {
         let dir = tempfile::tempdir().unwrap();
         let repo = Repository::init(dir.path()).unwrap();
-        let blob = repo.blob(b"x\n").unwrap();
-        let mut b = repo.treebuilder(None).unwrap();
-        b.insert("f", blob, 0o100644).unwrap();
-        let tree = repo.find_tree(b.write().unwrap()).unwrap();
+        let tree = repo
+            .find_tree(crate::git::test_history::one_file_tree(&repo))
+            .unwrap();
         let sig = git2::Signature::new(
             "A U Thor",
             "a@example.com",

@@ -16,6 +16,8 @@ mod patch_id;
 mod renames;
 mod repo;
 mod sparse;
+#[cfg(test)]
+pub(crate) mod test_history;
 mod trailers;
 mod tree_build;
 mod tree_diff;

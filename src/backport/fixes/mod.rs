@@ -809,21 +809,9 @@ mod tests {
     fn branches_containing_a_commit_are_those_git_branch_contains_names() {
         let dir = tempfile::tempdir().unwrap();
         let repo = Repository::init(dir.path()).unwrap();
-        let tree = {
-            let blob = repo.blob(b"x\n").unwrap();
-            let mut b = repo.treebuilder(None).unwrap();
-            b.insert("f", blob, 0o100644).unwrap();
-            repo.find_tree(b.write().unwrap()).unwrap()
-        };
+        let tree = crate::git::test_history::one_file_tree(&repo);
         let commit = |time: i64, parents: &[Oid]| {
-            let sig =
-                git2::Signature::new("T", "t@example.com", &git2::Time::new(time, 0)).unwrap();
-            let parents: Vec<_> = parents
-                .iter()
-                .map(|p| repo.find_commit(*p).unwrap())
-                .collect();
-            let refs: Vec<_> = parents.iter().collect();
-            repo.commit(None, &sig, &sig, "c", &tree, &refs).unwrap()
+            crate::git::test_history::commit_at(&repo, tree, time, parents)
         };
         let day = 86_400;
         let mut main = vec![commit(day, &[])];
