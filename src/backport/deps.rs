@@ -264,11 +264,7 @@ fn adds_a_relied_line(
 }
 
 /// One commit of the upstream side: its root tree, commit time and parents.
-struct Node {
-    tree: Oid,
-    time: i64,
-    parents: Vec<Oid>,
-}
+type Node = git::CommitHeader;
 
 /// The commits the listed ones stand on that the branch did not have when the run started: every stop's
 /// candidates are among them, since the run's picks are new commits on top of the starting point. Walked once a
@@ -329,44 +325,166 @@ fn upstream_graph(repo: &Repository, st: &State) -> Result<Graph, Error> {
     {
         return Ok(graph);
     }
-    let mut walk = repo.revwalk().context_git(|| "walking")?;
-    walk.set_sorting(git2::Sort::TIME)
-        .context_git(|| "walking")?;
-    let mut pushed = false;
+    let mut tips = Vec::new();
     for step in &st.plan.steps {
         let commit = repo
             .find_commit(step.commit)
             .context_git(|| format!("reading {}", step.commit))?;
-        for p in commit.parent_ids() {
-            walk.push(p).context_git(|| "walking")?;
-            pushed = true;
-        }
+        tips.extend(commit.parent_ids());
     }
-    walk.hide(st.orig_head).context_git(|| "walking")?;
-    let mut nodes = HashMap::new();
+    let nodes = walk_upstream(repo, &tips, st.orig_head, (GRAPH_LIMIT, READ_LIMIT))?;
     let mut text = String::new();
-    if pushed {
-        for oid in walk {
-            let oid = oid.context_git(|| "walking")?;
-            let c = repo.find_commit(oid).context_git(|| "reading a commit")?;
-            let node = Node {
-                tree: c.tree_id(),
-                time: c.time().seconds(),
-                parents: c.parent_ids().collect(),
-            };
-            text.push_str(&format!("{oid} {} {}", node.tree, node.time));
-            for p in &node.parents {
-                text.push_str(&format!(" {p}"));
-            }
-            text.push('\n');
-            nodes.insert(oid, node);
+    for (oid, node) in &nodes {
+        text.push_str(&format!("{oid} {} {}", node.tree, node.time));
+        for p in &node.parents {
+            text.push_str(&format!(" {p}"));
         }
+        text.push('\n');
     }
     // Only a cache: a failed write costs the next stop a walk, nothing else.
     if let Err(e) = crate::git::write_cache(&path, text.as_bytes()) {
         log::debug!("keeping the upstream graph in {}: {e}", path.display());
     }
     Ok(Graph { nodes })
+}
+
+/// At most this many commits make the graph (the newest), and at most this many are read to find them. A stop's
+/// candidates are among its parent's [`WALK_LIMIT`] newest ancestors; without bounds, a port across years of
+/// history (an upstream fix onto a vendor tree several releases old) would read and keep every commit between
+/// the two, hundreds of thousands on a kernel tree, before the first stop could say anything.
+const GRAPH_LIMIT: usize = 4 * WALK_LIMIT;
+const READ_LIMIT: usize = 100_000;
+
+/// `tips` and their ancestors that `hide` does not reach, newest first by commit date, within the bounds above.
+///
+/// Both sides are painted down together by commit date, as git's `rev-list A ^B` paints: a commit is taken when
+/// it is popped still unreached from `hide`, since every commit newer than it has been popped and has passed
+/// `hide`'s mark on to its parents. The walk ends when nothing queued is upstream-only. A date out of order (a
+/// child older than its parent) can let a commit be taken before `hide`'s mark reaches it; a mark that arrives
+/// later takes it back out and goes on down through it.
+fn walk_upstream(
+    repo: &Repository,
+    tips: &[Oid],
+    hide: Oid,
+    (graph_limit, read_limit): (usize, usize),
+) -> Result<HashMap<Oid, Node>, Error> {
+    let odb = repo.odb().context_git(|| "opening the object database")?;
+    let mut walk = Paint {
+        repo,
+        odb,
+        seen: HashMap::new(),
+        queue: std::collections::BinaryHeap::new(),
+        pushed: 0,
+        taken: HashSet::new(),
+        oldest_taken: i64::MAX,
+        pending: 0,
+        reads: 0,
+    };
+    walk.mark(hide, Paint::BRANCH)?;
+    for &tip in tips {
+        walk.mark(tip, Paint::UPSTREAM)?;
+    }
+    // Past the last upstream-only commit, a branch commit as new as the oldest taken one may still reach it
+    // (commits of one series often share a date to the second).
+    while walk.taken.len() < graph_limit && walk.reads < read_limit {
+        let Some(&(time, _, _, oid)) = walk.queue.peek() else {
+            break;
+        };
+        if walk.pending == 0 && time < walk.oldest_taken {
+            break;
+        }
+        walk.queue.pop();
+        let Some((flags, node)) = walk.seen.get_mut(&oid) else {
+            continue;
+        };
+        if *flags & Paint::QUEUED == 0 {
+            // Queued again when the branch's mark reached it; handled then.
+            continue;
+        }
+        *flags &= !Paint::QUEUED;
+        let (flags, parents) = (*flags, node.parents.clone());
+        if flags & Paint::BRANCH == 0 {
+            walk.pending -= 1;
+            walk.taken.insert(oid);
+            walk.oldest_taken = walk.oldest_taken.min(time);
+        }
+        for p in parents {
+            walk.mark(p, flags & (Paint::UPSTREAM | Paint::BRANCH))?;
+        }
+    }
+    let Paint { seen, taken, .. } = walk;
+    Ok(seen
+        .into_iter()
+        .filter(|(oid, _)| taken.contains(oid))
+        .map(|(oid, (_, node))| (oid, node))
+        .collect())
+}
+
+/// The state of [`walk_upstream`].
+struct Paint<'r> {
+    repo: &'r Repository,
+    odb: git2::Odb<'r>,
+    /// Every commit read, with its marks.
+    seen: HashMap<Oid, (u8, Node)>,
+    /// By commit date, newest first; at equal dates the branch's commits first (a series often shares one date to
+    /// the second, and its commits must have the branch's mark before any is taken), then first in, first out.
+    queue: std::collections::BinaryHeap<(i64, bool, std::cmp::Reverse<usize>, Oid)>,
+    pushed: usize,
+    /// The graph so far, and the oldest date it has held.
+    taken: HashSet<Oid>,
+    oldest_taken: i64,
+    /// Queued commits not (yet) reached from the branch: the walk is over when there are none.
+    pending: usize,
+    reads: usize,
+}
+
+impl Paint<'_> {
+    const UPSTREAM: u8 = 1;
+    const BRANCH: u8 = 2;
+    const QUEUED: u8 = 4;
+
+    /// Adds `flags` to `oid`'s marks, queueing it when it is new.
+    fn mark(&mut self, oid: Oid, flags: u8) -> Result<(), Error> {
+        if let Some((have, node)) = self.seen.get_mut(&oid) {
+            let new = *have | flags;
+            let reached_now = *have & Self::BRANCH == 0 && new & Self::BRANCH != 0;
+            if reached_now {
+                if *have & Self::QUEUED != 0 {
+                    if *have & Self::UPSTREAM != 0 {
+                        self.pending -= 1;
+                    }
+                } else {
+                    // Popped already (dates out of order): out of the graph, and the mark goes on down through it.
+                    self.taken.remove(&oid);
+                }
+                // Queued (again) as the branch's, ahead of its date's upstream commits.
+                self.pushed += 1;
+                self.queue
+                    .push((node.time, true, std::cmp::Reverse(self.pushed), oid));
+                *have = new | Self::QUEUED;
+                return Ok(());
+            }
+            *have = new;
+            return Ok(());
+        }
+        let Some(node) = git::read_commit_header(self.repo, &self.odb, oid)? else {
+            // Not in the repository (a shallow clone's boundary): nothing below it is known.
+            return Ok(());
+        };
+        self.reads += 1;
+        if flags & Self::BRANCH == 0 {
+            self.pending += 1;
+        }
+        self.pushed += 1;
+        self.queue.push((
+            node.time,
+            flags & Self::BRANCH != 0,
+            std::cmp::Reverse(self.pushed),
+            oid,
+        ));
+        self.seen.insert(oid, (flags | Self::QUEUED, node));
+        Ok(())
+    }
 }
 
 /// Reads a kept graph; `None` when any line does not read (then the graph is walked again).
@@ -471,6 +589,103 @@ mod tests {
             }
         }
         assert_eq!(parse_changed_paths(b"").map(|m| m.len()), Some(0));
+    }
+
+    /// A history with what makes painting hard: a topic forked long before the branch point, a series whose
+    /// commits share one date to the second, an upstream child dated before its parent, and the branch's tip, a
+    /// merge, dated `branch_time` (before its first parent's 3,000 when below it).
+    fn painted_history(dir: &std::path::Path, branch_time: i64) -> (Repository, Vec<Oid>, Oid) {
+        let repo = Repository::init(dir).unwrap();
+        let (tips, branch) = painted_commits(&repo, branch_time);
+        (repo, tips, branch)
+    }
+
+    fn painted_commits(repo: &Repository, branch_time: i64) -> (Vec<Oid>, Oid) {
+        let tree = crate::git::test_history::one_file_tree(repo);
+        let commit = |time: i64, parents: &[Oid]| {
+            crate::git::test_history::commit_at(repo, tree, time, parents)
+        };
+        let mut main = vec![commit(1_000, &[])];
+        for i in 1..40 {
+            let t = 1_000 + i * 100;
+            main.push(commit(t, &[main[main.len() - 1]]));
+        }
+        // An old topic, new commits: the walk must paint the branch down to its fork point to leave that out.
+        let mut topic = main[2];
+        for t in [5_000, 5_100, 5_200] {
+            topic = commit(t, &[topic]);
+        }
+        // A series sharing one date, merged into the branch: all of it is the branch's.
+        let mut series = vec![main[8]];
+        for _ in 0..4 {
+            series.push(commit(1_850, &[series[series.len() - 1]]));
+        }
+        let branch = commit(branch_time, &[main[20], series[4]]);
+        // Upstream: on top of the series' second commit (queued long before the branch's mark reaches the
+        // series), a child dated before its parent, then more.
+        let on_series = commit(5_300, &[series[2]]);
+        let skewed = commit(2_000, &[main[30]]);
+        let tip = commit(5_500, &[skewed, main[39]]);
+        (vec![tip, topic, on_series], branch)
+    }
+
+    fn git_rev_list(dir: &std::path::Path, args: &[String]) -> Vec<Oid> {
+        let out = std::process::Command::new("git")
+            .arg("-C")
+            .arg(dir)
+            .arg("rev-list")
+            .args(args)
+            .output()
+            .expect("git, the oracle");
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8(out.stdout)
+            .unwrap()
+            .lines()
+            .map(|l| Oid::from_str(l).unwrap())
+            .collect()
+    }
+
+    #[test]
+    fn the_upstream_walk_takes_what_git_rev_list_takes() {
+        for branch_time in [2_050, 3_050] {
+            let dir = tempfile::tempdir().unwrap();
+            let (repo, tips, branch) = painted_history(dir.path(), branch_time);
+            let mut args: Vec<String> = tips.iter().map(Oid::to_string).collect();
+            args.push(format!("^{branch}"));
+            let want: HashSet<Oid> = git_rev_list(dir.path(), &args).into_iter().collect();
+            let got = walk_upstream(&repo, &tips, branch, (usize::MAX, usize::MAX)).unwrap();
+            assert_eq!(got.keys().copied().collect::<HashSet<_>>(), want);
+            for (oid, node) in &got {
+                let c = repo.find_commit(*oid).unwrap();
+                assert_eq!(node.tree, c.tree_id());
+                assert_eq!(node.time, c.time().seconds());
+                assert_eq!(node.parents, c.parent_ids().collect::<Vec<_>>());
+            }
+        }
+    }
+
+    #[test]
+    fn a_bounded_upstream_walk_takes_the_newest_commits() {
+        // The branch's dates in order: a walk cut short has taken nothing the branch reaches.
+        let dir = tempfile::tempdir().unwrap();
+        let (repo, tips, branch) = painted_history(dir.path(), 3_050);
+        let mut args: Vec<String> = tips.iter().map(Oid::to_string).collect();
+        args.push(format!("^{branch}"));
+        let want: HashSet<Oid> = git_rev_list(dir.path(), &args).into_iter().collect();
+
+        // Bounded: the newest commits of that set, however far the rest goes.
+        let few = walk_upstream(&repo, &tips, branch, (5, usize::MAX)).unwrap();
+        assert_eq!(few.len(), 5);
+        let oldest = few.values().map(|n| n.time).min().unwrap();
+        for oid in &want {
+            let time = repo.find_commit(*oid).unwrap().time().seconds();
+            assert_eq!(few.contains_key(oid), time >= oldest, "{oid} at {time}");
+        }
+        // A read budget stops the walk with what it has taken, never more than the whole set.
+        for reads in 0..60 {
+            let part = walk_upstream(&repo, &tips, branch, (usize::MAX, reads)).unwrap();
+            assert!(part.keys().all(|k| want.contains(k)), "{reads} reads");
+        }
     }
 
     #[test]

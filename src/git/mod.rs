@@ -6,6 +6,7 @@
 //! reimplemented here against git's behaviour and tested against the real `git` in `tests/it/`.
 
 mod atomic;
+mod commit_header;
 mod date;
 pub mod fault;
 mod index_tree;
@@ -15,12 +16,15 @@ mod patch_id;
 mod renames;
 mod repo;
 mod sparse;
+#[cfg(test)]
+pub(crate) mod test_history;
 mod trailers;
 mod tree_build;
 mod tree_diff;
 mod worktree_stat;
 
 pub use atomic::{write_atomic, write_cache};
+pub use commit_header::{read_commit_header, CommitHeader};
 pub use index_tree::{index_changes, write_index_tree, IndexChanges};
 pub use pack_write::{blob_id, write_pack, write_pack_absorbing, MemoryObjects, Written};
 pub use patch_id::{

@@ -643,8 +643,13 @@ fn walk_branch(
 
 /// The refs (local and remote-tracking branches) that contain `oid`, by name, with their tips: where a patch list
 /// came from when it does not say.
+///
+/// One walk for all the branches (a clone has dozens, and a merge-base search per branch read the shared history
+/// once for each): every branch's mark goes down from its tip, newest commit first, and stops a day below `oid`'s
+/// commit date, since a commit dated earlier than that cannot descend from `oid` unless a clock ran a day behind.
 pub fn branches_containing(repo: &Repository, oid: Oid) -> Result<Vec<(String, Oid)>, Error> {
-    let mut out = Vec::new();
+    const SLOP: i64 = 24 * 60 * 60;
+    let mut tips = Vec::new();
     let branches = repo.branches(None).context_git(|| "listing branches")?;
     for b in branches {
         let (b, _) = b.context_git(|| "listing branches")?;
@@ -652,19 +657,81 @@ pub fn branches_containing(repo: &Repository, oid: Oid) -> Result<Vec<(String, O
         if r.kind() != Some(git2::ReferenceType::Direct) {
             continue;
         }
-        let (Some(tip), Ok(name)) = (r.target(), r.shorthand().map(str::to_owned)) else {
-            continue;
-        };
-        if tip == oid
-            || repo
-                .graph_descendant_of(tip, oid)
-                .context_git(|| format!("checking whether {name} contains {oid}"))?
-        {
-            out.push((name, tip));
+        if let (Some(tip), Ok(name)) = (r.target(), r.shorthand()) {
+            tips.push((name.to_owned(), tip));
         }
+    }
+    let cutoff = repo
+        .find_commit(oid)
+        .context_git(|| format!("reading {oid}"))?
+        .time()
+        .seconds()
+        .saturating_sub(SLOP);
+    let mut out = Vec::new();
+    for batch in tips.chunks(64) {
+        let reached = marks_reaching(repo, oid, batch.iter().map(|(_, t)| *t), cutoff)?;
+        out.extend(
+            batch
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| reached & (1 << i) != 0)
+                .map(|(_, b)| b.clone()),
+        );
     }
     out.sort();
     Ok(out)
+}
+
+/// Which of (at most 64) `tips` reach `target`, as bits in the tips' order, walking no commit dated before `cutoff`.
+fn marks_reaching(
+    repo: &Repository,
+    target: Oid,
+    tips: impl Iterator<Item = Oid>,
+    cutoff: i64,
+) -> Result<u64, Error> {
+    let odb = repo.odb().context_git(|| "opening the object database")?;
+    let mut marks: HashMap<Oid, u64> = HashMap::new();
+    let mut headers: HashMap<Oid, Option<git::CommitHeader>> = HashMap::new();
+    let mut queued: HashSet<Oid> = HashSet::new();
+    let mut queue = std::collections::BinaryHeap::new();
+    let mut header = |oid: Oid| -> Result<Option<(i64, Vec<Oid>)>, Error> {
+        if let std::collections::hash_map::Entry::Vacant(e) = headers.entry(oid) {
+            e.insert(git::read_commit_header(repo, &odb, oid)?);
+        }
+        Ok(headers[&oid].as_ref().map(|h| (h.time, h.parents.clone())))
+    };
+    for (i, tip) in tips.enumerate() {
+        *marks.entry(tip).or_default() |= 1 << i;
+        if let Some((time, _)) = header(tip)? {
+            if queued.insert(tip) {
+                queue.push((time, tip));
+            }
+        }
+    }
+    while let Some((time, oid)) = queue.pop() {
+        queued.remove(&oid);
+        // Nothing below the target leads back to it; nothing below the cutoff is looked at.
+        if oid == target || time < cutoff {
+            continue;
+        }
+        let bits = marks[&oid];
+        let Some((_, parents)) = header(oid)? else {
+            continue;
+        };
+        for p in parents {
+            let have = marks.entry(p).or_default();
+            if *have | bits != *have {
+                *have |= bits;
+                // A commit popped already gets a mark late only when dates are out of order: it goes down again.
+                if let Some((time, _)) = header(p)? {
+                    if queued.insert(p) {
+                        queue.push((time, p));
+                    }
+                }
+            }
+        }
+    }
+    Ok(marks.get(&target).copied().unwrap_or(0))
 }
 
 /// `list` with the follow-ups added at their upstream place: each goes after the last listed commit that precedes
@@ -732,4 +799,69 @@ fn walk_upstream_ids(
         out.insert(oid.context_git(|| "walking the upstream range")?, i);
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn branches_containing_a_commit_are_those_git_branch_contains_names() {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = Repository::init(dir.path()).unwrap();
+        let tree = crate::git::test_history::one_file_tree(&repo);
+        let commit = |time: i64, parents: &[Oid]| {
+            crate::git::test_history::commit_at(&repo, tree, time, parents)
+        };
+        let day = 86_400;
+        let mut main = vec![commit(day, &[])];
+        for i in 1..30 {
+            main.push(commit(day + i * 3_600, &[main[main.len() - 1]]));
+        }
+        let target = main[20];
+        let t = day + 20 * 3_600;
+        let old = commit(day + 3_600 * 5 + 60, &[main[5]]);
+        let forked_before = commit(t + 10 * day, &[main[19]]);
+        let merged = commit(t + 2 * day, &[old, main[25]]);
+        // Same date as the target, a child of it; and a child dated an hour before it (a clock behind).
+        let same_date = commit(t, &[target]);
+        let behind = commit(t - 3_600, &[target]);
+        for (name, tip) in [
+            ("main", main[29]),
+            ("old", old),
+            ("forked-before", forked_before),
+            ("merged", merged),
+            ("same-date", same_date),
+            ("behind", behind),
+            ("at-target", target),
+        ] {
+            repo.reference(&format!("refs/heads/{name}"), tip, true, "t")
+                .unwrap();
+        }
+        repo.reference("refs/remotes/origin/merged", merged, true, "t")
+            .unwrap();
+        repo.reference("refs/remotes/origin/old", old, true, "t")
+            .unwrap();
+        let got: Vec<String> = branches_containing(&repo, target)
+            .unwrap()
+            .into_iter()
+            .map(|(n, _)| n)
+            .collect();
+        let git = std::process::Command::new("git")
+            .arg("-C")
+            .arg(dir.path())
+            .args(["branch", "-a", "--format=%(refname:short)", "--contains"])
+            .arg(target.to_string())
+            .output()
+            .expect("git, the oracle");
+        assert!(git.status.success(), "{git:?}");
+        let mut want: Vec<String> = String::from_utf8(git.stdout)
+            .unwrap()
+            .lines()
+            .map(str::to_owned)
+            .collect();
+        want.sort();
+        assert_eq!(got, want);
+        assert!(got.contains(&"behind".to_string()) && !got.contains(&"old".to_string()));
+    }
 }
