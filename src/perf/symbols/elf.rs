@@ -38,8 +38,9 @@ pub struct Symbol {
 /// [`Symbol::node`] of a symbol that is no node of perf's tree.
 const NO_NODE: u32 = u32::MAX;
 
-/// How many table symbols one entry of [`ElfInfo`]'s search index stands for: 64 symbols are 2 KB.
-const SEARCH_STRIDE: usize = 64;
+/// How many table symbols one entry of [`ElfInfo`]'s search index stands for: 16 symbols are 512 bytes, eight cache
+/// lines, and cc1's index is 14 KB.
+const SEARCH_STRIDE: usize = 16;
 
 /// A `PT_LOAD` segment: maps file offsets to svmas.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -63,8 +64,8 @@ pub struct ElfInfo {
     /// Symbols perf's tree holds beside [`ElfInfo::symbols`] when its load stopped early (see [`PerfTree`]).
     extra_symbols: Vec<Symbol>,
     /// The start of every [`SEARCH_STRIDE`]th of [`ElfInfo::symbols`], made on the first lookup: a lookup
-    /// searches it (a few cache lines), then one stretch of the table, where a search of the whole table met a
-    /// cache miss at nearly every step (cc1's: 28,000 symbols, 880 KB).
+    /// searches it (small enough to stay in cache), then one stretch of the table, where a search of the whole
+    /// table met a cache miss at nearly every step (cc1's: 28,000 symbols, 880 KB).
     search_index: OnceCell<Vec<u64>>,
     /// The names as printed (demangled when the info demangles) by raw name, made on the first hit: a large
     /// C++ or Rust DSO has 10⁴–10⁵ symbols and a run hits few of them, and demangling them all up front would
