@@ -588,11 +588,11 @@ fn read_candidates<H: FileHeader<Endian = Endianness>>(
 }
 
 /// Sorts candidates that are in node order by (start, node): a stable radix sort of their places by start
-/// (11 bits a pass, over the bits their starts differ in: two or three passes for a DSO's table), then the
+/// ([`RADIX_BITS`] a pass, over the bits their starts differ in: two or three passes for a DSO's table; see
+/// [`packed_order`]), then the
 /// candidates moved into place along the permutation's cycles. Comparison sorting took a fifth of
 /// `bport script` on fp recordings (cc1's 28,000 `.dynsym` symbols: 700 instructions a symbol).
 fn sort_by_start(candidates: &mut [Candidate]) {
-    const BITS: u32 = 11;
     let n = candidates.len();
     debug_assert!(candidates.is_sorted_by_key(|c| c.node));
     if n < 64 || u32::try_from(n).is_err() {
@@ -603,13 +603,90 @@ fn sort_by_start(candidates: &mut [Candidate]) {
     let min = candidates.iter().map(|c| c.start).min().unwrap_or(0);
     let max = candidates.iter().map(|c| c.start).max().unwrap_or(0);
     let width = u64::BITS - (max - min).leading_zeros();
+    let mut order = if n >= LARGE_TABLE && width <= 32 {
+        packed_order(candidates, min, width)
+    } else {
+        indirect_order(candidates, min, width)
+    };
+    if n >= LARGE_TABLE {
+        // Position `i` takes the candidate now at `order[i]`: gathered into a copy, each read independent of
+        // the others, then copied back.
+        let sorted: Vec<Candidate> = order.iter().map(|&i| candidates[i as usize]).collect();
+        candidates.copy_from_slice(&sorted);
+        return;
+    }
+    // Position `i` takes the candidate now at `order[i]`, along the permutation's cycles.
+    for i in 0..n {
+        let mut at = i;
+        while order[at] as usize != i {
+            let src = order[at] as usize;
+            candidates.swap(at, src);
+            order[at] = at as u32;
+            at = src;
+        }
+        order[at] = at as u32;
+    }
+}
+
+/// [`sort_by_start`]'s bits a pass.
+const RADIX_BITS: u32 = 11;
+
+/// From how many candidates [`sort_by_start`] sorts them as a table far larger than the caches
+/// (librustc_driver's, libLLVM's: hundreds of thousands of symbols), where a read at random is a memory round
+/// trip: their places as packed words ([`packed_order`]), and the candidates moved into place through a copy,
+/// each read independent of the others, where following the permutation's cycles in place makes each move
+/// wait for the one before. Both take fresh pages (16 and 32 bytes a candidate, ~3 us a page on the VM
+/// measured), which cost more than they save on smaller tables.
+const LARGE_TABLE: usize = 1 << 16;
+
+/// The places of `candidates` in (start, node) order, when their starts span at most 32 bits (a DSO's do):
+/// each as one word, its start less `min` above its place, radix-sorted by the upper half. The passes read
+/// the words in sequence, where sorting places by their candidates' starts read a start at random for every
+/// place in every pass: on librustc_driver's and libLLVM's tables (hundreds of thousands of symbols) those
+/// reads missed the caches and were half of sorting.
+fn packed_order(candidates: &[Candidate], min: u64, width: u32) -> Vec<u32> {
+    let mut words: Vec<u64> = (candidates.iter().enumerate())
+        .map(|(i, c)| (c.start - min) << 32 | i as u64)
+        .collect();
+    let mut next = vec![0u64; words.len()];
+    let mut counts = vec![0usize; 1 << RADIX_BITS];
+    let mut shift = 32;
+    while shift < 32 + width {
+        let digit = |w: u64| (w >> shift) as usize & ((1 << RADIX_BITS) - 1);
+        counts.fill(0);
+        for &w in &words {
+            counts[digit(w)] += 1;
+        }
+        let mut at = 0;
+        for c in counts.iter_mut() {
+            let here = *c;
+            *c = at;
+            at += here;
+        }
+        for &w in &words {
+            let d = digit(w);
+            next[counts[d]] = w;
+            counts[d] += 1;
+        }
+        std::mem::swap(&mut words, &mut next);
+        shift += RADIX_BITS;
+    }
+    drop(next);
+    words.into_iter().map(|w| w as u32).collect()
+}
+
+/// The places of `candidates` in (start, node) order, sorted by their candidates' starts ([`packed_order`] for
+/// large tables).
+fn indirect_order(candidates: &[Candidate], min: u64, width: u32) -> Vec<u32> {
+    let n = candidates.len();
     let mut order: Vec<u32> = (0..n as u32).collect();
     let mut next = vec![0u32; n];
-    let mut counts = vec![0usize; 1 << BITS];
+    let mut counts = vec![0usize; 1 << RADIX_BITS];
     let mut shift = 0;
     while shift < width {
-        let digit =
-            |i: u32| ((candidates[i as usize].start - min) >> shift) as usize & ((1 << BITS) - 1);
+        let digit = |i: u32| {
+            ((candidates[i as usize].start - min) >> shift) as usize & ((1 << RADIX_BITS) - 1)
+        };
         counts.fill(0);
         for &i in &order {
             counts[digit(i)] += 1;
@@ -626,19 +703,9 @@ fn sort_by_start(candidates: &mut [Candidate]) {
             counts[d] += 1;
         }
         std::mem::swap(&mut order, &mut next);
-        shift += BITS;
+        shift += RADIX_BITS;
     }
-    // Position `i` takes the candidate now at `order[i]`.
-    for i in 0..n {
-        let mut at = i;
-        while order[at] as usize != i {
-            let src = order[at] as usize;
-            candidates.swap(at, src);
-            order[at] = at as u32;
-            at = src;
-        }
-        order[at] = at as u32;
-    }
+    order
 }
 
 /// GNU addr2line's view of `data`'s symbols (bfd `maybe_function_sym`): every symbol but files, sections,
@@ -1550,38 +1617,47 @@ mod tests {
 
     #[test]
     fn radix_sort_by_start_gives_start_then_node_order() {
-        // Enough candidates for the radix path, starts over 40 bits with many repeats, in node order.
-        let mut x = 99u64;
-        let v: Vec<Candidate> = (0..5000u32)
-            .map(|node| {
-                x = x
-                    .wrapping_mul(6364136223846793005)
-                    .wrapping_add(1442695040888963407);
-                let start = if node % 7 == 0 {
-                    0x4000
-                } else {
-                    0x1000 + ((x >> 24) & 0xff_ffff_ffff)
-                };
-                Candidate {
-                    start,
-                    span: u64::from(node),
-                    fixed: false,
-                    node,
-                    name: NameRef::arena(node, 0),
-                    sized: false,
-                    binding: STB_GLOBAL,
-                }
-            })
-            .collect();
-        let mut want = v.clone();
-        want.sort_unstable_by_key(|c| (c.start, c.node));
-        let mut got = v;
-        sort_by_start(&mut got);
-        let key = |c: &Candidate| (c.start, c.node, c.span, c.name);
-        assert_eq!(
-            got.iter().map(key).collect::<Vec<_>>(),
-            want.iter().map(key).collect::<Vec<_>>()
-        );
+        // Enough candidates for the radix path (and for moving them through a copy), starts over 40 bits
+        // (places sorted by their starts) and over 28 bits (sorted as packed words), with many repeats, in node
+        // order.
+        let sizes = [5000, LARGE_TABLE as u32 + 1000];
+        for (bits, size) in [0xff_ffff_ffffu64, 0xfff_ffff]
+            .into_iter()
+            .flat_map(|b| sizes.map(|n| (b, n)))
+        {
+            let mut x = 99u64;
+            let v: Vec<Candidate> = (0..size)
+                .map(|node| {
+                    x = x
+                        .wrapping_mul(6364136223846793005)
+                        .wrapping_add(1442695040888963407);
+                    let start = if node % 7 == 0 {
+                        0x4000
+                    } else {
+                        0x1000 + ((x >> 24) & bits)
+                    };
+                    Candidate {
+                        start,
+                        span: u64::from(node),
+                        fixed: false,
+                        node,
+                        name: NameRef::arena(node, 0),
+                        sized: false,
+                        binding: STB_GLOBAL,
+                    }
+                })
+                .collect();
+            let mut want = v.clone();
+            want.sort_unstable_by_key(|c| (c.start, c.node));
+            let mut got = v;
+            sort_by_start(&mut got);
+            let key = |c: &Candidate| (c.start, c.node, c.span, c.name);
+            assert_eq!(
+                got.iter().map(key).collect::<Vec<_>>(),
+                want.iter().map(key).collect::<Vec<_>>(),
+                "{size} starts under {bits:#x}"
+            );
+        }
     }
 
     impl Candidate {
