@@ -17,6 +17,7 @@ pub mod matcher;
 pub mod mbox;
 pub mod message;
 pub mod oid_hex;
+mod patch_ids;
 pub mod patchlist;
 pub mod pick;
 pub mod plan;
