@@ -22,6 +22,7 @@ pub mod patchlist;
 pub mod pick;
 pub mod plan;
 pub mod state;
+mod state_dir;
 pub mod stop;
 
 pub use execute::Checkpoint;

@@ -6,7 +6,7 @@
 //! Only a cache: a file that does not read as a whole is ignored (the ids are computed again), and a failed write
 //! costs the next run the diffs, nothing else.
 
-use super::state;
+use super::state_dir;
 use crate::git::{self, PatchId};
 use git2::{Commit, Oid, Repository};
 use std::collections::HashMap;
@@ -32,7 +32,7 @@ impl PatchIds {
     /// The kept patch-ids of `repo`, read when first asked for (none when there is no readable file).
     pub fn load(repo: &Repository) -> PatchIds {
         PatchIds {
-            path: state::dir(repo.path()).join(FILE),
+            path: state_dir::dir(repo.path()).join(FILE),
             known: None,
             used: Vec::new(),
             fresh: 0,
@@ -136,7 +136,7 @@ mod tests {
         memo.known = Some(ids(7));
         memo.fresh = 1;
         memo.keep();
-        let bytes = std::fs::read(state::dir(repo.path()).join(FILE)).unwrap();
+        let bytes = std::fs::read(state_dir::dir(repo.path()).join(FILE)).unwrap();
         assert_eq!(bytes.len(), MAGIC.len() + 7 * RECORD);
         assert_eq!(parse(&bytes), Some(ids(7)));
         // Cut inside the header or a record, or with a foreign header or tag, the file is not believed at all;
