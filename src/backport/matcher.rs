@@ -162,6 +162,8 @@ pub struct Branch<'r> {
     /// Each branch commit's changes (path, old and new blob), filled with `by_paths`.
     changes: HashMap<usize, Vec<git::Change>>,
     patch_ids: HashMap<usize, Option<PatchId>>,
+    /// Every patch-id asked for, kept across runs.
+    memo: super::patch_ids::PatchIds,
     /// The commits that merges named by trailers brought in, each with the branch commit naming the merge and the
     /// merge; filled on first use.
     merged_in: Option<HashMap<Oid, (usize, Oid)>>,
@@ -211,6 +213,7 @@ impl<'r> Branch<'r> {
             by_paths: None,
             changes: HashMap::new(),
             patch_ids: HashMap::new(),
+            memo: super::patch_ids::PatchIds::load(repo),
             merged_in: None,
         };
         for &oid in oids {
@@ -385,11 +388,11 @@ impl<'r> Branch<'r> {
                     continue;
                 }
                 if listed_id.is_none() {
-                    listed_id = Some(git::patch_id_of_commit(self.repo, listed)?);
+                    listed_id = Some(self.memo.of(self.repo, listed)?);
                 }
                 // The named commit is only evidence: if its objects cannot be read (a partial clone), it decides
                 // nothing, and the plan goes on.
-                let id = git::patch_id_of_commit(self.repo, &origin).ok().flatten();
+                let id = self.memo.of(self.repo, &origin).ok().flatten();
                 if id.is_some() && Some(id) == listed_id {
                     return Ok(Some((i, oid)));
                 }
@@ -506,7 +509,7 @@ impl<'r> Branch<'r> {
                 return Ok(Some(i));
             }
         }
-        let Some(id) = git::patch_id_of_commit(self.repo, commit)? else {
+        let Some(id) = self.memo.of(self.repo, commit)? else {
             return Ok(None);
         };
         for i in candidates {
@@ -516,8 +519,7 @@ impl<'r> Branch<'r> {
                     .repo
                     .find_commit(oid)
                     .context_git(|| format!("reading commit {oid}"))?;
-                self.patch_ids
-                    .insert(i, git::patch_id_of_commit(self.repo, &bc)?);
+                self.patch_ids.insert(i, self.memo.of(self.repo, &bc)?);
             }
             if self.patch_ids[&i] == Some(id) {
                 return Ok(Some(i));
@@ -598,6 +600,7 @@ pub fn judge(
             ambiguous_subject: ambiguous,
         });
     }
+    branch.memo.keep();
     Ok(out)
 }
 

@@ -17,10 +17,12 @@ pub mod matcher;
 pub mod mbox;
 pub mod message;
 pub mod oid_hex;
+mod patch_ids;
 pub mod patchlist;
 pub mod pick;
 pub mod plan;
 pub mod state;
+mod state_dir;
 pub mod stop;
 
 pub use execute::Checkpoint;

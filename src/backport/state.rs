@@ -166,10 +166,7 @@ pub struct Writing {
     pub also: Vec<String>,
 }
 
-/// The `.git/bport` directory of a repository.
-pub fn dir(git_dir: &Path) -> PathBuf {
-    git_dir.join("bport")
-}
+pub use super::state_dir::dir;
 
 fn state_path(git_dir: &Path) -> PathBuf {
     dir(git_dir).join("state.json")

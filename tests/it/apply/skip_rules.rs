@@ -203,20 +203,7 @@ fn patch_id_equals_git_patch_id_stable() {
         let oid = oid.unwrap();
         let commit = t.repo.find_commit(oid).unwrap();
         let ours = ::bport::git::patch_id_of_commit(&t.repo, &commit).unwrap();
-        let show = oracle::git(t.path())
-            .args(["show", "--no-renames", &oid.to_string()])
-            .output()
-            .unwrap();
-        let mut child = oracle::git(t.path())
-            .args(["patch-id", "--stable"])
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
-        std::io::Write::write_all(child.stdin.as_mut().unwrap(), &show.stdout).unwrap();
-        let out = child.wait_with_output().unwrap();
-        let text = String::from_utf8(out.stdout).unwrap();
-        let theirs = text.split_whitespace().next().map(str::to_owned);
+        let theirs = git_patch_id(&t, oid);
         assert_eq!(
             ours.map(|p| p.to_string()),
             theirs,
@@ -226,6 +213,73 @@ fn patch_id_equals_git_patch_id_stable() {
         checked += 1;
     }
     assert_eq!(checked, 12);
+}
+
+/// `git show C | git patch-id --stable`: C's stable patch-id, `None` for an empty diff.
+fn git_patch_id(t: &TestRepo, oid: git2::Oid) -> Option<String> {
+    let show = oracle::git(t.path())
+        .args(["show", "--no-renames", &oid.to_string()])
+        .output()
+        .unwrap();
+    let mut child = oracle::git(t.path())
+        .args(["patch-id", "--stable"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::io::Write::write_all(child.stdin.as_mut().unwrap(), &show.stdout).unwrap();
+    let out = child.wait_with_output().unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    text.split_whitespace().next().map(str::to_owned)
+}
+
+/// Patch-ids are kept in `.git/bport/patch-ids` for the next run: the kept ids are git's, a later run decides
+/// the same from them, and a damaged file is not believed (the ids are computed again and the file rewritten).
+#[test]
+fn patch_ids_are_kept_as_gits_for_the_next_run() {
+    skip_unless!(has_git());
+    let t = four_fixes();
+    // The branch's p2 differs from upstream's elsewhere first, so its copy of the fix has other blobs: only
+    // patch-ids can tell.
+    let moved = t
+        .read("p2")
+        .replace("p2 line 10\n", "p2 line 10 (vendor)\n");
+    t.commit("vendor: mark p2", &[("p2", Some(&moved))]);
+    let p2 = moved.replace("p2 line 3\n", "p2 line 3 fixed\n");
+    let vendor = t.commit(
+        "vendor: the same fix under another name",
+        &[("p2", Some(&p2))],
+    );
+    let (_d, list) = list_file(&t.list("master..upstream"));
+    let dry_run = || {
+        let out = bport::run(
+            t.path(),
+            &["apply", "--dry-run", "--yes", list.to_str().unwrap()],
+        );
+        assert_eq!(out.code, Some(0), "{}", out.transcript());
+        out.transcript()
+    };
+    let first = dry_run();
+    assert!(first.contains("patch-id"), "{first}");
+    let path = t.path().join(".git/bport/patch-ids");
+    let kept = std::fs::read(&path).unwrap();
+    let magic = b"bport patch-ids 1\n";
+    assert!(kept.starts_with(magic));
+    let records: std::collections::HashMap<git2::Oid, Option<String>> = kept[magic.len()..]
+        .chunks(41)
+        .map(|r| {
+            let id = (r[20] == 1).then(|| git2::Oid::from_bytes(&r[21..]).unwrap().to_string());
+            (git2::Oid::from_bytes(&r[..20]).unwrap(), id)
+        })
+        .collect();
+    let listed = t.oid("upstream~2");
+    for oid in [vendor, listed] {
+        assert_eq!(records.get(&oid), Some(&git_patch_id(&t, oid)), "{oid}");
+    }
+    assert_eq!(dry_run(), first);
+    std::fs::write(&path, &kept[..kept.len() - 5]).unwrap();
+    assert_eq!(dry_run(), first);
+    assert_eq!(std::fs::read(&path).unwrap(), kept);
 }
 
 /// The read-only matcher API for `verify`'s branch check: presence of each entry and the deciding rule, also for
