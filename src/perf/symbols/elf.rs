@@ -38,6 +38,10 @@ pub struct Symbol {
 /// [`Symbol::node`] of a symbol that is no node of perf's tree.
 const NO_NODE: u32 = u32::MAX;
 
+/// How many table symbols one entry of [`ElfInfo`]'s search index stands for: 16 symbols are 512 bytes, eight cache
+/// lines, and cc1's index is 14 KB.
+const SEARCH_STRIDE: usize = 16;
+
 /// A `PT_LOAD` segment: maps file offsets to svmas.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Segment {
@@ -59,6 +63,10 @@ pub struct ElfInfo {
     pub plt_symbols: Vec<Symbol>,
     /// Symbols perf's tree holds beside [`ElfInfo::symbols`] when its load stopped early (see [`PerfTree`]).
     extra_symbols: Vec<Symbol>,
+    /// The start of every [`SEARCH_STRIDE`]th of [`ElfInfo::symbols`], made on the first lookup: a lookup
+    /// searches it (small enough to stay in cache), then one stretch of the table, where a search of the whole
+    /// table met a cache miss at nearly every step (cc1's: 28,000 symbols, 880 KB).
+    search_index: OnceCell<Vec<u64>>,
     /// The names as printed (demangled when the info demangles) by raw name, made on the first hit: a large
     /// C++ or Rust DSO has 10⁴–10⁵ symbols and a run hits few of them, and demangling them all up front would
     /// be most of `bport script`'s time on system-wide recordings. Shared, since every frame that hits the
@@ -126,8 +134,10 @@ struct PerfTree {
 /// The symbol a node of perf's tree stands for.
 #[derive(Clone, Copy, Debug)]
 enum TreeNode {
-    /// Erased.
+    /// No symbol (its start is 0).
     Gone,
+    /// An alias perf erased: the `k`th of [`Erased`]'s `.symtab` then `.dynsym` lists, which holds its start.
+    Erased(u32),
     /// An index into [`ElfInfo::symbols`].
     Table(u32),
     /// An index into [`ElfInfo::extra_symbols`].
@@ -161,12 +171,12 @@ impl PerfTree {
             .map(|n| n as usize + 1)
             .max()
             .unwrap_or(0);
-        let mut starts = vec![0u64; count];
-        let mut nodes = vec![TreeNode::Gone; count];
+        // Room for the PLT symbols' nodes too: growing it copied the table's nodes into fresh pages.
+        let mut nodes = Vec::with_capacity(count + info.plt_symbols.len());
+        nodes.resize(count, TreeNode::Gone);
         for (syms, kind) in tables {
             for (i, sym) in syms.iter().enumerate() {
                 if let Some(n) = (sym.node != NO_NODE).then_some(sym.node as usize) {
-                    starts[n] = sym.start;
                     nodes[n] = if kind == 0 {
                         TreeNode::Table(i as u32)
                     } else {
@@ -175,34 +185,38 @@ impl PerfTree {
                 }
             }
         }
-        for &(n, start) in self.erased.symtab.iter().chain(&self.erased.dynsym) {
-            starts[n as usize] = start;
+        let erased: Vec<(u32, u64)> = (self.erased.symtab.iter())
+            .chain(&self.erased.dynsym)
+            .copied()
+            .collect();
+        for (k, &(n, _)) in erased.iter().enumerate() {
+            nodes[n as usize] = TreeNode::Erased(k as u32);
         }
+        // Each node's start, from its symbol or its erased alias (no copy of them all: see `SymbolTree`).
+        let start = |n: usize| match nodes[n] {
+            TreeNode::Erased(k) => erased[k as usize].1,
+            node => info.node_symbol(node).map_or(0, |s| s.start),
+        };
         let first = (self.first_len as usize).min(count);
         let mut tree = SymbolTree::with_capacity(count + info.plt_symbols.len());
-        for &start in &starts[..first] {
-            tree.insert(start);
+        for n in 0..first {
+            tree.insert(start(n));
         }
         if self.stopped != Some(0) {
             for &(id, _) in &self.erased.symtab {
                 tree.erase(id as usize);
             }
         }
-        for &start in &starts[first..] {
-            tree.insert(start);
+        for n in first..count {
+            tree.insert(start(n));
         }
         for &(id, _) in &self.erased.dynsym {
             tree.erase(id as usize);
         }
-        drop(starts);
+        drop(erased);
         for (k, p) in info.plt_symbols.iter().enumerate() {
             tree.insert(p.start);
             nodes.push(TreeNode::Plt(k as u32));
-        }
-        for (id, n) in nodes.iter().enumerate() {
-            if let Some(sym) = info.node_symbol(*n) {
-                tree.set_end(id, sym.end);
-            }
         }
         (tree, nodes)
     }
@@ -523,6 +537,13 @@ fn read_candidates<H: FileHeader<Endian = Endianness>>(
             table.len()
         };
         let mut candidates: Vec<Candidate> = Vec::with_capacity(room);
+        // The first byte of every entry's name (0: none, or unreadable), gathered in a loop of its own: the
+        // names lie all over the string table (`.dynsym`'s in hash order), and with nothing else in the loop
+        // the processor has dozens of those cache misses in flight where the filtering loop below had a few.
+        // Reading them inside it was three quarters of reading a large `.dynsym` (cc1's 28,000 entries).
+        let heads: Vec<u8> = (table.symbols().iter())
+            .map(|sym| name_head(strings, sym.st_name(endian), last_nul).unwrap_or(0))
+            .collect();
         for (index, sym) in table.enumerate() {
             let kind = sym.st_type();
             if !perf_kind(kind, sym.st_visibility()) {
@@ -536,9 +557,7 @@ fn read_candidates<H: FileHeader<Endian = Endianness>>(
                 continue; // undefined, absolute or common
             };
             let off = sym.st_name(endian);
-            let Some(head) = name_head(strings, off, last_nul) else {
-                continue;
-            };
+            let head = heads.get(index.0).copied().unwrap_or(0);
             let keep = keeps.get(section.0).copied().unwrap_or(0);
             let keep_bit = if kind == STT_NOTYPE {
                 KEEP_LABEL
@@ -569,11 +588,11 @@ fn read_candidates<H: FileHeader<Endian = Endianness>>(
 }
 
 /// Sorts candidates that are in node order by (start, node): a stable radix sort of their places by start
-/// (11 bits a pass, over the bits their starts differ in: two or three passes for a DSO's table), then the
+/// ([`RADIX_BITS`] a pass, over the bits their starts differ in: two or three passes for a DSO's table; see
+/// [`packed_order`]), then the
 /// candidates moved into place along the permutation's cycles. Comparison sorting took a fifth of
 /// `bport script` on fp recordings (cc1's 28,000 `.dynsym` symbols: 700 instructions a symbol).
 fn sort_by_start(candidates: &mut [Candidate]) {
-    const BITS: u32 = 11;
     let n = candidates.len();
     debug_assert!(candidates.is_sorted_by_key(|c| c.node));
     if n < 64 || u32::try_from(n).is_err() {
@@ -584,13 +603,90 @@ fn sort_by_start(candidates: &mut [Candidate]) {
     let min = candidates.iter().map(|c| c.start).min().unwrap_or(0);
     let max = candidates.iter().map(|c| c.start).max().unwrap_or(0);
     let width = u64::BITS - (max - min).leading_zeros();
+    let mut order = if n >= LARGE_TABLE && width <= 32 {
+        packed_order(candidates, min, width)
+    } else {
+        indirect_order(candidates, min, width)
+    };
+    if n >= LARGE_TABLE {
+        // Position `i` takes the candidate now at `order[i]`: gathered into a copy, each read independent of
+        // the others, then copied back.
+        let sorted: Vec<Candidate> = order.iter().map(|&i| candidates[i as usize]).collect();
+        candidates.copy_from_slice(&sorted);
+        return;
+    }
+    // Position `i` takes the candidate now at `order[i]`, along the permutation's cycles.
+    for i in 0..n {
+        let mut at = i;
+        while order[at] as usize != i {
+            let src = order[at] as usize;
+            candidates.swap(at, src);
+            order[at] = at as u32;
+            at = src;
+        }
+        order[at] = at as u32;
+    }
+}
+
+/// [`sort_by_start`]'s bits a pass.
+const RADIX_BITS: u32 = 11;
+
+/// From how many candidates [`sort_by_start`] sorts them as a table far larger than the caches
+/// (librustc_driver's, libLLVM's: hundreds of thousands of symbols), where a read at random is a memory round
+/// trip: their places as packed words ([`packed_order`]), and the candidates moved into place through a copy,
+/// each read independent of the others, where following the permutation's cycles in place makes each move
+/// wait for the one before. Both take fresh pages (16 and 32 bytes a candidate, ~3 us a page on the VM
+/// measured), which cost more than they save on smaller tables.
+const LARGE_TABLE: usize = 1 << 16;
+
+/// The places of `candidates` in (start, node) order, when their starts span at most 32 bits (a DSO's do):
+/// each as one word, its start less `min` above its place, radix-sorted by the upper half. The passes read
+/// the words in sequence, where sorting places by their candidates' starts read a start at random for every
+/// place in every pass: on librustc_driver's and libLLVM's tables (hundreds of thousands of symbols) those
+/// reads missed the caches and were half of sorting.
+fn packed_order(candidates: &[Candidate], min: u64, width: u32) -> Vec<u32> {
+    let mut words: Vec<u64> = (candidates.iter().enumerate())
+        .map(|(i, c)| (c.start - min) << 32 | i as u64)
+        .collect();
+    let mut next = vec![0u64; words.len()];
+    let mut counts = vec![0usize; 1 << RADIX_BITS];
+    let mut shift = 32;
+    while shift < 32 + width {
+        let digit = |w: u64| (w >> shift) as usize & ((1 << RADIX_BITS) - 1);
+        counts.fill(0);
+        for &w in &words {
+            counts[digit(w)] += 1;
+        }
+        let mut at = 0;
+        for c in counts.iter_mut() {
+            let here = *c;
+            *c = at;
+            at += here;
+        }
+        for &w in &words {
+            let d = digit(w);
+            next[counts[d]] = w;
+            counts[d] += 1;
+        }
+        std::mem::swap(&mut words, &mut next);
+        shift += RADIX_BITS;
+    }
+    drop(next);
+    words.into_iter().map(|w| w as u32).collect()
+}
+
+/// The places of `candidates` in (start, node) order, sorted by their candidates' starts ([`packed_order`] for
+/// large tables).
+fn indirect_order(candidates: &[Candidate], min: u64, width: u32) -> Vec<u32> {
+    let n = candidates.len();
     let mut order: Vec<u32> = (0..n as u32).collect();
     let mut next = vec![0u32; n];
-    let mut counts = vec![0usize; 1 << BITS];
+    let mut counts = vec![0usize; 1 << RADIX_BITS];
     let mut shift = 0;
     while shift < width {
-        let digit =
-            |i: u32| ((candidates[i as usize].start - min) >> shift) as usize & ((1 << BITS) - 1);
+        let digit = |i: u32| {
+            ((candidates[i as usize].start - min) >> shift) as usize & ((1 << RADIX_BITS) - 1)
+        };
         counts.fill(0);
         for &i in &order {
             counts[digit(i)] += 1;
@@ -607,19 +703,9 @@ fn sort_by_start(candidates: &mut [Candidate]) {
             counts[d] += 1;
         }
         std::mem::swap(&mut order, &mut next);
-        shift += BITS;
+        shift += RADIX_BITS;
     }
-    // Position `i` takes the candidate now at `order[i]`.
-    for i in 0..n {
-        let mut at = i;
-        while order[at] as usize != i {
-            let src = order[at] as usize;
-            candidates.swap(at, src);
-            order[at] = at as u32;
-            at = src;
-        }
-        order[at] = at as u32;
-    }
+    order
 }
 
 /// GNU addr2line's view of `data`'s symbols (bfd `maybe_function_sym`): every symbol but files, sections,
@@ -1079,14 +1165,39 @@ impl ElfInfo {
     pub fn lookup(&self, svma: u64) -> Option<&Symbol> {
         if let Some(t) = self.tree.as_deref().filter(|t| t.covers(svma)) {
             let (tree, nodes) = t.tree.get_or_init(|| t.build(self));
-            return self.node_symbol(nodes[tree.find(svma)?]);
+            // A node without a symbol (erased, so never met) has an empty range.
+            let end = |id: usize, start: u64| self.node_symbol(nodes[id]).map_or(start, |s| s.end);
+            return self.node_symbol(nodes[tree.find(svma, end)?]);
         }
-        Self::lookup_in(&self.plt_symbols, svma).or_else(|| Self::lookup_in(&self.symbols, svma))
+        Self::lookup_in(&self.plt_symbols, svma).or_else(|| self.lookup_table(svma))
+    }
+
+    /// [`ElfInfo::lookup_in`] the table symbols, through [`ElfInfo::search_index`].
+    fn lookup_table(&self, svma: u64) -> Option<&Symbol> {
+        let symbols = &self.symbols;
+        let index = self.search_index.get_or_init(|| {
+            symbols
+                .iter()
+                .step_by(SEARCH_STRIDE)
+                .map(|s| s.start)
+                .collect()
+        });
+        if index.len() != symbols.len().div_ceil(SEARCH_STRIDE) {
+            return Self::lookup_in(symbols, svma);
+        }
+        // The table is sorted by start: every symbol before the last indexed one at or below `svma` starts at
+        // or below it, and none from the next indexed one on does.
+        let block = index.partition_point(|&start| start <= svma);
+        let from = block.saturating_sub(1) * SEARCH_STRIDE;
+        let to = (block * SEARCH_STRIDE).min(symbols.len());
+        let pos = from + symbols[from..to].partition_point(|s| s.start <= svma);
+        let sym = symbols.get(pos.checked_sub(1)?)?;
+        (svma < sym.end).then_some(sym)
     }
 
     fn node_symbol(&self, node: TreeNode) -> Option<&Symbol> {
         match node {
-            TreeNode::Gone => None,
+            TreeNode::Gone | TreeNode::Erased(_) => None,
             TreeNode::Table(i) => self.symbols.get(i as usize),
             TreeNode::Extra(i) => self.extra_symbols.get(i as usize),
             TreeNode::Plt(i) => self.plt_symbols.get(i as usize),
@@ -1461,39 +1572,92 @@ mod tests {
     }
 
     #[test]
-    fn radix_sort_by_start_gives_start_then_node_order() {
-        // Enough candidates for the radix path, starts over 40 bits with many repeats, in node order.
-        let mut x = 99u64;
-        let v: Vec<Candidate> = (0..5000u32)
-            .map(|node| {
-                x = x
-                    .wrapping_mul(6364136223846793005)
-                    .wrapping_add(1442695040888963407);
-                let start = if node % 7 == 0 {
-                    0x4000
-                } else {
-                    0x1000 + ((x >> 24) & 0xff_ffff_ffff)
-                };
-                Candidate {
-                    start,
-                    span: u64::from(node),
-                    fixed: false,
-                    node,
-                    name: NameRef::arena(node, 0),
-                    sized: false,
-                    binding: STB_GLOBAL,
-                }
-            })
-            .collect();
-        let mut want = v.clone();
-        want.sort_unstable_by_key(|c| (c.start, c.node));
-        let mut got = v;
-        sort_by_start(&mut got);
-        let key = |c: &Candidate| (c.start, c.node, c.span, c.name);
-        assert_eq!(
-            got.iter().map(key).collect::<Vec<_>>(),
-            want.iter().map(key).collect::<Vec<_>>()
+    fn indexed_lookup_agrees_with_a_search_of_the_whole_table() {
+        // The test binary's own table: thousands of symbols, so hundreds of index entries.
+        let exe = std::fs::read(std::env::current_exe().unwrap()).unwrap();
+        let mut info = ElfInfo::parse(&exe).unwrap();
+        assert!(
+            info.symbols.len() > 10 * SEARCH_STRIDE,
+            "{}",
+            info.symbols.len()
         );
+        let probes = |info: &ElfInfo| -> Vec<u64> {
+            (info.symbols.iter())
+                .flat_map(|s| {
+                    [
+                        s.start.wrapping_sub(1),
+                        s.start,
+                        s.start + 1,
+                        s.end - 1,
+                        s.end,
+                    ]
+                })
+                .chain([0, u64::MAX])
+                .collect()
+        };
+        for svma in probes(&info) {
+            assert_eq!(
+                info.lookup_table(svma),
+                ElfInfo::lookup_in(&info.symbols, svma),
+                "{svma:#x}"
+            );
+        }
+        // A table replaced after the index was made is searched whole.
+        info.symbols.truncate(info.symbols.len() / 3);
+        for svma in probes(&info) {
+            assert_eq!(
+                info.lookup_table(svma),
+                ElfInfo::lookup_in(&info.symbols, svma),
+                "{svma:#x}"
+            );
+        }
+        info.symbols.clear();
+        assert_eq!(info.lookup_table(0x1000), None);
+    }
+
+    #[test]
+    fn radix_sort_by_start_gives_start_then_node_order() {
+        // Enough candidates for the radix path (and for moving them through a copy), starts over 40 bits
+        // (places sorted by their starts) and over 28 bits (sorted as packed words), with many repeats, in node
+        // order.
+        let sizes = [5000, LARGE_TABLE as u32 + 1000];
+        for (bits, size) in [0xff_ffff_ffffu64, 0xfff_ffff]
+            .into_iter()
+            .flat_map(|b| sizes.map(|n| (b, n)))
+        {
+            let mut x = 99u64;
+            let v: Vec<Candidate> = (0..size)
+                .map(|node| {
+                    x = x
+                        .wrapping_mul(6364136223846793005)
+                        .wrapping_add(1442695040888963407);
+                    let start = if node % 7 == 0 {
+                        0x4000
+                    } else {
+                        0x1000 + ((x >> 24) & bits)
+                    };
+                    Candidate {
+                        start,
+                        span: u64::from(node),
+                        fixed: false,
+                        node,
+                        name: NameRef::arena(node, 0),
+                        sized: false,
+                        binding: STB_GLOBAL,
+                    }
+                })
+                .collect();
+            let mut want = v.clone();
+            want.sort_unstable_by_key(|c| (c.start, c.node));
+            let mut got = v;
+            sort_by_start(&mut got);
+            let key = |c: &Candidate| (c.start, c.node, c.span, c.name);
+            assert_eq!(
+                got.iter().map(key).collect::<Vec<_>>(),
+                want.iter().map(key).collect::<Vec<_>>(),
+                "{size} starts under {bits:#x}"
+            );
+        }
     }
 
     impl Candidate {
