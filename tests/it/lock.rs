@@ -1010,14 +1010,28 @@ fn lock_contention_reads_perf_lock_record_files_as_perf_does() {
         m
     };
     let (o, t) = (per_type(&ours), per_type(&expected));
-    assert_eq!(
-        o.keys().collect::<Vec<_>>(),
-        t.keys().collect::<Vec<_>>(),
+    // perf keys an entry by its call stack past the frames it skips, so the waits of two lock types whose stacks
+    // it cannot tell apart land in one entry under the first one's type (seen: an ext4 extent-status rwlock's
+    // write waits shown as rwlock:R beside its read waits, when the machine happened to write files). Every type
+    // perf shows is ours, the totals agree, and a type's count differs by no more than what ours holds in types
+    // perf folded away.
+    assert!(
+        t.keys().all(|k| o.contains_key(k)),
         "ours {ours:?}\ntheirs:\n{theirs}"
+    );
+    let folded: u64 = o
+        .iter()
+        .filter(|(k, _)| !t.contains_key(*k))
+        .map(|(_, n)| n)
+        .sum();
+    let (all_ours, all_theirs) = (o.values().sum::<u64>(), t.values().sum::<u64>());
+    assert!(
+        all_ours.abs_diff(all_theirs) <= all_theirs / 5 + 2,
+        "ours {all_ours} vs perf {all_theirs}\n{ours:?}\n{theirs}"
     );
     for (kind, n) in &t {
         assert!(
-            o[kind].abs_diff(*n) <= n / 5 + 2,
+            o[kind].abs_diff(*n) <= n / 5 + 2 + folded,
             "{kind}: ours {} vs perf {n}\n{ours:?}\n{theirs}",
             o[kind]
         );
