@@ -652,22 +652,9 @@ fn packed_order(candidates: &[Candidate], min: u64, width: u32) -> Vec<u32> {
     let mut counts = vec![0usize; 1 << RADIX_BITS];
     let mut shift = 32;
     while shift < 32 + width {
-        let digit = |w: u64| (w >> shift) as usize & ((1 << RADIX_BITS) - 1);
-        counts.fill(0);
-        for &w in &words {
-            counts[digit(w)] += 1;
-        }
-        let mut at = 0;
-        for c in counts.iter_mut() {
-            let here = *c;
-            *c = at;
-            at += here;
-        }
-        for &w in &words {
-            let d = digit(w);
-            next[counts[d]] = w;
-            counts[d] += 1;
-        }
+        radix_pass(&words, &mut next, &mut counts, |w| {
+            (w >> shift) as usize & ((1 << RADIX_BITS) - 1)
+        });
         std::mem::swap(&mut words, &mut next);
         shift += RADIX_BITS;
     }
@@ -684,28 +671,32 @@ fn indirect_order(candidates: &[Candidate], min: u64, width: u32) -> Vec<u32> {
     let mut counts = vec![0usize; 1 << RADIX_BITS];
     let mut shift = 0;
     while shift < width {
-        let digit = |i: u32| {
+        radix_pass(&order, &mut next, &mut counts, |i| {
             ((candidates[i as usize].start - min) >> shift) as usize & ((1 << RADIX_BITS) - 1)
-        };
-        counts.fill(0);
-        for &i in &order {
-            counts[digit(i)] += 1;
-        }
-        let mut at = 0;
-        for c in counts.iter_mut() {
-            let here = *c;
-            *c = at;
-            at += here;
-        }
-        for &i in &order {
-            let d = digit(i);
-            next[counts[d]] = i;
-            counts[d] += 1;
-        }
+        });
         std::mem::swap(&mut order, &mut next);
         shift += RADIX_BITS;
     }
     order
+}
+
+/// One stable counting-sort pass of `from` into `to` by `digit` (below `counts.len()`).
+fn radix_pass<T: Copy>(from: &[T], to: &mut [T], counts: &mut [usize], digit: impl Fn(T) -> usize) {
+    counts.fill(0);
+    for &x in from {
+        counts[digit(x)] += 1;
+    }
+    let mut at = 0;
+    for c in counts.iter_mut() {
+        let here = *c;
+        *c = at;
+        at += here;
+    }
+    for &x in from {
+        let d = digit(x);
+        to[counts[d]] = x;
+        counts[d] += 1;
+    }
 }
 
 /// GNU addr2line's view of `data`'s symbols (bfd `maybe_function_sym`): every symbol but files, sections,
