@@ -694,17 +694,26 @@ fn marks_reaching(
     let mut headers: HashMap<Oid, Option<git::CommitHeader>> = HashMap::new();
     let mut queued: HashSet<Oid> = HashSet::new();
     let mut queue = std::collections::BinaryHeap::new();
-    let mut header = |oid: Oid| -> Result<Option<(i64, Vec<Oid>)>, Error> {
-        if let std::collections::hash_map::Entry::Vacant(e) = headers.entry(oid) {
-            e.insert(git::read_commit_header(repo, &odb, oid)?);
+    // Each commit's header read once; `None` for a commit the repository lacks (a shallow clone's boundary).
+    fn read<'m>(
+        headers: &'m mut HashMap<Oid, Option<git::CommitHeader>>,
+        repo: &Repository,
+        odb: &git2::Odb<'_>,
+        oid: Oid,
+    ) -> Result<Option<&'m git::CommitHeader>, Error> {
+        Ok(match headers.entry(oid) {
+            std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+            std::collections::hash_map::Entry::Vacant(e) => {
+                e.insert(git::read_commit_header(repo, odb, oid)?)
+            }
         }
-        Ok(headers[&oid].as_ref().map(|h| (h.time, h.parents.clone())))
-    };
+        .as_ref())
+    }
     for (i, tip) in tips.enumerate() {
         *marks.entry(tip).or_default() |= 1 << i;
-        if let Some((time, _)) = header(tip)? {
+        if let Some(h) = read(&mut headers, repo, &odb, tip)? {
             if queued.insert(tip) {
-                queue.push((time, tip));
+                queue.push((h.time, tip));
             }
         }
     }
@@ -715,7 +724,7 @@ fn marks_reaching(
             continue;
         }
         let bits = marks[&oid];
-        let Some((_, parents)) = header(oid)? else {
+        let Some(parents) = read(&mut headers, repo, &odb, oid)?.map(|h| h.parents.clone()) else {
             continue;
         };
         for p in parents {
@@ -723,7 +732,7 @@ fn marks_reaching(
             if *have | bits != *have {
                 *have |= bits;
                 // A commit popped already gets a mark late only when dates are out of order: it goes down again.
-                if let Some((time, _)) = header(p)? {
+                if let Some(time) = read(&mut headers, repo, &odb, p)?.map(|h| h.time) {
                     if queued.insert(p) {
                         queue.push((time, p));
                     }
